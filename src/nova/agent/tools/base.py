@@ -1,0 +1,77 @@
+"""What a tool is, what it gets when it runs, and what it returns.
+
+A tool is a small object with a name, a description, a JSON schema for its input, a `read_only` flag
+(read-only tools are allowed by the default permission policy) and `run(input, ctx)`. A tool reports a
+failure the model should see by returning `ToolOutput(is_error=True)` or raising `ToolError`; any other
+exception is caught by the loop and turned into an error result too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from nova.providers.base import ToolSpec
+
+__all__ = ["Tool", "ToolContext", "ToolOutput", "ToolRegistry"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolContext:
+    cwd: Path
+    session_dir: Path | None = None
+    timeout_s: float = 120.0
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolOutput:
+    content: str
+    is_error: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Facts for the deterministic layer, e.g. `exit_code`, `paths_read`, `paths_written`."""
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    read_only: bool
+
+    def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput: ...
+
+
+class ToolRegistry:
+    """Tools by name. `specs()` lists them sorted by name so the catalog is cache-stable (CCH-3)."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(sorted(self._tools.values(), key=lambda t: t.name))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        return [ToolSpec(t.name, t.description, t.input_schema) for t in self]

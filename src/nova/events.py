@@ -1,0 +1,193 @@
+"""Typed events and the bus every surface subscribes to (CLI timeline, SSE stream, TUI, logs).
+
+Events are frozen dataclasses with a `type` tag; `EventBus.emit` calls subscribers synchronously in
+subscription order. A subscriber that raises is logged and skipped: a broken display must never break
+a turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "CacheBreak",
+    "CompactionEnd",
+    "CompactionStart",
+    "ContextUpdate",
+    "ErrorEvent",
+    "Event",
+    "EventBus",
+    "PermissionDenied",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "TurnFinished",
+    "TurnStarted",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStarted:
+    session_id: str
+    prompt: str
+    type: Literal["turn_started"] = "turn_started"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta:
+    session_id: str
+    text: str
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantMessage:
+    session_id: str
+    message_id: str
+    text: str
+    type: Literal["assistant_message"] = "assistant_message"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted:
+    session_id: str
+    tool_use_id: str
+    name: str
+    input: Mapping[str, Any]
+    type: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallFinished:
+    session_id: str
+    tool_use_id: str
+    name: str
+    output: str
+    is_error: bool
+    duration_s: float
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionDenied:
+    session_id: str
+    tool_use_id: str
+    name: str
+    reason: str
+    type: Literal["permission_denied"] = "permission_denied"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextUpdate:
+    """CMP-11: `limit` is the compaction threshold, so `percent` reaches 100 exactly at the trigger."""
+
+    session_id: str
+    used: int
+    limit: int
+    window: int
+    percent: float
+    type: Literal["context_update"] = "context_update"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionStart:
+    session_id: str
+    message_count: int
+    token_count: int
+    reason: Literal["threshold", "overflow", "manual", "hard"]
+    type: Literal["compaction_start"] = "compaction_start"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionEnd:
+    session_id: str
+    ok: bool
+    tokens_before: int
+    tokens_after: int
+    messages_compacted: int = 0
+    snipped: int = 0
+    duration_s: float = 0.0
+    error: str = ""
+    type: Literal["compaction_end"] = "compaction_end"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheBreak:
+    session_id: str
+    segment: str
+    cause: str
+    cost_usd: float
+    type: Literal["cache_break"] = "cache_break"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorEvent:
+    session_id: str
+    error: str
+    kind: str
+    type: Literal["error"] = "error"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFinished:
+    session_id: str
+    stop_reason: str
+    usage: Mapping[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    type: Literal["turn_finished"] = "turn_finished"
+
+
+Event = (
+    TurnStarted
+    | TextDelta
+    | AssistantMessage
+    | ToolCallStarted
+    | ToolCallFinished
+    | PermissionDenied
+    | ContextUpdate
+    | CompactionStart
+    | CompactionEnd
+    | CacheBreak
+    | ErrorEvent
+    | TurnFinished
+)
+
+Subscriber = Callable[[Event], None]
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    return asdict(event)
+
+
+class EventBus:
+    """Synchronous fan-out. Thread-safe subscribe/unsubscribe; emit never raises from a subscriber."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers.append(fn)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if fn in self._subscribers:
+                    self._subscribers.remove(fn)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for fn in subscribers:
+            try:
+                fn(event)
+            except Exception:  # a broken display must not break the turn
+                log.exception("event subscriber %r failed on %s", fn, event.type)

@@ -1,0 +1,185 @@
+"""The provider-neutral message model.
+
+A `Message` is a role plus a tuple of frozen, kind-tagged parts. Every part carries a `kind` literal so
+that one pydantic `TypeAdapter` can serialize and parse the whole model (`to_dict` / `from_dict`,
+`dumps` / `loads`). Provider shapes (Anthropic Messages, OpenAI Chat Completions and Responses) are
+converted at the provider boundary in `nova.providers.formats`; nothing else in Nova sees them.
+
+Tool results live in `user` messages, as the Anthropic API has them: that is the shape in which the
+pairing invariant (every tool_use answered by exactly one tool_result in the next message) is easiest to
+state and to check. The OpenAI converters split them into `tool` role messages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+__all__ = [
+    "ImagePart",
+    "Message",
+    "Part",
+    "Role",
+    "SummaryPart",
+    "TextPart",
+    "ThinkingPart",
+    "ToolResultPart",
+    "ToolUsePart",
+    "dumps",
+    "from_dict",
+    "loads",
+    "new_id",
+    "to_dict",
+]
+
+Role = Literal["system", "user", "assistant"]
+
+
+def new_id(prefix: str = "msg") -> str:
+    """A sortable-enough unique id: prefix, time in ms (hex), 12 random hex digits."""
+    return f"{prefix}_{int(time.time() * 1000):011x}{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUsePart:
+    """A call the model asked for. `input` is the parsed arguments object."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    kind: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """The answer to one `ToolUsePart`, matched by `tool_use_id`."""
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    """Model reasoning. `signature` must go back byte-identical within one tool loop; `redacted` holds
+    the opaque payload of a redacted block. Never written to disk (SES-3)."""
+
+    thinking: str
+    signature: str = ""
+    redacted: bool = False
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image, either inline base64 `data` with its `media_type` or a `url`."""
+
+    media_type: str = ""
+    data: str = ""
+    url: str = ""
+    kind: Literal["image"] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPart:
+    """A compaction summary standing in for the messages listed in `covers`."""
+
+    text: str
+    covers: tuple[str, ...] = ()
+    kind: Literal["summary"] = "summary"
+
+
+Part = Annotated[
+    TextPart | ToolUsePart | ToolResultPart | ThinkingPart | ImagePart | SummaryPart,
+    Field(discriminator="kind"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    parts: tuple[Part, ...]
+    id: str = field(default_factory=new_id)
+    created_at: float = field(default_factory=time.time)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    # -- constructors -------------------------------------------------------------------------------
+    @classmethod
+    def user(cls, text: str, **kw: Any) -> Message:
+        return cls(role="user", parts=(TextPart(text),), **kw)
+
+    @classmethod
+    def assistant(cls, text: str, **kw: Any) -> Message:
+        return cls(role="assistant", parts=(TextPart(text),), **kw)
+
+    @classmethod
+    def system(cls, text: str, **kw: Any) -> Message:
+        return cls(role="system", parts=(TextPart(text),), **kw)
+
+    # -- views --------------------------------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        """The concatenated text parts (summaries included), for display and estimation."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart | SummaryPart))
+
+    def tool_uses(self) -> list[ToolUsePart]:
+        return [p for p in self.parts if isinstance(p, ToolUsePart)]
+
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    def has(self, kind: str) -> bool:
+        return any(p.kind == kind for p in self.parts)
+
+    def with_parts(self, parts: Iterable[Part]) -> Message:
+        return replace(self, parts=tuple(parts))
+
+    def with_metadata(self, **updates: Any) -> Message:
+        return replace(self, metadata={**self.metadata, **updates})
+
+
+_MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+_MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def to_dict(message: Message) -> dict[str, Any]:
+    """The one serializer: a JSON-ready dict with every part tagged by `kind`."""
+    data: dict[str, Any] = _MESSAGE_ADAPTER.dump_python(message, mode="json")
+    return data
+
+
+def from_dict(data: Mapping[str, Any]) -> Message:
+    return _MESSAGE_ADAPTER.validate_python(data)
+
+
+def dumps(messages: Iterable[Message]) -> str:
+    return json.dumps([to_dict(m) for m in messages], ensure_ascii=False, sort_keys=True)
+
+
+def loads(text: str) -> list[Message]:
+    return _MESSAGES_ADAPTER.validate_json(text)
+
+
+def iter_tool_pairs(messages: Iterable[Message]) -> Iterator[tuple[ToolUsePart, ToolResultPart | None]]:
+    """Each tool_use with the result that answers it (or None), in order of the calls."""
+    results: dict[str, ToolResultPart] = {}
+    uses: list[ToolUsePart] = []
+    for m in messages:
+        uses.extend(m.tool_uses())
+        for r in m.tool_results():
+            results.setdefault(r.tool_use_id, r)
+    for u in uses:
+        yield u, results.get(u.id)

@@ -1,0 +1,90 @@
+"""Model table: context window, prices and the minimum cacheable prefix for the common models.
+
+Prices are USD per million tokens. `cache_write_5m` / `cache_write_1h` apply to Anthropic's cache
+writes; OpenAI bills cache reads only (writes cost the plain input price). Model names match by the
+longest known prefix, so dated ids ("claude-sonnet-4-5-20250929") and suffixes resolve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nova.providers.base import Usage
+
+__all__ = ["ModelInfo", "context_window_for", "cost_usd", "model_info"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    name: str
+    window: int
+    input: float
+    output: float
+    cache_read: float
+    cache_write_5m: float
+    cache_write_1h: float
+    min_cacheable_tokens: int = 1024
+    max_output: int = 8192
+
+
+def _anthropic(name: str, window: int, inp: float, out: float, min_cache: int, max_out: int) -> ModelInfo:
+    # Anthropic's cache multipliers: write 5 min 1.25x, write 1 h 2x, read 0.1x of the input price.
+    return ModelInfo(name, window, inp, out, inp * 0.1, inp * 1.25, inp * 2.0, min_cache, max_out)
+
+
+def _openai(name: str, window: int, inp: float, out: float, cached: float, max_out: int) -> ModelInfo:
+    return ModelInfo(name, window, inp, out, cached, inp, inp, 1024, max_out)
+
+
+_MODELS: tuple[ModelInfo, ...] = (
+    _anthropic("claude-opus-4-5", 200_000, 5.0, 25.0, 4096, 64_000),
+    _anthropic("claude-opus-4-1", 200_000, 15.0, 75.0, 1024, 32_000),
+    _anthropic("claude-opus-4", 200_000, 15.0, 75.0, 1024, 32_000),
+    _anthropic("claude-sonnet-4-5", 200_000, 3.0, 15.0, 1024, 64_000),
+    _anthropic("claude-sonnet-4", 200_000, 3.0, 15.0, 1024, 64_000),
+    _anthropic("claude-3-7-sonnet", 200_000, 3.0, 15.0, 1024, 64_000),
+    _anthropic("claude-haiku-4-5", 200_000, 1.0, 5.0, 4096, 64_000),
+    _anthropic("claude-3-5-haiku", 200_000, 0.8, 4.0, 2048, 8192),
+    _openai("gpt-5-nano", 400_000, 0.05, 0.40, 0.005, 128_000),
+    _openai("gpt-5-mini", 400_000, 0.25, 2.0, 0.025, 128_000),
+    _openai("gpt-5", 400_000, 1.25, 10.0, 0.125, 128_000),
+    _openai("gpt-4.1-nano", 1_047_576, 0.10, 0.40, 0.025, 32_768),
+    _openai("gpt-4.1-mini", 1_047_576, 0.40, 1.60, 0.10, 32_768),
+    _openai("gpt-4.1", 1_047_576, 2.0, 8.0, 0.50, 32_768),
+    _openai("gpt-4o-mini", 128_000, 0.15, 0.60, 0.075, 16_384),
+    _openai("gpt-4o", 128_000, 2.50, 10.0, 1.25, 16_384),
+    _openai("o4-mini", 200_000, 1.10, 4.40, 0.275, 100_000),
+    _openai("o3", 200_000, 2.0, 8.0, 0.50, 100_000),
+    _openai("gemini-3-pro-preview", 1_048_576, 2.0, 12.0, 0.20, 65_536),
+    ModelInfo("nova-demo", 32_000, 0.0, 0.0, 0.0, 0.0, 0.0, 1024, 4096),
+)
+_BY_PREFIX = sorted(_MODELS, key=lambda m: len(m.name), reverse=True)
+
+
+def model_info(model: str) -> ModelInfo | None:
+    """The table entry for `model` (longest matching prefix, provider prefixes like "openai/" ignored)."""
+    name = model.rsplit("/", 1)[-1].lower()
+    for info in _BY_PREFIX:
+        if name.startswith(info.name):
+            return info
+    return None
+
+
+def context_window_for(model: str) -> int | None:
+    info = model_info(model)
+    return info.window if info else None
+
+
+def cost_usd(usage: Usage, model: str, *, cache_ttl: str = "5m") -> float | None:
+    """The price of one call's usage, or None when the model's price is unknown."""
+    info = model_info(model)
+    if info is None:
+        return None
+    write_price = info.cache_write_1h if cache_ttl == "1h" else info.cache_write_5m
+    total = (
+        usage.input_tokens * info.input
+        + usage.output_tokens * info.output
+        + usage.cache_read_tokens * info.cache_read
+        + usage.cache_write_tokens * write_price
+    )
+    return total / 1_000_000

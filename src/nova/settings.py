@@ -1,0 +1,442 @@
+"""Configuration: immutable value objects read from `~/.nova/config.json` (NOVA_HOME overrides `~/.nova`).
+
+Each value remembers where it came from (`default`, the config file, an environment variable or a
+command-line flag) so `nova config show` can explain the effective configuration. Environment
+variables are read only at the edges (CLI, server): `load_settings(env=...)` takes them as an argument.
+
+A malformed file or a wrong-typed value raises `ConfigError` with one message naming the file, the key,
+the bad value and the expected type; nothing here ever shows a traceback to a user.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from nova.errors import ConfigError
+
+__all__ = [
+    "CompactionConfig",
+    "PermissionsConfig",
+    "Settings",
+    "SpillConfig",
+    "_parse_compaction_config",
+    "config_path",
+    "load_settings",
+    "nova_home",
+]
+
+Warn = Callable[[str], None]
+
+PROVIDERS = ("anthropic", "openai", "openai-responses", "compatible", "demo")
+DEFAULT_MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-5",
+    "openai-responses": "gpt-5",
+    "compatible": "llama3.1",
+    "demo": "nova-demo",
+}
+
+
+def nova_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    value = env.get("NOVA_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".nova"
+
+
+def config_path(home: Path) -> Path:
+    return home / "config.json"
+
+
+# -- typed conversion with clear errors ---------------------------------------------------------------
+def _describe(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _bad(source: str, key: str, value: Any, expected: str) -> ConfigError:
+    return ConfigError(f"{source}: key {key!r} has value {_describe(value)}, expected {expected}")
+
+
+def _to_int(value: Any, *, source: str, key: str) -> int:
+    """int() conversion as the docs promise ("16000" and 16000.0 are accepted), bools and junk refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _bad(source, key, value, "an integer")
+    try:
+        if isinstance(value, str):
+            value = value.strip()
+            return int(value) if value.lstrip("+-").isdigit() else int(float(value))
+        return int(value)
+    except (ValueError, OverflowError):
+        raise _bad(source, key, value, "an integer") from None
+
+
+def _to_float(value: Any, *, source: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _bad(source, key, value, "a number")
+    try:
+        result = float(value)
+    except ValueError:
+        raise _bad(source, key, value, "a number") from None
+    if not math.isfinite(result):
+        raise _bad(source, key, value, "a finite number")
+    return result
+
+
+def _to_str(value: Any, *, source: str, key: str) -> str:
+    if not isinstance(value, str):
+        raise _bad(source, key, value, "a string")
+    return value
+
+
+def _to_str_list(value: Any, *, source: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _bad(source, key, value, "a list of strings")
+    return tuple(value)
+
+
+def _to_section(value: Any, *, source: str, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise _bad(source, key, value, "an object")
+    return value
+
+
+# -- compaction (SPEC CMP-12) ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CompactionConfig:
+    output_reserve_tokens: int = 16000
+    summary_reserve_tokens: int = 8000
+    snip_max_chars: int = 2000
+    snip_tool_output_token_budget: int = 50000
+    snip_preserve_last_n_messages: int = 12
+    summary_keep_tokens: int = 20000
+    max_consecutive_failures: int = 3
+    default_context_window: int = 128000
+    hard_margin_tokens: int = 3000
+    summarizer: str = "auto"
+    """`model` (ask the model), `extractive` (no model call) or `auto` (model when one is configured)."""
+
+    def reserve(self, window: int) -> int:
+        """CMP-1: output + summary reserve, capped at half the window."""
+        return min(self.output_reserve_tokens + self.summary_reserve_tokens, window // 2)
+
+    def threshold(self, window: int) -> int:
+        """CMP-1: the soft trigger line."""
+        return window - self.reserve(window)
+
+    def keep_tokens(self, window: int) -> int:
+        """CMP-5: the recent-history budget, capped at half the threshold."""
+        return min(self.summary_keep_tokens, self.threshold(window) // 2)
+
+
+COMPACTION_KEYS = (
+    "output_reserve_tokens",
+    "summary_reserve_tokens",
+    "snip_max_chars",
+    "snip_tool_output_token_budget",
+    "snip_preserve_last_n_messages",
+    "summary_keep_tokens",
+    "max_consecutive_failures",
+    "default_context_window",
+)
+DEAD_COMPACTION_KEYS = ("token_ratio", "max_messages", "max_turns_between_compact")
+SUMMARIZERS = ("auto", "model", "extractive")
+MIN_SUMMARY_KEEP_TOKENS = 1024
+
+
+def _parse_compaction_config(
+    raw: Mapping[str, Any], *, source: str = "config.json", warn: Warn | None = None
+) -> CompactionConfig:
+    """Parse the `compaction` section exactly as CMP-12 documents it.
+
+    The eight documented keys are converted with int(); `snip_preserve_last_n_turns` is an alias read
+    only when the real key is missing; the deprecated `summary_keep_ratio` is converted against
+    `default_context_window` when `summary_keep_tokens` is absent; `summary_keep_tokens` below 1024 is
+    rounded up; the three dead keys have no effect beyond a warning; other unknown keys are ignored.
+    Nova's additions: `hard_margin_tokens` (CMP-2) and `summarizer`.
+    """
+    warn = warn or (lambda _msg: None)
+    src = f"{source} [compaction]"
+    defaults = CompactionConfig()
+
+    def get_int(key: str, default: int) -> int:
+        return _to_int(raw[key], source=src, key=key) if key in raw else default
+
+    window = get_int("default_context_window", defaults.default_context_window)
+    if window <= 0:
+        raise _bad(src, "default_context_window", raw.get("default_context_window"), "a positive integer")
+
+    if "snip_preserve_last_n_messages" in raw:
+        preserve = get_int("snip_preserve_last_n_messages", 12)
+    elif "snip_preserve_last_n_turns" in raw:
+        preserve = _to_int(raw["snip_preserve_last_n_turns"], source=src, key="snip_preserve_last_n_turns")
+        warn(f"{src}: 'snip_preserve_last_n_turns' is an old alias; rename it to 'snip_preserve_last_n_messages'")
+    else:
+        preserve = defaults.snip_preserve_last_n_messages
+
+    if "summary_keep_tokens" in raw:
+        keep = get_int("summary_keep_tokens", defaults.summary_keep_tokens)
+    elif "summary_keep_ratio" in raw:
+        ratio = _to_float(raw["summary_keep_ratio"], source=src, key="summary_keep_ratio")
+        keep = int(ratio * window)
+        warn(
+            f"{src}: 'summary_keep_ratio' is deprecated; it was converted to summary_keep_tokens={keep} "
+            f"against default_context_window={window}. Set 'summary_keep_tokens' instead."
+        )
+    else:
+        keep = defaults.summary_keep_tokens
+    keep = max(keep, MIN_SUMMARY_KEEP_TOKENS)
+
+    for dead in DEAD_COMPACTION_KEYS:
+        if dead in raw:
+            warn(f"{src}: '{dead}' has no effect (it is not read by Nova); remove it to avoid confusion")
+
+    summarizer = _to_str(raw["summarizer"], source=src, key="summarizer") if "summarizer" in raw else "auto"
+    if summarizer not in SUMMARIZERS:
+        raise _bad(src, "summarizer", summarizer, "one of " + ", ".join(SUMMARIZERS))
+
+    config = CompactionConfig(
+        output_reserve_tokens=get_int("output_reserve_tokens", defaults.output_reserve_tokens),
+        summary_reserve_tokens=get_int("summary_reserve_tokens", defaults.summary_reserve_tokens),
+        snip_max_chars=get_int("snip_max_chars", defaults.snip_max_chars),
+        snip_tool_output_token_budget=get_int(
+            "snip_tool_output_token_budget", defaults.snip_tool_output_token_budget
+        ),
+        snip_preserve_last_n_messages=preserve,
+        summary_keep_tokens=keep,
+        max_consecutive_failures=get_int("max_consecutive_failures", defaults.max_consecutive_failures),
+        default_context_window=window,
+        hard_margin_tokens=get_int("hard_margin_tokens", defaults.hard_margin_tokens),
+        summarizer=summarizer,
+    )
+    for key in ("output_reserve_tokens", "summary_reserve_tokens", "snip_max_chars", "hard_margin_tokens",
+                "snip_tool_output_token_budget", "snip_preserve_last_n_messages"):
+        if getattr(config, key) < 0:
+            raise _bad(src, key, raw.get(key), "a non-negative integer")
+    if config.snip_max_chars < 8:
+        raise _bad(src, "snip_max_chars", raw.get("snip_max_chars"), "an integer of at least 8")
+    return config
+
+
+# -- spill (SPEC SPILL-1..5) -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SpillConfig:
+    max_result_chars: int = 50_000
+    max_message_chars: int = 200_000
+    preview_chars: int = 2_000
+
+
+def _parse_spill_config(raw: Mapping[str, Any], *, source: str) -> SpillConfig:
+    src = f"{source} [spill]"
+    values = {
+        f.name: _to_int(raw[f.name], source=src, key=f.name) for f in fields(SpillConfig) if f.name in raw
+    }
+    config = replace(SpillConfig(), **values)
+    for key, value in values.items():
+        if value <= 0:
+            raise _bad(src, key, raw[key], "a positive integer")
+    return config
+
+
+# -- permissions -------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PermissionsConfig:
+    """Rules are `TOOL` or `TOOL(pattern)`, e.g. `bash(git push*)`, `write_file(src/**)`.
+    Deny beats allow; allow beats ask; read-only tools are allowed unless denied."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+
+
+def _parse_permissions_config(raw: Mapping[str, Any], *, source: str) -> PermissionsConfig:
+    src = f"{source} [permissions]"
+    values = {
+        f.name: _to_str_list(raw[f.name], source=src, key=f.name)
+        for f in fields(PermissionsConfig)
+        if f.name in raw
+    }
+    return replace(PermissionsConfig(), **values)
+
+
+# -- the whole configuration -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Settings:
+    home: Path
+    provider: str = "anthropic"
+    model: str = DEFAULT_MODELS["anthropic"]
+    base_url: str | None = None
+    api_key_env: str | None = None
+    context_window: int | None = None
+    """The model's window; None means: from the model table, else compaction.default_context_window."""
+    max_output_tokens: int = 8192
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    spill: SpillConfig = field(default_factory=SpillConfig)
+    permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
+    sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Raw sections owned by other modules (e.g. `memory`, `instructions`), parsed where they are used."""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Where each top-level value came from: `default`, the config path, `env:NAME` or `flag`."""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def config_file(self) -> Path:
+        return config_path(self.home)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.home / "sessions"
+
+    def window(self) -> int:
+        if self.context_window:
+            return self.context_window
+        from nova.providers.pricing import context_window_for
+
+        return context_window_for(self.model) or self.compaction.default_context_window
+
+    def section(self, name: str) -> Mapping[str, Any]:
+        return self.sections.get(name, {})
+
+
+TOP_LEVEL_KEYS = {
+    "provider", "model", "base_url", "api_key_env", "context_window", "max_output_tokens",
+    "compaction", "spill", "permissions",
+}
+# Sections parsed by the modules that own them; listed so they are not reported as unknown.
+OWNED_SECTIONS = {"memory", "instructions", "server", "policy", "cache", "tui", "tools"}
+
+ENV_OVERRIDES = {"NOVA_PROVIDER": "provider", "NOVA_MODEL": "model", "NOVA_BASE_URL": "base_url"}
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The parsed file, `{}` when absent. Errors name the file and, for JSON, the line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: is not UTF-8 text") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. "
+            "Fix the file or move it aside to use the defaults."
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object at the top level, found {type(data).__name__}")
+    return data
+
+
+def load_settings(
+    *,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Defaults ← config file ← environment (NOVA_PROVIDER, NOVA_MODEL, NOVA_BASE_URL) ← CLI flags."""
+    env = {} if env is None else env
+    home = home or nova_home(env)
+    path = config_path(home)
+    raw = read_config_file(path)
+    source = str(path)
+    warnings: list[str] = []
+    sources: dict[str, str] = {}
+
+    layered: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in TOP_LEVEL_KEYS:
+            layered[key] = value
+            sources[key] = source
+        elif key not in OWNED_SECTIONS:
+            warnings.append(f"{source}: unknown key {key!r} is ignored")
+    for var, key in ENV_OVERRIDES.items():
+        if env.get(var):
+            layered[key] = env[var]
+            sources[key] = f"env:{var}"
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            layered[key] = value
+            sources[key] = "flag"
+
+    def src_of(key: str) -> str:
+        return sources.get(key, "default")
+
+    provider = _to_str(layered.get("provider", "anthropic"), source=src_of("provider"), key="provider")
+    if provider not in PROVIDERS:
+        raise _bad(src_of("provider"), "provider", provider, "one of " + ", ".join(PROVIDERS))
+    if "model" in layered:
+        model = _to_str(layered["model"], source=src_of("model"), key="model")
+    else:
+        model = DEFAULT_MODELS[provider]
+    base_url = layered.get("base_url")
+    if base_url is not None:
+        base_url = _to_str(base_url, source=src_of("base_url"), key="base_url")
+    api_key_env = layered.get("api_key_env")
+    if api_key_env is not None:
+        api_key_env = _to_str(api_key_env, source=src_of("api_key_env"), key="api_key_env")
+    window = layered.get("context_window")
+    if window is not None:
+        window = _to_int(window, source=src_of("context_window"), key="context_window")
+        if window <= 0:
+            raise _bad(src_of("context_window"), "context_window", layered["context_window"], "a positive integer")
+    max_out = _to_int(layered.get("max_output_tokens", 8192), source=src_of("max_output_tokens"),
+                      key="max_output_tokens")
+
+    compaction_raw = _to_section(layered.get("compaction", {}), source=source, key="compaction")
+    spill_raw = _to_section(layered.get("spill", {}), source=source, key="spill")
+    permissions_raw = _to_section(layered.get("permissions", {}), source=source, key="permissions")
+    sections = {
+        key: _to_section(raw[key], source=source, key=key) for key in OWNED_SECTIONS if key in raw
+    }
+    return Settings(
+        home=home,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        context_window=window,
+        max_output_tokens=max_out,
+        compaction=_parse_compaction_config(compaction_raw, source=source, warn=warnings.append),
+        spill=_parse_spill_config(spill_raw, source=source),
+        permissions=_parse_permissions_config(permissions_raw, source=source),
+        sections=sections,
+        sources=sources,
+        warnings=tuple(warnings),
+    )
+
+
+def describe_settings(settings: Settings) -> list[tuple[str, Any, str]]:
+    """(key, effective value, where it came from) for every setting, for `nova config show`."""
+    file_raw = read_config_file(settings.config_file)
+    rows: list[tuple[str, Any, str]] = [
+        ("home", str(settings.home), "env:NOVA_HOME" if settings.sources.get("home") else "default"),
+    ]
+    for key in ("provider", "model", "base_url", "api_key_env", "context_window", "max_output_tokens"):
+        rows.append((key, getattr(settings, key), settings.sources.get(key, "default")))
+    rows.append(("context_window (effective)", settings.window(), "derived"))
+    for section_name in ("compaction", "spill", "permissions"):
+        section = getattr(settings, section_name)
+        section_raw = file_raw.get(section_name, {}) if isinstance(file_raw.get(section_name), dict) else {}
+        for f in fields(section):
+            value = getattr(section, f.name)
+            origin = str(settings.config_file) if f.name in section_raw else "default"
+            if section_name == "compaction" and f.name == "snip_preserve_last_n_messages" and (
+                "snip_preserve_last_n_turns" in section_raw and f.name not in section_raw
+            ):
+                origin = f"{settings.config_file} (alias snip_preserve_last_n_turns)"
+            if section_name == "compaction" and f.name == "summary_keep_tokens" and (
+                "summary_keep_ratio" in section_raw and f.name not in section_raw
+            ):
+                origin = f"{settings.config_file} (from deprecated summary_keep_ratio)"
+            rows.append((f"{section_name}.{f.name}", list(value) if isinstance(value, tuple) else value, origin))
+    return rows

@@ -48,11 +48,3 @@ def nova_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(var, raising=False)
     return home
 
-
-def shared_data_dir() -> Path:
-    import os
-
-    env = os.environ.get("NOVA_SHARED_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nova.messages import Message, ToolUsePart, new_id
@@ -41,6 +43,7 @@ __all__ = [
     "forbid_model_requests",
     "reply",
     "rough_request_tokens",
+    "shared_data_dir",
 ]
 
 _call_ids = itertools.count(1)
@@ -199,3 +202,15 @@ def check_real_request_allowed(provider: str) -> None:
 
 def message_of(item: reply) -> Message:
     return assistant_message(item.text, list(item.tool_calls))
+
+
+def shared_data_dir() -> Path:
+    """The project's shared real data: `$NOVA_SHARED_DATA`, else `../shared/data` beside the checkout."""
+    env = os.environ.get("NOVA_SHARED_DATA")
+    if env:
+        return Path(env)
+    candidates = [Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    return candidates[0]

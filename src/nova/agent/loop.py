@@ -1,0 +1,341 @@
+"""The agent loop: one user turn is call → tools → call … until the model answers without a tool call.
+
+The loop never crashes on model output: an unknown tool, arguments that are not JSON, a tool that
+raises, or a call the permission policy refuses all come back to the model as error results. Provider
+errors are classified (nova.errors): rate limits and overload are retried with bounded back-off;
+everything else ends the turn with an `ErrorEvent` and re-raises.
+
+Extension points are keyword-only hooks so the context layer can plug in without the loop knowing it:
+`prepare_view` rewrites history before each call (compaction), `process_result` rewrites a tool result
+as it enters history (spill), `on_overflow` gets one chance per user request to shrink history after a
+`ContextOverflow` (CMP-9).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from nova import events as ev
+from nova.agent.permissions import PermissionPolicy
+from nova.agent.tools.base import ToolContext, ToolOutput, ToolRegistry
+from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
+from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart, new_id
+from nova.providers.base import (
+    CacheHints,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ResponseDone,
+    TextDelta,
+    Usage,
+)
+from nova.providers.pricing import cost_usd
+
+__all__ = ["Agent", "SessionSink", "TurnResult"]
+
+log = logging.getLogger(__name__)
+
+MAX_RETRIES = 3
+MAX_BACKOFF_S = 30.0
+INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
+
+
+class _Cancelled(Exception):
+    """The user cancelled while the model was streaming: the partial answer is dropped."""
+
+
+class SessionSink(Protocol):
+    """Where the loop records what happened (the session record implements it)."""
+
+    def record_message(self, message: Message, usage: Usage | None = None) -> None: ...
+
+    def record_event(self, name: str, data: Mapping[str, Any]) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class ViewRequest:
+    """Input of the `prepare_view` hook: the working history and what the loop is about to send."""
+
+    history: Sequence[Message]
+    system: str
+    reason: str = "threshold"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnResult:
+    text: str
+    stop_reason: str
+    steps: int
+    usage: Usage
+    cost_usd: float | None
+    messages: Sequence[Message] = ()
+
+
+@dataclass
+class _TurnState:
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = 0.0
+    overflow_retried: bool = False
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        model: str,
+        tools: ToolRegistry,
+        policy: PermissionPolicy,
+        cwd: Path,
+        system_prompt: str = "",
+        bus: ev.EventBus | None = None,
+        session: SessionSink | None = None,
+        session_id: str = "",
+        session_dir: Path | None = None,
+        history: Sequence[Message] = (),
+        max_output_tokens: int = 8192,
+        max_steps: int = 50,
+        tool_timeout_s: float = 120.0,
+        cache: CacheHints | None = None,
+        prepare_view: Callable[[ViewRequest], list[Message]] | None = None,
+        process_result: Callable[[ToolUsePart, ToolResultPart], ToolResultPart] | None = None,
+        on_overflow: Callable[[ViewRequest], list[Message] | None] | None = None,
+        on_usage: Callable[[Message, Usage], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.tools = tools
+        self.policy = policy
+        self.cwd = cwd
+        self.system_prompt = system_prompt
+        self.bus = bus or ev.EventBus()
+        self.session = session
+        self.session_id = session_id or new_id("ses")
+        self.session_dir = session_dir
+        self.history: list[Message] = list(history)
+        self.max_output_tokens = max_output_tokens
+        self.max_steps = max_steps
+        self.tool_timeout_s = tool_timeout_s
+        self.cache = cache or CacheHints()
+        self.prepare_view = prepare_view
+        self.process_result = process_result
+        self.on_overflow = on_overflow
+        self.on_usage = on_usage
+        self.cancel = threading.Event()
+        self._sleep = sleep
+
+    # -- one user turn -----------------------------------------------------------------------------
+    def run_turn(self, prompt: str | Message) -> TurnResult:
+        user = prompt if isinstance(prompt, Message) else Message.user(prompt)
+        self.cancel.clear()
+        self.bus.emit(ev.TurnStarted(session_id=self.session_id, prompt=user.text))
+        self._append(user)
+        state = _TurnState()
+        final_text = ""
+        stop_reason = "end_turn"
+        steps = 0
+        try:
+            while True:
+                if steps >= self.max_steps:
+                    stop_reason = "max_steps"
+                    break
+                if self.cancel.is_set():
+                    stop_reason = "cancelled"
+                    break
+                steps += 1
+                try:
+                    response = self._call_model(state)
+                except _Cancelled:
+                    stop_reason = "cancelled"
+                    break
+                assistant = response.message.with_metadata(usage=response.usage.to_dict(), model=response.model)
+                self._append(assistant, usage=response.usage)
+                if self.on_usage:
+                    self.on_usage(assistant, response.usage)
+                final_text = assistant.text
+                if assistant.text:
+                    self.bus.emit(
+                        ev.AssistantMessage(session_id=self.session_id, message_id=assistant.id, text=assistant.text)
+                    )
+                calls = assistant.tool_uses()
+                if not calls:
+                    stop_reason = response.stop_reason
+                    break
+                self._append(Message(role="user", parts=tuple(self._run_tools(calls))))
+        finally:
+            if self.session:
+                self.session.flush()
+        self.bus.emit(
+            ev.TurnFinished(
+                session_id=self.session_id,
+                stop_reason=stop_reason,
+                usage=state.usage.to_dict(),
+                cost_usd=state.cost or 0.0,
+            )
+        )
+        return TurnResult(
+            text=final_text,
+            stop_reason=stop_reason,
+            steps=steps,
+            usage=state.usage,
+            cost_usd=state.cost,
+            messages=list(self.history),
+        )
+
+    # -- model calls -------------------------------------------------------------------------------
+    def build_request(self, history: Sequence[Message]) -> ModelRequest:
+        return ModelRequest(
+            model=self.model,
+            system=self.system_prompt,
+            messages=list(history),
+            tools=self.tools.specs(),
+            max_output_tokens=self.max_output_tokens,
+            cache=self.cache,
+        )
+
+    def _view(self, reason: str = "threshold") -> list[Message]:
+        if self.prepare_view is None:
+            return list(self.history)
+        view = self.prepare_view(ViewRequest(history=list(self.history), system=self.system_prompt, reason=reason))
+        self.history = list(view)
+        return self.history
+
+    def _call_model(self, state: _TurnState) -> ModelResponse:
+        attempt = 0
+        view = self._view()
+        while True:
+            try:
+                response = self._stream_once(self.build_request(view))
+            except ContextOverflow as exc:
+                # CMP-9: the provider's rejection is authoritative, once per user request.
+                if state.overflow_retried or self.on_overflow is None:
+                    self._emit_error(exc)
+                    raise
+                state.overflow_retried = True
+                shrunk = self.on_overflow(
+                    ViewRequest(history=list(self.history), system=self.system_prompt, reason="overflow")
+                )
+                if shrunk is None:
+                    self._emit_error(exc)
+                    raise
+                self.history = list(shrunk)
+                view = self.history
+                continue
+            except ProviderError as exc:
+                attempt += 1
+                if not exc.retryable or attempt > MAX_RETRIES:
+                    self._emit_error(exc)
+                    raise
+                delay = getattr(exc, "retry_after", None) or min(MAX_BACKOFF_S, 2.0**attempt)
+                log.info("%s; retrying in %.1fs (attempt %d of %d)", exc, delay, attempt, MAX_RETRIES)
+                self._sleep(min(delay, MAX_BACKOFF_S))
+                continue
+            state.usage = state.usage + response.usage
+            call_cost = cost_usd(response.usage, response.model or self.model, cache_ttl=self.cache.ttl)
+            state.cost = None if call_cost is None or state.cost is None else state.cost + call_cost
+            return response
+
+    def _stream_once(self, request: ModelRequest) -> ModelResponse:
+        for event in self.provider.stream(request):
+            if isinstance(event, TextDelta):
+                self.bus.emit(ev.TextDelta(session_id=self.session_id, text=event.text))
+            elif isinstance(event, ResponseDone):
+                return event.response
+            if self.cancel.is_set():
+                raise _Cancelled
+        raise NovaError(f"the {self.provider.name} stream ended without a complete response")
+
+    def _emit_error(self, exc: Exception) -> None:
+        self.bus.emit(ev.ErrorEvent(session_id=self.session_id, error=str(exc), kind=type(exc).__name__))
+
+    # -- tools -------------------------------------------------------------------------------------
+    def _run_tools(self, calls: Sequence[ToolUsePart]) -> list[Part]:
+        results: list[Part] = []
+        for call in calls:
+            if self.cancel.is_set():
+                result = ToolResultPart(call.id, "interrupted: the user cancelled the turn", is_error=True)
+            else:
+                result = self._run_tool(call)
+            if self.process_result is not None:
+                result = self.process_result(call, result)
+            results.append(result)
+        return results
+
+    def _run_tool(self, call: ToolUsePart) -> ToolResultPart:
+        self.bus.emit(
+            ev.ToolCallStarted(session_id=self.session_id, tool_use_id=call.id, name=call.name, input=call.input)
+        )
+        started = time.monotonic()
+        output = self._execute(call)
+        self.bus.emit(
+            ev.ToolCallFinished(
+                session_id=self.session_id,
+                tool_use_id=call.id,
+                name=call.name,
+                output=output.content,
+                is_error=output.is_error,
+                duration_s=time.monotonic() - started,
+            )
+        )
+        if self.session and output.metadata:
+            self.session.record_event("tool_metadata", {"tool_use_id": call.id, **_jsonable(output.metadata)})
+        return ToolResultPart(tool_use_id=call.id, content=output.content, is_error=output.is_error)
+
+    def _execute(self, call: ToolUsePart) -> ToolOutput:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            available = ", ".join(self.tools.names()) or "none"
+            return ToolOutput(content=f"Error: unknown tool {call.name!r}. Available tools: {available}.",
+                              is_error=True)
+        if INVALID_ARGUMENTS_KEY in call.input:
+            raw = str(call.input[INVALID_ARGUMENTS_KEY])[:500]
+            return ToolOutput(
+                content=f"Error: the arguments for {call.name} were not a valid JSON object: {raw!r}. "
+                "Call the tool again with a JSON object matching its schema.",
+                is_error=True,
+            )
+        decision = self.policy.check(tool, call.input)
+        if not decision.allowed:
+            self.bus.emit(
+                ev.PermissionDenied(
+                    session_id=self.session_id, tool_use_id=call.id, name=call.name, reason=decision.reason
+                )
+            )
+            if self.session:
+                self.session.record_event(
+                    "permission_denied",
+                    {"tool_use_id": call.id, "tool": call.name, "reason": decision.reason, "rule": decision.rule},
+                )
+            return ToolOutput(content=f"Permission denied: {decision.reason}", is_error=True)
+        ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.tool_timeout_s, cancel=self.cancel)
+        try:
+            return tool.run(call.input, ctx)
+        except ToolError as exc:
+            return ToolOutput(content=f"Error: {exc}", is_error=True)
+        except Exception as exc:  # a tool bug must not end the session: the model sees it and moves on
+            log.exception("tool %s raised", call.name)
+            return ToolOutput(content=f"Error: {call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+    # -- history -----------------------------------------------------------------------------------
+    def _append(self, message: Message, *, usage: Usage | None = None) -> None:
+        self.history.append(message)
+        if self.session:
+            self.session.record_message(message, usage)
+
+
+def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(dict(data), default=str))
+
+
+def text_of(parts: Sequence[Part]) -> str:
+    return "".join(p.text for p in parts if isinstance(p, TextPart))

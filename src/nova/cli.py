@@ -1,0 +1,218 @@
+"""The `nova` command. Environment variables are read here, at the edge, and nowhere deeper."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nova import __version__
+from nova import events as ev
+from nova.errors import NovaError
+from nova.settings import Settings, describe_settings, load_settings
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="nova",
+    help="Nova: a context engine and agent harness for coding agents.\n\n"
+    "Try it offline with `nova demo`; run a task with `nova run \"fix the failing test\"`.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=False,
+    rich_markup_mode="markdown",
+)
+config_app = typer.Typer(help="Show the effective configuration and where each value came from.",
+                         no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn Nova's errors into one clear line on stderr and a non-zero exit, never a traceback."""
+    try:
+        yield
+    except NovaError as exc:
+        err_console.print(f"[red]nova: error:[/] {exc}", markup=True, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        err_console.print("nova: interrupted")
+        raise typer.Exit(130) from None
+
+
+def settings_from_cli(**overrides: Any) -> Settings:
+    settings = load_settings(env=dict(os.environ), overrides=overrides)
+    for warning in settings.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+    return settings
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"nova {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    if ctx.invoked_subcommand is None:
+        console.print(ctx.get_help())
+
+
+# -- nova config -------------------------------------------------------------------------------------
+@config_app.command("show")
+def config_show(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Print the effective configuration: every value and where it came from."""
+    with user_errors():
+        settings = settings_from_cli()
+        rows = describe_settings(settings)
+    if as_json:
+        print(json.dumps({"config_file": str(settings.config_file),
+                          "values": [{"key": k, "value": v, "source": s} for k, v, s in rows],
+                          "warnings": list(settings.warnings)}, indent=2, default=str))
+        return
+    table = Table(title=f"Nova configuration ({settings.config_file})")
+    table.add_column("key")
+    table.add_column("value")
+    table.add_column("source", style="dim")
+    for key, value, source in rows:
+        table.add_row(key, json.dumps(value) if not isinstance(value, str) else value, source)
+    console.print(table)
+
+
+# -- nova run ----------------------------------------------------------------------------------------
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option("--provider", help="anthropic, openai, openai-responses, compatible (any OpenAI-compatible "
+                 "--base-url such as Ollama, vLLM, llama.cpp) or demo (offline scripted model)."),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id, e.g. claude-sonnet-4-5 or gpt-5.")]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1.")
+]
+
+
+@app.command()
+def run(
+    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option("--allow", help="Allow a tool that would otherwise need approval (repeatable), e.g. "
+                     "--allow bash."),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
+    max_steps: Annotated[int, typer.Option(help="Stop after this many model calls.")] = 50,
+    cwd: Annotated[Path | None, typer.Option(help="Working directory (default: the current one).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
+) -> None:
+    """Run one task headless and print a timeline. Ends with context used, cost and cache hit rate.
+
+    Write tools and bash need approval: pass `--allow bash`, `--allow write_file`… or `--yes`. Deny
+    rules in the config (`permissions.deny`, e.g. `bash(git push*)`) always win.
+    """
+    from nova.app import AgentOptions
+    from nova.providers.factory import make_provider
+
+    with user_errors():
+        settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
+        llm = make_provider(settings, dict(os.environ))
+        workdir = (cwd or Path.cwd()).resolve()
+        options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
+        outcome = _run_task(settings, llm, options, prompt, quiet=as_json)
+    if as_json:
+        print(json.dumps(outcome, indent=2))
+    if outcome["stop_reason"] == "error":
+        raise typer.Exit(1)
+
+
+def _run_task(settings: Settings, llm: Any, options: Any, prompt: str, *, quiet: bool = False) -> dict[str, Any]:
+    from nova.app import build_agent
+    from nova.cli_render import Timeline, format_footer
+
+    bus = ev.EventBus()
+    if not quiet:
+        bus.subscribe(Timeline(console))
+    agent = build_agent(settings, llm, options, bus=bus)
+    started = time.monotonic()
+    result = agent.run_turn(prompt)
+    window = settings.window()
+    limit = settings.compaction.threshold(window)
+    last = next((m.metadata.get("usage") for m in reversed(agent.history) if m.metadata.get("usage")), None)
+    used = (last["input_tokens"] + last["cache_read_tokens"] + last["cache_write_tokens"] + last["output_tokens"]
+            if last else 0)
+    seen = result.usage.context_tokens
+    hit_rate = result.usage.cache_read_tokens / seen if seen else None
+    if not quiet:
+        console.print(format_footer(used=used, limit=limit, window=window, cost=result.cost_usd,
+                                    cache_hit_rate=hit_rate))
+    return {
+        "session_id": agent.session_id,
+        "text": result.text,
+        "stop_reason": result.stop_reason,
+        "steps": result.steps,
+        "usage": result.usage.to_dict(),
+        "cost_usd": result.cost_usd,
+        "context_used": used,
+        "context_limit": limit,
+        "cache_hit_rate": hit_rate,
+        "duration_s": round(time.monotonic() - started, 3),
+    }
+
+
+# -- nova demo ---------------------------------------------------------------------------------------
+@app.command()
+def demo(
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="Where to write the demo project (default: a temporary directory).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
+) -> None:
+    """Run the offline demo: a scripted model fixes a failing test in a generated project, with real tools."""
+    from nova.app import AgentOptions
+    from nova.demo import DEMO_PROMPT, make_demo_project, make_demo_provider
+
+    with user_errors():
+        settings = settings_from_cli(provider="demo", model="nova-demo")
+        root = directory or Path(tempfile.mkdtemp(prefix="nova-demo-"))
+        project = make_demo_project(root.resolve())
+        if not as_json:
+            console.print(f"[bold]Nova demo[/] — offline, scripted model, real tools. Project: {project}\n")
+        options = AgentOptions(cwd=project, yes=True, max_steps=20)
+        outcome = _run_task(settings, make_demo_provider(), options, DEMO_PROMPT, quiet=as_json)
+        outcome["project"] = str(project)
+    if as_json:
+        print(json.dumps(outcome, indent=2))
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:  # `nova … | head` must not print a traceback
+        sys.stderr.close()
+
+
+if __name__ == "__main__":
+    main()

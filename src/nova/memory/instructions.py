@@ -1,0 +1,332 @@
+"""Instruction files (SPEC INS-1..3): the always-on rules loaded into every turn.
+
+Discovery order, lowest priority first (later files are read later, so they can refine earlier ones):
+
+1. the user's global file, `<home>/NOVA.md` (`home` is `Settings.home`, normally `~/.nova`);
+2. at every directory level from the git root down to the working directory: each name in
+   `project_files` (default `NOVA.md`, `AGENTS.md`, `CLAUDE.md`, so existing projects work unchanged);
+3. the local override `NOVA.local.md` in the working directory (meant to stay out of version control).
+
+Imports: a token `@path` at the start of a line or after whitespace expands that file right after the
+one that imported it. The path is relative to the importing file; `~/` and absolute paths work. To keep
+prose like `@pytest.fixture` or `@someone` from being read as an import, the path must start with `./`,
+`../`, `~/` or `/`, contain a `/`, or end in `.md`, `.markdown`, `.mdx`, `.txt` or `.rst`. Imports inside
+fenced code blocks and inline code spans are ignored. Root files are depth 0; imports go at most
+`max_import_depth` (5) levels deep: a depth-5 file loads, its own imports are reported as skipped. Every
+file is loaded once, by resolved absolute path, which also breaks import cycles. A missing, unreadable
+or binary import is a warning in the report, never a failure.
+
+Budget: the whole set must fit in `token_budget` tokens. Files are admitted in discovery order; one that
+does not fit is skipped whole (with everything it imported) and named in the report — nothing is cut.
+
+Configuration (`instructions` section of config.json): `project_files`, `local_file`, `user_file`,
+`max_import_depth`, `token_budget`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from nova.errors import ConfigError
+from nova.memory.paths import find_git_root
+from nova.settings import _to_int, _to_str, _to_str_list
+
+__all__ = [
+    "InstructionsConfig",
+    "LoadedFile",
+    "RuleSet",
+    "SkippedFile",
+    "discover_instruction_files",
+    "estimate_tokens",
+    "find_imports",
+    "load_rules",
+    "parse_instructions_config",
+]
+
+Kind = Literal["user", "project", "local", "import"]
+TokenEstimator = Callable[[str], int]
+
+_DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".rst")
+_IMPORT = re.compile(r"(?:(?<=\s)|^)@(\S+)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_TRAILING_PUNCTUATION = ".,;:!?)]}\"'"
+_BINARY_SNIFF = 8192
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstructionsConfig:
+    project_files: tuple[str, ...] = ("NOVA.md", "AGENTS.md", "CLAUDE.md")
+    local_file: str = "NOVA.local.md"
+    user_file: str = "NOVA.md"
+    max_import_depth: int = 5
+    token_budget: int = 20_000
+
+
+def parse_instructions_config(raw: Mapping[str, Any], *, source: str = "config [instructions]") -> InstructionsConfig:
+    values: dict[str, Any] = {}
+    if "project_files" in raw:
+        values["project_files"] = _to_str_list(raw["project_files"], source=source, key="project_files")
+    for key in ("local_file", "user_file"):
+        if key in raw:
+            values[key] = _to_str(raw[key], source=source, key=key)
+    for key in ("max_import_depth", "token_budget"):
+        if key in raw:
+            values[key] = _to_int(raw[key], source=source, key=key)
+            if values[key] < 0:
+                raise ConfigError(f"{source}: key {key!r} must not be negative, got {raw[key]!r}")
+    return replace(InstructionsConfig(), **values)
+
+
+def estimate_tokens(text: str) -> int:
+    """`nova.tokens`' estimator when that module offers one, else about four characters per token.
+    Imported lazily: the token module is optional for this loader and may not exist yet."""
+    try:
+        tokens: Any = importlib.import_module("nova.tokens")
+    except ImportError:
+        tokens = None
+    for name in ("estimate_text_tokens", "estimate_tokens", "count_tokens"):
+        estimator = getattr(tokens, name, None)
+        if callable(estimator):
+            try:
+                value = estimator(text)
+            except TypeError:
+                continue
+            if isinstance(value, int | float):
+                return int(value)
+    return math.ceil(len(text) / 4)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedFile:
+    path: Path
+    kind: Kind
+    imported_by: Path | None
+    depth: int
+    tokens: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "imported_by": str(self.imported_by) if self.imported_by else None,
+                "tokens": self.tokens}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkippedFile:
+    path: Path
+    reason: str
+    imported_by: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleSet:
+    """The resolved chain: the files that made it (in order), what was skipped and why, and the text."""
+
+    files: tuple[LoadedFile, ...]
+    skipped: tuple[SkippedFile, ...]
+    token_budget: int
+    text: str = field(default="")
+
+    @property
+    def tokens(self) -> int:
+        return sum(f.tokens for f in self.files)
+
+    def report(self) -> dict[str, Any]:
+        """The `nova rules --json` shape."""
+        return {"files": [f.to_dict() for f in self.files], "skipped": [s.to_dict() for s in self.skipped]}
+
+
+# -- discovery -----------------------------------------------------------------------------------------
+def _levels(cwd: Path) -> list[Path]:
+    """Directories from the git root down to `cwd` (just `cwd` outside a repository)."""
+    cwd = cwd.resolve()
+    root = find_git_root(cwd)
+    if root is None:
+        return [cwd]
+    chain = [cwd]
+    while chain[-1] != root:
+        chain.append(chain[-1].parent)
+    return list(reversed(chain))
+
+
+def discover_instruction_files(*, cwd: Path, home: Path, config: InstructionsConfig) -> list[tuple[Path, Kind]]:
+    """The root files that exist, in load order."""
+    found: list[tuple[Path, Kind]] = []
+    user = home / config.user_file
+    if user.is_file():
+        found.append((user, "user"))
+    for level in _levels(cwd):
+        for name in config.project_files:
+            candidate = level / name
+            if candidate.is_file():
+                found.append((candidate, "project"))
+    local = cwd.resolve() / config.local_file
+    if local.is_file():
+        found.append((local, "local"))
+    return found
+
+
+# -- imports -------------------------------------------------------------------------------------------
+def _strip_code_spans(line: str) -> str:
+    """Blank out inline code spans: a run of N backticks up to the next run of exactly N."""
+    out: list[str] = []
+    i = 0
+    while i < len(line):
+        if line[i] != "`":
+            out.append(line[i])
+            i += 1
+            continue
+        run = len(line[i:]) - len(line[i:].lstrip("`"))
+        close = re.compile(r"(?<!`)" + "`" * run + r"(?!`)").search(line, i + run)
+        if close is None:
+            out.append(line[i : i + run])  # an unmatched run is literal text
+            i += run
+            continue
+        out.append(" " * (close.end() - i))
+        i = close.end()
+    return "".join(out)
+
+
+def _non_code_lines(text: str) -> Iterator[str]:
+    fence: str | None = None
+    for line in text.splitlines():
+        match = _FENCE.match(line)
+        if fence is None:
+            if match:
+                fence = match.group(1)
+                continue
+            yield _strip_code_spans(line)
+        elif match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+                and not line.strip()[len(match.group(1)):].strip():
+            fence = None
+
+
+def _looks_like_path(token: str) -> bool:
+    return (token.startswith(("./", "../", "~/", "/")) or "/" in token
+            or token.lower().endswith(_DOC_SUFFIXES))
+
+
+def find_imports(text: str) -> list[str]:
+    """The `@path` references of `text`, in order, outside code fences and inline code spans."""
+    refs: list[str] = []
+    for line in _non_code_lines(text):
+        for match in _IMPORT.finditer(line):
+            token = match.group(1).rstrip(_TRAILING_PUNCTUATION)
+            if token and _looks_like_path(token):
+                refs.append(token)
+    return refs
+
+
+def _resolve(ref: str, importer: Path) -> Path:
+    if ref.startswith("~/"):
+        return Path(ref).expanduser()
+    path = Path(ref)
+    return path if path.is_absolute() else importer.parent / path
+
+
+def _read_text(path: Path) -> tuple[str | None, str | None]:
+    """(text, None) or (None, reason)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, "not found"
+    except IsADirectoryError:
+        return None, "is a directory"
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    if b"\x00" in data[:_BINARY_SNIFF]:
+        return None, "binary file"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, "binary file (not UTF-8 text)"
+
+
+# -- loading -------------------------------------------------------------------------------------------
+def load_rules(
+    *,
+    cwd: Path,
+    home: Path,
+    config: InstructionsConfig | None = None,
+    estimate: TokenEstimator | None = None,
+) -> RuleSet:
+    """Discover, expand imports, apply the budget, render. Never raises for a bad file: it reports it."""
+    config = config or InstructionsConfig()
+    count = estimate or estimate_tokens
+    resolved: list[LoadedFile] = []
+    skipped: list[SkippedFile] = []
+    seen: dict[Path, Path | None] = {}
+
+    def visit(path: Path, kind: Kind, importer: Path | None, depth: int) -> None:
+        absolute = path.expanduser().resolve()
+        if absolute in seen:
+            first = seen[absolute]
+            by = f" (first imported by {first})" if first else ""
+            skipped.append(SkippedFile(path=absolute, reason=f"already loaded{by}; deduplicated",
+                                       imported_by=importer))
+            return
+        text, problem = _read_text(absolute)
+        if text is None:
+            where = f" (imported by {importer})" if importer else ""
+            skipped.append(SkippedFile(path=absolute, reason=f"{problem}{where}", imported_by=importer))
+            return
+        seen[absolute] = importer
+        resolved.append(LoadedFile(path=absolute, kind=kind, imported_by=importer, depth=depth,
+                                   tokens=count(text), text=text))
+        for ref in find_imports(text):
+            target = _resolve(ref, absolute)
+            if depth + 1 > config.max_import_depth:
+                skipped.append(SkippedFile(
+                    path=target.expanduser().resolve(), imported_by=absolute,
+                    reason=f"import depth limit: would be depth {depth + 1}, the maximum is "
+                           f"{config.max_import_depth} (imported by {absolute})",
+                ))
+                continue
+            visit(target, "import", absolute, depth + 1)
+
+    for path, kind in discover_instruction_files(cwd=cwd, home=home, config=config):
+        visit(path, kind, None, 0)
+
+    admitted: list[LoadedFile] = []
+    dropped: set[Path] = set()
+    remaining = config.token_budget
+    for loaded in resolved:
+        if loaded.imported_by in dropped:
+            dropped.add(loaded.path)
+            skipped.append(SkippedFile(path=loaded.path, imported_by=loaded.imported_by,
+                                       reason=f"not loaded: its importer {loaded.imported_by} was over budget"))
+            continue
+        if loaded.tokens > remaining:
+            dropped.add(loaded.path)
+            skipped.append(SkippedFile(
+                path=loaded.path, imported_by=loaded.imported_by,
+                reason=f"over token budget: needs {loaded.tokens} tokens, {remaining} of "
+                       f"{config.token_budget} left",
+            ))
+            continue
+        remaining -= loaded.tokens
+        admitted.append(loaded)
+    return RuleSet(files=tuple(admitted), skipped=tuple(skipped), token_budget=config.token_budget,
+                   text=render_rules(admitted))
+
+
+_KIND_LABEL = {"user": "user instructions", "project": "project instructions",
+               "local": "local instructions", "import": "imported"}
+
+
+def render_rules(files: list[LoadedFile]) -> str:
+    """One block per file, headed by its path, so the model (and a human reading a manifest) can tell
+    which file a rule came from."""
+    blocks = []
+    for f in files:
+        label = _KIND_LABEL[f.kind] + (f" by {f.imported_by}" if f.imported_by else "")
+        blocks.append(f"Contents of {f.path} ({label}):\n\n{f.text.strip()}")
+    return "\n\n".join(blocks)

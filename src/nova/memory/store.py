@@ -1,0 +1,457 @@
+"""Auto-memory files (SPEC MEM-1..3, MEM-7): one Markdown file per memory, routed by type, with an index.
+
+    ---
+    name: prefers-small-commits
+    description: The user wants atomic commits, one concern per commit
+    type: feedback                 # user | feedback -> <home>/memory/ ; project | reference -> <git root>/.nova/memory/
+    status: active                 # candidate | active | revoked
+    author: user                   # user | model
+    created: '2025-01-02T10:00:00Z'
+    updated: '2025-01-02T10:00:00Z'
+    expires: null                  # optional ISO time; expired memories are never recalled
+    source: {session: s_1, messages: [msg_1], origin: user}   # origin: user | assistant | tool | web | cli
+    external: false                # text that came from tool output or the web
+    reason: why it is worth keeping
+    ---
+    Split changes by topic before committing.
+
+The file name is a safe slug of the name; `MEMORY.md` in each directory is regenerated after every write
+as a one-line-per-memory directory (never injected: recall reads the memories themselves).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import yaml
+from filelock import FileLock
+
+from nova.errors import NovaError
+from nova.memory.paths import home_memory_dir, project_memory_dir
+
+__all__ = [
+    "HOME_TYPES",
+    "INDEX_NAME",
+    "MEMORY_TYPES",
+    "PROJECT_TYPES",
+    "Memory",
+    "MemoryNotFound",
+    "MemorySource",
+    "MemoryStore",
+    "MemoryStoreError",
+    "UnsafeMemoryName",
+    "atomic_write_text",
+    "format_time",
+    "memory_from_text",
+    "memory_to_text",
+    "parse_head",
+    "parse_time",
+    "render_index",
+    "slugify",
+    "truncation_warning",
+]
+
+MemoryType = Literal["user", "feedback", "project", "reference"]
+Status = Literal["candidate", "active", "revoked"]
+Author = Literal["user", "model"]
+Origin = Literal["user", "assistant", "tool", "web", "cli"]
+
+MEMORY_TYPES: tuple[MemoryType, ...] = ("user", "feedback", "project", "reference")
+HOME_TYPES: frozenset[str] = frozenset({"user", "feedback"})
+PROJECT_TYPES: frozenset[str] = frozenset({"project", "reference"})
+STATUSES: tuple[Status, ...] = ("candidate", "active", "revoked")
+INDEX_NAME = "MEMORY.md"
+_MAX_SLUG = 80
+
+
+class MemoryStoreError(NovaError):
+    """A memory cannot be written or read as asked; the message says why."""
+
+
+class UnsafeMemoryName(MemoryStoreError, ValueError):
+    pass
+
+
+class MemoryNotFound(MemoryStoreError, KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+# -- names ---------------------------------------------------------------------------------------------
+def slugify(name: str) -> str:
+    """The file stem for `name`. Names that could escape the directory or hide in a listing are refused
+    outright instead of being cleaned, so a hostile name never silently lands on another memory."""
+    if not name or not name.strip():
+        raise UnsafeMemoryName("memory name is empty")
+    if "\x00" in name:
+        raise UnsafeMemoryName("memory name contains a NUL character")
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in name):
+        raise UnsafeMemoryName("memory name contains control characters")
+    if "/" in name or "\\" in name:
+        raise UnsafeMemoryName(f"memory name {name!r} contains a path separator")
+    if ".." in name:
+        raise UnsafeMemoryName(f"memory name {name!r} contains '..'")
+    chars = [ch if ch.isalnum() or ch in "._-" else "-" for ch in unicodedata.normalize("NFKC", name).lower()]
+    slug = re.sub(r"-{2,}", "-", "".join(chars)).strip("-._")[:_MAX_SLUG].strip("-._")
+    if not slug:
+        raise UnsafeMemoryName(f"memory name {name!r} has no usable characters")
+    # MEMORY.md is the index; memory.md would collide with it on case-insensitive file systems.
+    if slug == "memory":
+        raise UnsafeMemoryName("memory name 'memory' is reserved for the index")
+    return slug
+
+
+# -- time -----------------------------------------------------------------------------------------------
+def format_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """YAML gives datetimes for unquoted ISO times and strings for quoted ones; accept both."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if hasattr(value, "isoformat") and not isinstance(value, str):  # a bare date
+        return datetime.fromisoformat(value.isoformat()).replace(tzinfo=UTC)
+    try:
+        parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+# -- the value -----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemorySource:
+    session: str | None = None
+    messages: tuple[str, ...] = ()
+    origin: Origin = "user"
+
+    def describe(self) -> str:
+        parts: list[str] = [self.origin]
+        if self.session:
+            parts.append(f"session {self.session}")
+        if self.messages:
+            parts.append("messages " + ",".join(self.messages))
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Memory:
+    name: str
+    description: str
+    type: MemoryType
+    body: str
+    status: Status = "active"
+    author: Author = "user"
+    created: datetime = field(default_factory=_now)
+    updated: datetime = field(default_factory=_now)
+    expires: datetime | None = None
+    source: MemorySource = field(default_factory=MemorySource)
+    external: bool = False
+    reason: str = ""
+    path: Path | None = None
+
+    @property
+    def slug(self) -> str:
+        return slugify(self.name)
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires is not None and self.expires <= now
+
+    def recallable(self, now: datetime, *, include_candidates: bool = False) -> bool:
+        if self.status == "revoked" or self.is_expired(now):
+            return False
+        if self.status == "candidate":
+            return include_candidates and not self.external
+        return True
+
+
+def _metadata(memory: Memory) -> dict[str, Any]:
+    # Insertion order is the order a human reads in the file.
+    return {
+        "name": memory.name,
+        "description": memory.description,
+        "type": memory.type,
+        "status": memory.status,
+        "author": memory.author,
+        "created": format_time(memory.created),
+        "updated": format_time(memory.updated),
+        "expires": format_time(memory.expires) if memory.expires else None,
+        "source": {
+            "session": memory.source.session,
+            "messages": list(memory.source.messages),
+            "origin": memory.source.origin,
+        },
+        "external": memory.external,
+        "reason": memory.reason,
+    }
+
+
+def memory_to_text(memory: Memory) -> str:
+    head = yaml.safe_dump(_metadata(memory), sort_keys=False, allow_unicode=True, default_flow_style=False)
+    body = memory.body.strip("\n")
+    return f"---\n{head}---\n{body}\n"
+
+
+def memory_from_meta(meta: Mapping[str, Any], body: str, *, path: Path | None = None) -> Memory:
+    """Build a `Memory` from parsed frontmatter, tolerating hand-edited files (missing or odd fields)."""
+    name = str(meta.get("name") or (path.stem if path else ""))
+    mtype = str(meta.get("type") or "")
+    if mtype not in MEMORY_TYPES:
+        raise MemoryStoreError(f"{path or name}: unknown memory type {mtype!r}")
+    status = str(meta.get("status") or "active")
+    author = str(meta.get("author") or "user")
+    raw_source = meta.get("source")
+    source = MemorySource()
+    if isinstance(raw_source, Mapping):
+        origin = str(raw_source.get("origin") or "user")
+        messages = raw_source.get("messages") or ()
+        source = MemorySource(
+            session=str(raw_source["session"]) if raw_source.get("session") else None,
+            messages=tuple(str(m) for m in messages) if isinstance(messages, list | tuple) else (str(messages),),
+            origin=cast(Origin, origin if origin in ("user", "assistant", "tool", "web", "cli") else "user"),
+        )
+    created = parse_time(meta.get("created")) or _now()
+    return Memory(
+        name=name,
+        description=str(meta.get("description") or ""),
+        type=mtype,  # narrowed by the MEMORY_TYPES check above
+        body=body.strip("\n"),
+        status=status if status in STATUSES else "candidate",  # type: ignore[arg-type]
+        author=cast(Author, author if author in ("user", "model") else "model"),
+        created=created,
+        updated=parse_time(meta.get("updated")) or created,
+        expires=parse_time(meta.get("expires")),
+        source=source,
+        external=bool(meta.get("external", False)),
+        reason=str(meta.get("reason") or ""),
+        path=path,
+    )
+
+
+def parse_head(lines: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
+    """Split frontmatter from the body in the first lines of a file. None when the frontmatter does not
+    close within `lines` or is not a YAML mapping (the caller skips such files)."""
+    if not lines or lines[0].strip() != "---":
+        return None
+    for end in range(1, len(lines)):
+        if lines[end].strip() == "---":
+            try:
+                meta = yaml.safe_load("".join(lines[1:end]))
+            except yaml.YAMLError:
+                return None
+            return (meta, list(lines[end + 1 :])) if isinstance(meta, dict) else None
+    return None
+
+
+def memory_from_text(text: str, *, path: Path | None = None) -> Memory:
+    parsed = parse_head(text.splitlines(keepends=True))
+    if parsed is None:
+        raise MemoryStoreError(f"{path or 'memory'}: no YAML frontmatter")
+    meta, body = parsed
+    return memory_from_meta(meta, "".join(body), path=path)
+
+
+# -- files ------------------------------------------------------------------------------------------------
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write through a temporary file in the same directory and rename it over the target: a reader sees
+    the old file or the new one, never half of one, even if this process dies mid-write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def truncation_warning(shown: int, total: int, *, max_lines: int, max_bytes: int) -> str:
+    return (
+        f"> WARNING: MEMORY.md truncated: {shown} of {total} memories listed "
+        f"(caps: {max_lines} lines, {max_bytes} bytes). Run `nova memory list` for all."
+    )
+
+
+def _index_line(memory: Memory) -> str:
+    file_name = f"{memory.slug}.md"
+    description = " ".join(memory.description.split()) or "(no description)"
+    flags = memory.type if memory.status == "active" else f"{memory.type}, {memory.status}"
+    return f"- [{memory.name}]({file_name}) — {description} ({flags})"
+
+
+def render_index(memories: Iterable[Memory], *, max_lines: int = 200, max_bytes: int = 25_000) -> str:
+    """One line per memory, newest first, within both caps counting the header and the warning line."""
+    ordered = sorted(memories, key=lambda m: (-m.updated.timestamp(), m.name))
+    header = ["# Memory index", ""]
+    lines = [_index_line(m) for m in ordered]
+
+    def size(rows: Sequence[str]) -> int:
+        return len(("\n".join(rows) + "\n").encode("utf-8"))
+
+    if len(header) + len(lines) <= max_lines and size(header + lines) <= max_bytes:
+        return "\n".join(header + lines) + "\n"
+    kept = lines[: max(0, max_lines - len(header) - 1)]
+    while kept:
+        warning = truncation_warning(len(kept), len(lines), max_lines=max_lines, max_bytes=max_bytes)
+        if size([*header, *kept, warning]) <= max_bytes:
+            break
+        kept.pop()
+    warning = truncation_warning(len(kept), len(lines), max_lines=max_lines, max_bytes=max_bytes)
+    return "\n".join([*header, *kept, warning]) + "\n"
+
+
+# -- the store ----------------------------------------------------------------------------------------
+class MemoryStore:
+    """Both memory directories behind one name-addressed API. Writes are serialized per directory by a
+    file lock so the CLI, a background extraction and consolidation can share them."""
+
+    def __init__(
+        self,
+        *,
+        home_dir: Path,
+        project_dir: Path,
+        index_max_lines: int = 200,
+        index_max_bytes: int = 25_000,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.home_dir = home_dir
+        self.project_dir = project_dir
+        self.index_max_lines = index_max_lines
+        self.index_max_bytes = index_max_bytes
+        self.clock = clock
+        self._thread_lock = threading.RLock()
+
+    @classmethod
+    def for_workspace(cls, *, home: Path, cwd: Path, **kw: Any) -> MemoryStore:
+        """`home` is `Settings.home` (~/.nova); `cwd` picks the project by its git root."""
+        return cls(home_dir=home_memory_dir(home), project_dir=project_memory_dir(cwd), **kw)
+
+    @property
+    def dirs(self) -> tuple[Path, Path]:
+        return (self.home_dir, self.project_dir)
+
+    def dir_for(self, memory_type: str) -> Path:
+        if memory_type in HOME_TYPES:
+            return self.home_dir
+        if memory_type in PROJECT_TYPES:
+            return self.project_dir
+        raise MemoryStoreError(f"unknown memory type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}")
+
+    def path_for(self, name: str, memory_type: str) -> Path:
+        return self.dir_for(memory_type) / f"{slugify(name)}.md"
+
+    @contextlib.contextmanager
+    def _locked(self, directory: Path) -> Iterator[None]:
+        directory.mkdir(parents=True, exist_ok=True)
+        with self._thread_lock, FileLock(str(directory / ".memory.lock")):
+            yield
+
+    # -- reading ------------------------------------------------------------------------------------
+    def _files(self, directory: Path) -> list[Path]:
+        if not directory.is_dir():
+            return []
+        return sorted(p for p in directory.glob("*.md") if p.name != INDEX_NAME and not p.name.startswith("."))
+
+    def read(self, path: Path) -> Memory:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MemoryStoreError(f"{path}: cannot be read ({exc})") from None
+        return memory_from_text(text, path=path)
+
+    def memories(self, *, include_revoked: bool = True) -> list[Memory]:
+        """Every readable memory in both directories; unreadable files are skipped (see `problems`)."""
+        found: list[Memory] = []
+        for directory in self.dirs:
+            for path in self._files(directory):
+                try:
+                    memory = self.read(path)
+                except MemoryStoreError:
+                    continue
+                if include_revoked or memory.status != "revoked":
+                    found.append(memory)
+        return found
+
+    def problems(self) -> list[str]:
+        errors: list[str] = []
+        for directory in self.dirs:
+            for path in self._files(directory):
+                try:
+                    self.read(path)
+                except MemoryStoreError as exc:
+                    errors.append(str(exc))
+        return errors
+
+    def find(self, name: str) -> Memory | None:
+        """The memory called `name` (by slug) in either directory; the home directory wins a tie."""
+        slug = slugify(name)
+        for directory in self.dirs:
+            path = directory / f"{slug}.md"
+            if path.is_file():
+                return self.read(path)
+        return None
+
+    def get(self, name: str) -> Memory:
+        memory = self.find(name)
+        if memory is None:
+            raise MemoryNotFound(f"no memory named {name!r}")
+        return memory
+
+    # -- writing ------------------------------------------------------------------------------------
+    def write(self, memory: Memory) -> Memory:
+        """Store `memory` (replacing one of the same name and type) and regenerate the index. Callers that
+        want governance go through `nova.memory.governance.remember`, which ends here."""
+        path = self.path_for(memory.name, memory.type)
+        stored = replace(memory, path=path)
+        with self._locked(path.parent):
+            atomic_write_text(path, memory_to_text(stored))
+            self._rebuild_index_locked(path.parent)
+        return stored
+
+    def delete(self, name: str) -> Memory:
+        memory = self.get(name)
+        assert memory.path is not None
+        with self._locked(memory.path.parent):
+            memory.path.unlink(missing_ok=True)
+            self._rebuild_index_locked(memory.path.parent)
+        return memory
+
+    def set_status(self, name: str, status: Status) -> Memory:
+        memory = self.get(name)
+        return self.write(replace(memory, status=status, updated=self.clock()))
+
+    def rebuild_index(self, directory: Path) -> Path:
+        with self._locked(directory):
+            return self._rebuild_index_locked(directory)
+
+    def _rebuild_index_locked(self, directory: Path) -> Path:
+        memories = []
+        for path in self._files(directory):
+            with contextlib.suppress(MemoryStoreError):
+                memories.append(self.read(path))
+        index = directory / INDEX_NAME
+        atomic_write_text(
+            index, render_index(memories, max_lines=self.index_max_lines, max_bytes=self.index_max_bytes)
+        )
+        return index

@@ -1,0 +1,212 @@
+"""Nova messages to and from the Anthropic Messages API shape.
+
+    nova                      Anthropic
+    system role / request     top-level `system` blocks (hoisted: Anthropic has no system turn)
+    TextPart                  {"type": "text"}
+    SummaryPart               {"type": "text"} (the summary's text; it reads back as a TextPart)
+    ToolUsePart               {"type": "tool_use", "id", "name", "input"}
+    ToolResultPart            {"type": "tool_result", "tool_use_id", "content", "is_error"?}
+    ThinkingPart              {"type": "thinking", "thinking", "signature"}
+    ThinkingPart(redacted)    {"type": "redacted_thinking", "data": <signature>}
+    ImagePart                 {"type": "image", "source": base64 | url}
+
+Cache breakpoints (CCH-1) are rendered here from `CacheHints`: on the system block, on a shallow copy of
+the last tool, and on the last block of the last user message. Nothing a caller passed in is mutated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from nova.messages import (
+    ImagePart,
+    Message,
+    Part,
+    SummaryPart,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from nova.providers.base import CacheHints, ModelRequest, StopReason, ToolSpec
+
+__all__ = [
+    "cache_control",
+    "message_from_anthropic",
+    "messages_from_anthropic",
+    "messages_to_anthropic",
+    "part_to_anthropic",
+    "request_to_anthropic",
+    "stop_reason_from_anthropic",
+    "system_to_anthropic",
+    "tools_to_anthropic",
+]
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    # The window filled up while the model was writing: for the loop that is a truncated answer.
+    "model_context_window_exceeded": "max_tokens",
+}
+
+
+def stop_reason_from_anthropic(reason: str | None) -> StopReason:
+    return _STOP_REASONS.get(reason or "end_turn", "other")
+
+
+def cache_control(hints: CacheHints) -> dict[str, str]:
+    """The `cache_control` marker; the 5-minute TTL is the API default and is left implicit."""
+    marker = {"type": "ephemeral"}
+    if hints.ttl == "1h":
+        marker["ttl"] = "1h"
+    return marker
+
+
+# -- nova -> Anthropic -------------------------------------------------------------------------------
+def part_to_anthropic(part: Part) -> dict[str, Any] | None:
+    """One content block, or None for a part Anthropic would reject (an empty text block)."""
+    if isinstance(part, TextPart | SummaryPart):
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, ToolUsePart):
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.input)}
+    if isinstance(part, ToolResultPart):
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": part.tool_use_id,
+            "content": part.content,
+        }
+        if part.is_error:
+            block["is_error"] = True
+        return block
+    if isinstance(part, ThinkingPart):
+        if part.redacted:
+            return {"type": "redacted_thinking", "data": part.signature}
+        return {"type": "thinking", "thinking": part.thinking, "signature": part.signature}
+    if isinstance(part, ImagePart):
+        if part.url:
+            return {"type": "image", "source": {"type": "url", "url": part.url}}
+        source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+        return {"type": "image", "source": source}
+    raise TypeError(f"unknown part {part!r}")
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    parts: Iterable[Part] = message.parts
+    if message.role == "user":
+        # The API wants a user turn's tool_result blocks before anything else in it.
+        parts = sorted(message.parts, key=lambda p: not isinstance(p, ToolResultPart))
+    return [b for b in (part_to_anthropic(p) for p in parts) if b is not None]
+
+
+def messages_to_anthropic(
+    messages: Sequence[Message], *, cache: CacheHints | None = None
+) -> list[dict[str, Any]]:
+    """The `messages` array. System-role messages are skipped (see `request_to_anthropic`)."""
+    out = [{"role": m.role, "content": _blocks(m)} for m in messages if m.role != "system"]
+    if cache is not None and cache.last_user_message:
+        for item in reversed(out):
+            if item["role"] == "user" and item["content"]:
+                # Copy the block: the caller may hold on to the dicts built above.
+                item["content"][-1] = {**item["content"][-1], "cache_control": cache_control(cache)}
+                break
+    return out
+
+
+def system_to_anthropic(system: str, *, cache: CacheHints | None = None) -> list[dict[str, Any]]:
+    if not system:
+        return []
+    block: dict[str, Any] = {"type": "text", "text": system}
+    if cache is not None and cache.system:
+        block["cache_control"] = cache_control(cache)
+    return [block]
+
+
+def tools_to_anthropic(tools: Sequence[ToolSpec], *, cache: CacheHints | None = None) -> list[dict[str, Any]]:
+    """Tool definitions in the order given (the registry already sorts them, CCH-3). The breakpoint goes
+    on a new dict for the last tool: the ToolSpec and its schema are shared singletons (CCH-2)."""
+    out: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)} for t in tools
+    ]
+    if out and cache is not None and cache.last_tool:
+        out[-1] = {**out[-1], "cache_control": cache_control(cache)}
+    return out
+
+
+def request_to_anthropic(request: ModelRequest) -> dict[str, Any]:
+    """Keyword arguments for `client.messages.create` (without `stream`).
+
+    `request.metadata["thinking"]` is passed through as the API's `thinking` parameter."""
+    hoisted = [m.text for m in request.messages if m.role == "system" and m.text]
+    system_text = "\n\n".join([s for s in (request.system, *hoisted) if s])
+    params: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_output_tokens,
+        "messages": messages_to_anthropic(request.messages, cache=request.cache),
+    }
+    system = system_to_anthropic(system_text, cache=request.cache)
+    if system:
+        params["system"] = system
+    tools = tools_to_anthropic(request.tools, cache=request.cache)
+    if tools:
+        params["tools"] = tools
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    if "thinking" in request.metadata:
+        params["thinking"] = request.metadata["thinking"]
+    return params
+
+
+# -- Anthropic -> nova -------------------------------------------------------------------------------
+def part_from_anthropic(block: Mapping[str, Any]) -> Part | None:
+    kind = block.get("type")
+    if kind == "text":
+        return TextPart(str(block.get("text", "")))
+    if kind == "tool_use":
+        raw_input = block.get("input")
+        return ToolUsePart(
+            id=str(block.get("id", "")),
+            name=str(block.get("name", "")),
+            input=dict(raw_input) if isinstance(raw_input, Mapping) else {},
+        )
+    if kind == "tool_result":
+        return ToolResultPart(
+            tool_use_id=str(block.get("tool_use_id", "")),
+            content=_tool_result_text(block.get("content")),
+            is_error=bool(block.get("is_error", False)),
+        )
+    if kind == "thinking":
+        return ThinkingPart(str(block.get("thinking", "")), signature=str(block.get("signature", "")))
+    if kind == "redacted_thinking":
+        return ThinkingPart("", signature=str(block.get("data", "")), redacted=True)
+    if kind == "image":
+        source = block.get("source") or {}
+        if source.get("type") == "url":
+            return ImagePart(url=str(source.get("url", "")))
+        return ImagePart(media_type=str(source.get("media_type", "")), data=str(source.get("data", "")))
+    return None  # server tool blocks and future kinds have no nova equivalent
+
+
+def _tool_result_text(content: Any) -> str:
+    """tool_result content is a string or a list of blocks; Nova keeps the text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+    return ""
+
+
+def message_from_anthropic(item: Mapping[str, Any]) -> Message:
+    content = item.get("content", "")
+    blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    parts = [p for p in (part_from_anthropic(b) for b in blocks) if p is not None]
+    if item.get("role") == "assistant":
+        return Message(role="assistant", parts=tuple(parts))
+    return Message(role="user", parts=tuple(parts))
+
+
+def messages_from_anthropic(items: Iterable[Mapping[str, Any]]) -> list[Message]:
+    return [message_from_anthropic(item) for item in items]

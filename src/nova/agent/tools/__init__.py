@@ -1,0 +1,38 @@
+"""Nova's built-in tools and the registry a session starts with.
+
+Every built-in tool checks its arguments against its own schema and answers a bad call with an error
+result naming the bad key, so a model's mistake costs it one turn, never the session. Whether a call
+may run at all is decided before `run` by `nova.agent.permissions`.
+"""
+
+from __future__ import annotations
+
+from nova.agent.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from nova.agent.tools.bash import BashTool
+from nova.agent.tools.edit_file import EditFileTool
+from nova.agent.tools.glob_files import GlobTool
+from nova.agent.tools.grep import GrepTool
+from nova.agent.tools.read_file import ReadFileTool
+from nova.agent.tools.write_file import WriteFileTool
+
+__all__ = [
+    "BashTool",
+    "EditFileTool",
+    "GlobTool",
+    "GrepTool",
+    "ReadFileTool",
+    "Tool",
+    "ToolContext",
+    "ToolOutput",
+    "ToolRegistry",
+    "WriteFileTool",
+    "default_registry",
+]
+
+
+def default_registry() -> ToolRegistry:
+    """A fresh registry with the six built-in tools (a new one each call, so adding tools to one
+    session's registry never leaks into another's)."""
+    return ToolRegistry(
+        [ReadFileTool(), WriteFileTool(), EditFileTool(), BashTool(), GrepTool(), GlobTool()]
+    )

@@ -1,0 +1,155 @@
+"""`edit_file`: replace an exact piece of text in a file.
+
+Exact matching is deliberate: a fuzzy match that lands on the wrong place silently corrupts a file,
+while a clear "not found" or "found 3 times" costs the model one more turn. The one allowance is line
+endings: a model always writes `\\n`, so in a CRLF file the text is matched with CRLF line endings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nova.agent.tools._common import (
+    BINARY_SNIFF_BYTES,
+    BuiltinTool,
+    atomic_write_text,
+    display_path,
+    looks_binary,
+    resolve_path,
+)
+from nova.agent.tools.base import ToolContext, ToolOutput
+from nova.errors import ToolError
+
+__all__ = ["EditFileTool"]
+
+SNIPPET_CONTEXT_LINES = 3
+MAX_LISTED_LINES = 10
+MAX_SNIPPET_LINES = 40
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _match_starts(text: str, needle: str) -> list[int]:
+    starts: list[int] = []
+    index = text.find(needle)
+    while index != -1:
+        starts.append(index)
+        index = text.find(needle, index + len(needle))
+    return starts
+
+
+def _whitespace_hint(text: str, old: str) -> str:
+    """Point at a line that matches once whitespace is ignored: the commonest reason for "not found"
+    is indentation or trailing spaces that differ from the file."""
+    wanted = [line.strip() for line in old.splitlines() if line.strip()]
+    if not wanted:
+        return ""
+    lines = [line.strip() for line in text.splitlines()]
+    for i in range(len(lines)):
+        if lines[i] != wanted[0]:
+            continue
+        window = [line for line in lines[i : i + len(wanted) * 2] if line][: len(wanted)]
+        if window == wanted:
+            return f" A match that differs only in whitespace starts at line {i + 1}; copy the exact text."
+    return ""
+
+
+def _read_text(path: Path, shown: str) -> str:
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory, not a file.")
+    if not path.is_file():
+        raise ToolError(f"file not found: {shown}. Use write_file to create a new file.")
+    data = path.read_bytes()
+    if looks_binary(data[:BINARY_SNIFF_BYTES]):
+        raise ToolError(f"{shown} is a binary file; edit_file only changes text files.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Replacing undecodable bytes and writing back would damage the file, so refuse instead.
+        raise ToolError(f"{shown} is not valid UTF-8 text; edit_file cannot change it safely.") from None
+
+
+class EditFileTool(BuiltinTool):
+    name = "edit_file"
+    read_only = False
+    description = (
+        "Replace `old_text` with `new_text` in a file. `old_text` must match the file exactly, including "
+        "indentation and blank lines, and must occur exactly once unless `replace_all` is true; include "
+        "a few surrounding lines to make it unique. Read the file first (line-number prefixes from "
+        "read_file are not part of the text). To create a file use `write_file`."
+    )
+    input_schema: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "File to edit, relative to the working directory or absolute.",
+            },
+            "old_text": {
+                "type": "string",
+                "description": "The exact text to replace, copied from the file.",
+            },
+            "new_text": {
+                "type": "string",
+                "description": "The text to put in its place (may be empty to delete).",
+            },
+            "replace_all": {
+                "type": "boolean",
+                "description": "Replace every occurrence instead of requiring exactly one. Default false.",
+            },
+        },
+        "required": ["path", "old_text", "new_text"],
+        "additionalProperties": False,
+    }
+
+    def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = resolve_path(ctx, args["path"])
+        old: str = args["old_text"]
+        new: str = args["new_text"]
+        replace_all: bool = args.get("replace_all", False)
+        shown = display_path(ctx, path)
+        if not old:
+            raise ToolError("old_text is empty. To write a whole file use write_file.")
+        if old == new:
+            raise ToolError("old_text and new_text are identical; there is nothing to change.")
+        text = _read_text(path, shown)
+
+        starts = _match_starts(text, old)
+        if not starts and "\r\n" in text and "\n" in old and "\r\n" not in old:
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+            starts = _match_starts(text, old)
+        if not starts:
+            raise ToolError(
+                f"old_text not found in {shown} — read the file again and copy the exact text "
+                f"(indentation, blank lines and all).{_whitespace_hint(text, old)}"
+            )
+        if len(starts) > 1 and not replace_all:
+            lines = [str(_line_of(text, s)) for s in starts[:MAX_LISTED_LINES]]
+            more = ", ..." if len(starts) > MAX_LISTED_LINES else ""
+            raise ToolError(
+                f"old_text matches {len(starts)} times in {shown} (at lines {', '.join(lines)}{more}). "
+                "Add surrounding lines to old_text so it matches exactly once, or set replace_all=true "
+                "to replace every occurrence."
+            )
+
+        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        atomic_write_text(path, updated)
+        first_line = _line_of(text, starts[0])
+        count = len(starts)
+        summary = f"Edited {shown}: replaced {count} occurrence{'s' if count > 1 else ''}"
+        return ToolOutput(
+            content=f"{summary}.\n{_snippet(updated, first_line, new)}",
+            metadata={"paths_written": [str(path)], "replacements": count, "first_line": first_line},
+        )
+
+
+def _snippet(text: str, first_line: int, new: str) -> str:
+    """The edited region with line numbers, so the model can check the result without a re-read."""
+    lines = text.splitlines()
+    start = max(1, first_line - SNIPPET_CONTEXT_LINES)
+    end = min(len(lines), first_line + new.count("\n") + SNIPPET_CONTEXT_LINES, start + MAX_SNIPPET_LINES - 1)
+    return "\n".join(f"{n:>6}\t{lines[n - 1]}" for n in range(start, end + 1))

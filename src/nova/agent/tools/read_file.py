@@ -1,0 +1,111 @@
+"""`read_file`: a text file, or a range of its lines, with line numbers."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nova.agent.tools._common import BINARY_SNIFF_BYTES, BuiltinTool, display_path, looks_binary, resolve_path
+from nova.agent.tools.base import ToolContext, ToolOutput
+from nova.errors import ToolError
+
+__all__ = ["ReadFileTool"]
+
+DEFAULT_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+
+
+def _missing_file_message(ctx: ToolContext, path: Path) -> str:
+    """Say what is there instead: a near-miss name is the usual cause (`test_tool.py` for `test_tools.py`)."""
+    shown = display_path(ctx, path)
+    parent = path.parent
+    if not parent.is_dir():
+        return f"file not found: {shown} (the directory {display_path(ctx, parent)} does not exist either)"
+    try:
+        names = [p.name for p in parent.iterdir()]
+    except OSError:
+        names = []
+    close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+    hint = f" Did you mean: {', '.join(close)}?" if close else " Use glob to find the file."
+    return f"file not found: {shown}.{hint}"
+
+
+class ReadFileTool(BuiltinTool):
+    name = "read_file"
+    read_only = True
+    description = (
+        "Read a text file. Returns its lines prefixed with line numbers (a number, a tab, then the line "
+        "exactly as in the file). By default up to 2000 lines from the start; for longer files pass "
+        "`offset` and `limit` to read a range. Lines longer than 2000 characters are shortened. Read a "
+        "file before editing it so `edit_file` gets the exact text. Binary files and directories are "
+        "refused; use `glob` to list files."
+    )
+    input_schema: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "File to read, relative to the working directory or absolute.",
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "First line to return, 1-based. Default 1.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"Number of lines to return. Default {DEFAULT_LIMIT}.",
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+
+    def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = resolve_path(ctx, args["path"])
+        offset: int = args.get("offset", 1)
+        limit: int = args.get("limit", DEFAULT_LIMIT)
+        shown = display_path(ctx, path)
+        if path.is_dir():
+            raise ToolError(f"{shown} is a directory, not a file. Use glob (e.g. pattern '{shown}/*') to list it.")
+        if not path.exists():
+            raise ToolError(_missing_file_message(ctx, path))
+        if not path.is_file():
+            # A FIFO or device would block or never end; only regular files are read.
+            raise ToolError(f"{shown} is not a regular file.")
+
+        numbered: list[str] = []
+        total = 0
+        shortened = 0
+        width = 6
+        with path.open("rb") as handle:
+            if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
+                raise ToolError(f"{shown} is a binary file; read_file only shows text.")
+            handle.seek(0)
+            # Stream the lines: only the requested range is decoded and kept, however large the file.
+            for total, raw in enumerate(handle, start=1):
+                if offset <= total < offset + limit:
+                    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                    if len(line) > MAX_LINE_CHARS:
+                        line = line[:MAX_LINE_CHARS] + f" [... line shortened, {len(line)} chars]"
+                        shortened += 1
+                    numbered.append(f"{total:>{width}}\t{line}")
+
+        metadata = {"paths_read": [str(path)], "total_lines": total}
+        if total == 0:
+            return ToolOutput(content=f"({shown} is empty)", metadata=metadata)
+        if offset > total:
+            raise ToolError(f"offset {offset} is past the end of {shown}, which has {total} lines.")
+        last = offset + len(numbered) - 1
+        notes: list[str] = []
+        if last < total:
+            notes.append(
+                f"[showing lines {offset}-{last} of {total}; pass offset={last + 1} to read further]"
+            )
+        if shortened:
+            notes.append(f"[{shortened} long line(s) shortened to {MAX_LINE_CHARS} characters]")
+        content = "\n".join(numbered + notes)
+        return ToolOutput(content=content, metadata={**metadata, "first_line": offset, "last_line": last})

@@ -1,0 +1,227 @@
+"""Token counters: the `TokenCounter` protocol, a fast script-aware heuristic, and the model default.
+
+The heuristic does not divide a character count by one ratio. Tokenizers split text into pieces (words,
+runs of punctuation, digit groups, line breaks, indentation) before merging, and what a text costs
+depends mostly on how many pieces it has: a directory listing, a JSON blob and an English paragraph of the
+same length differ by 2x. So the counter measures the text's pieces by script class with a handful of
+regex scans over the whole string (no per-character Python loop) and weighs them with a
+`TokenProfile` measured against real tokenizers on real agent trajectories. CJK and other non-Latin
+scripts are counted per character with their own rates.
+
+Measured on the 20 mini-swe-agent trajectories in ../shared/data against exact cl100k counts: the text
+averages 3.9 characters per token but 20-line samples range from about 2.5 (directory listings, JSON,
+diffs) to 5 (prose); one global ratio is off by 12 % on those samples, this counter by 6 %. Chinese text
+runs at 0.88 characters per token in cl100k and 1.28 in o200k.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "CL100K_PROFILE",
+    "GEMINI_PROFILE",
+    "O200K_PROFILE",
+    "CharRatioCounter",
+    "HeuristicCounter",
+    "Overheads",
+    "TokenCounter",
+    "TokenProfile",
+    "counter_for_model",
+]
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything that can count the tokens of a text. Implementations must be pure and cheap to call."""
+
+    def count(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Overheads:
+    """Tokens a provider adds around content, beyond the content's own tokens.
+
+    `message`: role marker and turn delimiters. `tool_use` / `tool_result`: the call/result wrapper (id,
+    type tags) on top of the name and JSON arguments / result text. `tool_spec`: per tool declaration on
+    top of its name, description and JSON schema.
+    """
+
+    message: int = 4
+    tool_use: int = 12
+    tool_result: int = 8
+    tool_spec: int = 10
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenProfile:
+    """Cost in tokens of each kind of piece a text is made of (fitted, see module docstring)."""
+
+    name: str
+    word: float  # a run of ASCII letters
+    long_word: float  # extra for a run of 8+ letters (rare words split in several tokens)
+    symbol: float  # one ASCII punctuation or operator character
+    digit: float  # one ASCII digit
+    newline: float
+    indent: float  # a run of 2+ spaces or tabs
+    cjk: float  # one Han, kana or Hangul character
+    other: float  # one character of any other non-ASCII script
+    overheads: Overheads = Overheads()
+
+
+# Fitted by least squares on 20-line samples of the trajectories against exact cl100k counts (fit on half
+# the samples, 6 % absolute error on the other half); CJK and other-script rates from a Chinese document.
+CL100K_PROFILE = TokenProfile(
+    name="cl100k-heuristic",
+    word=1.16,
+    long_word=0.45,
+    symbol=0.3,
+    digit=0.95,
+    newline=1.09,
+    indent=0.8,
+    cjk=1.12,
+    other=1.0,
+)
+# o200k: Latin text costs about what it does with cl100k; CJK is much cheaper (1.28 characters a token).
+O200K_PROFILE = TokenProfile(
+    name="o200k-heuristic",
+    word=1.14,
+    long_word=0.62,
+    symbol=0.3,
+    digit=0.99,
+    newline=0.8,
+    indent=0.92,
+    cjk=0.78,
+    other=0.8,
+)
+# Gemini 3 (SentencePiece; digits split one by one): fitted (robust least squares) on how the reported
+# prompt tokens grow between consecutive calls of the 20 runs — what was added since the previous call
+# against its measured pieces — never on anything of the call being predicted. Fitted on half the runs it
+# predicts the other half as well as when fitted on all of them.
+GEMINI_PROFILE = TokenProfile(
+    name="gemini-heuristic",
+    word=1.66,
+    long_word=0.06,
+    symbol=0.27,
+    digit=1.22,
+    newline=0.6,
+    indent=1.02,
+    cjk=1.0,
+    other=1.0,
+    overheads=Overheads(message=5),
+)
+
+_WORD = re.compile(r"[A-Za-z]+")
+_LONG_WORD = re.compile(r"[A-Za-z]{8,}")
+_SYMBOL = re.compile(r"[!-/:-@\[-`{-~]")
+_DIGIT = re.compile(r"[0-9]")
+_INDENT = re.compile(r"[ \t]{2,}")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+")
+
+
+def _run_chars(pattern: re.Pattern[str], text: str) -> int:
+    return sum(len(run) for run in pattern.findall(text))
+
+
+@dataclass(frozen=True, slots=True)
+class PieceCounts:
+    """What the heuristic measured in a text (useful to explain an estimate)."""
+
+    words: int
+    long_words: int
+    symbols: int
+    digits: int
+    newlines: int
+    indents: int
+    cjk: int
+    other: int
+
+
+def measure(text: str) -> PieceCounts:
+    non_ascii = _run_chars(_NON_ASCII, text) if not text.isascii() else 0
+    cjk = _run_chars(_CJK, text) if non_ascii else 0
+    return PieceCounts(
+        words=len(_WORD.findall(text)),
+        long_words=len(_LONG_WORD.findall(text)),
+        symbols=len(_SYMBOL.findall(text)),
+        digits=len(_DIGIT.findall(text)),
+        newlines=text.count("\n"),
+        indents=len(_INDENT.findall(text)),
+        cjk=cjk,
+        other=non_ascii - cjk,
+    )
+
+
+class HeuristicCounter:
+    """Script-aware estimate of a tokenizer's count, from a `TokenProfile`."""
+
+    def __init__(self, profile: TokenProfile = CL100K_PROFILE):
+        self.profile = profile
+        self.overheads = profile.overheads
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        p, m = self.profile, measure(text)
+        total = (
+            p.word * m.words
+            + p.long_word * m.long_words
+            + p.symbol * m.symbols
+            + p.digit * m.digits
+            + p.newline * m.newlines
+            + p.indent * m.indents
+            + p.cjk * m.cjk
+            + p.other * m.other
+        )
+        # A non-empty text is at least one token, whatever its pieces.
+        return max(1, round(total))
+
+    def __repr__(self) -> str:
+        return f"HeuristicCounter({self.profile.name})"
+
+
+class CharRatioCounter:
+    """A fixed characters-per-token ratio: the seed's 3.5 default (TOK-1), kept as a baseline."""
+
+    def __init__(self, chars_per_token: float = 3.5, overheads: Overheads | None = None):
+        if chars_per_token <= 0:
+            raise ValueError("chars_per_token must be positive")
+        self.chars_per_token = chars_per_token
+        self.overheads = overheads or Overheads(message=0, tool_use=0, tool_result=0, tool_spec=0)
+
+    def count(self, text: str) -> int:
+        return int(len(text) / self.chars_per_token + 0.5) if text else 0
+
+    def __repr__(self) -> str:
+        return f"CharRatioCounter({self.chars_per_token})"
+
+
+_O200K_MODELS = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
+_CL100K_MODELS = ("gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")
+
+
+def counter_for_model(model: str, *, exact: bool = True) -> TokenCounter:
+    """A sensible counter for `model`: tiktoken where it is the model's own tokenizer (and `exact`),
+    otherwise the heuristic profile closest to the model's tokenizer."""
+    name = model.lower().rsplit("/", 1)[-1]
+    encoding = None
+    if name.startswith(_O200K_MODELS):
+        encoding = "o200k_base"
+    elif name.startswith(_CL100K_MODELS):
+        encoding = "cl100k_base"
+    if encoding is not None:
+        if exact:
+            from nova.tokens.offline_tiktoken import TiktokenCounter, TokenizerUnavailable
+
+            try:
+                return TiktokenCounter(encoding)  # type: ignore[arg-type]
+            except TokenizerUnavailable:
+                pass  # fall back to the estimate rather than fail a turn over a missing file
+        return HeuristicCounter(O200K_PROFILE if encoding == "o200k_base" else CL100K_PROFILE)
+    if "gemini" in name or "gemma" in name:
+        return HeuristicCounter(GEMINI_PROFILE)
+    # Claude, Llama, Qwen, … have no offline tokenizer here; cl100k's profile is the closest general one.
+    return HeuristicCounter(CL100K_PROFILE)

@@ -1,0 +1,168 @@
+"""The Anthropic Messages API adapter, over the `anthropic` SDK (an optional extra).
+
+    provider = AnthropicProvider(api_key="sk-ant-...")
+    provider = AnthropicProvider(api_key="test", http_client=httpx2.Client(transport=httpx2.MockTransport(h)))
+
+The stream is read as the SDK's raw server-sent events (message_start, content_block_*, message_delta,
+message_stop): text and thinking deltas are passed on as they come, tool input arrives as pieces of
+JSON (`input_json_delta`) and is parsed once at the end, signatures arrive as `signature_delta`. Usage
+comes from message_start and is completed by message_delta; Anthropic already reports uncached input,
+cache reads and cache writes separately, which is the normalized form (CCH-4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from nova.errors import ProviderError, ProviderUnavailable
+from nova.messages import Message, new_id
+from nova.providers._assembly import StreamAssembler
+from nova.providers._optional import require_sdk
+from nova.providers.base import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
+from nova.providers.errors import classify_stream_error, translate_sdk_error
+from nova.providers.formats.anthropic import request_to_anthropic, stop_reason_from_anthropic
+from nova.testing import check_real_request_allowed
+
+__all__ = ["AnthropicProvider", "usage_from_anthropic"]
+
+
+def _event_dict(event: Any) -> Mapping[str, Any]:
+    if isinstance(event, Mapping):
+        return event
+    to_dict = getattr(event, "to_dict", None)
+    return to_dict() if callable(to_dict) else {}
+
+
+def usage_from_anthropic(usage: Mapping[str, Any]) -> Usage:
+    def num(key: str) -> int:
+        value = usage.get(key)
+        return int(value) if isinstance(value, int | float) else 0
+
+    return Usage(
+        input_tokens=num("input_tokens"),
+        output_tokens=num("output_tokens"),
+        cache_read_tokens=num("cache_read_input_tokens"),
+        cache_write_tokens=num("cache_creation_input_tokens"),
+    )
+
+
+class AnthropicProvider:
+    """`stream(request)` against the Messages API. Without an injected `http_client` the adapter is
+    "real": it refuses to send while `nova.testing.forbid_model_requests` is active."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        http_client: Any = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+    ) -> None:
+        self._sdk = require_sdk("anthropic", extra="anthropic")
+        self._injected = http_client is not None
+        kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": max_retries}
+        if base_url:
+            kwargs["base_url"] = base_url
+        if http_client is not None:
+            kwargs["http_client"] = http_client
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        self._client: Any = self._sdk.Anthropic(**kwargs)
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
+        if not self._injected:
+            check_real_request_allowed(self.name)
+        params = request_to_anthropic(request)
+        try:
+            events = self._client.messages.create(**params, stream=True)
+            yield from self._read(events, request)
+        except ProviderError:
+            raise
+        except self._sdk.AnthropicError as exc:
+            raise translate_sdk_error(self.name, exc) from exc
+
+    def _read(self, events: Iterable[Any], request: ModelRequest) -> Iterator[StreamEvent]:
+        assembler = StreamAssembler()
+        usage: dict[str, Any] = {}
+        stop: StopReason = "end_turn"
+        response_id, model, finished = "", request.model, False
+        for raw in events:
+            event = _event_dict(raw)
+            kind = event.get("type")
+            if kind == "message_start":
+                message = event.get("message") or {}
+                response_id = str(message.get("id") or "")
+                model = str(message.get("model") or model)
+                usage.update({k: v for k, v in (message.get("usage") or {}).items() if v is not None})
+            elif kind == "content_block_start":
+                delta = self._block_start(assembler, event.get("index", 0), event.get("content_block") or {})
+                if delta is not None:
+                    yield delta
+            elif kind == "content_block_delta":
+                delta = self._block_delta(assembler, event.get("index", 0), event.get("delta") or {})
+                if delta is not None:
+                    yield delta
+            elif kind == "message_delta":
+                stop = stop_reason_from_anthropic((event.get("delta") or {}).get("stop_reason"))
+                # message_delta carries cumulative counts; newer API versions repeat the input figures.
+                usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+            elif kind == "message_stop":
+                finished = True
+            elif kind == "error":
+                raise classify_stream_error(self.name, event)
+        if not finished:
+            raise ProviderUnavailable(
+                f"{self.name}: the stream ended before message_stop", provider=self.name
+            )
+        message = Message(
+            role="assistant",
+            parts=tuple(assembler.parts()),
+            id=new_id(),
+            metadata={"provider": self.name, "response_id": response_id}
+            if response_id
+            else {"provider": self.name},
+        )
+        yield ResponseDone(
+            ModelResponse(message=message, usage=usage_from_anthropic(usage), stop_reason=stop, model=model)
+        )
+
+    @staticmethod
+    def _block_start(assembler: StreamAssembler, index: Any, block: Mapping[str, Any]) -> StreamEvent | None:
+        kind = block.get("type")
+        if kind == "text":
+            return assembler.text(index, str(block.get("text") or ""))
+        if kind == "thinking":
+            if block.get("signature"):
+                assembler.signature(index, str(block["signature"]), replace=True)
+            return assembler.thinking(index, str(block.get("thinking") or ""))
+        if kind == "redacted_thinking":
+            assembler.redacted(index, str(block.get("data") or ""))
+            return None
+        if kind == "tool_use":
+            initial = block.get("input")
+            # The input object in content_block_start is a placeholder ({}); the JSON deltas follow.
+            delta = assembler.tool(
+                index, call_id=str(block.get("id") or ""), name=str(block.get("name") or "")
+            )
+            if isinstance(initial, Mapping) and initial:
+                assembler.tool_arguments(index, dict(initial))
+            return delta
+        return None
+
+    @staticmethod
+    def _block_delta(assembler: StreamAssembler, index: Any, delta: Mapping[str, Any]) -> StreamEvent | None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            return assembler.text(index, str(delta.get("text") or ""))
+        if kind == "thinking_delta":
+            return assembler.thinking(index, str(delta.get("thinking") or ""))
+        if kind == "signature_delta":
+            assembler.signature(index, str(delta.get("signature") or ""))
+            return None
+        if kind == "input_json_delta":
+            return assembler.tool(index, arguments=str(delta.get("partial_json") or ""))
+        return None

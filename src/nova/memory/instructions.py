@@ -25,6 +25,7 @@ Configuration (`instructions` section of config.json): `project_files`, `local_f
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import re
@@ -84,22 +85,21 @@ def parse_instructions_config(raw: Mapping[str, Any], *, source: str = "config [
 
 
 def estimate_tokens(text: str) -> int:
-    """`nova.tokens`' estimator when that module offers one, else about four characters per token.
-    Imported lazily: the token module is optional for this loader and may not exist yet."""
+    """`nova.tokens`' script-aware estimate when that package is importable, else about four characters
+    per token. Imported lazily so this loader works (and is testable) without the token package."""
+    counter = _default_counter()
+    return counter(text) if counter is not None else math.ceil(len(text) / 4)
+
+
+@functools.cache
+def _default_counter() -> TokenEstimator | None:
     try:
         tokens: Any = importlib.import_module("nova.tokens")
-    except ImportError:
-        tokens = None
-    for name in ("estimate_text_tokens", "estimate_tokens", "count_tokens"):
-        estimator = getattr(tokens, name, None)
-        if callable(estimator):
-            try:
-                value = estimator(text)
-            except TypeError:
-                continue
-            if isinstance(value, int | float):
-                return int(value)
-    return math.ceil(len(text) / 4)
+        counter = tokens.HeuristicCounter()
+    except (ImportError, AttributeError, TypeError):
+        return None
+    count: TokenEstimator = counter.count
+    return count
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

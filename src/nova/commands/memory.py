@@ -1,0 +1,201 @@
+"""`nova memory …` and `nova rules`: the human side of the memory stores.
+
+Mounted by `nova.cli`: `app.add_typer(memory.app, name="memory")` and `app.command("rules")(rules_command)`.
+Environment variables (NOVA_HOME, EDITOR) are read here, at the edge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nova.errors import NovaError
+from nova.memory.config import MemoryConfig, parse_memory_config
+from nova.memory.consolidate import Consolidator
+from nova.memory.governance import Proposal, find_secrets, remember
+from nova.memory.instructions import load_rules, parse_instructions_config
+from nova.memory.store import MemoryStore, memory_from_text, parse_time
+from nova.settings import Settings, load_settings
+
+__all__ = ["app", "rules_command"]
+
+app = typer.Typer(help="Long-term memory: list, inspect, add, edit, approve, forget, consolidate.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    settings: Settings
+    config: MemoryConfig
+    store: MemoryStore
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except NovaError as exc:
+        err_console.print(f"nova: error: {exc}", markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _context() -> _Context:
+    settings = load_settings(env=dict(os.environ))
+    config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
+    store = MemoryStore.for_workspace(home=settings.home, cwd=Path.cwd(), index_max_lines=config.index_max_lines,
+                                      index_max_bytes=config.index_max_bytes)
+    return _Context(settings=settings, config=config, store=store)
+
+
+@app.command("list")
+def list_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of objects.")] = False,
+) -> None:
+    """List every memory in the user and project directories."""
+    with _errors():
+        ctx = _context()
+        memories = sorted(ctx.store.memories(), key=lambda m: (m.type, m.name))
+    if as_json:
+        rows = [{"name": m.name, "type": m.type, "path": str(m.path), "status": m.status,
+                 "description": m.description, "author": m.author, "updated": m.updated.isoformat()}
+                for m in memories]
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not memories:
+        console.print("No memories. Add one with `nova memory add --type user --name NAME TEXT`.", markup=False)
+        return
+    table = Table("name", "type", "status", "description", "path")
+    for m in memories:
+        table.add_row(m.name, m.type, m.status, m.description, str(m.path))
+    console.print(table)
+
+
+@app.command("show")
+def show_command(name: str) -> None:
+    """Print one memory file."""
+    with _errors():
+        memory = _context().store.get(name)
+        assert memory.path is not None
+        typer.echo(memory.path.read_text(encoding="utf-8"), nl=False)
+
+
+@app.command("add")
+def add_command(
+    text: Annotated[str, typer.Argument(help="The memory itself.")],
+    memory_type: Annotated[str, typer.Option("--type", help="user, feedback, project or reference.")],
+    name: Annotated[str, typer.Option("--name", help="A short name; the file is named after it.")],
+    description: Annotated[str, typer.Option("--description", help="One line; default: the text's first line.")] = "",
+    expires: Annotated[str, typer.Option("--expires", help="ISO date or time after which it is not recalled.")] = "",
+) -> None:
+    """Add a memory (you are the author, so it is active at once). A refused write exits 1."""
+    with _errors():
+        ctx = _context()
+        expiry = parse_time(expires) if expires else None
+        if expires and expiry is None:
+            err_console.print(f"nova: refused: --expires {expires!r} is not an ISO date or time", markup=False)
+            raise typer.Exit(1)
+        first_line = text.strip().splitlines()[0][:120] if text.strip() else ""
+        proposal = Proposal(name=name, description=description or first_line, type=memory_type, body=text,
+                            author="user", origin="cli", expires=expiry)
+        outcome = remember(ctx.store, proposal, config=ctx.config)
+    if outcome.refused or outcome.memory is None:
+        err_console.print(f"nova: refused: {outcome.refused}", markup=False, soft_wrap=True)
+        raise typer.Exit(1)
+    verb = "updated" if outcome.merged else "added"
+    console.print(f"{verb} {outcome.memory.type} memory {outcome.memory.name!r}: {outcome.memory.path}", markup=False)
+
+
+@app.command("edit")
+def edit_command(name: str) -> None:
+    """Open a memory in $EDITOR; an edit that breaks the frontmatter or adds a secret is rolled back."""
+    with _errors():
+        ctx = _context()
+        memory = ctx.store.get(name)
+        assert memory.path is not None
+        before = memory.path.read_text(encoding="utf-8")
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        subprocess.run([*shlex.split(editor), str(memory.path)], check=False)
+        after = memory.path.read_text(encoding="utf-8")
+        problem = None
+        try:
+            memory_from_text(after, path=memory.path)
+        except NovaError as exc:
+            problem = str(exc)
+        if problem is None and find_secrets(after):
+            problem = "the edit adds a secret; secrets are never stored in memory"
+        if problem:
+            memory.path.write_text(before, encoding="utf-8")
+            err_console.print(f"nova: refused: {problem}; the file was restored", markup=False)
+            raise typer.Exit(1)
+        ctx.store.rebuild_index(memory.path.parent)
+
+
+@app.command("forget")
+def forget_command(
+    name: str,
+    purge: Annotated[bool, typer.Option("--purge", help="Delete the file instead of revoking it.")] = False,
+) -> None:
+    """Revoke a memory: it is never recalled again and the model cannot re-create it."""
+    with _errors():
+        store = _context().store
+        memory = store.delete(name) if purge else store.set_status(name, "revoked")
+    console.print(f"{'deleted' if purge else 'revoked'} {memory.name!r}", markup=False)
+
+
+@app.command("approve")
+def approve_command(name: str) -> None:
+    """Make a candidate memory active (it can then be recalled)."""
+    with _errors():
+        memory = _context().store.set_status(name, "active")
+    console.print(f"approved {memory.name!r}", markup=False)
+
+
+@app.command("consolidate")
+def consolidate_command(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Merge duplicate memories and delete expired ones now (skips the time gates, not the lock)."""
+    with _errors():
+        ctx = _context()
+        report = Consolidator.for_home(store=ctx.store, home=ctx.settings.home, config=ctx.config).run()
+    if as_json:
+        typer.echo(json.dumps({"ran": report.ran, "reason": report.reason, "merged": report.merged,
+                               "deleted": report.deleted}, ensure_ascii=False))
+    else:
+        console.print(f"{report.reason}: {len(report.merged)} merged, {len(report.deleted)} deleted", markup=False)
+    if not report.ran:
+        raise typer.Exit(1)
+
+
+def rules_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the chain as JSON.")] = False,
+) -> None:
+    """Show the resolved instruction chain: each file, who imported it, its tokens, and what was skipped."""
+    with _errors():
+        settings = load_settings(env=dict(os.environ))
+        config = parse_instructions_config(settings.section("instructions"),
+                                           source=f"{settings.config_file} [instructions]")
+        rules = load_rules(cwd=Path.cwd(), home=settings.home, config=config)
+    if as_json:
+        typer.echo(json.dumps(rules.report(), ensure_ascii=False, indent=2))
+        return
+    table = Table("file", "imported by", "tokens")
+    for f in rules.files:
+        table.add_row(str(f.path), str(f.imported_by or "-"), str(f.tokens))
+    console.print(table)
+    console.print(f"total {rules.tokens} of {rules.token_budget} tokens", markup=False)
+    for s in rules.skipped:
+        console.print(f"skipped {s.path}: {s.reason}", markup=False, soft_wrap=True)

@@ -1,0 +1,291 @@
+"""Consolidation (SPEC MEM-6): merge duplicate memories and delete expired ones, in the background.
+
+Gates, checked in this order by `Consolidator.maybe_run()`:
+
+1. scans are throttled: at most one gate check every `consolidate_scan_interval_s` (10 min);
+2. at least `consolidate_min_hours` (24 h) since the last completed run;
+3. at least `consolidate_min_sessions` (5) sessions started since then;
+4. the lock file `<home>/memory/.consolidate.lock` (holder pid, host, start time) is free, or its holder
+   is dead (same host, no such pid), or it is older than `lock_stale_s`: then it is taken over.
+
+The clock is injected so the gates can be tested without waiting. Every merge and delete is appended to
+`<home>/memory/consolidation.log` as one JSON object per line.
+
+Duplicates are memories of the same type that share a name slug, a description or a body (after
+whitespace and case folding). The newest one survives; bodies are joined without repeats, provenance is
+unioned, and the result is `active` only if every merged memory was. Revoked memories are kept: they are
+the record that stops the model from re-creating them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from nova.memory.config import MemoryConfig
+from nova.memory.store import Memory, MemoryStore, Status, atomic_write_text, format_time
+
+__all__ = ["ConsolidationLock", "ConsolidationReport", "Consolidator", "count_sessions_since", "pid_alive"]
+
+Clock = Callable[[], float]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return False
+    return True
+
+
+def count_sessions_since(sessions_dir: Path) -> Callable[[float], int]:
+    """Counts session directories written after a time: each run of Nova creates one (SES-1)."""
+    def count(since: float) -> int:
+        try:
+            with os.scandir(sessions_dir) as it:
+                return sum(1 for e in it if e.is_dir() and e.stat().st_mtime > since)
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+    return count
+
+
+class ConsolidationLock:
+    """A lock file naming its holder. The short decision (free? stale? take over) runs under an OS file
+    lock, released by the kernel if a process dies, so two processes can never both take over."""
+
+    def __init__(self, path: Path, *, stale_after: float = 3600.0, clock: Clock = time.time) -> None:
+        self.path = path
+        self.stale_after = stale_after
+        self.clock = clock
+        self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self.took_over: dict[str, Any] | None = None
+        self._token: dict[str, Any] | None = None
+
+    def holder(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _stale_reason(self, holder: dict[str, Any]) -> str | None:
+        started = holder.get("started")
+        if not isinstance(started, int | float) or self.clock() - started > self.stale_after:
+            return "lock older than the stale age"
+        pid = holder.get("pid")
+        if holder.get("host") == self.host and isinstance(pid, int) and not pid_alive(pid):
+            return f"holder pid {pid} is dead"
+        return None
+
+    def acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.path) + ".guard", timeout=10):
+            if self.path.exists():
+                holder = self.holder()
+                if holder is not None:
+                    reason = self._stale_reason(holder)
+                    if reason is None:
+                        return False
+                    self.took_over = {**holder, "reason": reason}
+                else:
+                    self.took_over = {"reason": "unreadable lock file"}
+            self._token = {"pid": self.pid, "host": self.host, "started": self.clock()}
+            atomic_write_text(self.path, json.dumps(self._token))
+            return True
+
+    def release(self) -> None:
+        if self._token is None:
+            return
+        with FileLock(str(self.path) + ".guard", timeout=10):
+            if self.holder() == self._token:  # never delete a lock someone took over from us
+                self.path.unlink(missing_ok=True)
+        self._token = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[bool]:
+        acquired = self.acquire()
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                self.release()
+
+
+@dataclass(slots=True, kw_only=True)
+class ConsolidationReport:
+    ran: bool
+    reason: str
+    merged: list[dict[str, Any]] = field(default_factory=list)
+    deleted: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class Consolidator:
+    def __init__(
+        self,
+        *,
+        store: MemoryStore,
+        state_dir: Path,
+        config: MemoryConfig | None = None,
+        clock: Clock = time.time,
+        count_sessions: Callable[[float], int] | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config or MemoryConfig()
+        self.clock = clock
+        self.state_path = state_dir / ".consolidate.json"
+        self.log_path = state_dir / "consolidation.log"
+        self.lock = ConsolidationLock(state_dir / ".consolidate.lock", stale_after=self.config.lock_stale_s,
+                                      clock=clock)
+        self.count_sessions = count_sessions or (lambda since: 0)
+
+    @classmethod
+    def for_home(cls, *, store: MemoryStore, home: Path, **kw: Any) -> Consolidator:
+        return cls(store=store, state_dir=store.home_dir, count_sessions=count_sessions_since(home / "sessions"),
+                   **kw)
+
+    # -- state --------------------------------------------------------------------------------------
+    def _state(self) -> dict[str, float]:
+        try:
+            data = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            return {}
+        return {k: float(v) for k, v in data.items() if isinstance(v, int | float)} if isinstance(data, dict) else {}
+
+    def _save_state(self, **updates: float) -> None:
+        atomic_write_text(self.state_path, json.dumps({**self._state(), **updates}, sort_keys=True))
+
+    # -- gates --------------------------------------------------------------------------------------
+    def gate(self) -> str | None:
+        """None when a run may start, else why not. Records the scan time (that is the throttle)."""
+        now = self.clock()
+        state = self._state()
+        last_scan = state.get("last_scan")
+        if last_scan is not None and now - last_scan < self.config.consolidate_scan_interval_s:
+            return f"throttled: last check {now - last_scan:.0f}s ago"
+        self._save_state(last_scan=now)
+        last_run = state.get("last_run", 0.0)
+        if last_run and now - last_run < self.config.consolidate_min_hours * 3600:
+            return f"too soon: last run {(now - last_run) / 3600:.1f}h ago"
+        sessions = self.count_sessions(last_run)
+        if sessions < self.config.consolidate_min_sessions:
+            return f"not enough sessions since the last run ({sessions} of {self.config.consolidate_min_sessions})"
+        return None
+
+    def maybe_run(self) -> ConsolidationReport:
+        reason = self.gate()
+        if reason is not None:
+            return ConsolidationReport(ran=False, reason=reason)
+        return self.run()
+
+    def run(self) -> ConsolidationReport:
+        """One consolidation under the lock (no time gates: `nova memory consolidate` calls this)."""
+        with self.lock.held() as acquired:
+            if not acquired:
+                holder = self.lock.holder() or {}
+                return ConsolidationReport(ran=False, reason=f"locked by pid {holder.get('pid')} on "
+                                                             f"{holder.get('host')}")
+            report = ConsolidationReport(ran=True, reason="ran")
+            if self.lock.took_over:
+                report.reason = f"ran (took over a stale lock: {self.lock.took_over['reason']})"
+            self._consolidate(report)
+            self._save_state(last_run=self.clock())
+            return report
+
+    # -- the work -----------------------------------------------------------------------------------
+    def _log(self, entry: dict[str, Any]) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+
+    def _consolidate(self, report: ConsolidationReport) -> None:
+        now = datetime.fromtimestamp(self.clock(), UTC).replace(microsecond=0)
+        stamp = format_time(now)
+        live: list[Memory] = []
+        for memory in self.store.memories():
+            if memory.is_expired(now):
+                self._delete_path(memory)
+                entry: dict[str, Any] = {"at": stamp, "action": "delete", "name": memory.name, "type": memory.type,
+                         "reason": f"expired {format_time(memory.expires)}" if memory.expires else "expired"}
+                report.deleted.append(entry)
+                self._log(entry)
+            elif memory.status != "revoked":
+                live.append(memory)
+        for group in self._duplicate_groups(live):
+            survivor, others = group[0], group[1:]
+            merged = self._merge(survivor, others, now)
+            for other in others:
+                self._delete_path(other)
+            self.store.write(merged)
+            entry = {"at": stamp, "action": "merge", "into": survivor.name, "type": survivor.type,
+                     "merged": [o.name for o in others]}
+            report.merged.append(entry)
+            self._log(entry)
+
+    def _delete_path(self, memory: Memory) -> None:
+        assert memory.path is not None
+        memory.path.unlink(missing_ok=True)
+        self.store.rebuild_index(memory.path.parent)
+
+    @staticmethod
+    def _duplicate_groups(memories: list[Memory]) -> list[list[Memory]]:
+        """Connected groups under "same type and same slug, description or body", newest first."""
+        parent = list(range(len(memories)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        seen: dict[tuple[str, str, str], int] = {}
+        for i, m in enumerate(memories):
+            keys = [("slug", m.slug), ("body", _norm(m.body))]
+            if m.description.strip():
+                keys.append(("description", _norm(m.description)))
+            for kind, value in keys:
+                if not value:
+                    continue
+                key = (m.type, kind, value)
+                if key in seen:
+                    parent[find(i)] = find(seen[key])
+                else:
+                    seen[key] = i
+        groups: dict[int, list[Memory]] = {}
+        for i, m in enumerate(memories):
+            groups.setdefault(find(i), []).append(m)
+        return [sorted(g, key=lambda m: (-m.updated.timestamp(), m.name)) for g in groups.values() if len(g) > 1]
+
+    @staticmethod
+    def _merge(survivor: Memory, others: list[Memory], now: datetime) -> Memory:
+        bodies: list[str] = []
+        for m in [survivor, *others]:
+            body = m.body.strip()
+            if body and not any(_norm(body) in _norm(b) for b in bodies):
+                bodies.append(body)
+        status: Status = "active" if all(m.status == "active" for m in [survivor, *others]) else "candidate"
+        messages = tuple(dict.fromkeys(msg for m in [survivor, *others] for msg in m.source.messages))
+        return replace(
+            survivor, body="\n\n".join(bodies), status=status, updated=now,
+            created=min(m.created for m in [survivor, *others]),
+            source=replace(survivor.source, messages=messages),
+            external=any(m.external for m in [survivor, *others]),
+        )

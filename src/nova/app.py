@@ -71,6 +71,8 @@ def build_agent(
         session_dir=session_dir,
         max_output_tokens=settings.max_output_tokens,
         max_steps=options.max_steps,
+        window=settings.window(),
+        threshold=settings.compaction.threshold(settings.window()),
         cache=CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=session_id or None),
     )
 

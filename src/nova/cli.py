@@ -158,11 +158,8 @@ def _run_task(settings: Settings, llm: Any, options: Any, prompt: str, *, quiet:
     agent = build_agent(settings, llm, options, bus=bus)
     started = time.monotonic()
     result = agent.run_turn(prompt)
-    window = settings.window()
-    limit = settings.compaction.threshold(window)
-    last = next((m.metadata.get("usage") for m in reversed(agent.history) if m.metadata.get("usage")), None)
-    used = (last["input_tokens"] + last["cache_read_tokens"] + last["cache_write_tokens"] + last["output_tokens"]
-            if last else 0)
+    status = agent.context_status()
+    used, limit, window = status.used, status.limit, status.window
     seen = result.usage.context_tokens
     hit_rate = result.usage.cache_read_tokens / seen if seen else None
     if not quiet:

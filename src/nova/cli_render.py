@@ -21,7 +21,7 @@ def _short(value: Any, limit: int = 80) -> str:
 
 def _tool_summary(name: str, tool_input: Any) -> str:
     if isinstance(tool_input, dict):
-        for key in ("command", "path", "pattern"):
+        for key in ("command", "pattern", "path"):
             if key in tool_input:
                 return f"{name} {_short(tool_input[key])}"
     return f"{name} {_short(tool_input)}"

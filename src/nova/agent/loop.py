@@ -36,7 +36,8 @@ from nova.providers.base import (
     TextDelta,
     Usage,
 )
-from nova.providers.pricing import cost_usd
+from nova.providers.pricing import context_window_for, cost_usd
+from nova.tokens import TokenLedger, context_percent, counter_for_model
 
 __all__ = ["Agent", "SessionSink", "TurnResult"]
 
@@ -110,6 +111,9 @@ class Agent:
         process_result: Callable[[ToolUsePart, ToolResultPart], ToolResultPart] | None = None,
         on_overflow: Callable[[ViewRequest], list[Message] | None] | None = None,
         on_usage: Callable[[Message, Usage], None] | None = None,
+        ledger: TokenLedger | None = None,
+        window: int | None = None,
+        threshold: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.provider = provider
@@ -133,6 +137,25 @@ class Agent:
         self.on_usage = on_usage
         self.cancel = threading.Event()
         self._sleep = sleep
+        # TOK-3: one ledger, one figure — the compaction decision, the CLI footer, the API and the UI
+        # all read `context_status()`.
+        self.ledger = ledger or TokenLedger(counter_for_model(model))
+        self.window = window or context_window_for(model) or 128_000
+        self.threshold = threshold or self.window
+
+    # -- the one context figure --------------------------------------------------------------------
+    def context_tokens(self) -> int:
+        return self.ledger.estimate(self.history, self.system_prompt, self.tools.specs())
+
+    def context_status(self) -> ev.ContextUpdate:
+        used = self.context_tokens()
+        return ev.ContextUpdate(
+            session_id=self.session_id,
+            used=used,
+            limit=self.threshold,
+            window=self.window,
+            percent=context_percent(used, self.threshold),
+        )
 
     # -- one user turn -----------------------------------------------------------------------------
     def run_turn(self, prompt: str | Message) -> TurnResult:
@@ -160,6 +183,7 @@ class Agent:
                     break
                 assistant = response.message.with_metadata(usage=response.usage.to_dict(), model=response.model)
                 self._append(assistant, usage=response.usage)
+                self.ledger.record(assistant.id, response.usage)
                 if self.on_usage:
                     self.on_usage(assistant, response.usage)
                 final_text = assistant.text
@@ -173,6 +197,7 @@ class Agent:
                     break
                 self._append(Message(role="user", parts=tuple(self._run_tools(calls))))
         finally:
+            self.bus.emit(self.context_status())
             if self.session:
                 self.session.flush()
         self.bus.emit(
@@ -241,7 +266,11 @@ class Agent:
                 self._sleep(min(delay, MAX_BACKOFF_S))
                 continue
             state.usage = state.usage + response.usage
-            call_cost = cost_usd(response.usage, response.model or self.model, cache_ttl=self.cache.ttl)
+            # Price by the model that answered when the table knows it (aliases resolve to dated
+            # ids), else by the configured one.
+            call_cost = cost_usd(response.usage, response.model, cache_ttl=self.cache.ttl)
+            if call_cost is None:
+                call_cost = cost_usd(response.usage, self.model, cache_ttl=self.cache.ttl)
             state.cost = None if call_cost is None or state.cost is None else state.cost + call_cost
             return response
 

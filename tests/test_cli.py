@@ -1,0 +1,96 @@
+"""The `nova` command as a user meets it: the offline demo, config errors, missing credentials."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from nova import __version__
+from nova.cli import app
+
+runner = CliRunner()
+
+
+def nova_command() -> list[str]:
+    exe = shutil.which("nova", path=str(Path(sys.executable).parent))
+    return [exe] if exe else [sys.executable, "-m", "nova.cli"]
+
+
+def test_demo_runs_offline_as_a_real_process_and_fixes_the_bug(tmp_path: Path, nova_home: Path) -> None:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [*nova_command(), "demo", "--dir", str(tmp_path / "proj"), "--json"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "NOVA_HOME": str(nova_home)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 60
+    outcome = json.loads(proc.stdout)
+    assert outcome["stop_reason"] == "end_turn"
+    assert "All tests pass now" in outcome["text"]
+    # The fix really happened on disk, through the real edit_file tool.
+    assert "sum(values) / len(values)" in (tmp_path / "proj" / "calc" / "stats.py").read_text()
+    assert outcome["context_used"] > 0 and outcome["context_limit"] > 0
+
+
+def test_demo_prints_a_readable_timeline(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "--dir", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    for expected in ("glob", "edit_file", "All tests pass now", "context", "cost", "cache hit rate"):
+        assert expected in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and __version__ in result.output
+
+
+def test_config_show_reports_sources(nova_home: Path) -> None:
+    nova_home.mkdir(parents=True)
+    (nova_home / "config.json").write_text(json.dumps({"compaction": {"snip_max_chars": 3000}}))
+    result = runner.invoke(app, ["config", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    values = {row["key"]: row for row in json.loads(result.output)["values"]}
+    assert values["compaction.snip_max_chars"]["value"] == 3000
+    assert values["compaction.snip_max_chars"]["source"].endswith("config.json")
+    assert values["compaction.summary_keep_tokens"]["source"] == "default"
+
+
+def test_bad_config_is_one_clear_line_without_traceback(nova_home: Path) -> None:
+    nova_home.mkdir(parents=True)
+    (nova_home / "config.json").write_text(json.dumps({"compaction": {"snip_max_chars": "many"}}))
+    proc = subprocess.run([*nova_command(), "config", "show"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "NOVA_HOME": str(nova_home)})
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "snip_max_chars" in proc.stderr and '"many"' in proc.stderr and "integer" in proc.stderr
+
+
+def test_dead_keys_warn_on_stderr(nova_home: Path) -> None:
+    nova_home.mkdir(parents=True)
+    (nova_home / "config.json").write_text(json.dumps({"compaction": {"token_ratio": 4}}))
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 0
+    assert "token_ratio" in result.output and "no effect" in result.output
+
+
+def test_run_without_credentials_names_the_variable(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "hello", "--cwd", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "ANTHROPIC_API_KEY" in result.output
+    assert "--base-url" in result.output
+
+
+def test_run_with_the_demo_provider_explores(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# hello\n")
+    result = runner.invoke(app, ["run", "what is here?", "--provider", "demo", "--cwd", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    outcome = json.loads(result.output)
+    assert outcome["stop_reason"] == "end_turn" and "demo model" in outcome["text"]

@@ -1,0 +1,164 @@
+"""Session ids, the session directory layout and `meta.json`.
+
+    <home>/sessions/<id>/
+        transcript.jsonl     the raw log (transcript.py)
+        meta.json            SessionMeta, rewritten atomically (temp file + rename)
+        tool-results/        spilled tool results (SPILL-1)
+        tool-output/         full text of snipped tool outputs (CMP-3)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from nova.errors import StorageError
+from nova.providers.base import Usage
+
+__all__ = [
+    "META_VERSION",
+    "SessionMeta",
+    "find_git_root",
+    "new_session_id",
+    "read_meta",
+    "session_dir",
+    "validate_session_id",
+    "write_meta",
+]
+
+META_VERSION = 1
+META_NAME = "meta.json"
+ARTIFACT_DIRS = ("tool-results", "tool-output")
+
+# Letters, digits, dot, dash, underscore; must start with a letter or digit. That excludes "/", "\\",
+# "..", leading dots and empty ids, so an id can never name a path outside the sessions directory.
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def validate_session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not _ID_RE.fullmatch(session_id) or ".." in session_id:
+        raise StorageError(
+            f"invalid session id {session_id!r}: use letters, digits, '.', '-' and '_' (at most 128)"
+        )
+    return session_id
+
+
+def new_session_id() -> str:
+    """Sortable by creation time, readable in `ls`, unique enough for one machine."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def session_dir(home: Path, session_id: str) -> Path:
+    return home / "sessions" / validate_session_id(session_id)
+
+
+def find_git_root(cwd: str | Path) -> str:
+    """The nearest ancestor holding `.git` (a directory or a worktree file), or ""."""
+    try:
+        path = Path(cwd).resolve()
+    except OSError:
+        return ""
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return str(candidate)
+    return ""
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionMeta:
+    id: str
+    title: str = ""
+    cwd: str = ""
+    git_root: str = ""
+    provider: str = ""
+    model: str = ""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    message_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+    compacted_at: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens, self.reasoning_tokens
+        )
+
+    def add_usage(self, usage: Usage) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cache_read_tokens += usage.cache_read_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        self.reasoning_tokens += usage.reasoning_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"v": META_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> SessionMeta:
+        version = data.get("v", META_VERSION)
+        if not isinstance(version, int) or version > META_VERSION:
+            raise StorageError(
+                f"{where}: written by a newer Nova (meta version {version!r}, this Nova reads up to "
+                f"{META_VERSION}); upgrade Nova to open this session (nothing was changed)"
+            )
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        try:
+            meta = cls(**values)
+        except TypeError as exc:
+            raise StorageError(f"{where}: {exc}") from None
+        if not isinstance(meta.id, str) or not isinstance(meta.title, str):
+            raise StorageError(f"{where}: 'id' and 'title' must be strings")
+        return meta
+
+
+def read_meta(directory: Path) -> SessionMeta:
+    path = directory / META_NAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StorageError(f"{path} is missing; {directory} is not a complete session directory") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise StorageError(f"cannot read {path}: {reason}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise StorageError(f"{path} is corrupt (not valid JSON: {exc}); it was left as is") from None
+    if not isinstance(data, dict):
+        raise StorageError(f"{path} is corrupt (expected a JSON object); it was left as is")
+    return SessionMeta.from_dict(data, str(path))
+
+
+def write_meta(directory: Path, meta: SessionMeta) -> None:
+    """Write to a temp file, fsync, rename: a reader sees the old or the new meta, never half of one."""
+    path = directory / META_NAME
+    tmp = directory / f".{META_NAME}.{os.getpid()}.tmp"
+    data = json.dumps(meta.to_dict(), ensure_ascii=False, indent=2).encode("utf-8")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise StorageError(f"cannot write {path}: {exc.strerror}") from None

@@ -1,0 +1,249 @@
+"""Make a resumed history acceptable to any provider before the first request (SES-5).
+
+A session can stop anywhere: between a tool call and its result, halfway through a parallel batch, after
+a provider wrote two assistant messages in a row. Sending such a history is an HTTP 400 on every
+provider, so `repair_history` rewrites the *view* (never the log) until these hold:
+
+- every tool_use is answered by exactly one tool_result, in the message right after it, results first
+  and in call order; a missing one becomes a synthetic error result "interrupted";
+- a reused tool_use id is renamed `<id>~<n>` (providers want unique ids), with its result;
+- a tool_result with no call before it is dropped from the view (the raw log keeps it);
+- no thinking parts (their signatures are only valid inside the original tool loop);
+- roles alternate user / assistant and the history starts with a user message; a stray system message
+  becomes user text; empty messages and empty text parts are dropped.
+
+It is a pure function: same input, same output (derived ids, no clock), and a history that already
+satisfies these rules comes back unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from nova.messages import Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+
+__all__ = ["INTERRUPTED", "RepairReport", "repair_history"]
+
+INTERRUPTED = "interrupted: the session stopped before this tool call returned a result"
+RESUME_PLACEHOLDER = "[conversation resumed]"
+
+
+@dataclass(slots=True)
+class RepairReport:
+    """What `repair_history` changed, for the resume notice and the audit log."""
+
+    thinking_stripped: int = 0
+    synthetic_results: list[str] = field(default_factory=list)
+    """tool_use ids answered with a synthetic "interrupted" error."""
+    dropped_results: list[str] = field(default_factory=list)
+    """tool_use ids of results with no call (or a second result for the same call)."""
+    dropped_tool_uses: list[str] = field(default_factory=list)
+    """tool_use parts outside an assistant message."""
+    renamed_tool_uses: list[str] = field(default_factory=list)
+    """Reused tool_use ids, renamed `<id>~<n>` in the view (with their results)."""
+    merged_messages: int = 0
+    system_to_user: int = 0
+    dropped_empty: int = 0
+    moved_results: int = 0
+    """Results that were found later than the message right after their call and moved there."""
+    added_placeholder: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.thinking_stripped
+            or self.synthetic_results
+            or self.dropped_results
+            or self.dropped_tool_uses
+            or self.renamed_tool_uses
+            or self.merged_messages
+            or self.system_to_user
+            or self.dropped_empty
+            or self.moved_results
+            or self.added_placeholder
+        )
+
+    def describe(self) -> str:
+        bits = []
+        if self.synthetic_results:
+            bits.append(f"{len(self.synthetic_results)} unanswered tool call(s) marked interrupted")
+        if self.dropped_results:
+            bits.append(f"{len(self.dropped_results)} tool result(s) without a call dropped from the view")
+        if self.dropped_tool_uses:
+            bits.append(f"{len(self.dropped_tool_uses)} misplaced tool call(s) dropped")
+        if self.renamed_tool_uses:
+            bits.append(f"{len(self.renamed_tool_uses)} reused tool call id(s) renamed")
+        if self.moved_results:
+            bits.append(f"{self.moved_results} tool result(s) moved next to their call")
+        if self.merged_messages:
+            bits.append(f"{self.merged_messages} consecutive same-role message(s) merged")
+        if self.system_to_user:
+            bits.append(f"{self.system_to_user} system message(s) turned into user text")
+        if self.thinking_stripped:
+            bits.append(f"{self.thinking_stripped} thinking part(s) removed")
+        if self.dropped_empty:
+            bits.append(f"{self.dropped_empty} empty message(s) dropped")
+        if self.added_placeholder:
+            bits.append("a user placeholder added before the first assistant message")
+        return "; ".join(bits) if bits else "history needed no repair"
+
+
+def repair_history(messages: Sequence[Message]) -> tuple[list[Message], RepairReport]:
+    report = RepairReport()
+    cleaned = _clean(messages, report)
+    paired = _pair_tool_results(cleaned, report)
+    merged = _merge_same_role(paired, report)
+    if merged and merged[0].role == "assistant":
+        first = merged[0]
+        placeholder = Message(
+            role="user", parts=(TextPart(RESUME_PLACEHOLDER),), id=f"{first.id}.resume", created_at=first.created_at
+        )
+        merged.insert(0, placeholder)
+        report.added_placeholder = True
+    return merged, report
+
+
+def _clean(messages: Sequence[Message], report: RepairReport) -> list[Message]:
+    """Strip thinking and empty text, turn system messages into user text, drop what is left empty."""
+    out: list[Message] = []
+    for m in messages:
+        parts: list[Part] = []
+        for p in m.parts:
+            if isinstance(p, ThinkingPart):
+                report.thinking_stripped += 1
+            elif isinstance(p, TextPart) and not p.text:
+                continue
+            else:
+                parts.append(p)
+        role = m.role
+        if role == "system":
+            # Providers take system text only as the top-level system prompt; keep its words as user text.
+            role = "user"
+            parts = [p for p in parts if not isinstance(p, ToolUsePart | ToolResultPart)]
+            report.system_to_user += 1
+        if not parts:
+            report.dropped_empty += 1
+            continue
+        if role != m.role or len(parts) != len(m.parts):
+            m = replace(m, role=role, parts=tuple(parts))
+        out.append(m)
+    return out
+
+
+def _pair_tool_results(messages: list[Message], report: RepairReport) -> list[Message]:
+    """Put each call's result (or a synthetic one) at the head of the message right after the call."""
+    # Where every result and every calling assistant message is, by tool_use id.
+    result_at: dict[str, list[tuple[int, int]]] = {}
+    calls_at: dict[str, list[int]] = {}
+    for i, m in enumerate(messages):
+        for j, p in enumerate(m.parts):
+            if isinstance(p, ToolResultPart) and m.role == "user":
+                result_at.setdefault(p.tool_use_id, []).append((i, j))
+            elif isinstance(p, ToolUsePart) and m.role == "assistant":
+                at = calls_at.setdefault(p.id, [])
+                if not at or at[-1] != i:
+                    at.append(i)
+
+    # For each call, the first unused result after it and before the next call reusing its id. Real
+    # recordings do reuse ids across turns; a reused id is renamed in the view because providers
+    # require tool_use ids to be unique within a request.
+    consumed: dict[tuple[int, int], int] = {}  # result position -> index of the calling message
+    next_result: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    plan: dict[int, list[tuple[ToolUsePart, ToolResultPart]]] = {}
+    for i, m in enumerate(messages):
+        if m.role != "assistant":
+            continue
+        for p in m.parts:
+            if not isinstance(p, ToolUsePart):
+                continue
+            later_calls = [k for k in calls_at[p.id] if k > i]
+            limit = later_calls[0] if later_calls else len(messages)
+            positions = result_at.get(p.id, [])
+            cursor = next_result.get(p.id, 0)
+            while cursor < len(positions) and (positions[cursor][0] <= i or positions[cursor] in consumed):
+                cursor += 1
+            count = seen.get(p.id, 0) + 1
+            seen[p.id] = count
+            call = p if count == 1 else replace(p, id=f"{p.id}~{count}")
+            if count > 1:
+                report.renamed_tool_uses.append(p.id)
+            if cursor < len(positions) and positions[cursor][0] < limit:
+                k, j = positions[cursor]
+                consumed[(k, j)] = i
+                found = messages[k].parts[j]
+                assert isinstance(found, ToolResultPart)
+                result = found if call.id == p.id else replace(found, tool_use_id=call.id)
+                cursor += 1
+            else:
+                result = ToolResultPart(tool_use_id=call.id, content=INTERRUPTED, is_error=True)
+                report.synthetic_results.append(call.id)
+            next_result[p.id] = cursor
+            plan.setdefault(i, []).append((call, result))
+
+    out: list[Message] = []
+    pending: tuple[list[ToolResultPart], Message] | None = None  # results owed to the last assistant
+    for i, m in enumerate(messages):
+        others: list[Part] = []
+        calls = iter(plan.get(i, ()))
+        for j, p in enumerate(m.parts):
+            if isinstance(p, ToolResultPart):
+                owner = consumed.get((i, j))
+                if owner is None:
+                    report.dropped_results.append(p.tool_use_id)
+                elif owner != i - 1:
+                    report.moved_results += 1
+                continue
+            if isinstance(p, ToolUsePart):
+                if m.role != "assistant":
+                    report.dropped_tool_uses.append(p.id)
+                    continue
+                p = next(calls)[0]
+            others.append(p)
+
+        if pending is not None:
+            results, owner_message = pending
+            pending = None
+            if m.role == "user":
+                # Results go first (Anthropic requires it); the user's own words follow.
+                out.append(_rebuilt(m, [*results, *others]))
+                continue
+            out.append(_results_message(owner_message, results))
+
+        if not others:
+            report.dropped_empty += 1
+            continue
+        out.append(_rebuilt(m, others))
+        if i in plan:
+            pending = ([result for _, result in plan[i]], out[-1])
+    if pending is not None:
+        out.append(_results_message(pending[1], pending[0]))
+    return out
+
+
+def _rebuilt(m: Message, parts: list[Part]) -> Message:
+    return m if tuple(parts) == m.parts else m.with_parts(parts)
+
+
+def _results_message(owner: Message, results: list[ToolResultPart]) -> Message:
+    return Message(role="user", parts=tuple(results), id=f"{owner.id}.results", created_at=owner.created_at)
+
+
+def _merge_same_role(messages: list[Message], report: RepairReport) -> list[Message]:
+    out: list[Message] = []
+    for m in messages:
+        if out and out[-1].role == m.role:
+            prev = out[-1]
+            parts = [*prev.parts, *m.parts]
+            if m.role == "user":
+                # Keep tool results at the head of the merged user message.
+                parts = [p for p in parts if isinstance(p, ToolResultPart)] + [
+                    p for p in parts if not isinstance(p, ToolResultPart)
+                ]
+            merged_from = [*prev.metadata.get("merged_from", [prev.id]), m.id]
+            out[-1] = replace(prev, parts=tuple(parts), metadata={**prev.metadata, "merged_from": merged_from})
+            report.merged_messages += 1
+        else:
+            out.append(m)
+    return out

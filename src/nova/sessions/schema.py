@@ -1,0 +1,223 @@
+"""The transcript record schema, version 1: what one line of `transcript.jsonl` means.
+
+Every line is one JSON object ending in a newline. Keys common to all records:
+
+    v       int     schema version of this record (1). A reader refuses a record whose version it does
+                    not know instead of guessing, and changes nothing on disk when it does.
+    type    str     "message" | "compact_boundary" | "event"
+    ts      float   seconds since the epoch when the record was written
+
+`message` — one user or assistant message, provider-neutral (SES-2):
+
+    message dict    `nova.messages.to_dict(...)` with thinking parts removed (SES-3): tool_use parts in
+                    the assistant message, tool_result parts inline in the following user message
+    usage   dict?   normalized `Usage.to_dict()` of the model call that produced this message, or null
+
+`compact_boundary` — written by a compaction (SES-4). Resume starts here and ignores everything before:
+
+    id              str     id of the boundary
+    summary         str     the summary text
+    trigger         str     "threshold" | "overflow" | "manual" | ...
+    tokens_before   int     context size before compaction
+    tokens_after    int     context size after compaction
+    duration_ms     float   how long the compaction took
+    covers          [str]   ids of the messages folded into the summary
+    messages        [dict]  the head of the new working history (summary message, restore attachment,
+                            the verbatim tail), so that resume never has to read before the boundary.
+                            Empty means "a summary message built from `summary`".
+
+`event` — a system event for audit (tool metadata, permission decisions, snips, imports):
+
+    name    str
+    data    dict
+
+Writers put `v` and `type` first so a reader can recognise a record kind from its first bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from nova.errors import StorageError
+from nova.messages import Message, SummaryPart, ThinkingPart, from_dict, to_dict
+from nova.providers.base import Usage
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "BoundaryRecord",
+    "EventRecord",
+    "MessageRecord",
+    "Record",
+    "SchemaVersionError",
+    "boundary_record",
+    "encode",
+    "event_record",
+    "message_record",
+    "parse_record",
+    "strip_thinking",
+]
+
+SCHEMA_VERSION = 1
+RecordType = Literal["message", "compact_boundary", "event"]
+
+
+class SchemaVersionError(StorageError):
+    """A record was written by a newer Nova than this one."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    message: Message
+    usage: Usage | None = None
+    ts: float = 0.0
+    type: Literal["message"] = "message"
+
+
+@dataclass(frozen=True, slots=True)
+class BoundaryRecord:
+    id: str
+    summary: str
+    trigger: str = "threshold"
+    tokens_before: int = 0
+    tokens_after: int = 0
+    duration_ms: float = 0.0
+    covers: tuple[str, ...] = ()
+    messages: tuple[Message, ...] = ()
+    ts: float = 0.0
+    type: Literal["compact_boundary"] = "compact_boundary"
+
+    def head(self) -> list[Message]:
+        """The working history a resume starts from."""
+        if self.messages:
+            return list(self.messages)
+        return [
+            Message(
+                role="user",
+                parts=(SummaryPart(f"[Previous conversation summary]\n{self.summary}", covers=self.covers),),
+                id=f"{self.id}.summary",
+                created_at=self.ts,
+            )
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    name: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    ts: float = 0.0
+    type: Literal["event"] = "event"
+
+
+Record = MessageRecord | BoundaryRecord | EventRecord
+
+
+def strip_thinking(message: Message) -> Message:
+    """SES-3: thinking signatures mean something only inside one tool loop, so they never reach disk."""
+    if not any(isinstance(p, ThinkingPart) for p in message.parts):
+        return message
+    return message.with_parts(p for p in message.parts if not isinstance(p, ThinkingPart))
+
+
+def message_record(message: Message, usage: Usage | None = None, *, ts: float | None = None) -> dict[str, Any]:
+    return {
+        "v": SCHEMA_VERSION,
+        "type": "message",
+        "ts": time.time() if ts is None else ts,
+        "message": to_dict(strip_thinking(message)),
+        "usage": usage.to_dict() if usage is not None else None,
+    }
+
+
+def boundary_record(
+    *,
+    id: str,
+    summary: str,
+    trigger: str = "threshold",
+    tokens_before: int = 0,
+    tokens_after: int = 0,
+    duration_ms: float = 0.0,
+    covers: Sequence[str] = (),
+    messages: Sequence[Message] = (),
+    ts: float | None = None,
+) -> dict[str, Any]:
+    return {
+        "v": SCHEMA_VERSION,
+        "type": "compact_boundary",
+        "ts": time.time() if ts is None else ts,
+        "id": id,
+        "summary": summary,
+        "trigger": trigger,
+        "tokens_before": int(tokens_before),
+        "tokens_after": int(tokens_after),
+        "duration_ms": float(duration_ms),
+        "covers": list(covers),
+        "messages": [to_dict(strip_thinking(m)) for m in messages],
+    }
+
+
+def event_record(name: str, data: Mapping[str, Any], *, ts: float | None = None) -> dict[str, Any]:
+    return {
+        "v": SCHEMA_VERSION,
+        "type": "event",
+        "ts": time.time() if ts is None else ts,
+        "name": name,
+        "data": dict(data),
+    }
+
+
+def encode(record: Mapping[str, Any]) -> bytes:
+    """One record as one line. `ensure_ascii=False` keeps non-English text readable in the raw log;
+    json never emits a raw newline inside a string, so the line cannot be split."""
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def check_version(data: Mapping[str, Any], where: str) -> None:
+    version = data.get("v")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise StorageError(f"{where}: record has no schema version ('v'); the file is not a Nova transcript")
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{where}: record has schema version {version}, this Nova reads up to version "
+            f"{SCHEMA_VERSION}; upgrade Nova to open this session (nothing was changed)"
+        )
+
+
+def parse_record(line: bytes | str, where: str) -> Record:
+    """Decode one line. Raises `StorageError` naming `where` for anything that is not a valid record."""
+    try:
+        data = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StorageError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise StorageError(f"{where}: a record must be a JSON object")
+    check_version(data, where)
+    kind = data.get("type")
+    try:
+        if kind == "message":
+            usage = data.get("usage")
+            return MessageRecord(
+                message=from_dict(data["message"]),
+                usage=Usage(**usage) if usage else None,
+                ts=float(data.get("ts", 0.0)),
+            )
+        if kind == "compact_boundary":
+            return BoundaryRecord(
+                id=str(data["id"]),
+                summary=str(data.get("summary", "")),
+                trigger=str(data.get("trigger", "threshold")),
+                tokens_before=int(data.get("tokens_before", 0)),
+                tokens_after=int(data.get("tokens_after", 0)),
+                duration_ms=float(data.get("duration_ms", 0.0)),
+                covers=tuple(str(c) for c in data.get("covers", ())),
+                messages=tuple(from_dict(m) for m in data.get("messages", ())),
+                ts=float(data.get("ts", 0.0)),
+            )
+        if kind == "event":
+            return EventRecord(name=str(data["name"]), data=dict(data.get("data") or {}), ts=float(data.get("ts", 0.0)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StorageError(f"{where}: malformed {kind} record ({exc})") from None
+    raise StorageError(f"{where}: unknown record type {kind!r}")

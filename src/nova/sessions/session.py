@@ -1,0 +1,323 @@
+"""`Session`: one session directory plus its rows in the session store, behind the calls the agent loop makes.
+
+    session = Session.create(home, title="fix the parser", cwd=".", provider="anthropic", model="claude-…")
+    session.record_message(user_message)
+    session.record_message(assistant_message, usage)   # usage goes into the record (audit)
+    session.add_cost(usage, cost_usd)                  # totals move here, exactly once per call
+    session.flush()                                    # turn end: fsync the log, write meta.json
+    ...
+    session = Session.open(home, session_id)           # quarantines a torn last line, if any
+    history = session.load_history()                   # after the last boundary, repaired (SES-4, SES-5)
+
+The transcript is written first and is authoritative; the store is the queryable copy (compacted flags,
+snipped content). A crash between the two leaves the store one message short, which `append_messages`
+tolerates on the next write because it ignores ids it already has.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from nova.errors import StorageError
+from nova.messages import Message, new_id
+from nova.providers.base import Usage
+from nova.sessions.meta import (
+    ARTIFACT_DIRS,
+    SessionMeta,
+    find_git_root,
+    new_session_id,
+    read_meta,
+    session_dir,
+    validate_session_id,
+    write_meta,
+)
+from nova.sessions.repair import RepairReport, repair_history
+from nova.sessions.schema import strip_thinking
+from nova.sessions.sqlite import SQLiteSessionStore
+from nova.sessions.store import SessionRecord, SessionStore
+from nova.sessions.transcript import TRANSCRIPT_NAME, TornTail, Transcript
+
+__all__ = ["Session", "default_store", "delete_session", "list_sessions"]
+
+_BOUNDARY_FIELDS = frozenset(
+    {"id", "summary", "trigger", "tokens_before", "tokens_after", "duration_ms", "covers", "messages"}
+)
+
+
+def default_store(home: Path) -> SessionStore:
+    return SQLiteSessionStore(home / "nova.db")
+
+
+class Session:
+    """Use `Session.create` or `Session.open`; the constructor is for them."""
+
+    def __init__(
+        self, home: Path, meta: SessionMeta, store: SessionStore, *, owns_store: bool, readonly: bool = False
+    ) -> None:
+        self.home = home
+        self._meta = meta
+        self.store = store
+        self._owns_store = owns_store
+        self.readonly = readonly
+        self.transcript = Transcript(self.dir / TRANSCRIPT_NAME)
+        self._dirty = False
+        self.recovered: TornTail | None = None
+        """The torn last line set aside when this session was opened, if there was one."""
+        self.last_repair: RepairReport | None = None
+        """What `load_history` had to repair, for the resume notice."""
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        home: Path,
+        *,
+        title: str = "",
+        cwd: str | Path | None = None,
+        provider: str = "",
+        model: str = "",
+        session_id: str | None = None,
+        store: SessionStore | None = None,
+    ) -> Session:
+        sid = validate_session_id(session_id) if session_id else new_session_id()
+        directory = session_dir(home, sid)
+        cwd_text = str(Path(cwd if cwd is not None else os.getcwd()).expanduser())
+        now = time.time()
+        meta = SessionMeta(
+            id=sid,
+            title=title,
+            cwd=cwd_text,
+            git_root=find_git_root(cwd_text),
+            provider=provider,
+            model=model,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            directory.mkdir(parents=True, exist_ok=False)
+            for name in ARTIFACT_DIRS:
+                (directory / name).mkdir()
+            (directory / TRANSCRIPT_NAME).touch()
+        except FileExistsError:
+            raise StorageError(f"session {sid} already exists in {directory.parent}") from None
+        except OSError as exc:
+            raise StorageError(f"cannot create session directory {directory}: {exc.strerror}") from None
+        write_meta(directory, meta)
+        owns = store is None
+        session = cls(home, meta, store or default_store(home), owns_store=owns)
+        session.store.save_session(session._record())
+        return session
+
+    @classmethod
+    def open(
+        cls, home: Path, session_id: str, *, store: SessionStore | None = None, readonly: bool = False
+    ) -> Session:
+        """Open an existing session. Checks everything before changing anything: an unknown id, an
+        unreadable directory, a corrupt meta.json or a newer schema raise `StorageError` untouched.
+        Unless `readonly`, a torn last line is then quarantined (see `recovered`)."""
+        directory = session_dir(home, session_id)
+        if not directory.is_dir():
+            raise StorageError(f"no session {session_id!r} in {directory.parent}")
+        if not os.access(directory, os.R_OK | os.X_OK):
+            raise StorageError(f"session directory {directory} is not readable")
+        meta = read_meta(directory)
+        if meta.id != session_id:
+            raise StorageError(f"{directory / 'meta.json'} names session {meta.id!r}, not {session_id!r}")
+        transcript = Transcript(directory / TRANSCRIPT_NAME)
+        if not transcript.path.exists():
+            raise StorageError(f"{transcript.path} is missing")
+        tail = transcript.read_tail()  # validates the schema version of what resume will read
+        owns = store is None
+        session = cls(home, meta, store or default_store(home), owns_store=owns, readonly=readonly)
+        if readonly:
+            session.recovered = tail.torn  # reported, left in place
+        else:
+            session.recovered = session.transcript.recover()
+            if session.recovered is not None:
+                session.record_event(
+                    "torn_tail_quarantined",
+                    {
+                        "offset": session.recovered.offset,
+                        "size": session.recovered.size,
+                        "path": str(session.recovered.quarantined),
+                    },
+                )
+        return session
+
+    def close(self) -> None:
+        if not self.readonly:
+            self.flush()
+        self.transcript.close()
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- identity -----------------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self._meta.id
+
+    @property
+    def dir(self) -> Path:
+        return session_dir(self.home, self._meta.id)
+
+    @property
+    def meta(self) -> SessionMeta:
+        return self._meta
+
+    # -- recording (the agent loop's protocol) ------------------------------------------------------
+    def _writable(self) -> None:
+        if self.readonly:
+            raise StorageError(f"session {self.id} was opened read-only")
+
+    def record_message(self, message: Message, usage: Usage | None = None) -> None:
+        """Append to the log, then to the store. `usage` is kept in the record for audit; totals move
+        only through `add_cost`, so a caller that records and charges one call counts it once."""
+        self._writable()
+        message = strip_thinking(message)
+        self.transcript.append_message(message, usage)
+        self.store.append_messages(self.id, [message])
+        self._meta.message_count += 1
+        self._touch()
+
+    def record_event(self, name: str, data: Mapping[str, Any]) -> None:
+        self._writable()
+        self.transcript.append_event(name, data)
+        self._touch()
+
+    def record_compact_boundary(self, **fields: Any) -> str:
+        """Write a compact_boundary record (see `schema.py` for the fields), flag the covered messages
+        compacted, store the new head messages, set `compacted_at`. Returns the boundary id."""
+        self._writable()
+        unknown = set(fields) - _BOUNDARY_FIELDS
+        if unknown:
+            raise TypeError(f"unknown compact_boundary field(s): {', '.join(sorted(unknown))}")
+        fields.setdefault("id", new_id("cmp"))
+        fields.setdefault("summary", "")
+        head = [strip_thinking(m) for m in fields.get("messages", ())]
+        fields["messages"] = head
+        self.transcript.append_boundary(**fields)
+        self.store.mark_compacted(self.id, fields.get("covers", ()))
+        self.store.append_messages(self.id, head)
+        self._meta.compacted_at = time.time()
+        self._touch()
+        self.flush()  # rare and important: make it durable now, not at turn end
+        return str(fields["id"])
+
+    def update_message_content(self, message_id: str, message: Message) -> None:
+        """Rewrite a message in the working store (a snip, CMP-3). The raw log keeps the original and
+        gets an event saying it happened."""
+        self._writable()
+        self.store.update_message_content(self.id, message_id, strip_thinking(message))
+        self.record_event("message_content_updated", {"message_id": message_id})
+
+    def add_cost(self, usage: Usage, cost_usd: float) -> None:
+        self._meta.add_usage(usage)
+        self._meta.cost_usd += float(cost_usd)
+        self._touch()
+
+    def flush(self) -> None:
+        """Turn end: fsync the transcript, then publish meta.json and the store row."""
+        if self.readonly:
+            return
+        self.transcript.sync()
+        if self._dirty:
+            write_meta(self.dir, self._meta)
+            self.store.save_session(self._record())
+            self._dirty = False
+
+    def _touch(self) -> None:
+        self._meta.updated_at = time.time()
+        self._dirty = True
+
+    # -- canonical task state (deterministic writers only, CTX-6) -----------------------------------
+    def get_task_state(self) -> dict[str, Any] | None:
+        return self.store.get_task_state(self.id)
+
+    def put_task_state(self, state: Mapping[str, Any]) -> None:
+        self.store.put_task_state(self.id, state)
+
+    # -- resume -------------------------------------------------------------------------------------
+    def load_history(self) -> list[Message]:
+        """The working history: records after the last compact_boundary (read backwards, SES-4), with
+        snipped content from the store where a message was rewritten, then repaired (SES-5)."""
+        messages = self.transcript.read_tail().messages()
+        current = {s.message.id: s.message for s in self.store.get_messages(self.id)}
+        messages = [current.get(m.id, m) for m in messages]
+        repaired, report = repair_history(messages)
+        self.last_repair = report
+        return repaired
+
+    def _record(self) -> SessionRecord:
+        m = self._meta
+        return SessionRecord(
+            id=m.id,
+            title=m.title,
+            cwd=m.cwd,
+            provider=m.provider,
+            model=m.model,
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+            compacted_at=m.compacted_at,
+            meta={
+                "git_root": m.git_root,
+                "message_count": m.message_count,
+                "usage": m.usage.to_dict(),
+                "cost_usd": m.cost_usd,
+            },
+        )
+
+
+def list_sessions(home: Path) -> tuple[list[SessionMeta], list[str]]:
+    """Every session directory's meta, newest first, and one problem line per directory that could not
+    be read (listing goes on past a broken one)."""
+    root = home / "sessions"
+    metas: list[SessionMeta] = []
+    problems: list[str] = []
+    if not root.exists():
+        return metas, problems
+    try:
+        entries = sorted(root.iterdir())
+    except OSError as exc:
+        raise StorageError(f"cannot list {root}: {exc.strerror}") from None
+    for entry in entries:
+        if not entry.is_dir():
+            continue
+        try:
+            validate_session_id(entry.name)
+            metas.append(read_meta(entry))
+        except StorageError as exc:
+            problems.append(str(exc))
+    metas.sort(key=lambda m: (m.updated_at, m.id), reverse=True)
+    return metas, problems
+
+
+def delete_session(home: Path, session_id: str, *, store: SessionStore | None = None) -> None:
+    """Remove the session directory and its store rows. Canonical task state stays (SES-6)."""
+    directory = session_dir(home, session_id)
+    if not directory.is_dir():
+        raise StorageError(f"no session {session_id!r} in {directory.parent}")
+    owned = store is None
+    target = store or default_store(home)
+    try:
+        target.delete_session(session_id)
+    finally:
+        if owned:
+            target.close()
+    try:
+        shutil.rmtree(directory)
+    except OSError as exc:
+        raise StorageError(f"cannot remove {directory}: {exc.strerror}") from None

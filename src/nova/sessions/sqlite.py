@@ -1,0 +1,261 @@
+"""The default `SessionStore`: one SQLite file, `<home>/nova.db`, in WAL mode.
+
+WAL lets a reader (`nova sessions list`, the server) run while an agent writes. Schema changes are
+numbered, forward-only migrations recorded in `_migrations`; a database whose newest migration is
+unknown to this code was written by a newer Nova and is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nova.errors import StorageError
+from nova.messages import Message, from_dict, to_dict
+from nova.sessions.schema import strip_thinking
+from nova.sessions.store import SessionRecord, StoredMessage
+
+__all__ = ["MIGRATIONS", "SQLiteSessionStore"]
+
+# Append only. Never edit a migration that has shipped: add the next number instead.
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "sessions, messages, task state",
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL DEFAULT '',
+            cwd TEXT NOT NULL DEFAULT '',
+            provider TEXT NOT NULL DEFAULT '',
+            model TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            compacted_at REAL,
+            meta TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX sessions_updated ON sessions(updated_at DESC);
+        CREATE TABLE messages (
+            session_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            compacted INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (session_id, id)
+        );
+        CREATE INDEX messages_seq ON messages(session_id, seq);
+        CREATE TABLE task_state (
+            session_id TEXT PRIMARY KEY,
+            state TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        """,
+    ),
+)
+
+
+# Named, not `*`: a later migration that adds a column must not shift what the row unpacking reads.
+_SESSION_COLUMNS = "id, title, cwd, provider, model, created_at, updated_at, compacted_at, meta"
+
+
+class SQLiteSessionStore:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        try:
+            if str(path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: explicit BEGIN/COMMIT, so each public call is one transaction.
+            self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a power cut can lose the last commits, never corrupt the file; the
+            # transcript, fsynced at turn end, is the durable record.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open the session store {path}: {exc}") from None
+
+    # -- migrations ---------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        db = self._db
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL)"
+        )
+        applied = {row[0] for row in db.execute("SELECT id FROM _migrations")}
+        known = {number for number, _, _ in MIGRATIONS}
+        if applied - known:
+            raise StorageError(
+                f"{self.path} was migrated by a newer Nova (migration {max(applied)}); upgrade Nova to use it"
+            )
+        for number, name, sql in MIGRATIONS:
+            if number in applied:
+                continue
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                # Another process may have applied it while we waited for the write lock.
+                if db.execute("SELECT 1 FROM _migrations WHERE id = ?", (number,)).fetchone() is None:
+                    for statement in sql.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    db.execute("INSERT INTO _migrations VALUES (?, ?, ?)", (number, name, time.time()))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise StorageError(f"session store {self.path}: {exc}") from None
+
+    # -- sessions -----------------------------------------------------------------------------------
+    def save_session(self, record: SessionRecord) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO sessions (id, title, cwd, provider, model, created_at, updated_at,"
+            " compacted_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.id,
+                record.title,
+                record.cwd,
+                record.provider,
+                record.model,
+                record.created_at,
+                record.updated_at,
+                record.compacted_at,
+                json.dumps(dict(record.meta), ensure_ascii=False),
+            ),
+        )
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        row = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return _session_from_row(row) if row else None
+
+    def list_sessions(self) -> list[SessionRecord]:
+        rows = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id").fetchall()
+        return [_session_from_row(r) for r in rows]
+
+    def delete_session(self, session_id: str) -> None:
+        self._transaction(
+            [
+                ("DELETE FROM messages WHERE session_id = ?", (session_id,)),
+                ("DELETE FROM sessions WHERE id = ?", (session_id,)),
+            ]
+        )
+
+    # -- messages -----------------------------------------------------------------------------------
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                (last,) = db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                for offset, message in enumerate(messages, start=1):
+                    db.execute(
+                        "INSERT OR IGNORE INTO messages (session_id, id, seq, role, content, created_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (session_id, message.id, last + offset, message.role, _dump(message), message.created_at),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StorageError(f"session store {self.path}: {exc}") from None
+
+    def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]:
+        sql = "SELECT content, seq, compacted FROM messages WHERE session_id = ?"
+        if not include_compacted:
+            sql += " AND compacted = 0"
+        rows = self._write(sql + " ORDER BY seq", (session_id,)).fetchall()
+        return [StoredMessage(from_dict(json.loads(c)), seq, bool(flag)) for c, seq, flag in rows]
+
+    def update_message_content(self, session_id: str, message_id: str, message: Message) -> None:
+        if message.id != message_id:
+            message = Message(message.role, message.parts, message_id, message.created_at, message.metadata)
+        cursor = self._write(
+            "UPDATE messages SET content = ?, role = ? WHERE session_id = ? AND id = ?",
+            (_dump(message), message.role, session_id, message_id),
+        )
+        if cursor.rowcount == 0:
+            raise StorageError(f"session {session_id} has no message {message_id}")
+
+    def mark_compacted(self, session_id: str, message_ids: Iterable[str]) -> int:
+        ids = list(message_ids)
+        changed = 0
+        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            cursor = self._write(
+                f"UPDATE messages SET compacted = 1 WHERE session_id = ? AND compacted = 0 AND id IN ({marks})",
+                (session_id, *chunk),
+            )
+            changed += cursor.rowcount
+        return changed
+
+    # -- task state ---------------------------------------------------------------------------------
+    def get_task_state(self, session_id: str) -> dict[str, Any] | None:
+        row = self._write("SELECT state FROM task_state WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            return None
+        state: dict[str, Any] = json.loads(row[0])
+        return state
+
+    def put_task_state(self, session_id: str, state: Mapping[str, Any]) -> None:
+        try:
+            text = json.dumps(dict(state), ensure_ascii=False, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise StorageError(f"task state for {session_id} is not JSON-serializable: {exc}") from None
+        self._write(
+            "INSERT INTO task_state (session_id, state, version, updated_at) VALUES (?, ?, 1, ?)"
+            " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state,"
+            " version = task_state.version + 1, updated_at = excluded.updated_at",
+            (session_id, text, time.time()),
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _transaction(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    db.execute(sql, params)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StorageError(f"session store {self.path}: {exc}") from None
+
+
+def _dump(message: Message) -> str:
+    return json.dumps(to_dict(strip_thinking(message)), ensure_ascii=False)
+
+
+def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
+    id_, title, cwd, provider, model, created_at, updated_at, compacted_at, meta = row
+    return SessionRecord(
+        id=id_,
+        title=title,
+        cwd=cwd,
+        provider=provider,
+        model=model,
+        created_at=created_at,
+        updated_at=updated_at,
+        compacted_at=compacted_at,
+        meta=json.loads(meta),
+    )

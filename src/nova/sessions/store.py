@@ -1,0 +1,91 @@
+"""`SessionStore`: the queryable side of the session record (sessions, the working messages, task state).
+
+The transcript is the raw, append-only log (audit and resume source). The store holds what other
+components query and rewrite: the session index, the working messages with their `compacted` flag and
+their snipped content (CMP-3 writes back through `update_message_content`), and canonical task state
+(CTX-6), which has its own lifecycle: deleting a session's messages never deletes it (SES-6).
+
+The protocol is deliberately small and uses only JSON-able values and plain SQL-shaped operations
+(insert, upsert, update by key, select ordered by a sequence number), so a PostgreSQL backend is the same
+statements with `%s` placeholders and `jsonb` columns. Backends raise `StorageError` for anything the
+caller did wrong (unknown session, unknown message) and translate their driver errors into it.
+
+A PostgreSQL backend (not built yet) maps one to one:
+    sessions(id text pk, ..., meta jsonb), messages(session_id, id, seq bigserial, role, content jsonb,
+    compacted bool, primary key (session_id, id)), task_state(session_id pk, state jsonb, version int);
+    migrations are the same numbered list; `put_task_state` is `insert ... on conflict do update`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from nova.messages import Message
+
+__all__ = ["SessionRecord", "SessionStore", "StoredMessage"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRecord:
+    """One row of the session index. Totals mirror the session's `meta.json`."""
+
+    id: str
+    title: str = ""
+    cwd: str = ""
+    provider: str = ""
+    model: str = ""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    compacted_at: float | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Everything else (git root, token and cost totals, message count) as one JSON object."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message as the store keeps it: `seq` orders messages within a session."""
+
+    message: Message
+    seq: int
+    compacted: bool = False
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """What every backend implements. Convenience lives in `Session`, not here."""
+
+    # sessions
+    def save_session(self, record: SessionRecord) -> None:
+        """Insert or replace the session row."""
+
+    def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    def list_sessions(self) -> list[SessionRecord]:
+        """Most recently updated first."""
+        ...
+
+    def delete_session(self, session_id: str) -> None:
+        """Remove the session row and its messages. Task state is kept (SES-6)."""
+
+    # messages
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Append in order. A message id already stored for the session is ignored (idempotent
+        re-recording after a crash between transcript and store)."""
+
+    def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]: ...
+
+    def update_message_content(self, session_id: str, message_id: str, message: Message) -> None:
+        """Replace a stored message's content (a snip, CMP-3). Unknown id → `StorageError`."""
+
+    def mark_compacted(self, session_id: str, message_ids: Iterable[str]) -> int:
+        """Flag messages as folded into a summary; returns how many changed."""
+        ...
+
+    # canonical task state (written only by deterministic code, CTX-6)
+    def get_task_state(self, session_id: str) -> dict[str, Any] | None: ...
+
+    def put_task_state(self, session_id: str, state: Mapping[str, Any]) -> None: ...
+
+    def close(self) -> None: ...

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from nova.agent.tools import ToolContext, ToolOutput, default_registry
-from nova.agent.tools import _common as common
 
 REGISTRY = default_registry()
 
@@ -227,7 +226,7 @@ def test_write_file_is_atomic_when_the_rename_fails(ctx: ToolContext, monkeypatc
     def broken_replace(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(common.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)
     out = run("write_file", ctx, path="keep.txt", content="new content")
     assert out.is_error
     assert "No space left on device" in out.content

@@ -76,7 +76,7 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), 0),
     ("password in URL", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:([^/\s@]+)@[^\s/]+"), 1),
     ("password assignment",
-     re.compile(r"(?i)\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|"
+     re.compile(r"(?i)(?<![a-z])(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|"
                 r"auth[_-]?token|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})"), 1),
 )
 

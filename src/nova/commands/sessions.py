@@ -1,0 +1,246 @@
+"""`nova sessions …`: list, show, export, remove and import recorded sessions.
+
+Mounted by `nova.cli`: `app.add_typer(sessions.app, name="sessions")`. For `nova run --resume ID` and
+`nova resume ID` the CLI calls `resume_command(ID)` (or `nova.sessions.export.resume` directly).
+NOVA_HOME is read here, at the edge. Every failure is one line on stderr and exit status 1; nothing
+is modified when the input is bad.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.rule import Rule
+from rich.table import Table
+
+from nova.errors import NovaError
+from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.export import Resumed, import_session, iter_jsonl, render_markdown, resume
+from nova.sessions.meta import SessionMeta
+from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
+from nova.sessions.session import Session, delete_session, list_sessions
+from nova.settings import nova_home
+
+__all__ = ["app", "resume_command"]
+
+app = typer.Typer(
+    help="Recorded sessions: list, show, export, remove, import.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _out() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """One clear line, no traceback. OSError is here for what slipped past the storage layer."""
+    try:
+        yield
+    except NovaError as exc:
+        _err().print(f"nova: error: {exc}", markup=False)
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        _err().print(f"nova: error: {exc.filename or ''}: {exc.strerror or exc}", markup=False)
+        raise typer.Exit(1) from None
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+def _summary(meta: SessionMeta) -> dict[str, object]:
+    return {
+        "id": meta.id,
+        "title": meta.title,
+        "messages": meta.message_count,
+        "tokens": meta.total_tokens,
+        "cost_usd": round(meta.cost_usd, 6),
+        "provider": meta.provider,
+        "model": meta.model,
+        "created_at": meta.created_at,
+        "updated_at": meta.updated_at,
+        "compacted_at": meta.compacted_at,
+    }
+
+
+@app.command("list")
+def list_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
+) -> None:
+    """Sessions, most recently updated first."""
+    with _errors():
+        metas, problems = list_sessions(nova_home())
+    for problem in problems:
+        _err().print(f"nova: warning: {problem}", markup=False)
+    if as_json:
+        typer.echo(json.dumps([_summary(m) for m in metas], ensure_ascii=False))
+        return
+    if not metas:
+        _out().print("No sessions yet.")
+        return
+    table = Table()
+    table.add_column("id", no_wrap=True)
+    for name in ("title", "updated", "messages", "tokens", "cost"):
+        table.add_column(name, justify="right" if name in ("messages", "tokens", "cost") else "left")
+    for m in metas:
+        table.add_row(
+            m.id, escape(m.title), _when(m.updated_at), str(m.message_count), f"{m.total_tokens:,}", f"${m.cost_usd:.4f}"
+        )
+    _out().print(table)
+
+
+def _clip(text: str, full: bool, lines: int = 12) -> str:
+    if full:
+        return text
+    rows = text.splitlines()
+    if len(rows) <= lines and len(text) <= 2000:
+        return text
+    kept = "\n".join(rows[:lines])[:2000]
+    return f"{kept}\n… ({len(text) - len(kept)} more characters; --full shows everything)"
+
+
+def _show_message(console: Console, message: Message, full: bool) -> None:
+    style = {"user": "bold cyan", "assistant": "bold green"}.get(message.role, "bold")
+    console.print(f"[{style}]{message.role}[/]  [dim]{message.id}  {_when(message.created_at)}[/]")
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            console.print(escape(_clip(part.text, full, 40)))
+        elif isinstance(part, SummaryPart):
+            console.print(f"[magenta]summary[/] ({len(part.covers)} messages)\n" + escape(_clip(part.text, full, 40)))
+        elif isinstance(part, ToolUsePart):
+            args = json.dumps(dict(part.input), ensure_ascii=False)
+            console.print(f"[yellow]→ {escape(part.name)}[/] " + escape(_clip(args, full, 6)))
+        elif isinstance(part, ToolResultPart):
+            label = "[red]← error[/]" if part.is_error else "[yellow]←[/]"
+            console.print(f"{label} [dim]{len(part.content)} chars[/]\n" + escape(_clip(part.content, full)))
+    console.print()
+
+
+@app.command("show")
+def show_command(
+    session_id: Annotated[str, typer.Argument(help="Session id (see `nova sessions list`).")],
+    full: Annotated[bool, typer.Option("--full", help="Do not shorten long texts and tool outputs.")] = False,
+) -> None:
+    """The conversation, with compaction boundaries marked."""
+    console = _out()
+    with _errors():
+        session = Session.open(nova_home(), session_id, readonly=True)
+        try:
+            meta = session.meta
+            console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
+            console.print(
+                f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd)}  "
+                f"{meta.message_count} messages  {meta.total_tokens:,} tokens  ${meta.cost_usd:.4f}[/]\n"
+            )
+            for record in session.transcript.iter_records():
+                if isinstance(record, MessageRecord):
+                    _show_message(console, record.message, full)
+                elif isinstance(record, BoundaryRecord):
+                    console.print(
+                        Rule(
+                            f"compaction ({record.trigger}): {record.tokens_before:,} → {record.tokens_after:,} tokens, "
+                            f"{len(record.covers)} messages folded",
+                            style="magenta",
+                        )
+                    )
+                    console.print(escape(_clip(record.summary, full, 40)) + "\n")
+                elif isinstance(record, EventRecord):
+                    console.print(f"[dim]· {escape(record.name)}[/]")
+            if session.recovered is not None:
+                _err().print(f"nova: warning: {session.recovered.describe()}", markup=False)
+        finally:
+            session.close()
+
+
+@app.command("export")
+def export_command(
+    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    fmt: Annotated[Literal["jsonl", "md"], typer.Option("--format", "-f", help="jsonl (raw log) or md.")] = "jsonl",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Write the session as its raw JSONL log or as Markdown."""
+    with _errors():
+        session = Session.open(nova_home(), session_id, readonly=True)
+        try:
+            if fmt == "jsonl":
+                chunks = iter_jsonl(session)
+                if output is None:
+                    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+                    for chunk in chunks:
+                        if out is not None:
+                            out.write(chunk)
+                        else:
+                            sys.stdout.write(chunk.decode("utf-8"))
+                    sys.stdout.flush()
+                else:
+                    with output.open("wb") as f:
+                        for chunk in chunks:
+                            f.write(chunk)
+            else:
+                text = render_markdown(session.meta, session.transcript.iter_records())
+                if output is None:
+                    sys.stdout.write(text)
+                else:
+                    output.write_text(text, encoding="utf-8")
+        finally:
+            session.close()
+
+
+@app.command("rm")
+def rm_command(
+    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete a session's directory and its stored messages (canonical task state is kept)."""
+    home = nova_home()
+    with _errors():
+        session = Session.open(home, session_id, readonly=True)  # validates before asking
+        title = session.meta.title
+        session.close()
+        if not yes and not typer.confirm(f"Delete session {session_id} ({title or 'untitled'})?", default=False):
+            _err().print("nova: not deleted", markup=False)
+            raise typer.Exit(1)
+        delete_session(home, session_id)
+    _out().print(f"Deleted session {session_id}.", markup=False)
+
+
+@app.command("import")
+def import_command(
+    path: Annotated[Path, typer.Argument(help="A recorded session: mini-swe-agent, SWE-agent, OpenAI, Claude Code or Nova.")],
+    title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"}.')] = False,
+) -> None:
+    """Import a recorded session from another agent (or a Nova export) as a new session."""
+    with _errors():
+        session_id, count = import_session(path, nova_home(), title=title)
+    if as_json:
+        typer.echo(json.dumps({"session_id": session_id, "messages": count}))
+    else:
+        _out().print(f"Imported {count} messages from {path} as session {session_id}.", markup=False)
+
+
+def resume_command(session_id: str, *, home: Path | None = None) -> Resumed:
+    """For `nova resume ID` / `nova run --resume ID`: reopen, rebuild and repair the history, print the
+    notices (torn tail quarantined, repairs) to stderr. Exits 1 with one clear line on bad input."""
+    with _errors():
+        resumed = resume(session_id, home=home or nova_home())
+    for notice in resumed.notices:
+        _err().print(f"nova: {notice}", markup=False)
+    return resumed

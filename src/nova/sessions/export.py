@@ -1,0 +1,144 @@
+"""Turning a session record into something to read or carry elsewhere: raw JSONL, Markdown, and the
+import/resume conveniences the CLI uses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.importers import IMPORTED_EVENT, SYSTEM_PROMPT_EVENT, read_session_file, usage_of
+from nova.sessions.meta import SessionMeta
+from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, Record
+from nova.sessions.session import Session, list_sessions
+from nova.sessions.store import SessionStore
+
+__all__ = [
+    "Resumed",
+    "import_session",
+    "iter_jsonl",
+    "latest_session_id",
+    "render_markdown",
+    "resume",
+]
+
+
+def iter_jsonl(session: Session) -> Iterator[bytes]:
+    """The raw log, complete records only (a torn last line is not exported)."""
+    with session.transcript.path.open("rb") as f:
+        for line in f:
+            if line.endswith(b"\n"):
+                yield line
+
+
+def _fence(text: str, lang: str = "") -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def render_message_markdown(message: Message) -> str:
+    lines = [f"### {message.role}"]
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            lines.append(part.text)
+        elif isinstance(part, SummaryPart):
+            lines.append(f"**Summary** (covers {len(part.covers)} messages)\n\n{part.text}")
+        elif isinstance(part, ToolUsePart):
+            lines.append(f"**Tool call** `{part.name}` (`{part.id}`)\n\n" + _fence(json.dumps(dict(part.input), indent=2, ensure_ascii=False), "json"))
+        elif isinstance(part, ToolResultPart):
+            label = "Tool error" if part.is_error else "Tool result"
+            lines.append(f"**{label}** for `{part.tool_use_id}`\n\n" + _fence(part.content))
+        elif isinstance(part, ImagePart):
+            lines.append(f"*[image {part.media_type or part.url}]*")
+    return "\n\n".join(lines)
+
+
+def render_boundary_markdown(record: BoundaryRecord) -> str:
+    return (
+        f"---\n\n> **Compaction boundary** ({record.trigger}): {record.tokens_before} → {record.tokens_after} "
+        f"tokens, {len(record.covers)} messages folded, {record.duration_ms:.0f} ms\n\n"
+        f"#### Summary\n\n{record.summary}\n\n---"
+    )
+
+
+def render_markdown(meta: SessionMeta, records: Iterable[Record]) -> str:
+    head = [
+        f"# {meta.title or meta.id}",
+        "",
+        f"- session: `{meta.id}`",
+        f"- provider / model: {meta.provider or '-'} / {meta.model or '-'}",
+        f"- cwd: `{meta.cwd}`" + (f" (git root `{meta.git_root}`)" if meta.git_root else ""),
+        f"- tokens: {meta.total_tokens}, cost: ${meta.cost_usd:.4f}",
+    ]
+    body: list[str] = []
+    for record in records:
+        if isinstance(record, MessageRecord):
+            body.append(render_message_markdown(record.message))
+        elif isinstance(record, BoundaryRecord):
+            body.append(render_boundary_markdown(record))
+        elif isinstance(record, EventRecord) and record.name == SYSTEM_PROMPT_EVENT:
+            body.append("### system\n\n" + str(record.data.get("text", "")))
+    return "\n".join(head) + "\n\n" + "\n\n".join(body) + "\n"
+
+
+def import_session(
+    path: str | Path, home: Path, *, title: str | None = None, store: SessionStore | None = None
+) -> tuple[str, int]:
+    """Read a recorded session (any supported format) into a new Nova session. Returns (id, messages)."""
+    imported = read_session_file(path)
+    meta = imported.meta
+    session = Session.create(
+        home,
+        title=title or str(meta.get("instance_id") or imported.source_path.stem),
+        cwd=str(meta.get("cwd") or imported.source_path.parent),
+        provider=f"import:{imported.format}",
+        model=str(meta.get("model") or ""),
+        store=store,
+    )
+    with session:
+        session.record_event(
+            IMPORTED_EVENT,
+            {"format": imported.format, "source_path": str(imported.source_path), "meta": meta},
+        )
+        if imported.system:
+            session.record_event(SYSTEM_PROMPT_EVENT, {"text": imported.system})
+        for message in imported.messages:
+            usage = usage_of(message)
+            session.record_message(message, usage)
+            if usage is not None:
+                cost = message.metadata.get("cost_usd")
+                session.add_cost(usage, float(cost) if isinstance(cost, int | float) else 0.0)
+    return session.id, len(imported.messages)
+
+
+@dataclass
+class Resumed:
+    """A session reopened for another turn: its repaired working history and what to tell the user."""
+
+    session: Session
+    history: list[Message]
+    notices: list[str] = field(default_factory=list)
+
+
+def resume(session_id: str, *, home: Path, store: SessionStore | None = None) -> Resumed:
+    """Open a session for writing and rebuild its working history (SES-4, SES-5). Raises `StorageError`
+    with a user-facing message for an unknown id, a corrupt directory or a newer schema."""
+    session = Session.open(home, session_id, store=store)
+    history = session.load_history()
+    notices = []
+    if session.recovered is not None:
+        notices.append(session.recovered.describe())
+    if session.last_repair is not None and session.last_repair.changed:
+        notices.append("repaired the resumed history: " + session.last_repair.describe())
+        session.record_event("history_repaired", {"summary": session.last_repair.describe()})
+    return Resumed(session=session, history=history, notices=notices)
+
+
+def latest_session_id(home: Path) -> str | None:
+    """The most recently updated session (for `--resume` without an id)."""
+    metas, _ = list_sessions(home)
+    return metas[0].id if metas else None

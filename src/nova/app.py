@@ -56,6 +56,7 @@ def build_agent(
         allowed_tools=options.allowed_tools,
         yes=options.yes,
         ask=options.ask,
+        cwd=options.cwd,
     )
     system = SYSTEM_CONTRACT + (f"\n\n{extra_system}" if extra_system else "")
     return Agent(

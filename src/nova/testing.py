@@ -55,7 +55,7 @@ def call(name: str, id: str | None = None, **input: Any) -> ToolUsePart:
 
 
 @dataclass(frozen=True)
-class reply:  # noqa: N801 - reads as a function in scripts
+class reply:
     """One scripted model turn."""
 
     text: str = ""
@@ -176,7 +176,7 @@ class RealModelRequestError(AssertionError):
     pass
 
 
-class forbid_model_requests:  # noqa: N801 - used as a context manager and as a fixture helper
+class forbid_model_requests:
     """While active, any real provider adapter refuses to send a request (it raises
     `RealModelRequestError`). Adapters built with an injected `http_client` (e.g. over
     `httpx2.MockTransport`) are allowed, since they cannot reach a network."""

@@ -333,7 +333,7 @@ class Agent:
                 "Call the tool again with a JSON object matching its schema.",
                 is_error=True,
             )
-        decision = self.policy.check(tool, call.input)
+        decision = self.policy.check(tool, call.input, cwd=self.cwd)
         if not decision.allowed:
             self.bus.emit(
                 ev.PermissionDenied(
@@ -363,7 +363,8 @@ class Agent:
 
 
 def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(data), default=str))
+    result: dict[str, Any] = json.loads(json.dumps(dict(data), default=str))
+    return result
 
 
 def text_of(parts: Sequence[Part]) -> str:

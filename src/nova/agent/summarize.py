@@ -1,0 +1,424 @@
+"""Summarizers for layer 2 (CMP-6): one protocol, a model summarizer and an extractive one.
+
+`ModelSummarizer` asks the model. It sends the same system prompt, the same tool declarations and the
+older part of the conversation as the model already saw them, with the summary instruction as the final
+user message: the request then starts with the prefix the provider has cached, and only the instruction
+and the summary itself are paid at full price.
+
+`ExtractiveSummarizer` needs no model: it keeps the user's messages verbatim (instructions come from
+users, and losing them is the top complaint about compaction), the files read and changed, the commands
+that failed with their errors, the agent's stated decisions and the last state, each with a pointer to
+the raw record. It is what `nova demo`, replay and offline use run, and it is selectable in config.
+
+Both are held to the same size cap by `compact`: a summary over the cap is rejected, never stored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from nova.errors import NovaError
+from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.providers.base import ModelRequest, Provider, ToolSpec, collect
+from nova.tokens import TokenCounter
+
+__all__ = [
+    "SECTIONS",
+    "USER_SECTION",
+    "ExtractiveSummarizer",
+    "ModelSummarizer",
+    "Summarizer",
+    "SummaryError",
+    "SummaryRequest",
+    "build_user_section",
+    "is_user_message",
+    "render_transcript",
+    "summary_instruction",
+    "user_entries_of_summary",
+]
+
+USER_SECTION = "User requests and constraints (verbatim)"
+# CMP-6: seed 002's seven sections merged with seed 001's list; the user section comes first.
+SECTIONS = (
+    USER_SECTION,
+    "Request and intent",
+    "Goal and acceptance criteria",
+    "Confirmed constraints and approvals",
+    "Technical context",
+    "Files and code",
+    "Observed facts (with source pointers)",
+    "Errors and fixes",
+    "Failed attempts and why",
+    "Decisions and rationale",
+    "Current state",
+    "Open questions and blockers",
+    "Pending work",
+    "Next step",
+    "Pointers to raw history",
+)
+_USER_ENTRY = re.compile(r"^<user-message id=\"([^\"]*)\">\n(.*?)\n</user-message>$", re.S | re.M)
+
+
+class SummaryError(NovaError):
+    """The summarizer could not produce a usable summary (the compaction fails, nothing changes)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SummaryRequest:
+    """Input of a summarizer: what to fold, what it may reuse, and how big the answer may be."""
+
+    older: Sequence[Message]
+    """The part of the working history being folded, as the model saw it (may hold an earlier summary)."""
+    raw_older: Sequence[Message] = ()
+    """The raw originals of everything the new summary covers (earlier summaries' messages included),
+    when known: repeated compactions rebuild from raw events, not from a summary of a summary (CMP-10)."""
+    system: str = ""
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int = 8000
+    focus: str = ""
+    transcript_path: str = ""
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """The summary text. Raise `SummaryError` (or anything) on failure."""
+        ...
+
+
+# -- shared helpers ----------------------------------------------------------------------------------
+def is_user_message(message: Message) -> bool:
+    """A message a person wrote: user role, text only, not a tool result or one of Nova's own inserts."""
+    if message.role != "user" or message.metadata.get("nova_kind"):
+        return False
+    if message.has("tool_result") or message.has("summary"):
+        return False
+    return bool(message.text.strip())
+
+
+def user_entries_of_summary(text: str) -> list[tuple[str, str]]:
+    """(message id, verbatim text) of the user messages an earlier summary carried."""
+    return [(m.group(1), m.group(2)) for m in _USER_ENTRY.finditer(text)]
+
+
+def render_user_entry(message_id: str, text: str) -> str:
+    return f'<user-message id="{message_id}">\n{text}\n</user-message>'
+
+
+def _part_lines(message: Message) -> Iterable[str]:
+    for part in message.parts:
+        if isinstance(part, TextPart | SummaryPart):
+            yield part.text
+        elif isinstance(part, ToolUsePart):
+            yield f"(tool call {part.name} {json.dumps(dict(part.input), ensure_ascii=False)})"
+        elif isinstance(part, ToolResultPart):
+            yield f"(tool result{' error' if part.is_error else ''}) {part.content}"
+
+
+def render_transcript(messages: Sequence[Message]) -> str:
+    """CMP-6: `[role]: content` lines, for summarizers that do not reuse the cached conversation."""
+    return "\n".join(f"[{m.role}]: " + "\n".join(_part_lines(m)) for m in messages)
+
+
+def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: str = "") -> str:
+    """The instruction sent as the final user message of a model summary request."""
+    sections = "\n".join(f"## {s}" for s in SECTIONS)
+    focus_line = f"\nGive extra attention to: {focus}\n" if focus else ""
+    pointer = f" The full transcript is at {transcript_path}." if transcript_path else ""
+    return (
+        "Your context window is being compacted. Write a summary of the conversation so far that lets you "
+        "continue the task without it. Do not call any tool; answer with the summary only, in Markdown, "
+        f"under these headings, in this order:\n{sections}\n\n"
+        f"Leave '{USER_SECTION}' empty: Nova copies the user's messages there itself, word for word. "
+        "Keep file paths, commands, error messages and identifiers exact. "
+        "Fold every still-relevant fact of an earlier summary into the new one. Mark what you inferred "
+        f"as inferred. Stay under {max_tokens} tokens.{pointer}{focus_line}"
+    )
+
+
+# -- the model summarizer ----------------------------------------------------------------------------
+class ModelSummarizer:
+    """Asks the model, reusing the cached prefix: same system, same tools, the conversation as sent."""
+
+    name = "model"
+
+    def __init__(self, provider: Provider, *, model: str, reuse_cache: bool = True) -> None:
+        self.provider = provider
+        self.model = model
+        self.reuse_cache = reuse_cache
+
+    def summarize(self, request: SummaryRequest) -> str:
+        instruction = summary_instruction(
+            max_tokens=request.max_tokens, focus=request.focus, transcript_path=request.transcript_path
+        )
+        if self.reuse_cache:
+            messages = [*request.older, Message.user(instruction, metadata={"nova_kind": "summary_request"})]
+        else:
+            messages = [Message.user(render_transcript(request.older) + "\n\n" + instruction)]
+        model_request = ModelRequest(
+            model=self.model,
+            system=request.system,
+            messages=messages,
+            tools=list(request.tools),
+            max_output_tokens=max(256, request.max_tokens),
+        )
+        response = collect(self.provider, model_request)
+        text = response.message.text.strip()
+        if not text:
+            raise SummaryError("the model returned an empty summary")
+        return text
+
+
+# -- the extractive summarizer -----------------------------------------------------------------------
+_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+_EXIT_CODE = re.compile(r"(?:exit code|exit status|returncode)[:= ]+(-?\d+)", re.I)
+_PATH = re.compile(r"(?<![\w/.@:-])((?:~|\.{1,2})?/?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-z][A-Za-z0-9]{0,7}|"
+                   r"(?:~|\.{1,2})?/?(?:[\w.+-]+/)+[\w.+-]+)(?![\w/(])")
+_EXTENSIONS = frozenset(
+    ["py", "pyi", "txt", "rst", "md", "cfg", "ini", "toml", "json", "yaml", "yml", "js", "ts", "tsx", "jsx", "c", "h", "cc", "cpp", "hpp", "java", "go", "rs", "rb", "sh", "html", "css", "patch", "diff", "orig", "new", "rej", "lock", "sql", "xml", "csv", "log", "tex", "php", "swift", "kt", "scala"]
+)
+_WRITE_HINT = re.compile(
+    r"sed\s+-[a-zA-Z]*i|(?<![0-9&])>>?\s*(?!&)[^\s|;&]|\btee\b|open\([^)]*['\"][wax]\+?b?['\"]|\.write\(|"
+    r"\bpatch\b|git\s+(?:apply|checkout|restore|mv|rm)\b|\bmv\b|\bcp\b|\btouch\b|\bperl\s+-[a-z]*i|\brm\b"
+)
+_DIFF_HEADER = re.compile(r"^(?:diff --git a/(\S+)|patching file (\S+)|\+\+\+ b/(\S+))", re.M)
+_DECISION = re.compile(r"\b(?:I will|I'll|I need to|I should|Let me|decide[ds]?|instead|because|plan|approach|"
+                       r"the fix|the issue is|root cause)\b", re.I)
+_WRITE_TOOLS = ("write_file", "edit_file", "create_file", "str_replace_editor", "apply_patch", "edit")
+_READ_TOOLS = ("read_file", "view", "open_file", "cat")
+
+
+def _is_path(token: str) -> bool:
+    if token.startswith(("/dev/", "/proc/", "http")) or token in (".", "..", "/"):
+        return False
+    last = token.rsplit("/", 1)[-1]
+    ext = last.rsplit(".", 1)[-1].lower() if "." in last else ""
+    if ext in _EXTENSIONS:
+        return True
+    # Without a known extension, a path needs a directory part and must not look like code (a.b.c).
+    return "/" in token and not re.fullmatch(r"[\d./]+", token) and len(token) > 3
+
+
+def paths_in(text: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for match in _PATH.finditer(text):
+        token = match.group(1).rstrip(".,:;")
+        if _is_path(token):
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def _command_of(call: ToolUsePart) -> str:
+    for key in ("command", "cmd", "script"):
+        value = call.input.get(key)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def _path_arg(call: ToolUsePart) -> str:
+    for key in ("path", "file_path", "filename", "file"):
+        value = call.input.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def failure_code(result: ToolResultPart) -> int | None:
+    """The failing exit code of a tool result (or -1 for an error result without one); None if it passed."""
+    match = _RETURNCODE.search(result.content[:200]) or _EXIT_CODE.search(result.content[:500])
+    if match:
+        code = int(match.group(1))
+        return code if code != 0 else None
+    return -1 if result.is_error else None
+
+
+def error_lines(content: str, n: int = 3) -> list[str]:
+    """The last non-empty lines of a tool output, tags of the mini-swe-agent format removed."""
+    body = re.sub(r"</?(?:output|returncode|warning)>|<returncode>-?\d+</returncode>", "", content)
+    lines = [line.rstrip() for line in body.splitlines() if line.strip()]
+    return lines[-n:]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class _Facts:
+    users: list[Message] = field(default_factory=list)
+    carried_users: list[tuple[str, str]] = field(default_factory=list)
+    files_read: dict[str, str] = field(default_factory=dict)
+    files_changed: dict[str, str] = field(default_factory=dict)
+    failures: list[tuple[str, str, int, list[str]]] = field(default_factory=list)
+    decisions: list[tuple[str, str]] = field(default_factory=list)
+    last_assistant: tuple[str, str] = ("", "")
+    last_call: tuple[str, str, str] = ("", "", "")
+    earlier_summaries: list[str] = field(default_factory=list)
+
+
+def _collect(messages: Sequence[Message]) -> _Facts:
+    facts = _Facts()
+    calls: dict[str, tuple[ToolUsePart, str]] = {}
+    for m in messages:
+        if is_user_message(m):
+            facts.users.append(m)
+        for part in m.parts:
+            if isinstance(part, SummaryPart):
+                facts.carried_users.extend(user_entries_of_summary(part.text))
+                facts.earlier_summaries.append(part.text)
+            elif isinstance(part, ToolUsePart):
+                calls[part.id] = (part, m.id)
+                command = _command_of(part)
+                target = _path_arg(part)
+                if part.name in _WRITE_TOOLS and target:
+                    facts.files_changed[target] = m.id
+                elif part.name in _READ_TOOLS and target:
+                    facts.files_read[target] = m.id
+                if command:
+                    found = paths_in(command)
+                    book = facts.files_changed if _WRITE_HINT.search(command) else facts.files_read
+                    for p in found:
+                        book[p] = m.id
+                facts.last_call = (part.name, command or json.dumps(dict(part.input))[:300], m.id)
+            elif isinstance(part, ToolResultPart):
+                for groups in _DIFF_HEADER.findall(part.content):
+                    for p in groups:
+                        if p:
+                            facts.files_changed[p] = m.id
+                code = failure_code(part)
+                if code is not None:
+                    call, _ = calls.get(part.tool_use_id, (None, ""))
+                    what = (_command_of(call) or f"{call.name} {json.dumps(dict(call.input))}") if call else "?"
+                    facts.failures.append((what, m.id, code, error_lines(part.content)))
+        if m.role == "assistant" and m.text.strip():
+            facts.last_assistant = (m.text.strip(), m.id)
+            for sentence in re.split(r"(?<=[.!?])\s+|\n+", m.text):
+                if _DECISION.search(sentence) and len(sentence.strip()) > 20:
+                    facts.decisions.append((sentence.strip(), m.id))
+    for path in facts.files_changed:
+        facts.files_read.pop(path, None)
+    return facts
+
+
+class ExtractiveSummarizer:
+    """A structured summary assembled from the raw messages, no model involved.
+
+    Sections are added in priority order until the token budget is spent (the user's messages verbatim
+    are added by `compact` itself, see `build_user_section`), files changed, the latest failures with
+    their errors, the last state, files read, decisions.
+    """
+
+    name = "extractive"
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        from nova.tokens import HeuristicCounter
+
+        self.counter: TokenCounter = counter or HeuristicCounter()
+
+    def summarize(self, request: SummaryRequest) -> str:
+        source = request.raw_older or request.older
+        facts = _collect(source)
+        budget = max(128, request.max_tokens - 32)
+        out: list[str] = []
+        used = 0
+
+        def add(title: str, lines: list[str]) -> None:
+            nonlocal used
+            if not lines:
+                return
+            block = [f"\n## {title}"]
+            for line in lines:
+                cost = self.counter.count(line) + 1
+                if used + cost > budget:
+                    block.append("- (more in the raw transcript)")
+                    break
+                block.append(line)
+                used += cost
+            if len(block) > 1:
+                out.extend(block)
+
+        if request.focus:
+            add("Focus", [request.focus])
+        add("Files changed", [f"- {p} (msg {i})" for p, i in reversed(facts.files_changed.items())])
+        failures = facts.failures[-5:][::-1]
+        add("Errors and failing commands (latest first)", [
+            f"- `{_clip(cmd, 400)}` exited {code} (msg {mid})" + "".join(f"\n    {_clip(e, 300)}" for e in err)
+            for cmd, mid, code, err in failures
+        ])
+        state: list[str] = []
+        if facts.last_assistant[0]:
+            state.append(f"- last assistant message (msg {facts.last_assistant[1]}): "
+                         f"{_clip(facts.last_assistant[0], 600)}")
+        if facts.last_call[0]:
+            state.append(f"- last tool call (msg {facts.last_call[2]}): {facts.last_call[0]} "
+                         f"{_clip(facts.last_call[1], 300)}")
+        add("Current state", state)
+        add("Files read", [f"- {p}" for p in list(reversed(facts.files_read))[:40]])
+        add("Decisions and rationale", [f"- {_clip(d, 240)} (msg {i})" for d, i in facts.decisions[-8:]])
+        pointer = request.transcript_path or "the session transcript"
+        add("Pointers to raw history", [f"- {len(source)} earlier messages are in {pointer}; "
+                                        "message ids above point into it."])
+        return "\n".join(out)
+
+
+def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: int, counter: TokenCounter) -> int:
+    """Add the user entries verbatim, first and newest first in priority; returns tokens used."""
+    if not entries:
+        out.append("(none)")
+        return 1
+    costs = [counter.count(t) + 12 for _, t in entries]
+    chosen: set[int] = set()
+    used = 0
+    order = [0, *range(len(entries) - 1, 0, -1)]
+    for i in order:
+        if used + costs[i] <= budget:
+            chosen.add(i)
+            used += costs[i]
+    for i, (mid, text) in enumerate(entries):
+        if i in chosen:
+            out.append(render_user_entry(mid, text))
+        elif i == 0:
+            # A first request larger than the whole share: its head verbatim, the rest by pointer.
+            room = max(200, int(len(text) * budget / max(costs[0], 1)) - 200)
+            out.append(render_user_entry(mid, text[:room] + f"\n[... {len(text) - room} more chars in msg {mid}]"))
+            used += budget
+        else:
+            out.append(f"(user message {mid}, {len(text)} chars: not repeated here, see the transcript)")
+    return used
+
+
+def user_entries(older: Sequence[Message], raw_older: Sequence[Message] = ()) -> list[tuple[str, str]]:
+    """(id, verbatim text) of every user message the folded part holds, oldest first: from the raw
+    originals when known, plus what earlier summaries carried that the raw set does not have."""
+    source = raw_older or older
+    facts = _collect(source)
+    own = [(m.id, m.text) for m in facts.users]
+    known = {mid for mid, _ in own}
+    carried = [(i, t) for i, t in _collect(older).carried_users if i not in known]
+    if raw_older:
+        carried += [(i, t) for i, t in facts.carried_users if i not in known]
+    seen: set[str] = set()
+    result = []
+    for mid, text in [*carried, *own]:
+        if mid not in seen:
+            seen.add(mid)
+            result.append((mid, text))
+    return result
+
+
+def build_user_section(
+    older: Sequence[Message], raw_older: Sequence[Message] = (), *, budget: int, counter: TokenCounter
+) -> str:
+    """The summary's first section, built deterministically (never by a model): the user's messages
+    verbatim, the first request and the newest ones first in priority, up to `budget` tokens; what does
+    not fit is named by id so it can be read back from the transcript."""
+    out = [f"## {USER_SECTION}"]
+    _add_user_entries(user_entries(older, raw_older), out, budget, counter)
+    return "\n".join(out)

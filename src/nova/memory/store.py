@@ -71,6 +71,9 @@ HOME_TYPES: frozenset[str] = frozenset({"user", "feedback"})
 PROJECT_TYPES: frozenset[str] = frozenset({"project", "reference"})
 STATUSES: tuple[Status, ...] = ("candidate", "active", "revoked")
 INDEX_NAME = "MEMORY.md"
+# libyaml's loader is ~20x faster than the pure-Python one; frontmatter parsing dominates scans.
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _MAX_SLUG = 80
 
 
@@ -204,7 +207,8 @@ def _metadata(memory: Memory) -> dict[str, Any]:
 
 
 def memory_to_text(memory: Memory) -> str:
-    head = yaml.safe_dump(_metadata(memory), sort_keys=False, allow_unicode=True, default_flow_style=False)
+    head = yaml.dump(_metadata(memory), Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False)
     body = memory.body.strip("\n")
     return f"---\n{head}---\n{body}\n"
 
@@ -253,7 +257,7 @@ def parse_head(lines: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
     for end in range(1, len(lines)):
         if lines[end].strip() == "---":
             try:
-                meta = yaml.safe_load("".join(lines[1:end]))
+                meta = yaml.load("".join(lines[1:end]), Loader=_YAML_LOADER)  # safe: (C)SafeLoader
             except yaml.YAMLError:
                 return None
             return (meta, list(lines[end + 1 :])) if isinstance(meta, dict) else None
@@ -269,7 +273,7 @@ def memory_from_text(text: str, *, path: Path | None = None) -> Memory:
 
 
 # -- files ------------------------------------------------------------------------------------------------
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """Write through a temporary file in the same directory and rename it over the target: a reader sees
     the old file or the new one, never half of one, even if this process dies mid-write."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -277,8 +281,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -341,6 +346,9 @@ class MemoryStore:
         self.index_max_bytes = index_max_bytes
         self.clock = clock
         self._thread_lock = threading.RLock()
+        # Parsed files by (path) -> (mtime_ns, size, memory): the index is rebuilt after every write, and
+        # re-parsing every unchanged file each time would make n writes cost n² parses.
+        self._parsed: dict[Path, tuple[int, int, Memory]] = {}
 
     @classmethod
     def for_workspace(cls, *, home: Path, cwd: Path, **kw: Any) -> MemoryStore:
@@ -375,10 +383,16 @@ class MemoryStore:
 
     def read(self, path: Path) -> Memory:
         try:
+            stat = path.stat()
+            cached = self._parsed.get(path)
+            if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
+                return cached[2]
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise MemoryStoreError(f"{path}: cannot be read ({exc})") from None
-        return memory_from_text(text, path=path)
+        memory = memory_from_text(text, path=path)
+        self._parsed[path] = (stat.st_mtime_ns, stat.st_size, memory)
+        return memory
 
     def memories(self, *, include_revoked: bool = True) -> list[Memory]:
         """Every readable memory in both directories; unreadable files are skipped (see `problems`)."""
@@ -452,6 +466,7 @@ class MemoryStore:
                 memories.append(self.read(path))
         index = directory / INDEX_NAME
         atomic_write_text(
-            index, render_index(memories, max_lines=self.index_max_lines, max_bytes=self.index_max_bytes)
+            index, render_index(memories, max_lines=self.index_max_lines, max_bytes=self.index_max_bytes),
+            durable=False,  # derived from the memory files: losing it to a crash costs one rebuild
         )
         return index

@@ -42,6 +42,7 @@ __all__ = [
     "MIN_FOLD_TOKENS",
     "MIN_KEEP_MESSAGES",
     "MIN_KEEP_TOKENS",
+    "OUTPUT_DIR",
     "SUMMARY_HEADER",
     "CompactionOutcome",
     "RestoreContext",
@@ -347,6 +348,7 @@ def compact(
     transcript_path: str = "",
     raw_lookup: Callable[[str], Message | None] | None = None,
     restore: RestoreContext | None = None,
+    on_start: Callable[[int, int], None] | None = None,
 ) -> CompactionOutcome:
     """Layer 2 (CMP-5..8). Returns the new working history, or the unchanged one with status `skipped`
     (nothing worth folding) or `failed` (summarizer error or summary over its cap: nothing changes)."""
@@ -379,6 +381,8 @@ def compact(
     remaining = max(128, cap - counter.count(user_section))
     request = SummaryRequest(older=older, raw_older=raw_older, system=system, tools=tools,
                              max_tokens=remaining, focus=focus, transcript_path=transcript_path)
+    if on_start is not None:
+        on_start(len(history), before)  # COMPACTION_START: only once a summary is really being made
     try:
         body = summarizer.summarize(request)
     except Exception as exc:  # any summarizer failure is a failed compaction, never a crash (CMP-8)

@@ -1,0 +1,437 @@
+"""`ContextController`: decides, before every model call, what the working history must shed.
+
+It implements the agent loop's hooks:
+
+- `process_result` (each tool result entering history): the per-result spill (SPILL-1, 3, 4).
+- `prepare_view` (before every call): the per-message spill of new tool results (SPILL-2), then the
+  one context figure (TOK-1, through the token ledger); at or over the threshold (CMP-1): layer 1, measure
+  again (CMP-4), layer 2 if still over, respecting the circuit breaker unless the hard trigger fired
+  (CMP-2, CMP-8); then the thrash guard. Under the threshold nothing is touched, so the prefix stays
+  byte-stable between compactions (CMP-3).
+- `on_overflow` (after a `ContextOverflow`): one forced compaction that ignores the estimate (CMP-9).
+- `on_usage` (after each call): records the anchor (TOK-2) and emits `CONTEXT_UPDATE`.
+
+Every decision is bounded: one layer-2 attempt per call at most, and the thrash guard snips the outputs
+that keep refilling the window instead of compacting again and again.
+
+Wiring (the app does this): `controller.attach_to(agent)`, or `Agent(**controller.agent_kwargs(), ...)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from nova import events as ev
+from nova.agent.compaction import (
+    OUTPUT_DIR,
+    CompactionOutcome,
+    RestoreContext,
+    compact,
+    is_nova_insert,
+    keep_budget,
+    snip_old_tool_results,
+)
+from nova.agent.spill import Spiller
+from nova.agent.summarize import ExtractiveSummarizer, Summarizer
+from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.providers.base import ToolSpec, Usage
+from nova.settings import CompactionConfig, SpillConfig
+from nova.tokens import TokenCounter, TokenLedger, context_percent
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+if TYPE_CHECKING:
+    from nova.agent.loop import Agent, ViewRequest
+
+__all__ = ["ContextController", "ContextStats"]
+
+log = logging.getLogger(__name__)
+
+# A compaction followed by the window filling up again within this many model calls is thrashing.
+THRASH_CALLS = 3
+Reason = Literal["threshold", "overflow", "manual", "hard"]
+
+
+@dataclass(kw_only=True)
+class ContextStats:
+    """Counters for reports (replay, `/context`, logs)."""
+
+    calls: int = 0
+    compactions: int = 0
+    compaction_failures: int = 0
+    compaction_skips: int = 0
+    consecutive_failures: int = 0
+    breaker_open: bool = False
+    breaker_trips: int = 0
+    snips: int = 0
+    snip_failures: int = 0
+    spills: int = 0
+    spill_failures: int = 0
+    thrash_events: int = 0
+    thrash_culprits: list[str] = field(default_factory=list)
+    last_event: str = ""
+
+
+class _MemoCounter:
+    """Caches counts by text: the same messages are measured before every call."""
+
+    def __init__(self, inner: TokenCounter, limit: int = 50_000) -> None:
+        self.inner = inner
+        self.overheads = getattr(inner, "overheads", None)
+        self._cache: dict[str, int] = {}
+        self._limit = limit
+
+    def count(self, text: str) -> int:
+        value = self._cache.get(text)
+        if value is None:
+            if len(self._cache) >= self._limit:
+                self._cache.clear()
+            value = self._cache[text] = self.inner.count(text)
+        return value
+
+
+class ContextController:
+    def __init__(
+        self,
+        *,
+        config: CompactionConfig | None = None,
+        spill: SpillConfig | None = None,
+        window: int | None = None,
+        counter: TokenCounter | None = None,
+        summarizer: Summarizer | None = None,
+        bus: ev.EventBus | None = None,
+        session_id: str = "",
+        session_dir: Path | None = None,
+        recorder: object | None = None,
+        system: str = "",
+        tools: Sequence[ToolSpec] = (),
+        skills: Callable[[], Sequence[tuple[str, str]]] | None = None,
+        read_file: Callable[[str], str | None] | None = None,
+        on_compacted: Callable[[CompactionOutcome], None] | None = None,
+    ) -> None:
+        """`recorder` is the session record: any of `update_message_content(message_id, message)`,
+        `mark_compacted(message_ids)`, `record_compact_boundary(**fields)` and `set_compacted_at(ts)` it
+        has are called. `on_compacted` runs after each successful compaction (reset injection markers
+        for environment and memory there, CMP-7)."""
+        self.config = config or CompactionConfig()
+        self.window = window or self.config.default_context_window
+        self.counter: TokenCounter = _MemoCounter(counter or HeuristicCounter(CL100K_PROFILE))
+        self.ledger = TokenLedger(self.counter)
+        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer(self.counter)
+        self.bus = bus or ev.EventBus()
+        self.session_id = session_id
+        self.session_dir = session_dir
+        self.recorder = recorder
+        self.system = system
+        self.tools: Sequence[ToolSpec] = tools
+        self.skills = skills
+        self.read_file = read_file
+        self.on_compacted = on_compacted
+        self.spiller = Spiller(config=spill, session_dir=session_dir)
+        self.stats = ContextStats()
+        self.raw: dict[str, Message] = {}
+        """First-seen version of every message: the in-memory raw log layer 2 rebuilds from (CMP-10)."""
+        self._budget_checked: set[str] = set()
+        self._last_compaction_call: int | None = None
+        self.last_used = 0
+
+    # -- derived numbers -----------------------------------------------------------------------------
+    @property
+    def threshold(self) -> int:
+        return self.config.threshold(self.window)
+
+    @property
+    def hard_line(self) -> int:
+        return self.window - self.config.hard_margin_tokens
+
+    @property
+    def output_dir(self) -> Path | None:
+        return self.session_dir / OUTPUT_DIR if self.session_dir is not None else None
+
+    @property
+    def transcript_path(self) -> str:
+        return str(self.session_dir / "transcript.jsonl") if self.session_dir is not None else ""
+
+    # -- wiring ---------------------------------------------------------------------------------------
+    def agent_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for `Agent(...)`."""
+        return {
+            "prepare_view": self.prepare_view,
+            "process_result": self.process_result,
+            "on_overflow": self.on_overflow,
+            "on_usage": self.on_usage,
+        }
+
+    def attach_to(self, agent: Agent) -> ContextController:
+        """Install the hooks on `agent` and take its bus, session id, session dir, system prompt and tools."""
+        for name, hook in self.agent_kwargs().items():
+            setattr(agent, name, hook)
+        self.bus = agent.bus
+        self.session_id = agent.session_id
+        if agent.session_dir is not None and self.session_dir is None:
+            self.session_dir = agent.session_dir
+            self.spiller = Spiller(config=self.spiller.config, session_dir=agent.session_dir)
+        self.system = agent.system_prompt
+        self.tools = list(agent.tools.specs())
+        return self
+
+    # -- hooks ----------------------------------------------------------------------------------------
+    def process_result(self, call: ToolUsePart, result: ToolResultPart) -> ToolResultPart:
+        before = self.spiller.stats.spilled, self.spiller.stats.write_failures
+        out = self.spiller.process_result(call, result)
+        self._count_spills(before)
+        return out
+
+    def prepare_view(self, request: ViewRequest) -> list[Message]:
+        self.system = request.system
+        history = self._entry_budget(list(request.history))
+        self.remember(history)
+        self.stats.calls += 1
+        self.stats.last_event = ""
+        used = self.measure(history)
+        if used >= self.threshold:
+            history, used = self._relieve(history, used, reason="hard" if used >= self.hard_line else "threshold")
+        self.last_used = used
+        self._emit_context(used)
+        return history
+
+    def on_overflow(self, request: ViewRequest) -> list[Message] | None:
+        """CMP-9: force one compaction ignoring the estimate; None when nothing could be shed."""
+        self.system = request.system
+        history = list(request.history)
+        used = self.measure(history)
+        new, after = self._relieve(history, used, reason="overflow")
+        if new == history:
+            return None
+        self.last_used = after
+        self._emit_context(after)
+        return new
+
+    def on_usage(self, message: Message, usage: Usage) -> None:
+        self.ledger.record(message.id, usage)
+        self.remember([message])
+        if usage.context_tokens > 0:
+            used = usage.context_tokens + usage.output_tokens
+            self.last_used = used
+            self._emit_context(used)
+
+    def compact_now(self, history: Sequence[Message], *, focus: str = "") -> list[Message]:
+        """User-triggered compaction (`/compact [focus]`): layer 1 and layer 2 regardless of the
+        threshold and the breaker. `focus` shapes this summary only; it is not kept for later turns."""
+        history = list(history)
+        self.remember(history)
+        used = self.measure(history)
+        new, after = self._relieve(history, used, reason="manual", focus=focus)
+        self.last_used = after
+        self._emit_context(after)
+        return new
+
+    # -- measuring ------------------------------------------------------------------------------------
+    def measure(self, history: Sequence[Message]) -> int:
+        """TOK-1: the one context figure (anchor + estimate of what came after it)."""
+        return self.ledger.estimate(history, self.system, self.tools)
+
+    def remember(self, history: Sequence[Message]) -> None:
+        for m in history:
+            if m.id not in self.raw and not is_nova_insert(m):
+                self.raw[m.id] = m
+
+    # -- the pipeline ---------------------------------------------------------------------------------
+    def _entry_budget(self, history: list[Message]) -> list[Message]:
+        """SPILL-2 for tool-result messages the model has not seen yet (decided once, then frozen)."""
+        for index in range(len(history) - 1, -1, -1):
+            message = history[index]
+            if message.id in self._budget_checked:
+                break
+            self._budget_checked.add(message.id)
+            results = message.tool_results()
+            if not results:
+                continue
+            before = self.spiller.stats.spilled, self.spiller.stats.write_failures
+            fitted = self.spiller.process_message(results)
+            self._count_spills(before)
+            if fitted != results:
+                replaced = {r.tool_use_id: r for r in fitted}
+                parts = [replaced.get(p.tool_use_id, p) if isinstance(p, ToolResultPart) else p
+                         for p in message.parts]
+                history[index] = message.with_parts(parts)
+                self.stats.last_event = "spill"
+                self._rewrite(history[index])
+        return history
+
+    def _relieve(
+        self, history: list[Message], used: int, *, reason: Reason, focus: str = ""
+    ) -> tuple[list[Message], int]:
+        forced = reason in ("overflow", "manual")
+        hard = reason == "hard" or used >= self.hard_line
+        # Thrash guard first: if the last compaction was only a few calls ago, summarizing again would
+        # fold the same few messages; cut the outputs that refilled the window instead.
+        if not forced and self._thrashing():
+            history, used = self._thrash_guard(history, used)
+            if used < self.threshold:
+                return history, used
+        # Layer 1 (runs even with the breaker open).
+        snip = snip_old_tool_results(history, config=self.config, output_dir=self.output_dir,
+                                     counter=self.counter, on_rewrite=self._rewrite)
+        if snip.rewritten:
+            history = snip.messages
+            self.stats.snips += snip.parts_snipped
+            self.stats.last_event = "snip"
+            self.ledger.clear()  # the anchor counted the uncut text
+            used = self.measure(history)
+        self.stats.snip_failures += snip.write_failures
+        if used < self.threshold and not forced:
+            return history, used
+        # Layer 2.
+        if self.stats.breaker_open and not (hard or forced):
+            log.info("context at %d tokens (threshold %d) but the compaction breaker is open", used, self.threshold)
+        else:
+            history, used = self._layer2(history, used, reason=reason, forced=forced or hard, focus=focus)
+        # Last resort: nothing may keep a request above the window.
+        if used >= self.hard_line or (forced and used >= self.threshold):
+            history, used = self._emergency_snip(history, used)
+        return history, used
+
+    def _layer2(
+        self, history: list[Message], used: int, *, reason: Reason, forced: bool, focus: str
+    ) -> tuple[list[Message], int]:
+        started_at = time.monotonic()
+        started = False
+
+        def on_start(message_count: int, token_count: int) -> None:
+            nonlocal started
+            started = True
+            self.bus.emit(ev.CompactionStart(session_id=self.session_id, message_count=message_count,
+                                             token_count=used, reason=reason))
+
+        skills = list(self.skills()) if self.skills else []
+        outcome = compact(
+            history, summarizer=self.summarizer, config=self.config, window=self.window, counter=self.counter,
+            system=self.system, tools=self.tools, forced=forced, focus=focus,
+            transcript_path=self.transcript_path, raw_lookup=self.raw.get,
+            restore=RestoreContext(tools=self.tools, skills=skills, read_file=self.read_file),
+            on_start=on_start,
+        )
+        if outcome.status == "skipped":
+            self.stats.compaction_skips += 1
+            log.debug("compaction skipped: %s", outcome.reason)
+            return history, used
+        if not outcome.ok:
+            self.stats.compaction_failures += 1
+            self.stats.consecutive_failures += 1
+            limit = self.config.max_consecutive_failures
+            if limit > 0 and self.stats.consecutive_failures >= limit and not self.stats.breaker_open:
+                self.stats.breaker_open = True
+                self.stats.breaker_trips += 1
+                log.warning("compaction failed %d times in a row; the breaker is open (layer 1 still runs)",
+                            self.stats.consecutive_failures)
+            if started:
+                self.bus.emit(ev.CompactionEnd(session_id=self.session_id, ok=False, tokens_before=used,
+                                               tokens_after=used, duration_s=time.monotonic() - started_at,
+                                               error=outcome.reason))
+            return history, used
+        self.stats.compactions += 1
+        self.stats.consecutive_failures = 0
+        self.stats.breaker_open = False
+        self.stats.last_event = "compaction"
+        self._last_compaction_call = self.stats.calls
+        self.ledger.clear()  # TOK-2: no real figure until the next call
+        new_history = outcome.messages
+        after = self.measure(new_history)
+        self._record_compaction(outcome, reason=reason, tokens_before=used, tokens_after=after)
+        self.bus.emit(ev.CompactionEnd(
+            session_id=self.session_id, ok=True, tokens_before=used, tokens_after=after,
+            messages_compacted=len(outcome.compacted_ids), duration_s=time.monotonic() - started_at,
+        ))
+        if self.on_compacted is not None:
+            self.on_compacted(outcome)
+        return new_history, after
+
+    def _thrashing(self) -> bool:
+        last = self._last_compaction_call
+        return last is not None and self.stats.calls - last <= THRASH_CALLS
+
+    def _thrash_guard(self, history: list[Message], used: int) -> tuple[list[Message], int]:
+        """Name the tool outputs that refilled the window and cut them (keeping the newest message)."""
+        culprits = _largest_outputs(history, self.counter)[:3]
+        names = [f"{name} {use_id} ({tokens:,} tokens)" for name, use_id, tokens in culprits]
+        self.stats.thrash_events += 1
+        self.stats.thrash_culprits.extend(names)
+        log.warning("context refilled %d calls after a compaction; cutting the largest tool outputs: %s",
+                    self.stats.calls - (self._last_compaction_call or 0), ", ".join(names) or "none")
+        budget = keep_budget(self.config, self.window) // 4
+        return self._snip_with(history, used, preserve_last=1, budget=budget)
+
+    def _emergency_snip(self, history: list[Message], used: int) -> tuple[list[Message], int]:
+        """Over the hard line even after both layers: cut every cuttable output, newest included."""
+        history, used = self._snip_with(history, used, preserve_last=1, budget=0)
+        if used >= self.hard_line:
+            history, used = self._snip_with(history, used, preserve_last=0, budget=0)
+        return history, used
+
+    def _snip_with(self, history: list[Message], used: int, *, preserve_last: int, budget: int
+                   ) -> tuple[list[Message], int]:
+        snip = snip_old_tool_results(history, config=self.config, output_dir=self.output_dir,
+                                     counter=self.counter, preserve_last=preserve_last, budget_tokens=budget,
+                                     on_rewrite=self._rewrite)
+        self.stats.snip_failures += snip.write_failures
+        if not snip.rewritten:
+            return history, used
+        self.stats.snips += snip.parts_snipped
+        self.stats.last_event = self.stats.last_event or "snip"
+        self.ledger.clear()
+        return snip.messages, self.measure(snip.messages)
+
+    # -- recording ------------------------------------------------------------------------------------
+    def _count_spills(self, before: tuple[int, int]) -> None:
+        spilled = self.spiller.stats.spilled - before[0]
+        if spilled:
+            self.stats.spills += spilled
+            self.stats.last_event = self.stats.last_event or "spill"
+        self.stats.spill_failures += self.spiller.stats.write_failures - before[1]
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> None:
+        fn = getattr(self.recorder, method, None) if self.recorder is not None else None
+        if not callable(fn):
+            return
+        try:
+            fn(*args, **kwargs)
+        except Exception:  # the record must not break the turn; the raw transcript still has everything
+            log.exception("session record: %s failed", method)
+
+    def _rewrite(self, message: Message) -> None:
+        self._call("update_message_content", message.id, message)
+
+    def _record_compaction(self, outcome: CompactionOutcome, *, reason: str, tokens_before: int,
+                           tokens_after: int) -> None:
+        now = time.time()
+        self._call("mark_compacted", list(outcome.compacted_ids))
+        summary = outcome.summary
+        fields: Mapping[str, Any] = {
+            "reason": reason,
+            "summary_message_id": summary.id if summary else "",
+            "summary": summary.text if summary else "",
+            "compacted_ids": list(outcome.compacted_ids),
+            "tokens_before": tokens_before,
+            "tokens_after": tokens_after,
+            "summarizer": getattr(self.summarizer, "name", ""),
+            "compacted_at": now,
+        }
+        self._call("record_compact_boundary", **fields)
+        self._call("set_compacted_at", now)
+
+    def _emit_context(self, used: int) -> None:
+        self.bus.emit(ev.ContextUpdate(session_id=self.session_id, used=used, limit=self.threshold,
+                                       window=self.window, percent=context_percent(used, self.threshold)))
+
+
+def _largest_outputs(history: Sequence[Message], counter: TokenCounter) -> list[tuple[str, str, int]]:
+    names = {u.id: u.name for m in history for u in m.tool_uses()}
+    sized = [(names.get(r.tool_use_id, "tool"), r.tool_use_id, counter.count(r.content))
+             for m in history for r in m.tool_results()]
+    return sorted(sized, key=lambda item: item[2], reverse=True)
+

@@ -1,0 +1,131 @@
+"""`nova memory …` and `nova rules` through typer's CliRunner; `/memory` and `/remember`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from nova.commands.memory import app, rules_command
+from nova.memory.slash import handle_memory_slash
+from nova.memory.store import MemoryStore
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def in_project(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(project)
+    return project
+
+
+def rules_app() -> typer.Typer:
+    wrapper = typer.Typer()
+    wrapper.command("rules")(rules_command)
+
+    @wrapper.command("noop")
+    def _noop() -> None:  # a second command keeps typer from collapsing the app into `rules`
+        pass
+
+    return wrapper
+
+
+def test_add_list_show_approve_forget(in_project: Path, nova_home: Path) -> None:
+    result = runner.invoke(app, ["add", "--type", "feedback", "--name", "small commits",
+                                 "Keep commits small and focused."])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["add", "--type", "project", "--name", "db", "PostgreSQL 16 everywhere."])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(runner.invoke(app, ["list", "--json"]).stdout)
+    assert [{k: row[k] for k in ("name", "type", "status")} for row in listed] == [
+        {"name": "small commits", "type": "feedback", "status": "active"},
+        {"name": "db", "type": "project", "status": "active"},
+    ]
+    assert listed[0]["path"] == str(nova_home / "memory" / "small-commits.md")
+    assert listed[1]["path"] == str(in_project.resolve() / ".nova" / "memory" / "db.md")
+    shown = runner.invoke(app, ["show", "db"])
+    assert shown.exit_code == 0 and "PostgreSQL 16 everywhere." in shown.stdout and "type: project" in shown.stdout
+    assert runner.invoke(app, ["forget", "db"]).exit_code == 0
+    assert json.loads(runner.invoke(app, ["list", "--json"]).stdout)[1]["status"] == "revoked"
+    assert runner.invoke(app, ["approve", "db"]).exit_code == 0
+    assert runner.invoke(app, ["forget", "--purge", "db"]).exit_code == 0
+    assert [r["name"] for r in json.loads(runner.invoke(app, ["list", "--json"]).stdout)] == ["small commits"]
+    missing = runner.invoke(app, ["show", "nope"])
+    assert missing.exit_code == 2 and "no memory named 'nope'" in missing.stderr
+
+
+def test_refused_write_exits_non_zero_with_the_reason(in_project: Path, nova_home: Path) -> None:
+    token = "gh" + "p_" + "a1B2c3D4" * 5
+    result = runner.invoke(app, ["add", "--type", "user", "--name", "token", f"my token is {token}"])
+    assert result.exit_code == 1
+    assert "secret (GitHub token)" in result.stderr and token not in result.output + result.stderr
+    bad_name = runner.invoke(app, ["add", "--type", "user", "--name", "../../etc/passwd", "x"])
+    assert bad_name.exit_code == 1 and "path separator" in bad_name.stderr
+    bad_type = runner.invoke(app, ["add", "--type", "policy", "--name", "x", "x"])
+    assert bad_type.exit_code == 1 and "unknown memory type" in bad_type.stderr
+    assert not (nova_home / "memory").exists() or not list((nova_home / "memory").glob("*.md"))
+
+
+def test_edit_uses_editor_and_rolls_back_a_secret(in_project: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    runner.invoke(app, ["add", "--type", "user", "--name", "tz", "Europe/Berlin"])
+    addition = tmp_path / "addition.txt"
+    addition.write_text("Works 9-17.\n")
+    # An "editor" that appends the contents of `addition` to the file it is given.
+    monkeypatch.setenv("EDITOR", f"{sys.executable} -c \"import sys; "
+                                 f"open(sys.argv[1], 'a').write(open('{addition}').read())\"")
+    assert runner.invoke(app, ["edit", "tz"]).exit_code == 0
+    assert "Works 9-17." in runner.invoke(app, ["show", "tz"]).stdout
+    addition.write_text("aws key " + "AK" + "IA" + "Z" * 16 + "\n")
+    result = runner.invoke(app, ["edit", "tz"])
+    assert result.exit_code == 1 and "restored" in result.stderr
+    assert "AKIA" not in runner.invoke(app, ["show", "tz"]).stdout
+
+
+def test_consolidate_command(in_project: Path) -> None:
+    runner.invoke(app, ["add", "--type", "project", "--name", "a", "--description", "same", "one"])
+    runner.invoke(app, ["add", "--type", "project", "--name", "b", "--description", "same", "two"])
+    result = runner.invoke(app, ["consolidate", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["ran"] and len(report["merged"]) == 1
+
+
+def test_rules_json(in_project: Path, nova_home: Path) -> None:
+    (nova_home / "NOVA.md").parent.mkdir(parents=True, exist_ok=True)
+    (nova_home / "NOVA.md").write_text("global")
+    (in_project / "NOVA.md").write_text("project @./extra.md @./missing.md")
+    (in_project / "extra.md").write_text("extra")
+    result = runner.invoke(rules_app(), ["rules", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert set(report) == {"files", "skipped"}
+    assert [set(f) for f in report["files"]] == [{"path", "imported_by", "tokens"}] * 3
+    assert report["files"][2]["imported_by"] == str((in_project / "NOVA.md").resolve())
+    assert report["skipped"] == [{"path": str((in_project / "missing.md").resolve()),
+                                  "reason": f"not found (imported by {(in_project / 'NOVA.md').resolve()})"}]
+    human = runner.invoke(rules_app(), ["rules"])
+    assert human.exit_code == 0 and "missing.md" in human.stdout
+
+
+def test_slash_commands(store: MemoryStore) -> None:
+    assert handle_memory_slash("hello", store=store) is None
+    assert handle_memory_slash("/memory", store=store).text.startswith("No memories")  # type: ignore[union-attr]
+    saved = handle_memory_slash("/remember project: tests need a running PostgreSQL", store=store,
+                                session_id="s1", message_id="msg_1")
+    assert saved is not None and saved.ok and "project memory" in saved.text
+    [memory] = store.memories()
+    assert memory.type == "project" and memory.author == "user" and memory.status == "active"
+    assert memory.source.session == "s1" and memory.source.messages == ("msg_1",)
+    listing = handle_memory_slash("/memory", store=store)
+    assert listing is not None and memory.name in listing.text
+    refused = handle_memory_slash("/remember password=" + "hunter2hunter2", store=store)
+    assert refused is not None and not refused.ok and "secret" in refused.text
+    revoked = handle_memory_slash(f"/memory forget {memory.name}", store=store)
+    assert revoked is not None and revoked.ok and store.get(memory.name).status == "revoked"
+    unknown = handle_memory_slash("/memory show nothing-here", store=store)
+    assert unknown is not None and not unknown.ok

@@ -1,0 +1,120 @@
+"""`nova sessions …` through typer's CliRunner: machine-readable output and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from nova.commands.sessions import app, resume_command
+from nova.sessions.session import Session
+
+from .conftest import assistant_call, user
+
+runner = CliRunner()
+
+
+def _make(home: Path, title: str = "demo") -> Session:
+    s = Session.create(home, title=title, cwd=str(home), provider="anthropic", model="claude")
+    s.record_message(user("hello", "m1"))
+    s.record_message(assistant_call("m2", "c1"))
+    s.record_compact_boundary(summary="we said hello", covers=["m1"], tokens_before=100, tokens_after=10)
+    s.record_message(user("again", "m3"))
+    s.close()
+    return s
+
+
+def test_list_json(nova_home: Path) -> None:
+    result = runner.invoke(app, ["list", "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
+    s = _make(nova_home)
+    result = runner.invoke(app, ["list", "--json"])
+    (row,) = json.loads(result.stdout)
+    assert {k: row[k] for k in ("id", "title", "messages", "tokens", "cost_usd")} == {
+        "id": s.id, "title": "demo", "messages": 3, "tokens": 0, "cost_usd": 0.0
+    }
+    table = runner.invoke(app, ["list"])
+    assert table.exit_code == 0 and s.id in table.stdout
+
+
+def test_import_json_then_show_and_export(nova_home: Path, tmp_path: Path) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}))
+    result = runner.invoke(app, ["import", str(chat), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) == {"session_id", "messages"} and data["messages"] == 2
+    shown = runner.invoke(app, ["show", data["session_id"]])
+    assert shown.exit_code == 0 and "yo" in shown.stdout
+    md = runner.invoke(app, ["export", data["session_id"], "--format", "md"])
+    assert md.exit_code == 0 and "### assistant" in md.stdout
+    raw = runner.invoke(app, ["export", data["session_id"], "--format", "jsonl"])
+    assert [json.loads(line)["type"] for line in raw.stdout.splitlines()] == ["event", "message", "message"]
+
+
+def test_show_marks_compaction_boundaries(nova_home: Path) -> None:
+    s = _make(nova_home)
+    shown = runner.invoke(app, ["show", s.id])
+    assert shown.exit_code == 0 and "compaction" in shown.stdout and "we said hello" in shown.stdout
+    md = runner.invoke(app, ["export", s.id, "--format", "md"])
+    assert "Compaction boundary" in md.stdout
+
+
+def test_rm_asks_unless_yes(nova_home: Path) -> None:
+    s = _make(nova_home)
+    declined = runner.invoke(app, ["rm", s.id], input="n\n")
+    assert declined.exit_code == 1 and s.dir.exists()
+    done = runner.invoke(app, ["rm", s.id, "--yes"])
+    assert done.exit_code == 0 and not s.dir.exists()
+
+
+def _one_clean_error(result: object, needle: str) -> None:
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    err = result.stderr  # type: ignore[attr-defined]
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_inputs_are_one_line_and_change_nothing(nova_home: Path, tmp_path: Path) -> None:
+    _one_clean_error(runner.invoke(app, ["show", "nope"]), "no session 'nope'")
+    _one_clean_error(runner.invoke(app, ["export", "../../etc"]), "invalid session id")
+    _one_clean_error(runner.invoke(app, ["rm", "nope", "--yes"]), "no session")
+    _one_clean_error(runner.invoke(app, ["import", str(tmp_path / "missing.json")]), "does not exist")
+
+    s = _make(nova_home)
+    meta = s.dir / "meta.json"
+    good_meta = meta.read_bytes()
+    meta.write_text("{not json")
+    for args in (["show", s.id], ["export", s.id], ["rm", s.id, "--yes"]):
+        _one_clean_error(runner.invoke(app, args), "meta.json is corrupt")
+    assert meta.read_text() == "{not json" and s.dir.exists()
+    meta.write_bytes(good_meta)
+
+    transcript = s.dir / "transcript.jsonl"
+    with transcript.open("ab") as f:
+        f.write(b'{"v":7,"type":"message","ts":0,"message":{}}\n')
+    before = sorted(p.name for p in s.dir.iterdir()), transcript.read_bytes()
+    _one_clean_error(runner.invoke(app, ["show", s.id]), "schema version 7")
+    _one_clean_error(runner.invoke(app, ["export", s.id, "--format", "md"]), "schema version 7")
+    assert (sorted(p.name for p in s.dir.iterdir()), transcript.read_bytes()) == before
+
+
+def test_resume_helper(nova_home: Path) -> None:
+    s = _make(nova_home)
+    with (s.dir / "transcript.jsonl").open("ab") as f:
+        f.write(b'{"v":1,"type":"mes')
+    resumed = resume_command(s.id, home=nova_home)
+    # The summary and the next user message are both user turns: merged so roles alternate.
+    (only,) = resumed.history
+    assert only.metadata["merged_from"] == [f"{_boundary_id(s)}.summary", "m3"]
+    assert "we said hello" in only.text and "again" in only.text
+    assert any("incomplete last record" in n for n in resumed.notices)
+    resumed.session.close()
+
+
+def _boundary_id(s: Session) -> str:
+    from nova.sessions.transcript import Transcript
+
+    tail = Transcript(s.dir / "transcript.jsonl").read_tail()
+    assert tail.boundary is not None
+    return tail.boundary.id

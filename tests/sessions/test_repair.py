@@ -1,0 +1,137 @@
+"""SES-5 repair: unit cases, and the property over generated histories (record → resume → repair)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nova.messages import Message, TextPart, ThinkingPart, ToolResultPart
+from nova.sessions.repair import INTERRUPTED, repair_history
+from nova.sessions.session import Session
+
+from .conftest import assistant_call, results, user
+
+
+def check_provider_ready(history: list[Message]) -> None:
+    """The invariants every provider needs: alternating roles starting with user, each tool_use answered
+    exactly once at the head of the next message, no orphan results, no thinking, unique call ids."""
+    assert history and history[0].role == "user"
+    call_ids: list[str] = []
+    for i, m in enumerate(history):
+        assert m.role in ("user", "assistant") and m.parts
+        assert not any(isinstance(p, ThinkingPart) for p in m.parts)
+        if i:
+            assert m.role != history[i - 1].role
+        uses = [p.id for p in m.tool_uses()]
+        call_ids.extend(uses)
+        if uses:
+            nxt = history[i + 1]
+            got = [r.tool_use_id for r in nxt.tool_results()]
+            assert got == uses
+            assert all(isinstance(p, ToolResultPart) for p in nxt.parts[: len(uses)])
+        if m.tool_results():
+            prev_uses = [p.id for p in history[i - 1].tool_uses()] if i else []
+            assert [r.tool_use_id for r in m.tool_results()] == prev_uses
+    assert len(call_ids) == len(set(call_ids))
+
+
+def test_valid_history_is_unchanged() -> None:
+    h = [user("a", "u1"), assistant_call("a1", "c1", "c2"), results("r1", "c1", "c2"), Message.assistant("done", id="a2")]
+    out, report = repair_history(h)
+    assert out == h and not report.changed
+
+
+def test_interrupted_call_gets_a_synthetic_error() -> None:
+    out, report = repair_history([user("a", "u1"), assistant_call("a1", "c1", "c2"), results("r1", "c1")])
+    assert out[-1].tool_results()[1] == ToolResultPart("c2", INTERRUPTED, is_error=True)
+    assert report.synthetic_results == ["c2"]
+    check_provider_ready(out)
+
+
+def test_orphan_result_dropped_and_user_text_kept() -> None:
+    stray = Message(role="user", parts=(ToolResultPart("ghost", "x"), TextPart("hello")), id="u2")
+    out, report = repair_history([user("a", "u1"), Message.assistant("hi", id="a1"), stray])
+    assert out[-1].parts == (TextPart("hello"),)
+    assert report.dropped_results == ["ghost"]
+
+
+def test_roles_merged_thinking_stripped_system_converted() -> None:
+    h = [
+        Message.assistant("first", id="a0"),
+        Message.system("note", id="s1"),
+        user("b", "u1"),
+        assistant_call("a1", "c1", thinking=True),
+        Message.assistant("more", id="a2"),
+        results("r1", "c1"),
+    ]
+    out, report = repair_history(h)
+    check_provider_ready(out)
+    assert report.thinking_stripped == 1 and report.system_to_user == 1 and report.added_placeholder
+    assert report.merged_messages >= 1
+
+
+def test_reused_ids_are_renamed_with_their_results() -> None:
+    h = [user("a", "u1"), assistant_call("a1", "c1"), results("r1", "c1"), assistant_call("a2", "c1"), results("r2", "c1")]
+    out, report = repair_history(h)
+    check_provider_ready(out)
+    assert report.renamed_tool_uses == ["c1"]
+    assert out[3].tool_uses()[0].id == "c1~2" and out[4].tool_results()[0].content == "out c1"
+    assert repair_history(out)[0] == out
+
+
+# -- the property --------------------------------------------------------------------------------------
+@st.composite
+def histories(draw: st.DrawFn) -> list[Message]:
+    """Turns with tool calls, parallel batches, interrupted loops, lost or stray results, thinking, repeats."""
+    out: list[Message] = []
+    n = 0
+
+    def mid() -> str:
+        nonlocal n
+        n += 1
+        return f"m{n}"
+
+    for _ in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["user", "assistant", "tools", "system", "stray"]))
+        if kind == "user":
+            out.append(user(draw(st.text(max_size=5)), mid()))
+        elif kind == "system":
+            out.append(Message.system("sys", id=mid()))
+        elif kind == "stray":
+            out.append(Message(role="user", parts=(ToolResultPart(f"ghost{n}", "x"),), id=mid()))
+        elif kind == "assistant":
+            parts: list = [TextPart(draw(st.text(max_size=5)))]
+            if draw(st.booleans()):
+                parts.insert(0, ThinkingPart("secret reasoning", signature="sig"))
+            out.append(Message(role="assistant", parts=tuple(parts), id=mid()))
+        else:
+            calls = [f"c{draw(st.integers(0, 6))}" for _ in range(draw(st.integers(1, 3)))]
+            out.append(assistant_call(mid(), *calls, thinking=draw(st.booleans())))
+            answered = draw(st.lists(st.sampled_from(calls), max_size=len(calls) + 1))
+            if answered and draw(st.booleans()):
+                out.append(results(mid(), *answered))
+    return out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(history=histories(), boundary_at=st.integers(0, 10))
+def test_record_resume_repair_always_yields_a_valid_history(history: list[Message], boundary_at: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        s = Session.create(home, title="p", cwd=tmp, provider="p", model="m")
+        for i, m in enumerate(history):
+            if i == boundary_at:
+                s.record_compact_boundary(summary="so far", covers=[x.id for x in history[:i]])
+            s.record_message(m)
+        s.close()
+        raw = (s.dir / "transcript.jsonl").read_bytes()
+        assert b"secret reasoning" not in raw and b'"thinking"' not in raw
+        again = Session.open(home, s.id)
+        resumed = again.load_history()
+        again.close()
+        if resumed:
+            check_provider_ready(resumed)
+        assert repair_history(resumed)[0] == resumed  # idempotent

@@ -1,0 +1,161 @@
+"""`Session`: the directory, meta.json, the store and resume, through the calls the agent loop makes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nova.errors import StorageError
+from nova.messages import Message, SummaryPart
+from nova.providers.base import Usage
+from nova.sessions.repair import INTERRUPTED
+from nova.sessions.session import Session, delete_session, list_sessions
+
+from .conftest import assistant_call, results, user
+
+
+def _new(home: Path, **kw: object) -> Session:
+    return Session.create(home, title="t", cwd=str(home), provider="anthropic", model="claude", **kw)  # type: ignore[arg-type]
+
+
+def test_create_lays_out_the_directory(nova_home: Path) -> None:
+    s = _new(nova_home)
+    assert s.dir == nova_home / "sessions" / s.id
+    assert {p.name for p in s.dir.iterdir()} == {"transcript.jsonl", "meta.json", "tool-results", "tool-output"}
+    meta = json.loads((s.dir / "meta.json").read_text())
+    assert meta["v"] == 1 and meta["title"] == "t" and meta["provider"] == "anthropic"
+    assert (nova_home / "nova.db").exists()
+    s.close()
+
+
+def test_record_flush_and_totals(nova_home: Path) -> None:
+    s = _new(nova_home)
+    s.record_message(user("hi", "m1"))
+    s.record_message(assistant_call("m2", "c1", thinking=True), Usage(100, 10, cache_read_tokens=50))
+    s.add_cost(Usage(100, 10, cache_read_tokens=50), 0.25)
+    s.record_event("tool_metadata", {"k": "v"})
+    s.flush()
+    meta = json.loads((s.dir / "meta.json").read_text())
+    assert meta["message_count"] == 2 and meta["input_tokens"] == 100 and meta["cost_usd"] == 0.25
+    assert s.meta.total_tokens == 160
+    assert b"secret reasoning" not in (s.dir / "transcript.jsonl").read_bytes()
+    row = s.store.get_session(s.id)
+    assert row is not None and row.meta["message_count"] == 2
+    s.close()
+
+
+def test_resume_after_boundary_with_repair(nova_home: Path) -> None:
+    s = _new(nova_home)
+    for m in [user("a", "m1"), assistant_call("m2", "c1"), results("m3", "c1")]:
+        s.record_message(m)
+    summary = Message(role="user", parts=(SummaryPart("[Previous conversation summary]\nwork", ("m1", "m2")),), id="sum1")
+    s.record_compact_boundary(
+        summary="work", trigger="threshold", tokens_before=5000, tokens_after=800, duration_ms=12.5,
+        covers=["m1", "m2"], messages=[summary],
+    )
+    s.record_message(assistant_call("m4", "c2"))  # the session dies before c2 returns
+    s.close()
+
+    again = Session.open(nova_home, s.id)
+    history = again.load_history()
+    assert [m.id for m in history] == ["sum1", "m4", "m4.results"]
+    assert history[-1].tool_results()[0].content == INTERRUPTED
+    assert again.last_repair is not None and again.last_repair.synthetic_results == ["c2"]
+    assert again.meta.compacted_at is not None
+    assert [m.message.id for m in again.store.get_messages(s.id)] == ["m3", "sum1", "m4"]
+    again.close()
+
+
+def test_snipped_content_from_the_store_wins_on_resume(nova_home: Path) -> None:
+    s = _new(nova_home)
+    for m in [user("a", "m1"), assistant_call("m2", "c1"), results("m3", "c1")]:
+        s.record_message(m)
+    snipped = results("m3", "c1").with_parts([results("m3", "c1").parts[0].__class__("c1", "[... snipped ...]")])
+    s.update_message_content("m3", snipped)
+    s.close()
+    again = Session.open(nova_home, s.id)
+    assert again.load_history()[-1].tool_results()[0].content == "[... snipped ...]"
+    assert b"out c1" in (s.dir / "transcript.jsonl").read_bytes()  # the raw log keeps the original
+    again.close()
+
+
+def test_open_rejects_bad_ids_and_missing_sessions(nova_home: Path) -> None:
+    for bad in ["../x", "a/b", "", ".hidden", "a..b", "x" * 200]:
+        with pytest.raises(StorageError, match="invalid session id"):
+            Session.open(nova_home, bad)
+    with pytest.raises(StorageError, match="no session"):
+        Session.open(nova_home, "nope")
+
+
+def test_corrupt_meta_is_reported_and_left_alone(nova_home: Path) -> None:
+    s = _new(nova_home)
+    s.close()
+    (s.dir / "meta.json").write_text("{broken")
+    with pytest.raises(StorageError, match=r"meta\.json is corrupt"):
+        Session.open(nova_home, s.id)
+    assert (s.dir / "meta.json").read_text() == "{broken"
+    metas, problems = list_sessions(nova_home)
+    assert metas == [] and "corrupt" in problems[0]
+    (s.dir / "meta.json").write_text(json.dumps({"v": 9, "id": s.id}))
+    with pytest.raises(StorageError, match="newer Nova"):
+        Session.open(nova_home, s.id)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any directory")
+def test_unreadable_directory(nova_home: Path) -> None:
+    s = _new(nova_home)
+    s.close()
+    s.dir.chmod(0)
+    try:
+        with pytest.raises(StorageError, match="not readable"):
+            Session.open(nova_home, s.id)
+    finally:
+        s.dir.chmod(0o700)
+
+
+def test_readonly_open_reports_but_does_not_quarantine(nova_home: Path) -> None:
+    s = _new(nova_home)
+    s.record_message(user("a", "m1"))
+    s.close()
+    with (s.dir / "transcript.jsonl").open("ab") as f:
+        f.write(b'{"v":1,"ty')
+    ro = Session.open(nova_home, s.id, readonly=True)
+    assert ro.recovered is not None and ro.recovered.quarantined is None
+    with pytest.raises(StorageError, match="read-only"):
+        ro.record_message(user("b", "m2"))
+    ro.close()
+    assert len(list(s.dir.glob("transcript.jsonl.corrupt-*"))) == 0
+    rw = Session.open(nova_home, s.id)
+    assert rw.recovered is not None and rw.recovered.quarantined is not None
+    assert [m.id for m in rw.load_history()] == ["m1"]
+    rw.close()
+
+
+def test_delete_keeps_task_state(nova_home: Path) -> None:
+    s = _new(nova_home)
+    s.put_task_state({"goal": "g"})
+    s.close()
+    delete_session(nova_home, s.id)
+    assert not s.dir.exists()
+    from nova.sessions.sqlite import SQLiteSessionStore
+
+    store = SQLiteSessionStore(nova_home / "nova.db")
+    assert store.get_session(s.id) is None and store.get_task_state(s.id) == {"goal": "g"}
+    store.close()
+
+
+def test_create_refuses_an_existing_id(nova_home: Path) -> None:
+    _new(nova_home, session_id="fixed").close()
+    with pytest.raises(StorageError, match="already exists"):
+        _new(nova_home, session_id="fixed")
+    assert Session.open(nova_home, "fixed").meta.title == "t"
+
+
+def test_unknown_boundary_field_is_a_type_error(nova_home: Path) -> None:
+    s = _new(nova_home)
+    with pytest.raises(TypeError, match="bogus"):
+        s.record_compact_boundary(summary="x", bogus=1)
+    s.close()

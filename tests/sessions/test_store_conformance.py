@@ -1,0 +1,147 @@
+"""One suite every `SessionStore` backend must pass (SQLite now; PostgreSQL joins the parameter list).
+
+A backend is added by extending `BACKENDS` with a factory; nothing else in this file changes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from nova.errors import StorageError
+from nova.messages import Message, TextPart, ThinkingPart
+from nova.sessions.sqlite import MIGRATIONS, SQLiteSessionStore
+from nova.sessions.store import SessionRecord, SessionStore
+
+from .conftest import assistant_call, results, user
+
+Factory = Callable[[Path], SessionStore]
+
+
+def _sqlite_file(tmp: Path) -> SessionStore:
+    return SQLiteSessionStore(tmp / "nova.db")
+
+
+def _sqlite_memory(tmp: Path) -> SessionStore:
+    return SQLiteSessionStore(":memory:")
+
+
+def _postgres(tmp: Path) -> SessionStore:
+    if not os.environ.get("NOVA_TEST_POSTGRES_DSN"):
+        pytest.skip("PostgreSQL backend: set NOVA_TEST_POSTGRES_DSN (backend designed in store.py, not built yet)")
+    pytest.skip("PostgreSQL backend not built yet")
+
+
+BACKENDS: dict[str, Factory] = {"sqlite-file": _sqlite_file, "sqlite-memory": _sqlite_memory, "postgres": _postgres}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    backend = BACKENDS[request.param](tmp_path)
+    yield backend
+    backend.close()
+
+
+def _session(id: str = "s1", updated: float = 10.0) -> SessionRecord:
+    return SessionRecord(
+        id=id, title="t", cwd="/w", provider="anthropic", model="m", created_at=1.0, updated_at=updated,
+        meta={"message_count": 2, "usage": {"input_tokens": 5}},
+    )
+
+
+def test_implements_the_protocol(store: SessionStore) -> None:
+    assert isinstance(store, SessionStore)
+
+
+def test_session_rows_round_trip_and_list_newest_first(store: SessionStore) -> None:
+    store.save_session(_session("old", 1.0))
+    store.save_session(_session("new", 5.0))
+    assert store.get_session("old") == _session("old", 1.0)
+    assert [s.id for s in store.list_sessions()] == ["new", "old"]
+    assert store.get_session("missing") is None
+    store.save_session(SessionRecord(id="old", title="renamed", created_at=1.0, updated_at=9.0, compacted_at=8.5))
+    got = store.get_session("old")
+    assert got is not None and got.title == "renamed" and got.compacted_at == 8.5
+
+
+def test_messages_keep_order_and_ignore_repeated_ids(store: SessionStore) -> None:
+    store.save_session(_session())
+    batch = [user("hi", "m1"), assistant_call("m2", "c1"), results("m3", "c1")]
+    store.append_messages("s1", batch[:2])
+    store.append_messages("s1", batch[1:])  # m2 again: a re-record after a crash must not duplicate
+    stored = store.get_messages("s1")
+    assert [s.message for s in stored] == batch
+    assert [s.seq for s in stored] == sorted(s.seq for s in stored)
+    assert store.get_messages("other") == []
+
+
+def test_thinking_is_never_stored(store: SessionStore) -> None:
+    store.save_session(_session())
+    store.append_messages("s1", [assistant_call("m1", "c1", thinking=True)])
+    (stored,) = store.get_messages("s1")
+    assert not any(isinstance(p, ThinkingPart) for p in stored.message.parts)
+
+
+def test_compacted_flag(store: SessionStore) -> None:
+    store.save_session(_session())
+    store.append_messages("s1", [user(str(i), f"m{i}") for i in range(5)])
+    assert store.mark_compacted("s1", ["m0", "m1", "nope"]) == 2
+    assert store.mark_compacted("s1", ["m0"]) == 0
+    assert [s.message.id for s in store.get_messages("s1")] == ["m2", "m3", "m4"]
+    everything = store.get_messages("s1", include_compacted=True)
+    assert [(s.message.id, s.compacted) for s in everything][:3] == [("m0", True), ("m1", True), ("m2", False)]
+
+
+def test_mark_compacted_many_ids(store: SessionStore) -> None:
+    store.save_session(_session())
+    store.append_messages("s1", [user(str(i), f"m{i}") for i in range(1200)])
+    assert store.mark_compacted("s1", [f"m{i}" for i in range(1100)]) == 1100
+    assert len(store.get_messages("s1")) == 100
+
+
+def test_update_message_content(store: SessionStore) -> None:
+    store.save_session(_session())
+    store.append_messages("s1", [results("m1", "c1")])
+    snipped = Message(role="user", parts=(TextPart("[... snipped ...]"),), id="m1", created_at=3.0)
+    store.update_message_content("s1", "m1", snipped)
+    assert store.get_messages("s1")[0].message == snipped
+    with pytest.raises(StorageError, match="no message"):
+        store.update_message_content("s1", "missing", snipped)
+
+
+def test_task_state_has_its_own_lifecycle(store: SessionStore) -> None:
+    store.save_session(_session())
+    store.append_messages("s1", [user("hi", "m1")])
+    assert store.get_task_state("s1") is None
+    store.put_task_state("s1", {"goal": "fix", "constraints": ["no network"]})
+    store.put_task_state("s1", {"goal": "fix it", "open": [1, 2]})
+    assert store.get_task_state("s1") == {"goal": "fix it", "open": [1, 2]}
+    store.delete_session("s1")
+    assert store.get_session("s1") is None and store.get_messages("s1", include_compacted=True) == []
+    assert store.get_task_state("s1") == {"goal": "fix it", "open": [1, 2]}  # SES-6
+    with pytest.raises(StorageError):
+        store.put_task_state("s1", {"bad": object()})
+
+
+def test_sqlite_persists_and_uses_wal(tmp_path: Path) -> None:
+    first = SQLiteSessionStore(tmp_path / "nova.db")
+    first.save_session(_session())
+    first.append_messages("s1", [user("hi", "m1")])
+    first.close()
+    again = SQLiteSessionStore(tmp_path / "nova.db")
+    assert again.get_messages("s1")[0].message.text == "hi"
+    assert again._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    applied = [r[0] for r in again._db.execute("SELECT id FROM _migrations ORDER BY id")]
+    assert applied == [n for n, _, _ in MIGRATIONS]
+    again.close()
+
+
+def test_sqlite_refuses_a_database_from_a_newer_nova(tmp_path: Path) -> None:
+    db = SQLiteSessionStore(tmp_path / "nova.db")
+    db._db.execute("INSERT INTO _migrations VALUES (999, 'future', 0)")
+    db.close()
+    with pytest.raises(StorageError, match="newer Nova"):
+        SQLiteSessionStore(tmp_path / "nova.db")

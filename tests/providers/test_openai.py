@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -296,3 +297,51 @@ def test_usage_from_chat_tolerates_missing_details() -> None:
     assert usage_from_chat({"prompt_tokens": 10, "completion_tokens": 2}).input_tokens == 10
     assert usage_from_chat({"prompt_tokens": 10, "prompt_tokens_details": None}).cache_read_tokens == 0
     assert usage_from_chat({}).context_tokens == 0
+
+
+def test_parallel_calls_all_numbered_zero(recorder: Any) -> None:
+    # Some local servers number every parallel call 0; a new id under the same index is a new call.
+    chunks = [
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "a",
+                                "function": {"name": "glob", "arguments": '{"p": "*.py"}'},
+                            }
+                        ]
+                    },
+                }
+            ]
+        },
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {"index": 0, "id": "b", "function": {"name": "grep", "arguments": '{"q": '}}
+                        ]
+                    },
+                }
+            ]
+        },
+        {
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '"x"}'}}]}}
+            ]
+        },
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    response = httpx2.Response(200, content=body.encode(), headers={"content-type": "text/event-stream"})
+    provider = _chat(recorder(response), compatible=True, base_url="http://127.0.0.1:8080/v1")
+    result = collect(provider, _request("llama"))
+    assert result.message.tool_uses() == [
+        ToolUsePart("a", "glob", {"p": "*.py"}),
+        ToolUsePart("b", "grep", {"q": "x"}),
+    ]

@@ -28,6 +28,7 @@ class _Slot:
     call_id: str = ""
     name: str = ""
     tool_index: int = 0
+    id_from_server: bool = False
     final_arguments: str | None = None
 
 
@@ -35,6 +36,8 @@ class StreamAssembler:
     def __init__(self) -> None:
         self._slots: dict[Hashable, _Slot] = {}
         self._tool_count = 0
+        # Provider key -> slot key of the call currently open under it (see `tool`).
+        self._current: dict[Hashable, Hashable] = {}
 
     def _slot(self, key: Hashable, kind: Literal["text", "thinking", "tool"]) -> _Slot:
         slot = self._slots.get(key)
@@ -66,17 +69,31 @@ class StreamAssembler:
         slot.signature = data
 
     def has_tool(self, key: Hashable) -> bool:
-        slot = self._slots.get(key)
+        slot = self._slots.get(self._current.get(key, key))
         return slot is not None and slot.kind == "tool"
 
     def tool(self, key: Hashable, *, call_id: str = "", name: str = "", arguments: Any = "") -> ToolCallDelta:
         """A piece of a tool call. The first piece for `key` opens the call and its delta carries the id
-        and name (a made-up id when the server sent none: some local servers leave it out)."""
+        and name (a made-up id when the server sent none: some local servers leave it out). A new id
+        under a key that already holds a call opens a second call: some local servers number every
+        parallel call 0."""
         if not isinstance(arguments, str):
             arguments = _json_text(arguments)
-        slot = self._slots.get(key)
-        if slot is None or slot.kind != "tool":
-            slot = self._slots[key] = _Slot("tool", call_id=call_id or new_id("call"), name=name)
+        slot_key = self._current.get(key, key)
+        slot = self._slots.get(slot_key)
+        starts_another = (
+            slot is not None
+            and slot.kind == "tool"
+            and slot.id_from_server
+            and bool(call_id)
+            and call_id != slot.call_id
+        )
+        if slot is None or slot.kind != "tool" or starts_another:
+            slot_key = (key, self._tool_count) if slot is not None else key
+            self._current[key] = slot_key
+            slot = self._slots[slot_key] = _Slot(
+                "tool", call_id=call_id or new_id("call"), name=name, id_from_server=bool(call_id)
+            )
             slot.tool_index = self._tool_count
             self._tool_count += 1
             slot.chunks.append(arguments)
@@ -88,7 +105,7 @@ class StreamAssembler:
 
     def tool_arguments(self, key: Hashable, arguments: Any) -> None:
         """The complete arguments, when the provider repeats them at the end: they win over the deltas."""
-        slot = self._slots.get(key)
+        slot = self._slots.get(self._current.get(key, key))
         if slot is not None and slot.kind == "tool":
             slot.final_arguments = arguments if isinstance(arguments, str) else _json_text(arguments)
 

@@ -184,7 +184,9 @@ def classify_stream_error(provider: str, payload: Mapping[str, Any]) -> Provider
         return classify_http_error(provider, None, {"error": inner or {}})
     if payload.get("type") == "error" and "error" not in payload:
         # The Responses `error` event is the error object itself, with "error" as its event type.
-        return classify_http_error(provider, None, {"error": {k: v for k, v in payload.items() if k != "type"}})
+        return classify_http_error(
+            provider, None, {"error": {k: v for k, v in payload.items() if k != "type"}}
+        )
     return classify_http_error(provider, None, payload)
 
 

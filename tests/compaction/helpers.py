@@ -1,0 +1,84 @@
+"""Builders shared by the compaction tests: histories of tool exchanges and a controller on a small window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nova import events as ev
+from nova.agent.context_controller import ContextController
+from nova.agent.loop import Agent
+from nova.agent.permissions import PermissionPolicy
+from nova.agent.summarize import Summarizer
+from nova.agent.tools import default_registry
+from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.providers.base import assistant_message
+from nova.settings import CompactionConfig, PermissionsConfig
+from nova.testing import ScriptedProvider
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+
+
+def filler(n_chars: int, seed: int = 0) -> str:
+    words: list[str] = []
+    size = 0
+    i = seed
+    while size < n_chars:
+        w = WORDS[i % len(WORDS)]
+        words.append(w)
+        size += len(w) + 1
+        i += 7
+    return " ".join(words)[:n_chars]
+
+
+def exchange(i: int, *, output_chars: int = 3000, command: str | None = None) -> list[Message]:
+    use = ToolUsePart(id=f"toolu_{i:04d}", name="bash", input={"command": command or f"cat file_{i}.py"})
+    return [
+        assistant_message(f"Step {i}: I will look at file_{i}.py.", [use]),
+        Message(role="user", parts=(ToolResultPart(use.id, filler(output_chars, i)),)),
+    ]
+
+
+def history(n: int, *, output_chars: int = 3000, first: str = "Please fix the bug in parser.py; keep the API.") -> list[Message]:
+    out = [Message.user(first)]
+    for i in range(n):
+        out.extend(exchange(i, output_chars=output_chars))
+    return out
+
+
+def small_config(**kw: Any) -> CompactionConfig:
+    base: dict[str, Any] = {"snip_preserve_last_n_messages": 4, "snip_tool_output_token_budget": 2000}
+    base.update(kw)
+    return CompactionConfig(**base)
+
+
+def make_controller(tmp_path: Path, *, window: int = 20000, summarizer: Summarizer | None = None,
+                    config: CompactionConfig | None = None, **kw: Any) -> tuple[ContextController, list[ev.Event]]:
+    bus = ev.EventBus()
+    seen: list[ev.Event] = []
+    bus.subscribe(seen.append)
+    controller = ContextController(config=config or small_config(), window=window, summarizer=summarizer,
+                                   bus=bus, session_dir=tmp_path / "session", session_id="ses_test", **kw)
+    return controller, seen
+
+
+def make_agent(tmp_path: Path, provider: ScriptedProvider, controller: ContextController,
+               prior: list[Message]) -> Agent:
+    agent = Agent(
+        provider=provider,
+        model="claude-sonnet-4-5",
+        tools=default_registry(),
+        policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True),
+        cwd=tmp_path,
+        bus=controller.bus,
+        session_id="ses_test",
+        session_dir=tmp_path / "session",
+        history=prior,
+        sleep=lambda _s: None,
+    )
+    controller.attach_to(agent)
+    return agent
+
+
+def of_type(events: list[ev.Event], kind: type) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]

@@ -16,7 +16,7 @@ from nova.providers.base import assistant_message
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import ScriptedProvider
 
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma"]
 
 
 def filler(n_chars: int, seed: int = 0) -> str:

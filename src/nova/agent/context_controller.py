@@ -113,9 +113,9 @@ class ContextController:
         read_file: Callable[[str], str | None] | None = None,
         on_compacted: Callable[[CompactionOutcome], None] | None = None,
     ) -> None:
-        """`recorder` is the session record: any of `update_message_content(message_id, message)`,
-        `mark_compacted(message_ids)`, `record_compact_boundary(**fields)` and `set_compacted_at(ts)` it
-        has are called. `on_compacted` runs after each successful compaction (reset injection markers
+        """`recorder` is the session record (`nova.sessions.Session`): its `update_message_content(
+        message_id, message)` gets every snipped message and its `record_compact_boundary(**fields)` every
+        compaction (summary, trigger, tokens_before/after, duration_ms, covers, messages = new head). `on_compacted` runs after each successful compaction (reset injection markers
         for environment and memory there, CMP-7)."""
         self.config = config or CompactionConfig()
         self.window = window or self.config.default_context_window
@@ -408,21 +408,19 @@ class ContextController:
 
     def _record_compaction(self, outcome: CompactionOutcome, *, reason: str, tokens_before: int,
                            tokens_after: int) -> None:
-        now = time.time()
-        self._call("mark_compacted", list(outcome.compacted_ids))
+        """The session's `record_compact_boundary` (nova.sessions.Session) writes the boundary record with
+        the new head of history, flags the covered messages compacted and sets `compacted_at`."""
         summary = outcome.summary
         fields: Mapping[str, Any] = {
-            "reason": reason,
-            "summary_message_id": summary.id if summary else "",
             "summary": summary.text if summary else "",
-            "compacted_ids": list(outcome.compacted_ids),
+            "trigger": reason,
             "tokens_before": tokens_before,
             "tokens_after": tokens_after,
-            "summarizer": getattr(self.summarizer, "name", ""),
-            "compacted_at": now,
+            "duration_ms": outcome.duration_s * 1000.0,
+            "covers": list(outcome.compacted_ids),
+            "messages": list(outcome.messages),
         }
         self._call("record_compact_boundary", **fields)
-        self._call("set_compacted_at", now)
 
     def _emit_context(self, used: int) -> None:
         self.bus.emit(ev.ContextUpdate(session_id=self.session_id, used=used, limit=self.threshold,

@@ -35,7 +35,7 @@ Warn = Callable[[str], None]
 
 PROVIDERS = ("anthropic", "openai", "openai-responses", "compatible", "demo")
 DEFAULT_MODELS = {
-    "anthropic": "claude-sonnet-4-5",
+    "anthropic": "claude-sonnet-4-6",
     "openai": "gpt-5",
     "openai-responses": "gpt-5",
     "compatible": "llama3.1",

@@ -48,7 +48,9 @@ def make_provider(settings: Settings, env: Mapping[str, str], *, http_client: An
     """The provider `settings.provider` names. `http_client` (an `httpx2.Client`) is handed to the SDK,
     which is how tests and proxies reach the adapters; without it the adapters talk to the network."""
     kind = settings.provider
-    common: dict[str, Any] = {"http_client": http_client}
+    # The agent loop retries rate limits and overload itself (with the provider's retry-after), so the
+    # SDKs must not retry too: nested retries would multiply the wait and hide the classification.
+    common: dict[str, Any] = {"http_client": http_client, "max_retries": 0}
     if kind == "demo":
         from nova.demo import make_demo_provider
 

@@ -1,12 +1,14 @@
 """Model table: context window, prices and the minimum cacheable prefix for the common models.
 
 Prices are USD per million tokens. `cache_write_5m` / `cache_write_1h` apply to Anthropic's cache
-writes; OpenAI bills cache reads only (writes cost the plain input price). Model names match by the
-longest known prefix, so dated ids ("claude-sonnet-4-5-20250929") and suffixes resolve.
+writes; OpenAI bills cache reads only (writes cost the plain input price). A model id matches an
+entry exactly or with a date or tag suffix ("claude-sonnet-4-5-20250929", "gpt-4o-2024-08-06",
+"llama3:8b"); anything else is unknown, and its cost is reported as unknown rather than guessed.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from nova.providers.base import Usage
@@ -37,9 +39,11 @@ def _openai(name: str, window: int, inp: float, out: float, cached: float, max_o
 
 
 _MODELS: tuple[ModelInfo, ...] = (
+    _anthropic("claude-opus-4-6", 200_000, 5.0, 25.0, 4096, 128_000),
     _anthropic("claude-opus-4-5", 200_000, 5.0, 25.0, 4096, 64_000),
     _anthropic("claude-opus-4-1", 200_000, 15.0, 75.0, 1024, 32_000),
     _anthropic("claude-opus-4", 200_000, 15.0, 75.0, 1024, 32_000),
+    _anthropic("claude-sonnet-4-6", 200_000, 3.0, 15.0, 2048, 64_000),
     _anthropic("claude-sonnet-4-5", 200_000, 3.0, 15.0, 1024, 64_000),
     _anthropic("claude-sonnet-4", 200_000, 3.0, 15.0, 1024, 64_000),
     _anthropic("claude-3-7-sonnet", 200_000, 3.0, 15.0, 1024, 64_000),
@@ -58,15 +62,21 @@ _MODELS: tuple[ModelInfo, ...] = (
     _openai("gemini-3-pro-preview", 1_048_576, 2.0, 12.0, 0.20, 65_536),
     ModelInfo("nova-demo", 32_000, 0.0, 0.0, 0.0, 0.0, 0.0, 1024, 4096),
 )
-_BY_PREFIX = sorted(_MODELS, key=lambda m: len(m.name), reverse=True)
+_BY_NAME = {m.name: m for m in _MODELS}
+# A dated snapshot or a tag: "-20250929", "-2024-08-06", "-latest", ":8b", "@20250929".
+_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|[:@].*)$")
 
 
 def model_info(model: str) -> ModelInfo | None:
-    """The table entry for `model` (longest matching prefix, provider prefixes like "openai/" ignored)."""
+    """The table entry for `model` (provider prefixes like "openai/" ignored), or None when unknown."""
     name = model.rsplit("/", 1)[-1].lower()
-    for info in _BY_PREFIX:
-        if name.startswith(info.name):
-            return info
+    while name:
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+        stripped = _SUFFIX.sub("", name)
+        if stripped == name:
+            return None
+        name = stripped
     return None
 
 

@@ -1,0 +1,73 @@
+"""`nova replay PATH`: run a recorded session through a context policy and report what it would cost.
+
+Mounted by `nova.cli`: `app.command("replay")(replay_command)`. Reads any format
+`nova.sessions.importers.read_session_file` knows (mini-swe-agent, SWE-agent, OpenAI chat lists, Claude
+Code JSONL, Nova transcripts). The compaction settings come from `~/.nova/config.json` (NOVA_HOME), read
+here at the edge; layer 2 uses the extractive summarizer, since a replay has no model to ask.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from nova.errors import NovaError
+from nova.replay import POLICIES, Policy, replay_messages, view_document
+from nova.settings import load_settings
+from nova.tokens import counter_for_model
+
+__all__ = ["replay_command"]
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def replay_command(
+    path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL.")],
+    window: Annotated[int, typer.Option("--window", help="Context window of the model to simulate, in tokens.")
+                      ] = 128000,
+    policy: Annotated[str, typer.Option("--policy", help="naive | truncate | observation-mask | nova")] = "nova",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with per-call and total figures.")
+                       ] = False,
+    dump_view: Annotated[Path | None, typer.Option("--dump-view", help="Write the final model view to this JSON "
+                                                   "file (system, tools, messages).")] = None,
+) -> None:
+    """Replay a recorded session as if the agent had used this context policy."""
+    if policy not in POLICIES:
+        err_console.print(f"nova: error: --policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+        raise typer.Exit(2)
+    if window <= 0:
+        err_console.print("nova: error: --window must be a positive number of tokens")
+        raise typer.Exit(2)
+    from nova.sessions.importers import read_session_file
+
+    try:
+        settings = load_settings(env=dict(os.environ))
+        session = read_session_file(path)
+    except NovaError as exc:
+        err_console.print(f"nova: error: {exc}", markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    model = str(session.meta.get("model") or settings.model)
+    # Replays run in bulk; per-compaction warnings belong in the figures, not on the terminal.
+    logging.getLogger("nova.agent").setLevel(logging.ERROR)
+    chosen: Policy = policy  # type: ignore[assignment]
+    report = replay_messages(session.messages, system=session.system, window=window, policy=chosen,
+                             config=settings.compaction, spill=settings.spill, counter=counter_for_model(model))
+    if dump_view is not None:
+        dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
+    if as_json:
+        print(json.dumps(report.to_json()))
+        return
+    console.print(f"[bold]{path.name}[/] ({session.format}) policy={policy} window={window:,}")
+    console.print(f"  calls {report.calls}, input tokens {report.input_tokens:,}, output tokens {report.output_tokens:,}")
+    console.print(f"  peak context {report.peak_context_tokens:,}, mean {report.mean_context_tokens:,.0f}")
+    console.print(f"  compactions {report.compactions}, snips {report.snips}, spills {report.spills}, "
+                  f"breaker trips {report.breaker_trips}, invariant violations {report.invariant_violations}")
+    for line in report.violations[:10]:
+        console.print(f"  [red]{line}[/]", markup=True)

@@ -30,7 +30,7 @@ from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["POLICIES", "ReplayCall", "ReplayReport", "replay_messages", "view_document"]
+__all__ = ["POLICIES", "ReplayCall", "ReplayReport", "replay_messages", "view_document", "view_text"]
 
 Policy = Literal["naive", "truncate", "observation-mask", "nova"]
 POLICIES: tuple[Policy, ...] = ("naive", "truncate", "observation-mask", "nova")
@@ -93,6 +93,21 @@ def view_document(report: ReplayReport) -> dict[str, Any]:
                   for t in report.tools],
         "messages": [to_dict(m) for m in report.final_view],
     }
+
+
+def view_text(view: Sequence[Message]) -> str:
+    """Everything a model reads in `view` as plain text (texts, summaries, tool inputs and outputs), for
+    checks of the kind "is this still visible"."""
+    chunks: list[str] = []
+    for m in view:
+        for p in m.parts:
+            if isinstance(p, ToolUsePart):
+                chunks.extend(str(v) for v in p.input.values())
+            elif isinstance(p, ToolResultPart):
+                chunks.append(p.content)
+            else:
+                chunks.append(getattr(p, "text", "") or getattr(p, "thinking", ""))
+    return "\n".join(chunks)
 
 
 class _Sizer:

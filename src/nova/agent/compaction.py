@@ -31,6 +31,8 @@ from nova.agent.summarize import (
     Summarizer,
     SummaryRequest,
     build_user_section,
+    paths_in,
+    user_entries,
 )
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.providers.base import ToolSpec
@@ -68,6 +70,7 @@ MAX_KEEP_TOKENS = 40_000
 # CMP-5: folding less than this is not worth a summary call.
 MIN_FOLD_TOKENS = 2_000
 RECENT_FILES = 5
+MAX_NAMED_PATHS = 8
 _SNIP_MARK = re.compile(r"\[\.\.\. \d+ chars snipped \.\.\. Full output: [^\]]*\]")
 
 OnRewrite = Callable[[Message], None]
@@ -82,9 +85,16 @@ def keep_budget(config: CompactionConfig, window: int) -> int:
 
 
 def summary_cap(config: CompactionConfig, window: int) -> int:
-    """The largest summary accepted: the summary reserve, and never more than a third of the threshold
-    (with the tail at most half of it, the compacted view stays under the line)."""
-    return max(256, min(config.summary_reserve_tokens, config.threshold(window) // 3))
+    """The largest model-written (or extracted) part of a summary: half the summary reserve, and never
+    more than a sixth of the threshold."""
+    return max(256, min(config.summary_reserve_tokens, config.threshold(window) // 3) // 2)
+
+
+def user_budget(config: CompactionConfig, window: int, needed_tokens: int = 0) -> int:
+    """Room for the user's messages, verbatim: a third of the threshold, stretched up to two thirds when
+    they need it (a long task statement must survive whole)."""
+    threshold = config.threshold(window)
+    return max(threshold // 3, min(needed_tokens + 64, threshold * 2 // 3))
 
 
 def restore_budget(config: CompactionConfig, window: int) -> int:
@@ -109,12 +119,15 @@ def is_snipped(text: str) -> bool:
 
 
 def snip_text(text: str, *, max_chars: int, path: Path | str) -> str:
-    """CMP-3: head `max_chars/4` + marker + tail `max_chars*3/4`."""
+    """CMP-3: head `max_chars/4` + marker + tail `max_chars*3/4`. The file paths the cut part names are
+    listed after the marker (a few tokens that tell the model what it would find by reading it back)."""
     head_n = max_chars // 4
     tail_n = max_chars * 3 // 4
     head, tail = text[:head_n], text[len(text) - tail_n :] if tail_n else ""
     cut = len(text) - len(head) - len(tail)
-    return f"{head}\n[... {cut} chars snipped ... Full output: {path}]\n{tail}"
+    named = paths_in(text[len(head) : len(text) - len(tail)])[:MAX_NAMED_PATHS]
+    mentions = f"\n[cut part names: {', '.join(named)}]" if named else ""
+    return f"{head}\n[... {cut} chars snipped ... Full output: {path}]{mentions}\n{tail}"
 
 
 def is_nova_insert(message: Message) -> bool:
@@ -349,6 +362,7 @@ def compact(
     raw_lookup: Callable[[str], Message | None] | None = None,
     restore: RestoreContext | None = None,
     on_start: Callable[[int, int], None] | None = None,
+    fixed_tokens: int = 0,
 ) -> CompactionOutcome:
     """Layer 2 (CMP-5..8). Returns the new working history, or the unchanged one with status `skipped`
     (nothing worth folding) or `failed` (summarizer error or summary over its cap: nothing changes)."""
@@ -374,13 +388,32 @@ def compact(
     if not forced and sum(sizes[:split]) < MIN_FOLD_TOKENS:
         return unchanged("skipped", f"the foldable part is under {MIN_FOLD_TOKENS} tokens")
 
-    covers = _covers(older)
-    raw_older = _raw_messages(covers, raw_lookup)
-    cap = summary_cap(config, window)
-    user_section = build_user_section(older, raw_older, budget=int(cap * 0.7), counter=counter)
-    remaining = max(128, cap - counter.count(user_section))
+    threshold = config.threshold(window)
+    body_cap = summary_cap(config, window)
+    rest = restore_budget(config, window)
+
+    def fold(at: int) -> tuple[list[Message], list[str], list[Message], str]:
+        part = history[:at]
+        ids = _covers(part)
+        raw = _raw_messages(ids, raw_lookup)
+        unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
+        needed = sum(counter.count(text) + 12 for text in unique)
+        section = build_user_section(part, raw, budget=user_budget(config, window, needed), counter=counter)
+        return part, ids, raw, section
+
+    older, covers, raw_older, user_section = fold(split)
+    # The compacted view must leave room to work before the next trigger: when the verbatim user
+    # section is large, the kept tail shrinks (never below the 5-message floor).
+    room = int(threshold * 0.8) - fixed_tokens - counter.count(user_section) - body_cap - rest
+    if room < keep:
+        later = find_split_point(history, keep_tokens=max(room, 0), counter=counter, sizes=sizes)
+        if later > split:
+            split = later
+            older, covers, raw_older, user_section = fold(split)
+    tail = history[split:]
+    cap = counter.count(user_section) + body_cap + 16
     request = SummaryRequest(older=older, raw_older=raw_older, system=system, tools=tools,
-                             max_tokens=remaining, focus=focus, transcript_path=transcript_path)
+                             max_tokens=body_cap, focus=focus, transcript_path=transcript_path)
     if on_start is not None:
         on_start(len(history), before)  # COMPACTION_START: only once a summary is really being made
     try:

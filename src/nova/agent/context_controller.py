@@ -41,7 +41,7 @@ from nova.agent.summarize import ExtractiveSummarizer, Summarizer
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import ToolSpec, Usage
 from nova.settings import CompactionConfig, SpillConfig
-from nova.tokens import TokenCounter, TokenLedger, context_percent
+from nova.tokens import TokenCounter, TokenLedger, context_percent, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 if TYPE_CHECKING:
@@ -315,6 +315,7 @@ class ContextController:
             transcript_path=self.transcript_path, raw_lookup=self.raw.get,
             restore=RestoreContext(tools=self.tools, skills=skills, read_file=self.read_file),
             on_start=on_start,
+            fixed_tokens=count_system(self.system, self.counter) + count_tools(self.tools, self.counter),
         )
         if outcome.status == "skipped":
             self.stats.compaction_skips += 1

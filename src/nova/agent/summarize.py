@@ -104,7 +104,7 @@ def is_user_message(message: Message) -> bool:
 
 def user_entries_of_summary(text: str) -> list[tuple[str, str]]:
     """(message id, verbatim text) of the user messages an earlier summary carried."""
-    return [(m.group(1), m.group(2)) for m in _USER_ENTRY.finditer(text)]
+    return [(mid, m.group(2)) for m in _USER_ENTRY.finditer(text) for mid in m.group(1).split(",")]
 
 
 def render_user_entry(message_id: str, text: str) -> str:
@@ -369,24 +369,31 @@ class ExtractiveSummarizer:
 
 
 def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: int, counter: TokenCounter) -> int:
-    """Add the user entries verbatim, first and newest first in priority; returns tokens used."""
+    """Add the user entries verbatim, the first and then the newest in priority; identical texts (a
+    harness repeating the same notice) are written once with all their ids. Returns tokens used."""
     if not entries:
         out.append("(none)")
         return 1
-    costs = [counter.count(t) + 12 for _, t in entries]
+    grouped: dict[str, list[str]] = {}
+    for mid, text in entries:
+        grouped.setdefault(text, []).append(mid)
+    unique = [(",".join(ids), text) for text, ids in grouped.items()]
+    costs = [counter.count(t) + 12 for _, t in unique]
     chosen: set[int] = set()
     used = 0
-    order = [0, *range(len(entries) - 1, 0, -1)]
+    order = [0, *range(len(unique) - 1, 0, -1)]
     for i in order:
         if used + costs[i] <= budget:
             chosen.add(i)
             used += costs[i]
-    for i, (mid, text) in enumerate(entries):
+    for i, (mid, text) in enumerate(unique):
         if i in chosen:
             out.append(render_user_entry(mid, text))
         elif i == 0:
-            # A first request larger than the whole share: its head verbatim, the rest by pointer.
-            room = max(200, int(len(text) * budget / max(costs[0], 1)) - 200)
+            # A first request larger than the whole budget: its head verbatim, the rest by pointer.
+            room = int(len(text) * budget / max(costs[0], 1))
+            while room > 200 and counter.count(text[:room]) + 40 > budget:
+                room = int(room * 0.9)
             out.append(render_user_entry(mid, text[:room] + f"\n[... {len(text) - room} more chars in msg {mid}]"))
             used += budget
         else:

@@ -24,12 +24,16 @@ class RecordingSink:
         self.messages: list[Message] = []
         self.events: list[tuple[str, Mapping[str, Any]]] = []
         self.flushes = 0
+        self.costs: list[float] = []
 
     def record_message(self, message: Message, usage: Usage | None = None) -> None:
         self.messages.append(message)
 
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         self.events.append((name, data))
+
+    def add_cost(self, usage: Usage, cost_usd: float) -> None:
+        self.costs.append(cost_usd)
 
     def flush(self) -> None:
         self.flushes += 1
@@ -234,6 +238,7 @@ def test_session_sink_gets_every_message_and_a_flush(tmp_path: Path) -> None:
     assert [m.role for m in sink.messages] == ["user", "assistant", "user", "assistant"]
     assert sink.flushes == 1
     assert "usage" in sink.messages[1].metadata
+    assert len(sink.costs) == 2  # one per model call
 
 
 def test_cost_is_summed_from_usage(tmp_path: Path) -> None:

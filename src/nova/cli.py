@@ -36,6 +36,15 @@ config_app = typer.Typer(help="Show the effective configuration and where each v
                          no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
+
+def _mount_subcommands() -> None:
+    from nova.commands import sessions
+
+    app.add_typer(sessions.app, name="sessions")
+
+
+_mount_subcommands()
+
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
@@ -127,6 +136,9 @@ def run(
     max_steps: Annotated[int, typer.Option(help="Stop after this many model calls.")] = 50,
     cwd: Annotated[Path | None, typer.Option(help="Working directory (default: the current one).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Continue a recorded session (an id, or 'last').")
+    ] = None,
 ) -> None:
     """Run one task headless and print a timeline. Ends with context used, cost and cache hit rate.
 
@@ -141,23 +153,33 @@ def run(
         llm = make_provider(settings, dict(os.environ))
         workdir = (cwd or Path.cwd()).resolve()
         options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
-        outcome = _run_task(settings, llm, options, prompt, quiet=as_json)
+        outcome = _run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume)
     if as_json:
         print(json.dumps(outcome, indent=2))
     if outcome["stop_reason"] == "error":
         raise typer.Exit(1)
 
 
-def _run_task(settings: Settings, llm: Any, options: Any, prompt: str, *, quiet: bool = False) -> dict[str, Any]:
+def _run_task(
+    settings: Settings, llm: Any, options: Any, prompt: str, *, quiet: bool = False, resume_id: str | None = None
+) -> dict[str, Any]:
     from nova.app import build_agent
     from nova.cli_render import Timeline, format_footer
 
     bus = ev.EventBus()
     if not quiet:
         bus.subscribe(Timeline(console))
-    agent = build_agent(settings, llm, options, bus=bus)
+    session, history = _open_session(settings, options, prompt, resume_id)
+    agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
+                        session_dir=session.dir)
+    agent.history = list(history)
+    if not history:
+        session.record_event("system_prompt", {"text": agent.system_prompt})
     started = time.monotonic()
-    result = agent.run_turn(prompt)
+    try:
+        result = agent.run_turn(prompt)
+    finally:
+        session.close()
     status = agent.context_status()
     used, limit, window = status.used, status.limit, status.window
     seen = result.usage.context_tokens
@@ -177,6 +199,46 @@ def _run_task(settings: Settings, llm: Any, options: Any, prompt: str, *, quiet:
         "cache_hit_rate": hit_rate,
         "duration_s": round(time.monotonic() - started, 3),
     }
+
+
+def _open_session(settings: Settings, options: Any, prompt: str, resume_id: str | None) -> tuple[Any, list[Any]]:
+    """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5)."""
+    from nova.sessions.export import latest_session_id, resume
+    from nova.sessions.session import Session
+
+    if resume_id is None:
+        session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
+                                 provider=settings.provider, model=settings.model)
+        return session, []
+    if resume_id == "last":
+        found = latest_session_id(settings.home)
+        if found is None:
+            raise NovaError(f"there is no recorded session in {settings.sessions_dir} to resume")
+        resume_id = found
+    resumed = resume(resume_id, home=settings.home)
+    for notice in resumed.notices:
+        err_console.print(f"nova: {notice}", markup=False, soft_wrap=True)
+    return resumed.session, resumed.history
+
+
+@app.command("resume")
+def resume_cmd(
+    session_id: Annotated[str, typer.Argument(help="The session to continue (see `nova sessions list`), or 'last'.")],
+    prompt: Annotated[str, typer.Argument(help="The next request in that session.")],
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    allow: Annotated[list[str] | None, typer.Option("--allow", help="Allow a tool (repeatable).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
+) -> None:
+    """Continue a recorded session with a new request, on any provider (the record is provider-neutral).
+
+    Only the records after the last compaction are read back; an interrupted tool call is answered
+    with an "interrupted" result before the first request, so the provider never sees a broken pair.
+    """
+    run(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50, cwd=None,
+        as_json=as_json, resume=session_id)
 
 
 # -- nova demo ---------------------------------------------------------------------------------------

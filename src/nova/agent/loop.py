@@ -59,6 +59,8 @@ class SessionSink(Protocol):
 
     def record_event(self, name: str, data: Mapping[str, Any]) -> None: ...
 
+    def add_cost(self, usage: Usage, cost_usd: float) -> None: ...
+
     def flush(self) -> None: ...
 
 
@@ -272,6 +274,8 @@ class Agent:
             if call_cost is None:
                 call_cost = cost_usd(response.usage, self.model, cache_ttl=self.cache.ttl)
             state.cost = None if call_cost is None or state.cost is None else state.cost + call_cost
+            if self.session:
+                self.session.add_cost(response.usage, call_cost or 0.0)
             return response
 
     def _stream_once(self, request: ModelRequest) -> ModelResponse:

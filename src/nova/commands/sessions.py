@@ -97,13 +97,16 @@ def list_command(
         return
     table = Table()
     table.add_column("id", no_wrap=True)
-    for name in ("title", "updated", "messages", "tokens", "cost"):
-        table.add_column(name, justify="right" if name in ("messages", "tokens", "cost") else "left")
+    # The title gives way on a narrow terminal: one line each, cut with an ellipsis, never wrapped.
+    out = _out()
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(10, min(40, out.width - 78)))
+    for name in ("updated", "messages", "tokens", "cost"):
+        table.add_column(name, justify="left" if name == "updated" else "right", no_wrap=True)
     for m in metas:
         table.add_row(
             m.id, escape(m.title), _when(m.updated_at), str(m.message_count), f"{m.total_tokens:,}", f"${m.cost_usd:.4f}"
         )
-    _out().print(table)
+    out.print(table)
 
 
 def _clip(text: str, full: bool, lines: int = 12) -> str:

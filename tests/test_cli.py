@@ -94,3 +94,25 @@ def test_run_with_the_demo_provider_explores(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     outcome = json.loads(result.output)
     assert outcome["stop_reason"] == "end_turn" and "demo model" in outcome["text"]
+
+
+def test_a_run_is_recorded_and_can_be_resumed(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# hello\n")
+    first = runner.invoke(app, ["run", "look around", "--provider", "demo", "--cwd", str(tmp_path), "--json"])
+    assert first.exit_code == 0, first.output
+    session_id = json.loads(first.output)["session_id"]
+    listed = json.loads(runner.invoke(app, ["sessions", "list", "--json"]).output)
+    assert [s["id"] for s in listed] == [session_id]
+    messages_before = listed[0]["messages"]
+
+    second = runner.invoke(app, ["resume", "last", "and again", "--provider", "demo", "--json"])
+    assert second.exit_code == 0, second.output
+    assert json.loads(second.output)["session_id"] == session_id
+    listed = json.loads(runner.invoke(app, ["sessions", "list", "--json"]).output)
+    assert listed[0]["messages"] > messages_before
+
+
+def test_resume_of_an_unknown_session_is_one_clear_error() -> None:
+    result = runner.invoke(app, ["resume", "no-such-session", "hi", "--provider", "demo"])
+    assert result.exit_code != 0
+    assert "no-such-session" in result.output and "Traceback" not in result.output

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nova.memory.store import (
     INDEX_NAME,
@@ -15,7 +17,9 @@ from nova.memory.store import (
     MemorySource,
     MemoryStore,
     UnsafeMemoryName,
+    _parse_simple_yaml,
     memory_from_text,
+    memory_to_text,
     render_index,
     slugify,
     truncation_warning,
@@ -145,3 +149,49 @@ def test_unreadable_file_is_reported_not_fatal(store: MemoryStore, nova_home: Pa
     (nova_home / "memory" / "broken.md").write_text("no frontmatter", encoding="utf-8")
     assert [m.name for m in store.memories()] == ["good"]
     assert any("broken.md" in p for p in store.problems())
+
+
+# -- the fast frontmatter reader agrees with YAML wherever it answers ----------------------------------
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.text(st.characters(whitelist_categories=("L", "N", "Zs", "P")), min_size=1, max_size=30),
+       description=_text, reason=_text, session=st.one_of(st.none(), _text),
+       messages=st.lists(_text, max_size=3), external=st.booleans())
+def test_fast_reader_matches_yaml_on_written_files(name: str, description: str, reason: str, session: str | None,
+                                                   messages: list[str], external: bool) -> None:
+    try:
+        slugify(name)
+    except UnsafeMemoryName:
+        return
+    memory = mem(name, description=description, reason=reason, external=external,
+                 source=MemorySource(session=session or None, messages=tuple(messages), origin="user"))
+    head = memory_to_text(memory).split("\n---\n", 1)[0].removeprefix("---\n") + "\n"
+    fast = _parse_simple_yaml(head.splitlines(keepends=True))
+    if fast is not None:
+        assert fast == yaml.safe_load(head)
+    assert memory_from_text(memory_to_text(memory)).reason == reason
+
+
+_line = st.one_of(
+    st.builds(lambda k, v: f"{k}: {v}", st.sampled_from(["a", "b", "name", "x y"]),
+              st.text(st.sampled_from("ab:'\"#- 1yn\\~[]{}.TZ"), max_size=8)),
+    st.builds(lambda v: f"- {v}", st.text(st.sampled_from("ab:'\" 1-"), max_size=5)),
+    st.builds(lambda k: f"  {k}: v", st.sampled_from(["c", "d"])),
+    st.sampled_from(["a:", "  - i", "# c", "", "  e: 'q'", "k: |"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_line, max_size=6))
+def test_fast_reader_never_disagrees_with_yaml(lines: list[str]) -> None:
+    text = "".join(line + "\n" for line in lines)
+    fast = _parse_simple_yaml(text.splitlines(keepends=True))
+    if fast is None:
+        return
+    try:
+        expected = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise AssertionError(f"fast reader accepted invalid YAML: {text!r}") from None
+    assert fast == (expected or {})

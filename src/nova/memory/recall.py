@@ -21,7 +21,6 @@ import itertools
 import json
 import logging
 import math
-import os
 import re
 import threading
 import time
@@ -34,8 +33,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from nova.memory.config import MemoryConfig
+from nova.memory.recency import KEEP, list_newest, read_journal, write_journal
 from nova.memory.store import (
-    INDEX_NAME,
     Memory,
     MemoryStoreError,
     memory_from_meta,
@@ -84,25 +83,22 @@ class MemoryHeader:
 # -- scanning ----------------------------------------------------------------------------------------------
 def newest_memory_files(dirs: Iterable[Path], *, limit: int) -> list[tuple[int, Path]]:
     """(mtime_ns, path) of the `limit` most recently written memory files across `dirs`, newest first.
-    `DirEntry.stat()` comes from the directory listing on most systems, so no file is opened here."""
-    entries: list[tuple[int, str, Path]] = []
+    Each directory's recency journal answers without a `stat` per file while it is current; otherwise
+    the directory is listed in full and the journal rewritten (see `nova.memory.recency`)."""
+    found: list[tuple[int, str, Path]] = []
     for directory in dirs:
-        try:
-            with os.scandir(directory) as it:
-                for entry in it:
-                    name = entry.name
-                    if not name.endswith(".md") or name == INDEX_NAME or name.startswith("."):
-                        continue
-                    try:
-                        if entry.is_file():
-                            entries.append((entry.stat().st_mtime_ns, name, Path(entry.path)))
-                    except OSError:
-                        continue
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-    # Newest first; ties broken by name so two scans of the same tree pick the same files.
-    newest = heapq.nsmallest(limit, entries, key=lambda e: (-e[0], e[1]))
-    return [(mtime, path) for mtime, _, path in newest]
+        entries = read_journal(directory, limit)
+        if entries is None:
+            try:
+                dir_mtime = directory.stat().st_mtime_ns
+                listing = list_newest(directory, KEEP)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            write_journal(directory, dir_mtime_ns=dir_mtime, listing=listing)
+            entries = listing[0][:limit]
+        found.extend((mtime, name, directory) for mtime, name in entries)
+    newest = heapq.nsmallest(limit, found, key=lambda e: (-e[0], e[1]))
+    return [(mtime, directory / name) for mtime, name, directory in newest]
 
 
 def read_header(path: Path, *, head_lines: int = 30, mtime_ns: int = 0) -> MemoryHeader | None:

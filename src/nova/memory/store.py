@@ -38,6 +38,7 @@ from filelock import FileLock
 
 from nova.errors import NovaError
 from nova.memory.paths import home_memory_dir, project_memory_dir
+from nova.memory.recency import write_journal
 
 __all__ = [
     "HOME_TYPES",
@@ -207,8 +208,9 @@ def _metadata(memory: Memory) -> dict[str, Any]:
 
 
 def memory_to_text(memory: Memory) -> str:
+    # An unbounded width keeps every scalar on one line, which the fast reader needs.
     head = yaml.dump(_metadata(memory), Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False)
+                     default_flow_style=False, width=2**31 - 1)
     body = memory.body.strip("\n")
     return f"---\n{head}---\n{body}\n"
 
@@ -249,6 +251,93 @@ def memory_from_meta(meta: Mapping[str, Any], body: str, *, path: Path | None = 
     )
 
 
+# -- a fast path for the frontmatter this module writes ---------------------------------------------
+# YAML parsing is most of a recall scan's cost. The files Nova writes use a tiny subset (plain or quoted
+# one-line scalars, one nested mapping, block lists), so that subset is parsed directly; anything else
+# (comments, flow style, multi-line or escaped scalars, values YAML would type as numbers, bools or
+# dates) makes `_parse_simple_yaml` return None and the real YAML loader decides. Results are the same
+# either way: the fast path only accepts text whose YAML meaning is unambiguous.
+_PLAIN_SAFE = re.compile(r"^[A-Za-z\u00c0-\uffff][^#]*$")
+_YAML_SPECIAL_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
+
+
+_CONSTANTS: dict[str, Any] = {"null": None, "~": None, "": None, "true": True, "false": False}
+
+
+def _simple_scalar(raw: str) -> tuple[bool, Any]:
+    """(ok, value) for one scalar; ok False means "let YAML decide"."""
+    first = raw[:1]
+    if first == "'":
+        inner = raw[1:-1]
+        if len(raw) < 2 or raw[-1] != "'" or "'" in inner.replace("''", ""):
+            return False, None
+        return True, inner.replace("''", "'")
+    if raw in _CONSTANTS:
+        return True, _CONSTANTS[raw]
+    if raw == "[]":
+        return True, []
+    if first == '"':
+        inner = raw[1:-1]
+        return (len(raw) >= 2 and raw[-1] == '"' and "\\" not in inner and '"' not in inner), inner
+    if (_PLAIN_SAFE.match(raw) is not None and ": " not in raw and raw[-1] not in ": "
+            and raw.lower() not in _YAML_SPECIAL_WORDS):
+        return True, raw
+    return False, None
+
+
+def _parse_simple_yaml(lines: Sequence[str]) -> dict[str, Any] | None:
+    result: dict[str, Any] = {}
+    parent: dict[str, Any] | None = None  # the mapping under the last empty top-level `key:`
+    parent_key = ""
+    list_owner: tuple[dict[str, Any], str] | None = None  # the mapping and key that `- item` lines extend
+    for line in lines:
+        text = line.rstrip("\r\n")
+        body = text.lstrip(" ")
+        if not body:
+            continue
+        indent = len(text) - len(body)
+        if body[:2] == "- " and indent <= 2 and indent != 1:
+            if list_owner is None:
+                return None
+            owner, key = list_owner
+            ok, value = _simple_scalar(body[2:].strip())
+            current = owner.get(key)
+            if not ok or (current is not None and not isinstance(current, list)):
+                return None
+            if current is None:
+                owner[key] = current = []
+            current.append(value)
+            continue
+        key, sep, rest = body.partition(":")
+        if not sep or not key or key[-1] == " " or (rest and rest[0] != " "):
+            return None
+        rest = rest.strip()
+        if indent == 0:
+            target = result
+            parent = None
+            parent_key = key
+        elif indent == 2 and parent_key:
+            if parent is None:
+                if result.get(parent_key) is not None:
+                    return None
+                parent = result[parent_key] = {}
+            target = parent
+        else:
+            return None
+        if not rest:
+            target[key] = None  # a nested block or list follows, or it is simply null
+            list_owner = (target, key)
+            continue
+        ok, value = _simple_scalar(rest)
+        if not ok:
+            return None
+        target[key] = value
+        list_owner = None
+        if target is result:
+            parent_key = ""
+    return result
+
+
 def parse_head(lines: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
     """Split frontmatter from the body in the first lines of a file. None when the frontmatter does not
     close within `lines` or is not a YAML mapping (the caller skips such files)."""
@@ -256,10 +345,12 @@ def parse_head(lines: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
         return None
     for end in range(1, len(lines)):
         if lines[end].strip() == "---":
-            try:
-                meta = yaml.load("".join(lines[1:end]), Loader=_YAML_LOADER)  # safe: (C)SafeLoader
-            except yaml.YAMLError:
-                return None
+            meta = _parse_simple_yaml(lines[1:end])
+            if meta is None:
+                try:
+                    meta = yaml.load("".join(lines[1:end]), Loader=_YAML_LOADER)  # safe: (C)SafeLoader
+                except yaml.YAMLError:
+                    return None
             return (meta, list(lines[end + 1 :])) if isinstance(meta, dict) else None
     return None
 
@@ -469,4 +560,5 @@ class MemoryStore:
             index, render_index(memories, max_lines=self.index_max_lines, max_bytes=self.index_max_bytes),
             durable=False,  # derived from the memory files: losing it to a crash costs one rebuild
         )
+        write_journal(directory)  # after every change to the directory, so its mtime is final
         return index

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 PLACEHOLDER_OPEN = "<persisted-output>"
 PLACEHOLDER_CLOSE = "</persisted-output>"
 RESULTS_DIR = "tool-results"
+MAX_NAMED_PATHS = 12
 # Argument names under which the built-in and common tools take a file path.
 _PATH_KEYS = ("path", "file_path", "filename", "file")
 
@@ -49,11 +50,17 @@ class SpillStats:
 
 
 def render_placeholder(content: str, *, path: Path, preview_chars: int) -> str:
-    """The `<persisted-output>` text that stands in for `content` (SPILL-1)."""
+    """The `<persisted-output>` text that stands in for `content` (SPILL-1). The file paths named after
+    the preview are listed: a few tokens that say what reading the file back would show."""
+    from nova.agent.summarize import paths_in
+
     preview = content[:preview_chars]
+    named = paths_in(content[preview_chars:])[:MAX_NAMED_PATHS]
+    mentions = f"Files named after the preview: {', '.join(named)}\n" if named else ""
     return (
         f"{PLACEHOLDER_OPEN}\n"
         f"Output too large ({len(content):,} characters). Full output saved to: {path}\n"
+        f"{mentions}"
         f"Read that file (in parts) if you need more than this preview of the first "
         f"{len(preview):,} characters:\n\n"
         f"{preview}\n"

@@ -202,3 +202,25 @@ def test_headers_are_plain_values(store: MemoryStore) -> None:
     [header] = scan_headers(store.dirs, now=NOW)
     assert isinstance(header, MemoryHeader) and header.path.name == "db.md"
     assert json.dumps({"name": header.name})
+
+
+def test_recency_journal_answers_without_listing_and_notices_new_files(
+        store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nova.memory import recall as recall_module
+
+    for i in range(3):
+        add(store, f"n{i}", f"note {i}")
+    scan_headers(store.dirs, now=NOW)  # the project dir is listed once if the journal predates a change
+
+    def no_listing(directory: Path, limit: int) -> object:
+        raise AssertionError("the journal should have answered")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(recall_module, "list_newest", no_listing)
+        assert {h.name for h in scan_headers(store.dirs, now=NOW)} == {"n0", "n1", "n2"}
+    # A file dropped in by hand (git pull, another tool) changes the directory: the journal is not trusted.
+    hand = store.project_dir / "by-hand.md"
+    hand.write_text("---\nname: by-hand\ndescription: written by hand\ntype: project\n---\nbody\n")
+    assert "by-hand" in {h.name for h in scan_headers(store.dirs, now=NOW)}
+    hand.unlink()
+    assert "by-hand" not in {h.name for h in scan_headers(store.dirs, now=NOW)}

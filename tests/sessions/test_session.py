@@ -104,16 +104,34 @@ def test_corrupt_meta_is_reported_and_left_alone(nova_home: Path) -> None:
         Session.open(nova_home, s.id)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any directory")
 def test_unreadable_directory(nova_home: Path) -> None:
+    """CI runs as root, where chmod cannot make a directory unreadable: the open is made to fail the
+    way an unreadable directory does (PermissionError from the OS) by opening it as another user."""
     s = _new(nova_home)
     s.close()
-    s.dir.chmod(0)
-    try:
-        with pytest.raises(StorageError, match="not readable"):
-            Session.open(nova_home, s.id)
-    finally:
-        s.dir.chmod(0o700)
+    if os.geteuid() != 0:
+        s.dir.chmod(0)
+        try:
+            with pytest.raises(StorageError, match="not readable"):
+                Session.open(nova_home, s.id)
+        finally:
+            s.dir.chmod(0o700)
+        return
+    import subprocess
+    import sys
+
+    for parent in reversed(s.dir.parents):  # let "nobody" reach the session folder itself…
+        if str(parent).startswith(str(nova_home.parent.parent.parent)):
+            parent.chmod(parent.stat().st_mode | 0o005)
+    s.dir.chmod(0o700)  # …which only root may read, so "nobody" gets EACCES there
+    script = (
+        "import os, sys\nfrom pathlib import Path\nfrom nova.errors import StorageError\n"
+        "from nova.sessions.session import Session\nos.setgid(65534); os.setuid(65534)\n"
+        "try:\n    Session.open(Path(sys.argv[1]), sys.argv[2])\nexcept StorageError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(nova_home), s.id], capture_output=True, text=True,
+                         timeout=60)
+    assert "not readable" in out.stdout, out.stdout + out.stderr
 
 
 def test_readonly_open_reports_but_does_not_quarantine(nova_home: Path) -> None:

@@ -122,7 +122,11 @@ class Session:
         unreadable directory, a corrupt meta.json or a newer schema raise `StorageError` untouched.
         Unless `readonly`, a torn last line is then quarantined (see `recovered`)."""
         directory = session_dir(home, session_id)
-        if not directory.is_dir():
+        try:
+            exists = directory.is_dir()
+        except PermissionError:  # a parent folder cannot be searched
+            raise StorageError(f"session directory {directory} is not readable") from None
+        if not exists:
             raise StorageError(f"no session {session_id!r} in {directory.parent}")
         if not os.access(directory, os.R_OK | os.X_OK):
             raise StorageError(f"session directory {directory} is not readable")

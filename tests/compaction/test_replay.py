@@ -1,0 +1,70 @@
+"""Replay of the 20 real trajectories through Nova at 32k and 64k windows (acceptance of issue 4)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from nova.agent.summarize import is_user_message
+from nova.commands.replay import replay_command
+from nova.replay import replay_messages, view_text
+from nova.sessions.importers import read_session_file
+from nova.testing import shared_data_dir
+from nova.tokens import counter_for_model
+
+FOLDER = shared_data_dir() / "trajectories" / "mini-swe-agent-gemini3"
+FILES = sorted(FOLDER.glob("*.traj.json"))
+pytestmark = pytest.mark.skipif(not FILES, reason=f"trajectories not found under {FOLDER}")
+
+
+@pytest.fixture(scope="module")
+def sessions() -> list[object]:
+    return [read_session_file(f) for f in FILES]
+
+
+@pytest.mark.parametrize("window", [32000, 64000])
+def test_nova_replay_of_all_trajectories(sessions: list, window: int) -> None:
+    logging.getLogger("nova.agent").setLevel(logging.ERROR)
+    assert len(sessions) == 20
+    counter = counter_for_model("gemini-3-pro")
+    for session in sessions:
+        report = replay_messages(session.messages, system=session.system, window=window, policy="nova",
+                                 counter=counter)
+        name = session.source_path.name
+        assert report.invariant_violations == 0, (name, report.violations[:3])
+        assert report.peak_context_tokens <= window, name
+        assert report.breaker_trips == 0, name
+        text = view_text(report.final_view)
+        lost = [m.id for m in session.messages if is_user_message(m) and m.text not in text]
+        assert not lost, (name, lost)
+
+
+def test_replay_command_json_has_exactly_the_documented_keys(tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.command("replay")(replay_command)
+    app.callback()(lambda: None)
+    dump = tmp_path / "view.json"
+    result = CliRunner().invoke(app, ["replay", str(FILES[0]), "--window", "32000", "--policy", "truncate",
+                                      "--json", "--dump-view", str(dump)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output.strip().splitlines()[-1])
+    assert set(data) == {"policy", "window", "calls", "input_tokens", "output_tokens", "peak_context_tokens",
+                         "compactions", "snips", "spills", "breaker_trips", "invariant_violations", "per_call"}
+    assert data["policy"] == "truncate" and data["window"] == 32000
+    assert all(set(c) == {"input_tokens", "event"} for c in data["per_call"])
+    assert len(data["per_call"]) == data["calls"]
+    view = json.loads(dump.read_text())
+    assert set(view) == {"system", "tools", "messages"}
+
+
+def test_replay_command_rejects_unknown_policy() -> None:
+    app = typer.Typer()
+    app.command("replay")(replay_command)
+    app.callback()(lambda: None)
+    result = CliRunner().invoke(app, ["replay", str(FILES[0]), "--policy", "magic"])
+    assert result.exit_code == 2

@@ -10,11 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nova import events as ev
+from nova.agent.context_controller import ContextController
 from nova.agent.loop import Agent, SessionSink
+from nova.agent.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from nova.agent.permissions import PermissionPolicy, PermissionRequest
 from nova.agent.tools import default_registry
 from nova.providers.base import CacheHints, Provider
 from nova.settings import Settings
+from nova.tokens import TokenCounter
 
 __all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]
 
@@ -59,7 +62,7 @@ def build_agent(
         cwd=options.cwd,
     )
     system = SYSTEM_CONTRACT + (f"\n\n{extra_system}" if extra_system else "")
-    return Agent(
+    agent = Agent(
         provider=provider,
         model=settings.model,
         tools=default_registry(),
@@ -76,4 +79,48 @@ def build_agent(
         threshold=settings.compaction.threshold(settings.window()),
         cache=CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=session_id or None),
     )
+    attach_context_controller(agent, settings, provider, session=session)
+    return agent
+
+
+def make_summarizer(settings: Settings, provider: Provider, counter: TokenCounter) -> Summarizer:
+    """`compaction.summarizer`: `model` asks the model (reading its warm cache), `extractive` needs no
+    model, `auto` uses the model unless it is the offline demo model."""
+    choice = settings.compaction.summarizer
+    if choice == "extractive" or (choice == "auto" and settings.provider == "demo"):
+        return ExtractiveSummarizer(counter)
+    return ModelSummarizer(provider, model=settings.model)
+
+
+def attach_context_controller(
+    agent: Agent, settings: Settings, provider: Provider, *, session: SessionSink | None = None
+) -> ContextController:
+    """Spill, snip, compaction and overflow recovery on `agent`, sharing its one token ledger (TOK-3)."""
+    window = settings.window()
+    controller = ContextController(
+        config=settings.compaction,
+        spill=settings.spill,
+        window=window,
+        counter=agent.ledger.counter,
+        recorder=session,
+        read_file=_read_text_under(agent.cwd),
+    )
+    controller.summarizer = make_summarizer(settings, provider, controller.counter)
+    controller.attach_to(agent)
+    agent.ledger = controller.ledger
+    agent.window, agent.threshold = controller.window, controller.threshold
+    return controller
+
+
+def _read_text_under(cwd: Path) -> Callable[[str], str | None]:
+    """The restore attachment re-reads recently read files from disk (CMP-7); None when unreadable."""
+
+    def read(path: str) -> str | None:
+        target = (cwd / path).expanduser()
+        try:
+            return target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return read
 

@@ -35,6 +35,7 @@ class Timeline:
         self.stream_text = stream_text
         self._streaming = False
         self.step = 0
+        self._shown_percent: float | None = None
 
     def __call__(self, event: ev.Event) -> None:
         c = self.console
@@ -61,12 +62,17 @@ class Timeline:
         elif isinstance(event, ev.PermissionDenied):
             c.print(f"    [red]denied[/] {escape(event.name)}: {escape(event.reason)}")
         elif isinstance(event, ev.ContextUpdate):
+            # The figure is updated before and after every call; show it when it moved noticeably.
+            if self._shown_percent is not None and abs(event.percent - self._shown_percent) < 5:
+                return
+            self._shown_percent = event.percent
             c.print(f"  [dim]context {context_bar(event.percent)} {event.used:,}/{event.limit:,} "
                     f"({event.percent:.0f}%)[/]")
         elif isinstance(event, ev.CompactionStart):
             c.print(f"  [magenta]compacting[/] {event.message_count} messages, {event.token_count:,} tokens "
                     f"({event.reason})")
         elif isinstance(event, ev.CompactionEnd):
+            self._shown_percent = None
             status = "done" if event.ok else f"failed: {escape(event.error)}"
             c.print(f"  [magenta]compaction {status}[/] {event.tokens_before:,} → {event.tokens_after:,} tokens")
         elif isinstance(event, ev.ErrorEvent):

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
-from nova.messages import ToolResultPart
-from nova.providers.base import ModelRequest
+from nova.messages import Message, ToolResultPart, ToolUsePart, new_id
+from nova.providers.base import ModelRequest, Usage
 from nova.testing import FunctionProvider, call, reply
+from nova.tokens import count_messages, count_system, count_tools
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["DEMO_PROMPT", "make_demo_project", "make_demo_provider"]
 
@@ -90,40 +93,66 @@ def make_demo_project(root: Path, *, log_lines: int = 1400, seed: int = 7) -> Pa
 
 
 # -- the demo model ----------------------------------------------------------------------------------
-def _turn_steps(request: ModelRequest) -> tuple[str, list[ToolResultPart]]:
-    """The prompt of the current user turn and the tool results received since it."""
-    prompt = ""
+def _is_human_prompt(message: Message) -> bool:
+    """A message a person typed: not a tool result, not a summary or restore note Nova inserted."""
+    return (message.role == "user" and not message.tool_results() and not message.has("summary")
+            and not message.metadata.get("nova_kind"))
+
+
+def _turn_prompt(request: ModelRequest) -> str:
+    """The request of the current turn. After a compaction it may only survive inside the summary."""
+    for message in reversed(request.messages):
+        if _is_human_prompt(message):
+            return message.text
+    return DEMO_PROMPT if any(DEMO_PROMPT in m.text for m in request.messages) else ""
+
+
+def _results_since_prompt(request: ModelRequest) -> list[ToolResultPart]:
     results: list[ToolResultPart] = []
     for message in reversed(request.messages):
-        if message.role == "user" and not message.tool_results():
-            prompt = message.text
+        if _is_human_prompt(message):
             break
-        if message.role == "user":
-            results[:0] = message.tool_results()
-    return prompt, results
+        results[:0] = message.tool_results()
+    return results
 
 
-def _scenario(step: int, results: list[ToolResultPart]) -> reply:
-    last = results[-1].content if results else ""
-    script = [
-        lambda: reply("I'll start by looking at the project layout.", [call("glob", pattern="**/*.py")]),
-        lambda: reply("Let me run the test suite to see the failure.",
-                      [call("bash", command="python -m unittest -v 2>&1")]),
-        lambda: reply("`test_mean` fails. Let me read the implementation.", [call("read_file", path="calc/stats.py")]),
-        lambda: reply("The task mentions the server log; it is large, so I'll read it whole once.",
-                      [call("read_file", path="logs/server.log")]),
-        lambda: reply("The log confirms inflated averages. Searching for the error line.",
-                      [call("grep", pattern="ERROR", path="logs")]),
-        lambda: reply(
-            "`mean()` divides by `len(values) - 1`; it should divide by `len(values)`. Fixing it.",
-            [call("edit_file", path="calc/stats.py", old_text="sum(values) / (len(values) - 1)",
-                  new_text="sum(values) / len(values)")],
-        ),
-        lambda: reply("Running the tests again.", [call("bash", command="python -m unittest -v 2>&1")]),
-    ]
-    if step < len(script):
-        return script[step]()
-    passed = "OK" in last
+# Every scripted call is distinct, so the last call in view says which step comes next.
+_SCRIPT: list[tuple[str, str, dict[str, str | int]]] = [
+    ("I'll start by looking at the project layout.", "glob", {"pattern": "**/*.py"}),
+    ("Let me run the test suite to see the failure.", "bash", {"command": "python -m unittest -v 2>&1"}),
+    ("`test_mean` fails. Let me read the implementation.", "read_file", {"path": "calc/stats.py"}),
+    ("The task mentions the server log; it is large, so I'll read it whole once.", "read_file",
+     {"path": "logs/server.log"}),
+    ("Searching the log for the error line.", "grep", {"pattern": "ERROR", "path": "logs"}),
+    ("Reading the log before and after the error to see how long it has been wrong.", "read_file",
+     {"path": "logs/server.log", "offset": 600, "limit": 330}),
+    ("And the jobs after it.", "read_file", {"path": "logs/server.log", "offset": 930, "limit": 330}),
+    ("`mean()` divides by `len(values) - 1`; it should divide by `len(values)`. Fixing it.", "edit_file",
+     {"path": "calc/stats.py", "old_text": "sum(values) / (len(values) - 1)", "new_text": "sum(values) / len(values)"}),
+    ("Running the tests again.", "bash", {"command": "python -m unittest -v tests.test_stats 2>&1"}),
+]
+
+
+def _scenario_step(request: ModelRequest) -> int:
+    """Which scripted step comes next: one past the step whose call is the last one in view. Read from
+    the view, not counted, so it survives compaction (which keeps the latest calls verbatim)."""
+    calls = [u for m in request.messages if m.role == "assistant" for u in m.tool_uses()]
+    if not calls:
+        return 0
+    last = calls[-1]
+    for index, (_, name, args) in enumerate(_SCRIPT):
+        if name == last.name and args == dict(last.input):
+            return index + 1
+    return len(_SCRIPT)
+
+
+def _scenario(request: ModelRequest) -> reply:
+    step = _scenario_step(request)
+    if step < len(_SCRIPT):
+        text, name, args = _SCRIPT[step]
+        return reply(text, [ToolUsePart(id=new_id("toolu"), name=name, input=dict(args))])
+    results = _results_since_prompt(request)
+    passed = bool(results) and "OK" in results[-1].content
     verdict = "All tests pass now." if passed else "The tests still fail; see the output above."
     return reply(
         f"{verdict}\n\nRoot cause: `calc.stats.mean` divided by `len(values) - 1` (a sample-variance "
@@ -149,11 +178,21 @@ def _explorer(step: int, results: list[ToolResultPart]) -> reply:
 
 
 def _demo_answer(request: ModelRequest) -> reply:
-    prompt, results = _turn_steps(request)
-    step = len(results)
-    if prompt.strip() == DEMO_PROMPT:
-        return _scenario(step, results)
-    return _explorer(step, results)
+    if _turn_prompt(request).strip() == DEMO_PROMPT:
+        answer = _scenario(request)
+    else:
+        results = _results_since_prompt(request)
+        answer = _explorer(len(results), results)
+    return replace(answer, usage=_demo_usage(request, answer))
+
+
+def _demo_usage(request: ModelRequest, answer: reply) -> Usage:
+    """The input a real provider would report for this request, counted with Nova's own heuristic so
+    the demo's real and estimated figures agree the way a real provider's roughly do."""
+    counter = HeuristicCounter(CL100K_PROFILE)
+    sent = (count_system(request.system, counter) + count_tools(request.tools, counter)
+            + count_messages(request.messages, counter))
+    return Usage(input_tokens=sent, output_tokens=max(1, counter.count(answer.text) + 20 * len(answer.tool_calls)))
 
 
 def make_demo_provider() -> FunctionProvider:

@@ -1,0 +1,92 @@
+"""Property: whatever the history (parallel tool calls, thinking loops, huge outputs, earlier summaries),
+after spill, snip and compact every view keeps tool pairing and thinking intact and loses nothing."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nova.agent.context_controller import ContextController
+from nova.agent.loop import ViewRequest
+from nova.context.invariants import check_nothing_lost, check_thinking_integrity, check_tool_pairing
+from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from nova.settings import CompactionConfig, SpillConfig
+
+from .helpers import filler
+
+SIZES = st.one_of(st.integers(0, 400), st.integers(400, 5000), st.integers(5000, 20000), st.just(70000))
+
+step = st.fixed_dictionaries({
+    "calls": st.lists(SIZES, min_size=1, max_size=3),  # parallel tool calls, output sizes
+    "thinking": st.booleans(),
+    "user_after": st.booleans(),
+    "text": st.integers(0, 600),
+})
+
+
+def build(steps: list[dict], earlier_summary: bool) -> list[Message]:
+    messages: list[Message] = []
+    if earlier_summary:
+        messages.append(Message(role="user", parts=(SummaryPart("[Previous conversation summary]\nold facts",
+                                                                 covers=("gone_1", "gone_2")),),
+                                metadata={"nova_kind": "summary"}))
+    messages.append(Message.user("Fix the parser; do not change the public API."))
+    n = 0
+    for i, s in enumerate(steps):
+        parts: list[Part] = []
+        if s["thinking"]:
+            parts.append(ThinkingPart(thinking=f"thinking {i} " + filler(200, i), signature=f"sig{i}"))
+        parts.append(TextPart(f"step {i} " + filler(s["text"], i)))
+        uses = []
+        for size in s["calls"]:
+            n += 1
+            use = ToolUsePart(id=f"toolu_{n:05d}", name="bash", input={"command": f"cat src/mod_{n}.py"})
+            uses.append((use, size))
+            parts.append(use)
+        messages.append(Message(role="assistant", parts=tuple(parts)))
+        messages.append(Message(role="user", parts=tuple(
+            ToolResultPart(use.id, filler(size, n), is_error=size % 7 == 0) for use, size in uses)))
+        if s["user_after"]:
+            messages.append(Message.user(f"user note {i}: keep going"))
+    messages.append(Message(role="assistant", parts=(TextPart("done"),)))
+    return messages
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(step, min_size=1, max_size=14), earlier=st.booleans(),
+       window=st.sampled_from([8000, 12000, 20000, 40000]), preserve=st.integers(0, 6))
+def test_views_keep_invariants(steps: list[dict], earlier: bool, window: int, preserve: int) -> None:
+    recorded = build(steps, earlier)
+    config = CompactionConfig(snip_preserve_last_n_messages=preserve, snip_tool_output_token_budget=1500,
+                              hard_margin_tokens=500)
+    with tempfile.TemporaryDirectory() as tmp:
+        controller = ContextController(config=config, spill=SpillConfig(max_result_chars=50000,
+                                                                       max_message_chars=100000),
+                                       window=window, session_dir=Path(tmp) / "s")
+        raw = {m.id: m for m in recorded if not m.metadata.get("nova_kind")}
+        history: list[Message] = []
+        calls: dict[str, ToolUsePart] = {}
+        for message in recorded:
+            if message.role == "assistant":
+                history = controller.prepare_view(ViewRequest(history=history, system="sys"))
+                assert not check_tool_pairing(history)
+                assert not check_thinking_integrity(history, raw)
+                assert not check_nothing_lost(history, {k: v for k, v in raw.items() if k in _ids_so_far(recorded, message)})
+                calls.update({u.id: u for u in message.tool_uses()})
+            if message.has("tool_result"):
+                message = message.with_parts([controller.process_result(calls[p.tool_use_id], p)
+                                              if isinstance(p, ToolResultPart) else p for p in message.parts])
+            history.append(message)
+        assert controller.stats.breaker_trips == 0
+
+
+def _ids_so_far(recorded: list[Message], upto: Message) -> set[str]:
+    ids: set[str] = set()
+    for m in recorded:
+        if m is upto:
+            break
+        ids.add(m.id)
+    return ids

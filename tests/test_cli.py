@@ -116,3 +116,32 @@ def test_resume_of_an_unknown_session_is_one_clear_error() -> None:
     result = runner.invoke(app, ["resume", "no-such-session", "hi", "--provider", "demo"])
     assert result.exit_code != 0
     assert "no-such-session" in result.output and "Traceback" not in result.output
+
+
+def test_project_rules_reach_the_model_every_turn(tmp_path: Path) -> None:
+    from nova.app import AgentOptions, build_agent
+    from nova.settings import load_settings
+    from nova.testing import ScriptedProvider, reply
+
+    (tmp_path / "AGENTS.md").write_text("Never run git push.\n@docs/style.md\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "style.md").write_text("Use tabs, not spaces.\n")
+    provider = ScriptedProvider([reply("ok"), reply("ok again")])
+    agent = build_agent(load_settings(), provider, AgentOptions(cwd=tmp_path))
+    agent.run_turn("hello")
+    agent.run_turn("again")
+    for request in provider.requests:
+        assert request.system.startswith("You are Nova")
+        assert "Never run git push." in request.system and "Use tabs, not spaces." in request.system
+
+
+def test_memory_rules_and_replay_are_mounted(tmp_path: Path) -> None:
+    from nova.testing import shared_data_dir
+
+    assert runner.invoke(app, ["memory", "list", "--json"]).exit_code == 0
+    assert json.loads(runner.invoke(app, ["rules", "--json"]).output).keys() == {"files", "skipped"}
+    traj = shared_data_dir() / "trajectories" / "swe-agent-demos" / "marshmallow-1867.traj"
+    result = runner.invoke(app, ["replay", str(traj), "--window", "32000", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["invariant_violations"] == 0 and report["peak_context_tokens"] <= 32000

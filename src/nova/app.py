@@ -12,9 +12,10 @@ from pathlib import Path
 from nova import events as ev
 from nova.agent.context_controller import ContextController
 from nova.agent.loop import Agent, SessionSink
-from nova.agent.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from nova.agent.permissions import PermissionPolicy, PermissionRequest
+from nova.agent.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from nova.agent.tools import default_registry
+from nova.memory.instructions import load_rules, parse_instructions_config
 from nova.providers.base import CacheHints, Provider
 from nova.settings import Settings
 from nova.tokens import TokenCounter
@@ -61,7 +62,8 @@ def build_agent(
         ask=options.ask,
         cwd=options.cwd,
     )
-    system = SYSTEM_CONTRACT + (f"\n\n{extra_system}" if extra_system else "")
+    rules = load_project_rules(settings, options.cwd)
+    system = "\n\n".join(part for part in (SYSTEM_CONTRACT, rules, extra_system) if part)
     agent = Agent(
         provider=provider,
         model=settings.model,
@@ -81,6 +83,17 @@ def build_agent(
     )
     attach_context_controller(agent, settings, provider, session=session)
     return agent
+
+
+def load_project_rules(settings: Settings, cwd: Path) -> str:
+    """INS-1..3: the user's, the project's and the local instruction files, loaded for every turn.
+    They follow the fixed contract so the stable head of the prompt stays cacheable (CCH-3)."""
+    config = parse_instructions_config(settings.section("instructions"),
+                                       source=f"{settings.config_file} [instructions]")
+    rules = load_rules(cwd=cwd, home=settings.home, config=config)
+    if not rules.text.strip():
+        return ""
+    return "# Instructions from the user and the project (follow them)\n\n" + rules.text
 
 
 def make_summarizer(settings: Settings, provider: Provider, counter: TokenCounter) -> Summarizer:

@@ -19,16 +19,16 @@ from nova.testing import ScriptedProvider
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma"]
 
 
+_BASE = " ".join(WORDS[(i * 7) % len(WORDS)] for i in range(60000))
+
+
 def filler(n_chars: int, seed: int = 0) -> str:
-    words: list[str] = []
-    size = 0
-    i = seed
-    while size < n_chars:
-        w = WORDS[i % len(WORDS)]
-        words.append(w)
-        size += len(w) + 1
-        i += 7
-    return " ".join(words)[:n_chars]
+    """Word-like text of exactly `n_chars` characters (different seeds start at different words)."""
+    start = (seed * 37) % 5000
+    text = _BASE[start : start + n_chars]
+    while len(text) < n_chars:
+        text += " " + _BASE[: n_chars - len(text) - 1]
+    return text[:n_chars]
 
 
 def exchange(i: int, *, output_chars: int = 3000, command: str | None = None) -> list[Message]:

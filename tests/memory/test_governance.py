@@ -56,8 +56,6 @@ def test_each_secret_format_is_detected(kind: str, secret: str) -> None:
 @pytest.mark.parametrize("where", ["body", "description", "name"])
 def test_secrets_are_never_written(store: MemoryStore, nova_home: Path, project: Path,
                                    kind: str, secret: str, where: str) -> None:
-    if where == "name" and ("/" in secret or "\n" in secret or ".." in secret):
-        pytest.skip("refused as an unsafe name before the secret scan")
     fields = {"name": "deploy-notes", "description": "how we deploy", "body": "Deploy with make release."}
     fields[where] = f"{fields[where]} {secret}" if where != "name" else secret
     for author in ("user", "model"):

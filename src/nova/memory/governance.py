@@ -145,7 +145,14 @@ class Decision:
 
 
 def review(proposal: Proposal, *, config: MemoryConfig) -> Decision:
-    """The checks, without touching the disk."""
+    """The checks, without touching the disk. Secrets are looked for first, so that no later refusal
+    (an unsafe name, say) can quote a secret back in its message."""
+    for label, text in (("name", proposal.name), ("description", proposal.description), ("body", proposal.body)):
+        findings = find_secrets(text)
+        if findings:
+            kinds = ", ".join(sorted({f.kind for f in findings}))
+            return Decision(allowed=False, refusal=f"refused: the {label} contains a secret ({kinds}); "
+                                                   "secrets are never stored in memory")
     try:
         slugify(proposal.name)
     except UnsafeMemoryName as exc:
@@ -155,12 +162,6 @@ def review(proposal: Proposal, *, config: MemoryConfig) -> Decision:
                                                f"{', '.join(MEMORY_TYPES)}")
     if not proposal.body.strip() and not proposal.description.strip():
         return Decision(allowed=False, refusal="memory is empty")
-    for label, text in (("name", proposal.name), ("description", proposal.description), ("body", proposal.body)):
-        findings = find_secrets(text)
-        if findings:
-            kinds = ", ".join(sorted({f.kind for f in findings}))
-            return Decision(allowed=False, refusal=f"refused: the {label} contains a secret ({kinds}); "
-                                                   "secrets are never stored in memory")
     external = proposal.external or proposal.origin in EXTERNAL_ORIGINS
     rule_like = is_rule_like(f"{proposal.description}\n{proposal.body}")
     notes: list[str] = []

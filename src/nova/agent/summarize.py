@@ -37,6 +37,7 @@ __all__ = [
     "build_user_section",
     "is_user_message",
     "render_transcript",
+    "summarizer_for",
     "summary_instruction",
     "user_entries_of_summary",
 ]
@@ -333,16 +334,24 @@ class ExtractiveSummarizer:
             nonlocal used
             if not lines:
                 return
-            block = [f"\n## {title}"]
+            header = f"\n## {title}"
+            more = "- (more in the raw transcript)"
+            # The header and a possible "more" line are paid up front so the total never passes the cap.
+            reserve = self.counter.count(header) + self.counter.count(more) + 2
+            if used + reserve >= budget:
+                return
+            block = [header]
+            spent = reserve
             for line in lines:
                 cost = self.counter.count(line) + 1
-                if used + cost > budget:
-                    block.append("- (more in the raw transcript)")
+                if used + spent + cost > budget:
+                    block.append(more)
                     break
                 block.append(line)
-                used += cost
+                spent += cost
             if len(block) > 1:
                 out.extend(block)
+                used += spent
 
         if request.focus:
             add("Focus", [request.focus])
@@ -429,3 +438,14 @@ def build_user_section(
     out = [f"## {USER_SECTION}"]
     _add_user_entries(user_entries(older, raw_older), out, budget, counter)
     return "\n".join(out)
+
+
+def summarizer_for(
+    choice: str, *, provider: Provider | None, model: str, counter: TokenCounter | None = None
+) -> Summarizer:
+    """The summarizer the `compaction.summarizer` setting asks for: `model`, `extractive`, or `auto`
+    (the model when there is a real provider; the offline demo model gets the extractive one)."""
+    use_model = choice == "model" or (choice == "auto" and provider is not None and provider.name != "demo")
+    if use_model and provider is not None:
+        return ModelSummarizer(provider, model=model)
+    return ExtractiveSummarizer(counter)

@@ -118,7 +118,7 @@ def test_resume_of_an_unknown_session_is_one_clear_error() -> None:
     assert "no-such-session" in result.output and "Traceback" not in result.output
 
 
-def test_project_rules_reach_the_model_every_turn(tmp_path: Path) -> None:
+def test_project_rules_reach_the_model_every_turn(tmp_path: Path, nova_home: Path) -> None:
     from nova.app import AgentOptions, build_agent
     from nova.settings import load_settings
     from nova.testing import ScriptedProvider, reply
@@ -127,7 +127,9 @@ def test_project_rules_reach_the_model_every_turn(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "style.md").write_text("Use tabs, not spaces.\n")
     provider = ScriptedProvider([reply("ok"), reply("ok again")])
-    agent = build_agent(load_settings(), provider, AgentOptions(cwd=tmp_path))
+    # provider "demo" in settings: no extraction call takes a scripted reply meant for the turn
+    agent = build_agent(load_settings(home=nova_home, overrides={"provider": "demo"}), provider,
+                        AgentOptions(cwd=tmp_path))
     agent.run_turn("hello")
     agent.run_turn("again")
     for request in provider.requests:
@@ -145,3 +147,30 @@ def test_memory_rules_and_replay_are_mounted(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["invariant_violations"] == 0 and report["peak_context_tokens"] <= 32000
+
+
+def test_remember_then_recall_reaches_the_model(tmp_path: Path, nova_home: Path) -> None:
+    from nova.app import AgentOptions, build_agent
+    from nova.settings import load_settings
+    from nova.testing import ScriptedProvider, reply
+
+    remembered = runner.invoke(app, ["run", "/remember Always indent Python with tabs in this project",
+                                     "--provider", "demo", "--cwd", str(tmp_path), "--json"])
+    assert remembered.exit_code == 0, remembered.output
+    listed = json.loads(runner.invoke(app, ["memory", "list", "--json"]).output)
+    assert any(m["status"] == "active" for m in listed)
+
+    provider = ScriptedProvider([reply("noted")])
+    agent = build_agent(load_settings(home=nova_home, overrides={"provider": "demo"}), provider,
+                        AgentOptions(cwd=tmp_path))
+    agent.run_turn("how should I indent Python here?")
+    agent.close()
+    sent = provider.requests[0].messages
+    recalled = [m for m in sent if m.metadata.get("nova_kind") == "memory"]
+    assert len(recalled) == 1 and "tabs" in recalled[0].text
+    assert sent[0].text == "how should I indent Python here?"  # the user's words stay their own message
+
+
+def test_unknown_slash_command_is_a_clear_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "/frobnicate", "--provider", "demo", "--cwd", str(tmp_path)])
+    assert result.exit_code == 2 and "/remember" in result.output

@@ -179,9 +179,15 @@ def _run_task(
     if not history:
         session.record_event("system_prompt", {"text": agent.system_prompt})
     started = time.monotonic()
+    if prompt.lstrip().startswith("/"):
+        try:
+            return _slash_command(settings, options, prompt, session.id, quiet=quiet)
+        finally:
+            session.close()
     try:
         result = agent.run_turn(prompt)
     finally:
+        agent.close()
         session.close()
     status = agent.context_status()
     used, limit, window = status.used, status.limit, status.window
@@ -202,6 +208,24 @@ def _run_task(
         "cache_hit_rate": hit_rate,
         "duration_s": round(time.monotonic() - started, 3),
     }
+
+
+def _slash_command(settings: Settings, options: Any, text: str, session_id: str, *, quiet: bool) -> dict[str, Any]:
+    """`/memory` and `/remember TEXT` are answered by Nova itself, without a model call."""
+    from nova.memory.config import parse_memory_config
+    from nova.memory.slash import handle_memory_slash
+    from nova.memory.store import MemoryStore
+
+    store = MemoryStore.for_workspace(home=settings.home, cwd=options.cwd)
+    config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
+    answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
+    if answer is None:
+        raise NovaError(f"unknown command {text.split()[0]!r}: the commands are /memory and /remember TEXT")
+    if not quiet:
+        console.print(answer.text, markup=False)
+    return {"session_id": session_id, "text": answer.text, "stop_reason": "end_turn" if answer.ok else "error",
+            "steps": 0, "usage": {}, "cost_usd": 0.0, "context_used": 0, "context_limit": 0,
+            "cache_hit_rate": None, "duration_s": 0.0}
 
 
 def _open_session(settings: Settings, options: Any, prompt: str, resume_id: str | None) -> tuple[Any, list[Any]]:

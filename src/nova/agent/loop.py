@@ -113,6 +113,8 @@ class Agent:
         process_result: Callable[[ToolUsePart, ToolResultPart], ToolResultPart] | None = None,
         on_overflow: Callable[[ViewRequest], list[Message] | None] | None = None,
         on_usage: Callable[[Message, Usage], None] | None = None,
+        on_turn_start: Callable[[Message], Callable[[], Message | None]] | None = None,
+        on_turn_end: Callable[[TurnResult], None] | None = None,
         ledger: TokenLedger | None = None,
         window: int | None = None,
         threshold: int | None = None,
@@ -137,6 +139,10 @@ class Agent:
         self.process_result = process_result
         self.on_overflow = on_overflow
         self.on_usage = on_usage
+        self.on_turn_start = on_turn_start
+        self.on_turn_end = on_turn_end
+        self.closers: list[Callable[[], None]] = []
+        """Run by `close()`: background work that must finish before the process exits."""
         self.cancel = threading.Event()
         self._sleep = sleep
         # TOK-3: one ledger, one figure — the compaction decision, the CLI footer, the API and the UI
@@ -144,6 +150,13 @@ class Agent:
         self.ledger = ledger or TokenLedger(counter_for_model(model))
         self.window = window or context_window_for(model) or 128_000
         self.threshold = threshold or self.window
+
+    def close(self) -> None:
+        for closer in self.closers:
+            try:
+                closer()
+            except Exception:  # closing must finish: one failing closer does not stop the others
+                log.exception("closing the agent: %r failed", closer)
 
     # -- the one context figure --------------------------------------------------------------------
     def context_tokens(self) -> int:
@@ -165,6 +178,9 @@ class Agent:
         self.cancel.clear()
         self.bus.emit(ev.TurnStarted(session_id=self.session_id, prompt=user.text))
         self._append(user)
+        # A turn-start hook (memory recall) may deliver one extra message later in the turn, without
+        # ever blocking it: it is polled before each model call and inserted once, when ready.
+        late_context = self.on_turn_start(user) if self.on_turn_start else None
         state = _TurnState()
         final_text = ""
         stop_reason = "end_turn"
@@ -178,6 +194,9 @@ class Agent:
                     stop_reason = "cancelled"
                     break
                 steps += 1
+                if late_context is not None and (extra := late_context()) is not None:
+                    self._append(extra)
+                    late_context = None
                 try:
                     response = self._call_model(state)
                 except _Cancelled:
@@ -210,7 +229,7 @@ class Agent:
                 cost_usd=state.cost or 0.0,
             )
         )
-        return TurnResult(
+        result = TurnResult(
             text=final_text,
             stop_reason=stop_reason,
             steps=steps,
@@ -218,6 +237,9 @@ class Agent:
             cost_usd=state.cost,
             messages=list(self.history),
         )
+        if self.on_turn_end:
+            self.on_turn_end(result)
+        return result
 
     # -- model calls -------------------------------------------------------------------------------
     def build_request(self, history: Sequence[Message]) -> ModelRequest:

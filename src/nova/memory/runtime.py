@@ -1,0 +1,84 @@
+"""Long-term memory in a live agent: recall when the user speaks, extraction when a turn ends (MEM-4, MEM-5).
+
+`attach_memory(agent, ...)` installs two loop hooks. At turn start a recall prefetch begins in the
+background; before each model call of the turn the loop polls it, and once it is ready its block is
+added as one message marked as reference material (it never blocks the turn: the first poll grants a
+grace of at most 40 ms, later polls none). When a turn ends without a tool call, extraction is
+scheduled (single-flight, one trailing run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nova.memory.config import MemoryConfig
+from nova.memory.extract import MemoryExtractor, TurnEnd
+from nova.memory.recall import ModelSelector, RecallPrefetch
+from nova.memory.store import MemoryStore
+from nova.messages import Message, TextPart
+
+if TYPE_CHECKING:
+    from nova.agent.loop import Agent, TurnResult
+    from nova.providers.base import Provider
+
+__all__ = ["MemoryRuntime", "attach_memory"]
+
+FIRST_POLL_GRACE_S = 0.04
+
+
+@dataclass
+class MemoryRuntime:
+    store: MemoryStore
+    config: MemoryConfig
+    extractor: MemoryExtractor | None
+    selector: ModelSelector | None
+    session_id: str = ""
+
+    def on_turn_start(self, user: Message) -> Callable[[], Message | None]:
+        prefetch = RecallPrefetch.for_query(
+            user.text, dirs=self.store.dirs, selector=self.selector, config=self.config
+        ).start()
+        first = True
+
+        def poll() -> Message | None:
+            nonlocal first
+            result = prefetch.wait(FIRST_POLL_GRACE_S) if first else prefetch.poll()
+            first = False
+            if result is None or not result.block.strip():
+                return None
+            return Message(role="user", parts=(TextPart(result.block),),
+                           metadata={"nova_kind": "memory", "memories": [m.name for m in result.memories]})
+
+        return poll
+
+    def on_turn_end(self, result: TurnResult) -> None:
+        if self.extractor is None or result.stop_reason != "end_turn":
+            return
+        self.extractor.on_turn_end(TurnEnd(session_id=self.session_id, messages=list(result.messages)))
+
+    def wait_idle(self, timeout: float) -> None:
+        """Give a running extraction a bounded chance to finish (a headless run is about to exit)."""
+        if self.extractor is not None:
+            self.extractor.wait_idle(timeout)
+
+
+def attach_memory(agent: Agent, *, home: Path, provider: Provider | None, model: str,
+                  config: MemoryConfig) -> MemoryRuntime | None:
+    """Recall and extraction on `agent`; None when memory is disabled. With no model (`provider` None)
+    recall picks by keyword and nothing is extracted."""
+    if not config.enabled:
+        return None
+    store = MemoryStore.for_workspace(home=home, cwd=agent.cwd)
+    runtime = MemoryRuntime(
+        store=store,
+        config=config,
+        extractor=MemoryExtractor(provider=provider, model=model, store=store, config=config) if provider else None,
+        selector=ModelSelector(provider=provider, model=model) if provider else None,
+        session_id=agent.session_id,
+    )
+    agent.on_turn_start = runtime.on_turn_start
+    agent.on_turn_end = runtime.on_turn_end
+    return runtime

@@ -1,0 +1,38 @@
+"""With a real session record: snips are written back, a compaction leaves a boundary that resume uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nova.agent.loop import Agent
+from nova.agent.permissions import PermissionPolicy
+from nova.agent.tools import default_registry
+from nova.context.invariants import check_tool_pairing
+from nova.sessions.session import Session
+from nova.settings import PermissionsConfig
+from nova.testing import ScriptedProvider, reply
+
+from .helpers import history, make_controller
+
+
+def test_compaction_is_recorded_and_resume_starts_at_the_boundary(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    session = Session.create(home, cwd=tmp_path)
+    prior = history(40, output_chars=1200)
+    for m in prior:
+        session.record_message(m)
+    controller, _ = make_controller(tmp_path, window=20_000, recorder=session)
+    agent = Agent(provider=ScriptedProvider([reply("ok")]), model="m", tools=default_registry(),
+                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
+                  session=session, session_id=session.id, session_dir=session.dir, history=prior)
+    controller.attach_to(agent)
+    assert controller.session_dir == tmp_path / "session"  # an explicit session_dir is kept
+    agent.run_turn("continue")
+    assert controller.stats.compactions == 1
+    session.flush()
+    reopened = Session.open(home, session.id)
+    resumed = reopened.load_history()
+    assert resumed[0].has("summary")
+    assert resumed[-1].text == "ok"
+    assert not check_tool_pairing(resumed)
+    assert len(resumed) < len(prior)

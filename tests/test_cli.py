@@ -174,3 +174,29 @@ def test_remember_then_recall_reaches_the_model(tmp_path: Path, nova_home: Path)
 def test_unknown_slash_command_is_a_clear_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", "/frobnicate", "--provider", "demo", "--cwd", str(tmp_path)])
     assert result.exit_code == 2 and "/remember" in result.output
+
+
+def test_compact_on_request_folds_history_and_emits_events(tmp_path: Path, nova_home: Path) -> None:
+    from nova import events as ev
+    from nova.app import AgentOptions, build_agent
+    from nova.settings import load_settings
+    from nova.testing import ScriptedProvider, call, reply
+
+    (tmp_path / "big.txt").write_text("line of text\n" * 3000)
+    script = []
+    for i in range(6):
+        script += [reply(f"step {i}", [call("read_file", path="big.txt", offset=i * 400 + 1, limit=400)]),
+                   reply(f"done {i}")]
+    provider = ScriptedProvider(script)
+    seen: list[ev.Event] = []
+    bus = ev.EventBus()
+    bus.subscribe(seen.append)
+    agent = build_agent(load_settings(home=nova_home, overrides={"provider": "demo"}), provider,
+                        AgentOptions(cwd=tmp_path, yes=True), bus=bus)
+    for i in range(6):
+        agent.run_turn(f"read part {i} of big.txt")
+    before = agent.context_tokens()
+    assert agent.compact() is True
+    assert agent.context_tokens() < before
+    assert any(isinstance(e, ev.CompactionStart) and e.reason == "manual" for e in seen)
+    assert agent.history[0].has("summary") or agent.history[0].metadata.get("nova_kind")

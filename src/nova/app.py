@@ -133,6 +133,7 @@ def attach_context_controller(
     )
     controller.summarizer = make_summarizer(settings, provider, controller.counter)
     controller.attach_to(agent)
+    agent.compactor = lambda history, focus: controller.compact_now(history, focus=focus)
     agent.ledger = controller.ledger
     agent.window, agent.threshold = controller.window, controller.threshold
     return controller

@@ -141,6 +141,8 @@ class Agent:
         self.on_usage = on_usage
         self.on_turn_start = on_turn_start
         self.on_turn_end = on_turn_end
+        self.compactor: Callable[[Sequence[Message], str], list[Message]] | None = None
+        """Set by the context layer: folds history on request (`/compact [focus]`)."""
         self.closers: list[Callable[[], None]] = []
         """Run by `close()`: background work that must finish before the process exits."""
         self.cancel = threading.Event()
@@ -150,6 +152,16 @@ class Agent:
         self.ledger = ledger or TokenLedger(counter_for_model(model))
         self.window = window or context_window_for(model) or 128_000
         self.threshold = threshold or self.window
+
+    def compact(self, focus: str = "") -> bool:
+        """Compact now, whatever the threshold (`/compact`, `POST …/compact`). False when no context
+        layer is attached or nothing could be folded."""
+        if self.compactor is None:
+            return False
+        before = list(self.history)
+        self.history = list(self.compactor(before, focus))
+        self.bus.emit(self.context_status())
+        return self.history != before
 
     def close(self) -> None:
         for closer in self.closers:

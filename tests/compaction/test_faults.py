@@ -118,3 +118,14 @@ def test_failed_summary_changes_nothing(tmp_path: Path) -> None:
     assert [m.id for m in outcome_history] == [m.id for m in prior] or controller.stats.snips > 0
     assert controller.stats.compaction_failures == 1
     assert not any(m.has("summary") for m in outcome_history)
+
+
+def test_only_context_overflow_counts_as_overflow() -> None:
+    from nova.agent.overflow import is_context_overflow, second_overflow_message
+
+    assert is_context_overflow(ContextOverflow("prompt is too long"))
+    for exc in (RateLimited("request too large for gpt-4 in organization ... per min", status=429),
+                QuotaExceeded("insufficient_quota"), Overloaded("overloaded_error", status=529)):
+        assert not is_context_overflow(exc)
+    text = second_overflow_message(ContextOverflow("too long"), fixed_tokens=150_000, window=128_000)
+    assert "150,000" in text and "system prompt" in text

@@ -290,6 +290,7 @@ def _parse_simple_yaml(lines: Sequence[str]) -> dict[str, Any] | None:
     parent: dict[str, Any] | None = None  # the mapping under the last empty top-level `key:`
     parent_key = ""
     list_owner: tuple[dict[str, Any], str] | None = None  # the mapping and key that `- item` lines extend
+    list_indent: int | None = None  # the indent of that list's items
     for line in lines:
         text = line.rstrip("\r\n")
         body = text.lstrip(" ")
@@ -300,7 +301,12 @@ def _parse_simple_yaml(lines: Sequence[str]) -> dict[str, Any] | None:
             if list_owner is None:
                 return None
             owner, key = list_owner
-            ok, value = _simple_scalar(body[2:].strip())
+            item = body[2:].strip(" \t")
+            # Empty items, nested sequences and items at a new indent are YAML's to decide.
+            if not item or item[0] == "-" or list_indent not in (None, indent):
+                return None
+            list_indent = indent
+            ok, value = _simple_scalar(item)
             current = owner.get(key)
             if not ok or (current is not None and not isinstance(current, list)):
                 return None
@@ -311,7 +317,7 @@ def _parse_simple_yaml(lines: Sequence[str]) -> dict[str, Any] | None:
         key, sep, rest = body.partition(":")
         if not sep or not key or key[-1] == " " or (rest and rest[0] != " "):
             return None
-        rest = rest.strip()
+        rest = rest.strip(" \t")  # YAML trims only spaces and tabs, not every Unicode space
         if indent == 0:
             target = result
             parent = None
@@ -327,6 +333,7 @@ def _parse_simple_yaml(lines: Sequence[str]) -> dict[str, Any] | None:
         if not rest:
             target[key] = None  # a nested block or list follows, or it is simply null
             list_owner = (target, key)
+            list_indent = None
             continue
         ok, value = _simple_scalar(rest)
         if not ok:

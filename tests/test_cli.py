@@ -183,6 +183,8 @@ def test_compact_on_request_folds_history_and_emits_events(tmp_path: Path, nova_
     from nova.testing import ScriptedProvider, call, reply
 
     (tmp_path / "big.txt").write_text("line of text\n" * 3000)
+    nova_home.mkdir(parents=True, exist_ok=True)
+    (nova_home / "config.json").write_text(json.dumps({"compaction": {"summarizer": "extractive"}}))
     script = []
     for i in range(6):
         script += [reply(f"step {i}", [call("read_file", path="big.txt", offset=i * 400 + 1, limit=400)]),

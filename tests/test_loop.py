@@ -201,9 +201,10 @@ def test_overflow_is_handed_to_the_hook_once_per_request(tmp_path: Path) -> None
     assert len(provider.requests[1].messages) == 1
 
     provider.enqueue(ContextOverflow("too long"), ContextOverflow("still too long"))
-    with pytest.raises(ContextOverflow):
+    with pytest.raises(ContextOverflow) as info:
         agent.run_turn("again")
     assert len(shrinks) == 2  # one forced compaction for this request, then the error
+    assert "even after compacting" in str(info.value) and "system prompt and tool schemas" in str(info.value)
 
 
 def test_max_steps_stops_a_runaway_model(tmp_path: Path) -> None:

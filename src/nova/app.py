@@ -13,14 +13,13 @@ from nova import events as ev
 from nova.agent.context_controller import ContextController
 from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest
-from nova.agent.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from nova.agent.summarize import summarizer_for
 from nova.agent.tools import default_registry
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import load_rules, parse_instructions_config
 from nova.memory.runtime import attach_memory
 from nova.providers.base import CacheHints, Provider
 from nova.settings import Settings
-from nova.tokens import TokenCounter
 
 __all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]
 
@@ -109,15 +108,6 @@ def load_project_rules(settings: Settings, cwd: Path) -> str:
     return "# Instructions from the user and the project (follow them)\n\n" + rules.text
 
 
-def make_summarizer(settings: Settings, provider: Provider, counter: TokenCounter) -> Summarizer:
-    """`compaction.summarizer`: `model` asks the model (reading its warm cache), `extractive` needs no
-    model, `auto` uses the model unless it is the offline demo model."""
-    choice = settings.compaction.summarizer
-    if choice == "extractive" or (choice == "auto" and settings.provider == "demo"):
-        return ExtractiveSummarizer(counter)
-    return ModelSummarizer(provider, model=settings.model)
-
-
 def attach_context_controller(
     agent: Agent, settings: Settings, provider: Provider, *, session: SessionSink | None = None
 ) -> ContextController:
@@ -131,7 +121,8 @@ def attach_context_controller(
         recorder=session,
         read_file=_read_text_under(agent.cwd),
     )
-    controller.summarizer = make_summarizer(settings, provider, controller.counter)
+    controller.summarizer = summarizer_for(settings.compaction.summarizer, provider=provider, model=settings.model,
+                                           counter=controller.counter)
     controller.attach_to(agent)
     agent.compactor = lambda history, focus: controller.compact_now(history, focus=focus)
     agent.ledger = controller.ledger

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nova import events as ev
+from nova.agent.overflow import second_overflow_message
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools.base import ToolContext, ToolOutput, ToolRegistry
 from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
@@ -279,7 +280,15 @@ class Agent:
                 response = self._stream_once(self.build_request(view))
             except ContextOverflow as exc:
                 # CMP-9: the provider's rejection is authoritative, once per user request.
-                if state.overflow_retried or self.on_overflow is None:
+                if state.overflow_retried:
+                    # CMP-9: a second rejection means the fixed part of the prompt itself is too large.
+                    fixed = self.ledger.estimate([], self.system_prompt, self.tools.specs())
+                    final = ContextOverflow(second_overflow_message(exc, fixed_tokens=fixed, window=self.window),
+                                            tokens=exc.tokens, limit=exc.limit, provider=exc.provider,
+                                            status=exc.status, code=exc.code, body=exc.body)
+                    self._emit_error(final)
+                    raise final from exc
+                if self.on_overflow is None:
                     self._emit_error(exc)
                     raise
                 state.overflow_retried = True

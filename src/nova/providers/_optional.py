@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
 from nova.errors import NovaError
 
-__all__ = ["MissingDependency", "require_sdk"]
+__all__ = ["MissingDependency", "require_sdk", "sdk_client"]
 
 
 class MissingDependency(NovaError, ImportError):
@@ -23,3 +24,27 @@ def require_sdk(module: str, extra: str) -> ModuleType:
         raise MissingDependency(
             f"the {module!r} package is needed for this provider; install it with: pip install 'nova-agent[{extra}]'"
         ) from exc
+
+
+def sdk_client(
+    module: str,
+    client_class: str,
+    *,
+    extra: str,
+    api_key: str,
+    base_url: str | None,
+    http_client: Any,
+    max_retries: int,
+    timeout: float | None,
+) -> Any:
+    """Construct an SDK client (`anthropic.Anthropic`, `openai.OpenAI`) passing only what was set, so the
+    SDK's own defaults (base URL, timeout) apply otherwise."""
+    sdk = require_sdk(module, extra=extra)
+    kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": max_retries}
+    if base_url:
+        kwargs["base_url"] = base_url
+    if http_client is not None:
+        kwargs["http_client"] = http_client
+    if timeout is not None:
+        kwargs["timeout"] = timeout
+    return getattr(sdk, client_class)(**kwargs)

@@ -18,7 +18,7 @@ from typing import Any
 from nova.errors import ProviderError, ProviderUnavailable
 from nova.messages import Message, new_id
 from nova.providers._assembly import StreamAssembler
-from nova.providers._optional import require_sdk
+from nova.providers._optional import require_sdk, sdk_client
 from nova.providers.base import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.providers.errors import classify_stream_error, translate_sdk_error
 from nova.providers.formats.anthropic import request_to_anthropic, stop_reason_from_anthropic
@@ -64,14 +64,8 @@ class AnthropicProvider:
     ) -> None:
         self._sdk = require_sdk("anthropic", extra="anthropic")
         self._injected = http_client is not None
-        kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": max_retries}
-        if base_url:
-            kwargs["base_url"] = base_url
-        if http_client is not None:
-            kwargs["http_client"] = http_client
-        if timeout is not None:
-            kwargs["timeout"] = timeout
-        self._client: Any = self._sdk.Anthropic(**kwargs)
+        self._client: Any = sdk_client("anthropic", "Anthropic", extra="anthropic", api_key=api_key, base_url=base_url,
+                                       http_client=http_client, max_retries=max_retries, timeout=timeout)
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         if not self._injected:

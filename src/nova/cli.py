@@ -86,7 +86,23 @@ def _root(
     ] = False,
 ) -> None:
     if ctx.invoked_subcommand is None:
+        if _can_open_tui():
+            from nova.tui.launch import launch_tui
+
+            with user_errors():
+                launch_tui(settings_from_cli(), cwd=Path.cwd().resolve(), env=dict(os.environ))
+            return
         console.print(ctx.get_help())
+
+
+def _can_open_tui() -> bool:
+    """`nova` alone opens the terminal UI in a terminal when the `tui` extra is installed; piped or
+    without the extra it prints the help, as before."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return False
+    import importlib.util
+
+    return importlib.util.find_spec("textual") is not None
 
 
 # -- nova config -------------------------------------------------------------------------------------
@@ -266,6 +282,41 @@ def resume_cmd(
     """
     run(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50, cwd=None,
         as_json=as_json, resume=session_id)
+
+
+# -- nova serve --------------------------------------------------------------------------------------
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; loopback by default.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    allow: Annotated[list[str] | None, typer.Option("--allow", help="Allow a tool (repeatable).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
+    cwd: Annotated[Path | None, typer.Option(help="Working directory of new sessions (default: the current one).")] = None,
+    print_token: Annotated[bool, typer.Option("--print-token", help="Print the API token and exit.")] = False,
+) -> None:
+    """Serve the HTTP API (AI SDK UI message stream) and the web page.
+
+    Every route but `/health` needs `Authorization: Bearer <token>`; the token is made on first start,
+    printed once and kept in `<NOVA_HOME>/server-token` (mode 0600). Open the printed `/?token=…` link.
+    """
+    from nova.server.token import load_or_create_token
+
+    with user_errors():
+        settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
+        if print_token:
+            token, _ = load_or_create_token(settings.home)
+            print(token)
+            return
+        try:
+            from nova.server.serve import ServeOptions, run_server
+        except ImportError:
+            raise NovaError("the server needs its extra: pip install 'nova-agent[server]'") from None
+        options = ServeOptions(host=host, port=port, cwd=(cwd or Path.cwd()).resolve(),
+                               allowed_tools=frozenset(allow or ()), yes=yes)
+        run_server(settings, options, say=lambda line: console.print(line, markup=False, soft_wrap=True))
 
 
 # -- nova demo ---------------------------------------------------------------------------------------

@@ -1,0 +1,227 @@
+"""`create_app`: the FastAPI application behind `nova serve`.
+
+    GET    /health                          no token needed
+    GET    /                                the web page (`/?token=…` from `nova serve`)
+    GET    /api/sessions                    list;  POST: create
+    GET    /api/sessions/{id}               meta and the recorded messages;  DELETE: remove
+    POST   /api/sessions/{id}/messages      one turn, streamed as the AI SDK UI message stream (v1)
+    POST   /api/sessions/{id}/cancel        stop the running turn at its next step
+    GET    /api/sessions/{id}/context       the one context figure (TOK-3) and what is in context
+    POST   /api/sessions/{id}/compact       compact now
+    GET    /api/memory, /api/memory/{name}  long-term memory;  DELETE revokes (`?purge=true` removes)
+
+Every route but `/health` needs `Authorization: Bearer <token>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from nova import __version__
+from nova import events as ev
+from nova.app import AgentOptions
+from nova.errors import NovaError
+from nova.memory.store import Memory, MemoryNotFound, MemoryStore, UnsafeMemoryName, format_time
+from nova.messages import new_id
+from nova.providers.base import Provider
+from nova.server.channel import ChunkChannel
+from nova.server.config import ServerConfig
+from nova.server.context_view import context_report
+from nova.server.guards import BearerAuth, BodyLimit
+from nova.server.hub import SessionBusy, SessionHub, SessionNotFound
+from nova.server.page import load_page
+from nova.server.schemas import (
+    SESSION_ID_PATTERN,
+    CompactOut,
+    CompactRequest,
+    ContextOut,
+    CreateSession,
+    MemoryOut,
+    SendMessage,
+    SessionDetail,
+    SessionOut,
+    message_out,
+    session_out,
+)
+from nova.server.ui_stream import DONE, STREAM_HEADERS, UIStreamEncoder, sse
+from nova.sessions.schema import BoundaryRecord, MessageRecord
+from nova.sessions.session import Session
+from nova.settings import Settings
+
+__all__ = ["create_app"]
+
+SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, max_length=128)]
+MemoryName = Annotated[str, Path(min_length=1, max_length=200)]
+
+
+def create_app(
+    settings: Settings,
+    *,
+    token: str,
+    options: AgentOptions,
+    make_provider: Callable[[], Provider],
+    config: ServerConfig | None = None,
+) -> FastAPI:
+    config = config or ServerConfig()
+    hub = SessionHub(settings, options=options, make_provider=make_provider, max_live=config.max_live_sessions)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await asyncio.to_thread(hub.close)
+
+    app = FastAPI(title="Nova", version=__version__, lifespan=lifespan,
+                  description="Nova's HTTP API. Every route but /health needs `Authorization: Bearer <token>` "
+                              "(`nova serve --print-token`).")
+    app.state.hub = hub
+    _errors(app)
+    _routes(app, hub, settings, options)
+    # Added last = outermost: the size limit, then the token, wrap everything including 404s and docs.
+    if config.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_credentials=False,
+                           allow_methods=["GET", "POST", "DELETE"], allow_headers=["authorization", "content-type"],
+                           expose_headers=["x-vercel-ai-ui-message-stream"])
+    app.add_middleware(BearerAuth, token=token)
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    return app
+
+
+def _errors(app: FastAPI) -> None:
+    def handler(status: int) -> Callable[[Request, Exception], Any]:
+        async def respond(_: Request, exc: Exception) -> JSONResponse:
+            return JSONResponse({"detail": str(exc)}, status_code=status)
+
+        return respond
+
+    app.add_exception_handler(SessionNotFound, handler(404))
+    app.add_exception_handler(MemoryNotFound, handler(404))
+    app.add_exception_handler(SessionBusy, handler(409))
+    app.add_exception_handler(UnsafeMemoryName, handler(400))
+    app.add_exception_handler(NovaError, handler(400))
+
+
+def _memory_out(memory: Memory, *, body: bool) -> MemoryOut:
+    return MemoryOut(name=memory.name, description=memory.description, type=memory.type, status=memory.status,
+                     author=memory.author, body=memory.body if body else None, source=memory.source.describe(),
+                     updated=format_time(memory.updated))
+
+
+def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOptions) -> None:
+    @app.get("/health", tags=["server"])
+    def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/", include_in_schema=False)
+    def page() -> Response:
+        loaded = load_page()
+        return Response(loaded.html, media_type="text/html; charset=utf-8",
+                        headers={"content-security-policy": loaded.csp, "referrer-policy": "no-referrer",
+                                 "cache-control": "no-store", "x-content-type-options": "nosniff"})
+
+    # -- sessions ---------------------------------------------------------------------------------
+    @app.get("/api/sessions", tags=["sessions"])
+    def list_sessions() -> list[SessionOut]:
+        return [session_out(m, running=hub.is_running(m.id)) for m in hub.sessions()]
+
+    @app.post("/api/sessions", status_code=201, tags=["sessions"])
+    def create_session(body: CreateSession | None = None) -> SessionOut:
+        live = hub.create((body or CreateSession()).title)
+        return session_out(live.session.meta)
+
+    @app.get("/api/sessions/{session_id}", tags=["sessions"])
+    def get_session(session_id: SessionId) -> SessionDetail:
+        hub.check(session_id)
+        meta = hub.meta(session_id)
+        # The raw log, read-only and from the start: what was said before a compaction is still there.
+        messages, compactions = [], 0
+        with Session.open(settings.home, session_id, readonly=True) as record:
+            for item in record.transcript.iter_records():
+                if isinstance(item, MessageRecord):
+                    messages.append(message_out(item.message))
+                elif isinstance(item, BoundaryRecord):
+                    compactions += 1
+        return SessionDetail(session=session_out(meta, running=hub.is_running(session_id)), messages=messages,
+                             compactions=compactions)
+
+    @app.delete("/api/sessions/{session_id}", status_code=204, tags=["sessions"])
+    def delete_session(session_id: SessionId) -> Response:
+        hub.delete(session_id)
+        return Response(status_code=204)
+
+    # -- turns ------------------------------------------------------------------------------------
+    @app.post(
+        "/api/sessions/{session_id}/messages",
+        tags=["turns"],
+        response_class=StreamingResponse,
+        responses={200: {"description": "The turn as a Vercel AI SDK UI message stream (SSE, protocol v1).",
+                         "content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+    )
+    async def send_message(session_id: SessionId, body: SendMessage) -> StreamingResponse:
+        prompt = body.prompt()
+        if not prompt:
+            raise HTTPException(422, "the message has no text")
+        channel: ChunkChannel[bytes] = ChunkChannel(asyncio.get_running_loop())
+        encoder = UIStreamEncoder(new_id("msg"))
+        channel.put(b"".join(sse(c) for c in encoder.start()))
+
+        def sink(event: ev.Event | None) -> None:
+            # Runs on the turn's worker thread; the encoder is touched only here once the turn starts.
+            if event is None:
+                channel.put(b"".join(sse(c) for c in encoder.finish("error")) + DONE)
+                channel.close()
+                return
+            chunks = encoder.encode(event)
+            if chunks:
+                channel.put(b"".join(sse(c) for c in chunks))
+
+        await asyncio.to_thread(hub.start_turn, session_id, prompt, sink)
+
+        async def stream() -> AsyncIterator[bytes]:
+            # When the client disconnects this generator is dropped; the turn goes on and is recorded.
+            while items := await channel.drain():
+                yield b"".join(items)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=STREAM_HEADERS)
+
+    @app.post("/api/sessions/{session_id}/cancel", tags=["turns"])
+    def cancel(session_id: SessionId) -> dict[str, bool]:
+        return {"cancelled": hub.cancel(session_id)}
+
+    # -- context ----------------------------------------------------------------------------------
+    @app.get("/api/sessions/{session_id}/context", tags=["context"])
+    def get_context(session_id: SessionId) -> ContextOut:
+        live = hub.live(session_id)
+        return ContextOut(**context_report(live.agent, compacting=live.compacting, running=live.running))
+
+    @app.post("/api/sessions/{session_id}/compact", tags=["context"])
+    def compact(session_id: SessionId, body: CompactRequest | None = None) -> CompactOut:
+        changed, _ = hub.compact(session_id, (body or CompactRequest()).focus)
+        live = hub.live(session_id)
+        report = context_report(live.agent, compacting=False, running=live.running)
+        return CompactOut(changed=changed, context=ContextOut(**report))
+
+    # -- memory -----------------------------------------------------------------------------------
+    def store() -> MemoryStore:
+        return MemoryStore.for_workspace(home=settings.home, cwd=options.cwd)
+
+    @app.get("/api/memory", tags=["memory"])
+    def list_memory(include_revoked: bool = False) -> list[MemoryOut]:
+        return [_memory_out(m, body=False) for m in store().memories(include_revoked=include_revoked)]
+
+    @app.get("/api/memory/{name}", tags=["memory"])
+    def get_memory(name: MemoryName) -> MemoryOut:
+        return _memory_out(store().get(name), body=True)
+
+    @app.delete("/api/memory/{name}", tags=["memory"])
+    def delete_memory(name: MemoryName, purge: Annotated[bool, Query()] = False) -> MemoryOut:
+        """Revoke (kept as a tombstone so it is not re-created, MEM-7); `purge=true` removes the file."""
+        memories = store()
+        gone = memories.delete(name) if purge else memories.set_status(name, "revoked")
+        return _memory_out(gone, body=False)

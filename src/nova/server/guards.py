@@ -1,0 +1,120 @@
+"""ASGI middleware in front of every route: the bearer token and the request size limit.
+
+Both are plain ASGI rather than FastAPI dependencies so they also cover 404s, the OpenAPI document and
+anything mounted later: nothing answers without the token except `/health`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["PAGE_PATHS", "PUBLIC_PATHS", "BearerAuth", "BodyLimit"]
+
+PUBLIC_PATHS = frozenset({"/health"})
+# The page is opened from a link (`/?token=…`): a browser cannot add a header to a typed URL. The token
+# in the query is accepted for the page alone; the page's script then sends it as a header.
+PAGE_PATHS = frozenset({"/"})
+
+
+async def _json_error(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    *(headers or [])],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+class BearerAuth:
+    def __init__(self, app: ASGIApp, *, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or scope["method"] == "OPTIONS":
+            # OPTIONS: CORS preflights never carry credentials; the CORS layer answers them.
+            await self.app(scope, receive, send)
+            return
+        if self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        await _json_error(send, 401, "missing or wrong bearer token (see `nova serve --print-token`)",
+                          [(b"www-authenticate", b'Bearer realm="nova"')])
+
+    def _authorized(self, scope: Scope) -> bool:
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                scheme, _, given = value.partition(b" ")
+                if scheme.lower() == b"bearer" and secrets.compare_digest(given.strip(), self._token):
+                    return True
+        if scope["path"] in PAGE_PATHS and scope["method"] in ("GET", "HEAD"):
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            for given in query.get("token", []):
+                if secrets.compare_digest(given.encode(), self._token):
+                    return True
+        return False
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """413 for a declared Content-Length over the limit, and for a chunked body that grows past it."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _json_error(send, 400, "invalid Content-Length")
+                    return
+                if declared > self.max_bytes:
+                    await _json_error(send, 413, f"request body over {self.max_bytes} bytes")
+                    return
+        seen = 0
+        exceeded = False
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen, exceeded
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    exceeded = True
+                    raise _TooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if exceeded:
+                # The app may have turned our exception into its own error (FastAPI answers 400 for
+                # a body it could not read): the answer is 413, whatever it says.
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await _json_error(send, 413, f"request body over {self.max_bytes} bytes")
+                return
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        except _TooLarge:
+            if not started:
+                await _json_error(send, 413, f"request body over {self.max_bytes} bytes")

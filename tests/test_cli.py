@@ -202,3 +202,28 @@ def test_compact_on_request_folds_history_and_emits_events(tmp_path: Path, nova_
     assert agent.context_tokens() < before
     assert any(isinstance(e, ev.CompactionStart) and e.reason == "manual" for e in seen)
     assert agent.history[0].has("summary") or agent.history[0].metadata.get("nova_kind")
+
+
+def test_session_start_consolidates_memory_when_the_gates_allow(tmp_path: Path, nova_home: Path) -> None:
+    from nova.app import AgentOptions, build_agent
+    from nova.sessions.session import Session
+    from nova.settings import load_settings
+    from nova.testing import ScriptedProvider
+
+    assert runner.invoke(app, ["memory", "add", "--type", "user", "--name", "editor", "I use vim"]).exit_code == 0
+    settings = load_settings(home=nova_home, overrides={"provider": "demo"})
+    state = nova_home / "memory" / ".consolidate.json"
+
+    def last_run() -> object:
+        return json.loads(state.read_text()).get("last_run") if state.exists() else None
+
+    def start_session() -> None:
+        Session.create(nova_home, title="s", cwd=tmp_path).close()
+        build_agent(settings, ScriptedProvider([]), AgentOptions(cwd=tmp_path)).close()  # joins the thread
+
+    for _ in range(4):
+        start_session()
+        assert last_run() is None, "fewer than 5 sessions: the gate holds"
+        state.unlink(missing_ok=True)  # forget the scan time, or the 10-minute throttle answers instead
+    start_session()
+    assert last_run() is not None, "the fifth session starts a consolidation in the background"

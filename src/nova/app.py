@@ -17,7 +17,7 @@ from nova.agent.summarize import summarizer_for
 from nova.agent.tools import default_registry
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import load_rules, parse_instructions_config
-from nova.memory.runtime import attach_memory
+from nova.memory.runtime import attach_memory, start_consolidation
 from nova.providers.base import CacheHints, Provider
 from nova.settings import Settings
 
@@ -93,7 +93,9 @@ def build_agent(
     runtime = attach_memory(agent, home=settings.home, provider=memory_model, model=settings.model,
                             config=memory_config)
     if runtime is not None:
+        consolidation = start_consolidation(runtime.store, home=settings.home, config=memory_config)
         agent.closers.append(lambda: runtime.wait_idle(EXTRACTION_GRACE_S))
+        agent.closers.append(lambda: consolidation.join(EXTRACTION_GRACE_S))
     return agent
 
 

@@ -9,12 +9,15 @@ scheduled (single-flight, one trailing run).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nova.memory.config import MemoryConfig
+from nova.memory.consolidate import Consolidator
 from nova.memory.extract import MemoryExtractor, TurnEnd
 from nova.memory.recall import ModelSelector, RecallPrefetch
 from nova.memory.store import MemoryStore
@@ -24,7 +27,9 @@ if TYPE_CHECKING:
     from nova.agent.loop import Agent, TurnResult
     from nova.providers.base import Provider
 
-__all__ = ["MemoryRuntime", "attach_memory"]
+__all__ = ["MemoryRuntime", "attach_memory", "start_consolidation"]
+
+log = logging.getLogger(__name__)
 
 FIRST_POLL_GRACE_S = 0.04
 
@@ -82,3 +87,19 @@ def attach_memory(agent: Agent, *, home: Path, provider: Provider | None, model:
     agent.on_turn_start = runtime.on_turn_start
     agent.on_turn_end = runtime.on_turn_end
     return runtime
+
+
+def start_consolidation(store: MemoryStore, *, home: Path, config: MemoryConfig) -> threading.Thread:
+    """MEM-6 in the background at session start: merges duplicates and drops expired memories when its
+    gates allow (24 h, 5 sessions, scans at most every 10 min, a lock). Failures are logged, never raised."""
+
+    def run() -> None:
+        try:
+            report = Consolidator.for_home(store=store, home=home, config=config).maybe_run()
+            log.debug("memory consolidation: %s", report)
+        except Exception:
+            log.debug("memory consolidation failed", exc_info=True)
+
+    thread = threading.Thread(target=run, name="nova-memory-consolidate", daemon=True)
+    thread.start()
+    return thread

@@ -15,6 +15,8 @@ from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest
 from nova.agent.summarize import summarizer_for
 from nova.agent.tools import default_registry
+from nova.context.cache_diagnosis import RULES_HEADING
+from nova.context.prompt_cache import PromptCache
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import load_rules, parse_instructions_config
 from nova.memory.runtime import attach_memory, start_consolidation
@@ -87,6 +89,8 @@ def build_agent(
         cache=CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=session_id or None),
     )
     attach_context_controller(agent, settings, provider, session=session)
+    # Breakpoint plan on every request and cache-break diagnosis after every call (CCH-1..2, SPEC 7).
+    PromptCache(model=settings.model, counter=agent.ledger.counter, session=session).attach_to(agent)
     memory_config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
     # The offline demo model cannot condense or select memories: recall falls back to keywords.
     memory_model = None if settings.provider == "demo" else provider
@@ -107,7 +111,8 @@ def load_project_rules(settings: Settings, cwd: Path) -> str:
     rules = load_rules(cwd=cwd, home=settings.home, config=config)
     if not rules.text.strip():
         return ""
-    return "# Instructions from the user and the project (follow them)\n\n" + rules.text
+    # The heading also tells the cache diagnosis where the rules start in the system text.
+    return f"{RULES_HEADING} (follow them)\n\n" + rules.text
 
 
 def attach_context_controller(

@@ -8,7 +8,9 @@ everything else ends the turn with an `ErrorEvent` and re-raises.
 Extension points are keyword-only hooks so the context layer can plug in without the loop knowing it:
 `prepare_view` rewrites history before each call (compaction), `process_result` rewrites a tool result
 as it enters history (spill), `on_overflow` gets one chance per user request to shrink history after a
-`ContextOverflow` (CMP-9).
+`ContextOverflow` (CMP-9). The prompt-cache layer uses `prepare_request` (breakpoint plan on the
+request about to be sent) and `on_call` (each successful call with its request, for cache-break
+diagnosis).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from nova.providers.base import (
 from nova.providers.pricing import context_window_for, cost_usd
 from nova.tokens import TokenLedger, context_percent, counter_for_model
 
-__all__ = ["Agent", "SessionSink", "TurnResult"]
+__all__ = ["Agent", "CallRecord", "SessionSink", "TurnResult"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,15 @@ class ViewRequest:
     history: Sequence[Message]
     system: str
     reason: str = "threshold"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallRecord:
+    """Input of the `on_call` hook: one successful model call, the request as sent and its price."""
+
+    request: ModelRequest
+    response: ModelResponse
+    cost_usd: float | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +127,8 @@ class Agent:
         on_usage: Callable[[Message, Usage], None] | None = None,
         on_turn_start: Callable[[Message], Callable[[], Message | None]] | None = None,
         on_turn_end: Callable[[TurnResult], None] | None = None,
+        prepare_request: Callable[[ModelRequest], ModelRequest] | None = None,
+        on_call: Callable[[CallRecord], None] | None = None,
         ledger: TokenLedger | None = None,
         window: int | None = None,
         threshold: int | None = None,
@@ -142,6 +155,8 @@ class Agent:
         self.on_usage = on_usage
         self.on_turn_start = on_turn_start
         self.on_turn_end = on_turn_end
+        self.prepare_request = prepare_request
+        self.on_call = on_call
         self.compactor: Callable[[Sequence[Message], str], list[Message]] | None = None
         """Set by the context layer: folds history on request (`/compact [focus]`)."""
         self.closers: list[Callable[[], None]] = []
@@ -277,7 +292,11 @@ class Agent:
         view = self._view()
         while True:
             try:
-                response = self._stream_once(self.build_request(view))
+                request = self.build_request(view)
+                # The cache layer places breakpoints on the request itself (nova.context.prompt_cache).
+                if self.prepare_request is not None:
+                    request = self.prepare_request(request)
+                response = self._stream_once(request)
             except ContextOverflow as exc:
                 # CMP-9: the provider's rejection is authoritative, once per user request.
                 if state.overflow_retried:
@@ -313,12 +332,15 @@ class Agent:
             state.usage = state.usage + response.usage
             # Price by the model that answered when the table knows it (aliases resolve to dated
             # ids), else by the configured one.
-            call_cost = cost_usd(response.usage, response.model, cache_ttl=self.cache.ttl)
+            # Writes are priced at the TTL the request was sent with (the cache layer may change it).
+            call_cost = cost_usd(response.usage, response.model, cache_ttl=request.cache.ttl)
             if call_cost is None:
-                call_cost = cost_usd(response.usage, self.model, cache_ttl=self.cache.ttl)
+                call_cost = cost_usd(response.usage, self.model, cache_ttl=request.cache.ttl)
             state.cost = None if call_cost is None or state.cost is None else state.cost + call_cost
             if self.session:
                 self.session.add_cost(response.usage, call_cost or 0.0)
+            if self.on_call is not None:
+                self.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
             return response
 
     def _stream_once(self, request: ModelRequest) -> ModelResponse:

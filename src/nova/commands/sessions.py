@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -136,6 +136,14 @@ def _show_message(console: Console, message: Message, full: bool) -> None:
     console.print()
 
 
+def _cache_break_line(data: Mapping[str, Any]) -> str:
+    """One line per recorded cache break: where, why, how much was not read and what that cost."""
+    cost = data.get("cost_usd")
+    cost_text = f"${cost:.4f}" if isinstance(cost, int | float) else "cost unknown"
+    return (f"cache break at {data.get('segment', '?')} ({data.get('cause', '?')}): "
+            f"{int(data.get('missed_tokens') or 0):,} tokens not read from the cache, {cost_text}")
+
+
 @app.command("show")
 def show_command(
     session_id: Annotated[str, typer.Argument(help="Session id (see `nova sessions list`).")],
@@ -164,6 +172,8 @@ def show_command(
                         )
                     )
                     console.print(escape(_clip(record.summary, full, 40)) + "\n")
+                elif isinstance(record, EventRecord) and record.name == "cache_break":
+                    console.print(f"[yellow]· {escape(_cache_break_line(record.data))}[/]")
                 elif isinstance(record, EventRecord):
                     console.print(f"[dim]· {escape(record.name)}[/]")
             if session.recovered is not None:

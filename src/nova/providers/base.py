@@ -43,13 +43,16 @@ class ToolSpec:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CacheHints:
     """Where the context layer wants prompt-cache breakpoints (CCH-1). Adapters that cannot place
-    breakpoints ignore them; `cache_key` becomes OpenAI's `prompt_cache_key`."""
+    breakpoints ignore them; `cache_key` becomes OpenAI's `prompt_cache_key`. `ttl` is the lifetime of
+    every breakpoint unless `head_ttl` is set: then the tool and system breakpoints (the stable head) use
+    `head_ttl` and the message breakpoint `ttl` (`nova.context.cache` never puts 1 h after 5 min)."""
 
     system: bool = False
     last_tool: bool = False
     last_user_message: bool = False
     ttl: Literal["5m", "1h"] = "5m"
     cache_key: str | None = None
+    head_ttl: Literal["5m", "1h"] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

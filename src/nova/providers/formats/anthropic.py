@@ -38,6 +38,7 @@ __all__ = [
     "messages_to_anthropic",
     "part_to_anthropic",
     "request_to_anthropic",
+    "sorted_keys",
     "stop_reason_from_anthropic",
     "system_to_anthropic",
     "tools_to_anthropic",
@@ -58,21 +59,34 @@ def stop_reason_from_anthropic(reason: str | None) -> StopReason:
     return _STOP_REASONS.get(reason or "end_turn", "other")
 
 
-def cache_control(hints: CacheHints) -> dict[str, str]:
-    """The `cache_control` marker; the 5-minute TTL is the API default and is left implicit."""
+def cache_control(hints: CacheHints, *, head: bool = False) -> dict[str, str]:
+    """The `cache_control` marker; the 5-minute TTL is the API default and is left implicit. `head` marks
+    the system and tool breakpoints, which take `hints.head_ttl` when it is set."""
     marker = {"type": "ephemeral"}
-    if hints.ttl == "1h":
+    ttl = (hints.head_ttl or hints.ttl) if head else hints.ttl
+    if ttl == "1h":
         marker["ttl"] = "1h"
     return marker
 
 
 # -- nova -> Anthropic -------------------------------------------------------------------------------
+def sorted_keys(value: Any) -> Any:
+    """A copy with every mapping's keys sorted: the SDK serializes dicts in insertion order, and a schema
+    or tool input rebuilt in another order (resume, an MCP server) would otherwise change the cached
+    prefix's bytes."""
+    if isinstance(value, Mapping):
+        return {str(k): sorted_keys(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [sorted_keys(v) for v in value]
+    return value
+
+
 def part_to_anthropic(part: Part) -> dict[str, Any] | None:
     """One content block, or None for a part Anthropic would reject (an empty text block)."""
     if isinstance(part, TextPart | SummaryPart):
         return {"type": "text", "text": part.text} if part.text else None
     if isinstance(part, ToolUsePart):
-        return {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.input)}
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": sorted_keys(part.input)}
     if isinstance(part, ToolResultPart):
         block: dict[str, Any] = {
             "type": "tool_result",
@@ -121,7 +135,7 @@ def system_to_anthropic(system: str, *, cache: CacheHints | None = None) -> list
         return []
     block: dict[str, Any] = {"type": "text", "text": system}
     if cache is not None and cache.system:
-        block["cache_control"] = cache_control(cache)
+        block["cache_control"] = cache_control(cache, head=True)
     return [block]
 
 
@@ -129,10 +143,10 @@ def tools_to_anthropic(tools: Sequence[ToolSpec], *, cache: CacheHints | None = 
     """Tool definitions in the order given (the registry already sorts them, CCH-3). The breakpoint goes
     on a new dict for the last tool: the ToolSpec and its schema are shared singletons (CCH-2)."""
     out: list[dict[str, Any]] = [
-        {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)} for t in tools
+        {"name": t.name, "description": t.description, "input_schema": sorted_keys(t.input_schema)} for t in tools
     ]
     if out and cache is not None and cache.last_tool:
-        out[-1] = {**out[-1], "cache_control": cache_control(cache)}
+        out[-1] = {**out[-1], "cache_control": cache_control(cache, head=True)}
     return out
 
 

@@ -1,0 +1,170 @@
+"""Prompt-cache breakpoints (CCH-1, CCH-2) and the deterministic prefix they cover.
+
+A provider caches a request's prefix: Anthropic in the order tools → system → messages, up to each
+`cache_control` breakpoint; OpenAI automatically, keyed by `prompt_cache_key`. The caller states which
+breakpoints it wants in `ModelRequest.cache` (the app asks for all three of CCH-1); `plan_cache` turns that
+wish into hints the Anthropic converter can send as they are:
+
+- at most `MAX_BREAKPOINTS` (4) markers, the API's limit;
+- a 1 h breakpoint never after a 5 min one (the API rejects that order), so a 1 h message breakpoint
+  behind a 5 min head is lowered to 5 min — lowering is the cheap direction (a 1 h write costs 2x);
+- no marker on a prefix shorter than the model's minimum cacheable length (`ModelInfo.
+  min_cacheable_tokens`): the provider would not cache it, and the marker would use up one of the four.
+
+The markers themselves are rendered by `nova.providers.formats.anthropic` (on a shallow copy of the last
+tool, never on the registry's `ToolSpec`, CCH-2); nothing here builds a second request body.
+
+`prefix_bytes` is the canonical serialization of everything before the last breakpoint, with the
+markers taken out: two requests that should share a cached prefix give the same bytes, which is what
+the prefix-stability tests compare.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from nova.messages import Message
+from nova.providers.base import CacheHints, ModelRequest
+from nova.providers.formats.anthropic import request_to_anthropic
+from nova.providers.pricing import model_info
+from nova.tokens import TokenCounter, count_message, count_system, count_tools
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+__all__ = [
+    "DEFAULT_MIN_CACHEABLE_TOKENS",
+    "MAX_BREAKPOINTS",
+    "TTL_SECONDS",
+    "Breakpoint",
+    "CachePlan",
+    "apply_cache_plan",
+    "check_breakpoints",
+    "plan_cache",
+    "prefix_bytes",
+    "system_text",
+]
+
+Ttl = Literal["5m", "1h"]
+MAX_BREAKPOINTS = 4
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
+# Anthropic's smallest minimum; used for models the table does not know.
+DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Breakpoint:
+    """One cache marker: which segment it closes, the size of the prefix up to it, and its lifetime."""
+
+    segment: Literal["tools", "system", "messages"]
+    prefix_tokens: int
+    ttl: Ttl
+
+
+@dataclass(frozen=True, slots=True)
+class CachePlan:
+    hints: CacheHints
+    breakpoints: tuple[Breakpoint, ...]
+    dropped: tuple[str, ...] = ()
+    """Why a wanted breakpoint was not placed (one line each), for logs and tests."""
+
+
+def check_breakpoints(breakpoints: Sequence[Breakpoint]) -> list[str]:
+    """The Anthropic rules a set of breakpoints (in prefix order) must satisfy; empty when valid."""
+    problems: list[str] = []
+    if len(breakpoints) > MAX_BREAKPOINTS:
+        problems.append(f"{len(breakpoints)} breakpoints; the API allows at most {MAX_BREAKPOINTS}")
+    seen_short = False
+    for bp in breakpoints:
+        if bp.ttl == "5m":
+            seen_short = True
+        elif seen_short:
+            problems.append(f"a 1h breakpoint on {bp.segment} follows a 5m one")
+    return problems
+
+
+def system_text(request: ModelRequest) -> str:
+    """The system text as the Anthropic converter sends it (system-role messages hoisted after it)."""
+    hoisted = [m.text for m in request.messages if m.role == "system" and m.text]
+    return "\n\n".join(s for s in (request.system, *hoisted) if s)
+
+
+def _last_user_index(messages: Sequence[Message]) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user" and messages[index].parts:
+            return index
+    return -1
+
+
+def plan_cache(
+    request: ModelRequest, *, counter: TokenCounter | None = None, min_tokens: int | None = None
+) -> CachePlan:
+    """Hints for `request` from the breakpoints its `cache` field asks for, under the rules above."""
+    wanted = request.cache
+    counter = counter or HeuristicCounter(CL100K_PROFILE)
+    if min_tokens is None:
+        info = model_info(request.model)
+        min_tokens = info.min_cacheable_tokens if info else DEFAULT_MIN_CACHEABLE_TOKENS
+    head_ttl: Ttl = wanted.head_ttl or wanted.ttl
+    message_ttl: Ttl = wanted.ttl
+    if head_ttl == "5m" and message_ttl == "1h":
+        message_ttl = "5m"
+    tools_tokens = count_tools(request.tools, counter)
+    system_tokens = tools_tokens + count_system(system_text(request), counter)
+    candidates: list[tuple[Breakpoint, bool]] = []
+    if wanted.last_tool and request.tools:
+        candidates.append((Breakpoint("tools", tools_tokens, head_ttl), True))
+    if wanted.system and system_text(request):
+        candidates.append((Breakpoint("system", system_tokens, head_ttl), True))
+    last_user = _last_user_index(request.messages)
+    if wanted.last_user_message and last_user >= 0:
+        upto = [m for m in request.messages[: last_user + 1] if m.role != "system"]
+        tokens = system_tokens + sum(count_message(m, counter) for m in upto)
+        candidates.append((Breakpoint("messages", tokens, message_ttl), True))
+    placed: list[Breakpoint] = []
+    dropped: list[str] = []
+    for bp, _ in candidates:
+        if bp.prefix_tokens < min_tokens:
+            dropped.append(f"{bp.segment}: prefix of ~{bp.prefix_tokens} tokens is under the model's minimum "
+                           f"of {min_tokens}")
+        else:
+            placed.append(bp)
+    # Keep the longest prefixes when over the limit (they save the most); never the case with three.
+    while len(placed) > MAX_BREAKPOINTS:
+        dropped.append(f"{placed[0].segment}: over the limit of {MAX_BREAKPOINTS} breakpoints")
+        placed.pop(0)
+    segments = {bp.segment for bp in placed}
+    hints = dataclasses.replace(
+        wanted,
+        last_tool="tools" in segments,
+        system="system" in segments,
+        last_user_message="messages" in segments,
+        ttl=message_ttl,
+        head_ttl=head_ttl if head_ttl != message_ttl else None,
+    )
+    return CachePlan(hints=hints, breakpoints=tuple(placed), dropped=tuple(dropped))
+
+
+def apply_cache_plan(request: ModelRequest, *, counter: TokenCounter | None = None) -> ModelRequest:
+    """`request` with planned hints (a new request; the caller's is not changed)."""
+    return dataclasses.replace(request, cache=plan_cache(request, counter=counter).hints)
+
+
+def _without_markers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_markers(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_markers(v) for v in value]
+    return value
+
+
+def prefix_bytes(request: ModelRequest) -> bytes:
+    """Canonical bytes of the cacheable prefix (tools, system, messages through the last user message) as
+    the Anthropic converter renders it, without the markers: equal bytes mean a warm cache can be read."""
+    body = _without_markers(request_to_anthropic(request))
+    messages = body.get("messages", [])
+    last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+    prefix = {"tools": body.get("tools", []), "system": body.get("system", []), "messages": messages[: last_user + 1]}
+    return json.dumps(prefix, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -1,0 +1,211 @@
+"""Which segment broke the prompt cache, why, and what it cost (SPEC 7, "beyond the seeds").
+
+Every request is cut into segments in the provider's prefix order — each tool, the system contract,
+the project rules, then each history message (memory and summary inserts named as such) — and each
+segment gets a digest of exactly what the provider sees of it (no ids, timestamps or metadata).
+`CacheMonitor.observe` compares a call with the previous one: when the call reads less from the cache
+than the previous call left in it (read + written, normalized usage), the first segment whose digest
+changed names the break, and its kind says why:
+
+    tool catalog changed   a tool was added, removed or its schema/description changed
+    rules changed          the project instruction files were edited (the rules part of the system)
+    system changed         the system contract itself changed
+    memory changed         an injected memory block changed
+    compaction             history was folded into a summary (layer 2) or shortened
+    snip                   an old tool output was cut (layer 1)
+    history rewritten      any other change to an earlier message
+    ttl expired            nothing changed, but the gap since the last call outlived the cache
+    evicted                nothing changed and the gap was short: the provider dropped the entry
+
+The cost of a break is what the missed tokens cost over reading them: (price paid − cache read price)
+× missed tokens, priced from the model table. The segmentation is self-contained and small so it can
+later read the context compiler's manifest instead of re-deriving segments from the request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from nova.context.cache import TTL_SECONDS, system_text
+from nova.messages import Message, to_dict
+from nova.providers.base import ModelRequest, Usage
+from nova.providers.pricing import model_info
+
+__all__ = [
+    "CAUSES",
+    "RULES_HEADING",
+    "CacheBreakReport",
+    "CacheMonitor",
+    "Segment",
+    "break_cost_usd",
+    "first_changed",
+    "request_segments",
+]
+
+# The heading `nova.app.load_project_rules` puts before the instruction files: the system text after it
+# is the rules segment, so an edited rule file is told apart from a changed contract.
+RULES_HEADING = "# Instructions from the user and the project"
+SegmentKind = Literal["tool", "system", "rules", "memory", "summary", "message"]
+CAUSES = ("tool catalog changed", "rules changed", "system changed", "memory changed", "compaction", "snip",
+          "history rewritten", "ttl expired", "evicted")
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    name: str
+    kind: SegmentKind
+    digest: str
+
+
+def _digest(value: Any) -> str:
+    data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.blake2b(data.encode("utf-8"), digest_size=12).hexdigest()
+
+
+def _message_kind(message: Message) -> SegmentKind:
+    kind = message.metadata.get("nova_kind")
+    if kind == "memory":
+        return "memory"
+    if kind == "summary" or message.has("summary"):
+        return "summary"
+    return "message"
+
+
+def _sent_form(message: Message) -> dict[str, Any]:
+    """What a provider sees of a message: role and parts (id, timestamps and metadata stay local)."""
+    data = to_dict(message)
+    return {"role": data["role"], "parts": data["parts"]}
+
+
+def request_segments(request: ModelRequest) -> list[Segment]:
+    """The request's segments in prefix order (tools, system, rules, messages)."""
+    segments = [Segment(f"tool {t.name}", "tool", _digest([t.name, t.description, t.input_schema]))
+                for t in request.tools]
+    system = system_text(request)
+    contract, sep, rules = system.partition(RULES_HEADING)
+    if contract or not sep:
+        segments.append(Segment("system", "system", _digest(contract)))
+    if sep:
+        segments.append(Segment("rules", "rules", _digest(sep + rules)))
+    for index, message in enumerate(m for m in request.messages if m.role != "system"):
+        kind = _message_kind(message)
+        label = {"memory": "memory", "summary": "summary"}.get(kind, message.role)
+        segments.append(Segment(f"message {index} ({label} {message.id})", kind, _digest(_sent_form(message))))
+    return segments
+
+
+def first_changed(before: Sequence[Segment], after: Sequence[Segment]) -> int | None:
+    """Index of the first segment of `before` that `after` does not repeat at the same place, or None
+    when `after` starts with all of `before` (the prefix was kept)."""
+    for index, old in enumerate(before):
+        if index >= len(after) or after[index].digest != old.digest:
+            return index
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheBreakReport:
+    call: int
+    segment: str
+    cause: str
+    expected_read_tokens: int
+    read_tokens: int
+    missed_tokens: int
+    cost_usd: float | None
+    gap_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call": self.call,
+            "segment": self.segment,
+            "cause": self.cause,
+            "expected_read_tokens": self.expected_read_tokens,
+            "read_tokens": self.read_tokens,
+            "missed_tokens": self.missed_tokens,
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "gap_s": round(self.gap_s, 3),
+        }
+
+
+def break_cost_usd(missed_tokens: int, usage: Usage, model: str, *, ttl: str = "5m") -> float | None:
+    """What `missed_tokens` cost on this call over reading them from the cache: they were written again
+    (a provider that writes, like Anthropic) or paid as plain input (OpenAI). None for unknown prices."""
+    info = model_info(model)
+    if info is None:
+        return None
+    paid = (info.cache_write_1h if ttl == "1h" else info.cache_write_5m) if usage.cache_write_tokens else info.input
+    return missed_tokens * (paid - info.cache_read) / 1_000_000
+
+
+def _cause(before: Sequence[Segment], after: Sequence[Segment], index: int, request: ModelRequest) -> str:
+    old = before[index]
+    new = after[index] if index < len(after) else None
+    tool_names = [s.name for s in before if s.kind == "tool"], [s.name for s in after if s.kind == "tool"]
+    if old.kind == "tool" or (new is not None and new.kind == "tool") or tool_names[0] != tool_names[1]:
+        return "tool catalog changed"
+    if old.kind in ("rules", "system") and new is not None and new.kind == old.kind:
+        return f"{old.kind} changed"
+    if old.kind in ("rules", "system") or (new is not None and new.kind in ("rules", "system")):
+        return "rules changed"
+    if new is None or new.kind == "summary" or old.kind == "summary" or len(after) < len(before):
+        return "compaction"
+    if old.kind == "memory" or new.kind == "memory":
+        return "memory changed"
+    messages = [m for m in request.messages if m.role != "system"]
+    position = index - (len(after) - len(messages))
+    if 0 <= position < len(messages) and messages[position].metadata.get("snipped"):
+        return "snip"
+    return "history rewritten"
+
+
+@dataclass(slots=True)
+class _Previous:
+    segments: list[Segment]
+    cached_tokens: int
+    at: float
+    ttl: str
+
+
+class CacheMonitor:
+    """Compares each call with the one before it and reports cache breaks (see the module docstring).
+
+    `observe` is fed every successful call in order; it keeps only the previous call's segments."""
+
+    def __init__(self, *, model: str, clock: Callable[[], float] = time.time) -> None:
+        self.model = model
+        self.clock = clock
+        self.calls = 0
+        self.breaks: list[CacheBreakReport] = []
+        self._previous: _Previous | None = None
+
+    def observe(self, request: ModelRequest, usage: Usage, *, at: float | None = None,
+                model: str | None = None) -> CacheBreakReport | None:
+        now = self.clock() if at is None else at
+        segments = request_segments(request)
+        self.calls += 1
+        previous, self._previous = self._previous, _Previous(
+            segments, usage.cache_read_tokens + usage.cache_write_tokens, now, request.cache.ttl)
+        if previous is None or previous.cached_tokens <= 0 or usage.cache_read_tokens >= previous.cached_tokens:
+            return None
+        gap = now - previous.at
+        index = first_changed(previous.segments, segments)
+        expired = gap > TTL_SECONDS.get(previous.ttl, 300.0)
+        if index is None or (expired and usage.cache_read_tokens == 0):
+            cause = "ttl expired" if expired else "evicted"
+            segment = "(whole prefix)" if index is None else previous.segments[index].name
+        else:
+            cause = _cause(previous.segments, segments, index, request)
+            segment = segments[index].name if index < len(segments) else previous.segments[index].name
+        missed = previous.cached_tokens - usage.cache_read_tokens
+        report = CacheBreakReport(
+            call=self.calls, segment=segment, cause=cause, expected_read_tokens=previous.cached_tokens,
+            read_tokens=usage.cache_read_tokens, missed_tokens=missed,
+            cost_usd=break_cost_usd(missed, usage, model or self.model, ttl=request.cache.ttl), gap_s=gap,
+        )
+        self.breaks.append(report)
+        return report

@@ -1,0 +1,79 @@
+"""`PromptCache`: the prompt-cache layer of a live agent, plugged into the loop's two request hooks.
+
+- `prepare_request` (before each call): the breakpoint plan of `nova.context.cache` on the request.
+- `on_call` (after each successful call): `CacheMonitor` compares it with the previous call; a break is
+  emitted as a `CacheBreak` event and recorded in the session as a `cache_break` event (which
+  `nova sessions show` lists).
+
+Wiring (the app does this): `PromptCache(...).attach_to(agent)`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from nova import events as ev
+from nova.context.cache import apply_cache_plan
+from nova.context.cache_diagnosis import CacheBreakReport, CacheMonitor
+from nova.providers.base import ModelRequest
+from nova.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from nova.agent.loop import Agent, CallRecord
+
+__all__ = ["PromptCache"]
+
+log = logging.getLogger(__name__)
+
+
+class _EventSink(Protocol):
+    def record_event(self, name: str, data: Mapping[str, Any]) -> None: ...
+
+
+class PromptCache:
+    def __init__(
+        self,
+        *,
+        model: str,
+        counter: TokenCounter | None = None,
+        bus: ev.EventBus | None = None,
+        session: _EventSink | None = None,
+        session_id: str = "",
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.counter = counter
+        self.bus = bus or ev.EventBus()
+        self.session = session
+        self.session_id = session_id
+        self.monitor = CacheMonitor(model=model, **({"clock": clock} if clock else {}))
+
+    def attach_to(self, agent: Agent) -> PromptCache:
+        agent.prepare_request = self.prepare_request
+        agent.on_call = self.on_call
+        self.bus = agent.bus
+        self.session_id = agent.session_id
+        if self.session is None and agent.session is not None:
+            self.session = agent.session
+        return self
+
+    def prepare_request(self, request: ModelRequest) -> ModelRequest:
+        return apply_cache_plan(request, counter=self.counter)
+
+    def on_call(self, record: CallRecord) -> None:
+        report = self.monitor.observe(record.request, record.response.usage,
+                                      model=record.response.model or record.request.model)
+        if report is not None:
+            self._report(report)
+
+    def _report(self, report: CacheBreakReport) -> None:
+        log.info("prompt cache broke at %s (%s): %d tokens not read", report.segment, report.cause,
+                 report.missed_tokens)
+        self.bus.emit(ev.CacheBreak(session_id=self.session_id, segment=report.segment, cause=report.cause,
+                                    cost_usd=report.cost_usd or 0.0))
+        if self.session is not None:
+            try:
+                self.session.record_event("cache_break", report.to_dict())
+            except Exception:  # the record must not break the turn; the event was still emitted
+                log.exception("session record: cache_break failed")

@@ -1,1 +1,262 @@
-// todo
+// Nova's web page: sessions, a streaming chat over the AI SDK UI message stream, and the context bar.
+// Plain browser JavaScript with no dependencies, so the page works offline from the installed package.
+'use strict';
+
+const WARN_PERCENT = 80;      // the same levels as the terminal UI (nova/tui/gauge.py)
+const CRITICAL_PERCENT = 95;
+const MIN_COMPACTING_MS = 1500; // a fast compaction still shows long enough to be seen
+
+const $ = (id) => document.getElementById(id);
+const state = { sessionId: null, controller: null, compactingSince: 0, compactingTimer: null };
+
+// The token comes once in the link (`/?token=…`); keep it for this tab and take it out of the address bar.
+const token = (() => {
+  const url = new URL(window.location.href);
+  const given = url.searchParams.get('token');
+  if (given) {
+    sessionStorage.setItem('nova-token', given);
+    url.searchParams.delete('token');
+    history.replaceState(null, '', url.pathname + url.search + url.hash);
+  }
+  return sessionStorage.getItem('nova-token') || '';
+})();
+
+async function api(path, options = {}) {
+  const response = await fetch(path, {
+    ...options,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(options.headers || {}) },
+  });
+  if (!response.ok) {
+    let detail = response.statusText;
+    try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
+    throw new Error(`${response.status}: ${typeof detail === 'string' ? detail : JSON.stringify(detail)}`);
+  }
+  return response;
+}
+
+function showError(error) {
+  $('error').textContent = error ? String(error.message || error) : '';
+  $('error').hidden = !error;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === 'class') node.className = value; else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+// -- the context bar --------------------------------------------------------------------------------
+function setContext(figure) {
+  const percent = Number(figure.percent) || 0;
+  $('ctx-percent').textContent = `${percent.toFixed(1)}%`;
+  $('ctx-tokens').textContent = `${Number(figure.used).toLocaleString('en-US')} / ` +
+    `${Number(figure.limit).toLocaleString('en-US')} tokens`;
+  $('bar-fill').style.width = `${Math.min(100, percent)}%`;
+  $('context-bar').className = percent >= CRITICAL_PERCENT ? 'critical' : percent >= WARN_PERCENT ? 'warn' : 'ok';
+  $('context-bar').dataset.percent = percent.toFixed(1);
+}
+
+function setCompacting(on) {
+  clearTimeout(state.compactingTimer);
+  if (on) {
+    state.compactingSince = Date.now();
+    $('compacting').hidden = false;
+    document.body.dataset.compactionsSeen = String(Number(document.body.dataset.compactionsSeen || 0) + 1);
+    return;
+  }
+  const left = MIN_COMPACTING_MS - (Date.now() - state.compactingSince);
+  state.compactingTimer = setTimeout(() => { $('compacting').hidden = true; }, Math.max(0, left));
+}
+
+async function refreshContext() {
+  if (!state.sessionId) return;
+  const report = await (await api(`/api/sessions/${encodeURIComponent(state.sessionId)}/context`)).json();
+  setContext(report);
+  if (report.compacting) setCompacting(true);
+  $('manifest-status').textContent = report.manifest ? '' : `Manifest ${report.manifest_status}. ` +
+    'The breakdown below is an estimate per segment; the bar shows the one context figure.';
+  const rows = report.segments.map((s) => el('tr', {},
+    el('td', {}, s.source), el('td', {}, s.kind), el('td', {}, String(s.tokens)), el('td', {}, s.preview || '')));
+  $('segments').replaceChildren(...rows);
+}
+
+// -- the conversation -------------------------------------------------------------------------------
+function messageNode(role) {
+  const node = el('div', { class: `msg ${role}` }, el('div', { class: 'role' }, role));
+  $('conversation').append(node);
+  return node;
+}
+
+function addText(node, text) {
+  const block = el('div', { class: 'text' }, text);
+  node.append(block);
+  return block;
+}
+
+function toolNode(node, name, input) {
+  const details = el('details', { class: 'tool' },
+    el('summary', {}, `${name}(${summarize(input)})`), el('pre', { class: 'input' }, JSON.stringify(input, null, 2)));
+  node.append(details);
+  return details;
+}
+
+function setToolOutput(details, output, isError) {
+  if (isError) details.classList.add('error');
+  details.append(el('pre', { class: 'output' }, typeof output === 'string' ? output : JSON.stringify(output, null, 2)));
+}
+
+function summarize(input) {
+  const text = Object.entries(input || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ');
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+}
+
+function scrollDown() { $('conversation').scrollTop = $('conversation').scrollHeight; }
+
+function renderRecorded(messages) {
+  $('conversation').replaceChildren();
+  const tools = new Map();
+  for (const message of messages) {
+    const results = message.parts.filter((p) => p.kind === 'tool_result');
+    if (message.role === 'user' && results.length) {
+      for (const r of results) {
+        const details = tools.get(r.tool_use_id);
+        if (details) setToolOutput(details, r.content, r.is_error);
+      }
+      continue;
+    }
+    const node = messageNode(message.role);
+    for (const part of message.parts) {
+      if (part.kind === 'text' && part.text) addText(node, part.text);
+      else if (part.kind === 'summary') node.append(el('div', { class: 'notice' }, 'Earlier conversation summarized.'));
+      else if (part.kind === 'tool_use') tools.set(part.id, toolNode(node, part.name, part.input));
+    }
+  }
+  scrollDown();
+}
+
+// -- the stream: Vercel AI SDK UI message stream, protocol v1 ------------------------------------
+async function* readEvents(body) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      if (data === '[DONE]') return;
+      if (data) yield JSON.parse(data);
+    }
+  }
+}
+
+async function send(text) {
+  showError(null);
+  messageNode('user').append(el('div', { class: 'text' }, text));
+  const node = messageNode('assistant');
+  const texts = new Map();
+  const tools = new Map();
+  setBusy(true);
+  state.controller = new AbortController();
+  try {
+    const response = await api(`/api/sessions/${encodeURIComponent(state.sessionId)}/messages`, {
+      method: 'POST', body: JSON.stringify({ text }), signal: state.controller.signal,
+    });
+    for await (const chunk of readEvents(response.body)) {
+      switch (chunk.type) {
+        case 'text-start': texts.set(chunk.id, addText(node, '')); break;
+        case 'text-delta': texts.get(chunk.id).textContent += chunk.delta; break;
+        case 'tool-input-available': tools.set(chunk.toolCallId, toolNode(node, chunk.toolName, chunk.input)); break;
+        case 'tool-output-available': setToolOutput(tools.get(chunk.toolCallId), chunk.output, false); break;
+        case 'tool-output-error': setToolOutput(tools.get(chunk.toolCallId), chunk.errorText, true); break;
+        case 'data-nova-context': setContext(chunk.data); break;
+        case 'data-nova-compaction-start':
+          setCompacting(true);
+          node.append(el('div', { class: 'notice' }, `Compacting ${chunk.data.messageCount} messages…`));
+          break;
+        case 'data-nova-compaction-end':
+          setCompacting(false);
+          node.append(el('div', { class: 'notice' }, chunk.data.ok
+            ? `Compacted: ${chunk.data.tokensBefore.toLocaleString('en-US')} → ${chunk.data.tokensAfter.toLocaleString('en-US')} tokens.`
+            : `Compaction failed: ${chunk.data.error}`));
+          break;
+        case 'error': showError(chunk.errorText); break;
+        default: break; // start, start-step, finish-step, text-end, finish
+      }
+      scrollDown();
+    }
+  } catch (error) {
+    if (error.name !== 'AbortError') showError(error);
+  } finally {
+    state.controller = null;
+    setBusy(false);
+    await Promise.all([refreshContext(), loadSessions()]).catch(showError);
+  }
+}
+
+function setBusy(busy) {
+  document.body.dataset.busy = String(busy);
+  $('send').disabled = busy;
+  $('stop').hidden = !busy;
+}
+
+// -- sessions ---------------------------------------------------------------------------------------
+async function loadSessions() {
+  const sessions = await (await api('/api/sessions')).json();
+  const items = sessions.map((s) => {
+    const item = el('li', { 'data-id': s.id }, s.title || s.id,
+      el('small', {}, `${new Date(s.updated_at * 1000).toLocaleString()} · ${s.message_count} messages`));
+    if (s.id === state.sessionId) item.classList.add('active');
+    item.addEventListener('click', () => openSession(s.id).catch(showError));
+    return item;
+  });
+  $('sessions').replaceChildren(...items);
+}
+
+async function openSession(id) {
+  state.sessionId = id;
+  const detail = await (await api(`/api/sessions/${encodeURIComponent(id)}`)).json();
+  $('session-title').textContent = detail.session.title || id;
+  renderRecorded(detail.messages);
+  await Promise.all([refreshContext(), loadSessions()]);
+}
+
+async function newSession(title) {
+  const created = await (await api('/api/sessions', { method: 'POST', body: JSON.stringify({ title }) })).json();
+  await openSession(created.id);
+  return created.id;
+}
+
+// -- wiring -----------------------------------------------------------------------------------------
+$('new-session').addEventListener('click', () => newSession('').catch(showError));
+$('composer').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const text = $('prompt').value.trim();
+  if (!text || document.body.dataset.busy === 'true') return;
+  $('prompt').value = '';
+  try {
+    if (!state.sessionId) await newSession(text.slice(0, 80));
+    await send(text);
+  } catch (error) { showError(error); }
+});
+$('prompt').addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && !event.shiftKey) { event.preventDefault(); $('composer').requestSubmit(); }
+});
+$('stop').addEventListener('click', () => {
+  if (state.sessionId) api(`/api/sessions/${encodeURIComponent(state.sessionId)}/cancel`, { method: 'POST' }).catch(showError);
+});
+$('toggle-context').addEventListener('click', () => {
+  const view = $('context-view');
+  view.hidden = !view.hidden;
+  $('toggle-context').setAttribute('aria-expanded', String(!view.hidden));
+  if (!view.hidden) refreshContext().catch(showError);
+});
+
+loadSessions().then(() => { document.body.dataset.ready = 'true'; }).catch(showError);

@@ -1,0 +1,541 @@
+"""The context compiler (CTX-1, CTX-2, CTX-4): every model call's input, compiled from its sources under a
+token budget, with a manifest that says where each token came from.
+
+Layout (CCH-3), in the order the provider reads it:
+
+    system   [stable head: system contract, org policy, project rules]          always-on
+    tools    [tool catalog, sorted by name]                                       index
+    messages [append-only history up to the current request]                      on-demand
+             [latest observations: pinned task state, policy resolutions,        pinned / always-on
+              environment snapshot — one message, re-rendered every call]
+             [current request and the tool loop that follows it]                  always-on
+
+Only the observations block moves from turn to turn, and it sits right before the current request: the
+head and the history before it stay byte-stable between compactions, so the cached prefix survives.
+Recalled memories are already messages in history (the memory runtime inserts them); the compiler checks
+them against higher-ranked rules (CTX-3) and leaves out any memory that conflicts, saying so.
+
+Determinism: the output depends only on the inputs. Synthetic messages get ids derived from their text
+and no timestamps, so the same inputs give byte-identical views (`ContextView.to_bytes`).
+
+Cost: `ContextCompiler` keeps, per message id, the message's token estimate and digest (validated by
+the message object itself: a rewritten message with the same id is counted again), and the segments of
+the stable history, extended as history grows. One call then costs a C-speed identity check of the
+history prefix plus work proportional to the current turn (benchmarks/compile.py measures it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, apportion
+from nova.context.policy import PolicyResolution, PolicySource, resolve
+from nova.messages import Message, TextPart, to_dict
+from nova.providers.base import ToolSpec
+from nova.tokens import TokenCounter, TokenLedger, count_message, count_system, count_tools
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+__all__ = [
+    "CHUNK_MESSAGES",
+    "CompileInput",
+    "Compiled",
+    "ContextCompiler",
+    "ContextView",
+    "SourceText",
+    "compile",
+    "current_request_index",
+    "message_text",
+]
+
+# A history segment closes at the next user request once it holds this many messages: few enough
+# segments to read in a table, fine enough to say which part of history holds a text.
+CHUNK_MESSAGES = 32
+OBSERVATION_KIND = "context"
+_MEMORY_ENTRY = re.compile(r'<memory name="(?P<name>[^"]*)"[^>]*>.*?</memory>\n?', re.DOTALL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceText:
+    """One piece of text from a known source: a head piece or a latest observation."""
+
+    id: str
+    cls: SegmentClass
+    source: str
+    text: str
+    reason: str
+    version: str = ""
+    priority: int = 0
+    """Observations only: under budget pressure the lowest priority is left out first; pinned never."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileInput:
+    head: Sequence[SourceText]
+    """The stable system part, in order (joined with blank lines)."""
+    tools: Sequence[ToolSpec]
+    history: Sequence[Message]
+    pinned: SourceText | None = None
+    """The task-state segment (class pinned), re-rendered every call, so it survives every compaction."""
+    observations: Sequence[SourceText] = ()
+    """Latest dynamic observations: environment snapshot and the like."""
+    policy: Sequence[PolicySource] = ()
+    """Org policy and project rules, for the conflict check of memories and the request (CTX-3)."""
+    limit: int
+    """The token budget of the view: the compaction threshold."""
+    window: int = 0
+    pinned_budget: int = 2000
+    ledger: TokenLedger | None = None
+    """The one context figure (TOK-3): `used` is `ledger.estimate(view)`."""
+    counter: TokenCounter | None = None
+    """Used when no ledger is given."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextView:
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "tools": [{"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
+                      for t in self.tools],
+            "messages": [to_dict(m) for m in self.messages],
+        }
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compiled:
+    view: ContextView
+    manifest: Manifest
+
+    def segment_text(self, segment: Segment) -> str:
+        """The text a segment puts in front of the model (for `--why` and coverage checks)."""
+        if segment.text or not segment.message_ids:
+            return segment.text
+        by_id = {m.id: m for m in self.view.messages}
+        return "\n".join(message_text(by_id[i]) for i in segment.message_ids if i in by_id)
+
+    def why(self, text: str) -> list[Segment]:
+        """Segments holding `text` (case-insensitive), in view order."""
+        needle = text.lower()
+        return [s for s in self.manifest.segments if needle in self.segment_text(s).lower()]
+
+
+def current_request_index(history: Sequence[Message]) -> int:
+    """Index of the latest message a person wrote (len(history) when there is none)."""
+    for index in range(len(history) - 1, -1, -1):
+        m = history[index]
+        if m.role == "user" and not m.metadata.get("nova_kind") and not m.has("tool_result") \
+                and not m.has("summary") and m.text.strip():
+            return index
+    return len(history)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- history segments ------------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class _Chunk:
+    kind: str
+    """`turns`, `summary`, `memory` or `restore`."""
+    start: int
+    ids: list[str] = field(default_factory=list)
+    tokens: int = 0
+    digest: str = ""
+    """Chained digest of the chunk's messages."""
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.ids)
+
+
+def _kind_of(message: Message) -> str:
+    if message.has("summary") or message.metadata.get("nova_kind") == "summary":
+        return "summary"
+    kind = message.metadata.get("nova_kind")
+    if kind == "memory":
+        return "memory"
+    if kind:
+        return "restore"
+    return "turns"
+
+
+def _is_request(message: Message) -> bool:
+    return current_request_index([message]) == 0
+
+
+class ContextCompiler:
+    """Compiles views, reusing what it measured and hashed on earlier calls (see the module docstring).
+    One instance per session; every result is the same as a fresh instance's."""
+
+    def __init__(self) -> None:
+        self._messages: dict[str, tuple[Message, int, str]] = {}
+        self._counter: TokenCounter | None = None
+        self._stable: list[Message] = []
+        self._chunks: list[_Chunk] = []
+        self._texts: dict[str, int] = {}
+        self._tools_key: tuple[Any, ...] = ()
+        self._tools_tokens = 0
+        self._tools_version = ""
+        self._directives: dict[tuple[str, str, str], PolicyResolution] = {}
+
+    # -- cached measurements -----------------------------------------------------------------------
+    def _use_counter(self, counter: TokenCounter) -> None:
+        if counter is not self._counter:  # another counter measures differently: start over
+            self._counter = counter
+            self._messages.clear()
+            self._texts.clear()
+            self._stable, self._chunks = [], []
+            self._tools_key = ()
+
+    def _measure(self, message: Message) -> tuple[int, str]:
+        """(tokens, digest) of a message, cached by id and validated by content."""
+        cached = self._messages.get(message.id)
+        if cached is not None and (cached[0] is message or cached[0] == message):
+            return cached[1], cached[2]
+        assert self._counter is not None
+        tokens = count_message(message, self._counter)
+        digest = _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
+        self._messages[message.id] = (message, tokens, digest)
+        return tokens, digest
+
+    def _count_text(self, text: str) -> int:
+        value = self._texts.get(text)
+        if value is None:
+            assert self._counter is not None
+            if len(self._texts) > 4096:
+                self._texts.clear()
+            value = self._texts[text] = self._counter.count(text)
+        return value
+
+    def _count_tools(self, tools: Sequence[ToolSpec]) -> int:
+        key = tuple((t.name, t.description, id(t.input_schema), t.input_schema) for t in tools)
+        if key != self._tools_key:
+            assert self._counter is not None
+            self._tools_key, self._tools_tokens = key, count_tools(tools, self._counter)
+            self._tools_version = _sha(json.dumps([[t.name, t.description, dict(t.input_schema)] for t in tools],
+                                                  sort_keys=True, default=str))[:12]
+        return self._tools_tokens
+
+    def _chunks_for(self, stable: Sequence[Message]) -> list[_Chunk]:
+        """Segments of the stable history: extended when history only grew, rebuilt otherwise."""
+        n = len(self._stable)
+        if not (len(stable) >= n and (n == 0 or stable[n - 1] is self._stable[n - 1])
+                and list(stable[:n]) == self._stable):
+            self._stable, self._chunks = [], []
+            n = 0
+        chunks = self._chunks
+        for message in stable[n:]:
+            tokens, digest = self._measure(message)
+            kind = _kind_of(message)
+            last = chunks[-1] if chunks else None
+            if last is None or kind != "turns" or last.kind != "turns" \
+                    or (len(last.ids) >= CHUNK_MESSAGES and _is_request(message)):
+                last = _Chunk(kind=kind, start=last.end if last else 0)
+                chunks.append(last)
+            last.ids.append(message.id)
+            last.tokens += tokens
+            last.digest = _sha(last.digest + digest)
+        self._stable.extend(stable[n:])
+        return chunks
+
+    def _resolution(self, sources: Sequence[PolicySource]) -> PolicyResolution:
+        key = ("|".join(s.id for s in sources), _sha("\0".join(s.text for s in sources)), "")
+        cached = self._directives.get(key)
+        if cached is None:
+            if len(self._directives) > 64:
+                self._directives.clear()
+            cached = self._directives[key] = resolve(sources)
+        return cached
+
+    # -- the compile -------------------------------------------------------------------------------
+    def compile(self, inp: CompileInput) -> Compiled:
+        counter = inp.ledger.counter if inp.ledger is not None else inp.counter or HeuristicCounter(CL100K_PROFILE)
+        self._use_counter(counter)
+        dropped: list[Dropped] = []
+        history = list(inp.history)
+
+        # CTX-3: higher sources first; project lines that lose to org policy are cut from the head.
+        head_resolution = self._resolution(inp.policy)
+        head: list[SourceText] = []
+        for piece in inp.head:
+            cut = head_resolution.cut_lines(piece.id)
+            text = piece.text
+            for conflict in head_resolution.suppressed(piece.id):
+                dropped.append(Dropped(id=f"{piece.id}:line", source=piece.source,
+                                       reason=f"rule line {conflict.loser.text!r} {conflict.reason()}"))
+            if cut:
+                text = "\n".join(line for line in text.split("\n")
+                                 if line.strip().lstrip("-*•# ").strip() not in cut)
+            if text.strip():
+                head.append(_with_text(piece, text))
+        system = "\n\n".join(p.text for p in head)
+        tools = tuple(sorted(inp.tools, key=lambda t: t.name))
+
+        req = current_request_index(history)
+        stable, current = history[:req], history[req:]
+        chunks = self._chunks_for(stable)
+
+        # CTX-3 for the request and the recalled memories.
+        memory_positions = [i for c in chunks if c.kind == "memory" for i in range(c.start, c.end)]
+        memory_positions += [req + i for i, m in enumerate(current) if _kind_of(m) == "memory"]
+        request_sources = [PolicySource(level="request", id=f"message:{history[req].id}", text=history[req].text)] \
+            if req < len(history) else []
+        memory_sources = [PolicySource(level="memory", id=f"memory:{name}", text=body)
+                          for i in memory_positions for name, body in _memory_entries(history[i])]
+        resolution = resolve([*inp.policy, *request_sources, *memory_sources]) \
+            if (request_sources or memory_sources) else head_resolution
+        replaced: dict[int, Message | None] = {}
+        for i in memory_positions:
+            message = history[i]
+            losers = [(name, resolution.suppressed(f"memory:{name}")) for name, _ in _memory_entries(message)]
+            suppressed = {name for name, conflicts in losers if conflicts}
+            if not suppressed:
+                continue
+            for name, conflicts in losers:
+                if conflicts:
+                    dropped.append(Dropped(id=f"memory:{name}", source=f"memory:{name} in message {message.id}",
+                                           reason=f"suppressed: {conflicts[0].reason()}"))
+            replaced[i] = _without_memories(message, suppressed)
+
+        # Latest observations: pinned task state (own budget), policy resolutions, environment.
+        observations: list[SourceText] = []
+        if inp.pinned is not None and inp.pinned.text:
+            pinned = inp.pinned
+            if self._count_text(pinned.text) > inp.pinned_budget:
+                clipped = _clip_to(pinned.text, inp.pinned_budget, self._count_text)
+                dropped.append(Dropped(id=f"{pinned.id}:tail", source=pinned.source,
+                                       reason=f"pinned budget of {inp.pinned_budget} tokens",
+                                       tokens=self._count_text(pinned.text) - self._count_text(clipped)))
+                pinned = _with_text(pinned, clipped)
+            observations.append(pinned)
+        notes = resolution.notes()
+        if notes:
+            text = "[Policy resolution — settled by Nova before this call (CTX-3)]\n" + "\n".join(notes)
+            observations.append(SourceText(id="policy.resolution", cls="always-on", source="policy precedence: "
+                                           "org > project > request > memory", text=text,
+                                           reason="the request conflicts with a higher-ranked rule", priority=100))
+        observations.extend(o for o in inp.observations if o.text)
+
+        # Budget (CTX-4): goals, constraints and the request are never dropped; recalled memories go
+        # first (oldest first), then observations by priority.
+        fixed = count_system(system, counter) + self._count_tools(tools)
+        history_tokens = sum(c.tokens for c in chunks) + sum(self._measure(m)[0] for m in current)
+        obs_tokens = self._observation_tokens(observations)
+        over = fixed + history_tokens + obs_tokens - inp.limit
+        if over > 0:
+            for i in memory_positions:
+                if over <= 0:
+                    break
+                if replaced.get(i, history[i]) is None:
+                    continue
+                size = self._measure(history[i])[0]
+                replaced[i] = None
+                over -= size
+                dropped.append(Dropped(id=f"message:{history[i].id}", source=_memory_source(history[i]),
+                                       reason="recalled memory left out: the view was over its token budget",
+                                       tokens=size))
+            for piece in sorted((o for o in observations if o.cls != "pinned"), key=lambda o: o.priority):
+                if over <= 0:
+                    break
+                observations.remove(piece)
+                size = self._count_text(piece.text)
+                over -= size
+                dropped.append(Dropped(id=piece.id, source=piece.source, tokens=size,
+                                       reason="observation left out: the view was over its token budget"))
+
+        obs_message = _observation_message(observations)
+        messages: list[Message] = []
+        messages.extend(stable)
+        if obs_message is not None:
+            messages.append(obs_message)
+        messages.extend(current)
+        offset = 1 if obs_message is not None else 0
+        for i, new in sorted(replaced.items(), reverse=True):
+            at = i if i < req else i + offset
+            if new is None:
+                del messages[at]
+            else:
+                messages[at] = new
+        view = ContextView(system=system, messages=tuple(messages), tools=tools)
+
+        # The one figure (TOK-3), and segments calibrated to it.
+        if inp.ledger is not None:
+            used = inp.ledger.estimate(view.messages, view.system, list(view.tools))
+        else:
+            used = count_system(system, counter) + self._count_tools(tools) + sum(
+                self._measure(m)[0] for m in view.messages)
+        segments = self._segments(head=head, system=system, tools=tools, chunks=chunks, stable=stable,
+                                  current=current, req=req, observations=observations, obs_message=obs_message,
+                                  replaced=replaced)
+        calibrated = apportion(used, [s.estimated for s in segments])
+        segments = [_with_tokens(s, t) for s, t in zip(segments, calibrated, strict=True)]
+        digest = _sha("\0".join([_sha(system), _sha(json.dumps([t.name for t in tools])),
+                                 *(s.version for s in segments)]))
+        manifest = Manifest(used=used, limit=inp.limit, window=inp.window or inp.limit, segments=tuple(segments),
+                            dropped=tuple(dropped), digest=digest)
+        return Compiled(view=view, manifest=manifest)
+
+    def _observation_tokens(self, observations: Sequence[SourceText]) -> int:
+        message = _observation_message(observations)
+        return self._measure(message)[0] if message is not None else 0
+
+    def _segments(self, *, head: Sequence[SourceText], system: str, tools: Sequence[ToolSpec],
+                  chunks: Sequence[_Chunk], stable: Sequence[Message], current: Sequence[Message], req: int,
+                  observations: Sequence[SourceText], obs_message: Message | None,
+                  replaced: dict[int, Message | None]) -> list[Segment]:
+        assert self._counter is not None
+        segments: list[Segment] = []
+        # The head: the system block's count split over its pieces.
+        head_weights = [self._count_text(p.text) for p in head]
+        head_tokens = apportion(count_system(system, self._counter), head_weights) if head else []
+        for piece, tokens in zip(head, head_tokens, strict=True):
+            segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
+                                    version=piece.version or _sha(piece.text)[:12], tokens=tokens, estimated=tokens,
+                                    reason=piece.reason, visibility="system", text=piece.text))
+        if tools:
+            names = ", ".join(t.name for t in tools)
+            tokens = self._count_tools(tools)
+            segments.append(Segment(id="tools", cls="index", source=f"tool registry: {names}",
+                                    version=self._tools_version,
+                                    tokens=tokens, estimated=tokens, visibility="tools", text=names,
+                                    reason=f"tool catalog ({len(tools)} tools, sorted by name for a stable prefix)"))
+        for chunk in chunks:
+            segments.append(self._chunk_segment(chunk, stable, replaced))
+        if obs_message is not None:
+            total = self._measure(obs_message)[0]
+            shares = apportion(total, [self._count_text(o.text) for o in observations])
+            for piece, tokens in zip(observations, shares, strict=True):
+                segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
+                                        version=piece.version or _sha(piece.text)[:12], tokens=tokens,
+                                        estimated=tokens, reason=piece.reason, visibility="messages",
+                                        text=piece.text, message_ids=(obs_message.id,)))
+        if current:
+            kept = [(req + i, m) for i, m in enumerate(current) if replaced.get(req + i, m) is not None]
+            shown = [replaced.get(i) or m for i, m in kept]
+            tokens = sum(self._measure(m)[0] for m in shown)
+            first = current[0]
+            memories = [m for m in shown if _kind_of(m) == "memory"]
+            reason = "the current request and the tool loop answering it"
+            if memories:
+                reason += f"; with recalled memories ({_memory_source(memories[0])}) as reference material"
+            segments.append(Segment(
+                id="request", cls="always-on", source=_ids_source([m.id for m in shown]),
+                version=_sha("".join(self._measure(m)[1] for m in shown))[:12], tokens=tokens, estimated=tokens,
+                reason=reason if _is_request(first) else "the latest messages", visibility="messages",
+                message_ids=tuple(m.id for m in shown)))
+        return segments
+
+    def _chunk_segment(self, chunk: _Chunk, stable: Sequence[Message],
+                       replaced: dict[int, Message | None]) -> Segment:
+        # Plain history chunks are described from what the chunk cached (no per-message work per call).
+        ids: tuple[str, ...] = tuple(chunk.ids)
+        tokens, version = chunk.tokens, chunk.digest[:12]
+        messages: Sequence[Message] = ()
+        if chunk.kind != "turns" or any(i in replaced for i in range(chunk.start, chunk.end)):
+            shown = [replaced.get(i, stable[i]) for i in range(chunk.start, chunk.end)]
+            messages = [m for m in shown if m is not None]
+            tokens = sum(self._measure(m)[0] for m in messages)
+            version = _sha("".join(self._measure(m)[1] for m in messages))[:12]
+            ids = tuple(m.id for m in messages)
+        if chunk.kind == "summary":
+            covers = sum(len(getattr(p, "covers", ())) for m in messages for p in m.parts)
+            cls: SegmentClass = "on-demand"
+            reason = f"compaction summary standing in for {covers} earlier messages (raw log keeps them)"
+        elif chunk.kind == "memory":
+            cls, reason = "on-demand", "recalled memories, injected as reference material for an earlier request"
+        elif chunk.kind == "restore":
+            cls, reason = "on-demand", "restore attachment re-supplied after a compaction (CMP-7)"
+        else:
+            cls, reason = "on-demand", "conversation history (append-only, before the current request)"
+        source = _memory_source(messages[0]) if chunk.kind == "memory" and messages else _ids_source(ids)
+        return Segment(id=f"history.{chunk.start:05d}", cls=cls, source=source, version=version, tokens=tokens,
+                       estimated=tokens, reason=reason, visibility="messages", message_ids=ids)
+
+
+def compile(inp: CompileInput) -> Compiled:
+    """Compile one view with a fresh compiler (same result as a long-lived `ContextCompiler`)."""
+    return ContextCompiler().compile(inp)
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+def _with_text(piece: SourceText, text: str) -> SourceText:
+    return SourceText(id=piece.id, cls=piece.cls, source=piece.source, text=text, reason=piece.reason,
+                      version=piece.version, priority=piece.priority)
+
+
+def _with_tokens(segment: Segment, tokens: int) -> Segment:
+    return Segment(id=segment.id, cls=segment.cls, source=segment.source, version=segment.version, tokens=tokens,
+                   reason=segment.reason, visibility=segment.visibility, estimated=segment.estimated,
+                   message_ids=segment.message_ids, text=segment.text)
+
+
+def _observation_message(observations: Sequence[SourceText]) -> Message | None:
+    if not observations:
+        return None
+    text = "\n\n".join(o.text for o in observations)
+    # Id from the text, no timestamp: identical inputs give identical bytes.
+    return Message(role="user", parts=(TextPart(text),), id=f"ctx_{_sha(text)[:20]}", created_at=0.0,
+                   metadata={"nova_kind": OBSERVATION_KIND})
+
+
+def _memory_entries(message: Message) -> list[tuple[str, str]]:
+    return [(m.group("name"), m.group(0)) for m in _MEMORY_ENTRY.finditer(message.text)]
+
+
+def _without_memories(message: Message, names: set[str]) -> Message | None:
+    def keep(match: re.Match[str]) -> str:
+        return "" if match.group("name") in names else match.group(0)
+
+    text = _MEMORY_ENTRY.sub(keep, message.text)
+    if not _MEMORY_ENTRY.search(text):
+        return None
+    return message.with_parts([TextPart(text)]).with_metadata(suppressed_memories=sorted(names))
+
+
+def _memory_source(message: Message) -> str:
+    names = message.metadata.get("memories") or [n for n, _ in _memory_entries(message)]
+    return "memory:" + ",".join(str(n) for n in names) if names else f"message:{message.id}"
+
+
+def _ids_source(ids: Sequence[str]) -> str:
+    if not ids:
+        return "messages: none"
+    if len(ids) == 1:
+        return f"message:{ids[0]}"
+    return f"messages:{ids[0]}..{ids[-1]} ({len(ids)})"
+
+
+def message_text(message: Message) -> str:
+    """The readable text of a message: text, summaries, tool results, tool calls as `name {json}`."""
+    lines: list[str] = []
+    for part in message.parts:
+        text = getattr(part, "text", None) or getattr(part, "content", None)
+        if isinstance(text, str):
+            lines.append(text)
+        elif getattr(part, "kind", "") == "tool_use":
+            lines.append(f"{getattr(part, 'name', '')} {json.dumps(dict(getattr(part, 'input', {})), default=str)}")
+    return "\n".join(lines)
+
+
+def _clip_to(text: str, budget: int, count: Any) -> str:
+    """Keep whole lines from the top while they fit (the header, goal and constraints come first)."""
+    kept: list[str] = []
+    for line in text.split("\n"):
+        candidate = "\n".join([*kept, line])
+        if count(candidate) > budget and kept:
+            break
+        kept.append(line)
+    return "\n".join(kept) + "\n[… more task state: `nova context --why` or /context shows it]"

@@ -1,0 +1,84 @@
+"""The TUI's widgets: the context bar (TUI-1), a collapsible tool call, and message blocks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Collapsible, Static
+
+from nova.tui.gauge import ContextGauge
+
+__all__ = ["ContextBar", "MessageBlock", "ToolCall", "describe_call"]
+
+BAR_CELLS = 30
+_LEVEL_STYLES = {"ok": "green", "warn": "yellow", "critical": "bold red"}
+
+
+class ContextBar(Static):
+    """`context 42.0%  6,720 / 16,000 tokens` with a bar; amber near the limit, red at it."""
+
+    DEFAULT_CSS = """
+    ContextBar { height: 1; padding: 0 1; background: $panel; }
+    """
+
+    def __init__(self, gauge: ContextGauge, **kw: Any) -> None:
+        super().__init__("", **kw)
+        self.gauge = gauge
+
+    def on_mount(self) -> None:
+        self.refresh_gauge()
+
+    def refresh_gauge(self) -> None:
+        style = _LEVEL_STYLES[self.gauge.level]
+        filled = self.gauge.filled(BAR_CELLS)
+        line = Text()
+        line.append("█" * filled, style=style)
+        line.append("░" * (BAR_CELLS - filled), style="dim")
+        line.append(f" {self.gauge.label()}", style=style if self.gauge.level != "ok" else "")
+        self.update(line)
+
+
+def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> str:
+    text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"{name}({text})"
+
+
+class ToolCall(Collapsible):
+    """One tool call, collapsed: the title says what ran and how it ended; expand for input and output."""
+
+    def __init__(self, tool_use_id: str, name: str, arguments: Mapping[str, Any]) -> None:
+        self.tool_use_id = tool_use_id
+        self.call = describe_call(name, arguments)
+        body = Static(Text(json.dumps(dict(arguments), indent=2, ensure_ascii=False)), classes="tool-input")
+        super().__init__(body, title=f"⋯ {self.call}", collapsed=True, classes="tool-call")
+
+    def finish(self, output: str, *, is_error: bool) -> None:
+        self.title = f"{'✗' if is_error else '✓'} {self.call}"
+        shown = output if len(output) <= 4000 else output[:4000] + f"\n… ({len(output):,} characters in all)"
+        self.query_one(Collapsible.Contents).mount(Static(Text(shown), classes="tool-output error" if is_error else "tool-output"))
+
+
+class MessageBlock(Static):
+    """A message's text; the assistant's grows as deltas arrive."""
+
+    def __init__(self, role: str, text: str = "") -> None:
+        super().__init__("", classes=f"message {role}")
+        self.role = role
+        self.text = text
+        self._render_text()
+
+    def append(self, delta: str) -> None:
+        self.text += delta
+        self._render_text()
+
+    def _render_text(self) -> None:
+        label = "you" if self.role == "user" else "nova" if self.role == "assistant" else self.role
+        line = Text()
+        line.append(f"{label}: ", style="bold cyan" if self.role == "user" else "bold magenta")
+        line.append(self.text)
+        self.update(line)

@@ -1,0 +1,118 @@
+"""The TUI through Textual's pilot: type a message, see the streamed reply, the tool call and the bar."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual", reason="the TUI tests need the `tui` extra")
+
+from nova.demo import make_demo_project, make_demo_provider
+from nova.providers.base import ModelRequest, StreamEvent
+from nova.settings import load_settings
+from nova.tui.app import NovaTUI
+from nova.tui.launch import make_hub
+from nova.tui.widgets import ContextBar, MessageBlock, ToolCall
+
+
+def make_app(home: Path, project: Path, *, slow: bool = False) -> NovaTUI:
+    env = {"NOVA_HOME": str(home)}
+    settings = load_settings(env=env, overrides={"provider": "demo", "model": "nova-demo"})
+    hub = make_hub(settings, cwd=project, env=env)
+    if slow:
+        hub.make_provider = SlowDemo
+    return NovaTUI(hub)
+
+
+class SlowDemo:
+    """The demo model, streaming slowly enough for a person (or a test) to press Ctrl-C mid-turn."""
+
+    name = "demo"
+
+    def __init__(self) -> None:
+        self.inner = make_demo_provider()
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
+        for event in self.inner.stream(request):
+            time.sleep(0.05)
+            yield event
+
+
+async def wait_until(pilot, condition, *, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("timed out waiting for the TUI")
+
+
+def test_type_a_message_see_the_reply_and_the_bar(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(type_a_message(nova_home, tmp_path))
+
+
+def test_ctrl_c_cancels_the_turn_and_keeps_the_session(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(cancel_a_turn(nova_home, tmp_path))
+
+
+async def type_a_message(nova_home: Path, tmp_path: Path) -> None:
+    project = make_demo_project(tmp_path / "project")
+    app = make_app(nova_home, project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"what is here?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running and any(
+            b.role == "assistant" and "offline demo model" in b.text for b in app.query(MessageBlock)))
+        blocks = list(app.query(MessageBlock))
+        assert blocks[0].role == "user" and blocks[0].text == "what is here?"
+        calls = list(app.query(ToolCall))
+        assert calls and all(c.collapsed for c in calls)
+        assert calls[0].title.startswith("✓ glob(")
+        # The bar above the input shows the session's one figure.
+        assert app.session_id is not None
+        status = app.hub.live(app.session_id).agent.context_status()
+        bar = app.query_one(ContextBar)
+        assert app.gauge.percent == status.percent and app.gauge.used == status.used
+        assert f"context {status.percent:.1f}%" in str(bar.render())
+        assert bar.region.y < app.query_one("#prompt").region.y  # above the input
+        # Slash commands answer without the model.
+        await pilot.press(*"/context")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        await pilot.press(*"/sessions")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        texts = [str(w.render()) for w in app.query(".notice")]
+        assert any(t.startswith(f"context {status.percent:.1f}%") for t in texts)
+        assert any(app.session_id in t for t in texts)
+
+
+async def cancel_a_turn(nova_home: Path, tmp_path: Path) -> None:
+    from nova.demo import DEMO_PROMPT
+
+    project = make_demo_project(tmp_path / "project")
+    app = make_app(nova_home, project, slow=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.query_one("#prompt").value = DEMO_PROMPT  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.running and len(app.query(ToolCall)) >= 1)
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: not app.running)
+        notices = [str(w.render()) for w in app.query(".notice")]
+        assert "turn ended: cancelled" in notices
+        assert not (project / "calc" / "stats.py").read_text().count("sum(values) / len(values)")
+        assert app.is_running  # Ctrl-C did not quit the app
+        session_id = app.session_id
+        assert session_id is not None
+        # The session is still there and takes the next message.
+        await pilot.press(*"what is here?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running and any(
+            "offline demo model" in b.text for b in app.query(MessageBlock)))
+        assert app.session_id == session_id
+    assert os.path.isdir(nova_home / "sessions" / session_id)

@@ -13,10 +13,11 @@ from nova import events as ev
 from nova.agent.context_controller import ContextController
 from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest
-from nova.agent.summarize import summarizer_for
+from nova.agent.summarize import ModelSummarizer, summarizer_for
 from nova.agent.tools import default_registry
 from nova.context.cache_diagnosis import RULES_HEADING
 from nova.context.prompt_cache import PromptCache
+from nova.context.runtime import attach_context_compiler
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import load_rules, parse_instructions_config
 from nova.memory.runtime import attach_memory, start_consolidation
@@ -88,7 +89,11 @@ def build_agent(
         threshold=settings.compaction.threshold(settings.window()),
         cache=CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=session_id or None),
     )
-    attach_context_controller(agent, settings, provider, session=session)
+    controller = attach_context_controller(agent, settings, provider, session=session)
+    # Issue 7: every request is compiled (pinned task state, org policy, rules with provenance, manifest);
+    # task-state deny rules, test evidence and the continuity check are wired here too.
+    attach_context_compiler(agent, settings, contract=SYSTEM_CONTRACT, controller=controller, session=session,
+                            extra_system=extra_system)
     # Breakpoint plan on every request and cache-break diagnosis after every call (CCH-1..2, SPEC 7).
     PromptCache(model=settings.model, counter=agent.ledger.counter, session=session).attach_to(agent)
     memory_config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
@@ -130,6 +135,9 @@ def attach_context_controller(
     )
     controller.summarizer = summarizer_for(settings.compaction.summarizer, provider=provider, model=settings.model,
                                            counter=controller.counter)
+    if isinstance(controller.summarizer, ModelSummarizer):
+        # Same breakpoints and cache key as the agent's calls: the summary call reads their cached prefix.
+        controller.summarizer.cache = agent.cache
     controller.attach_to(agent)
     agent.compactor = lambda history, focus: controller.compact_now(history, focus=focus)
     agent.ledger = controller.ledger

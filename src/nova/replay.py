@@ -8,13 +8,23 @@ recorded reply and its tool results enter history as they did in the original ru
 - `truncate`: drop the oldest messages until the view fits under the same threshold Nova uses.
 - `observation-mask`: SWE-agent's rule, the last 5 tool outputs in full, older ones replaced by a line.
 - `nova`: the `ContextController` (spill at entry, layer 1, layer 2 with the extractive summarizer).
+- `naive-uncached` / `naive-cached`: the full history with no prompt cache at all / with the provider
+  cache of `provider_cache` (Anthropic when none is named): the two baselines of the cost model.
 
 Token figures come from the token counter (the recorded usage belongs to the original, unpoliced run).
 Every view is checked for the invariants of `nova.context.invariants`.
+
+The cost model (`provider_cache`, `nova.context.cache_sim`) runs every call's view through a simulated
+provider cache, at the recorded call times when the recording has them. With `summarizer_estimate`, each
+layer-2 compaction also counts the call a model summarizer would have made: the view as last sent plus
+the instruction (reading the cached prefix), answering with a summary the size of the extractive one.
+`price_model` prices it all from the model table; the agent's own output is priced apart.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,18 +32,23 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nova.agent.context_controller import ContextController
-from nova.agent.summarize import Summarizer
+from nova.agent.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
+from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
 from nova.context.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, ToolResultPart, ToolUsePart, to_dict
-from nova.providers.base import ToolSpec
+from nova.providers.base import ToolSpec, Usage
+from nova.providers.pricing import ModelInfo, model_info
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["POLICIES", "ReplayCall", "ReplayReport", "replay_messages", "view_document", "view_text"]
+__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "replay_messages", "view_document",
+           "view_text"]
 
-Policy = Literal["naive", "truncate", "observation-mask", "nova"]
+Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
+# The context policies of issue 4 (benchmarks iterate these); the two cost baselines come on top.
 POLICIES: tuple[Policy, ...] = ("naive", "truncate", "observation-mask", "nova")
+ALL_POLICIES: tuple[Policy, ...] = ("naive-uncached", "naive-cached", *POLICIES)
 # SWE-agent's default `last_n_observations`.
 OBSERVATION_WINDOW = 5
 
@@ -42,6 +57,7 @@ OBSERVATION_WINDOW = 5
 class ReplayCall:
     input_tokens: int
     event: str
+    cache: Usage = field(default_factory=Usage)
 
 
 @dataclass(kw_only=True)
@@ -62,14 +78,37 @@ class ReplayReport:
     final_view: list[Message] = field(default_factory=list)
     system: str = ""
     tools: Sequence[ToolSpec] = ()
+    # The cost model: agent calls and estimated summary calls together.
+    cost_model: bool = False
+    """True when a cost option was asked for: only then does `to_json` add the cost keys, so the
+    issue-4 object stays exactly as it was for callers that never asked."""
+    provider_cache: str = ""
+    price_model: str = ""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    uncached_input_tokens: int = 0
+    summary_calls: int = 0
+    summary_input_tokens: int = 0
+    summary_output_tokens: int = 0
+    cost_usd: float | None = None
+    """Input side of every call plus the summary calls' output: what the context policy controls."""
+    output_cost_usd: float | None = None
+    """The agent's own output, the same under every policy, priced apart."""
 
     @property
     def mean_context_tokens(self) -> float:
         return self.input_tokens / self.calls if self.calls else 0.0
 
+    @property
+    def cache_hit_rate(self) -> float:
+        """cache read / (uncached + cache read + cache write) over every call, summary calls included."""
+        seen = self.uncached_input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return self.cache_read_tokens / seen if seen else 0.0
+
     def to_json(self) -> dict[str, Any]:
-        """The `nova replay --json` object; other tools read these exact keys."""
-        return {
+        """The `nova replay --json` object; other tools read these exact keys. The cost model adds its keys
+        (and per-call cache figures) when it was asked for."""
+        data: dict[str, Any] = {
             "policy": self.policy,
             "window": self.window,
             "calls": self.calls,
@@ -82,6 +121,24 @@ class ReplayReport:
             "breaker_trips": self.breaker_trips,
             "invariant_violations": self.invariant_violations,
             "per_call": [{"input_tokens": c.input_tokens, "event": c.event} for c in self.per_call],
+        }
+        if not self.cost_model:
+            return data
+        for entry, call in zip(data["per_call"], self.per_call, strict=True):
+            entry["cache_read_tokens"] = call.cache.cache_read_tokens
+            entry["cache_write_tokens"] = call.cache.cache_write_tokens
+        return data | {
+            "provider_cache": self.provider_cache or None,
+            "price_model": self.price_model or None,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "uncached_input_tokens": self.uncached_input_tokens,
+            "cache_hit_rate": round(self.cache_hit_rate, 6),
+            "summary_calls": self.summary_calls,
+            "summary_input_tokens": self.summary_input_tokens,
+            "summary_output_tokens": self.summary_output_tokens,
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "output_cost_usd": None if self.output_cost_usd is None else round(self.output_cost_usd, 6),
         }
 
 
@@ -125,6 +182,88 @@ class _Sizer:
 
     def view(self, view: Sequence[Message]) -> int:
         return self.fixed + sum(self.message(m) for m in view)
+
+
+class _RecordingSummarizer:
+    """Wraps the summarizer a replay really uses and keeps each request with the text it got, so the cost
+    model can count the call a model summarizer would have made in its place."""
+
+    def __init__(self, inner: Summarizer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.pending: list[tuple[SummaryRequest, str]] = []
+
+    def summarize(self, request: SummaryRequest) -> str:
+        text = self.inner.summarize(request)
+        self.pending.append((request, text))
+        return text
+
+
+class _CostModel:
+    """Feeds every call (and estimated summary call) through the simulated provider cache and keeps the
+    totals on the report."""
+
+    def __init__(self, *, cache: ProviderCache | None, sizer: _Sizer, system: str, tools: Sequence[ToolSpec],
+                 info: ModelInfo | None) -> None:
+        self.cache = cache
+        self.sizer = sizer
+        self.info = info
+        self.head: list[Block] = []
+        if tools:
+            self.head.append(Block(_digest([[t.name, t.description, t.input_schema] for t in tools]),
+                                   count_tools(tools, sizer.counter)))
+        if system:
+            self.head.append(Block(_digest(system), count_system(system, sizer.counter)))
+        self._blocks: dict[int, tuple[Message, Block]] = {}
+
+    def block(self, m: Message) -> Block:
+        hit = self._blocks.get(id(m))
+        if hit is None:
+            sent = to_dict(m)
+            block = Block(_digest([sent["role"], sent["parts"]]), self.sizer.message(m), max(1, len(m.parts)))
+            hit = self._blocks[id(m)] = (m, block)
+        return hit[1]
+
+    def call(self, view: Sequence[Message], at: float | None) -> Usage:
+        blocks = [*self.head, *(self.block(m) for m in view)]
+        total = sum(b.tokens for b in blocks)
+        if self.cache is None:
+            return Usage(input_tokens=total)
+        return self.cache.call(blocks, head=len(self.head), at=at)
+
+    def add(self, report: ReplayReport, usage: Usage) -> None:
+        report.uncached_input_tokens += usage.input_tokens
+        report.cache_read_tokens += usage.cache_read_tokens
+        report.cache_write_tokens += usage.cache_write_tokens
+
+    def summary_calls(self, report: ReplayReport, pending: list[tuple[SummaryRequest, str]], at: float | None
+                      ) -> None:
+        for request, text in pending:
+            shown = list(request.context) or list(request.older)
+            kept = max(0, len(shown) - len(request.older)) if request.context else 0
+            instruction = Message.user(summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
+                                                           transcript_path=request.transcript_path,
+                                                           kept_messages=kept), id="summary-instruction")
+            usage = self.call([*shown, instruction], at)
+            self.add(report, usage)
+            report.summary_calls += 1
+            report.summary_input_tokens += usage.context_tokens
+            report.summary_output_tokens += self.sizer.counter.count(text)
+        pending.clear()
+
+    def price(self, report: ReplayReport) -> None:
+        if self.info is None:
+            return
+        info = self.info
+        report.cost_usd = (report.uncached_input_tokens * info.input + report.cache_write_tokens * info.cache_write_5m
+                           + report.cache_read_tokens * info.cache_read
+                           + report.summary_output_tokens * info.output) / 1_000_000
+        report.output_cost_usd = report.output_tokens * info.output / 1_000_000
+
+
+def _digest(value: object) -> bytes:
+    data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.blake2b(data.encode("utf-8"), digest_size=16).digest()
 
 
 def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Message]:
@@ -173,28 +312,51 @@ def replay_messages(
     counter: TokenCounter | None = None,
     summarizer: Summarizer | None = None,
     session_dir: Path | None = None,
+    provider_cache: ProviderName | None = None,
+    summarizer_estimate: bool = False,
+    price_model: str | None = None,
 ) -> ReplayReport:
-    """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model."""
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
+
+    `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
+    a model summarizer's call for each compaction; `price_model` prices the figures (model table)."""
+    if policy not in ALL_POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(ALL_POLICIES)}")
+    info = model_info(price_model) if price_model else None
+    if price_model and info is None:
+        raise ValueError(f"no price for model {price_model!r} in the model table")
+    if policy == "naive-uncached":
+        provider_cache = None
+    elif policy == "naive-cached":
+        provider_cache = provider_cache or "anthropic"
     config = config or CompactionConfig()
     counter = counter or HeuristicCounter(CL100K_PROFILE)
+    recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
     with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp:
         directory = session_dir or Path(tmp) / "session"
         controller = ContextController(config=config, spill=spill, window=window, counter=counter,
-                                       summarizer=summarizer, session_dir=directory, system=system, tools=tools)
+                                       summarizer=recording or summarizer, session_dir=directory, system=system,
+                                       tools=tools)
+        sizer = _Sizer(controller.counter, system, tools)
+        min_tokens = info.min_cacheable_tokens if info else 1024
+        cache = make_cache(provider_cache, min_tokens=min_tokens) if provider_cache else None
+        cost = _CostModel(cache=cache, sizer=sizer, system=system, tools=tools, info=info)
         report = _run(messages, system=system, tools=tools, window=window, policy=policy,
-                      controller=controller)
+                      controller=controller, sizer=sizer, cost=cost, recording=recording)
+    report.cost_model = bool(provider_cache or price_model or summarizer_estimate
+                             or policy in ("naive-uncached", "naive-cached"))
+    report.provider_cache = provider_cache or ""
+    report.price_model = price_model or ""
+    cost.price(report)
     return report
 
 
 def _run(
     messages: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], window: int, policy: Policy,
-    controller: ContextController,
+    controller: ContextController, sizer: _Sizer, cost: _CostModel, recording: _RecordingSummarizer | None,
 ) -> ReplayReport:
     from nova.agent.loop import ViewRequest
 
-    sizer = _Sizer(controller.counter, system, tools)
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools)
     raw = {m.id: m for m in messages}
     history: list[Message] = []
@@ -202,7 +364,7 @@ def _run(
 
     def build_view() -> tuple[list[Message], str]:
         nonlocal history
-        if policy == "naive":
+        if policy in ("naive", "naive-uncached", "naive-cached"):
             return list(history), ""
         if policy == "truncate":
             view = _truncate(history, sizer, controller.threshold)
@@ -214,17 +376,22 @@ def _run(
 
     for message in messages:
         if message.role == "assistant":
+            at = message.created_at if message.created_at > 0 else None
             view, event = build_view()
+            if recording is not None:
+                cost.summary_calls(report, recording.pending, at)
             used = sizer.view(view)
+            usage = cost.call(view, at)
+            cost.add(report, usage)
             report.calls += 1
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
-            report.per_call.append(ReplayCall(used, event))
+            report.per_call.append(ReplayCall(used, event, usage))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])
-            usage = message.metadata.get("usage")
-            output = usage.get("output_tokens") if isinstance(usage, dict) else None
+            recorded = message.metadata.get("usage")
+            output = recorded.get("output_tokens") if isinstance(recorded, dict) else None
             report.output_tokens += int(output) if isinstance(output, int) else sizer.message(message)
             for u in message.tool_uses():
                 calls_by_id[u.id] = u
@@ -237,6 +404,8 @@ def _run(
         else:
             history.append(message)
     final, _ = build_view() if history else ([], "")
+    if recording is not None:
+        recording.pending.clear()  # a compaction of the final view is never sent: no call to count
     report.final_view = final
     if policy == "nova":
         report.compactions = controller.stats.compactions

@@ -45,6 +45,7 @@ __all__ = [
     "MIN_KEEP_MESSAGES",
     "MIN_KEEP_TOKENS",
     "OUTPUT_DIR",
+    "POST_COMPACTION_FILL",
     "SUMMARY_HEADER",
     "CompactionOutcome",
     "RestoreContext",
@@ -69,6 +70,11 @@ MIN_KEEP_TOKENS = 10_000
 MAX_KEEP_TOKENS = 40_000
 # CMP-5: folding less than this is not worth a summary call.
 MIN_FOLD_TOKENS = 2_000
+# The compacted view (fixed head, summary, restore, kept tail) fills at most this share of the threshold.
+# At 0.8 a small window compacted again after a few calls, each time re-writing the cached prefix;
+# at 0.6 the replay cost model (benchmarks/cache_cost.py, 64k) pays ~8 % less with the same retention
+# (benchmarks/compaction.py). Large windows are unaffected: their kept tail is far below this.
+POST_COMPACTION_FILL = 0.6
 RECENT_FILES = 5
 MAX_NAMED_PATHS = 8
 _SNIP_MARK = re.compile(r"\[\.\.\. \d+ chars snipped \.\.\. Full output: [^\]]*\]")
@@ -363,9 +369,12 @@ def compact(
     restore: RestoreContext | None = None,
     on_start: Callable[[int, int], None] | None = None,
     fixed_tokens: int = 0,
+    context: Sequence[Message] = (),
 ) -> CompactionOutcome:
     """Layer 2 (CMP-5..8). Returns the new working history, or the unchanged one with status `skipped`
-    (nothing worth folding) or `failed` (summarizer error or summary over its cap: nothing changes)."""
+    (nothing worth folding) or `failed` (summarizer error or summary over its cap: nothing changes).
+    `context` is the history as the model last saw it (before any layer-1 cut on this call), handed to
+    the summarizer so a model summary reads the warm cached prefix; `messages` when not given."""
     started = time.monotonic()
     history = list(messages)
     sizes = [count_message(m, counter) for m in history]
@@ -403,8 +412,11 @@ def compact(
 
     older, covers, raw_older, user_section = fold(split)
     # The compacted view must leave room to work before the next trigger: when the verbatim user
-    # section is large, the kept tail shrinks (never below the 5-message floor).
-    room = int(threshold * 0.8) - fixed_tokens - counter.count(user_section) - body_cap - rest
+    # section is large, the kept tail shrinks (never below the 5-message floor). The room is sized for
+    # the prompt cache: the first call after a compaction writes the whole new view again (1.25x the
+    # input price) and every later call reads it, so a compaction must buy enough calls to pay that
+    # back (see POST_COMPACTION_FILL).
+    room = int(threshold * POST_COMPACTION_FILL) - fixed_tokens - counter.count(user_section) - body_cap - rest
     if room < keep:
         later = find_split_point(history, keep_tokens=max(room, 0), counter=counter, sizes=sizes)
         if later > split:
@@ -413,7 +425,8 @@ def compact(
     tail = history[split:]
     cap = counter.count(user_section) + body_cap + 16
     request = SummaryRequest(older=older, raw_older=raw_older, system=system, tools=tools,
-                             max_tokens=body_cap, focus=focus, transcript_path=transcript_path)
+                             context=list(context) or history, max_tokens=body_cap, focus=focus,
+                             transcript_path=transcript_path)
     if on_start is not None:
         on_start(len(history), before)  # COMPACTION_START: only once a summary is really being made
     try:

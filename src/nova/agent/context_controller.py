@@ -138,6 +138,9 @@ class ContextController:
         self._budget_checked: set[str] = set()
         self._last_compaction_call: int | None = None
         self.last_used = 0
+        self.measure_view: Callable[[Sequence[Message]], int] | None = None
+        """Set by the context compiler (issue 7): the ledger's figure for the compiled view of a history,
+        so the compaction decision counts the pinned task state and observations too (TOK-3)."""
 
     # -- derived numbers -----------------------------------------------------------------------------
     @property
@@ -233,6 +236,8 @@ class ContextController:
     # -- measuring ------------------------------------------------------------------------------------
     def measure(self, history: Sequence[Message]) -> int:
         """TOK-1: the one context figure (anchor + estimate of what came after it)."""
+        if self.measure_view is not None:
+            return self.measure_view(history)
         return self.ledger.estimate(history, self.system, self.tools)
 
     def remember(self, history: Sequence[Message]) -> None:
@@ -268,6 +273,9 @@ class ContextController:
     ) -> tuple[list[Message], int]:
         forced = reason in ("overflow", "manual")
         hard = reason == "hard" or used >= self.hard_line
+        # The history as the model last saw it (plus what is new): a model summary sends this, so it
+        # reads the prefix the previous call cached, whatever layer 1 cuts below.
+        sent = list(history)
         # Thrash guard first: if the last compaction was only a few calls ago, summarizing again would
         # fold the same few messages; cut the outputs that refilled the window instead.
         if not forced and self._thrashing():
@@ -290,14 +298,16 @@ class ContextController:
         if self.stats.breaker_open and not (hard or forced):
             log.info("context at %d tokens (threshold %d) but the compaction breaker is open", used, self.threshold)
         else:
-            history, used = self._layer2(history, used, reason=reason, forced=forced or hard, focus=focus)
+            history, used = self._layer2(history, used, reason=reason, forced=forced or hard, focus=focus,
+                                         sent=sent)
         # Last resort: nothing may keep a request above the window.
         if used >= self.hard_line or (forced and used >= self.threshold):
             history, used = self._emergency_snip(history, used)
         return history, used
 
     def _layer2(
-        self, history: list[Message], used: int, *, reason: Reason, forced: bool, focus: str
+        self, history: list[Message], used: int, *, reason: Reason, forced: bool, focus: str,
+        sent: Sequence[Message] = (),
     ) -> tuple[list[Message], int]:
         started_at = time.monotonic()
         started = False
@@ -314,7 +324,7 @@ class ContextController:
             system=self.system, tools=self.tools, forced=forced, focus=focus,
             transcript_path=self.transcript_path, raw_lookup=self.raw.get,
             restore=RestoreContext(tools=self.tools, skills=skills, read_file=self.read_file),
-            on_start=on_start,
+            on_start=on_start, context=sent,
             fixed_tokens=count_system(self.system, self.counter) + count_tools(self.tools, self.counter),
         )
         if outcome.status == "skipped":

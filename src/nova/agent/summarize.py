@@ -1,8 +1,9 @@
 """Summarizers for layer 2 (CMP-6): one protocol, a model summarizer and an extractive one.
 
 `ModelSummarizer` asks the model. It sends the same system prompt, the same tool declarations and the
-older part of the conversation as the model already saw them, with the summary instruction as the final
-user message: the request then starts with the prefix the provider has cached, and only the instruction
+conversation as the model last saw it (the whole of it, `SummaryRequest.context`, not only the part being
+folded), with the summary instruction as the final user message and the same cache breakpoints: the
+request then starts with the prefix the provider cached on the previous call, and only the instruction
 and the summary itself are paid at full price.
 
 `ExtractiveSummarizer` needs no model: it keeps the user's messages verbatim (instructions come from
@@ -23,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.providers.base import ModelRequest, Provider, ToolSpec, collect
+from nova.providers.base import CacheHints, ModelRequest, Provider, ToolSpec, collect
 from nova.tokens import TokenCounter
 
 __all__ = [
@@ -79,6 +80,10 @@ class SummaryRequest:
     when known: repeated compactions rebuild from raw events, not from a summary of a summary (CMP-10)."""
     system: str = ""
     tools: Sequence[ToolSpec] = ()
+    context: Sequence[Message] = ()
+    """The whole working history as the model last saw it (folded part first, then the kept tail), when
+    known: a summarizer that reuses the provider's cache sends this, since the cache holds the prefix the
+    last call wrote — a request ending at the folded part would usually miss it."""
     max_tokens: int = 8000
     focus: str = ""
     transcript_path: str = ""
@@ -127,11 +132,15 @@ def render_transcript(messages: Sequence[Message]) -> str:
     return "\n".join(f"[{m.role}]: " + "\n".join(_part_lines(m)) for m in messages)
 
 
-def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: str = "") -> str:
-    """The instruction sent as the final user message of a model summary request."""
+def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: str = "", kept_messages: int = 0
+                        ) -> str:
+    """The instruction sent as the final user message of a model summary request. `kept_messages`: how
+    many of the newest messages above stay in the context verbatim after the summary."""
     sections = "\n".join(f"## {s}" for s in SECTIONS)
     focus_line = f"\nGive extra attention to: {focus}\n" if focus else ""
     pointer = f" The full transcript is at {transcript_path}." if transcript_path else ""
+    kept = (f" The last {kept_messages} messages above stay in the context word for word after the summary: "
+            "summarize what comes before them and mention them only as far as needed to connect.")
     return (
         "Your context window is being compacted. Write a summary of the conversation so far that lets you "
         "continue the task without it. Do not call any tool; answer with the summary only, in Markdown, "
@@ -139,7 +148,7 @@ def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: st
         f"Leave '{USER_SECTION}' empty: Nova copies the user's messages there itself, word for word. "
         "Keep file paths, commands, error messages and identifiers exact. "
         "Fold every still-relevant fact of an earlier summary into the new one. Mark what you inferred "
-        f"as inferred. Stay under {max_tokens} tokens.{pointer}{focus_line}"
+        f"as inferred. Stay under {max_tokens} tokens.{pointer}{kept if kept_messages > 0 else ''}{focus_line}"
     )
 
 
@@ -149,26 +158,36 @@ class ModelSummarizer:
 
     name = "model"
 
-    def __init__(self, provider: Provider, *, model: str, reuse_cache: bool = True) -> None:
+    def __init__(self, provider: Provider, *, model: str, reuse_cache: bool = True,
+                 cache: CacheHints | None = None) -> None:
         self.provider = provider
         self.model = model
         self.reuse_cache = reuse_cache
+        self.cache = cache or CacheHints(system=True, last_tool=True, last_user_message=True)
+        """The agent's own breakpoints and cache key: without markers Anthropic reads nothing."""
 
-    def summarize(self, request: SummaryRequest) -> str:
-        instruction = summary_instruction(
-            max_tokens=request.max_tokens, focus=request.focus, transcript_path=request.transcript_path
-        )
+    def build_request(self, request: SummaryRequest) -> ModelRequest:
+        """The summary request: the conversation as last sent (so its prefix is byte-identical to the
+        agent's previous request) plus the instruction as the final user message."""
+        shown = list(request.context) or list(request.older)
+        kept = max(0, len(shown) - len(request.older)) if request.context else 0
+        instruction = summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
+                                          transcript_path=request.transcript_path, kept_messages=kept)
         if self.reuse_cache:
-            messages = [*request.older, Message.user(instruction, metadata={"nova_kind": "summary_request"})]
+            messages = [*shown, Message.user(instruction, metadata={"nova_kind": "summary_request"})]
         else:
             messages = [Message.user(render_transcript(request.older) + "\n\n" + instruction)]
-        model_request = ModelRequest(
+        return ModelRequest(
             model=self.model,
             system=request.system,
             messages=messages,
             tools=list(request.tools),
             max_output_tokens=max(256, request.max_tokens),
+            cache=self.cache if self.reuse_cache else CacheHints(cache_key=self.cache.cache_key),
         )
+
+    def summarize(self, request: SummaryRequest) -> str:
+        model_request = self.build_request(request)
         response = collect(self.provider, model_request)
         text = response.message.text.strip()
         if not text:

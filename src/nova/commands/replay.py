@@ -4,6 +4,10 @@ Mounted by `nova.cli`: `app.command("replay")(replay_command)`. Reads any format
 `nova.sessions.importers.read_session_file` knows (mini-swe-agent, SWE-agent, OpenAI chat lists, Claude
 Code JSONL, Nova transcripts). The compaction settings come from `~/.nova/config.json` (NOVA_HOME), read
 here at the edge; layer 2 uses the extractive summarizer, since a replay has no model to ask.
+
+The cost model: `--provider-cache anthropic|openai` simulates that provider's prompt cache over the calls,
+`--summarizer model-estimate` counts the call a model summarizer would make at each compaction (reading
+the cached prefix, answering with a summary the size of the extractive one), `--price MODEL` prices it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import typer
 from rich.console import Console
 
 from nova.errors import NovaError
-from nova.replay import POLICIES, Policy, replay_messages, view_document
+from nova.providers.pricing import model_info
+from nova.replay import ALL_POLICIES, Policy, replay_messages, view_document
 from nova.settings import load_settings
 from nova.tokens import counter_for_model
 
@@ -32,15 +37,31 @@ def replay_command(
     path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL.")],
     window: Annotated[int, typer.Option("--window", help="Context window of the model to simulate, in tokens.")
                       ] = 128000,
-    policy: Annotated[str, typer.Option("--policy", help="naive | truncate | observation-mask | nova")] = "nova",
+    policy: Annotated[str, typer.Option("--policy", help="naive | truncate | observation-mask | nova | "
+                                        "naive-uncached | naive-cached")] = "nova",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with per-call and total figures.")
                        ] = False,
     dump_view: Annotated[Path | None, typer.Option("--dump-view", help="Write the final model view to this JSON "
                                                    "file (system, tools, messages).")] = None,
+    provider_cache: Annotated[str | None, typer.Option("--provider-cache", help="Simulate this provider's "
+                              "prompt cache: anthropic | openai.")] = None,
+    summarizer: Annotated[str, typer.Option("--summarizer", help="extractive | model-estimate (also count the "
+                          "model summary call each compaction would make).")] = "extractive",
+    price: Annotated[str | None, typer.Option("--price", help="Price the figures as this model (model table), "
+                     "e.g. claude-sonnet-4-5.")] = None,
 ) -> None:
     """Replay a recorded session as if the agent had used this context policy."""
-    if policy not in POLICIES:
-        err_console.print(f"nova: error: --policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    if policy not in ALL_POLICIES:
+        err_console.print(f"nova: error: --policy must be one of {', '.join(ALL_POLICIES)}, not {policy!r}")
+        raise typer.Exit(2)
+    if provider_cache not in (None, "anthropic", "openai"):
+        err_console.print(f"nova: error: --provider-cache must be anthropic or openai, not {provider_cache!r}")
+        raise typer.Exit(2)
+    if summarizer not in ("extractive", "model-estimate"):
+        err_console.print(f"nova: error: --summarizer must be extractive or model-estimate, not {summarizer!r}")
+        raise typer.Exit(2)
+    if price is not None and model_info(price) is None:
+        err_console.print(f"nova: error: --price: no price for model {price!r} in the model table")
         raise typer.Exit(2)
     if window <= 0:
         err_console.print("nova: error: --window must be a positive number of tokens")
@@ -58,7 +79,9 @@ def replay_command(
     logging.getLogger("nova.agent").setLevel(logging.ERROR)
     chosen: Policy = policy  # type: ignore[assignment]
     report = replay_messages(session.messages, system=session.system, window=window, policy=chosen,
-                             config=settings.compaction, spill=settings.spill, counter=counter_for_model(model))
+                             config=settings.compaction, spill=settings.spill, counter=counter_for_model(model),
+                             provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
+                             summarizer_estimate=summarizer == "model-estimate", price_model=price)
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
     if as_json:
@@ -69,5 +92,11 @@ def replay_command(
     console.print(f"  peak context {report.peak_context_tokens:,}, mean {report.mean_context_tokens:,.0f}")
     console.print(f"  compactions {report.compactions}, snips {report.snips}, spills {report.spills}, "
                   f"breaker trips {report.breaker_trips}, invariant violations {report.invariant_violations}")
+    if report.provider_cache or report.cost_usd is not None:
+        cost = f", cost ${report.cost_usd:.4f} (+ agent output ${report.output_cost_usd or 0:.4f})" \
+            if report.cost_usd is not None else ""
+        console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
+                      f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
+                      f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")
     for line in report.violations[:10]:
         console.print(f"  [red]{line}[/]", markup=True)

@@ -1,0 +1,148 @@
+"""Simulated provider prompt caches, for replaying a recorded session with costs (`nova replay
+--provider-cache`).
+
+A request is a list of `Block`s in prefix order: the tool catalog, the system text, then one block per
+message. A block carries the digest of exactly what the provider reads, its size in tokens and how many
+content blocks it holds (Anthropic counts its lookback in content blocks). A prefix is identified by a
+digest chained over its blocks, so equal prefixes share entries whatever objects produced them.
+
+- `AnthropicCache`: explicit breakpoints after the tools, after the system text and at the end of the
+  request (CCH-1), each only when its prefix reaches the model's minimum. A lookup at a breakpoint reads
+  the longest live entry at most `lookback` (20) content blocks before it; every breakpoint past the hit
+  writes an entry. Entries live `ttl_s` (5 min) from their last write or read; a read refreshes the entry
+  read and the shorter breakpoint entries inside it (an assumption: the API does not document it).
+- `OpenAICache`: automatic: every request leaves its prefixes behind; a later request reads the longest
+  live one, counted from 1,024 tokens in 128-token steps. Nothing is billed for writing.
+
+Timestamps are the recorded call times when the recording has them; `at=None` means "no clock", and
+then nothing expires.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from nova.providers.base import Usage
+
+__all__ = ["AnthropicCache", "Block", "OpenAICache", "ProviderCache", "make_cache", "prefix_keys"]
+
+ProviderName = Literal["anthropic", "openai"]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    digest: bytes
+    tokens: int
+    content_blocks: int = 1
+
+
+def prefix_keys(blocks: Sequence[Block]) -> list[bytes]:
+    """The chained digest of every prefix: `keys[i]` identifies blocks[0..i]."""
+    keys: list[bytes] = []
+    previous = b""
+    for block in blocks:
+        previous = hashlib.blake2b(previous + block.digest, digest_size=16).digest()
+        keys.append(previous)
+    return keys
+
+
+def _cumulative(blocks: Sequence[Block]) -> list[int]:
+    total = 0
+    out: list[int] = []
+    for block in blocks:
+        total += block.tokens
+        out.append(total)
+    return out
+
+
+class ProviderCache(Protocol):
+    def call(self, blocks: Sequence[Block], *, head: int, at: float | None) -> Usage:
+        """Usage (uncached input, cache read, cache write) of one request; `head` is the number of leading
+        blocks that form the stable head (tools, system)."""
+        ...
+
+
+class _Entries:
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._expiry: dict[bytes, float] = {}
+
+    def live(self, key: bytes, at: float | None) -> bool:
+        expiry = self._expiry.get(key)
+        return expiry is not None and (at is None or expiry >= at)
+
+    def touch(self, key: bytes, at: float | None) -> None:
+        self._expiry[key] = float("inf") if at is None else at + self.ttl_s
+
+
+class AnthropicCache:
+    def __init__(self, *, min_tokens: int = 1024, ttl_s: float = 300.0, lookback: int = 20) -> None:
+        self.min_tokens = min_tokens
+        self.lookback = lookback
+        self.entries = _Entries(ttl_s)
+
+    def call(self, blocks: Sequence[Block], *, head: int, at: float | None) -> Usage:
+        if not blocks:
+            return Usage()
+        keys = prefix_keys(blocks)
+        cum = _cumulative(blocks)
+        wanted = sorted({i for i in (head - 2, head - 1, len(blocks) - 1) if 0 <= i < len(blocks)})
+        breakpoints = [i for i in wanted if cum[i] >= self.min_tokens]
+        hit = -1
+        for bp in breakpoints:
+            hit = max(hit, self._lookup(blocks, keys, bp, at))
+        read = cum[hit] if hit >= 0 else 0
+        if hit >= 0:
+            for i in [*(bp for bp in breakpoints if bp < hit), hit]:
+                if self.entries.live(keys[i], at):
+                    self.entries.touch(keys[i], at)
+        last = breakpoints[-1] if breakpoints else -1
+        write = cum[last] - read if last > hit else 0
+        for bp in breakpoints:
+            if bp > hit:
+                self.entries.touch(keys[bp], at)
+        return Usage(input_tokens=cum[-1] - read - write, cache_read_tokens=read, cache_write_tokens=write)
+
+    def _lookup(self, blocks: Sequence[Block], keys: Sequence[bytes], bp: int, at: float | None) -> int:
+        distance = 0
+        j = bp
+        while j >= 0 and distance <= self.lookback:
+            if self.entries.live(keys[j], at):
+                return j
+            distance += blocks[j].content_blocks
+            j -= 1
+        return -1
+
+
+class OpenAICache:
+    MIN_TOKENS = 1024
+    STEP = 128
+
+    def __init__(self, *, ttl_s: float = 300.0) -> None:
+        self.entries = _Entries(ttl_s)
+
+    def call(self, blocks: Sequence[Block], *, head: int, at: float | None) -> Usage:
+        if not blocks:
+            return Usage()
+        keys = prefix_keys(blocks)
+        cum = _cumulative(blocks)
+        common = 0
+        for j in range(len(blocks) - 1, -1, -1):
+            if self.entries.live(keys[j], at):
+                common = cum[j]
+                break
+        read = (common // self.STEP) * self.STEP if common >= self.MIN_TOKENS else 0
+        for key in keys:
+            self.entries.touch(key, at)
+        return Usage(input_tokens=cum[-1] - read, cache_read_tokens=read)
+
+
+def make_cache(provider: ProviderName, *, min_tokens: int = 1024) -> ProviderCache:
+    if provider == "anthropic":
+        return AnthropicCache(min_tokens=min_tokens)
+    if provider == "openai":
+        return OpenAICache()
+    raise ValueError(f"unknown provider cache {provider!r}; choose anthropic or openai")

@@ -18,6 +18,7 @@ from nova import events as ev
 from nova.context.cache import apply_cache_plan
 from nova.context.cache_diagnosis import CacheBreakReport, CacheMonitor
 from nova.providers.base import ModelRequest
+from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -62,8 +63,10 @@ class PromptCache:
         return apply_cache_plan(request, counter=self.counter)
 
     def on_call(self, record: CallRecord) -> None:
-        report = self.monitor.observe(record.request, record.response.usage,
-                                      model=record.response.model or record.request.model)
+        # Price by the model that answered when the table knows it, else by the one asked for (as the loop).
+        answered = record.response.model
+        model = answered if answered and model_info(answered) else record.request.model
+        report = self.monitor.observe(record.request, record.response.usage, model=model)
         if report is not None:
             self._report(report)
 

@@ -1,0 +1,55 @@
+"""Cost arithmetic against hand-worked cases; normalized usage counts OpenAI's cached tokens once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nova.providers.base import Usage
+from nova.providers.openai import usage_from_chat, usage_from_responses
+from nova.providers.pricing import cost_usd, model_info
+from nova.sessions.session import Session
+
+
+def test_anthropic_cost_with_5m_and_1h_writes() -> None:
+    usage = Usage(input_tokens=1_000, output_tokens=500, cache_read_tokens=10_000, cache_write_tokens=2_000)
+    # Sonnet 4.5: 1,000 x 3 + 500 x 15 + 10,000 x 0.30 + 2,000 x 3.75 = 21,000 micro-dollars.
+    assert cost_usd(usage, "claude-sonnet-4-5") == pytest.approx(0.021)
+    # 1 h writes cost 2x input: 2,000 x 6 = 12,000 instead of 7,500.
+    assert cost_usd(usage, "claude-sonnet-4-5", cache_ttl="1h") == pytest.approx(0.0255)
+    # A dated id resolves to its entry.
+    assert cost_usd(usage, "claude-sonnet-4-5-20250929") == pytest.approx(0.021)
+
+
+def test_openai_cached_tokens_are_counted_once() -> None:
+    usage = usage_from_chat({"prompt_tokens": 10_000, "completion_tokens": 100,
+                             "prompt_tokens_details": {"cached_tokens": 8_000}})
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.context_tokens) == (2_000, 8_000, 10_000)
+    # gpt-4o: 2,000 x 2.50 + 8,000 x 1.25 + 100 x 10 = 16,000 micro-dollars (not 10,000 x 2.50 on top).
+    assert cost_usd(usage, "gpt-4o") == pytest.approx(0.016)
+    same = usage_from_responses({"input_tokens": 10_000, "output_tokens": 100,
+                                 "input_tokens_details": {"cached_tokens": 8_000}})
+    assert same == usage
+
+
+def test_unknown_model_cost_is_unknown_not_guessed() -> None:
+    assert cost_usd(Usage(input_tokens=10), "my-local-llama") is None
+
+
+def test_minimum_cacheable_lengths_live_in_the_model_table() -> None:
+    assert model_info("claude-sonnet-4-5").min_cacheable_tokens == 1024  # type: ignore[union-attr]
+    assert model_info("claude-haiku-4-5").min_cacheable_tokens == 4096  # type: ignore[union-attr]
+    assert model_info("gpt-4o").min_cacheable_tokens == 1024  # type: ignore[union-attr]
+
+
+def test_session_meta_keeps_totals(tmp_path: Path) -> None:
+    session = Session.create(tmp_path, title="t", model="claude-sonnet-4-5")
+    a = Usage(input_tokens=100, output_tokens=10, cache_read_tokens=1_000, cache_write_tokens=50)
+    session.add_cost(a, cost_usd(a, "claude-sonnet-4-5") or 0.0)
+    session.add_cost(a, cost_usd(a, "claude-sonnet-4-5") or 0.0)
+    session.flush()
+    meta = Session.open(tmp_path, session.id, readonly=True).meta
+    assert (meta.input_tokens, meta.cache_read_tokens, meta.cache_write_tokens) == (200, 2_000, 100)
+    assert meta.cost_usd == pytest.approx(2 * (100 * 3 + 10 * 15 + 1_000 * 0.3 + 50 * 3.75) / 1e6)
+    session.close()

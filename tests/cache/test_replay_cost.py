@@ -1,0 +1,104 @@
+"""The replay cost model: simulated provider caches by hand, and sanity on a real trajectory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from nova.commands.replay import replay_command
+from nova.context.cache_sim import AnthropicCache, Block, OpenAICache
+from nova.replay import replay_messages
+from nova.sessions.importers import read_session_file
+from nova.testing import shared_data_dir
+
+FILES = sorted((shared_data_dir() / "trajectories" / "mini-swe-agent-gemini3").glob("*.traj.json"))
+needs_data = pytest.mark.skipif(not FILES, reason="shared trajectories not available")
+
+
+def blocks(*sizes: int, tag: str = "") -> list[Block]:
+    return [Block(f"{tag}{i}:{s}".encode(), s) for i, s in enumerate(sizes)]
+
+
+def test_anthropic_writes_then_reads_the_prefix() -> None:
+    cache = AnthropicCache(min_tokens=1024)
+    first = cache.call(blocks(2000, 500, 300), head=1, at=0.0)
+    assert (first.cache_read_tokens, first.cache_write_tokens, first.input_tokens) == (0, 2800, 0)
+    second = cache.call(blocks(2000, 500, 300, 400, 100), head=1, at=10.0)
+    assert (second.cache_read_tokens, second.cache_write_tokens) == (2800, 500)
+
+
+def test_anthropic_minimum_ttl_and_lookback() -> None:
+    short = AnthropicCache(min_tokens=1024).call(blocks(300, 200), head=1, at=0.0)
+    assert (short.cache_write_tokens, short.input_tokens) == (0, 500)  # under the minimum: nothing cached
+    cache = AnthropicCache(min_tokens=1024)
+    cache.call(blocks(2000, 100), head=1, at=0.0)
+    expired = cache.call(blocks(2000, 100, 50), head=1, at=301.0)
+    assert expired.cache_read_tokens == 0 and expired.cache_write_tokens == 2150
+    far = AnthropicCache(min_tokens=1024)
+    far.call(blocks(2000, 100), head=1, at=None)
+    # 25 new blocks after the last breakpoint: past the 20-block lookback the message entry is not found,
+    # but the system breakpoint still reads the head.
+    grown = far.call(blocks(2000, 100, *([10] * 25)), head=1, at=None)
+    assert grown.cache_read_tokens == 2000
+
+
+def test_openai_caches_from_1024_in_128_token_steps() -> None:
+    cache = OpenAICache()
+    assert cache.call(blocks(1000), head=0, at=0.0).cache_read_tokens == 0
+    assert cache.call(blocks(1000, 50), head=0, at=1.0).cache_read_tokens == 0  # 1,000 < 1,024
+    cache.call(blocks(1000, 300), head=0, at=2.0)
+    again = cache.call(blocks(1000, 300, 20), head=0, at=3.0)
+    assert again.cache_read_tokens == 1280 and again.input_tokens == 1320 - 1280  # 1,300 -> 10 x 128
+    assert again.cache_write_tokens == 0
+
+
+@needs_data
+def test_naive_baselines_on_a_real_trajectory() -> None:
+    session = read_session_file(FILES[0])
+    kw = dict(system=session.system, window=200_000, price_model="claude-sonnet-4-5")
+    uncached = replay_messages(session.messages, policy="naive-uncached", **kw)  # type: ignore[arg-type]
+    cached = replay_messages(session.messages, policy="naive-cached", **kw)  # type: ignore[arg-type]
+    assert uncached.cache_hit_rate == 0.0 and uncached.uncached_input_tokens == uncached.input_tokens
+    assert uncached.cost_usd == pytest.approx(uncached.input_tokens * 3 / 1e6)
+    assert cached.cache_hit_rate > 0.9
+    assert cached.cache_read_tokens + cached.cache_write_tokens + cached.uncached_input_tokens == cached.input_tokens
+    assert cached.cost_usd is not None and cached.cost_usd < 0.3 * uncached.cost_usd
+    assert cached.output_cost_usd == uncached.output_cost_usd  # the agent's output is priced apart
+
+
+@needs_data
+def test_nova_counts_a_summary_call_per_compaction() -> None:
+    session = read_session_file(FILES[0])
+    report = replay_messages(session.messages, system=session.system, window=32_000, policy="nova",
+                             provider_cache="anthropic", summarizer_estimate=True, price_model="claude-sonnet-4-5")
+    assert report.compactions >= 1 and report.summary_calls == report.compactions
+    assert report.summary_output_tokens > 0
+    # The summary call reads the prefix the previous call cached.
+    assert report.summary_input_tokens > 0 and report.cache_hit_rate > 0.8
+
+
+@needs_data
+def test_replay_json_adds_the_cost_keys_when_asked() -> None:
+    app = typer.Typer()
+    app.command("replay")(replay_command)
+    app.callback()(lambda: None)
+    result = CliRunner().invoke(app, ["replay", str(FILES[0]), "--window", "64000", "--policy", "naive-cached",
+                                      "--provider-cache", "anthropic", "--summarizer", "model-estimate",
+                                      "--price", "claude-sonnet-4-5", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output.strip().splitlines()[-1])
+    for key in ("cache_read_tokens", "cache_write_tokens", "uncached_input_tokens", "cache_hit_rate", "cost_usd",
+                "input_tokens", "per_call", "compactions"):
+        assert key in data
+    assert data["policy"] == "naive-cached" and data["cache_hit_rate"] > 0.9 and data["cost_usd"] > 0
+    bad = CliRunner().invoke(app, ["replay", str(FILES[0]), "--provider-cache", "gemini"])
+    assert bad.exit_code == 2
+
+
+def test_unknown_price_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no price"):
+        replay_messages([], window=1000, price_model="nope")

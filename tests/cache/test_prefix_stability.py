@@ -4,6 +4,7 @@ bytes as the agent's last request."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,7 +87,7 @@ def run_session(tmp: Path, turns: list[tuple[str, list[list[tuple[str, str]]]]])
 def test_each_request_starts_with_the_previous_one_byte_for_byte(tmp_path: Path, turns: Any) -> None:
     agent, provider = run_session(tmp_path, turns)
     requests = provider.requests
-    for before, after in zip(requests, requests[1:], strict=False):
+    for before, after in itertools.pairwise(requests):
         assert_extends(before, after)
         # Every request carries all three breakpoints: tools, system, last user message.
         body = request_to_anthropic(after)

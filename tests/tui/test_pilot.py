@@ -75,7 +75,7 @@ async def type_a_message(nova_home: Path, tmp_path: Path) -> None:
         assert calls[0].title.startswith("✓ glob(")
         # The bar above the input shows the session's one figure.
         assert app.session_id is not None
-        status = app.hub.live(app.session_id).agent.context_status()
+        status = app.hub.live(app.session_id).status()
         bar = app.query_one(ContextBar)
         assert app.gauge.percent == status.percent and app.gauge.used == status.used
         assert f"context {status.percent:.1f}%" in str(bar.render())

@@ -33,7 +33,6 @@ from nova.messages import new_id
 from nova.providers.base import Provider
 from nova.server.channel import ChunkChannel
 from nova.server.config import ServerConfig
-from nova.server.context_view import context_report
 from nova.server.guards import BearerAuth, BodyLimit
 from nova.server.hub import SessionBusy, SessionHub, SessionNotFound
 from nova.server.page import load_page
@@ -197,15 +196,12 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
     # -- context ----------------------------------------------------------------------------------
     @app.get("/api/sessions/{session_id}/context", tags=["context"])
     def get_context(session_id: SessionId) -> ContextOut:
-        live = hub.live(session_id)
-        return ContextOut(**context_report(live.agent, compacting=live.compacting, running=live.running))
+        return ContextOut(**hub.context(session_id))
 
     @app.post("/api/sessions/{session_id}/compact", tags=["context"])
     def compact(session_id: SessionId, body: CompactRequest | None = None) -> CompactOut:
         changed, _ = hub.compact(session_id, (body or CompactRequest()).focus)
-        live = hub.live(session_id)
-        report = context_report(live.agent, compacting=False, running=live.running)
-        return CompactOut(changed=changed, context=ContextOut(**report))
+        return CompactOut(changed=changed, context=ContextOut(**hub.context(session_id)))
 
     # -- memory -----------------------------------------------------------------------------------
     def store() -> MemoryStore:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nova import events as ev
 from nova.agent.loop import Agent
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.tokens import count_message, count_system, count_tools
@@ -62,8 +63,8 @@ def segments(agent: Agent) -> list[dict[str, Any]]:
     return out
 
 
-def context_report(agent: Agent, *, compacting: bool, running: bool) -> dict[str, Any]:
-    status = agent.context_status()
+def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, running: bool) -> dict[str, Any]:
+    """`status` is `agent.context_status()` (or, mid-turn, the last figure the agent emitted)."""
     return {
         "session_id": agent.session_id,
         "used": status.used,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from nova import events as ev
 from nova.agent.loop import Agent
@@ -23,6 +24,7 @@ from nova.app import AgentOptions, build_agent
 from nova.errors import NovaError, StorageError
 from nova.messages import Message
 from nova.providers.base import Provider
+from nova.server.context_view import context_report
 from nova.sessions.export import resume
 from nova.sessions.meta import SessionMeta, session_dir, validate_session_id
 from nova.sessions.session import Session, delete_session, list_sessions
@@ -33,6 +35,7 @@ __all__ = ["LiveSession", "SessionBusy", "SessionHub", "SessionNotFound"]
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 10.0
+T = TypeVar("T")
 
 EventSink = Callable[[ev.Event | None], None]
 """Receives a turn's events, then None once the turn is over (however it ended)."""
@@ -55,6 +58,8 @@ class LiveSession:
     busy: threading.Lock = field(default_factory=threading.Lock)
     """Held while a turn or a compaction runs: the history has one writer at a time."""
     compacting: bool = False
+    last_status: ev.ContextUpdate | None = None
+    """The figure the agent last emitted; while a turn runs, the figure every surface shows."""
     turn: Future[None] | None = None
     last_touched: float = field(default_factory=time.monotonic)
 
@@ -68,10 +73,24 @@ class LiveSession:
 
     def track(self, event: ev.Event) -> None:
         # The "compacting…" indicator of a client that connects in the middle of a compaction.
-        if isinstance(event, ev.CompactionStart):
+        if isinstance(event, ev.ContextUpdate):
+            self.last_status = event
+        elif isinstance(event, ev.CompactionStart):
             self.compacting = True
         elif isinstance(event, ev.CompactionEnd):
             self.compacting = False
+
+    def on_worker(self, fn: Callable[[], T]) -> T:
+        """Run `fn` on the session's thread (it may read the session store) and wait for it."""
+        return self.worker.submit(fn).result()
+
+    def status(self) -> ev.ContextUpdate:
+        """The one figure (TOK-3). While a turn runs the session's thread is busy and the history is
+        moving: the figure is then the one the agent last emitted, which is what the stream carried
+        and what the compaction decision used."""
+        if self.running and self.last_status is not None:
+            return self.last_status
+        return self.on_worker(self.agent.context_status)
 
     def close(self) -> None:
         def close_here() -> None:
@@ -248,6 +267,11 @@ class SessionHub:
         live.agent.cancel.set()
         return True
 
+    def context(self, session_id: str) -> dict[str, Any]:
+        """`GET …/context`: the one figure and what is in context."""
+        live = self.live(session_id)
+        return context_report(live.agent, live.status(), compacting=live.compacting, running=live.running)
+
     def compact(self, session_id: str, focus: str = "") -> tuple[bool, ev.ContextUpdate]:
         live = self.live(session_id)
         if not live.busy.acquire(blocking=False):
@@ -258,8 +282,8 @@ class SessionHub:
             return changed
 
         try:
-            changed = live.worker.submit(compact_here).result()
-            return changed, live.agent.context_status()
+            changed = live.on_worker(compact_here)
+            return changed, live.on_worker(live.agent.context_status)
         finally:
             live.compacting = False
             live.busy.release()

@@ -169,7 +169,7 @@ class NovaTUI(App[None]):
     def _show_status(self) -> None:
         if self.session_id is None:
             return
-        self.gauge.apply(self.hub.live(self.session_id).agent.context_status())
+        self.gauge.apply(self.hub.live(self.session_id).status())
         self.bar.refresh_gauge()
 
     # -- slash commands -------------------------------------------------------------------------------
@@ -231,11 +231,8 @@ class NovaTUI(App[None]):
                               else "nothing to compact")
 
     def _show_context(self) -> None:
-        from nova.server.context_view import context_report
-
         assert self.session_id is not None
-        live = self.hub.live(self.session_id)
-        report = context_report(live.agent, compacting=live.compacting, running=live.running)
+        report = self.hub.context(self.session_id)
         lines = [f"context {report['percent']:.1f}% — {report['used']:,} of {report['limit']:,} tokens "
                  f"(compaction threshold; window {report['window']:,})",
                  f"manifest {report['manifest_status']}", "estimated per segment:"]

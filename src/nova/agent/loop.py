@@ -37,12 +37,13 @@ from nova.providers.base import (
     Provider,
     ResponseDone,
     TextDelta,
+    ToolSpec,
     Usage,
 )
 from nova.providers.pricing import context_window_for, cost_usd
 from nova.tokens import TokenLedger, context_percent, counter_for_model
 
-__all__ = ["Agent", "CallRecord", "SessionSink", "TurnResult"]
+__all__ = ["Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,28 @@ class ViewRequest:
     history: Sequence[Message]
     system: str
     reason: str = "threshold"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileRequest:
+    """Input of the `compile_view` hook: what `build_request` would otherwise send as it is."""
+
+    history: Sequence[Message]
+    system: str
+    tools: Sequence[ToolSpec]
+
+
+class CompiledView(Protocol):
+    """Output of the `compile_view` hook (`nova.context.compiler.ContextView` is one)."""
+
+    @property
+    def system(self) -> str: ...
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+    @property
+    def tools(self) -> Sequence[ToolSpec]: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +152,7 @@ class Agent:
         on_turn_end: Callable[[TurnResult], None] | None = None,
         prepare_request: Callable[[ModelRequest], ModelRequest] | None = None,
         on_call: Callable[[CallRecord], None] | None = None,
+        compile_view: Callable[[CompileRequest], CompiledView] | None = None,
         ledger: TokenLedger | None = None,
         window: int | None = None,
         threshold: int | None = None,
@@ -157,6 +181,9 @@ class Agent:
         self.on_turn_end = on_turn_end
         self.prepare_request = prepare_request
         self.on_call = on_call
+        # Issue 7: the context compiler (nova.context.runtime) turns history into the view each call
+        # sends; None sends history as it is.
+        self.compile_view = compile_view
         self.compactor: Callable[[Sequence[Message], str], list[Message]] | None = None
         """Set by the context layer: folds history on request (`/compact [focus]`)."""
         self.closers: list[Callable[[], None]] = []
@@ -188,6 +215,12 @@ class Agent:
 
     # -- the one context figure --------------------------------------------------------------------
     def context_tokens(self) -> int:
+        if self.compile_view is not None:
+            # TOK-3: measure the view that will be sent (pinned state and observations included), the
+            # same figure the compiler's manifest reports.
+            view = self.compile_view(CompileRequest(history=list(self.history), system=self.system_prompt,
+                                                    tools=self.tools.specs()))
+            return self.ledger.estimate(view.messages, view.system, view.tools)
         return self.ledger.estimate(self.history, self.system_prompt, self.tools.specs())
 
     def context_status(self) -> ev.ContextUpdate:
@@ -271,6 +304,12 @@ class Agent:
 
     # -- model calls -------------------------------------------------------------------------------
     def build_request(self, history: Sequence[Message]) -> ModelRequest:
+        if self.compile_view is not None:
+            # Issue 7: send the compiled view (CTX-1); history itself is left as it is.
+            view = self.compile_view(CompileRequest(history=list(history), system=self.system_prompt,
+                                                    tools=self.tools.specs()))
+            return ModelRequest(model=self.model, system=view.system, messages=list(view.messages),
+                                tools=list(view.tools), max_output_tokens=self.max_output_tokens, cache=self.cache)
         return ModelRequest(
             model=self.model,
             system=self.system_prompt,

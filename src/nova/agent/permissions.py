@@ -331,7 +331,8 @@ AskUser = Callable[[PermissionRequest], bool]
 class PermissionPolicy:
     """The permission rules of one session. Immutable: built once from config and flags."""
 
-    __slots__ = ("_allow", "_allowed_tools", "_ask", "_ask_user", "_cwd", "_deny", "_interactive", "_yes")
+    __slots__ = ("_allow", "_allowed_tools", "_ask", "_ask_user", "_cwd", "_deny", "_dynamic_deny", "_interactive",
+                 "_yes")
 
     _allow: tuple[Rule, ...]
     _deny: tuple[Rule, ...]
@@ -341,6 +342,7 @@ class PermissionPolicy:
     _yes: bool
     _ask_user: AskUser | None
     _cwd: Path
+    _dynamic_deny: Callable[[], Iterable[str]] | None
 
     def __init__(
         self,
@@ -351,9 +353,14 @@ class PermissionPolicy:
         yes: bool = False,
         ask: AskUser | None = None,
         cwd: Path | None = None,
+        dynamic_deny: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         """`cwd` is the directory path rules are relative to (default: the process's, at construction);
-        `run_tool_checked` uses the tool context's instead. Bad rules raise `ConfigError`."""
+        `run_tool_checked` uses the tool context's instead. Bad rules raise `ConfigError`.
+        `dynamic_deny` returns extra deny rules read at every check: the ones canonical task state derives
+        from the user's constraints ("merge not approved" → `bash(git merge*)`, nova.context.state). They
+        take effect on the next call, without waiting for the model to read anything; the model cannot
+        change them (task state is written only by deterministic code)."""
         values = {
             "_allow": tuple(parse_rule(r, where="permissions.allow") for r in config.allow),
             "_deny": tuple(parse_rule(r, where="permissions.deny") for r in config.deny),
@@ -363,6 +370,7 @@ class PermissionPolicy:
             "_yes": yes,
             "_ask_user": ask,
             "_cwd": cwd if cwd is not None else Path.cwd(),
+            "_dynamic_deny": dynamic_deny,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -380,6 +388,14 @@ class PermissionPolicy:
             f"allowed_tools={sorted(self._allowed_tools)}, yes={self._yes})"
         )
 
+    def with_dynamic_deny(self, dynamic_deny: Callable[[], Iterable[str]]) -> PermissionPolicy:
+        """A copy of this policy that also applies `dynamic_deny`'s rules (see `__init__`)."""
+        copy = object.__new__(PermissionPolicy)
+        for name in self.__slots__:
+            object.__setattr__(copy, name, getattr(self, name))
+        object.__setattr__(copy, "_dynamic_deny", dynamic_deny)
+        return copy
+
     @property
     def interactive(self) -> bool:
         return self._interactive
@@ -395,6 +411,13 @@ class PermissionPolicy:
         denied = self._match_any(self._deny, name, units)
         if denied is not None:
             return Decision(False, f"{_summary(name, input)!r} is refused by the deny rule `{denied}`.", denied.text)
+        if self._dynamic_deny is not None:
+            rules = tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
+            denied = self._match_any(rules, name, units)
+            if denied is not None:
+                return Decision(False, f"{_summary(name, input)!r} is refused by the task-state rule `{denied}`: "
+                                       "the user has not approved this action (ask them; /approve records it).",
+                                denied.text)
 
         allowed = self._match_all(name, units)
         if allowed is not None:

@@ -6,12 +6,15 @@ Layout (CCH-3), in the order the provider reads it:
     system   [stable head: system contract, org policy, project rules]          always-on
     tools    [tool catalog, sorted by name]                                       index
     messages [append-only history up to the current request]                      on-demand
+             [current request]                                                    always-on
              [latest observations: pinned task state, policy resolutions,        pinned / always-on
               environment snapshot — one message, re-rendered every call]
-             [current request and the tool loop that follows it]                  always-on
+             [the tool loop answering the request]
 
-Only the observations block moves from turn to turn, and it sits right before the current request: the
-head and the history before it stay byte-stable between compactions, so the cached prefix survives.
+Only the observations block moves from turn to turn. It sits right after the current request rather
+than before it (CCH-3 draws it before): either way it lives in the current turn, after the stable prefix,
+and this way the request stays the first message of its turn, as the user wrote it. The head and the
+history before the request stay byte-stable between compactions, so the cached prefix survives.
 Recalled memories are already messages in history (the memory runtime inserts them); the compiler checks
 them against higher-ranked rules (CTX-3) and leaves out any memory that conflicts, saying so.
 
@@ -357,14 +360,17 @@ class ContextCompiler:
                                        reason="observation left out: the view was over its token budget"))
 
         obs_message = _observation_message(observations)
+        # The observations go right after the request they were taken for: the request stays the first
+        # message of its turn (as the user wrote it), and both belong to the part after the stable prefix.
         messages: list[Message] = []
         messages.extend(stable)
+        messages.extend(current[:1])
         if obs_message is not None:
             messages.append(obs_message)
-        messages.extend(current)
+        messages.extend(current[1:])
         offset = 1 if obs_message is not None else 0
         for i, new in sorted(replaced.items(), reverse=True):
-            at = i if i < req else i + offset
+            at = i if i <= req else i + offset
             if new is None:
                 del messages[at]
             else:
@@ -414,14 +420,6 @@ class ContextCompiler:
                                     reason=f"tool catalog ({len(tools)} tools, sorted by name for a stable prefix)"))
         for chunk in chunks:
             segments.append(self._chunk_segment(chunk, stable, replaced))
-        if obs_message is not None:
-            total = self._measure(obs_message)[0]
-            shares = apportion(total, [self._count_text(o.text) for o in observations])
-            for piece, tokens in zip(observations, shares, strict=True):
-                segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
-                                        version=piece.version or _sha(piece.text)[:12], tokens=tokens,
-                                        estimated=tokens, reason=piece.reason, visibility="messages",
-                                        text=piece.text, message_ids=(obs_message.id,)))
         if current:
             kept = [(req + i, m) for i, m in enumerate(current) if replaced.get(req + i, m) is not None]
             shown = [replaced.get(i) or m for i, m in kept]
@@ -436,6 +434,14 @@ class ContextCompiler:
                 version=_sha("".join(self._measure(m)[1] for m in shown))[:12], tokens=tokens, estimated=tokens,
                 reason=reason if _is_request(first) else "the latest messages", visibility="messages",
                 message_ids=tuple(m.id for m in shown)))
+        if obs_message is not None:
+            total = self._measure(obs_message)[0]
+            shares = apportion(total, [self._count_text(o.text) for o in observations])
+            for piece, tokens in zip(observations, shares, strict=True):
+                segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
+                                        version=piece.version or _sha(piece.text)[:12], tokens=tokens,
+                                        estimated=tokens, reason=piece.reason, visibility="messages",
+                                        text=piece.text, message_ids=(obs_message.id,)))
         return segments
 
     def _chunk_segment(self, chunk: _Chunk, stable: Sequence[Message],

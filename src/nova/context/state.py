@@ -169,17 +169,25 @@ class StateSource(Protocol):
 
 class TaskStateStore:
     """Reads and writes one session's `TaskState` through the session store. Every write bumps the
-    version, which the manifest reports as the pinned segment's version."""
+    version, which the manifest reports as the pinned segment's version.
+
+    The state is read from the store once and then kept: every write goes through this object, and the
+    compiler reads the state on every call, possibly from another thread than the one that owns the
+    store's connection (the server answers `/context` from its own thread)."""
 
     def __init__(self, source: StateSource) -> None:
         self.source = source
+        self._state: TaskState | None = None
 
     def load(self) -> TaskState:
-        return TaskState.from_dict(self.source.get_task_state())
+        if self._state is None:
+            self._state = TaskState.from_dict(self.source.get_task_state())
+        return self._state
 
     def save(self, state: TaskState) -> TaskState:
         saved = replace(state, version=state.version + 1)
         self.source.put_task_state(saved.to_dict())
+        self._state = saved
         return saved
 
     def update(self, change: Callable[[TaskState], TaskState]) -> TaskState:

@@ -1,0 +1,296 @@
+"""The context compiler in a live agent: `attach_context_compiler(agent, ...)` installs it.
+
+What it wires, each piece in one place:
+
+- `agent.compile_view`: every request is compiled (nova.context.compiler) from the stable head (system
+  contract, org policy, project rules per file), the tool catalog, history, the pinned task state and
+  the environment snapshot. The last `Compiled` (view + manifest) is kept for `/context`.
+- `controller.measure_view`: the compaction decision measures the same compiled view (TOK-3).
+- `agent.policy`: deny rules derived from task state (an unapproved merge) are checked where tools run.
+- the `bash` tool: a test command's real exit code is recorded as evidence, bound to the workspace hash.
+- the compaction summarizer: wrapped by the continuity check (CMP-10, nova.context.continuity).
+- new user requests: imperative rules are queued for the user to confirm (never stored unconfirmed).
+
+`build_context_sources` builds the same sources for a recorded session, which is what
+`nova context SESSION` compiles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sys
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nova.agent.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from nova.context.compiler import Compiled, CompileInput, ContextCompiler, SourceText, current_request_index
+from nova.context.continuity import ContinuityGuard
+from nova.context.policy import PolicySource, load_org_policy
+from nova.context.state import (
+    MemoryStateSource,
+    StateSource,
+    TaskState,
+    TaskStateStore,
+    apply_command,
+    deny_rules,
+    propose_from_message,
+    record_test_run,
+    render_pinned,
+    workspace_hash,
+)
+from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
+from nova.messages import Message
+from nova.providers.base import ToolSpec
+from nova.tokens import TokenLedger
+
+if TYPE_CHECKING:
+    from nova.agent.context_controller import ContextController
+    from nova.agent.loop import Agent, CompileRequest
+    from nova.settings import Settings
+
+__all__ = ["ContextRuntime", "ContextSources", "attach_context_compiler", "build_context_sources",
+           "environment_snapshot", "org_policy_path", "runtime_for"]
+
+log = logging.getLogger(__name__)
+
+RULES_TITLE = "# Instructions from the user and the project (follow them)"
+PINNED_BUDGET_DEFAULT = 2000
+
+# The runtime of each live agent, for `/context` and the task-state commands of the TUI and the server.
+_RUNTIMES: weakref.WeakKeyDictionary[Agent, ContextRuntime] = weakref.WeakKeyDictionary()
+
+
+def runtime_for(agent: Agent) -> ContextRuntime | None:
+    return _RUNTIMES.get(agent)
+
+
+def org_policy_path(settings: Settings) -> Path:
+    """`policy.file` in the config, else `<NOVA_HOME>/policy.md` (`~/.nova/policy.md`)."""
+    configured = settings.section("policy").get("file")
+    return Path(str(configured)).expanduser() if configured else settings.home / "policy.md"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextSources:
+    """The stable head as pieces with their provenance, and the policy sources for conflict checks."""
+
+    head: tuple[SourceText, ...]
+    policy: tuple[PolicySource, ...]
+
+    @property
+    def system(self) -> str:
+        return "\n\n".join(p.text for p in self.head)
+
+
+def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra_system: str = "") -> ContextSources:
+    """Head pieces: contract → org policy → project rules (one piece per file) → extra system text."""
+    head: list[SourceText] = [SourceText(id="system.contract", cls="always-on", source="nova: SYSTEM_CONTRACT",
+                                         text=contract, reason="the fixed system contract (stable prefix)")]
+    policy: list[PolicySource] = []
+    org_path = org_policy_path(settings)
+    org = load_org_policy(org_path)
+    if org is not None:
+        text, digest = org
+        piece_id = f"policy:{org_path}"
+        head.append(SourceText(id=piece_id, cls="always-on", source=f"file:{org_path}#{digest}", version=digest,
+                               text=f"# Organisation policy (highest precedence)\n\n{text}",
+                               reason="organisation policy: always on, outranks every other source (CTX-3)"))
+        policy.append(PolicySource(level="org", id=piece_id, text=text))
+    config = parse_instructions_config(settings.section("instructions"),
+                                       source=f"{settings.config_file} [instructions]")
+    rules = load_rules(cwd=cwd, home=settings.home, config=config)
+    for index, loaded in enumerate(rules.files):
+        # The same text `render_rules` gives the whole chain, cut per file so each has its provenance.
+        text = render_rules([loaded])
+        if index == 0:
+            text = f"{RULES_TITLE}\n\n{text}"
+        digest = _digest(loaded.text)
+        piece_id = f"rules:{loaded.path}"
+        head.append(SourceText(id=piece_id, cls="always-on", source=f"file:{loaded.path}#{digest}", version=digest,
+                               text=text, reason=f"{loaded.kind} instruction file, loaded every turn (INS-3)"))
+        policy.append(PolicySource(level="project", id=piece_id, text=loaded.text.strip()))
+    if extra_system:
+        head.append(SourceText(id="system.extra", cls="always-on", source="caller: extra_system",
+                               text=extra_system, reason="extra system text given by the caller"))
+    return ContextSources(head=tuple(head), policy=tuple(policy))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def environment_snapshot(cwd: Path) -> str:
+    """Where the agent works: directory, git branch, platform. Read from files (no subprocess) so it is
+    cheap to take once per user request."""
+    branch = ""
+    for directory in (cwd, *cwd.parents):
+        head = directory / ".git" / "HEAD"
+        if head.is_file():
+            try:
+                ref = head.read_text(encoding="utf-8").strip()
+            except OSError:
+                break
+            branch = ref.removeprefix("ref: refs/heads/") if ref.startswith("ref:") else f"detached at {ref[:12]}"
+            break
+    lines = ["[Environment]", f"cwd: {cwd}", f"platform: {sys.platform}"]
+    if branch:
+        lines.append(f"git branch: {branch}")
+    return "\n".join(lines)
+
+
+class _EvidenceTool:
+    """Wraps `bash`: after a test command runs, its real exit code goes into task state as evidence,
+    bound to the workspace hash at that moment (CTX-6). The model's own words never get here."""
+
+    def __init__(self, inner: Tool, runtime: ContextRuntime) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.description = inner.description
+        self.input_schema = inner.input_schema
+        self.read_only = inner.read_only
+        self.runtime = runtime
+
+    def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+        output = self.inner.run(input, ctx)
+        command = input.get("command")
+        exit_code = output.metadata.get("exit_code")
+        if isinstance(command, str) and isinstance(exit_code, int) and not output.metadata.get("timed_out"):
+            self.runtime.record_test(command=command, exit_code=exit_code, cwd=ctx.cwd)
+        return output
+
+
+@dataclass(kw_only=True)
+class ContextRuntime:
+    cwd: Path
+    sources: ContextSources
+    state: TaskStateStore
+    compiler: ContextCompiler = field(default_factory=ContextCompiler)
+    ledger: Callable[[], TokenLedger] | None = None
+    limit: Callable[[], int] = lambda: 0
+    window: Callable[[], int] = lambda: 0
+    pinned_budget: int = PINNED_BUDGET_DEFAULT
+    last: Compiled | None = None
+    guard: ContinuityGuard | None = None
+    _env: tuple[str, str] = ("", "")
+    _workspace: tuple[int, str | None] = (-1, None)
+    _seen_request: str = ""
+
+    # -- the hooks -----------------------------------------------------------------------------------
+    def compile_view(self, request: CompileRequest) -> Any:
+        self.last = self.compile(request.history, system=request.system, tools=request.tools)
+        return self.last.view
+
+    def measure(self, history: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> int:
+        return self.compile(history, system=system, tools=tools).manifest.used
+
+    def compile(self, history: Sequence[Message], *, system: str, tools: Sequence[ToolSpec]) -> Compiled:
+        head = self.sources.head
+        if "\n\n".join(p.text for p in head) != system:
+            # The system text was changed after attach (a caller appended to it): it is one piece then.
+            head = (SourceText(id="system", cls="always-on", source="agent.system_prompt", text=system,
+                               reason="the agent's system prompt"),)
+        state = self.state.load()
+        req = current_request_index(history)
+        if req < len(history):
+            state = self._notice_request(history[req], state)
+        pinned_text = render_pinned(state, workspace=self._workspace_hash(len(history), state))
+        pinned = SourceText(id="task.state", cls="pinned", source=f"task state v{state.version} (session store)",
+                            version=f"v{state.version}", text=pinned_text,
+                            reason="canonical task state: goal, constraints, approvals, open items, evidence; "
+                                   "re-inserted after every compaction") if pinned_text else None
+        env = SourceText(id="environment", cls="always-on", source="environment snapshot (cwd, git, platform)",
+                         text=self._environment(history[req].id if req < len(history) else ""),
+                         reason="latest environment observation, refreshed each user request", priority=10)
+        ledger = self.ledger() if self.ledger is not None else None
+        return self.compiler.compile(CompileInput(
+            head=head, tools=tools, history=history, pinned=pinned, observations=(env,),
+            policy=self.sources.policy, limit=self.limit(), window=self.window(), pinned_budget=self.pinned_budget,
+            ledger=ledger))
+
+    # -- state writes (deterministic code only) ------------------------------------------------------
+    def command(self, line: str) -> str:
+        """`/goal`, `/constraint`, `/approve`, `/confirm`, … from the user; returns what to show them."""
+        state = self.state.update(lambda s: apply_command(s, line, now=time.time()))
+        return render_pinned(state) or "task state is empty"
+
+    def record_test(self, *, command: str, exit_code: int, cwd: Path) -> None:
+        workspace = workspace_hash(cwd)
+        before = self.state.load()
+        after = record_test_run(before, command=command, exit_code=exit_code, workspace=workspace,
+                                source=f"bash `{command}`", now=time.time())
+        if after is not before:
+            self.state.save(after)
+            self._workspace = (-1, None)
+
+    def _notice_request(self, message: Message, state: TaskState) -> TaskState:
+        if message.id == self._seen_request:
+            return state
+        self._seen_request = message.id
+        proposed = propose_from_message(state, message.text, message_id=message.id)
+        if proposed.pending != state.pending:
+            return self.state.save(proposed)
+        return state
+
+    def _workspace_hash(self, marker: int, state: TaskState) -> str | None:
+        if not state.evidence:
+            return None
+        if self._workspace[0] != marker:  # files only change through tool calls, i.e. new messages
+            self._workspace = (marker, workspace_hash(self.cwd))
+        return self._workspace[1]
+
+    def _environment(self, request_id: str) -> str:
+        if self._env[0] != request_id or not self._env[1]:
+            self._env = (request_id, environment_snapshot(self.cwd))
+        return self._env[1]
+
+
+def state_store_for(session: object | None) -> TaskStateStore:
+    """The session's task state when it has a store, else an in-memory one."""
+    if session is not None and callable(getattr(session, "get_task_state", None)) \
+            and callable(getattr(session, "put_task_state", None)):
+        source: StateSource = session  # type: ignore[assignment]
+        return TaskStateStore(source)
+    return TaskStateStore(MemoryStateSource())
+
+
+def attach_context_compiler(
+    agent: Agent,
+    settings: Settings,
+    *,
+    contract: str,
+    controller: ContextController | None = None,
+    session: object | None = None,
+    extra_system: str = "",
+) -> ContextRuntime:
+    sources = build_context_sources(settings=settings, cwd=agent.cwd, contract=contract, extra_system=extra_system)
+    runtime = ContextRuntime(
+        cwd=agent.cwd, sources=sources, state=state_store_for(session),
+        ledger=lambda: agent.ledger, limit=lambda: agent.threshold, window=lambda: agent.window,
+    )
+    # The head now also carries the org policy and per-file provenance; the system prompt is its text.
+    agent.system_prompt = sources.system
+    agent.compile_view = runtime.compile_view
+    agent.policy = agent.policy.with_dynamic_deny(lambda: deny_rules(runtime.state.load()))
+    agent.tools = ToolRegistry([_EvidenceTool(t, runtime) if t.name == "bash" else t for t in agent.tools])
+    if controller is not None:
+        controller.system = agent.system_prompt
+        controller.tools = list(agent.tools.specs())
+        controller.measure_view = lambda history: runtime.measure(history, controller.system, controller.tools)
+        guard = ContinuityGuard(state=runtime.state, inner=controller.summarizer, raw=controller.raw.get)
+        controller.summarizer = guard
+        previous = controller.on_compacted
+
+        def after_compaction(outcome: Any) -> None:
+            guard.check_after(outcome.messages, pinned=render_pinned(runtime.state.load()))
+            if previous is not None:
+                previous(outcome)
+
+        controller.on_compacted = after_compaction
+        runtime.guard = guard
+    _RUNTIMES[agent] = runtime
+    return runtime

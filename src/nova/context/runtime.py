@@ -174,6 +174,8 @@ class ContextRuntime:
     limit: Callable[[], int] = lambda: 0
     window: Callable[[], int] = lambda: 0
     pinned_budget: int = PINNED_BUDGET_DEFAULT
+    observe_requests: bool = True
+    """Queue imperative rules of new requests for confirmation (off for read-only inspection)."""
     last: Compiled | None = None
     guard: ContinuityGuard | None = None
     _env: tuple[str, str] = ("", "")
@@ -196,7 +198,7 @@ class ContextRuntime:
                                reason="the agent's system prompt"),)
         state = self.state.load()
         req = current_request_index(history)
-        if req < len(history):
+        if req < len(history) and self.observe_requests:
             state = self._notice_request(history[req], state)
         pinned_text = render_pinned(state, workspace=self._workspace_hash(len(history), state))
         pinned = SourceText(id="task.state", cls="pinned", source=f"task state v{state.version} (session store)",

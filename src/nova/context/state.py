@@ -21,6 +21,7 @@ tools run, not when the model has read a message (seed 001 §5, §6).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import time
@@ -74,7 +75,7 @@ _ACTION_WORDS: Mapping[str, tuple[str, ...]] = {
 _NEGATION = re.compile(r"\b(?:not|never|no|don't|do not|must not|mustn't|without)\b", re.IGNORECASE)
 
 TEST_COMMANDS = re.compile(
-    r"(?:^|[\s;&|(])(?:python\d*(?:\.\d+)? -m pytest|pytest|py\.test|tox|nox|npm (?:run )?test|yarn test|"
+    r"(?:^|[\s;&|(/])(?:python\d*(?:\.\d+)? -m pytest|pytest|py\.test|tox|nox|npm (?:run )?test|yarn test|"
     r"pnpm test|go test|cargo test|make (?:test|check)|mvn test|gradle test|\./gradlew test|"
     r"python\d*(?:\.\d+)? -m unittest|ctest|phpunit|rspec|bundle exec rspec)(?:\s|$)"
 )
@@ -127,7 +128,9 @@ class TaskState:
                     or self.plan or self.evidence)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON shape the session store keeps (lists, not tuples)."""
+        data: dict[str, Any] = json.loads(json.dumps(asdict(self)))
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> TaskState:

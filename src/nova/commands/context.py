@@ -1,0 +1,145 @@
+"""`nova context [SESSION] [--why TEXT] [--json]`: what is in a session's context and why (CTX-2).
+
+Mounted by `nova.cli` as `app.command("context")(context_command)`. The session's working history is
+compiled exactly as the next model call would compile it (same head, tools, pinned task state), and the
+manifest is printed: one row per segment (class, tokens, share of the view, source, reason), totals
+against the threshold and the window, and what was left out and why. `--why TEXT` lists the segments
+holding TEXT with the reason each is there. `render_context` is the `/context` text of the TUI.
+
+`--json` prints `{"used", "limit", "percent", "segments": [{"id", "class", "source", "tokens",
+"reason"}], "dropped": [...]}`; `used` is the token ledger's figure (TOK-3) and the segments' tokens
+sum to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nova.context.compiler import Compiled
+from nova.errors import NovaError
+from nova.messages import Message
+from nova.providers.base import Usage
+
+__all__ = ["compile_session", "context_command", "context_json", "render_context", "render_why"]
+
+
+def _usage_of(message: Message) -> Usage | None:
+    data = message.metadata.get("usage")
+    if not isinstance(data, dict):
+        return None
+    fields = {k: int(v) for k, v in data.items() if k in Usage.__dataclass_fields__ and isinstance(v, int | float)}
+    return Usage(**fields)
+
+
+def compile_session(session_id: str | None, *, home: Path | None = None) -> tuple[str, Compiled]:
+    """(session id, compiled view) of a recorded session ("last" or None: the most recent one)."""
+    from nova.agent.tools import default_registry
+    from nova.app import SYSTEM_CONTRACT
+    from nova.context.runtime import ContextRuntime, build_context_sources
+    from nova.context.state import TaskStateStore
+    from nova.sessions.session import Session, list_sessions
+    from nova.settings import load_settings
+    from nova.tokens import TokenLedger, counter_for_model
+
+    settings = load_settings(home=home, env=dict(os.environ)) if home is None else load_settings(home=home)
+    home = settings.home
+    if not session_id or session_id == "last":
+        metas, _ = list_sessions(home)
+        if not metas:
+            raise NovaError(f"no recorded sessions in {home / 'sessions'}")
+        session_id = metas[0].id
+    session = Session.open(home, session_id, readonly=True)
+    try:
+        history = session.load_history()
+        cwd = Path(session.meta.cwd or ".")
+        sources = build_context_sources(settings=settings, cwd=cwd, contract=SYSTEM_CONTRACT)
+        ledger = TokenLedger(counter_for_model(settings.model))
+        for message in history:  # TOK-2: the anchor is the latest assistant message with a real figure
+            usage = _usage_of(message) if message.role == "assistant" else None
+            if usage is not None:
+                ledger.record(message.id, usage)
+        window = settings.window()
+        runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=lambda: ledger,
+                                 limit=lambda: settings.compaction.threshold(window), window=lambda: window,
+                                 observe_requests=False)
+        compiled = runtime.compile(history, system=sources.system, tools=default_registry().specs())
+    finally:
+        session.close()
+    return session_id, compiled
+
+
+def context_json(compiled: Compiled) -> dict[str, Any]:
+    m = compiled.manifest
+    return {
+        "used": m.used,
+        "limit": m.limit,
+        "percent": m.percent,
+        "segments": [{"id": s.id, "class": s.cls, "source": s.source, "tokens": s.tokens, "reason": s.reason}
+                     for s in m.segments],
+        "dropped": [d.to_dict() for d in m.dropped],
+    }
+
+
+def render_context(compiled: Compiled, *, width: int = 100) -> str:
+    """The manifest as plain text (the TUI's `/context`)."""
+    m = compiled.manifest
+    lines = [f"context: {m.used:,} of {m.limit:,} tokens ({m.percent:.1f}% of the compaction threshold; "
+             f"window {m.window:,})"]
+    lines.append(f"{'segment':<22} {'class':<10} {'tokens':>8} {'share':>6}  source — reason")
+    for s in m.segments:
+        share = s.tokens * 100.0 / m.used if m.used else 0.0
+        row = f"{s.id[:22]:<22} {s.cls:<10} {s.tokens:>8,} {share:>5.1f}%  {s.source} — {s.reason}"
+        lines.append(row if len(row) <= width else row[: width - 1] + "…")
+    for d in m.dropped:
+        lines.append(f"left out: {d.id} ({d.source}): {d.reason}")
+    return "\n".join(lines)
+
+
+def render_why(compiled: Compiled, text: str) -> str:
+    found = compiled.why(text)
+    if not found:
+        return f"{text!r} is not in the context"
+    return "\n".join(f"{s.id} [{s.cls}, {s.tokens:,} tokens] from {s.source}: {s.reason}" for s in found)
+
+
+def context_command(
+    session: Annotated[str | None, typer.Argument(help="Session id or `last` (default: the most recent).")] = None,
+    why: Annotated[str | None, typer.Option("--why", help="Which segments hold this text, and why.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """What is in a session's context: every segment with its class, tokens, source and reason."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        _, compiled = compile_session(session)
+    except NovaError as exc:
+        err.print(f"nova: error: {exc}", markup=False)
+        raise typer.Exit(1) from None
+    out = Console(highlight=False, soft_wrap=True)
+    if why is not None:
+        if as_json:
+            matches = [{"id": s.id, "class": s.cls, "source": s.source, "tokens": s.tokens, "reason": s.reason}
+                       for s in compiled.why(why)]
+            typer.echo(json.dumps({"query": why, "matches": matches}, ensure_ascii=False))
+        else:
+            out.print(render_why(compiled, why), markup=False)
+        return
+    if as_json:
+        typer.echo(json.dumps(context_json(compiled), ensure_ascii=False))
+        return
+    m = compiled.manifest
+    table = Table(title=f"context: {m.used:,} / {m.limit:,} tokens ({m.percent:.1f}%), window {m.window:,}")
+    for column in ("segment", "class", "tokens", "share", "source", "reason"):
+        table.add_column(column, justify="right" if column in ("tokens", "share") else "left")
+    for s in m.segments:
+        share = s.tokens * 100.0 / m.used if m.used else 0.0
+        table.add_row(s.id, s.cls, f"{s.tokens:,}", f"{share:.1f}%", s.source, s.reason)
+    out.print(table)
+    for d in m.dropped:
+        out.print(f"left out: {d.id} ({d.source}): {d.reason}", markup=False)

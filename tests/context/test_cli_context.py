@@ -1,0 +1,69 @@
+"""`nova context SESSION --json` and `--why` on a real recorded session (issue 7, CTX-2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from nova.app import AgentOptions, build_agent
+from nova.commands.context import context_command
+from nova.sessions.session import Session
+from nova.settings import load_settings
+from nova.testing import ScriptedProvider, call, reply
+
+runner = CliRunner()
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    app.command("context")(context_command)
+    app.callback()(lambda: None)
+    return app
+
+
+def _recorded_session(nova_home: Path, work: Path) -> str:
+    (work / "NOVA.md").write_text("Use 4 spaces for indentation.\n")
+    (work / "a.py").write_text("print('hi')\n")
+    settings = load_settings(home=nova_home, overrides={"provider": "demo"})
+    provider = ScriptedProvider([reply("reading", [call("read_file", path="a.py")]), reply("it prints hi")])
+    with Session.create(nova_home, cwd=work, provider="demo", model=settings.model) as session:
+        agent = build_agent(settings, provider, AgentOptions(cwd=work, yes=True), session=session,
+                            session_id=session.id, session_dir=session.dir)
+        agent.run_turn("what does a.py do? Never edit files without asking.")
+        agent.close()
+        return session.id
+
+
+def test_context_json_has_the_documented_shape_and_sums_to_used(tmp_path: Path, nova_home: Path) -> None:
+    sid = _recorded_session(nova_home, tmp_path)
+    result = runner.invoke(_app(), ["context", sid, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data) == {"used", "limit", "percent", "segments", "dropped"}
+    assert data["used"] > 0 and data["limit"] > 0
+    assert all(set(s) == {"id", "class", "source", "tokens", "reason"} for s in data["segments"])
+    assert {s["class"] for s in data["segments"]} <= {"always-on", "index", "on-demand", "pinned"}
+    assert sum(s["tokens"] for s in data["segments"]) == data["used"]
+    ids = [s["id"] for s in data["segments"]]
+    assert ids[0] == "system.contract" and "tools" in ids and any(i.startswith("rules:") for i in ids)
+    # The user's imperative rule was queued for confirmation, never stored as a constraint on its own.
+    state = json.loads(json.dumps(Session.open(nova_home, sid, readonly=True).get_task_state()))
+    assert state["constraints"] == [] and [c["text"] for c in state["pending"]] == [
+        "Never edit files without asking"]
+
+
+def test_context_why_says_which_segment_holds_a_text(tmp_path: Path, nova_home: Path) -> None:
+    sid = _recorded_session(nova_home, tmp_path)
+    result = runner.invoke(_app(), ["context", sid, "--why", "4 spaces"])
+    assert result.exit_code == 0, result.output
+    assert "rules:" in result.output and "NOVA.md" in result.output
+    table = runner.invoke(_app(), ["context", "last"])
+    assert table.exit_code == 0 and "always-on" in table.output and "context:" in table.output
+
+
+def test_context_of_no_session_is_one_clear_error(nova_home: Path) -> None:
+    result = runner.invoke(_app(), ["context"])
+    assert result.exit_code == 1

@@ -50,14 +50,23 @@ __all__ = [
     "ContextCompiler",
     "ContextView",
     "SourceText",
+    "chunk_size_at",
     "compile",
     "current_request_index",
     "message_text",
 ]
 
 # A history segment closes at the next user request once it holds this many messages: few enough
-# segments to read in a table, fine enough to say which part of history holds a text.
+# segments to read in a table, fine enough to say which part of history holds a text. Deep in a long
+# history the segments get coarser (by position, so the split depends on the history alone): a 10,000
+# message session has about 90 history segments, not 300.
 CHUNK_MESSAGES = 32
+CHUNK_TIERS = ((1024, 32), (8192, 128))
+CHUNK_DEEP = 512
+
+
+def chunk_size_at(start: int) -> int:
+    return next((size for limit, size in CHUNK_TIERS if start < limit), CHUNK_DEEP)
 OBSERVATION_KIND = "context"
 _MEMORY_ENTRY = re.compile(r'<memory name="(?P<name>[^"]*)"[^>]*>.*?</memory>\n?', re.DOTALL)
 
@@ -164,6 +173,17 @@ class _Chunk:
         return self.start + len(self.ids)
 
 
+class _Fixed:
+    """A counter that knows one answer: lets `count_system` add its overheads to a cached count."""
+
+    def __init__(self, value: int, overheads: object) -> None:
+        self.value = value
+        self.overheads = overheads
+
+    def count(self, text: str) -> int:
+        return self.value
+
+
 def _kind_of(message: Message) -> str:
     if message.has("summary") or message.metadata.get("nova_kind") == "summary":
         return "summary"
@@ -193,6 +213,8 @@ class ContextCompiler:
         self._tools_tokens = 0
         self._tools_version = ""
         self._directives: dict[tuple[str, str, str], PolicyResolution] = {}
+        self._segment_cache: dict[tuple[int, int, str], Segment] = {}
+        """Uncalibrated segments of history chunks, by (start, size, digest): a closed chunk is described once."""
 
     # -- cached measurements -----------------------------------------------------------------------
     def _use_counter(self, counter: TokenCounter) -> None:
@@ -202,6 +224,7 @@ class ContextCompiler:
             self._texts.clear()
             self._stable, self._chunks = [], []
             self._tools_key = ()
+            self._segment_cache.clear()
 
     def _measure(self, message: Message) -> tuple[int, str]:
         """(tokens, digest) of a message, cached by id and validated by content."""
@@ -222,6 +245,11 @@ class ContextCompiler:
                 self._texts.clear()
             value = self._texts[text] = self._counter.count(text)
         return value
+
+    def _count_system(self, system: str) -> int:
+        """`count_system`, with the text's count cached (the head rarely changes)."""
+        assert self._counter is not None
+        return count_system(system, _Fixed(self._count_text(system), getattr(self._counter, "overheads", None))) if system else 0
 
     def _count_tools(self, tools: Sequence[ToolSpec]) -> int:
         key = tuple((t.name, t.description, id(t.input_schema), t.input_schema) for t in tools)
@@ -245,7 +273,7 @@ class ContextCompiler:
             kind = _kind_of(message)
             last = chunks[-1] if chunks else None
             if last is None or kind != "turns" or last.kind != "turns" \
-                    or (len(last.ids) >= CHUNK_MESSAGES and _is_request(message)):
+                    or (len(last.ids) >= chunk_size_at(last.start) and _is_request(message)):
                 last = _Chunk(kind=kind, start=last.end if last else 0)
                 chunks.append(last)
             last.ids.append(message.id)
@@ -298,7 +326,7 @@ class ContextCompiler:
             if req < len(history) else []
         memory_sources = [PolicySource(level="memory", id=f"memory:{name}", text=body)
                           for i in memory_positions for name, body in _memory_entries(history[i])]
-        resolution = resolve([*inp.policy, *request_sources, *memory_sources]) \
+        resolution = self._resolution([*inp.policy, *request_sources, *memory_sources]) \
             if (request_sources or memory_sources) else head_resolution
         replaced: dict[int, Message | None] = {}
         for i in memory_positions:
@@ -334,7 +362,7 @@ class ContextCompiler:
 
         # Budget (CTX-4): goals, constraints and the request are never dropped; recalled memories go
         # first (oldest first), then observations by priority.
-        fixed = count_system(system, counter) + self._count_tools(tools)
+        fixed = self._count_system(system) + self._count_tools(tools)
         history_tokens = sum(c.tokens for c in chunks) + sum(self._measure(m)[0] for m in current)
         obs_tokens = self._observation_tokens(observations)
         over = fixed + history_tokens + obs_tokens - inp.limit
@@ -381,7 +409,7 @@ class ContextCompiler:
         if inp.ledger is not None:
             used = inp.ledger.estimate(view.messages, view.system, list(view.tools))
         else:
-            used = count_system(system, counter) + self._count_tools(tools) + sum(
+            used = self._count_system(system) + self._count_tools(tools) + sum(
                 self._measure(m)[0] for m in view.messages)
         segments = self._segments(head=head, system=system, tools=tools, chunks=chunks, stable=stable,
                                   current=current, req=req, observations=observations, obs_message=obs_message,
@@ -406,7 +434,7 @@ class ContextCompiler:
         segments: list[Segment] = []
         # The head: the system block's count split over its pieces.
         head_weights = [self._count_text(p.text) for p in head]
-        head_tokens = apportion(count_system(system, self._counter), head_weights) if head else []
+        head_tokens = apportion(self._count_system(system), head_weights) if head else []
         for piece, tokens in zip(head, head_tokens, strict=True):
             segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
                                     version=piece.version or _sha(piece.text)[:12], tokens=tokens, estimated=tokens,
@@ -447,10 +475,15 @@ class ContextCompiler:
     def _chunk_segment(self, chunk: _Chunk, stable: Sequence[Message],
                        replaced: dict[int, Message | None]) -> Segment:
         # Plain history chunks are described from what the chunk cached (no per-message work per call).
+        touched = bool(replaced) and any(chunk.start <= i < chunk.end for i in replaced)
+        key = (chunk.start, len(chunk.ids), chunk.digest)
+        cached = self._segment_cache.get(key)
+        if cached is not None and not touched:
+            return cached
         ids: tuple[str, ...] = tuple(chunk.ids)
         tokens, version = chunk.tokens, chunk.digest[:12]
         messages: Sequence[Message] = ()
-        if chunk.kind != "turns" or any(i in replaced for i in range(chunk.start, chunk.end)):
+        if chunk.kind != "turns" or touched:
             shown = [replaced.get(i, stable[i]) for i in range(chunk.start, chunk.end)]
             messages = [m for m in shown if m is not None]
             tokens = sum(self._measure(m)[0] for m in messages)
@@ -467,8 +500,13 @@ class ContextCompiler:
         else:
             cls, reason = "on-demand", "conversation history (append-only, before the current request)"
         source = _memory_source(messages[0]) if chunk.kind == "memory" and messages else _ids_source(ids)
-        return Segment(id=f"history.{chunk.start:05d}", cls=cls, source=source, version=version, tokens=tokens,
-                       estimated=tokens, reason=reason, visibility="messages", message_ids=ids)
+        segment = Segment(id=f"history.{chunk.start:05d}", cls=cls, source=source, version=version, tokens=tokens,
+                          estimated=tokens, reason=reason, visibility="messages", message_ids=ids)
+        if not touched:
+            if len(self._segment_cache) > 8192:
+                self._segment_cache.clear()
+            self._segment_cache[key] = segment
+        return segment
 
 
 def compile(inp: CompileInput) -> Compiled:

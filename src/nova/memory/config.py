@@ -30,6 +30,8 @@ class MemoryConfig:
     scan_limit: int = 200
     head_lines: int = 30
     recall_timeout_s: float = 8.0
+    recall_grace_s: float = 0.04
+    """How long the first model call of a turn may wait for a recall still running (MEM-5: < 50 ms)."""
     recall_candidates: bool = False
     """Recall unreviewed candidates too (never external ones). Off: only approved memories are recalled."""
     index_max_lines: int = 200
@@ -45,7 +47,7 @@ _INT_KEYS = {
     "recall_limit", "scan_limit", "head_lines", "index_max_lines", "index_max_bytes",
     "extract_recent_messages", "consolidate_min_sessions",
 }
-_FLOAT_KEYS = {"recall_timeout_s", "consolidate_min_hours", "consolidate_scan_interval_s", "lock_stale_s"}
+_FLOAT_KEYS = {"recall_timeout_s", "recall_grace_s", "consolidate_min_hours", "consolidate_scan_interval_s", "lock_stale_s"}
 _BOOL_KEYS = {"enabled", "recall_candidates"}
 
 

@@ -3,7 +3,7 @@
 `attach_memory(agent, ...)` installs two loop hooks. At turn start a recall prefetch begins in the
 background; before each model call of the turn the loop polls it, and once it is ready its block is
 added as one message marked as reference material (it never blocks the turn: the first poll grants a
-grace of at most 40 ms, later polls none). When a turn ends without a tool call, extraction is
+grace of `recall_grace_s`, 40 ms by default, later polls none). When a turn ends without a tool call, extraction is
 scheduled (single-flight, one trailing run).
 """
 
@@ -31,9 +31,6 @@ __all__ = ["MemoryRuntime", "attach_memory", "start_consolidation"]
 
 log = logging.getLogger(__name__)
 
-FIRST_POLL_GRACE_S = 0.04
-
-
 @dataclass
 class MemoryRuntime:
     store: MemoryStore
@@ -50,7 +47,7 @@ class MemoryRuntime:
 
         def poll() -> Message | None:
             nonlocal first
-            result = prefetch.wait(FIRST_POLL_GRACE_S) if first else prefetch.poll()
+            result = prefetch.wait(self.config.recall_grace_s) if first else prefetch.poll()
             first = False
             if result is None or not result.block.strip():
                 return None

@@ -139,3 +139,30 @@ def test_sqlite_refuses_a_database_from_a_newer_nova(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(StorageError, match="newer Nova"):
         SQLiteSessionStore(tmp_path / "nova.db")
+
+
+def test_a_store_is_usable_from_several_threads(tmp_path: Path) -> None:
+    """The server and the TUI reach one session from request threads and the agent's worker thread."""
+    import threading
+
+    store = SQLiteSessionStore(tmp_path / "nova.db")
+    store.save_session(_session("s1"))
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(20):
+                store.append_messages("s1", [user(f"t{n}-{i}", f"m{n}-{i}")])
+                store.get_messages("s1")
+                store.put_task_state("s1", {"n": n, "i": i})
+        except BaseException as exc:  # collected: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(store.get_messages("s1")) == 80
+    store.close()

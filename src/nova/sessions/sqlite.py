@@ -7,12 +7,14 @@ unknown to this code was written by a newer Nova and is refused rather than gues
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from nova.errors import StorageError
 from nova.messages import Message, from_dict, to_dict
@@ -65,14 +67,31 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
 _SESSION_COLUMNS = "id, title, cwd, provider, model, created_at, updated_at, compacted_at, meta"
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _serialized(method: F) -> F:
+    """One call at a time on the shared connection: the server and the TUI reach a session from their
+    request threads and the agent's worker thread alike."""
+
+    @functools.wraps(method)
+    def wrapper(self: SQLiteSessionStore, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(F, wrapper)
+
+
 class SQLiteSessionStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        self._lock = threading.RLock()
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: explicit BEGIN/COMMIT, so each public call is one transaction.
-            self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0)
+            # check_same_thread=False is safe here because every public method holds `_lock`.
+            self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a power cut can lose the last commits, never corrupt the file; the
             # transcript, fsynced at turn end, is the durable record.
@@ -117,6 +136,7 @@ class SQLiteSessionStore:
             raise StorageError(f"session store {self.path}: {exc}") from None
 
     # -- sessions -----------------------------------------------------------------------------------
+    @_serialized
     def save_session(self, record: SessionRecord) -> None:
         self._write(
             "INSERT OR REPLACE INTO sessions (id, title, cwd, provider, model, created_at, updated_at,"
@@ -134,14 +154,17 @@ class SQLiteSessionStore:
             ),
         )
 
+    @_serialized
     def get_session(self, session_id: str) -> SessionRecord | None:
         row = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return _session_from_row(row) if row else None
 
+    @_serialized
     def list_sessions(self) -> list[SessionRecord]:
         rows = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id").fetchall()
         return [_session_from_row(r) for r in rows]
 
+    @_serialized
     def delete_session(self, session_id: str) -> None:
         self._transaction(
             [
@@ -151,6 +174,7 @@ class SQLiteSessionStore:
         )
 
     # -- messages -----------------------------------------------------------------------------------
+    @_serialized
     def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
@@ -174,6 +198,7 @@ class SQLiteSessionStore:
         except sqlite3.Error as exc:
             raise StorageError(f"session store {self.path}: {exc}") from None
 
+    @_serialized
     def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]:
         sql = "SELECT content, seq, compacted FROM messages WHERE session_id = ?"
         if not include_compacted:
@@ -181,6 +206,7 @@ class SQLiteSessionStore:
         rows = self._write(sql + " ORDER BY seq", (session_id,)).fetchall()
         return [StoredMessage(from_dict(json.loads(c)), seq, bool(flag)) for c, seq, flag in rows]
 
+    @_serialized
     def update_message_content(self, session_id: str, message_id: str, message: Message) -> None:
         if message.id != message_id:
             message = Message(message.role, message.parts, message_id, message.created_at, message.metadata)
@@ -191,6 +217,7 @@ class SQLiteSessionStore:
         if cursor.rowcount == 0:
             raise StorageError(f"session {session_id} has no message {message_id}")
 
+    @_serialized
     def mark_compacted(self, session_id: str, message_ids: Iterable[str]) -> int:
         ids = list(message_ids)
         changed = 0
@@ -205,6 +232,7 @@ class SQLiteSessionStore:
         return changed
 
     # -- task state ---------------------------------------------------------------------------------
+    @_serialized
     def get_task_state(self, session_id: str) -> dict[str, Any] | None:
         row = self._write("SELECT state FROM task_state WHERE session_id = ?", (session_id,)).fetchone()
         if row is None:
@@ -212,6 +240,7 @@ class SQLiteSessionStore:
         state: dict[str, Any] = json.loads(row[0])
         return state
 
+    @_serialized
     def put_task_state(self, session_id: str, state: Mapping[str, Any]) -> None:
         try:
             text = json.dumps(dict(state), ensure_ascii=False, sort_keys=True)
@@ -224,6 +253,7 @@ class SQLiteSessionStore:
             (session_id, text, time.time()),
         )
 
+    @_serialized
     def close(self) -> None:
         self._db.close()
 

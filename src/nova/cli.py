@@ -38,12 +38,13 @@ app.add_typer(config_app, name="config")
 
 
 def _mount_subcommands() -> None:
-    from nova.commands import memory, replay, sessions
+    from nova.commands import context, memory, replay, sessions
 
     app.add_typer(sessions.app, name="sessions")
     app.add_typer(memory.app, name="memory")
     app.command("rules")(memory.rules_command)
     app.command("replay")(replay.replay_command)
+    app.command("context")(context.context_command)
 
 
 _mount_subcommands()

@@ -155,3 +155,19 @@ def test_memory_list_get_delete(server: Server) -> None:
         assert client.get("/api/memory", params={"include_revoked": True}).json()[0]["status"] == "revoked"
         assert client.delete("/api/memory/prefers-pytest", params={"purge": True}).status_code == 200
         assert client.get("/api/memory/prefers-pytest").status_code == 404
+
+
+def test_context_carries_the_compilers_manifest_summing_to_the_figure(server: Server) -> None:
+    from .helpers import new_session, send
+
+    with server.client() as client:
+        sid = new_session(client)
+        response, _, done = send(client, sid, "what is here?")
+        assert response.status_code == 200 and done
+        report = client.get(f"/api/sessions/{sid}/context").json()
+    assert report["manifest_status"] == "compiled"
+    manifest = report["manifest"]
+    assert manifest["used"] == report["used"]  # TOK-3: the manifest is the figure the bar shows
+    assert sum(s["tokens"] for s in manifest["segments"]) == manifest["used"]
+    assert {"id", "class", "source", "tokens", "reason"} <= set(manifest["segments"][0])
+    assert any(s["class"] == "always-on" for s in manifest["segments"])

@@ -116,3 +116,35 @@ async def cancel_a_turn(nova_home: Path, tmp_path: Path) -> None:
             "offline demo model" in b.text for b in app.query(MessageBlock)))
         assert app.session_id == session_id
     assert os.path.isdir(nova_home / "sessions" / session_id)
+
+
+def test_task_state_commands_pin_a_constraint_and_context_shows_the_manifest(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(task_state_and_context(nova_home, tmp_path))
+
+
+def _notices(app: NovaTUI) -> list[str]:
+    from textual.widgets import Static
+
+    return [str(w.render()) for w in app.query(Static) if w.has_class("notice")]
+
+
+async def task_state_and_context(nova_home: Path, tmp_path: Path) -> None:
+    project = make_demo_project(tmp_path / "project")
+    app = make_app(nova_home, project)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await pilot.click("#prompt")
+        for line in ("what is here?", "/constraint never push to main", "/context"):
+            await pilot.press(*line)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not app.running)
+            await pilot.pause(0.1)
+        notices = "\n".join(_notices(app))
+        assert "never push to main" in notices  # the pinned task state, as the command answered
+        assert "always-on" in notices and "segment" in notices  # /context renders the manifest
+        # The constraint reaches the model in every later view (pinned, CTX-4).
+        await pilot.press(*"and now?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running and len(list(app.query(MessageBlock))) >= 4)
+        agent = app.hub.live(app.session_id).agent
+        request = agent.build_request(agent.history)
+        assert any("never push to main" in m.text for m in request.messages)

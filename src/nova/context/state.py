@@ -33,6 +33,7 @@ from typing import Any, Literal, Protocol
 __all__ = [
     "GATED_ACTIONS",
     "PINNED_HEADER",
+    "TASK_STATE_COMMANDS",
     "Constraint",
     "Evidence",
     "MemoryStateSource",
@@ -244,7 +245,7 @@ def apply_command(state: TaskState, line: str, *, now: float | None = None) -> T
     return confirm_constraint(state, int(arg) if arg else 1, now=when)
 
 
-_COMMANDS = frozenset({"/goal", "/accept", "/constraint", "/approve", "/revoke", "/open", "/done", "/plan",
+TASK_STATE_COMMANDS = _COMMANDS = frozenset({"/goal", "/accept", "/constraint", "/approve", "/revoke", "/open", "/done", "/plan",
                        "/confirm"})
 
 

@@ -18,7 +18,7 @@ from nova.tokens import count_message, count_system, count_tools
 
 __all__ = ["MANIFEST_ABSENT", "context_report", "segments"]
 
-MANIFEST_ABSENT = "absent: the context compiler (CTX-1, CTX-2) has not landed yet"
+MANIFEST_ABSENT = "absent: no context compiler is attached to this agent"
 PREVIEW_CHARS = 160
 
 
@@ -73,7 +73,20 @@ def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, 
         "percent": status.percent,
         "compacting": compacting,
         "running": running,
-        "manifest": None,
-        "manifest_status": MANIFEST_ABSENT,
+        **_manifest(agent),
         "segments": segments(agent),
     }
+
+
+def _manifest(agent: Agent) -> dict[str, Any]:
+    """CTX-2: the compiler's manifest of the view last sent (or of the view as it stands before the
+    first call): every segment with its class, source, tokens and reason, and what was left out."""
+    from nova.commands.context import context_json
+    from nova.context.runtime import runtime_for
+
+    runtime = runtime_for(agent)
+    if runtime is None:
+        return {"manifest": None, "manifest_status": MANIFEST_ABSENT}
+    compiled = runtime.last or runtime.compile(list(agent.history), system=agent.system_prompt,
+                                               tools=agent.tools.specs())
+    return {"manifest": context_json(compiled), "manifest_status": "compiled"}

@@ -20,6 +20,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Input, Static
 
 from nova import events as ev
+from nova.commands.context import render_context
+from nova.context.runtime import runtime_for
+from nova.context.state import TASK_STATE_COMMANDS
 from nova.errors import NovaError
 from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
@@ -36,6 +39,8 @@ HELP = """Commands:
   /context            what is in the context, and the figure the bar shows
   /memory [show|approve|forget NAME]   long-term memory;  /remember TEXT saves one
   /sessions           recorded sessions;  /resume ID|last  continues one;  /new starts another
+  /goal, /accept, /constraint, /approve, /revoke, /open, /done, /plan TEXT   the task state (pinned
+                      in every view); /confirm N confirms a rule Nova noticed in your messages
 Ctrl-C cancels the running turn; Ctrl-Q quits."""
 
 
@@ -204,6 +209,15 @@ class NovaTUI(App[None]):
             self.run_worker(lambda: self._compact(rest), thread=True, group="compact")
         elif command == "/context":
             self._show_context()
+        elif command in TASK_STATE_COMMANDS:
+            runtime = runtime_for(self.hub.live(self.session_id).agent)
+            if runtime is None:
+                self.notice("task state needs the context compiler, which is not attached", error=True)
+            else:
+                try:
+                    self.notice(runtime.command(text))
+                except ValueError as exc:  # a malformed command: tell the user what it takes
+                    self.notice(str(exc), error=True)
         else:
             self.notice(f"unknown command {command!r}. /help lists them.", error=True)
 
@@ -233,6 +247,10 @@ class NovaTUI(App[None]):
     def _show_context(self) -> None:
         assert self.session_id is not None
         report = self.hub.context(self.session_id)
+        runtime = runtime_for(self.hub.live(self.session_id).agent)
+        if runtime is not None and runtime.last is not None:
+            self.notice(render_context(runtime.last))
+            return
         lines = [f"context {report['percent']:.1f}% — {report['used']:,} of {report['limit']:,} tokens "
                  f"(compaction threshold; window {report['window']:,})",
                  f"manifest {report['manifest_status']}", "estimated per segment:"]

@@ -229,3 +229,15 @@ def test_session_start_consolidates_memory_when_the_gates_allow(tmp_path: Path, 
         state.unlink(missing_ok=True)  # forget the scan time, or the 10-minute throttle answers instead
     start_session()
     assert last_run() is not None, "the fifth session starts a consolidation in the background"
+
+
+def test_task_state_commands_in_headless_runs(tmp_path: Path) -> None:
+    first = runner.invoke(app, ["run", "/constraint never merge without approval", "--provider", "demo",
+                                "--cwd", str(tmp_path), "--json"])
+    assert first.exit_code == 0, first.output
+    assert "never merge without approval" in json.loads(first.output)["text"]
+    shown = runner.invoke(app, ["context", "last", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert any(s["class"] == "pinned" for s in json.loads(shown.output)["segments"])
+    bad = runner.invoke(app, ["run", "/goal", "--provider", "demo", "--cwd", str(tmp_path), "--resume", "last"])
+    assert bad.exit_code == 1 and "needs a text" in bad.output

@@ -198,7 +198,7 @@ def _run_task(
     started = time.monotonic()
     if prompt.lstrip().startswith("/"):
         try:
-            return _slash_command(settings, options, prompt, session.id, quiet=quiet)
+            return _slash_command(settings, options, prompt, agent, quiet=quiet)
         finally:
             session.close()
     try:
@@ -227,20 +227,34 @@ def _run_task(
     }
 
 
-def _slash_command(settings: Settings, options: Any, text: str, session_id: str, *, quiet: bool) -> dict[str, Any]:
-    """`/memory` and `/remember TEXT` are answered by Nova itself, without a model call."""
+def _slash_command(settings: Settings, options: Any, text: str, agent: Any, *, quiet: bool) -> dict[str, Any]:
+    """`/memory`, `/remember TEXT` and the task-state commands (`/goal`, `/constraint`, `/approve` …)
+    are answered by Nova itself, without a model call: they write what only the user may write."""
+    from nova.context.runtime import runtime_for
+    from nova.context.state import TASK_STATE_COMMANDS
     from nova.memory.config import parse_memory_config
     from nova.memory.slash import handle_memory_slash
     from nova.memory.store import MemoryStore
 
-    store = MemoryStore.for_workspace(home=settings.home, cwd=options.cwd)
-    config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
-    answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
-    if answer is None:
-        raise NovaError(f"unknown command {text.split()[0]!r}: the commands are /memory and /remember TEXT")
+    session_id = agent.session_id
+    command = text.split()[0]
+    runtime = runtime_for(agent)
+    if command in TASK_STATE_COMMANDS and runtime is not None:
+        try:
+            reply_text, ok = runtime.command(text.strip()), True
+        except ValueError as exc:
+            reply_text, ok = str(exc), False
+    else:
+        store = MemoryStore.for_workspace(home=settings.home, cwd=options.cwd)
+        config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
+        answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
+        if answer is None:
+            raise NovaError(f"unknown command {command!r}: the commands are /memory, /remember TEXT and "
+                            f"{', '.join(sorted(TASK_STATE_COMMANDS))}")
+        reply_text, ok = answer.text, answer.ok
     if not quiet:
-        console.print(answer.text, markup=False)
-    return {"session_id": session_id, "text": answer.text, "stop_reason": "end_turn" if answer.ok else "error",
+        console.print(reply_text, markup=False)
+    return {"session_id": session_id, "text": reply_text, "stop_reason": "end_turn" if ok else "error",
             "steps": 0, "usage": {}, "cost_usd": 0.0, "context_used": 0, "context_limit": 0,
             "cache_hit_rate": None, "duration_s": 0.0}
 

@@ -88,7 +88,9 @@ async def type_a_message(nova_home: Path, tmp_path: Path) -> None:
         await pilot.press("enter")
         await pilot.pause(0.1)
         texts = [str(w.render()) for w in app.query(".notice")]
-        assert any(t.startswith(f"context {status.percent:.1f}%") for t in texts)
+        # /context shows the compiler's manifest, headed by the same figure as the bar.
+        assert any(t.startswith("context:") and f"({status.percent:.1f}% of the compaction threshold" in t
+                   for t in texts)
         assert any(app.session_id in t for t in texts)
 
 
@@ -148,3 +150,35 @@ async def task_state_and_context(nova_home: Path, tmp_path: Path) -> None:
         agent = app.hub.live(app.session_id).agent
         request = agent.build_request(agent.history)
         assert any("never push to main" in m.text for m in request.messages)
+
+
+def test_a_command_waits_for_the_persons_approval(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(approve_and_deny(nova_home, tmp_path))
+
+
+async def approve_and_deny(nova_home: Path, tmp_path: Path) -> None:
+    from nova.testing import ScriptedProvider, call, reply
+
+    project = tmp_path / "project"
+    project.mkdir()
+    script = ScriptedProvider([
+        reply("Creating the first file.", [call("bash", command="touch first")]),
+        reply("Done with the first."),
+        reply("Creating the second file.", [call("bash", command="touch second")]),
+        reply("The second was refused."),
+    ])
+    app = make_app(nova_home, project)
+    app.hub.make_provider = lambda: script
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#prompt")
+        for prompt, answer in (("make the first file", "y"), ("make the second file", "n")):
+            await pilot.press(*prompt)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app._pending is not None)
+            assert "bash" in app._pending.request.summary  # type: ignore[union-attr]
+            await pilot.press(answer, "enter")
+            await wait_until(pilot, lambda: not app.running)
+    assert (project / "first").exists(), "approved: the command ran"
+    assert not (project / "second").exists(), "denied: the command never started"
+    denied = [r for m in app.hub.live(app.session_id).agent.history for r in m.tool_results() if r.is_error]
+    assert len(denied) == 1 and "denied" in denied[0].content.lower()

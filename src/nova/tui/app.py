@@ -29,6 +29,7 @@ from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 from nova.messages import Message
 from nova.server.hub import SessionHub
+from nova.tui.approval import Approver, PendingApproval
 from nova.tui.gauge import ContextGauge
 from nova.tui.widgets import ContextBar, MessageBlock, ToolCall
 
@@ -68,6 +69,13 @@ class NovaTUI(App[None]):
         self.running = False
         self._assistant: MessageBlock | None = None
         self._tools: dict[str, ToolCall] = {}
+        self._pending: PendingApproval | None = None
+        approver = hub.options.ask
+        if isinstance(approver, Approver):
+            approver.show = lambda pending: self.call_from_thread(self._ask, pending)
+            self._approver: Approver | None = approver
+        else:
+            self._approver = None
 
     # -- layout ---------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -102,6 +110,9 @@ class NovaTUI(App[None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()
         event.input.value = ""
+        if self._pending is not None:
+            self._answer(text)
+            return
         if not text:
             return
         if text.startswith("/"):
@@ -127,7 +138,29 @@ class NovaTUI(App[None]):
         self.running = False
         self.notice(message, error=True)
 
+    # -- approvals (the agent's thread waits while the person decides) ---------------------------------
+    def _ask(self, pending: PendingApproval) -> None:
+        self._pending = pending
+        self.notice(f"Allow {pending.request.summary}?  ({pending.request.reason})\n"
+                    "  y = yes, once    a = always allow this tool in this session    n = no")
+
+    def _answer(self, text: str) -> None:
+        pending, choice = self._pending, text.strip().lower()[:1]
+        if pending is None:
+            return
+        if choice not in ("y", "a", "n"):
+            self.notice("Answer y, a or n.", error=True)
+            return
+        self._pending = None
+        if choice == "a" and self._approver is not None:
+            self._approver.always.add(pending.request.tool)
+        self.notice("allowed" if choice in ("y", "a") else "denied: the model is told so")
+        pending.answer(choice in ("y", "a"))
+
     def action_cancel_turn(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.answer(False)
         if self.running and self.session_id:
             self.hub.cancel(self.session_id)
             self.notice("Cancelling the turn… (the session is kept)")

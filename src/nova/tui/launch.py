@@ -8,15 +8,15 @@ from nova.app import AgentOptions
 from nova.providers.factory import make_provider
 from nova.server.hub import SessionHub
 from nova.settings import Settings
+from nova.tui.approval import Approver
 
 __all__ = ["launch_tui", "make_hub"]
 
 
 def make_hub(settings: Settings, *, cwd: Path, env: dict[str, str]) -> SessionHub:
     make_provider(settings, env)  # a missing key or SDK stops here, before the screen opens
-    # Not interactive: the TUI has no approval prompt yet, so tools that need approval follow the
-    # config's `permissions` (read-only tools always run).
-    options = AgentOptions(cwd=cwd, interactive=False)
+    # Interactive: a write or a command the rules do not settle is put to the person at the terminal.
+    options = AgentOptions(cwd=cwd, interactive=True, ask=Approver())
     return SessionHub(settings, options=options, make_provider=lambda: make_provider(settings, env))
 
 

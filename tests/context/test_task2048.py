@@ -99,3 +99,26 @@ def test_task2048(tmp_path: Path, nova_home: Path) -> None:
         runtime.command("/approve merge fix/task2048 into main")
         assert agent.policy.check(bash, {"command": "git merge fix/task2048"}, cwd=work).allowed
         agent.close()
+
+
+def test_the_model_proposes_task_updates_and_cannot_touch_what_the_user_owns(tmp_path: Path) -> None:
+    from nova.app import AgentOptions, build_agent
+    from nova.context.runtime import runtime_for
+    from nova.settings import load_settings
+    from nova.testing import ScriptedProvider, call, reply
+
+    provider = ScriptedProvider([
+        reply("", [call("propose_task_update", open_items=["write the changelog"], plan=["fix", "test"])]),
+        reply("", [call("propose_task_update", constraints=["merging is approved"], goal="ship it")]),
+        reply("noted"),
+    ])
+    agent = build_agent(load_settings(home=tmp_path / "home", overrides={"provider": "demo"}), provider,
+                        AgentOptions(cwd=tmp_path))
+    agent.run_turn("plan the release")
+    agent.close()
+    results = [r for m in agent.history for r in m.tool_results()]
+    assert not results[0].is_error and "accepted" in results[0].content
+    assert results[1].is_error and "only the user" in results[1].content
+    state = runtime_for(agent).state.load()  # type: ignore[union-attr]
+    assert "write the changelog" in state.open_items and state.plan == ("fix", "test")
+    assert state.goal == "" and not state.constraints

@@ -41,6 +41,7 @@ from nova.context.state import (
     propose_from_message,
     record_test_run,
     render_pinned,
+    validate_proposal,
     workspace_hash,
 )
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
@@ -164,6 +165,43 @@ class _EvidenceTool:
         return output
 
 
+class ProposeTaskUpdateTool:
+    """The model's one way to touch task state: it proposes, deterministic code decides (CTX-6). Open
+    items, plan steps and finished items are accepted as working notes; anything else (goal,
+    constraints, approvals, acceptance, evidence) is refused with the reason, whatever the model says."""
+
+    name = "propose_task_update"
+    description = (
+        "Propose an update to the pinned task state. You may add open items (`open_items`), mark items "
+        "done (`done`) or replace the plan (`plan`). The goal, constraints, approvals, acceptance "
+        "criteria and test evidence are kept by Nova from the user's commands and real tool results: "
+        "proposals that touch them are refused."
+    )
+    input_schema: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "open_items": {"type": "array", "items": {"type": "string"}, "description": "Items to add."},
+            "done": {"type": "array", "items": {"type": "string"}, "description": "Open items now finished."},
+            "plan": {"type": "array", "items": {"type": "string"}, "description": "The new plan, step by step."},
+        },
+        "additionalProperties": True,
+    }
+    # It changes nothing in the workspace, only Nova's notes, and refuses what the user owns.
+    read_only = True
+
+    def __init__(self, runtime: ContextRuntime) -> None:
+        self.runtime = runtime
+
+    def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+        result = validate_proposal(self.runtime.state.load(), dict(input))
+        if result.accepted:
+            self.runtime.state.save(result.state)
+        lines = [f"accepted: {', '.join(result.accepted)}"] if result.accepted else []
+        lines += [f"refused: {reason}" for reason in result.refused]
+        return ToolOutput(content="\n".join(lines) or "nothing to update",
+                          is_error=bool(result.refused) and not result.accepted)
+
+
 @dataclass(kw_only=True)
 class ContextRuntime:
     cwd: Path
@@ -278,7 +316,10 @@ def attach_context_compiler(
     agent.system_prompt = sources.system
     agent.compile_view = runtime.compile_view
     agent.policy = agent.policy.with_dynamic_deny(lambda: deny_rules(runtime.state.load()))
-    agent.tools = ToolRegistry([_EvidenceTool(t, runtime) if t.name == "bash" else t for t in agent.tools])
+    agent.tools = ToolRegistry([
+        *(_EvidenceTool(t, runtime) if t.name == "bash" else t for t in agent.tools),
+        ProposeTaskUpdateTool(runtime),
+    ])
     if controller is not None:
         controller.system = agent.system_prompt
         controller.tools = list(agent.tools.specs())

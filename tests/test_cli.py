@@ -241,3 +241,12 @@ def test_task_state_commands_in_headless_runs(tmp_path: Path) -> None:
     assert any(s["class"] == "pinned" for s in json.loads(shown.output)["segments"])
     bad = runner.invoke(app, ["run", "/goal", "--provider", "demo", "--cwd", str(tmp_path), "--resume", "last"])
     assert bad.exit_code == 1 and "needs a text" in bad.output
+
+
+def test_context_of_a_session_uses_that_sessions_model_and_matches_its_footer(tmp_path: Path) -> None:
+    demo_run = runner.invoke(app, ["demo", "--dir", str(tmp_path / "p"), "--json"])
+    assert demo_run.exit_code == 0, demo_run.output
+    outcome = json.loads(demo_run.output)
+    shown = json.loads(runner.invoke(app, ["context", "last", "--json"]).output)
+    assert shown["limit"] == outcome["context_limit"] == 16_000  # nova-demo: 32k window, not the default model's
+    assert shown["used"] == outcome["context_used"]

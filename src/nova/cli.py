@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -360,6 +361,8 @@ def demo(
 
 
 def main() -> None:
+    # Library warnings (a compaction rebuilt, a summarizer failing) reach the user as one plain line.
+    logging.basicConfig(level=logging.WARNING, format="nova: %(levelname)s: %(message)s", stream=sys.stderr)
     try:
         app()
     except BrokenPipeError:  # `nova … | head` must not print a traceback

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -45,7 +46,7 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
     from nova.context.runtime import ContextRuntime, build_context_sources
     from nova.context.state import TaskStateStore
     from nova.sessions.session import Session, list_sessions
-    from nova.settings import load_settings
+    from nova.settings import PROVIDERS, load_settings
     from nova.tokens import TokenLedger, counter_for_model
 
     settings = load_settings(home=home, env=dict(os.environ)) if home is None else load_settings(home=home)
@@ -57,6 +58,10 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
         session_id = metas[0].id
     session = Session.open(home, session_id, readonly=True)
     try:
+        # The session's own model decides the window and threshold, not today's default model.
+        meta = session.meta
+        settings = replace(settings, model=meta.model or settings.model,
+                           provider=meta.provider if meta.provider in PROVIDERS else settings.provider)
         history = session.load_history()
         cwd = Path(session.meta.cwd or ".")
         sources = build_context_sources(settings=settings, cwd=cwd, contract=SYSTEM_CONTRACT)

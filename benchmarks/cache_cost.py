@@ -25,20 +25,14 @@ import json
 import logging
 import sys
 import time
-from pathlib import Path
 
 from nova.replay import ALL_POLICIES, replay_messages
 from nova.sessions.importers import read_session_file
-from nova.testing import shared_data_dir
+from nova.testing import mini_swe_trajectories, shared_data_dir
 from nova.tokens import counter_for_model
 
 WINDOWS = (200_000, 64_000)
 PRICE_MODEL = "claude-sonnet-4-5"
-
-
-def trajectories() -> list[Path]:
-    folder = shared_data_dir() / "trajectories" / "mini-swe-agent-gemini3"
-    return sorted(folder.glob("*.traj.json"))
 
 
 def targets(window: int, rows: dict[str, dict[str, float]]) -> tuple[bool, str]:
@@ -56,7 +50,7 @@ def targets(window: int, rows: dict[str, dict[str, float]]) -> tuple[bool, str]:
 
 def main(argv: list[str]) -> int:
     logging.getLogger("nova.agent").setLevel(logging.ERROR)
-    files = trajectories()
+    files = mini_swe_trajectories()
     if not files:
         print(f"no trajectories under {shared_data_dir()}; set NOVA_SHARED_DATA", file=sys.stderr)
         return 1

@@ -32,15 +32,10 @@ from nova.agent.summarize import error_lines, failure_code, is_user_message
 from nova.messages import Message, ToolUsePart
 from nova.replay import POLICIES, replay_messages, view_text
 from nova.sessions.importers import read_session_file
-from nova.testing import shared_data_dir
+from nova.testing import mini_swe_trajectories, shared_data_dir
 from nova.tokens import counter_for_model
 
 WINDOWS = (32000, 64000)
-
-
-def trajectories() -> list[Path]:
-    folder = shared_data_dir() / "trajectories" / "mini-swe-agent-gemini3"
-    return sorted(folder.glob("*.traj.json"))
 
 
 def ground_truth(path: Path, messages: list[Message]) -> dict[str, Any]:
@@ -72,7 +67,7 @@ def score(view: list[Message], truth: dict[str, Any]) -> tuple[int, int, int, in
 
 def main(argv: list[str]) -> int:
     logging.getLogger("nova.agent").setLevel(logging.ERROR)
-    files = trajectories()
+    files = mini_swe_trajectories()
     if not files:
         print(f"no trajectories under {shared_data_dir()}; set NOVA_SHARED_DATA", file=sys.stderr)
         return 1

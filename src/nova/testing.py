@@ -41,6 +41,7 @@ __all__ = [
     "ScriptedProvider",
     "call",
     "forbid_model_requests",
+    "mini_swe_trajectories",
     "reply",
     "rough_request_tokens",
     "shared_data_dir",
@@ -214,3 +215,8 @@ def shared_data_dir() -> Path:
         if candidate.is_dir():
             return candidate
     return candidates[0]
+
+
+def mini_swe_trajectories() -> list[Path]:
+    """The 20 real mini-swe-agent runs in the shared data, sorted by name (empty when absent)."""
+    return sorted((shared_data_dir() / "trajectories" / "mini-swe-agent-gemini3").glob("*.traj.json"))

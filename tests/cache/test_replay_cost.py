@@ -13,9 +13,9 @@ from nova.commands.replay import replay_command
 from nova.context.cache_sim import AnthropicCache, Block, OpenAICache
 from nova.replay import replay_messages
 from nova.sessions.importers import read_session_file
-from nova.testing import shared_data_dir
+from nova.testing import mini_swe_trajectories
 
-FILES = sorted((shared_data_dir() / "trajectories" / "mini-swe-agent-gemini3").glob("*.traj.json"))
+FILES = mini_swe_trajectories()
 needs_data = pytest.mark.skipif(not FILES, reason="shared trajectories not available")
 
 

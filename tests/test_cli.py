@@ -250,3 +250,15 @@ def test_context_of_a_session_uses_that_sessions_model_and_matches_its_footer(tm
     shown = json.loads(runner.invoke(app, ["context", "last", "--json"]).output)
     assert shown["limit"] == outcome["context_limit"] == 16_000  # nova-demo: 32k window, not the default model's
     assert shown["used"] == outcome["context_used"]
+
+
+def test_compact_and_context_as_commands_of_a_headless_session(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["demo", "--dir", str(tmp_path / "p")]).exit_code == 0
+    shown = runner.invoke(app, ["run", "/context", "--provider", "demo", "--resume", "last", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert "always-on" in json.loads(shown.output)["text"]
+    compacted = runner.invoke(app, ["run", "/compact keep the log findings", "--provider", "demo",
+                                    "--resume", "last", "--json"])
+    assert compacted.exit_code == 0, compacted.output
+    text = json.loads(compacted.output)["text"]
+    assert text.startswith("compacted:") or text == "nothing to compact"

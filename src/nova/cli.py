@@ -229,8 +229,8 @@ def _run_task(
 
 
 def _slash_command(settings: Settings, options: Any, text: str, agent: Any, *, quiet: bool) -> dict[str, Any]:
-    """`/memory`, `/remember TEXT` and the task-state commands (`/goal`, `/constraint`, `/approve` …)
-    are answered by Nova itself, without a model call: they write what only the user may write."""
+    """`/compact [focus]`, `/context`, `/memory`, `/remember TEXT` and the task-state commands (`/goal`,
+    `/constraint`, `/approve` …) are answered by Nova itself, without a model call."""
     from nova.context.runtime import runtime_for
     from nova.context.state import TASK_STATE_COMMANDS
     from nova.memory.config import parse_memory_config
@@ -238,9 +238,19 @@ def _slash_command(settings: Settings, options: Any, text: str, agent: Any, *, q
     from nova.memory.store import MemoryStore
 
     session_id = agent.session_id
-    command = text.split()[0]
+    command, _, rest = text.strip().partition(" ")
     runtime = runtime_for(agent)
-    if command in TASK_STATE_COMMANDS and runtime is not None:
+    if command == "/compact":
+        before = agent.context_tokens()
+        changed = agent.compact(rest.strip())
+        reply_text, ok = (f"compacted: {before:,} → {agent.context_tokens():,} tokens" if changed
+                          else "nothing to compact"), True
+    elif command == "/context" and runtime is not None:
+        from nova.commands.context import render_context
+
+        reply_text, ok = render_context(runtime.last or runtime.compile(
+            list(agent.history), system=agent.system_prompt, tools=agent.tools.specs())), True
+    elif command in TASK_STATE_COMMANDS and runtime is not None:
         try:
             reply_text, ok = runtime.command(text.strip()), True
         except ValueError as exc:
@@ -250,8 +260,8 @@ def _slash_command(settings: Settings, options: Any, text: str, agent: Any, *, q
         config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
         answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
         if answer is None:
-            raise NovaError(f"unknown command {command!r}: the commands are /memory, /remember TEXT and "
-                            f"{', '.join(sorted(TASK_STATE_COMMANDS))}")
+            raise NovaError(f"unknown command {command!r}: the commands are /compact [FOCUS], /context, "
+                            f"/memory, /remember TEXT and {', '.join(sorted(TASK_STATE_COMMANDS))}")
         reply_text, ok = answer.text, answer.ok
     if not quiet:
         console.print(reply_text, markup=False)

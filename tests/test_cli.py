@@ -262,3 +262,11 @@ def test_compact_and_context_as_commands_of_a_headless_session(tmp_path: Path) -
     assert compacted.exit_code == 0, compacted.output
     text = json.loads(compacted.output)["text"]
     assert text.startswith("compacted:") or text == "nothing to compact"
+
+
+def test_sessions_show_and_export_take_last(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["run", "look", "--provider", "demo", "--cwd", str(tmp_path)]).exit_code == 0
+    shown = runner.invoke(app, ["sessions", "show", "last"])
+    assert shown.exit_code == 0 and "look" in shown.output
+    exported = runner.invoke(app, ["sessions", "export", "last", "--format", "md"])
+    assert exported.exit_code == 0 and "look" in exported.output

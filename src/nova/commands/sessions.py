@@ -24,7 +24,14 @@ from rich.table import Table
 
 from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.sessions.export import Resumed, import_session, iter_jsonl, render_markdown, resume
+from nova.sessions.export import (
+    Resumed,
+    import_session,
+    iter_jsonl,
+    latest_session_id,
+    render_markdown,
+    resume,
+)
 from nova.sessions.meta import SessionMeta
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
 from nova.sessions.session import Session, delete_session, list_sessions
@@ -59,6 +66,16 @@ def _errors() -> Iterator[None]:
     except OSError as exc:
         _err().print(f"nova: error: {exc.filename or ''}: {exc.strerror or exc}", markup=False)
         raise typer.Exit(1) from None
+
+
+def _resolve(session_id: str, home: Path) -> str:
+    """`last` names the most recently updated session, as in `nova run --resume last`."""
+    if session_id != "last":
+        return session_id
+    found = latest_session_id(home)
+    if found is None:
+        raise NovaError(f"there is no recorded session in {home / 'sessions'}")
+    return found
 
 
 def _when(ts: float | None) -> str:
@@ -146,13 +163,13 @@ def _cache_break_line(data: Mapping[str, Any]) -> str:
 
 @app.command("show")
 def show_command(
-    session_id: Annotated[str, typer.Argument(help="Session id (see `nova sessions list`).")],
+    session_id: Annotated[str, typer.Argument(help="Session id (see `nova sessions list`), or `last`.")],
     full: Annotated[bool, typer.Option("--full", help="Do not shorten long texts and tool outputs.")] = False,
 ) -> None:
     """The conversation, with compaction boundaries marked."""
     console = _out()
     with _errors():
-        session = Session.open(nova_home(), session_id, readonly=True)
+        session = Session.open(nova_home(), _resolve(session_id, nova_home()), readonly=True)
         try:
             meta = session.meta
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
@@ -184,13 +201,13 @@ def show_command(
 
 @app.command("export")
 def export_command(
-    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    session_id: Annotated[str, typer.Argument(help="Session id, or `last`.")],
     fmt: Annotated[Literal["jsonl", "md"], typer.Option("--format", "-f", help="jsonl (raw log) or md.")] = "jsonl",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
     """Write the session as its raw JSONL log or as Markdown."""
     with _errors():
-        session = Session.open(nova_home(), session_id, readonly=True)
+        session = Session.open(nova_home(), _resolve(session_id, nova_home()), readonly=True)
         try:
             if fmt == "jsonl":
                 chunks = iter_jsonl(session)
@@ -218,12 +235,13 @@ def export_command(
 
 @app.command("rm")
 def rm_command(
-    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    session_id: Annotated[str, typer.Argument(help="Session id, or `last`.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete a session's directory and its stored messages (canonical task state is kept)."""
     home = nova_home()
     with _errors():
+        session_id = _resolve(session_id, home)
         session = Session.open(home, session_id, readonly=True)  # validates before asking
         title = session.meta.title
         session.close()

@@ -10,15 +10,18 @@ For any other prompt the demo model is a tiny rule-based explorer (list files, r
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import re
 from dataclasses import replace
 from pathlib import Path
 
-from nova.messages import Message, ToolResultPart, ToolUsePart, new_id
+from nova.context.cache_sim import AnthropicCache, Block, ProviderCache
+from nova.messages import Message, ToolResultPart, ToolUsePart, new_id, to_dict
 from nova.providers.base import ModelRequest, Usage
 from nova.testing import FunctionProvider, call, reply
-from nova.tokens import count_messages, count_system, count_tools
+from nova.tokens import count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["DEMO_PROMPT", "make_demo_project", "make_demo_provider"]
@@ -177,26 +180,36 @@ def _explorer(step: int, results: list[ToolResultPart]) -> reply:
     )
 
 
-def _demo_answer(request: ModelRequest) -> reply:
+def _demo_answer(request: ModelRequest, cache: ProviderCache) -> reply:
     if _turn_prompt(request).strip() == DEMO_PROMPT:
         answer = _scenario(request)
     else:
         results = _results_since_prompt(request)
         answer = _explorer(len(results), results)
-    return replace(answer, usage=_demo_usage(request, answer))
+    return replace(answer, usage=_demo_usage(request, answer, cache))
 
 
-def _demo_usage(request: ModelRequest, answer: reply) -> Usage:
-    """The input a real provider would report for this request, counted with Nova's own heuristic so
-    the demo's real and estimated figures agree the way a real provider's roughly do."""
+def _digest(value: object) -> bytes:
+    return hashlib.blake2b(json.dumps(value, sort_keys=True, default=str).encode(), digest_size=16).digest()
+
+
+def _demo_usage(request: ModelRequest, answer: reply, cache: ProviderCache) -> Usage:
+    """What a real provider with Anthropic-style prompt caching would report for this request: sizes
+    counted with Nova's own heuristic (so real and estimated figures agree as a real provider's roughly
+    do), cache reads and writes from the same cache simulation `nova replay --provider-cache` uses."""
     counter = HeuristicCounter(CL100K_PROFILE)
-    sent = (count_system(request.system, counter) + count_tools(request.tools, counter)
-            + count_messages(request.messages, counter))
-    return Usage(input_tokens=sent, output_tokens=max(1, counter.count(answer.text) + 20 * len(answer.tool_calls)))
+    head = [Block(_digest([[t.name, t.description, t.input_schema] for t in request.tools]),
+                  count_tools(request.tools, counter)),
+            Block(_digest(request.system), count_system(request.system, counter))]
+    body = [Block(_digest(to_dict(m)["parts"]), count_message(m, counter), max(1, len(m.parts)))
+            for m in request.messages]
+    usage = cache.call([*head, *body], head=len(head), at=None)
+    return replace(usage, output_tokens=max(1, counter.count(answer.text) + 20 * len(answer.tool_calls)))
 
 
 def make_demo_provider() -> FunctionProvider:
-    provider = FunctionProvider(_demo_answer, chunk=24)
+    cache = AnthropicCache(min_tokens=1024)  # one prompt cache per demo model, as a provider keeps one
+    provider = FunctionProvider(lambda request: _demo_answer(request, cache), chunk=24)
     provider.name = "demo"
     return provider
 

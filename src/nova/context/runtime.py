@@ -217,7 +217,7 @@ class ContextRuntime:
     last: Compiled | None = None
     guard: ContinuityGuard | None = None
     _env: tuple[str, str] = ("", "")
-    _workspace: tuple[int, str | None] = (-1, None)
+    _workspace: tuple[str, str | None] = ("", None)
     _seen_request: str = ""
 
     # -- the hooks -----------------------------------------------------------------------------------
@@ -238,7 +238,8 @@ class ContextRuntime:
         req = current_request_index(history)
         if req < len(history) and self.observe_requests:
             state = self._notice_request(history[req], state)
-        pinned_text = render_pinned(state, workspace=self._workspace_hash(len(history), state))
+        request_id = history[req].id if req < len(history) else ""
+        pinned_text = render_pinned(state, workspace=self._workspace_hash(f"{request_id}:{state.version}", state))
         pinned = SourceText(id="task.state", cls="pinned", source=f"task state v{state.version} (session store)",
                             version=f"v{state.version}", text=pinned_text,
                             reason="canonical task state: goal, constraints, approvals, open items, evidence; "
@@ -265,7 +266,7 @@ class ContextRuntime:
                                 source=f"bash `{command}`", now=time.time())
         if after is not before:
             self.state.save(after)
-            self._workspace = (-1, None)
+            self._workspace = ("", None)
 
     def _notice_request(self, message: Message, state: TaskState) -> TaskState:
         if message.id == self._seen_request:
@@ -276,10 +277,14 @@ class ContextRuntime:
             return self.state.save(proposed)
         return state
 
-    def _workspace_hash(self, marker: int, state: TaskState) -> str | None:
+    def _workspace_hash(self, marker: str, state: TaskState) -> str | None:
+        """The workspace hash the pinned block judges evidence against, sampled once per user request
+        and task-state version: re-sampling after every edit would rewrite the pinned block, and with
+        it every cached message after it, on each call of a tool loop. New evidence (a test run) bumps
+        the version, so what the model is told about its own test runs is always current."""
         if not state.evidence:
             return None
-        if self._workspace[0] != marker:  # files only change through tool calls, i.e. new messages
+        if self._workspace[0] != marker:
             self._workspace = (marker, workspace_hash(self.cwd))
         return self._workspace[1]
 

@@ -270,3 +270,22 @@ def test_sessions_show_and_export_take_last(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and "look" in shown.output
     exported = runner.invoke(app, ["sessions", "export", "last", "--format", "md"])
     assert exported.exit_code == 0 and "look" in exported.output
+
+
+def test_error_text_is_printed_verbatim_not_as_markup(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import sys as _sys
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setitem(_sys.modules, "openai", None)  # as if the extra were not installed
+    result = runner.invoke(app, ["run", "hi", "--provider", "openai", "--cwd", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "pip install 'nova-agent[openai]'" in result.output
+
+
+def test_serve_without_its_extra_names_the_install_line(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import importlib.util as _util
+
+    real = _util.find_spec
+    monkeypatch.setattr(_util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
+    result = runner.invoke(app, ["serve"])
+    assert result.exit_code == 2 and "pip install 'nova-agent[server]'" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -15,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nova import __version__
@@ -60,7 +62,8 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except NovaError as exc:
-        err_console.print(f"[red]nova: error:[/] {exc}", markup=True, soft_wrap=True)
+        # escape(): messages quote things like `pip install 'nova-agent[openai]'`, not markup.
+        err_console.print(f"[red]nova: error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         err_console.print("nova: interrupted")
@@ -70,7 +73,7 @@ def user_errors() -> Iterator[None]:
 def settings_from_cli(**overrides: Any) -> Settings:
     settings = load_settings(env=dict(os.environ), overrides=overrides)
     for warning in settings.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     return settings
 
 
@@ -102,8 +105,6 @@ def _can_open_tui() -> bool:
     without the extra it prints the help, as before."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return False
-    import importlib.util
-
     return importlib.util.find_spec("textual") is not None
 
 
@@ -336,10 +337,9 @@ def serve(
             token, _ = load_or_create_token(settings.home)
             print(token)
             return
-        try:
-            from nova.server.serve import ServeOptions, run_server
-        except ImportError:
-            raise NovaError("the server needs its extra: pip install 'nova-agent[server]'") from None
+        if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn")):
+            raise NovaError("the server needs its extra: pip install 'nova-agent[server]'")
+        from nova.server.serve import ServeOptions, run_server
         options = ServeOptions(host=host, port=port, cwd=(cwd or Path.cwd()).resolve(),
                                allowed_tools=frozenset(allow or ()), yes=yes)
         run_server(settings, options, say=lambda line: console.print(line, markup=False, soft_wrap=True))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.rule import Rule
@@ -112,17 +113,18 @@ def list_command(
     if not metas:
         _out().print("No sessions yet.")
         return
-    table = Table()
-    table.add_column("id", no_wrap=True)
-    # The title gives way on a narrow terminal: one line each, cut with an ellipsis, never wrapped.
     out = _out()
-    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(10, min(40, out.width - 78)))
-    for name in ("updated", "messages", "tokens", "cost"):
-        table.add_column(name, justify="left" if name == "updated" else "right", no_wrap=True)
+    # A plain layout so an 80-column terminal shows every column; the title takes what is left.
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id", no_wrap=True)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(8, out.width - 68))
+    for name in ("updated", "msgs", "tokens", "cost"):
+        table.add_column(name, justify="left" if name == "updated" else "right", no_wrap=True,
+                         min_width=len(name) + 2)
     for m in metas:
-        table.add_row(
-            m.id, escape(m.title), _when(m.updated_at), str(m.message_count), f"{m.total_tokens:,}", f"${m.cost_usd:.4f}"
-        )
+        updated = time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-"
+        table.add_row(m.id, escape(m.title), updated, str(m.message_count), f"{m.total_tokens:,}",
+                      f"${m.cost_usd:.2f}")
     out.print(table)
 
 

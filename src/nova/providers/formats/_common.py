@@ -14,6 +14,7 @@ __all__ = [
     "image_from_url",
     "image_to_url",
     "parse_arguments",
+    "sorted_keys",
 ]
 
 INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
@@ -60,3 +61,14 @@ def image_from_url(url: str) -> ImagePart:
         header, _, data = url.partition(";base64,")
         return ImagePart(media_type=header[len("data:") :], data=data)
     return ImagePart(url=url)
+
+
+def sorted_keys(value: Any) -> Any:
+    """A copy with every mapping's keys sorted: the SDK serializes dicts in insertion order, and a schema
+    or tool input rebuilt in another order (resume, an MCP server) would otherwise change the cached
+    prefix's bytes."""
+    if isinstance(value, Mapping):
+        return {str(k): sorted_keys(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [sorted_keys(v) for v in value]
+    return value

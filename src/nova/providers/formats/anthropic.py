@@ -30,6 +30,7 @@ from nova.messages import (
     ToolUsePart,
 )
 from nova.providers.base import CacheHints, ModelRequest, StopReason, ToolSpec
+from nova.providers.formats._common import sorted_keys
 
 __all__ = [
     "cache_control",
@@ -70,15 +71,6 @@ def cache_control(hints: CacheHints, *, head: bool = False) -> dict[str, str]:
 
 
 # -- nova -> Anthropic -------------------------------------------------------------------------------
-def sorted_keys(value: Any) -> Any:
-    """A copy with every mapping's keys sorted: the SDK serializes dicts in insertion order, and a schema
-    or tool input rebuilt in another order (resume, an MCP server) would otherwise change the cached
-    prefix's bytes."""
-    if isinstance(value, Mapping):
-        return {str(k): sorted_keys(value[k]) for k in sorted(value, key=str)}
-    if isinstance(value, list | tuple):
-        return [sorted_keys(v) for v in value]
-    return value
 
 
 def part_to_anthropic(part: Part) -> dict[str, Any] | None:

@@ -33,7 +33,13 @@ from nova.messages import (
     ToolUsePart,
 )
 from nova.providers.base import ModelRequest, StopReason, ToolSpec
-from nova.providers.formats._common import dump_arguments, image_from_url, image_to_url, parse_arguments
+from nova.providers.formats._common import (
+    dump_arguments,
+    image_from_url,
+    image_to_url,
+    parse_arguments,
+    sorted_keys,
+)
 
 __all__ = [
     "messages_from_chat",
@@ -111,7 +117,7 @@ def tools_to_chat(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": dict(t.input_schema)},
+            "function": {"name": t.name, "description": t.description, "parameters": sorted_keys(t.input_schema)},
         }
         for t in tools
     ]

@@ -32,7 +32,13 @@ from nova.messages import (
     ToolUsePart,
 )
 from nova.providers.base import ModelRequest, ToolSpec
-from nova.providers.formats._common import dump_arguments, image_from_url, image_to_url, parse_arguments
+from nova.providers.formats._common import (
+    dump_arguments,
+    image_from_url,
+    image_to_url,
+    parse_arguments,
+    sorted_keys,
+)
 
 __all__ = [
     "input_from_responses",
@@ -146,7 +152,7 @@ def tools_to_responses(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
             "type": "function",
             "name": t.name,
             "description": t.description,
-            "parameters": dict(t.input_schema),
+            "parameters": sorted_keys(t.input_schema),
             "strict": False,
         }
         for t in tools

@@ -76,8 +76,27 @@ async function refreshContext() {
   const report = await (await api(`/api/sessions/${encodeURIComponent(state.sessionId)}/context`)).json();
   setContext(report);
   if (report.compacting) setCompacting(true);
-  $('manifest-status').textContent = report.manifest ? '' : `Manifest ${report.manifest_status}. ` +
-    'The breakdown below is an estimate per segment; the bar shows the one context figure.';
+  const m = report.manifest;
+  if (m) {
+    // The compiler's manifest: every segment of the view, why it is there, and what was left out.
+    // Its tokens add up to the figure on the bar.
+    $('manifest-status').textContent = `${m.used.toLocaleString()} tokens in ${m.segments.length} segments` +
+      (m.dropped.length ? `; ${m.dropped.length} left out for budget or conflict` : '') + '.';
+    $('segments-head').replaceChildren(...['segment', 'class', 'tokens', 'share', 'source', 'reason']
+      .map((h) => el('th', {}, h)));
+    const share = (t) => (m.used ? (100 * t / m.used).toFixed(1) + '%' : '');
+    const rows = m.segments.map((s) => el('tr', {},
+      el('td', {}, s.id), el('td', {}, s.class), el('td', {}, String(s.tokens)), el('td', {}, share(s.tokens)),
+      el('td', {}, s.source), el('td', {}, s.reason)));
+    const dropped = m.dropped.map((d) => el('tr', { class: 'dropped' },
+      el('td', {}, d.id), el('td', {}, 'left out'), el('td', {}, ''), el('td', {}, ''),
+      el('td', {}, d.source || ''), el('td', {}, d.reason || '')));
+    $('segments').replaceChildren(...rows, ...dropped);
+    return;
+  }
+  $('manifest-status').textContent = `Manifest ${report.manifest_status}. ` +
+    'The breakdown below is an estimate per message; the bar shows the one context figure.';
+  $('segments-head').replaceChildren(...['segment', 'kind', 'tokens', 'preview'].map((h) => el('th', {}, h)));
   const rows = report.segments.map((s) => el('tr', {},
     el('td', {}, s.source), el('td', {}, s.kind), el('td', {}, String(s.tokens)), el('td', {}, s.preview || '')));
   $('segments').replaceChildren(...rows);

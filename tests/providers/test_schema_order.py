@@ -26,3 +26,21 @@ def test_every_converter_sends_the_same_bytes_for_reordered_schemas() -> None:
         first = json.dumps(convert(request(SCHEMA_A)))
         second = json.dumps(convert(request(SCHEMA_B)))
         assert first == second, convert.__name__
+
+
+def test_anthropic_cache_writes_split_by_ttl_are_priced_each_at_its_rate() -> None:
+    from nova.providers.anthropic import usage_from_anthropic
+    from nova.providers.pricing import cost_usd
+
+    usage = usage_from_anthropic({
+        "input_tokens": 100, "output_tokens": 0, "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 3_000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1_000, "ephemeral_1h_input_tokens": 2_000},
+    })
+    assert (usage.cache_write_tokens, usage.cache_write_1h_tokens) == (3_000, 2_000)
+    # claude-sonnet-4-6: input $3/M, 5-minute writes $3.75/M, 1-hour writes $6/M.
+    expected = (100 * 3.0 + 1_000 * 3.75 + 2_000 * 6.0) / 1_000_000
+    assert cost_usd(usage, "claude-sonnet-4-6") == expected
+    # Without the split, the request's TTL prices every write.
+    plain = usage_from_anthropic({"input_tokens": 0, "cache_creation_input_tokens": 1_000})
+    assert cost_usd(plain, "claude-sonnet-4-6", cache_ttl="1h") == 1_000 * 6.0 / 1_000_000

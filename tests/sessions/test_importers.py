@@ -109,7 +109,8 @@ def test_claude_code_jsonl(tmp_path: Path) -> None:
     assistant = s.messages[1]
     assert [p.kind for p in assistant.parts] == ["text", "tool_use"]
     assert assistant.metadata["usage"] == {"input_tokens": 3, "output_tokens": 4, "cache_read_tokens": 100,
-                                           "cache_write_tokens": 7, "reasoning_tokens": 0}
+                                           "cache_write_tokens": 7, "reasoning_tokens": 0,
+                                           "cache_write_1h_tokens": 0}
     assert isinstance(s.messages[2].parts[0], ToolResultPart) and s.messages[2].parts[0].content == "a.py"
     assert isinstance(assistant.parts[1], ToolUsePart)
 

@@ -78,6 +78,8 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of `cache_write_tokens`, those written with Anthropic's 1-hour TTL (priced at 2x input, not 1.25x)."""
 
     @property
     def context_tokens(self) -> int:
@@ -91,6 +93,7 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
 
     def to_dict(self) -> dict[str, int]:
@@ -100,6 +103,7 @@ class Usage:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "reasoning_tokens": self.reasoning_tokens,
+            "cache_write_1h_tokens": self.cache_write_1h_tokens,
         }
 
 

@@ -90,11 +90,16 @@ def cost_usd(usage: Usage, model: str, *, cache_ttl: str = "5m") -> float | None
     info = model_info(model)
     if info is None:
         return None
-    write_price = info.cache_write_1h if cache_ttl == "1h" else info.cache_write_5m
+    if usage.cache_write_1h_tokens:
+        # The provider said which writes took the 1-hour TTL: price each kind at its own rate.
+        writes = ((usage.cache_write_tokens - usage.cache_write_1h_tokens) * info.cache_write_5m
+                  + usage.cache_write_1h_tokens * info.cache_write_1h)
+    else:
+        writes = usage.cache_write_tokens * (info.cache_write_1h if cache_ttl == "1h" else info.cache_write_5m)
     total = (
         usage.input_tokens * info.input
         + usage.output_tokens * info.output
         + usage.cache_read_tokens * info.cache_read
-        + usage.cache_write_tokens * write_price
+        + writes
     )
     return total / 1_000_000

@@ -84,7 +84,7 @@ def test_ids_are_unique_and_text_view() -> None:
     a, b = Message.user("one"), Message.user("two")
     assert a.id != b.id
     m = Message(role="assistant", parts=(TextPart("x"), SummaryPart("y"), ThinkingPart("z")))
-    assert m.text == "xy"
+    assert m.text == "x\n\ny"
 
 
 def test_iter_tool_pairs_finds_missing_results() -> None:

@@ -132,8 +132,9 @@ class Message:
     # -- views --------------------------------------------------------------------------------------
     @property
     def text(self) -> str:
-        """The concatenated text parts (summaries included), for display and estimation."""
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart | SummaryPart))
+        """The text parts (summaries included), for display and search; separate parts are separate
+        paragraphs, as a provider shows them as separate blocks."""
+        return "\n\n".join(p.text for p in self.parts if isinstance(p, TextPart | SummaryPart))
 
     def tool_uses(self) -> list[ToolUsePart]:
         return [p for p in self.parts if isinstance(p, ToolUsePart)]

@@ -248,3 +248,20 @@ def test_cost_is_summed_from_usage(tmp_path: Path) -> None:
     agent, _ = make_agent(tmp_path, provider)
     result = agent.run_turn("hi")
     assert result.cost_usd == pytest.approx(3.0)  # claude-sonnet-4-5 input price per million
+
+
+def test_a_view_that_breaks_tool_pairing_is_repaired_before_it_is_sent(tmp_path: Path) -> None:
+    """Whatever a context layer does wrong, the provider never gets an unanswered tool_use."""
+    from nova.context.invariants import check_tool_pairing
+
+    def lose_the_results(request: ViewRequest) -> list[Message]:  # a buggy context layer
+        return [m for m in request.history if not m.tool_results()]
+
+    sink = RecordingSink()
+    provider = ScriptedProvider([reply("", [call("glob", pattern="*")]), reply("done")])
+    agent, _ = make_agent(tmp_path, provider, prepare_view=lose_the_results, session=sink)
+    assert agent.run_turn("go").text == "done"
+    sent = provider.requests[1].messages
+    assert check_tool_pairing(sent) == []
+    assert any(r.is_error for m in sent for r in m.tool_results())  # answered as interrupted
+    assert any(name == "view_repaired" for name, _ in sink.events)

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,6 +28,7 @@ from nova import events as ev
 from nova.agent.overflow import second_overflow_message
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools.base import ToolContext, ToolOutput, ToolRegistry
+from nova.context.invariants import check_tool_pairing
 from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart, new_id
 from nova.providers.base import (
@@ -41,6 +42,7 @@ from nova.providers.base import (
     Usage,
 )
 from nova.providers.pricing import context_window_for, cost_usd
+from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model
 
 __all__ = ["Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult"]
@@ -331,7 +333,7 @@ class Agent:
         view = self._view()
         while True:
             try:
-                request = self.build_request(view)
+                request = self._well_formed(self.build_request(view))
                 # The cache layer places breakpoints on the request itself (nova.context.prompt_cache).
                 if self.prepare_request is not None:
                     request = self.prepare_request(request)
@@ -381,6 +383,22 @@ class Agent:
             if self.on_call is not None:
                 self.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
             return response
+
+    def _well_formed(self, request: ModelRequest) -> ModelRequest:
+        """The last line of defence for "never a malformed request": a view in which a tool_use is not
+        answered by exactly one tool_result in the next message (a provider answers that with HTTP 400)
+        is repaired before it is sent, and the repair is logged and recorded. Every layer before this
+        one keeps the pairing; this only fires on a bug, and then the turn goes on instead of failing."""
+        problems = check_tool_pairing(request.messages)
+        if not problems:
+            return request
+        repaired, report = repair_history(request.messages)
+        log.error("the view about to be sent broke tool pairing (%s); repaired: %s",
+                  problems[0].detail, report.describe())
+        if self.session:
+            self.session.record_event("view_repaired", {"problems": [p.detail for p in problems[:10]],
+                                                        "repair": report.describe()})
+        return replace(request, messages=repaired)
 
     def _stream_once(self, request: ModelRequest) -> ModelResponse:
         for event in self.provider.stream(request):

@@ -190,7 +190,8 @@ def _run_task(
 
     bus = ev.EventBus()
     if not quiet:
-        bus.subscribe(Timeline(console))
+        # In a terminal the answer streams as it is written; piped, each message prints whole.
+        bus.subscribe(Timeline(console, stream_text=console.is_terminal))
     session, history = _open_session(settings, options, prompt, resume_id)
     agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
                         session_dir=session.dir)

@@ -40,6 +40,8 @@ class Timeline:
     def __call__(self, event: ev.Event) -> None:
         c = self.console
         if isinstance(event, ev.TextDelta) and self.stream_text:
+            if not self._streaming:
+                c.print("[bold green]assistant[/] ", end="")
             c.print(escape(event.text), end="", soft_wrap=True, highlight=False)
             self._streaming = True
             return

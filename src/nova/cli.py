@@ -9,8 +9,6 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +19,7 @@ from rich.table import Table
 
 from nova import __version__
 from nova import events as ev
+from nova.commands.errors import user_errors
 from nova.errors import NovaError
 from nova.settings import Settings, describe_settings, load_settings
 
@@ -54,20 +53,6 @@ _mount_subcommands()
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn Nova's errors into one clear line on stderr and a non-zero exit, never a traceback."""
-    try:
-        yield
-    except NovaError as exc:
-        # escape(): messages quote things like `pip install 'nova-agent[openai]'`, not markup.
-        err_console.print(f"[red]nova: error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        err_console.print("nova: interrupted")
-        raise typer.Exit(130) from None
 
 
 def settings_from_cli(**overrides: Any) -> Settings:

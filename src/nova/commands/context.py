@@ -23,6 +23,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from nova.commands.errors import user_errors
 from nova.context.compiler import Compiled
 from nova.errors import NovaError
 from nova.messages import Message
@@ -120,12 +121,8 @@ def context_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """What is in a session's context: every segment with its class, tokens, source and reason."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    try:
+    with user_errors(exit_code=1):
         _, compiled = compile_session(session)
-    except NovaError as exc:
-        err.print(f"nova: error: {exc}", markup=False)
-        raise typer.Exit(1) from None
     out = Console(highlight=False, soft_wrap=True)
     if why is not None:
         if as_json:

@@ -10,8 +10,6 @@ import json
 import os
 import shlex
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -20,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from nova.commands.errors import user_errors
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.consolidate import Consolidator
@@ -43,15 +42,6 @@ class _Context:
     store: MemoryStore
 
 
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except NovaError as exc:
-        err_console.print(f"nova: error: {exc}", markup=False, soft_wrap=True)
-        raise typer.Exit(2) from None
-
-
 def _context() -> _Context:
     settings = load_settings(env=dict(os.environ))
     config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
@@ -65,7 +55,7 @@ def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of objects.")] = False,
 ) -> None:
     """List every memory in the user and project directories."""
-    with _errors():
+    with user_errors():
         ctx = _context()
         memories = sorted(ctx.store.memories(), key=lambda m: (m.type, m.name))
     if as_json:
@@ -86,7 +76,7 @@ def list_command(
 @app.command("show")
 def show_command(name: str) -> None:
     """Print one memory file."""
-    with _errors():
+    with user_errors():
         memory = _context().store.get(name)
         assert memory.path is not None
         typer.echo(memory.path.read_text(encoding="utf-8"), nl=False)
@@ -101,7 +91,7 @@ def add_command(
     expires: Annotated[str, typer.Option("--expires", help="ISO date or time after which it is not recalled.")] = "",
 ) -> None:
     """Add a memory (you are the author, so it is active at once). A refused write exits 1."""
-    with _errors():
+    with user_errors():
         ctx = _context()
         expiry = parse_time(expires) if expires else None
         if expires and expiry is None:
@@ -121,7 +111,7 @@ def add_command(
 @app.command("edit")
 def edit_command(name: str) -> None:
     """Open a memory in $EDITOR; an edit that breaks the frontmatter or adds a secret is rolled back."""
-    with _errors():
+    with user_errors():
         ctx = _context()
         memory = ctx.store.get(name)
         assert memory.path is not None
@@ -149,7 +139,7 @@ def forget_command(
     purge: Annotated[bool, typer.Option("--purge", help="Delete the file instead of revoking it.")] = False,
 ) -> None:
     """Revoke a memory: it is never recalled again and the model cannot re-create it."""
-    with _errors():
+    with user_errors():
         store = _context().store
         memory = store.delete(name) if purge else store.set_status(name, "revoked")
     console.print(f"{'deleted' if purge else 'revoked'} {memory.name!r}", markup=False)
@@ -158,7 +148,7 @@ def forget_command(
 @app.command("approve")
 def approve_command(name: str) -> None:
     """Make a candidate memory active (it can then be recalled)."""
-    with _errors():
+    with user_errors():
         memory = _context().store.set_status(name, "active")
     console.print(f"approved {memory.name!r}", markup=False)
 
@@ -168,7 +158,7 @@ def consolidate_command(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Merge duplicate memories and delete expired ones now (skips the time gates, not the lock)."""
-    with _errors():
+    with user_errors():
         ctx = _context()
         report = Consolidator.for_home(store=ctx.store, home=ctx.settings.home, config=ctx.config).run()
     if as_json:
@@ -184,7 +174,7 @@ def rules_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the chain as JSON.")] = False,
 ) -> None:
     """Show the resolved instruction chain: each file, who imported it, its tokens, and what was skipped."""
-    with _errors():
+    with user_errors():
         settings = load_settings(env=dict(os.environ))
         config = parse_instructions_config(settings.section("instructions"),
                                            source=f"{settings.config_file} [instructions]")

@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from nova.errors import NovaError
+from nova.commands.errors import user_errors
 from nova.providers.pricing import model_info
 from nova.replay import ALL_POLICIES, Policy, replay_messages, view_document
 from nova.settings import load_settings
@@ -68,12 +68,9 @@ def replay_command(
         raise typer.Exit(2)
     from nova.sessions.importers import read_session_file
 
-    try:
+    with user_errors():
         settings = load_settings(env=dict(os.environ))
         session = read_session_file(path)
-    except NovaError as exc:
-        err_console.print(f"nova: error: {exc}", markup=False, soft_wrap=True)
-        raise typer.Exit(2) from None
     model = str(session.meta.get("model") or settings.model)
     # Replays run in bulk; per-compaction warnings belong in the figures, not on the terminal.
     logging.getLogger("nova.agent").setLevel(logging.ERROR)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
+from nova.commands.errors import user_errors
 from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.export import (
@@ -56,17 +57,9 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-@contextmanager
-def _errors() -> Iterator[None]:
-    """One clear line, no traceback. OSError is here for what slipped past the storage layer."""
-    try:
-        yield
-    except NovaError as exc:
-        _err().print(f"nova: error: {exc}", markup=False)
-        raise typer.Exit(1) from None
-    except OSError as exc:
-        _err().print(f"nova: error: {exc.filename or ''}: {exc.strerror or exc}", markup=False)
-        raise typer.Exit(1) from None
+def _errors() -> AbstractContextManager[None]:
+    # Exit 1 for these commands; OSError is here for what slipped past the storage layer.
+    return user_errors(exit_code=1, os_errors=True)
 
 
 def _resolve(session_id: str, home: Path) -> str:

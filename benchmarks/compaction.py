@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nova.agent.summarize import error_lines, failure_code, is_user_message
+from nova.context.summarize import error_lines, failure_code, is_user_message
 from nova.messages import Message, ToolUsePart
 from nova.replay import POLICIES, replay_messages, view_text
 from nova.sessions.importers import read_session_file

@@ -252,7 +252,7 @@ def test_cost_is_summed_from_usage(tmp_path: Path) -> None:
 
 def test_a_view_that_breaks_tool_pairing_is_repaired_before_it_is_sent(tmp_path: Path) -> None:
     """Whatever a context layer does wrong, the provider never gets an unanswered tool_use."""
-    from nova.context.invariants import check_tool_pairing
+    from nova.invariants import check_tool_pairing
 
     def lose_the_results(request: ViewRequest) -> list[Message]:  # a buggy context layer
         return [m for m in request.history if not m.tool_results()]

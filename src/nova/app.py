@@ -10,18 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nova import events as ev
-from nova.agent.context_controller import ContextController
 from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest
-from nova.agent.summarize import ModelSummarizer, summarizer_for
 from nova.agent.tools import default_registry
 from nova.context.cache_diagnosis import RULES_HEADING
+from nova.context.controller import ContextController
 from nova.context.prompt_cache import PromptCache
 from nova.context.runtime import attach_context_compiler
+from nova.context.summarize import ModelSummarizer, summarizer_for
+from nova.core import CacheHints
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import load_rules, parse_instructions_config
 from nova.memory.runtime import attach_memory, start_consolidation
-from nova.providers.base import CacheHints, Provider
+from nova.providers.base import Provider
 from nova.settings import Settings
 
 __all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]

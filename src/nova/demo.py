@@ -18,9 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from nova.context.cache_sim import AnthropicCache, Block, ProviderCache
+from nova.core import ModelRequest, Usage
 from nova.messages import Message, ToolResultPart, ToolUsePart, new_id, to_dict
-from nova.providers.base import ModelRequest, Usage
-from nova.testing import FunctionProvider, call, reply
+from nova.providers.scripted import FunctionProvider, call, reply
 from nova.tokens import count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 

@@ -12,7 +12,7 @@ recorded reply and its tool results enter history as they did in the original ru
   cache of `provider_cache` (Anthropic when none is named): the two baselines of the cost model.
 
 Token figures come from the token counter (the recorded usage belongs to the original, unpoliced run).
-Every view is checked for the invariants of `nova.context.invariants`.
+Every view is checked for the invariants of `nova.invariants`.
 
 The cost model (`provider_cache`, `nova.context.cache_sim`) runs every call's view through a simulated
 provider cache, at the recorded call times when the recording has them. With `summarizer_estimate`, each
@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from nova.agent.context_controller import ContextController
-from nova.agent.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
 from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
-from nova.context.invariants import check_thinking_integrity, check_tool_pairing
+from nova.context.controller import ContextController
+from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
+from nova.core import ToolSpec, Usage
+from nova.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, ToolResultPart, ToolUsePart, to_dict
-from nova.providers.base import ToolSpec, Usage
 from nova.providers.pricing import ModelInfo, model_info
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, count_message, count_system, count_tools

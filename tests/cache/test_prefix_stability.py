@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from nova.agent.loop import Agent
 from nova.agent.permissions import PermissionPolicy
-from nova.agent.summarize import ModelSummarizer, SummaryRequest
 from nova.agent.tools import default_registry
 from nova.context.prompt_cache import PromptCache
+from nova.context.summarize import ModelSummarizer, SummaryRequest
 from nova.messages import Message
 from nova.providers.base import CacheHints, ModelRequest, Usage
 from nova.providers.formats.anthropic import request_to_anthropic

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from nova import events as ev
-from nova.agent.context_controller import ContextController
 from nova.agent.loop import Agent
 from nova.agent.permissions import PermissionPolicy
-from nova.agent.summarize import Summarizer
 from nova.agent.tools import default_registry
+from nova.context.controller import ContextController
+from nova.context.summarize import Summarizer
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import assistant_message
 from nova.settings import CompactionConfig, PermissionsConfig

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from nova import events as ev
-from nova.agent.summarize import SummaryRequest
-from nova.context.invariants import check_tool_pairing
+from nova.context.summarize import SummaryRequest
 from nova.errors import ContextOverflow, Overloaded, QuotaExceeded, RateLimited
+from nova.invariants import check_tool_pairing
 from nova.testing import ScriptedProvider, reply
 
 from .helpers import history, make_agent, make_controller, of_type
@@ -121,7 +121,7 @@ def test_failed_summary_changes_nothing(tmp_path: Path) -> None:
 
 
 def test_only_context_overflow_counts_as_overflow() -> None:
-    from nova.agent.overflow import is_context_overflow, second_overflow_message
+    from nova.context.overflow import is_context_overflow, second_overflow_message
 
     assert is_context_overflow(ContextOverflow("prompt is too long"))
     for exc in (RateLimited("request too large for gpt-4 in organization ... per min", status=429),

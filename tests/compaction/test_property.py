@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nova.agent.context_controller import ContextController
 from nova.agent.loop import ViewRequest
-from nova.context.invariants import check_nothing_lost, check_thinking_integrity, check_tool_pairing
+from nova.context.controller import ContextController
+from nova.invariants import check_nothing_lost, check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.settings import CompactionConfig, SpillConfig
 

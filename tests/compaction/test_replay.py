@@ -10,8 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.agent.summarize import is_user_message
 from nova.commands.replay import replay_command
+from nova.context.summarize import is_user_message
 from nova.replay import replay_messages, view_text
 from nova.sessions.importers import read_session_file
 from nova.testing import shared_data_dir

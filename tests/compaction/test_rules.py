@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from nova import events as ev
-from nova.agent.compaction import (
+from nova.agent.loop import ViewRequest
+from nova.context.compaction import (
     MIN_FOLD_TOKENS,
     SUMMARY_HEADER,
     compact,
@@ -18,10 +19,9 @@ from nova.agent.compaction import (
     snip_text,
     summary_cap,
 )
-from nova.agent.loop import ViewRequest
-from nova.agent.spill import Spiller, is_placeholder
-from nova.agent.summarize import USER_SECTION, ExtractiveSummarizer, SummaryRequest
-from nova.context.invariants import check_tool_pairing
+from nova.context.spill import Spiller, is_placeholder
+from nova.context.summarize import USER_SECTION, ExtractiveSummarizer, SummaryRequest
+from nova.invariants import check_tool_pairing
 from nova.messages import Message, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.providers.base import Usage, assistant_message
 from nova.settings import CompactionConfig, SpillConfig

@@ -7,7 +7,7 @@ from pathlib import Path
 from nova.agent.loop import Agent
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools import default_registry
-from nova.context.invariants import check_tool_pairing
+from nova.invariants import check_tool_pairing
 from nova.sessions.session import Session
 from nova.settings import PermissionsConfig
 from nova.testing import ScriptedProvider, reply

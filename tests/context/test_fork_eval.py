@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from nova.agent.context_controller import ContextController
-from nova.agent.summarize import ExtractiveSummarizer, error_lines, failure_code, is_user_message
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText
 from nova.context.continuity import ContinuityGuard
+from nova.context.controller import ContextController
 from nova.context.state import MemoryStateSource, TaskStateStore, apply_command, render_pinned
+from nova.context.summarize import ExtractiveSummarizer, error_lines, failure_code, is_user_message
 from nova.messages import Message, ToolUsePart
 from nova.replay import view_text
 from nova.sessions.importers import read_session_file

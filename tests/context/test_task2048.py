@@ -11,10 +11,10 @@ import json
 import sys
 from pathlib import Path
 
-from nova.agent.summarize import SummaryRequest
 from nova.agent.tools import default_registry
 from nova.app import AgentOptions, build_agent
 from nova.context.runtime import runtime_for
+from nova.context.summarize import SummaryRequest
 from nova.sessions.session import Session
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, call, reply

@@ -25,22 +25,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nova import events as ev
-from nova.agent.overflow import second_overflow_message
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools.base import ToolContext, ToolOutput, ToolRegistry
-from nova.context.invariants import check_tool_pairing
+from nova.context.overflow import second_overflow_message
+from nova.core import CacheHints, ModelRequest, ModelResponse, ResponseDone, TextDelta, ToolSpec, Usage
 from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
+from nova.invariants import check_tool_pairing
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart, new_id
-from nova.providers.base import (
-    CacheHints,
-    ModelRequest,
-    ModelResponse,
-    Provider,
-    ResponseDone,
-    TextDelta,
-    ToolSpec,
-    Usage,
-)
+from nova.providers.base import Provider
 from nova.providers.pricing import context_window_for, cost_usd
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model

@@ -25,9 +25,9 @@ from rich.table import Table
 
 from nova.commands.errors import user_errors
 from nova.context.compiler import Compiled
+from nova.core import Usage
 from nova.errors import NovaError
 from nova.messages import Message
-from nova.providers.base import Usage
 
 __all__ = ["compile_session", "context_command", "context_json", "render_context", "render_why"]
 

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from nova.core import CacheHints, ModelRequest
 from nova.messages import Message
-from nova.providers.base import CacheHints, ModelRequest
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter, count_message, count_system, count_tools

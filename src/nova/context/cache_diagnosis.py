@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nova.context.cache import TTL_SECONDS, system_text
+from nova.core import ModelRequest, Usage
 from nova.messages import Message, to_dict
-from nova.providers.base import ModelRequest, Usage
 from nova.providers.pricing import model_info
 
 __all__ = [

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from nova.providers.base import Usage
+from nova.core import Usage
 
 __all__ = ["AnthropicCache", "Block", "OpenAICache", "ProviderCache", "make_cache", "prefix_keys"]
 

@@ -38,8 +38,8 @@ from typing import Any
 
 from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, apportion
 from nova.context.policy import PolicyResolution, PolicySource, resolve
+from nova.core import ToolSpec
 from nova.messages import Message, TextPart, to_dict
-from nova.providers.base import ToolSpec
 from nova.tokens import TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 

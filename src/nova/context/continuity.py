@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nova.agent.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, is_user_message
 from nova.context.state import TaskState, TaskStateStore, baseline_items
+from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, is_user_message
 from nova.messages import Message
 from nova.tokens import TokenCounter
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter

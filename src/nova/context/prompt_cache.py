@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from nova import events as ev
 from nova.context.cache import apply_cache_plan
 from nova.context.cache_diagnosis import CacheBreakReport, CacheMonitor
-from nova.providers.base import ModelRequest
+from nova.core import ModelRequest
 from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter
 

@@ -44,14 +44,14 @@ from nova.context.state import (
     validate_proposal,
     workspace_hash,
 )
+from nova.core import ToolSpec
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
 from nova.messages import Message
-from nova.providers.base import ToolSpec
 from nova.tokens import TokenLedger
 
 if TYPE_CHECKING:
-    from nova.agent.context_controller import ContextController
     from nova.agent.loop import Agent, CompileRequest
+    from nova.context.controller import ContextController
     from nova.settings import Settings
 
 __all__ = ["ContextRuntime", "ContextSources", "attach_context_compiler", "build_context_sources",

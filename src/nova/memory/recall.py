@@ -32,6 +32,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from nova.core import ModelRequest
 from nova.memory.config import MemoryConfig
 from nova.memory.recency import KEEP, list_newest, read_journal, write_journal
 from nova.memory.store import (
@@ -42,7 +43,7 @@ from nova.memory.store import (
     parse_head,
 )
 from nova.messages import Message
-from nova.providers.base import ModelRequest, Provider, collect
+from nova.providers.base import Provider, collect
 
 __all__ = [
     "MemoryHeader",

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from nova.core import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.errors import ProviderError, ProviderUnavailable
 from nova.messages import Message, new_id
 from nova.providers._assembly import StreamAssembler
 from nova.providers._optional import require_sdk, sdk_client
-from nova.providers.base import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.providers.errors import classify_stream_error, translate_sdk_error
 from nova.providers.formats.anthropic import request_to_anthropic, stop_reason_from_anthropic
-from nova.testing import check_real_request_allowed
+from nova.providers.guard import check_real_request_allowed
 
 __all__ = ["AnthropicProvider", "usage_from_anthropic"]
 
@@ -53,7 +53,7 @@ def usage_from_anthropic(usage: Mapping[str, Any]) -> Usage:
 
 class AnthropicProvider:
     """`stream(request)` against the Messages API. Without an injected `http_client` the adapter is
-    "real": it refuses to send while `nova.testing.forbid_model_requests` is active."""
+    "real": it refuses to send while `nova.providers.guard.forbid_model_requests` is active."""
 
     name = "anthropic"
 

@@ -18,15 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from nova.core import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.errors import ProviderError, ProviderUnavailable
 from nova.messages import Message, new_id
 from nova.providers._assembly import StreamAssembler
 from nova.providers._optional import require_sdk, sdk_client
-from nova.providers.base import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.providers.errors import classify_stream_error, translate_sdk_error
 from nova.providers.formats.openai_chat import request_to_chat, stop_reason_from_chat
 from nova.providers.formats.openai_responses import reasoning_signature, request_to_responses
-from nova.testing import check_real_request_allowed
+from nova.providers.guard import check_real_request_allowed
 
 __all__ = [
     "OpenAIChatProvider",

@@ -26,9 +26,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from nova.core import Usage
 from nova.errors import StorageError
 from nova.messages import ImagePart, Message, Part, TextPart, ToolResultPart, ToolUsePart
-from nova.providers.base import Usage
 from nova.sessions.schema import EventRecord, MessageRecord
 from nova.sessions.transcript import TRANSCRIPT_NAME, Transcript
 

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from nova.core import Usage
 from nova.errors import StorageError
-from nova.providers.base import Usage
 
 __all__ = [
     "META_VERSION",

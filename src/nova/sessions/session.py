@@ -24,9 +24,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from nova.core import Usage
 from nova.errors import StorageError
 from nova.messages import Message, new_id
-from nova.providers.base import Usage
 from nova.sessions.meta import (
     ARTIFACT_DIRS,
     SessionMeta,

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from nova.core import Usage
 from nova.errors import StorageError
 from nova.messages import Message
-from nova.providers.base import Usage
 from nova.sessions.schema import (
     BoundaryRecord,
     MessageRecord,

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nova.core import ToolSpec, Usage
 from nova.messages import Message
-from nova.providers.base import ToolSpec, Usage
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter
 from nova.tokens.sizing import count_message, count_messages, count_system, count_tools
 

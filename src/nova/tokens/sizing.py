@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from nova.core import ToolSpec
 from nova.messages import (
     ImagePart,
     Message,
@@ -22,7 +23,6 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from nova.providers.base import ToolSpec
 from nova.tokens.counters import Overheads, TokenCounter
 
 __all__ = ["IMAGE_TOKENS", "count_message", "count_messages", "count_system", "count_tools", "overheads_of"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from nova.providers.base import ToolSpec
+from nova.core import ToolSpec
 
 __all__ = ["Tool", "ToolContext", "ToolOutput", "ToolRegistry"]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from nova.core import CacheHints, ModelRequest, StopReason, ToolSpec
 from nova.messages import (
     ImagePart,
     Message,
@@ -29,7 +30,6 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from nova.providers.base import CacheHints, ModelRequest, StopReason, ToolSpec
 from nova.providers.formats._common import sorted_keys
 
 __all__ = [

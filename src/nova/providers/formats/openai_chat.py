@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from nova.core import ModelRequest, StopReason, ToolSpec
 from nova.messages import (
     ImagePart,
     Message,
@@ -32,7 +33,6 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from nova.providers.base import ModelRequest, StopReason, ToolSpec
 from nova.providers.formats._common import (
     dump_arguments,
     image_from_url,

@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from nova.core import ModelRequest, ToolSpec
 from nova.messages import (
     ImagePart,
     Message,
@@ -31,7 +32,6 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from nova.providers.base import ModelRequest, ToolSpec
 from nova.providers.formats._common import (
     dump_arguments,
     image_from_url,

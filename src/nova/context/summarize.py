@@ -22,9 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from nova.core import CacheHints, ModelRequest, ToolSpec
 from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.providers.base import CacheHints, ModelRequest, Provider, ToolSpec, collect
+from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter
 
 __all__ = [

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from nova import events as ev
-from nova.agent.compaction import (
+from nova.context.compaction import (
     OUTPUT_DIR,
     CompactionOutcome,
     RestoreContext,
@@ -36,10 +36,10 @@ from nova.agent.compaction import (
     keep_budget,
     snip_old_tool_results,
 )
-from nova.agent.spill import Spiller
-from nova.agent.summarize import ExtractiveSummarizer, Summarizer
+from nova.context.spill import Spiller
+from nova.context.summarize import ExtractiveSummarizer, Summarizer
+from nova.core import ToolSpec, Usage
 from nova.messages import Message, ToolResultPart, ToolUsePart
-from nova.providers.base import ToolSpec, Usage
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, TokenLedger, context_percent, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter

@@ -52,7 +52,7 @@ class SpillStats:
 def render_placeholder(content: str, *, path: Path, preview_chars: int) -> str:
     """The `<persisted-output>` text that stands in for `content` (SPILL-1). The file paths named after
     the preview are listed: a few tokens that say what reading the file back would show."""
-    from nova.agent.summarize import paths_in
+    from nova.context.summarize import paths_in
 
     preview = content[:preview_chars]
     named = paths_in(content[preview_chars:])[:MAX_NAMED_PATHS]

@@ -1,0 +1,563 @@
+"""Two-layer compaction of the working history (CMP-3..8).
+
+Layer 1, `snip_old_tool_results`, never calls a model: walking newest to oldest with a token budget, it
+keeps recent and in-budget tool outputs as they are and cuts the others to head + marker + tail, the full
+text going to `<session_dir>/tool-output/<message_id>.txt`. Oversized tool_use inputs (a whole file
+written through one call) are cut the same way once they are old.
+
+Layer 2, `compact`, folds the older part of history into one summary message: `find_split_point` keeps a
+recent tail on a safe boundary (a tool_use never leaves its tool_result behind, a tool loop with thinking
+is never cut), the summarizer writes the summary, the user's own messages are copied into it verbatim by
+deterministic code, and a restore attachment re-supplies recently read files and the tool list.
+
+These functions are pure with respect to the history (they return new lists) and do no bookkeeping of
+their own: the `ContextController` decides when they run and records what they did.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from nova.context.spill import is_placeholder
+from nova.context.summarize import (
+    USER_SECTION,
+    Summarizer,
+    SummaryRequest,
+    build_user_section,
+    paths_in,
+    user_entries,
+)
+from nova.core import ToolSpec
+from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from nova.settings import CompactionConfig
+from nova.tokens import TokenCounter, count_message
+
+__all__ = [
+    "MAX_KEEP_TOKENS",
+    "MIN_FOLD_TOKENS",
+    "MIN_KEEP_MESSAGES",
+    "MIN_KEEP_TOKENS",
+    "OUTPUT_DIR",
+    "POST_COMPACTION_FILL",
+    "SUMMARY_HEADER",
+    "CompactionOutcome",
+    "RestoreContext",
+    "SnipResult",
+    "compact",
+    "find_split_point",
+    "is_nova_insert",
+    "is_snipped",
+    "keep_budget",
+    "snip_old_tool_results",
+    "snip_text",
+    "summary_cap",
+]
+
+log = logging.getLogger(__name__)
+
+OUTPUT_DIR = "tool-output"
+SUMMARY_HEADER = "[Previous conversation summary]"
+# CMP-5 clamps on the kept tail (seed 000): at least 5 messages and 10,000 tokens, at most 40,000 tokens.
+MIN_KEEP_MESSAGES = 5
+MIN_KEEP_TOKENS = 10_000
+MAX_KEEP_TOKENS = 40_000
+# CMP-5: folding less than this is not worth a summary call.
+MIN_FOLD_TOKENS = 2_000
+# The compacted view (fixed head, summary, restore, kept tail) fills at most this share of the threshold.
+# At 0.8 a small window compacted again after a few calls, each time re-writing the cached prefix;
+# at 0.6 the replay cost model (benchmarks/cache_cost.py, 64k) pays ~8 % less with the same retention
+# (benchmarks/compaction.py). Large windows are unaffected: their kept tail is far below this.
+POST_COMPACTION_FILL = 0.6
+RECENT_FILES = 5
+MAX_NAMED_PATHS = 8
+_SNIP_MARK = re.compile(r"\[\.\.\. \d+ chars snipped \.\.\. Full output: [^\]]*\]")
+
+OnRewrite = Callable[[Message], None]
+
+
+# -- numbers derived from the configuration ----------------------------------------------------------
+def keep_budget(config: CompactionConfig, window: int) -> int:
+    """CMP-5: summary_keep_tokens, capped at half the threshold (so tail + summary stay under it), with
+    seed 000's floor of 10,000 (itself under that cap) and ceiling of 40,000 tokens."""
+    half = config.threshold(window) // 2
+    return min(max(config.keep_tokens(window), min(MIN_KEEP_TOKENS, half)), MAX_KEEP_TOKENS, half)
+
+
+def summary_cap(config: CompactionConfig, window: int) -> int:
+    """The largest model-written (or extracted) part of a summary: half the summary reserve, and never
+    more than a sixth of the threshold."""
+    return max(256, min(config.summary_reserve_tokens, config.threshold(window) // 3) // 2)
+
+
+def user_budget(config: CompactionConfig, window: int, needed_tokens: int = 0) -> int:
+    """Room for the user's messages, verbatim: a third of the threshold, stretched up to two thirds when
+    they need it (a long task statement must survive whole)."""
+    threshold = config.threshold(window)
+    return max(threshold // 3, min(needed_tokens + 64, threshold * 2 // 3))
+
+
+def restore_budget(config: CompactionConfig, window: int) -> int:
+    return max(200, min(4000, config.threshold(window) // 16))
+
+
+# -- layer 1 -----------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class SnipResult:
+    messages: list[Message]
+    rewritten: tuple[str, ...] = ()
+    """Ids of the messages whose content changed."""
+    parts_snipped: int = 0
+    chars_removed: int = 0
+    write_failures: int = 0
+    snipped_parts: tuple[tuple[str, str, int], ...] = ()
+    """(tool name or "tool_use", tool_use id, original size in chars) of each cut part."""
+
+
+def is_snipped(text: str) -> bool:
+    return _SNIP_MARK.search(text) is not None
+
+
+def snip_text(text: str, *, max_chars: int, path: Path | str) -> str:
+    """CMP-3: head `max_chars/4` + marker + tail `max_chars*3/4`. The file paths the cut part names are
+    listed after the marker (a few tokens that tell the model what it would find by reading it back)."""
+    head_n = max_chars // 4
+    tail_n = max_chars * 3 // 4
+    head, tail = text[:head_n], text[len(text) - tail_n :] if tail_n else ""
+    cut = len(text) - len(head) - len(tail)
+    named = paths_in(text[len(head) : len(text) - len(tail)])[:MAX_NAMED_PATHS]
+    mentions = f"\n[cut part names: {', '.join(named)}]" if named else ""
+    return f"{head}\n[... {cut} chars snipped ... Full output: {path}]{mentions}\n{tail}"
+
+
+def is_nova_insert(message: Message) -> bool:
+    """A summary message or restore attachment Nova put into history (never a user's words)."""
+    return bool(message.metadata.get("nova_kind")) or message.has("summary")
+
+
+def snip_old_tool_results(
+    messages: Sequence[Message],
+    *,
+    config: CompactionConfig,
+    output_dir: Path | None,
+    counter: TokenCounter,
+    preserve_last: int | None = None,
+    budget_tokens: int | None = None,
+    on_rewrite: OnRewrite | None = None,
+) -> SnipResult:
+    """Layer 1 (CMP-3). Walk newest to oldest spending `snip_tool_output_token_budget` on tool outputs;
+    the last `snip_preserve_last_n_messages` messages are kept as they are, outputs that fit the
+    remaining budget too; an older output longer than `snip_max_chars` that no longer fits is cut.
+    Spill placeholders are frozen (SPILL-5) and outputs already cut are left alone, so running this
+    twice changes nothing. Without an `output_dir` nothing is cut: a snip must leave a readable path.
+    `on_rewrite` gets each rewritten message (the store's `update_message_content`)."""
+    preserve = config.snip_preserve_last_n_messages if preserve_last is None else preserve_last
+    budget = config.snip_tool_output_token_budget if budget_tokens is None else budget_tokens
+    max_chars = config.snip_max_chars
+    out = list(messages)
+    if output_dir is None:
+        return SnipResult(messages=out)
+    names = {u.id: u.name for m in messages for u in m.tool_uses()}
+    rewritten: list[str] = []
+    cut_parts: list[tuple[str, str, int]] = []
+    removed = failures = 0
+    first_protected = len(out) - preserve
+    for index in range(len(out) - 1, -1, -1):
+        message = out[index]
+        if not (message.has("tool_result") or message.has("tool_use")):
+            continue
+        candidates = [i for i, p in enumerate(message.parts) if isinstance(p, ToolResultPart | ToolUsePart)]
+        new_parts: list[Part] = list(message.parts)
+        pending: list[tuple[int, str, str]] = []  # (part index, full text, tool_use id)
+        for i in reversed(candidates):
+            part = message.parts[i]
+            if isinstance(part, ToolResultPart):
+                text, use_id = part.content, part.tool_use_id
+            elif isinstance(part, ToolUsePart):
+                text, use_id = _input_text(part), part.id
+            else:
+                continue
+            tokens = counter.count(text)
+            frozen = is_placeholder(text) or is_snipped(text)
+            if index >= first_protected or frozen or len(text) <= max_chars or tokens <= budget:
+                budget = max(0, budget - tokens)
+                continue
+            if isinstance(part, ToolUsePart) and not _long_strings(part, max_chars):
+                continue
+            pending.append((i, text, use_id))
+        if not pending:
+            continue
+        many = len(candidates) > 1
+        wrote = False
+        for i, text, use_id in pending:
+            path = output_dir / (f"{message.id}.{i}.txt" if many else f"{message.id}.txt")
+            try:
+                output_dir.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                # Nothing is cut without a readable copy; the output stays whole and the failure is counted.
+                failures += 1
+                log.warning("could not save snipped output to %s: %s; left uncut", path, exc)
+                continue
+            part = message.parts[i]
+            if isinstance(part, ToolResultPart):
+                new_text = snip_text(part.content, max_chars=max_chars, path=path)
+                new_parts[i] = ToolResultPart(part.tool_use_id, new_text, part.is_error)
+                removed += len(part.content) - len(new_text)
+                cut_parts.append((names.get(use_id, "tool"), use_id, len(text)))
+            elif isinstance(part, ToolUsePart):
+                new_input, saved = _snip_input(part, max_chars=max_chars, path=path)
+                new_parts[i] = ToolUsePart(part.id, part.name, new_input)
+                removed += saved
+                cut_parts.append(("tool_use:" + part.name, use_id, len(text)))
+            wrote = True
+        if wrote:
+            updated = message.with_parts(new_parts).with_metadata(snipped=True)
+            out[index] = updated
+            rewritten.append(updated.id)
+            if on_rewrite is not None:
+                on_rewrite(updated)
+    return SnipResult(
+        messages=out,
+        rewritten=tuple(rewritten),
+        parts_snipped=len(cut_parts),
+        chars_removed=removed,
+        write_failures=failures,
+        snipped_parts=tuple(cut_parts),
+    )
+
+
+def _input_text(part: ToolUsePart) -> str:
+    return json.dumps(dict(part.input), ensure_ascii=False)
+
+
+def _long_strings(part: ToolUsePart, max_chars: int) -> bool:
+    return any(isinstance(v, str) and len(v) > max_chars and not is_snipped(v) for v in part.input.values())
+
+
+def _snip_input(part: ToolUsePart, *, max_chars: int, path: Path) -> tuple[dict[str, Any], int]:
+    """Cut each long string argument; the arguments stay a valid object of the same keys."""
+    new: dict[str, Any] = {}
+    saved = 0
+    for key, value in part.input.items():
+        if isinstance(value, str) and len(value) > max_chars and not is_snipped(value):
+            cut = snip_text(value, max_chars=max_chars, path=path)
+            saved += len(value) - len(cut)
+            new[key] = cut
+        else:
+            new[key] = value
+    return new, saved
+
+
+# -- layer 2: the split ------------------------------------------------------------------------------
+def _is_tool_result_message(message: Message) -> bool:
+    return message.role == "user" and message.has("tool_result")
+
+
+def _safe_split(messages: Sequence[Message], index: int) -> bool:
+    """True when the tail may start at `index`: it does not start with tool results (their tool_use
+    would be folded away) and it does not cut a tool loop whose assistant turns carry thinking (the
+    signatures only hold for the whole loop)."""
+    if index <= 0 or index >= len(messages):
+        return index <= 0
+    head = messages[index]
+    if _is_tool_result_message(head):
+        return False
+    answered = {r.tool_use_id for r in head.tool_results()}
+    if any(u.id not in answered for u in messages[index - 1].tool_uses()) and head.role == "user":
+        return False
+    if head.role == "assistant" and _is_tool_result_message(messages[index - 1]):
+        j = index - 1
+        while j >= 0 and (messages[j].role == "assistant" or _is_tool_result_message(messages[j])):
+            if any(isinstance(p, ThinkingPart) for p in messages[j].parts):
+                return False
+            j -= 1
+    return True
+
+
+def find_split_point(
+    messages: Sequence[Message],
+    *,
+    keep_tokens: int,
+    counter: TokenCounter,
+    min_messages: int = MIN_KEEP_MESSAGES,
+    sizes: Sequence[int] | None = None,
+) -> int:
+    """Index where the kept tail starts (0 = nothing to fold). The tail takes about `keep_tokens` of the
+    newest messages and at least `min_messages`, then the split moves to a safe boundary: earlier
+    first (keeping more), later only when no earlier one exists."""
+    n = len(messages)
+    sizes = list(sizes) if sizes is not None else [count_message(m, counter) for m in messages]
+    kept = 0
+    split = n
+    while split > 0:
+        size = sizes[split - 1]
+        if n - split >= min_messages and kept + size > keep_tokens:
+            break
+        kept += size
+        split -= 1
+    if split <= 0:
+        return 0
+    target = split
+    while split > 0 and not _safe_split(messages, split):
+        split -= 1
+    if split > 0:
+        return split
+    split = target + 1
+    while split < n and not _safe_split(messages, split):
+        split += 1
+    return split if split < n else 0
+
+
+# -- layer 2: the summary ----------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class RestoreContext:
+    """What the restore attachment re-supplies after a compaction (CMP-7)."""
+
+    tools: Sequence[ToolSpec] = ()
+    skills: Sequence[tuple[str, str]] = ()
+    """(name, procedure) of the active skills."""
+    read_file: Callable[[str], str | None] | None = None
+    """Reads a file's current content (None when unreadable); without it the last read result is used."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactionOutcome:
+    status: Literal["compacted", "skipped", "failed"]
+    messages: list[Message]
+    reason: str = ""
+    compacted_ids: tuple[str, ...] = ()
+    summary: Message | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    duration_s: float = 0.0
+    folded: Sequence[Message] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "compacted"
+
+
+def continuation_instruction(transcript_path: str) -> str:
+    where = f" The full transcript is at {transcript_path}." if transcript_path else ""
+    return (
+        "This conversation was compacted: the summary above stands in for the earlier messages." + where
+        + " Continue the task from where it stopped, without asking the user to repeat anything; re-read "
+        "files or outputs through the paths above when you need their exact content."
+    )
+
+
+def compact(
+    messages: Sequence[Message],
+    *,
+    summarizer: Summarizer,
+    config: CompactionConfig,
+    window: int,
+    counter: TokenCounter,
+    system: str = "",
+    tools: Sequence[ToolSpec] = (),
+    forced: bool = False,
+    focus: str = "",
+    transcript_path: str = "",
+    raw_lookup: Callable[[str], Message | None] | None = None,
+    restore: RestoreContext | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    fixed_tokens: int = 0,
+    context: Sequence[Message] = (),
+) -> CompactionOutcome:
+    """Layer 2 (CMP-5..8). Returns the new working history, or the unchanged one with status `skipped`
+    (nothing worth folding) or `failed` (summarizer error or summary over its cap: nothing changes).
+    `context` is the history as the model last saw it (before any layer-1 cut on this call), handed to
+    the summarizer so a model summary reads the warm cached prefix; `messages` when not given."""
+    started = time.monotonic()
+    history = list(messages)
+    sizes = [count_message(m, counter) for m in history]
+    before = sum(sizes)
+
+    def unchanged(status: Literal["skipped", "failed"], reason: str) -> CompactionOutcome:
+        return CompactionOutcome(status=status, messages=history, reason=reason, tokens_before=before,
+                                 tokens_after=before, duration_s=time.monotonic() - started)
+
+    keep = keep_budget(config, window)
+    split = find_split_point(history, keep_tokens=keep, counter=counter, sizes=sizes)
+    if split == 0 and forced:
+        # The provider proved the history does not fit: keep as little as is safe.
+        split = find_split_point(history, keep_tokens=0, counter=counter, min_messages=1, sizes=sizes)
+    if split == 0:
+        return unchanged("skipped", "history already fits the keep budget")
+    older, tail = history[:split], history[split:]
+    if all(is_nova_insert(m) for m in older):
+        return unchanged("skipped", "the only foldable part is an earlier summary")
+    if not forced and sum(sizes[:split]) < MIN_FOLD_TOKENS:
+        return unchanged("skipped", f"the foldable part is under {MIN_FOLD_TOKENS} tokens")
+
+    threshold = config.threshold(window)
+    body_cap = summary_cap(config, window)
+    rest = restore_budget(config, window)
+
+    def fold(at: int) -> tuple[list[Message], list[str], list[Message], str]:
+        part = history[:at]
+        ids = _covers(part)
+        raw = _raw_messages(ids, raw_lookup)
+        unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
+        needed = sum(counter.count(text) + 12 for text in unique)
+        section = build_user_section(part, raw, budget=user_budget(config, window, needed), counter=counter)
+        return part, ids, raw, section
+
+    older, covers, raw_older, user_section = fold(split)
+    # The compacted view must leave room to work before the next trigger: when the verbatim user
+    # section is large, the kept tail shrinks (never below the 5-message floor). The room is sized for
+    # the prompt cache: the first call after a compaction writes the whole new view again (1.25x the
+    # input price) and every later call reads it, so a compaction must buy enough calls to pay that
+    # back (see POST_COMPACTION_FILL).
+    room = int(threshold * POST_COMPACTION_FILL) - fixed_tokens - counter.count(user_section) - body_cap - rest
+    if room < keep:
+        later = find_split_point(history, keep_tokens=max(room, 0), counter=counter, sizes=sizes)
+        if later > split:
+            split = later
+            older, covers, raw_older, user_section = fold(split)
+    tail = history[split:]
+    cap = counter.count(user_section) + body_cap + 16
+    request = SummaryRequest(older=older, raw_older=raw_older, system=system, tools=tools,
+                             context=list(context) or history, max_tokens=body_cap, focus=focus,
+                             transcript_path=transcript_path)
+    if on_start is not None:
+        on_start(len(history), before)  # COMPACTION_START: only once a summary is really being made
+    try:
+        body = summarizer.summarize(request)
+    except Exception as exc:  # any summarizer failure is a failed compaction, never a crash (CMP-8)
+        log.warning("summary failed (%s): %s", getattr(summarizer, "name", "summarizer"), exc)
+        return unchanged("failed", f"summarizer failed: {type(exc).__name__}: {exc}")
+    body = _strip_user_section(body).strip()
+    if not body:
+        return unchanged("failed", "the summarizer returned an empty summary")
+    summary_text = f"{user_section}\n\n{body}"
+    size = counter.count(summary_text)
+    if size > cap:
+        return unchanged("failed", f"summary of {size} tokens is over its cap of {cap}")
+
+    tail, orphans = _drop_orphans(tail)
+    text = f"{SUMMARY_HEADER}\n{summary_text}\n\n{continuation_instruction(transcript_path)}"
+    parts: list[Part] = [SummaryPart(text=text, covers=tuple(covers))]
+    attachment = _restore_attachment(history, tail, restore or RestoreContext(tools=tools),
+                                     budget=restore_budget(config, window), counter=counter)
+    if attachment:
+        parts.append(TextPart(attachment))
+    summary = Message(role="user", parts=tuple(parts), metadata={"nova_kind": "summary"})
+    new_history = [summary, *tail]
+    after = sum(count_message(m, counter) for m in new_history)
+    return CompactionOutcome(
+        status="compacted",
+        messages=new_history,
+        compacted_ids=tuple([m.id for m in older] + orphans),
+        summary=summary,
+        tokens_before=before,
+        tokens_after=after,
+        duration_s=time.monotonic() - started,
+        folded=tuple(older),
+    )
+
+
+def _covers(older: Sequence[Message]) -> list[str]:
+    """Ids of every raw message the new summary stands for: earlier summaries' covers plus the rest."""
+    covers: list[str] = []
+    for m in older:
+        summaries = [p for p in m.parts if isinstance(p, SummaryPart)]
+        if summaries:
+            for s in summaries:
+                covers.extend(s.covers)
+        elif not is_nova_insert(m):
+            covers.append(m.id)
+    return list(dict.fromkeys(covers))
+
+
+def _raw_messages(ids: Sequence[str], lookup: Callable[[str], Message | None] | None) -> list[Message]:
+    if lookup is None:
+        return []
+    found = [lookup(i) for i in ids]
+    # Rebuild from raw only when every covered message is known; otherwise fold the summary as it is.
+    return [m for m in found if m is not None] if all(m is not None for m in found) else []
+
+
+def _strip_user_section(body: str) -> str:
+    """Drop a user section the summarizer wrote anyway: ours is built from the raw messages."""
+    heading = f"## {USER_SECTION}"
+    if heading not in body:
+        return body
+    start = body.index(heading)
+    nxt = body.find("\n## ", start + len(heading))
+    return body[:start] + (body[nxt + 1 :] if nxt >= 0 else "")
+
+
+def _drop_orphans(tail: list[Message]) -> tuple[list[Message], list[str]]:
+    """Tool results in the tail whose tool_use was folded away (only possible in a history that was
+    already malformed): removed from the view, their messages reported as compacted."""
+    uses = {u.id for m in tail for u in m.tool_uses()}
+    kept: list[Message] = []
+    orphaned: list[str] = []
+    for m in tail:
+        bad = [r for r in m.tool_results() if r.tool_use_id not in uses]
+        if not bad:
+            kept.append(m)
+            continue
+        parts = [p for p in m.parts if not (isinstance(p, ToolResultPart) and p.tool_use_id not in uses)]
+        orphaned.append(m.id)
+        if parts:
+            kept.append(m.with_parts(parts))
+    return kept, orphaned
+
+
+def _restore_attachment(
+    history: Sequence[Message], tail: Sequence[Message], restore: RestoreContext, *, budget: int,
+    counter: TokenCounter,
+) -> str:
+    """CMP-7's four parts: recently read files (those no longer visible in the tail), active skills'
+    procedures, the current tool list, and a note that this is reconstructed context."""
+    visible = {r.tool_use_id for m in tail for r in m.tool_results()}
+    results = {r.tool_use_id: r for m in history for r in m.tool_results()}
+    recent: dict[str, str] = {}
+    for m in reversed(history):
+        for u in reversed(m.tool_uses()):
+            path = u.input.get("path") or u.input.get("file_path")
+            if u.name not in ("read_file", "view") or not isinstance(path, str) or path in recent:
+                continue
+            if u.id in visible:
+                recent[path] = ""  # still in view: nothing to restore, but it counts as recent
+                continue
+            content = restore.read_file(path) if restore.read_file else None
+            if content is None and u.id in results:
+                content = results[u.id].content
+            recent[path] = content or ""
+        if len(recent) >= RECENT_FILES:
+            break
+    files = [(p, c) for p, c in recent.items() if c]
+    per_file_chars = int(budget * 0.6 / max(1, len(files)) * 3)
+
+    def render(chosen: list[tuple[str, str]]) -> str:
+        sections: list[str] = []
+        for path, content in chosen:
+            clipped = content if len(content) <= per_file_chars else (
+                content[:per_file_chars] + "\n[... cut; re-read the file for the rest]")
+            sections.append(f"### {path}\n{clipped}")
+        if restore.skills:
+            sections.append("### Active skills\n" + "\n".join(f"- {n}: {proc}" for n, proc in restore.skills))
+        if restore.tools:
+            sections.append("### Tools available\n" + ", ".join(t.name for t in restore.tools))
+        if not sections:
+            return ""
+        return (
+            "[Restored context] Reconstructed after compaction, not the original messages; re-read any "
+            "file or output through its path for exact content.\n\n" + "\n\n".join(sections)
+        )
+
+    text = render(files)
+    while files and counter.count(text) > budget:
+        files.pop()
+        text = render(files)
+    return text

@@ -2,6 +2,8 @@
 
 - `check_tool_pairing`: every tool_use is answered by exactly one tool_result in the next message, and
   every tool_result answers a tool_use of the message before it (a missing or stray pair is an HTTP 400).
+  `PairingChecker` gives the same answer for the views of one session, redoing only what changed (the
+  loop checks every request it sends, so a check over the whole history would grow with it).
 - `check_thinking_integrity`: every thinking block in the view is byte-identical (text and signature) to
   the one the model produced, and a tool loop's thinking blocks are either all there or all gone.
 - `check_nothing_lost`: every raw message is either in the view or covered by a summary, and every cut
@@ -14,14 +16,23 @@ can count them and tests can show all of them at once.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nova.incremental import common_prefix
 from nova.messages import Message, SummaryPart, ThinkingPart, ToolResultPart, ToolUsePart
 
-__all__ = ["Violation", "check_nothing_lost", "check_thinking_integrity", "check_tool_pairing", "check_view"]
+__all__ = [
+    "PairingChecker",
+    "Violation",
+    "check_nothing_lost",
+    "check_thinking_integrity",
+    "check_tool_pairing",
+    "check_view",
+]
 
 _POINTER = re.compile(r"(?:Full output: |Full output saved to: )([^\]\n]+?)(?:\]|\n|$)")
 
@@ -37,8 +48,15 @@ class Violation:
 
 
 def check_tool_pairing(view: Sequence[Message]) -> list[Violation]:
+    return _pairing_problems(view, 0)
+
+
+def _pairing_problems(view: Sequence[Message], start: int) -> list[Violation]:
+    """The pairing violations found at messages `start` onwards. Each message's verdict depends only on
+    itself and its two neighbours, which is what lets `PairingChecker` redo only the end of a view."""
     problems: list[Violation] = []
-    for i, message in enumerate(view):
+    for i in range(start, len(view)):
+        message = view[i]
         uses = message.tool_uses()
         if uses:
             nxt = view[i + 1] if i + 1 < len(view) else None
@@ -59,6 +77,29 @@ def check_tool_pairing(view: Sequence[Message]) -> list[Violation]:
             problems.extend(Violation("tool_pairing", i, f"tool_use {use_id} answered {n} times")
                             for use_id, n in seen.items() if n > 1)
     return problems
+
+
+class PairingChecker:
+    """`check_tool_pairing` for the views of one session, at a cost that follows what changed.
+
+    It keeps the last view it checked and that view's violations. A new view is compared with it
+    (`common_prefix`); a message's verdict depends on itself and its neighbours, so verdicts up to two
+    before the first changed message stand and only the rest is checked again: the new messages of an
+    appended turn, everything after a snipped message, the whole view after a compaction. The answer is
+    always exactly `check_tool_pairing(view)`."""
+
+    def __init__(self) -> None:
+        self._view: list[Message] = []
+        self._found: list[Violation] = []
+
+    def check(self, view: Sequence[Message]) -> list[Violation]:
+        shared = common_prefix(self._view, view)
+        start = max(shared - 1, 0)  # the last shared message may have lost or gained its answer
+        del self._found[bisect_left(self._found, start, key=lambda v: v.index):]
+        del self._view[shared:]
+        self._view.extend(view[shared:])
+        self._found.extend(_pairing_problems(self._view, start))
+        return list(self._found)
 
 
 def _loops(messages: Sequence[Message]) -> list[list[int]]:

@@ -4,6 +4,10 @@ The provider's reported input of the latest call already covers the system promp
 cached prefix exactly; only what was added after that call's reply is estimated. The reply itself is
 counted from the call's real output tokens. `TokenLedger.estimate` is the single figure the compaction
 decision, the `/context` endpoint, the TUI bar and the web page all read, so they cannot disagree (TOK-3).
+
+A ledger measures the same growing history before every call, so it counts each message once
+(`MessageMemo`) and sums through running totals (`MessageTotals`): the figure costs what was added since
+the last one, not the length of history, and is always what `estimate_context_tokens` would say.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nova.core import ToolSpec, Usage
+from nova.incremental import MessageMemo
 from nova.messages import Message
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter
+from nova.tokens.memo import MessageTotals
 from nova.tokens.sizing import count_message, count_messages, count_system, count_tools
 
 __all__ = ["Anchor", "TokenLedger", "anchor_from_usage", "context_percent", "estimate_context_tokens"]
@@ -81,6 +87,11 @@ def context_percent(used: int, threshold: int) -> float:
     return round(max(used, 0) * 100.0 / threshold, 1)
 
 
+# Up to this many messages after the anchor are summed one by one (cheaper than updating the running
+# totals, which compare the whole list); a longer tail goes through the totals.
+_DIRECT_TAIL = 64
+
+
 class TokenLedger:
     """Holds the anchor of one session's working history and answers "how big is the context now".
 
@@ -92,6 +103,18 @@ class TokenLedger:
         self.counter: TokenCounter = counter or _default_counter()
         self._anchor: Anchor | None = None
         self._lock = threading.Lock()
+        self._sizes = MessageMemo(self._count_message)
+        self._totals = MessageTotals(self._sizes.get)
+        self._sized_with = self.counter
+
+    def _count_message(self, message: Message) -> int:
+        return count_message(message, self.counter)
+
+    def _sizes_valid(self) -> None:
+        if self.counter is not self._sized_with:  # another counter measures differently: start over
+            self._sized_with = self.counter
+            self._sizes = MessageMemo(self._count_message)
+            self._totals = MessageTotals(self._sizes.get)
 
     @property
     def anchor(self) -> Anchor | None:
@@ -112,8 +135,17 @@ class TokenLedger:
             self._anchor = None
 
     def estimate(self, messages: Sequence[Message], system: str = "", tools: Sequence[ToolSpec] = ()) -> int:
-        return estimate_context_tokens(messages, anchor=self._anchor, system=system, tools=tools, counter=self.counter)
+        """`estimate_context_tokens` with this ledger's anchor and counter, each message counted once."""
+        self._sizes_valid()
+        anchor = self._anchor
+        index = _anchor_index(messages, anchor.message_id) if anchor is not None else -1
+        if anchor is not None and index >= 0:
+            if len(messages) - index - 1 <= _DIRECT_TAIL:
+                return anchor.total + sum(self._sizes.get(m) for m in messages[index + 1 :])
+            return anchor.total + self._totals.sum(messages, index + 1)
+        return count_system(system, self.counter) + count_tools(tools, self.counter) + self._totals.sum(messages)
 
     def estimate_message(self, message: Message) -> int:
         """The estimate of one message (what appending it would add)."""
-        return count_message(message, self.counter)
+        self._sizes_valid()
+        return self._sizes.get(message)

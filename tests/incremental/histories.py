@@ -1,0 +1,83 @@
+"""Hypothesis strategies for the incremental consumers: histories edited the way a session edits them.
+
+A session's history grows by appended messages; a snip replaces an old message with a new version under
+the same id; a compaction replaces the head with a summary; a resume or a copy hands over equal messages
+that are different objects. `edits()` draws a sequence of such steps, and `replay(edits)` yields the
+history after each one, so a test can feed every state to an incremental checker and compare it with
+the checker that starts from nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from hypothesis import strategies as st
+
+from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+
+# Few tool ids, so that pairs match, go missing and repeat (the pairing check has something to find).
+TOOL_IDS = ("t1", "t2", "t3")
+
+texts = st.text(alphabet="ab cd\n{}é中", max_size=30)
+parts: st.SearchStrategy[Part] = st.one_of(
+    st.builds(TextPart, texts),
+    st.builds(ToolUsePart, st.sampled_from(TOOL_IDS), st.sampled_from(["bash", "read_file"]),
+              st.fixed_dictionaries({"command": texts})),
+    st.builds(ToolResultPart, st.sampled_from(TOOL_IDS), texts, st.booleans()),
+    st.builds(ThinkingPart, texts, st.sampled_from(["", "sig"])),
+    st.builds(SummaryPart, texts, st.just(("gone",))),
+)
+metadata = st.sampled_from([{}, {}, {"nova_kind": "memory"}, {"nova_kind": "summary"}, {"snipped": True}])
+
+
+@st.composite
+def messages(draw: st.DrawFn, serial: Iterator[int]) -> Message:
+    return Message(role=draw(st.sampled_from(["user", "assistant", "user", "assistant", "system"])),
+                   parts=tuple(draw(st.lists(parts, max_size=3))), id=f"m{next(serial)}", created_at=0.0,
+                   metadata=draw(metadata))
+
+
+@st.composite
+def edits(draw: st.DrawFn, max_steps: int = 12) -> list[tuple[str, Any]]:
+    """Steps: ("append", [messages]), ("snip", (position, parts)), ("compact", (position, summary)),
+    ("copy", position), ("cut", position), ("fresh", None): the next state is a brand-new equal list."""
+    serial = iter(range(10**9))
+    steps: list[tuple[str, Any]] = []
+    for _ in range(draw(st.integers(1, max_steps))):
+        kind = draw(st.sampled_from(["append", "append", "append", "snip", "compact", "copy", "cut", "fresh"]))
+        if kind == "append":
+            steps.append((kind, draw(st.lists(messages(serial), min_size=1, max_size=6))))
+        elif kind == "snip":
+            steps.append((kind, (draw(st.integers(0, 10**6)), tuple(draw(st.lists(parts, max_size=2))))))
+        elif kind == "compact":
+            summary = Message(role="user", parts=(SummaryPart(draw(texts), covers=("x",)),), id=f"m{next(serial)}",
+                              created_at=0.0, metadata={"nova_kind": "summary"})
+            steps.append((kind, (draw(st.integers(0, 10**6)), summary)))
+        else:
+            steps.append((kind, draw(st.integers(0, 10**6))))
+    return steps
+
+
+def replay(steps: list[tuple[str, Any]]) -> Iterator[list[Message]]:
+    """The history after each step (positions are taken modulo the history's length)."""
+    history: list[Message] = []
+    for kind, arg in steps:
+        n = len(history)
+        if kind == "append":
+            history = history + list(arg)
+        elif kind == "snip" and n:
+            position, new_parts = arg
+            old = history[position % n]
+            history[position % n] = dataclasses.replace(old, parts=new_parts, metadata={**old.metadata, "snipped": True})
+        elif kind == "compact" and n:
+            position, summary = arg
+            history = [summary, *history[position % (n + 1):]]
+        elif kind == "copy" and n:
+            history[arg % n] = dataclasses.replace(history[arg % n])
+        elif kind == "cut":
+            history = history[: arg % (n + 1)]
+        elif kind == "fresh":
+            history = [dataclasses.replace(m) for m in history]
+        yield list(history)

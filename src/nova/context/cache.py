@@ -14,6 +14,10 @@ wish into hints the Anthropic converter can send as they are:
 The markers themselves are rendered by `nova.providers.formats.anthropic` (on a shallow copy of the last
 tool, never on the registry's `ToolSpec`, CCH-2); nothing here builds a second request body.
 
+A live session plans through one `CachePlanner`, which gives the same plan while sizing only the
+messages added since the previous request (the plan is made before every call, on a history that only
+grows between compactions).
+
 `prefix_bytes` is the canonical serialization of everything before the last breakpoint, with the
 markers taken out: two requests that should share a cached prefix give the same bytes, which is what
 the prefix-stability tests compare.
@@ -23,11 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nova.core import CacheHints, ModelRequest
+from nova.core import CacheHints, ModelRequest, ToolSpec
+from nova.incremental import MessageMemo, common_prefix
 from nova.messages import Message
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.pricing import model_info
@@ -40,6 +46,7 @@ __all__ = [
     "TTL_SECONDS",
     "Breakpoint",
     "CachePlan",
+    "CachePlanner",
     "apply_cache_plan",
     "check_breakpoints",
     "plan_cache",
@@ -102,8 +109,20 @@ def plan_cache(
     request: ModelRequest, *, counter: TokenCounter | None = None, min_tokens: int | None = None
 ) -> CachePlan:
     """Hints for `request` from the breakpoints its `cache` field asks for, under the rules above."""
-    wanted = request.cache
     counter = counter or HeuristicCounter(CL100K_PROFILE)
+    last_user = _last_user_index(request.messages)
+    upto = [m for m in request.messages[: last_user + 1] if m.role != "system"]
+    system = system_text(request)
+    return _plan(request, system=system, tools_tokens=count_tools(request.tools, counter),
+                 system_tokens=count_system(system, counter), last_user=last_user,
+                 messages_tokens=sum(count_message(m, counter) for m in upto), min_tokens=min_tokens)
+
+
+def _plan(request: ModelRequest, *, system: str, tools_tokens: int, system_tokens: int, last_user: int,
+          messages_tokens: int, min_tokens: int | None) -> CachePlan:
+    """The rules above, given the sizes: tools, the system text, the messages through the last user one
+    (system-role messages left out: the converter hoists them into the system text)."""
+    wanted = request.cache
     if min_tokens is None:
         info = model_info(request.model)
         min_tokens = info.min_cacheable_tokens if info else DEFAULT_MIN_CACHEABLE_TOKENS
@@ -111,18 +130,14 @@ def plan_cache(
     message_ttl: Ttl = wanted.ttl
     if head_ttl == "5m" and message_ttl == "1h":
         message_ttl = "5m"
-    tools_tokens = count_tools(request.tools, counter)
-    system_tokens = tools_tokens + count_system(system_text(request), counter)
+    head_tokens = tools_tokens + system_tokens
     candidates: list[tuple[Breakpoint, bool]] = []
     if wanted.last_tool and request.tools:
         candidates.append((Breakpoint("tools", tools_tokens, head_ttl), True))
-    if wanted.system and system_text(request):
-        candidates.append((Breakpoint("system", system_tokens, head_ttl), True))
-    last_user = _last_user_index(request.messages)
+    if wanted.system and system:
+        candidates.append((Breakpoint("system", head_tokens, head_ttl), True))
     if wanted.last_user_message and last_user >= 0:
-        upto = [m for m in request.messages[: last_user + 1] if m.role != "system"]
-        tokens = system_tokens + sum(count_message(m, counter) for m in upto)
-        candidates.append((Breakpoint("messages", tokens, message_ttl), True))
+        candidates.append((Breakpoint("messages", head_tokens + messages_tokens, message_ttl), True))
     placed: list[Breakpoint] = []
     dropped: list[str] = []
     for bp, _ in candidates:
@@ -150,6 +165,60 @@ def plan_cache(
 def apply_cache_plan(request: ModelRequest, *, counter: TokenCounter | None = None) -> ModelRequest:
     """`request` with planned hints (a new request; the caller's is not changed)."""
     return dataclasses.replace(request, cache=plan_cache(request, counter=counter).hints)
+
+
+class CachePlanner:
+    """`plan_cache` for the requests of one session, at a cost that follows what changed.
+
+    The plan needs the size of the prefix through the last user message, and requests only grow
+    between compactions. The planner keeps the messages of the last request with the running size at
+    each position (each message counted once, `MessageMemo`), and the system-role messages among them;
+    a new request is compared with them (`common_prefix`) and only what follows the first difference is
+    counted. Its plan is always exactly `plan_cache(request, counter=counter)`."""
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self.counter: TokenCounter = counter or HeuristicCounter(CL100K_PROFILE)
+        self._sizes = MessageMemo(self._size)
+        self._messages: list[Message] = []
+        self._running: list[int] = [0]
+        self._system_at: list[int] = []
+        self._tools: tuple[ToolSpec, ...] = ()
+        self._tools_tokens = 0
+        self._system = ""
+        self._system_tokens = 0
+
+    def _size(self, message: Message) -> int:
+        # System-role messages are hoisted into the system text; they count there, not as messages.
+        return 0 if message.role == "system" else count_message(message, self.counter)
+
+    def plan(self, request: ModelRequest, *, min_tokens: int | None = None) -> CachePlan:
+        messages = request.messages
+        shared = common_prefix(self._messages, messages)
+        del self._messages[shared:]
+        del self._running[shared + 1 :]
+        del self._system_at[bisect_left(self._system_at, shared):]
+        total = self._running[-1]
+        for index in range(shared, len(messages)):
+            message = messages[index]
+            if message.role == "system":
+                self._system_at.append(index)
+            total += self._sizes.get(message)
+            self._messages.append(message)
+            self._running.append(total)
+        hoisted = [text for i in self._system_at if (text := messages[i].text)]
+        system = "\n\n".join(s for s in (request.system, *hoisted) if s)
+        if system != self._system:
+            self._system, self._system_tokens = system, count_system(system, self.counter)
+        tools = tuple(request.tools)
+        if tools != self._tools:
+            self._tools, self._tools_tokens = tools, count_tools(tools, self.counter)
+        last_user = _last_user_index(messages)
+        return _plan(request, system=system, tools_tokens=self._tools_tokens, system_tokens=self._system_tokens,
+                     last_user=last_user, messages_tokens=self._running[last_user + 1], min_tokens=min_tokens)
+
+    def apply(self, request: ModelRequest) -> ModelRequest:
+        """`apply_cache_plan(request, counter=self.counter)`."""
+        return dataclasses.replace(request, cache=self.plan(request).hints)
 
 
 def _without_markers(value: Any) -> Any:

@@ -17,6 +17,10 @@ changed names the break, and its kind says why:
     ttl expired            nothing changed, but the gap since the last call outlived the cache
     evicted                nothing changed and the gap was short: the provider dropped the entry
 
+A call usually repeats the previous one and adds a few messages, so `CacheMonitor` keeps the previous
+call's segments and digests only the messages that are new or changed (each message version once);
+its reports are exactly those of comparing `request_segments` of both calls.
+
 The cost of a break is what the missed tokens cost over reading them: (price paid − cache read price)
 × missed tokens, priced from the model table. The segmentation is self-contained and small so it can
 later read the context compiler's manifest instead of re-deriving segments from the request.
@@ -33,6 +37,7 @@ from typing import Any, Literal
 
 from nova.context.cache import TTL_SECONDS, system_text
 from nova.core import ModelRequest, Usage
+from nova.incremental import MessageMemo, common_prefix
 from nova.messages import Message, to_dict
 from nova.providers.pricing import model_info
 
@@ -82,8 +87,8 @@ def _sent_form(message: Message) -> dict[str, Any]:
     return {"role": data["role"], "parts": data["parts"]}
 
 
-def request_segments(request: ModelRequest) -> list[Segment]:
-    """The request's segments in prefix order (tools, system, rules, messages)."""
+def _head_segments(request: ModelRequest) -> list[Segment]:
+    """The tools, system and rules segments (everything before the messages)."""
     segments = [Segment(f"tool {t.name}", "tool", _digest([t.name, t.description, t.input_schema]))
                 for t in request.tools]
     system = system_text(request)
@@ -92,10 +97,24 @@ def request_segments(request: ModelRequest) -> list[Segment]:
         segments.append(Segment("system", "system", _digest(contract)))
     if sep:
         segments.append(Segment("rules", "rules", _digest(sep + rules)))
+    return segments
+
+
+def _message_fingerprint(message: Message) -> tuple[SegmentKind, str]:
+    return _message_kind(message), _digest(_sent_form(message))
+
+
+def _message_segment(index: int, message: Message, fingerprint: tuple[SegmentKind, str]) -> Segment:
+    kind, digest = fingerprint
+    label = {"memory": "memory", "summary": "summary"}.get(kind, message.role)
+    return Segment(f"message {index} ({label} {message.id})", kind, digest)
+
+
+def request_segments(request: ModelRequest) -> list[Segment]:
+    """The request's segments in prefix order (tools, system, rules, messages)."""
+    segments = _head_segments(request)
     for index, message in enumerate(m for m in request.messages if m.role != "system"):
-        kind = _message_kind(message)
-        label = {"memory": "memory", "summary": "summary"}.get(kind, message.role)
-        segments.append(Segment(f"message {index} ({label} {message.id})", kind, _digest(_sent_form(message))))
+        segments.append(_message_segment(index, message, _message_fingerprint(message)))
     return segments
 
 
@@ -142,11 +161,13 @@ def break_cost_usd(missed_tokens: int, usage: Usage, model: str, *, ttl: str = "
     return missed_tokens * (paid - info.cache_read) / 1_000_000
 
 
-def _cause(before: Sequence[Segment], after: Sequence[Segment], index: int, request: ModelRequest) -> str:
+def _cause(before: Sequence[Segment], after: Sequence[Segment], index: int, *, tools: tuple[list[str], list[str]],
+           message_at: Callable[[int], Message | None]) -> str:
+    """`tools`: the tool segment names before and after; `message_at(i)`: the message of `after[i]` when
+    that segment is a message."""
     old = before[index]
     new = after[index] if index < len(after) else None
-    tool_names = [s.name for s in before if s.kind == "tool"], [s.name for s in after if s.kind == "tool"]
-    if old.kind == "tool" or (new is not None and new.kind == "tool") or tool_names[0] != tool_names[1]:
+    if old.kind == "tool" or (new is not None and new.kind == "tool") or tools[0] != tools[1]:
         return "tool catalog changed"
     if old.kind in ("rules", "system") and new is not None and new.kind == old.kind:
         return f"{old.kind} changed"
@@ -156,16 +177,85 @@ def _cause(before: Sequence[Segment], after: Sequence[Segment], index: int, requ
         return "compaction"
     if old.kind == "memory" or new.kind == "memory":
         return "memory changed"
-    messages = [m for m in request.messages if m.role != "system"]
-    position = index - (len(after) - len(messages))
-    if 0 <= position < len(messages) and messages[position].metadata.get("snipped"):
+    message = message_at(index)
+    if message is not None and message.metadata.get("snipped"):
         return "snip"
     return "history rewritten"
 
 
+class _Joined(Sequence[Segment]):
+    """Head segments followed by message segments, without copying either list."""
+
+    def __init__(self, head: Sequence[Segment], messages: Sequence[Segment], shared: int = -1,
+                 tail: Sequence[Segment] = ()) -> None:
+        # With `shared` >= 0 the message part is messages[:shared] + tail (the previous request, whose
+        # first `shared` message segments the current list still holds).
+        self.head, self.messages, self.tail = head, messages, tail
+        self.shared = len(messages) if shared < 0 else shared
+
+    def __len__(self) -> int:
+        return len(self.head) + self.shared + len(self.tail)
+
+    def __getitem__(self, index: int) -> Segment:  # type: ignore[override]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if index < len(self.head):
+            return self.head[index]
+        index -= len(self.head)
+        return self.messages[index] if index < self.shared else self.tail[index - self.shared]
+
+
+def _first_change(before: _Joined, after: _Joined) -> int | None:
+    """`first_changed(before, after)` when both share their first `before.shared` message segments:
+    that stretch is skipped when it sits at the same place in both."""
+    index = 0
+    skip_at = len(before.head) if len(before.head) == len(after.head) and before.shared else -1
+    while index < len(before):
+        if index == skip_at:
+            index += before.shared
+            continue
+        if index >= len(after) or after[index].digest != before[index].digest:
+            return index
+        index += 1
+    return None
+
+
+class _MessageSegments:
+    """The message segments of the last request, brought up to date from where a new request departs
+    from it (`common_prefix`); each message's digest is worked out once (`MessageMemo`)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        """The last request's messages, system-role ones included."""
+        self.counted: list[int] = [0]
+        """How many message segments come before each position of `messages`."""
+        self.segments: list[Segment] = []
+        self.sent: list[Message] = []
+        """The message of each segment."""
+        self._fingerprints = MessageMemo(_message_fingerprint)
+
+    def update(self, messages: Sequence[Message]) -> tuple[int, list[Segment]]:
+        """Take the new request's messages; returns how many message segments are unchanged and the
+        previous request's segments after them."""
+        shared = common_prefix(self.messages, messages)
+        kept = self.counted[shared]
+        tail = self.segments[kept:]
+        del self.messages[shared:], self.counted[shared + 1 :], self.segments[kept:], self.sent[kept:]
+        for message in messages[shared:]:
+            self.messages.append(message)
+            if message.role != "system":
+                self.segments.append(_message_segment(len(self.segments), message,
+                                                      self._fingerprints.get(message)))
+                self.sent.append(message)
+            self.counted.append(len(self.segments))
+        return kept, tail
+
+
 @dataclass(slots=True)
 class _Previous:
-    segments: list[Segment]
+    head: list[Segment]
     cached_tokens: int
     at: float
     ttl: str
@@ -174,7 +264,8 @@ class _Previous:
 class CacheMonitor:
     """Compares each call with the one before it and reports cache breaks (see the module docstring).
 
-    `observe` is fed every successful call in order; it keeps only the previous call's segments."""
+    `observe` is fed every successful call in order. It keeps the previous call's segments, updated in
+    place: a call that extends the previous one costs its new messages, not the whole history."""
 
     def __init__(self, *, model: str, clock: Callable[[], float] = time.time) -> None:
         self.model = model
@@ -182,25 +273,32 @@ class CacheMonitor:
         self.calls = 0
         self.breaks: list[CacheBreakReport] = []
         self._previous: _Previous | None = None
+        self._messages = _MessageSegments()
 
     def observe(self, request: ModelRequest, usage: Usage, *, at: float | None = None,
                 model: str | None = None) -> CacheBreakReport | None:
         now = self.clock() if at is None else at
-        segments = request_segments(request)
+        head = _head_segments(request)
+        shared, old_tail = self._messages.update(request.messages)
         self.calls += 1
         previous, self._previous = self._previous, _Previous(
-            segments, usage.cache_read_tokens + usage.cache_write_tokens, now, request.cache.ttl)
+            head, usage.cache_read_tokens + usage.cache_write_tokens, now, request.cache.ttl)
         if previous is None or previous.cached_tokens <= 0 or usage.cache_read_tokens >= previous.cached_tokens:
             return None
+        current = self._messages.segments
+        before, after = _Joined(previous.head, current, shared, old_tail), _Joined(head, current)
         gap = now - previous.at
-        index = first_changed(previous.segments, segments)
+        index = _first_change(before, after)
         expired = gap > TTL_SECONDS.get(previous.ttl, 300.0)
         if index is None or (expired and usage.cache_read_tokens == 0):
             cause = "ttl expired" if expired else "evicted"
-            segment = "(whole prefix)" if index is None else previous.segments[index].name
+            segment = "(whole prefix)" if index is None else before[index].name
         else:
-            cause = _cause(previous.segments, segments, index, request)
-            segment = segments[index].name if index < len(segments) else previous.segments[index].name
+            tools = [s.name for s in previous.head if s.kind == "tool"], [s.name for s in head if s.kind == "tool"]
+            sent, skip = self._messages.sent, len(head)
+            cause = _cause(before, after, index, tools=tools,
+                           message_at=lambda i: sent[i - skip] if 0 <= i - skip < len(sent) else None)
+            segment = after[index].name if index < len(after) else before[index].name
         missed = previous.cached_tokens - usage.cache_read_tokens
         report = CacheBreakReport(
             call=self.calls, segment=segment, cause=cause, expected_read_tokens=previous.cached_tokens,

@@ -3,10 +3,17 @@
 History is append-only between compactions: each call sends what the previous call sent plus a few new
 messages. Two things change that: a snip replaces an old message with a new version under the same id
 (messages are frozen, so the list gets a new object), and a compaction replaces the head of history. So
-every incremental consumer (pairing check, cache plan, cache-break diagnosis, token totals) keeps the
-list it last saw, finds where the new list departs from it with `common_prefix`, and redoes only the part
-after that point. Finding the point is one C-level list comparison (identity is tried before `==`, so
-the shared prefix costs a pointer compare per message, about 2 ns), not a Python loop over history.
+every incremental consumer (pairing check, cache plan, cache-break diagnosis, token totals) keeps a
+mirror of the list it last saw, finds where the new list departs from it with `follow`, and redoes only
+the part after that point.
+
+Finding the point must not cost a Python step per message, and not even touch every message: history
+objects lie scattered in memory, and copying a 100,000-message list (which increments every object's
+reference count) takes about 0.5 ms, while comparing two lists of the same length that hold the same
+objects only compares pointers (about 0.06 ms). So `follow` first makes the mirror hold the new list's
+tail and compares whole lists, guessing that the departure is at the old end, then a little before it
+(a turn's view moves its last few messages); only a departure deep inside (a snip, a compaction) falls
+back to `common_prefix`, which compares slices block by block.
 
 What a consumer works out per message (a token count, a digest) goes in a `MessageMemo`: keyed by the
 message id and checked against the message itself, so a snipped version with the same id is worked out
@@ -21,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from nova.messages import Message
 
-__all__ = ["GenerationalMemo", "MessageMemo", "common_prefix"]
+__all__ = ["GenerationalMemo", "MessageMemo", "common_prefix", "follow"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -51,6 +58,38 @@ def common_prefix(before: Sequence[Any], after: Sequence[Any]) -> int:
         if not (before[index] is after[index] or before[index] == after[index]):
             return index
     return n  # not reached: the block above held a difference
+
+
+# Where `follow` guesses the departure, counted back from the old end: an appended turn, a view whose
+# last few messages moved, a longer tool loop. Past these it searches from the start.
+_GUESSES = (0, 64, 4096)
+
+
+def follow(mirror: list[Any], new: Sequence[Any]) -> int:
+    """Make `mirror` equal to `new` (same elements) and return the length of the prefix the old `mirror`
+    shared with `new` (`common_prefix`). Costs pointer compares over the shared prefix plus the changed
+    part, when the departure is near the old end."""
+    old_length, length = len(mirror), len(new)
+    if isinstance(new, list):
+        for back in _GUESSES:
+            guess = max(old_length - back, 0)
+            if guess > length:
+                continue
+            saved = mirror[guess:]
+            del mirror[guess:]
+            mirror.extend(new[guess:])
+            if mirror == new:  # the first `guess` elements are shared; find where the saved rest departs
+                for offset, old in enumerate(saved):
+                    index = guess + offset
+                    if index >= length or not (old is new[index] or old == new[index]):
+                        return index
+                return guess + len(saved)
+            del mirror[guess:]
+            mirror.extend(saved)
+    shared = common_prefix(mirror, new)
+    del mirror[shared:]
+    mirror.extend(new[shared:])
+    return shared
 
 
 _MISSING: Any = object()

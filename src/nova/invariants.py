@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nova.incremental import common_prefix
+from nova.incremental import follow
 from nova.messages import Message, SummaryPart, ThinkingPart, ToolResultPart, ToolUsePart
 
 __all__ = [
@@ -83,7 +83,7 @@ class PairingChecker:
     """`check_tool_pairing` for the views of one session, at a cost that follows what changed.
 
     It keeps the last view it checked and that view's violations. A new view is compared with it
-    (`common_prefix`); a message's verdict depends on itself and its neighbours, so verdicts up to two
+    (`follow`); a message's verdict depends on itself and its neighbours, so verdicts up to two
     before the first changed message stand and only the rest is checked again: the new messages of an
     appended turn, everything after a snipped message, the whole view after a compaction. The answer is
     always exactly `check_tool_pairing(view)`."""
@@ -93,11 +93,9 @@ class PairingChecker:
         self._found: list[Violation] = []
 
     def check(self, view: Sequence[Message]) -> list[Violation]:
-        shared = common_prefix(self._view, view)
+        shared = follow(self._view, view)
         start = max(shared - 1, 0)  # the last shared message may have lost or gained its answer
         del self._found[bisect_left(self._found, start, key=lambda v: v.index):]
-        del self._view[shared:]
-        self._view.extend(view[shared:])
         self._found.extend(_pairing_problems(self._view, start))
         return list(self._found)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import nova.tokens.ledger as ledger_module
 from nova.core import ToolSpec, Usage
-from nova.incremental import GenerationalMemo, MessageMemo, common_prefix
+from nova.incremental import GenerationalMemo, MessageMemo, common_prefix, follow
 from nova.invariants import PairingChecker, check_tool_pairing
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart
 from nova.tokens import TokenLedger, count_message, estimate_context_tokens
@@ -45,6 +45,23 @@ def test_common_prefix_finds_the_first_difference(length: int, extra: int, chang
         after = tuple(after)
     assert common_prefix(before, after) == naive_prefix(before, after)
     assert common_prefix(after, before) == naive_prefix(before, after)
+
+
+@settings(max_examples=300, deadline=None)
+@given(length=st.integers(0, 9000), back=st.sampled_from([0, 1, 3, 63, 64, 65, 4095, 4097, 8000]),
+       grow=st.integers(-70, 70), as_tuple=st.booleans(), copies=st.booleans())
+def test_follow_mirrors_the_new_list_and_says_how_much_was_shared(length: int, back: int, grow: int,
+                                                                   as_tuple: bool, copies: bool) -> None:
+    old = [object() for _ in range(length)]
+    new: list[object] = list(old)
+    if back < length:
+        new[length - 1 - back] = object()  # a departure `back` from the old end
+    new = new[: max(length + grow, 0)] if grow < 0 else new + [object() for _ in range(grow)]
+    mirror = [dataclasses.replace(Message.user("x", id="same")) for _ in old] if copies else list(old)
+    expected = common_prefix(mirror, new)
+    got = follow(mirror, tuple(new) if as_tuple else new)
+    assert got == expected
+    assert mirror == new and all(a is b for a, b in zip(mirror, new, strict=True))
 
 
 def test_common_prefix_compares_equal_copies_as_equal() -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nova.core import CacheHints, ModelRequest, ToolSpec
-from nova.incremental import MessageMemo, common_prefix
+from nova.incremental import MessageMemo, follow
 from nova.messages import Message
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.pricing import model_info
@@ -49,6 +49,7 @@ __all__ = [
     "CachePlanner",
     "apply_cache_plan",
     "check_breakpoints",
+    "join_system_text",
     "plan_cache",
     "prefix_bytes",
     "system_text",
@@ -94,8 +95,12 @@ def check_breakpoints(breakpoints: Sequence[Breakpoint]) -> list[str]:
 
 def system_text(request: ModelRequest) -> str:
     """The system text as the Anthropic converter sends it (system-role messages hoisted after it)."""
-    hoisted = [m.text for m in request.messages if m.role == "system" and m.text]
-    return "\n\n".join(s for s in (request.system, *hoisted) if s)
+    return join_system_text(request.system, [m.text for m in request.messages if m.role == "system"])
+
+
+def join_system_text(system: str, hoisted: Sequence[str]) -> str:
+    """`system_text` from the request's system text and the texts of its system-role messages."""
+    return "\n\n".join(s for s in (system, *hoisted) if s)
 
 
 def _last_user_index(messages: Sequence[Message]) -> int:
@@ -173,7 +178,7 @@ class CachePlanner:
     The plan needs the size of the prefix through the last user message, and requests only grow
     between compactions. The planner keeps the messages of the last request with the running size at
     each position (each message counted once, `MessageMemo`), and the system-role messages among them;
-    a new request is compared with them (`common_prefix`) and only what follows the first difference is
+    a new request is compared with them (`follow`) and only what follows the first difference is
     counted. Its plan is always exactly `plan_cache(request, counter=counter)`."""
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
@@ -193,8 +198,7 @@ class CachePlanner:
 
     def plan(self, request: ModelRequest, *, min_tokens: int | None = None) -> CachePlan:
         messages = request.messages
-        shared = common_prefix(self._messages, messages)
-        del self._messages[shared:]
+        shared = follow(self._messages, messages)
         del self._running[shared + 1 :]
         del self._system_at[bisect_left(self._system_at, shared):]
         total = self._running[-1]
@@ -203,10 +207,8 @@ class CachePlanner:
             if message.role == "system":
                 self._system_at.append(index)
             total += self._sizes.get(message)
-            self._messages.append(message)
             self._running.append(total)
-        hoisted = [text for i in self._system_at if (text := messages[i].text)]
-        system = "\n\n".join(s for s in (request.system, *hoisted) if s)
+        system = join_system_text(request.system, [messages[i].text for i in self._system_at])
         if system != self._system:
             self._system, self._system_tokens = system, count_system(system, self.counter)
         tools = tuple(request.tools)

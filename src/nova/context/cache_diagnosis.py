@@ -31,13 +31,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nova.context.cache import TTL_SECONDS, system_text
+from nova.context.cache import TTL_SECONDS, join_system_text, system_text
 from nova.core import ModelRequest, Usage
-from nova.incremental import MessageMemo, common_prefix
+from nova.incremental import MessageMemo, follow
 from nova.messages import Message, to_dict
 from nova.providers.pricing import model_info
 
@@ -87,11 +88,11 @@ def _sent_form(message: Message) -> dict[str, Any]:
     return {"role": data["role"], "parts": data["parts"]}
 
 
-def _head_segments(request: ModelRequest) -> list[Segment]:
-    """The tools, system and rules segments (everything before the messages)."""
+def _head_segments(request: ModelRequest, system: str) -> list[Segment]:
+    """The tools, system and rules segments (everything before the messages); `system` is the request's
+    `system_text`."""
     segments = [Segment(f"tool {t.name}", "tool", _digest([t.name, t.description, t.input_schema]))
                 for t in request.tools]
-    system = system_text(request)
     contract, sep, rules = system.partition(RULES_HEADING)
     if contract or not sep:
         segments.append(Segment("system", "system", _digest(contract)))
@@ -112,7 +113,7 @@ def _message_segment(index: int, message: Message, fingerprint: tuple[SegmentKin
 
 def request_segments(request: ModelRequest) -> list[Segment]:
     """The request's segments in prefix order (tools, system, rules, messages)."""
-    segments = _head_segments(request)
+    segments = _head_segments(request, system_text(request))
     for index, message in enumerate(m for m in request.messages if m.role != "system"):
         segments.append(_message_segment(index, message, _message_fingerprint(message)))
     return segments
@@ -224,7 +225,7 @@ def _first_change(before: _Joined, after: _Joined) -> int | None:
 
 class _MessageSegments:
     """The message segments of the last request, brought up to date from where a new request departs
-    from it (`common_prefix`); each message's digest is worked out once (`MessageMemo`)."""
+    from it (`follow`); each message's digest is worked out once (`MessageMemo`)."""
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
@@ -234,23 +235,32 @@ class _MessageSegments:
         self.segments: list[Segment] = []
         self.sent: list[Message] = []
         """The message of each segment."""
+        self.system_at: list[int] = []
+        """Where the system-role messages are (the converter hoists them into the system text)."""
         self._fingerprints = MessageMemo(_message_fingerprint)
 
     def update(self, messages: Sequence[Message]) -> tuple[int, list[Segment]]:
         """Take the new request's messages; returns how many message segments are unchanged and the
         previous request's segments after them."""
-        shared = common_prefix(self.messages, messages)
+        shared = follow(self.messages, messages)
         kept = self.counted[shared]
         tail = self.segments[kept:]
-        del self.messages[shared:], self.counted[shared + 1 :], self.segments[kept:], self.sent[kept:]
-        for message in messages[shared:]:
-            self.messages.append(message)
-            if message.role != "system":
+        del self.counted[shared + 1 :], self.segments[kept:], self.sent[kept:]
+        del self.system_at[bisect_left(self.system_at, shared):]
+        for index in range(shared, len(messages)):
+            message = messages[index]
+            if message.role == "system":
+                self.system_at.append(index)
+            else:
                 self.segments.append(_message_segment(len(self.segments), message,
                                                       self._fingerprints.get(message)))
                 self.sent.append(message)
             self.counted.append(len(self.segments))
         return kept, tail
+
+    def system_text(self, system: str) -> str:
+        """`system_text` of the request last taken, whose own system text is `system`."""
+        return join_system_text(system, [self.messages[i].text for i in self.system_at])
 
 
 @dataclass(slots=True)
@@ -278,8 +288,8 @@ class CacheMonitor:
     def observe(self, request: ModelRequest, usage: Usage, *, at: float | None = None,
                 model: str | None = None) -> CacheBreakReport | None:
         now = self.clock() if at is None else at
-        head = _head_segments(request)
         shared, old_tail = self._messages.update(request.messages)
+        head = _head_segments(request, self._messages.system_text(request.system))
         self.calls += 1
         previous, self._previous = self._previous, _Previous(
             head, usage.cache_read_tokens + usage.cache_write_tokens, now, request.cache.ttl)

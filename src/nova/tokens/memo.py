@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from nova.incremental import GenerationalMemo, common_prefix
+from nova.incremental import GenerationalMemo, follow
 from nova.messages import Message
 from nova.tokens.counters import TokenCounter
 
@@ -47,7 +47,7 @@ class MessageTotals:
     """Sums of a per-message size over message lists that mostly extend one another.
 
     It keeps the list it last summed and the running total at each position; a new list is compared
-    with it (`common_prefix`) and only the messages after the first difference are sized and added.
+    with it (`follow`) and only the messages after the first difference are sized and added.
     `size` must depend on the message alone (memoize it per message: after a compaction or a snip the
     rest of the list is summed again). Safe to call from several threads."""
 
@@ -60,13 +60,11 @@ class MessageTotals:
     def sum(self, messages: Sequence[Message], start: int = 0) -> int:
         """The sum of `size` over `messages[start:]`."""
         with self._lock:
-            shared = common_prefix(self._messages, messages)
-            del self._messages[shared:]
+            shared = follow(self._messages, messages)
             del self._running[shared + 1 :]
             total = self._running[-1]
             for message in messages[shared:]:
                 total += self.size(message)
-                self._messages.append(message)
                 self._running.append(total)
             start = min(max(start, 0), len(messages))
             return self._running[len(messages)] - self._running[start]

@@ -8,7 +8,8 @@
 Both compile the same view with the same counter and a token ledger anchored on the last assistant
 reply (what a live session has after its first call). The history is synthetic but shaped like the
 real runs: turns of user request → bash call → 1-2 KB output → answer. Timed: the compile right after a
-new turn was appended (median of 15). Targets: nova grows < 2x from 1k to 10k messages, and is >= 10x
+new turn was appended (median of 15): the view and its size, which is what a call needs; nova builds the
+manifest when it is first read (`/context`), naive reads it (the baseline's own work, unchanged). Targets: nova grows < 2x from 1k to 10k messages, and is >= 10x
 faster than naive at 10k. Last line: one JSON object.
 Run: python benchmarks/compile.py
 """

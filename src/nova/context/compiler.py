@@ -23,8 +23,11 @@ and no timestamps, so the same inputs give byte-identical views (`ContextView.to
 
 Cost: `ContextCompiler` keeps, per message id, the message's token estimate and digest (validated by
 the message object itself: a rewritten message with the same id is counted again), and the segments of
-the stable history, extended as history grows. One call then costs a C-speed identity check of the
-history prefix plus work proportional to the current turn (benchmarks/compile.py measures it).
+the stable history, extended as history grows and cut back to where a snip or a compaction changed it.
+One call then costs a pointer comparison of the history prefix (`nova.incremental.follow`) plus work
+proportional to the current turn. The manifest, whose history segments grow in number with history,
+is built when it is first read (`/context`, `nova context`), not on every call: a call needs the view
+and its size only (benchmarks/compile.py and benchmarks/turn_overhead.py measure it).
 """
 
 from __future__ import annotations
@@ -32,13 +35,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, apportion
 from nova.context.policy import PolicyResolution, PolicySource, resolve
 from nova.core import ToolSpec
+from nova.incremental import GenerationalMemo, MessageMemo, follow
 from nova.messages import Message, TextPart, to_dict
 from nova.tokens import TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
@@ -128,7 +133,15 @@ class ContextView:
 @dataclass(frozen=True, kw_only=True)
 class Compiled:
     view: ContextView
-    manifest: Manifest
+    used: int
+    """The ledger's figure for the view (TOK-3); the same as `manifest.used`, known without building it."""
+    build_manifest: Callable[[], Manifest] = field(repr=False, compare=False)
+
+    @cached_property
+    def manifest(self) -> Manifest:
+        """Built on first read: its history segments grow in number with history, and most calls only
+        send the view."""
+        return self.build_manifest()
 
     def segment_text(self, segment: Segment) -> str:
         """The text a segment puts in front of the model (for `--why` and coverage checks)."""
@@ -204,16 +217,19 @@ class ContextCompiler:
     One instance per session; every result is the same as a fresh instance's."""
 
     def __init__(self) -> None:
-        self._messages: dict[str, tuple[Message, int, str]] = {}
+        self._messages: MessageMemo[tuple[int, str]] = MessageMemo(self._measure_new)
         self._counter: TokenCounter | None = None
-        self._stable: list[Message] = []
+        self._history: list[Message] = []
+        """The history of the last call (a mirror, see `nova.incremental.follow`)."""
         self._chunks: list[_Chunk] = []
-        self._texts: dict[str, int] = {}
+        """Segments of `_history[:_chunked]`."""
+        self._chunked = 0
+        self._texts: GenerationalMemo[str, int] = GenerationalMemo(8192)
         self._tools_key: tuple[Any, ...] = ()
         self._tools_tokens = 0
         self._tools_version = ""
         self._directives: dict[tuple[str, str, str], PolicyResolution] = {}
-        self._segment_cache: dict[tuple[int, int, str], Segment] = {}
+        self._segment_cache: GenerationalMemo[tuple[int, int, str], Segment] = GenerationalMemo(16384)
         """Uncalibrated segments of history chunks, by (start, size, digest): a closed chunk is described once."""
 
     # -- cached measurements -----------------------------------------------------------------------
@@ -222,28 +238,25 @@ class ContextCompiler:
             self._counter = counter
             self._messages.clear()
             self._texts.clear()
-            self._stable, self._chunks = [], []
+            self._history, self._chunks, self._chunked = [], [], 0
             self._tools_key = ()
             self._segment_cache.clear()
 
     def _measure(self, message: Message) -> tuple[int, str]:
         """(tokens, digest) of a message, cached by id and validated by content."""
-        cached = self._messages.get(message.id)
-        if cached is not None and (cached[0] is message or cached[0] == message):
-            return cached[1], cached[2]
+        return self._messages.get(message)
+
+    def _measure_new(self, message: Message) -> tuple[int, str]:
         assert self._counter is not None
         tokens = count_message(message, self._counter)
-        digest = _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
-        self._messages[message.id] = (message, tokens, digest)
-        return tokens, digest
+        return tokens, _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
 
     def _count_text(self, text: str) -> int:
         value = self._texts.get(text)
         if value is None:
             assert self._counter is not None
-            if len(self._texts) > 4096:
-                self._texts.clear()
-            value = self._texts[text] = self._counter.count(text)
+            value = self._counter.count(text)
+            self._texts.put(text, value)
         return value
 
     def _count_system(self, system: str) -> int:
@@ -260,15 +273,20 @@ class ContextCompiler:
                                                   sort_keys=True, default=str))[:12]
         return self._tools_tokens
 
-    def _chunks_for(self, stable: Sequence[Message]) -> list[_Chunk]:
-        """Segments of the stable history: extended when history only grew, rebuilt otherwise."""
-        n = len(self._stable)
-        if not (len(stable) >= n and (n == 0 or stable[n - 1] is self._stable[n - 1])
-                and list(stable[:n]) == self._stable):
-            self._stable, self._chunks = [], []
-            n = 0
+    def _chunks_for(self, history: list[Message], req: int) -> list[_Chunk]:
+        """Segments of the stable history `history[:req]`: extended as history grows; after a change
+        (a snip, a compaction) the segments from the changed one on are dropped and built again (a
+        segment's bounds depend only on the messages before it, so the result is a fresh build's)."""
+        shared = follow(self._history, history)
+        valid = min(shared, req)
+        if valid < self._chunked:
+            chunks = self._chunks
+            while chunks and chunks[-1].end > valid:
+                chunks.pop()
+            self._chunked = chunks[-1].end if chunks else 0
         chunks = self._chunks
-        for message in stable[n:]:
+        for index in range(self._chunked, req):
+            message = history[index]
             tokens, digest = self._measure(message)
             kind = _kind_of(message)
             last = chunks[-1] if chunks else None
@@ -279,7 +297,7 @@ class ContextCompiler:
             last.ids.append(message.id)
             last.tokens += tokens
             last.digest = _sha(last.digest + digest)
-        self._stable.extend(stable[n:])
+        self._chunked = max(self._chunked, req)
         return chunks
 
     def _resolution(self, sources: Sequence[PolicySource]) -> PolicyResolution:
@@ -296,7 +314,7 @@ class ContextCompiler:
         counter = inp.ledger.counter if inp.ledger is not None else inp.counter or HeuristicCounter(CL100K_PROFILE)
         self._use_counter(counter)
         dropped: list[Dropped] = []
-        history = list(inp.history)
+        history = inp.history if isinstance(inp.history, list) else list(inp.history)
 
         # CTX-3: higher sources first; project lines that lose to org policy are cut from the head.
         head_resolution = self._resolution(inp.policy)
@@ -316,8 +334,8 @@ class ContextCompiler:
         tools = tuple(sorted(inp.tools, key=lambda t: t.name))
 
         req = current_request_index(history)
-        stable, current = history[:req], history[req:]
-        chunks = self._chunks_for(stable)
+        current = history[req:]
+        chunks = self._chunks_for(history, req)
 
         # CTX-3 for the request and the recalled memories.
         memory_positions = [i for c in chunks if c.kind == "memory" for i in range(c.start, c.end)]
@@ -390,12 +408,9 @@ class ContextCompiler:
         obs_message = _observation_message(observations)
         # The observations go right after the request they were taken for: the request stays the first
         # message of its turn (as the user wrote it), and both belong to the part after the stable prefix.
-        messages: list[Message] = []
-        messages.extend(stable)
-        messages.extend(current[:1])
+        messages = list(history)
         if obs_message is not None:
-            messages.append(obs_message)
-        messages.extend(current[1:])
+            messages.insert(req + 1, obs_message)
         offset = 1 if obs_message is not None else 0
         for i, new in sorted(replaced.items(), reverse=True):
             at = i if i <= req else i + offset
@@ -411,25 +426,37 @@ class ContextCompiler:
         else:
             used = self._count_system(system) + self._count_tools(tools) + sum(
                 self._measure(m)[0] for m in view.messages)
-        segments = self._segments(head=head, system=system, tools=tools, chunks=chunks, stable=stable,
-                                  current=current, req=req, observations=observations, obs_message=obs_message,
-                                  replaced=replaced)
-        calibrated = apportion(used, [s.estimated for s in segments])
-        segments = [_with_tokens(s, t) for s, t in zip(segments, calibrated, strict=True)]
-        digest = _sha("\0".join([_sha(system), _sha(json.dumps([t.name for t in tools])),
-                                 *(s.version for s in segments)]))
-        manifest = Manifest(used=used, limit=inp.limit, window=inp.window or inp.limit, segments=tuple(segments),
+        # What the manifest needs, fixed now: later calls extend the chunks in place (a chunk is kept
+        # as itself and its size at this call; its first ids never change), and the history list is the
+        # caller's. Plain turns are described from their chunk; the other chunks keep their messages.
+        frozen = [(c, len(c.ids), c.tokens, c.digest) for c in chunks]
+        special = {i: history[i] for c in chunks if c.kind != "turns" for i in range(c.start, c.end)}
+        tools_version = self._tools_version
+
+        def build_manifest() -> Manifest:
+            describer = self if self._counter is counter else _describer(counter, tools_version)
+            segments = describer._segments(
+                head=head, system=system, tools=tools, chunks=[_Chunk(kind=c.kind, start=c.start, ids=c.ids[:n],
+                                                                      tokens=t, digest=d) for c, n, t, d in frozen],
+                stable=special, current=current, req=req, observations=observations, obs_message=obs_message,
+                replaced=replaced, tools_version=tools_version)
+            calibrated = apportion(used, [s.estimated for s in segments])
+            segments = [_with_tokens(s, t) for s, t in zip(segments, calibrated, strict=True)]
+            digest = _sha("\0".join([_sha(system), _sha(json.dumps([t.name for t in tools])),
+                                     *(s.version for s in segments)]))
+            return Manifest(used=used, limit=inp.limit, window=inp.window or inp.limit, segments=tuple(segments),
                             dropped=tuple(dropped), digest=digest)
-        return Compiled(view=view, manifest=manifest)
+
+        return Compiled(view=view, used=used, build_manifest=build_manifest)
 
     def _observation_tokens(self, observations: Sequence[SourceText]) -> int:
         message = _observation_message(observations)
         return self._measure(message)[0] if message is not None else 0
 
     def _segments(self, *, head: Sequence[SourceText], system: str, tools: Sequence[ToolSpec],
-                  chunks: Sequence[_Chunk], stable: Sequence[Message], current: Sequence[Message], req: int,
+                  chunks: Sequence[_Chunk], stable: Mapping[int, Message], current: Sequence[Message], req: int,
                   observations: Sequence[SourceText], obs_message: Message | None,
-                  replaced: dict[int, Message | None]) -> list[Segment]:
+                  replaced: dict[int, Message | None], tools_version: str) -> list[Segment]:
         assert self._counter is not None
         segments: list[Segment] = []
         # The head: the system block's count split over its pieces.
@@ -443,7 +470,7 @@ class ContextCompiler:
             names = ", ".join(t.name for t in tools)
             tokens = self._count_tools(tools)
             segments.append(Segment(id="tools", cls="index", source=f"tool registry: {names}",
-                                    version=self._tools_version,
+                                    version=tools_version,
                                     tokens=tokens, estimated=tokens, visibility="tools", text=names,
                                     reason=f"tool catalog ({len(tools)} tools, sorted by name for a stable prefix)"))
         for chunk in chunks:
@@ -472,9 +499,11 @@ class ContextCompiler:
                                         text=piece.text, message_ids=(obs_message.id,)))
         return segments
 
-    def _chunk_segment(self, chunk: _Chunk, stable: Sequence[Message],
+    def _chunk_segment(self, chunk: _Chunk, stable: Mapping[int, Message],
                        replaced: dict[int, Message | None]) -> Segment:
-        # Plain history chunks are described from what the chunk cached (no per-message work per call).
+        """`stable`: the messages of the chunks that are not plain turns, by position. Plain history
+        chunks are described from what the chunk cached (no per-message work per call); only memory
+        chunks are ever `replaced`."""
         touched = bool(replaced) and any(chunk.start <= i < chunk.end for i in replaced)
         key = (chunk.start, len(chunk.ids), chunk.digest)
         cached = self._segment_cache.get(key)
@@ -503,10 +532,17 @@ class ContextCompiler:
         segment = Segment(id=f"history.{chunk.start:05d}", cls=cls, source=source, version=version, tokens=tokens,
                           estimated=tokens, reason=reason, visibility="messages", message_ids=ids)
         if not touched:
-            if len(self._segment_cache) > 8192:
-                self._segment_cache.clear()
-            self._segment_cache[key] = segment
+            self._segment_cache.put(key, segment)
         return segment
+
+
+def _describer(counter: TokenCounter, tools_version: str) -> ContextCompiler:
+    """A compiler that measures with `counter`: builds a manifest after its own compiler moved on to
+    another counter."""
+    describer = ContextCompiler()
+    describer._use_counter(counter)
+    describer._tools_version = tools_version
+    return describer
 
 
 def compile(inp: CompileInput) -> Compiled:

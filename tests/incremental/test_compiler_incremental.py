@@ -1,0 +1,64 @@
+"""A long-lived context compiler, which extends its history segments and cuts them back after a change,
+compiles what a fresh compiler compiles, whatever the history went through; a manifest read long after
+its call (the compiler has moved on) still describes that call."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nova.context.compiler import CompileInput, ContextCompiler, SourceText, compile
+from nova.core import ToolSpec, Usage
+from nova.messages import Message
+from nova.tokens import TokenLedger
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+from .histories import edits, replay
+
+COUNTER = HeuristicCounter(CL100K_PROFILE)
+TOOLS = [ToolSpec("bash", "Run a command.", {"type": "object"})]
+HEAD = [SourceText(id="system.contract", cls="always-on", source="nova", text="You are Nova.", reason="contract")]
+PINNED = SourceText(id="task.state", cls="pinned", source="task state v1", text="Goal: fix it", reason="pinned")
+
+
+def inputs(history: list[Message], ledger: TokenLedger | None) -> CompileInput:
+    return CompileInput(head=HEAD, tools=TOOLS, history=history, pinned=PINNED, limit=1_000_000, window=2_000_000,
+                        counter=COUNTER, ledger=ledger)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=edits(max_steps=10), anchored=st.booleans(), late=st.booleans())
+def test_a_long_lived_compiler_matches_a_fresh_one(steps: list, anchored: bool, late: bool) -> None:
+    compiler = ContextCompiler()
+    ledger = TokenLedger(COUNTER) if anchored else None
+    pending = []
+    for history in replay(steps):
+        if ledger is not None and history:
+            ledger.record(history[-1].id, Usage(input_tokens=500, output_tokens=3))
+        compiled = compiler.compile(inputs(history, ledger))
+        fresh = compile(inputs(history, ledger))
+        assert compiled.view.to_bytes() == fresh.view.to_bytes()
+        assert compiled.used == fresh.manifest.used
+        if late:
+            pending.append((compiled, fresh.manifest.to_dict()))
+        else:
+            assert compiled.manifest.to_dict() == fresh.manifest.to_dict()
+    # Manifests read only now, after the compiler went on to later calls (and maybe cut its segments).
+    for compiled, expected in pending:
+        assert compiled.manifest.to_dict() == expected
+
+
+def test_a_snip_deep_in_a_long_history_rebuilds_only_the_segments_after_it() -> None:
+    history = []
+    for i in range(3000):
+        history += [Message.user(f"request {i}", id=f"u{i}", created_at=0.0),
+                    Message.assistant(f"answer {i}", id=f"a{i}", created_at=0.0)]
+    compiler = ContextCompiler()
+    compiler.compile(inputs(history, None))
+    before = list(compiler._chunks)
+    history[5001] = history[5001].with_metadata(snipped=True)
+    compiled = compiler.compile(inputs(history, None))
+    assert compiled.manifest.to_dict() == compile(inputs(history, None)).manifest.to_dict()
+    # The segments wholly before the snipped message are the very same objects: nothing before it was redone.
+    kept = [c for c in before if c.end <= 5001]
+    assert kept and all(a is b for a, b in zip(kept, compiler._chunks, strict=False))

@@ -101,7 +101,11 @@ def config_show(
     """Print the effective configuration: every value and where it came from."""
     with user_errors():
         settings = settings_from_cli()
-        rows = describe_settings(settings)
+        from nova.context.budget import budget_for
+
+        budget = budget_for(settings)
+        rows = describe_settings(settings, derived=[("context_window (effective)", budget.window),
+                                                    ("compaction threshold (effective)", budget.threshold)])
     if as_json:
         print(json.dumps({"config_file": str(settings.config_file),
                           "values": [{"key": k, "value": v, "source": s} for k, v, s in rows],
@@ -218,7 +222,7 @@ def _run_task(
 def _slash_command(settings: Settings, options: Any, text: str, agent: Any, *, quiet: bool) -> dict[str, Any]:
     """`/compact [focus]`, `/context`, `/memory`, `/remember TEXT` and the task-state commands (`/goal`,
     `/constraint`, `/approve` …) are answered by Nova itself, without a model call."""
-    from nova.context.runtime import runtime_for
+    from nova.context.runtime import ContextRuntime
     from nova.context.state import TASK_STATE_COMMANDS
     from nova.memory.config import parse_memory_config
     from nova.memory.slash import handle_memory_slash
@@ -226,7 +230,7 @@ def _slash_command(settings: Settings, options: Any, text: str, agent: Any, *, q
 
     session_id = agent.session_id
     command, _, rest = text.strip().partition(" ")
-    runtime = runtime_for(agent)
+    runtime = agent.extensions.get(ContextRuntime)
     if command == "/compact":
         before = agent.context_tokens()
         changed = agent.compact(rest.strip())

@@ -44,6 +44,7 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
     """(session id, compiled view) of a recorded session ("last" or None: the most recent one)."""
     from nova.agent.tools import default_registry
     from nova.app import SYSTEM_CONTRACT
+    from nova.context.budget import budget_for
     from nova.context.runtime import ContextRuntime, build_context_sources
     from nova.context.state import TaskStateStore
     from nova.sessions.session import Session, list_sessions
@@ -71,10 +72,8 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
             usage = _usage_of(message) if message.role == "assistant" else None
             if usage is not None:
                 ledger.record(message.id, usage)
-        window = settings.window()
-        runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=lambda: ledger,
-                                 limit=lambda: settings.compaction.threshold(window), window=lambda: window,
-                                 observe_requests=False)
+        runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=ledger,
+                                 budget=budget_for(settings), observe_requests=False)
         compiled = runtime.compile(history, system=sources.system, tools=default_registry().specs())
     finally:
         session.close()

@@ -1,6 +1,6 @@
 """`nova context [SESSION] [--why TEXT] [--json]`: what is in a session's context and why (CTX-2).
 
-Mounted by `nova.cli` as `app.command("context")(context_command)`. The session's working history is
+Mounted lazily by `nova.cli` as `nova context`. The session's working history is
 compiled exactly as the next model call would compile it (same head, tools, pinned task state), and the
 manifest is printed: one row per segment (class, tokens, share of the view, source, reason), totals
 against the threshold and the window, and what was left out and why. `--why TEXT` lists the segments

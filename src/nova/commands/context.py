@@ -11,8 +11,8 @@ holding TEXT with the reason each is there. `render_context` is the `/context` t
 sum to it.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
 import json
 import os
 from dataclasses import replace

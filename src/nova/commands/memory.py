@@ -4,8 +4,8 @@ Mounted lazily by `nova.cli` as `nova memory` (the typer `app`) and `nova rules`
 Environment variables (NOVA_HOME, EDITOR) are read here, at the edge.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
 import json
 import os
 import shlex

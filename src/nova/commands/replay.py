@@ -10,8 +10,8 @@ The cost model: `--provider-cache anthropic|openai` simulates that provider's pr
 the cached prefix, answering with a summary the size of the extractive one), `--price MODEL` prices it.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
 import json
 import logging
 import os

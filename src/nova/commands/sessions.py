@@ -7,8 +7,8 @@ is modified when the input is bad. Rich and the export/import code load inside t
 them: `nova sessions list --json` needs neither.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures whenever `nova sessions`
+# runs, and string annotations would be evaluated again each time.
 import json
 import sys
 import time
@@ -45,13 +45,13 @@ app = typer.Typer(
 )
 
 
-def _out() -> Console:
+def _out() -> "Console":
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=True)
 
 
-def _err() -> Console:
+def _err() -> "Console":
     from rich.console import Console
 
     return Console(stderr=True, highlight=False, soft_wrap=True)
@@ -137,7 +137,7 @@ def _clip(text: str, full: bool, lines: int = 12) -> str:
     return f"{kept}\n… ({len(text) - len(kept)} more characters; --full shows everything)"
 
 
-def _show_message(console: Console, message: Message, full: bool) -> None:
+def _show_message(console: "Console", message: Message, full: bool) -> None:
     from rich.markup import escape
 
     style = {"user": "bold cyan", "assistant": "bold green"}.get(message.role, "bold")
@@ -277,7 +277,7 @@ def import_command(
         _out().print(f"Imported {count} messages from {path} as session {session_id}.", markup=False)
 
 
-def resume_command(session_id: str, *, home: Path | None = None) -> Resumed:
+def resume_command(session_id: str, *, home: Path | None = None) -> "Resumed":
     """For `nova resume ID` / `nova run --resume ID`: reopen, rebuild and repair the history, print the
     notices (torn tail quarantined, repairs) to stderr. Exits 1 with one clear line on bad input."""
     from nova.sessions.export import resume

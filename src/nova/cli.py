@@ -23,6 +23,7 @@ __all__ = ["app", "main"]
 
 
 class _NovaGroup(LazyGroup):
+    # Each help line is the first paragraph of the command's own help (a test compares them).
     lazy_commands: ClassVar[dict[str, LazyCommand]] = {
         "sessions": LazyCommand("nova.commands.sessions:app",
                                 "Recorded sessions: list, show, export, remove, import."),

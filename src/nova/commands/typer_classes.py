@@ -24,9 +24,9 @@ import typer.main
 from typer.core import MarkupMode, TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:
-    from typer._click import Context, HelpFormatter
+    from typer._click import Command, Context, HelpFormatter
 
-__all__ = ["HELP_MARKUP", "HelpGroup", "LazyCommand", "LazyGroup", "NovaCommand"]
+__all__ = ["HELP_MARKUP", "HelpGroup", "LazyCommand", "LazyGroup", "NovaCommand", "first_paragraph", "load_command"]
 
 # Typer's rich help formatter imports rich's markdown, tables and tracebacks (about as long as
 # importing typer itself), which alone would double the time of `nova --help`. Click's plain
@@ -96,7 +96,7 @@ class LazyGroup(HelpGroup):
         for name, spec in self.lazy_commands.items():
             self.commands.setdefault(name, _NotLoaded(name, spec))
 
-    def get_command(self, ctx: Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         command = self.commands.get(cmd_name)
         if isinstance(command, _NotLoaded):
             command = self.commands[cmd_name] = load_command(cmd_name, command.spec,
@@ -104,7 +104,7 @@ class LazyGroup(HelpGroup):
         return command
 
 
-def load_command(name: str, spec: LazyCommand, *, markup: MarkupMode) -> Any:
+def load_command(name: str, spec: LazyCommand, *, markup: MarkupMode) -> Command:
     """Import the target and build its click command as `add_typer`/`command` on the root would."""
     module_name, _, attribute = spec.target.partition(":")
     target = getattr(importlib.import_module(module_name), attribute)

@@ -1,6 +1,6 @@
 """`nova context [SESSION] [--why TEXT] [--json]`: what is in a session's context and why (CTX-2).
 
-Mounted by `nova.cli` as `app.command("context")(context_command)`. The session's working history is
+Mounted lazily by `nova.cli` as `nova context`. The session's working history is
 compiled exactly as the next model call would compile it (same head, tools, pinned task state), and the
 manifest is printed: one row per segment (class, tokens, share of the view, source, reason), totals
 against the threshold and the window, and what was left out and why. `--why TEXT` lists the segments
@@ -11,8 +11,8 @@ holding TEXT with the reason each is there. `render_context` is the `/context` t
 sum to it.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
 import json
 import os
 from dataclasses import replace

@@ -2,7 +2,8 @@
 
 A `Message` is a role plus a tuple of frozen, kind-tagged parts. Every part carries a `kind` literal so
 that one pydantic `TypeAdapter` can serialize and parse the whole model (`to_dict` / `from_dict`,
-`dumps` / `loads`). Provider shapes (Anthropic Messages, OpenAI Chat Completions and Responses) are
+`dumps` / `loads`). The adapter, and pydantic itself, load on the first (de)serialization: importing
+this module stays cheap for the commands that never serialize a message. Provider shapes (Anthropic Messages, OpenAI Chat Completions and Responses) are
 converted at the provider boundary in `nova.providers.formats`; nothing else in Nova sees them.
 
 Tool results live in `user` messages, as the Anthropic API has them: that is the shape in which the
@@ -13,13 +14,16 @@ state and to check. The OpenAI converters split them into `tool` role messages.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler, TypeAdapter
+    from pydantic_core import CoreSchema
 
 __all__ = [
     "ImagePart",
@@ -102,9 +106,19 @@ class SummaryPart:
     kind: Literal["summary"] = "summary"
 
 
+class _DiscriminatedByKind:
+    """`Annotated` marker: pydantic reads the union as discriminated by `kind`. It stands in for
+    `pydantic.Field(discriminator="kind")` so that defining `Part` does not import pydantic."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic import Discriminator
+
+        return handler.generate_schema(Annotated[source, Discriminator("kind")])
+
+
 Part = Annotated[
     TextPart | ToolUsePart | ToolResultPart | ThinkingPart | ImagePart | SummaryPart,
-    Field(discriminator="kind"),
+    _DiscriminatedByKind(),
 ]
 
 
@@ -152,18 +166,33 @@ class Message:
         return replace(self, metadata={**self.metadata, **updates})
 
 
-_MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-_MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+_adapters: tuple[TypeAdapter[Message], TypeAdapter[list[Message]]] | None = None
+_adapters_lock = threading.Lock()
+
+
+def _get_adapters() -> tuple[TypeAdapter[Message], TypeAdapter[list[Message]]]:
+    """The (message, message list) adapters, built once on first use; building them takes tens of
+    milliseconds. Threads racing on the first call build them once, under the lock."""
+    global _adapters
+    adapters = _adapters
+    if adapters is None:
+        with _adapters_lock:
+            adapters = _adapters
+            if adapters is None:
+                from pydantic import TypeAdapter
+
+                adapters = _adapters = (TypeAdapter(Message), TypeAdapter(list[Message]))
+    return adapters
 
 
 def to_dict(message: Message) -> dict[str, Any]:
     """The one serializer: a JSON-ready dict with every part tagged by `kind`."""
-    data: dict[str, Any] = _MESSAGE_ADAPTER.dump_python(message, mode="json")
+    data: dict[str, Any] = _get_adapters()[0].dump_python(message, mode="json")
     return data
 
 
 def from_dict(data: Mapping[str, Any]) -> Message:
-    return _MESSAGE_ADAPTER.validate_python(data)
+    return _get_adapters()[0].validate_python(data)
 
 
 def dumps(messages: Iterable[Message]) -> str:
@@ -171,7 +200,7 @@ def dumps(messages: Iterable[Message]) -> str:
 
 
 def loads(text: str) -> list[Message]:
-    return _MESSAGES_ADAPTER.validate_json(text)
+    return _get_adapters()[1].validate_json(text)
 
 
 def iter_tool_pairs(messages: Iterable[Message]) -> Iterator[tuple[ToolUsePart, ToolResultPart | None]]:

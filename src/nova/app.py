@@ -17,7 +17,7 @@ from nova.context.budget import budget_for
 from nova.context.cache_diagnosis import RULES_HEADING
 from nova.context.compaction import CompactionOutcome
 from nova.context.continuity import ContinuityGuard
-from nova.context.controller import ContextController, MemoCounter
+from nova.context.controller import ContextController
 from nova.context.prompt_cache import PromptCache
 from nova.context.runtime import ContextRuntime, build_context_sources, state_store_for
 from nova.context.state import render_pinned
@@ -30,7 +30,7 @@ from nova.memory.runtime import memory_extension
 from nova.messages import Message, new_id
 from nova.providers.base import Provider
 from nova.settings import Settings
-from nova.tokens import TokenLedger, counter_for_model
+from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
 __all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]
 

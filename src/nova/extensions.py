@@ -198,11 +198,13 @@ class Extensions:
         return result
 
     def prepare_view(self, request: ViewRequest) -> list[Message]:
+        """The history to send. A list is handed back as it is (it may be `request.history` itself, when
+        nothing had to change): copying a long history before every call would cost more than the call."""
         history: Sequence[Message] = request.history
         for e in self._by_hook["prepare_view"]:
             history = e.prepare_view(request=ViewRequest(history=history, system=request.system,
                                                          reason=request.reason))
-        return list(history)
+        return history if isinstance(history, list) else list(history)
 
     def on_overflow(self, request: ViewRequest) -> list[Message] | None:
         for e in self._by_hook["on_overflow"]:

@@ -10,10 +10,10 @@ the part after that point.
 Finding the point must not cost a Python step per message, and not even touch every message: history
 objects lie scattered in memory, and copying a 100,000-message list (which increments every object's
 reference count) takes about 0.5 ms, while comparing two lists of the same length that hold the same
-objects only compares pointers (about 0.06 ms). So `follow` first makes the mirror hold the new list's
-tail and compares whole lists, guessing that the departure is at the old end, then a little before it
-(a turn's view moves its last few messages); only a departure deep inside (a snip, a compaction) falls
-back to `common_prefix`, which compares slices block by block.
+objects only compares pointers (about 0.06 ms). So `follow` finds where the two lists differ in their
+last stretch (an appended turn, a view whose last few messages moved), makes the mirror hold the new
+list from there and compares whole lists once to confirm the rest is shared; only a departure deep
+inside (a snip, a compaction) falls back to `common_prefix`, which compares slices block by block.
 
 What a consumer works out per message (a token count, a digest) goes in a `MessageMemo`: keyed by the
 message id and checked against the message itself, so a snipped version with the same id is worked out
@@ -60,32 +60,29 @@ def common_prefix(before: Sequence[Any], after: Sequence[Any]) -> int:
     return n  # not reached: the block above held a difference
 
 
-# Where `follow` guesses the departure, counted back from the old end: an appended turn, a view whose
-# last few messages moved, a longer tool loop. Past these it searches from the start.
-_GUESSES = (0, 64, 4096)
+# How far back from the shorter end `follow` looks for the departure before comparing whole lists: an
+# appended turn, a view whose last few messages moved, a long tool loop. Past it, it searches from the start.
+_TAIL = 1024
 
 
 def follow(mirror: list[Any], new: Sequence[Any]) -> int:
     """Make `mirror` equal to `new` (same elements) and return the length of the prefix the old `mirror`
-    shared with `new` (`common_prefix`). Costs pointer compares over the shared prefix plus the changed
-    part, when the departure is near the old end."""
+    shared with `new` (`common_prefix`). When the departure is near the end, this costs one pointer
+    comparison of the two lists (no copy of either) plus work on the changed part."""
     old_length, length = len(mirror), len(new)
     if isinstance(new, list):
-        for back in _GUESSES:
-            guess = max(old_length - back, 0)
-            if guess > length:
-                continue
-            saved = mirror[guess:]
-            del mirror[guess:]
-            mirror.extend(new[guess:])
-            if mirror == new:  # the first `guess` elements are shared; find where the saved rest departs
-                for offset, old in enumerate(saved):
-                    index = guess + offset
-                    if index >= length or not (old is new[index] or old == new[index]):
-                        return index
-                return guess + len(saved)
-            del mirror[guess:]
-            mirror.extend(saved)
+        end = min(old_length, length)
+        start = max(end - _TAIL, 0)
+        guess = end
+        if mirror[start:end] != new[start:end]:  # the departure is in the tail: find it
+            guess = next(i for i in range(start, end) if not (mirror[i] is new[i] or mirror[i] == new[i]))
+        saved = mirror[guess:]
+        del mirror[guess:]
+        mirror.extend(new[guess:])
+        if mirror == new:  # everything before `guess` is shared too
+            return guess
+        del mirror[guess:]
+        mirror.extend(saved)
     shared = common_prefix(mirror, new)
     del mirror[shared:]
     mirror.extend(new[shared:])

@@ -21,22 +21,28 @@ HEAD = [SourceText(id="system.contract", cls="always-on", source="nova", text="Y
 PINNED = SourceText(id="task.state", cls="pinned", source="task state v1", text="Goal: fix it", reason="pinned")
 
 
-def inputs(history: list[Message], ledger: TokenLedger | None) -> CompileInput:
-    return CompileInput(head=HEAD, tools=TOOLS, history=history, pinned=PINNED, limit=1_000_000, window=2_000_000,
+def inputs(history: list[Message], ledger: TokenLedger | None, limit: int = 1_000_000) -> CompileInput:
+    return CompileInput(head=HEAD, tools=TOOLS, history=history, pinned=PINNED, limit=limit, window=2_000_000,
                         counter=COUNTER, ledger=ledger)
 
 
 @settings(max_examples=150, deadline=None)
-@given(steps=edits(max_steps=10), anchored=st.booleans(), late=st.booleans())
-def test_a_long_lived_compiler_matches_a_fresh_one(steps: list, anchored: bool, late: bool) -> None:
+@given(steps=edits(max_steps=10), anchored=st.booleans(), late=st.booleans(),
+       limit=st.sampled_from([1_000_000, 60]))  # a small budget leaves recalled memories out of the view
+def test_a_long_lived_compiler_matches_a_fresh_one(steps: list, anchored: bool, late: bool, limit: int) -> None:
     compiler = ContextCompiler()
     ledger = TokenLedger(COUNTER) if anchored else None
     pending = []
-    for history in replay(steps):
+    for step, history in enumerate(replay(steps)):
         if ledger is not None and history:
             ledger.record(history[-1].id, Usage(input_tokens=500, output_tokens=3))
-        compiled = compiler.compile(inputs(history, ledger))
-        fresh = compile(inputs(history, ledger))
+            compiler.compile(inputs(history, ledger, limit))
+            # A new figure for the same history (the next call's usage) is a new result, not the memo's.
+            ledger.record(history[-1].id, Usage(input_tokens=600 + step, output_tokens=3))
+        compiled = compiler.compile(inputs(history, ledger, limit))
+        again = compiler.compile(inputs(list(history), ledger, limit))  # the same call twice
+        fresh = compile(inputs(history, ledger, limit))
+        assert again.view.to_bytes() == fresh.view.to_bytes() and again.used == fresh.used
         assert compiled.view.to_bytes() == fresh.view.to_bytes()
         assert compiled.used == fresh.manifest.used
         if late:
@@ -59,6 +65,9 @@ def test_a_snip_deep_in_a_long_history_rebuilds_only_the_segments_after_it() -> 
     history[5001] = history[5001].with_metadata(snipped=True)
     compiled = compiler.compile(inputs(history, None))
     assert compiled.manifest.to_dict() == compile(inputs(history, None)).manifest.to_dict()
-    # The segments wholly before the snipped message are the very same objects: nothing before it was redone.
+    # The segments wholly before the snipped message were kept, not redone (the very same objects; the
+    # last of them is copied, since it may be extended again).
     kept = [c for c in before if c.end <= 5001]
-    assert kept and all(a is b for a, b in zip(kept, compiler._chunks, strict=False))
+    assert len(kept) > 2 and all(a is b for a, b in zip(kept[:-1], compiler._chunks, strict=False))
+    assert (compiler._chunks[len(kept) - 1].ids, compiler._chunks[len(kept) - 1].digest) == (kept[-1].ids,
+                                                                                             kept[-1].digest)

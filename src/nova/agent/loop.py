@@ -42,7 +42,7 @@ from nova.extensions import (
     TurnResult,
     ViewRequest,
 )
-from nova.invariants import check_tool_pairing
+from nova.invariants import PairingChecker
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart, new_id
 from nova.providers.base import Provider
 from nova.providers.pricing import cost_usd
@@ -115,6 +115,8 @@ class Agent:
         self.tool_timeout_s = tool_timeout_s
         self.cache = cache or CacheHints()
         self.extensions = Extensions(extensions)
+        self._pairing = PairingChecker()
+        """Checks each request before it is sent, redoing only what changed since the previous one."""
         self.cancel = threading.Event()
         self._sleep = sleep
         # TOK-3: one ledger, one figure — the compaction decision, the CLI footer, the API and the UI
@@ -254,7 +256,8 @@ class Agent:
         view = self._compile(history)
         if view is not None:
             # Send the compiled view (CTX-1); history itself is left as it is.
-            return ModelRequest(model=self.model, system=view.system, messages=list(view.messages),
+            # The view's own list (never changed once made): a copy would cost a pass over the history.
+            return ModelRequest(model=self.model, system=view.system, messages=view.messages,
                                 tools=list(view.tools), max_output_tokens=self.max_output_tokens, cache=self.cache)
         return ModelRequest(
             model=self.model,
@@ -269,7 +272,7 @@ class Agent:
         if not self.extensions.has("prepare_view"):
             return list(self.history)
         self.history = self.extensions.prepare_view(
-            ViewRequest(history=list(self.history), system=self.system_prompt, reason=reason))
+            ViewRequest(history=self.history, system=self.system_prompt, reason=reason))
         return self.history
 
     def _call_model(self, state: _TurnState) -> ModelResponse:
@@ -328,7 +331,7 @@ class Agent:
         answered by exactly one tool_result in the next message (a provider answers that with HTTP 400)
         is repaired before it is sent, and the repair is logged and recorded. Every layer before this
         one keeps the pairing; this only fires on a bug, and then the turn goes on instead of failing."""
-        problems = check_tool_pairing(request.messages)
+        problems = self._pairing.check(request.messages)
         if not problems:
             return request
         repaired, report = repair_history(request.messages)

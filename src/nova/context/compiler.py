@@ -35,7 +35,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -115,7 +116,9 @@ class CompileInput:
 @dataclass(frozen=True, kw_only=True)
 class ContextView:
     system: str
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
+    """A list that is never changed once the view is made (read it, copy it to change it): turning the
+    view of a long history into a tuple would cost several times more than building it."""
     tools: tuple[ToolSpec, ...]
 
     def to_dict(self) -> dict[str, Any]:
@@ -222,8 +225,16 @@ class ContextCompiler:
         self._history: list[Message] = []
         """The history of the last call (a mirror, see `nova.incremental.follow`)."""
         self._chunks: list[_Chunk] = []
-        """Segments of `_history[:_chunked]`."""
+        """Segments of `_history[:_chunked]`. Only the last one is ever extended: when the list is cut
+        back, its new last chunk is replaced by a copy, so a manifest's snapshot never changes."""
         self._chunked = 0
+        self._chunk_tokens = 0
+        """The tokens of all `_chunks`."""
+        self._memory_at: list[int] = []
+        """Positions of the memory messages in `_chunks`."""
+        self._last: tuple[tuple[Any, ...], Compiled] | None = None
+        """The last call's inputs (all but the history) and result: the same call again (the compaction
+        decision measures the history, then the request compiles it) is answered from it."""
         self._texts: GenerationalMemo[str, int] = GenerationalMemo(8192)
         self._tools_key: tuple[Any, ...] = ()
         self._tools_tokens = 0
@@ -239,6 +250,7 @@ class ContextCompiler:
             self._messages.clear()
             self._texts.clear()
             self._history, self._chunks, self._chunked = [], [], 0
+            self._chunk_tokens, self._memory_at, self._last = 0, [], None
             self._tools_key = ()
             self._segment_cache.clear()
 
@@ -273,17 +285,23 @@ class ContextCompiler:
                                                   sort_keys=True, default=str))[:12]
         return self._tools_tokens
 
-    def _chunks_for(self, history: list[Message], req: int) -> list[_Chunk]:
-        """Segments of the stable history `history[:req]`: extended as history grows; after a change
-        (a snip, a compaction) the segments from the changed one on are dropped and built again (a
-        segment's bounds depend only on the messages before it, so the result is a fresh build's)."""
-        shared = follow(self._history, history)
+    def _chunks_for(self, history: list[Message], req: int, shared: int) -> list[_Chunk]:
+        """Segments of the stable history `history[:req]`, given that the history of the last call
+        shared its first `shared` messages: extended as history grows; after a change (a snip, a
+        compaction) the segments from the changed one on are dropped and built again (a segment's
+        bounds depend only on the messages before it, so the result is a fresh build's)."""
         valid = min(shared, req)
         if valid < self._chunked:
             chunks = self._chunks
             while chunks and chunks[-1].end > valid:
                 chunks.pop()
+            if chunks:  # it may be extended again: snapshots keep the old object
+                kept = chunks[-1]
+                chunks[-1] = _Chunk(kind=kept.kind, start=kept.start, ids=list(kept.ids), tokens=kept.tokens,
+                                    digest=kept.digest)
             self._chunked = chunks[-1].end if chunks else 0
+            self._chunk_tokens = sum(c.tokens for c in chunks)
+            del self._memory_at[bisect_left(self._memory_at, self._chunked):]
         chunks = self._chunks
         for index in range(self._chunked, req):
             message = history[index]
@@ -297,6 +315,9 @@ class ContextCompiler:
             last.ids.append(message.id)
             last.tokens += tokens
             last.digest = _sha(last.digest + digest)
+            self._chunk_tokens += tokens
+            if kind == "memory":
+                self._memory_at.append(index)
         self._chunked = max(self._chunked, req)
         return chunks
 
@@ -313,8 +334,19 @@ class ContextCompiler:
     def compile(self, inp: CompileInput) -> Compiled:
         counter = inp.ledger.counter if inp.ledger is not None else inp.counter or HeuristicCounter(CL100K_PROFILE)
         self._use_counter(counter)
-        dropped: list[Dropped] = []
         history = inp.history if isinstance(inp.history, list) else list(inp.history)
+        previous = len(self._history)
+        shared = follow(self._history, history)
+        key = (tuple(inp.head), tuple(inp.tools), inp.pinned, tuple(inp.observations), tuple(inp.policy), inp.limit,
+               inp.window, inp.pinned_budget, inp.ledger, inp.ledger.anchor if inp.ledger else None, counter)
+        if self._last is not None and shared == previous == len(history) and self._last[0] == key:
+            return self._last[1]
+        compiled = self._compile(inp, history, shared, counter)
+        self._last = (key, compiled)
+        return compiled
+
+    def _compile(self, inp: CompileInput, history: list[Message], shared: int, counter: TokenCounter) -> Compiled:
+        dropped: list[Dropped] = []
 
         # CTX-3: higher sources first; project lines that lose to org policy are cut from the head.
         head_resolution = self._resolution(inp.policy)
@@ -335,10 +367,10 @@ class ContextCompiler:
 
         req = current_request_index(history)
         current = history[req:]
-        chunks = self._chunks_for(history, req)
+        chunks = self._chunks_for(history, req, shared)
 
         # CTX-3 for the request and the recalled memories.
-        memory_positions = [i for c in chunks if c.kind == "memory" for i in range(c.start, c.end)]
+        memory_positions = list(self._memory_at)
         memory_positions += [req + i for i, m in enumerate(current) if _kind_of(m) == "memory"]
         request_sources = [PolicySource(level="request", id=f"message:{history[req].id}", text=history[req].text)] \
             if req < len(history) else []
@@ -381,7 +413,7 @@ class ContextCompiler:
         # Budget (CTX-4): goals, constraints and the request are never dropped; recalled memories go
         # first (oldest first), then observations by priority.
         fixed = self._count_system(system) + self._count_tools(tools)
-        history_tokens = sum(c.tokens for c in chunks) + sum(self._measure(m)[0] for m in current)
+        history_tokens = self._chunk_tokens + sum(self._measure(m)[0] for m in current)
         obs_tokens = self._observation_tokens(observations)
         over = fixed + history_tokens + obs_tokens - inp.limit
         if over > 0:
@@ -418,7 +450,7 @@ class ContextCompiler:
                 del messages[at]
             else:
                 messages[at] = new
-        view = ContextView(system=system, messages=tuple(messages), tools=tools)
+        view = ContextView(system=system, messages=messages, tools=tools)
 
         # The one figure (TOK-3), and segments calibrated to it.
         if inp.ledger is not None:
@@ -426,19 +458,23 @@ class ContextCompiler:
         else:
             used = self._count_system(system) + self._count_tools(tools) + sum(
                 self._measure(m)[0] for m in view.messages)
-        # What the manifest needs, fixed now: later calls extend the chunks in place (a chunk is kept
-        # as itself and its size at this call; its first ids never change), and the history list is the
-        # caller's. Plain turns are described from their chunk; the other chunks keep their messages.
-        frozen = [(c, len(c.ids), c.tokens, c.digest) for c in chunks]
-        special = {i: history[i] for c in chunks if c.kind != "turns" for i in range(c.start, c.end)}
+        # What the manifest needs, fixed now, in constant time: the closed chunks never change (see
+        # `_chunks`), the last one is kept with its size at this call (its first ids never change), and
+        # the history list is the caller's, so the stable messages are read back from the view.
+        closed = chunks[:-1]
+        last = (chunks[-1], len(chunks[-1].ids), chunks[-1].tokens, chunks[-1].digest) if chunks else None
+        originals = _Originals(view.messages, sorted(i for i, m in replaced.items() if m is None and i < req))
         tools_version = self._tools_version
 
         def build_manifest() -> Manifest:
             describer = self if self._counter is counter else _describer(counter, tools_version)
+            snapshot = list(closed)
+            if last is not None:
+                chunk, size, tokens, digest = last
+                snapshot.append(_Chunk(kind=chunk.kind, start=chunk.start, ids=chunk.ids[:size], tokens=tokens,
+                                       digest=digest))
             segments = describer._segments(
-                head=head, system=system, tools=tools, chunks=[_Chunk(kind=c.kind, start=c.start, ids=c.ids[:n],
-                                                                      tokens=t, digest=d) for c, n, t, d in frozen],
-                stable=special, current=current, req=req, observations=observations, obs_message=obs_message,
+                head=head, system=system, tools=tools, chunks=snapshot, stable=originals, current=current, req=req, observations=observations, obs_message=obs_message,
                 replaced=replaced, tools_version=tools_version)
             calibrated = apportion(used, [s.estimated for s in segments])
             segments = [_with_tokens(s, t) for s, t in zip(segments, calibrated, strict=True)]
@@ -454,7 +490,7 @@ class ContextCompiler:
         return self._measure(message)[0] if message is not None else 0
 
     def _segments(self, *, head: Sequence[SourceText], system: str, tools: Sequence[ToolSpec],
-                  chunks: Sequence[_Chunk], stable: Mapping[int, Message], current: Sequence[Message], req: int,
+                  chunks: Sequence[_Chunk], stable: _Originals, current: Sequence[Message], req: int,
                   observations: Sequence[SourceText], obs_message: Message | None,
                   replaced: dict[int, Message | None], tools_version: str) -> list[Segment]:
         assert self._counter is not None
@@ -499,11 +535,9 @@ class ContextCompiler:
                                         text=piece.text, message_ids=(obs_message.id,)))
         return segments
 
-    def _chunk_segment(self, chunk: _Chunk, stable: Mapping[int, Message],
-                       replaced: dict[int, Message | None]) -> Segment:
-        """`stable`: the messages of the chunks that are not plain turns, by position. Plain history
-        chunks are described from what the chunk cached (no per-message work per call); only memory
-        chunks are ever `replaced`."""
+    def _chunk_segment(self, chunk: _Chunk, stable: _Originals, replaced: dict[int, Message | None]) -> Segment:
+        """Plain history chunks are described from what the chunk cached (no per-message work per
+        call); the others read their messages (`stable`, by position, or `replaced`)."""
         touched = bool(replaced) and any(chunk.start <= i < chunk.end for i in replaced)
         key = (chunk.start, len(chunk.ids), chunk.digest)
         cached = self._segment_cache.get(key)
@@ -534,6 +568,18 @@ class ContextCompiler:
         if not touched:
             self._segment_cache.put(key, segment)
         return segment
+
+
+class _Originals:
+    """The history messages before the request, read back from a view: the view holds them in order,
+    with the left-out ones (`deleted`, sorted) missing and the replaced ones changed (a caller looks
+    those up in `replaced` first)."""
+
+    def __init__(self, view: Sequence[Message], deleted: list[int]) -> None:
+        self.view, self.deleted = view, deleted
+
+    def __getitem__(self, index: int) -> Message:
+        return self.view[min(index - bisect_left(self.deleted, index), len(self.view) - 1)]
 
 
 def _describer(counter: TokenCounter, tools_version: str) -> ContextCompiler:

@@ -41,13 +41,14 @@ from nova.context.spill import Spiller
 from nova.context.summarize import ExtractiveSummarizer, Summarizer
 from nova.core import ToolSpec, Usage
 from nova.extensions import Extension, ViewRequest
+from nova.incremental import follow
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.sessions.recorder import BoundaryRecord, SessionRecorder
 from nova.settings import CompactionConfig, SpillConfig
-from nova.tokens import TokenCounter, TokenLedger, context_percent, count_system, count_tools
+from nova.tokens import MemoCounter, TokenCounter, TokenLedger, context_percent, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["ContextController", "ContextStats", "MemoCounter"]
+__all__ = ["ContextController", "ContextStats"]
 
 log = logging.getLogger(__name__)
 
@@ -74,24 +75,6 @@ class ContextStats:
     thrash_events: int = 0
     thrash_culprits: list[str] = field(default_factory=list)
     last_event: str = ""
-
-
-class MemoCounter:
-    """Caches counts by text: the same messages are measured before every call."""
-
-    def __init__(self, inner: TokenCounter, limit: int = 50_000) -> None:
-        self.inner = inner
-        self.overheads = getattr(inner, "overheads", None)
-        self._cache: dict[str, int] = {}
-        self._limit = limit
-
-    def count(self, text: str) -> int:
-        value = self._cache.get(text)
-        if value is None:
-            if len(self._cache) >= self._limit:
-                self._cache.clear()
-            value = self._cache[text] = self.inner.count(text)
-        return value
 
 
 class ContextController(Extension):
@@ -145,6 +128,8 @@ class ContextController(Extension):
         self.raw: dict[str, Message] = {} if raw is None else raw
         """First-seen version of every message: the in-memory raw log layer 2 rebuilds from (CMP-10)."""
         self._budget_checked: set[str] = set()
+        self._viewed: list[Message] = []
+        """The history of the last `prepare_view` (a mirror, see `nova.incremental.follow`)."""
         self._last_compaction_call: int | None = None
         self.last_used = 0
         self._measure = measure
@@ -179,8 +164,10 @@ class ContextController(Extension):
 
     def prepare_view(self, *, request: ViewRequest) -> list[Message]:
         self.system = request.system
-        history = self._entry_budget(list(request.history))
-        self.remember(history)
+        history = self._entry_budget(request.history)
+        # Only what is new since the last view: the rest was remembered then (`follow` finds it without
+        # walking the history).
+        self.remember(history[follow(self._viewed, history):])
         self.stats.calls += 1
         self.stats.last_event = ""
         used = self.measure(history)
@@ -237,8 +224,12 @@ class ContextController(Extension):
                 self.raw[m.id] = m
 
     # -- the pipeline ---------------------------------------------------------------------------------
-    def _entry_budget(self, history: list[Message]) -> list[Message]:
-        """SPILL-2 for tool-result messages the model has not seen yet (decided once, then frozen)."""
+    def _entry_budget(self, given: Sequence[Message]) -> list[Message]:
+        """SPILL-2 for tool-result messages the model has not seen yet (decided once, then frozen).
+        `given` is copied only when a message is rewritten: a call usually rewrites none, and copying
+        the whole history before every call would cost as much as the rest of the call."""
+        history = given if isinstance(given, list) else list(given)
+        copied = history is not given
         for index in range(len(history) - 1, -1, -1):
             message = history[index]
             if message.id in self._budget_checked:
@@ -254,6 +245,8 @@ class ContextController(Extension):
                 replaced = {r.tool_use_id: r for r in fitted}
                 parts = [replaced.get(p.tool_use_id, p) if isinstance(p, ToolResultPart) else p
                          for p in message.parts]
+                if not copied:
+                    history, copied = list(history), True
                 history[index] = message.with_parts(parts)
                 self.stats.last_event = "spill"
                 self._rewrite(history[index])

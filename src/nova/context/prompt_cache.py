@@ -4,6 +4,9 @@
 - `on_call` (after each successful call): `CacheMonitor` compares it with the previous call; a break is
   emitted as a `CacheBreak` event and recorded in the session as a `cache_break` event (which
   `nova sessions show` lists).
+
+Both keep what they worked out for the previous call (`CachePlanner`, `CacheMonitor`), so a call costs
+its new messages, not the whole history.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from nova import events as ev
-from nova.context.cache import apply_cache_plan
+from nova.context.cache import CachePlanner
 from nova.context.cache_diagnosis import CacheBreakReport, CacheMonitor
 from nova.core import ModelRequest
 from nova.extensions import CallRecord, Extension
@@ -43,13 +46,14 @@ class PromptCache(Extension):
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.counter = counter
+        self.planner = CachePlanner(counter)
         self.bus = bus or ev.EventBus()
         self.session = session
         self.session_id = session_id
         self.monitor = CacheMonitor(model=model, **({"clock": clock} if clock else {}))
 
     def prepare_request(self, *, request: ModelRequest) -> ModelRequest:
-        return apply_cache_plan(request, counter=self.counter)
+        return self.planner.apply(request)
 
     def on_call(self, *, record: CallRecord) -> None:
         # Price by the model that answered when the table knows it, else by the one asked for (as the loop).

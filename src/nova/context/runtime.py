@@ -221,7 +221,8 @@ class ContextRuntime(Extension):
         return self.last.view
 
     def measure(self, history: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> int:
-        return self.compile(history, system=system, tools=tools).manifest.used
+        # The figure alone: the manifest (built on first read) is for /context, not for every call.
+        return self.compile(history, system=system, tools=tools).used
 
     def compile(self, history: Sequence[Message], *, system: str, tools: Sequence[ToolSpec]) -> Compiled:
         head = self.sources.head

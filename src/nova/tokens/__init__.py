@@ -24,6 +24,7 @@ from nova.tokens.ledger import (
     context_percent,
     estimate_context_tokens,
 )
+from nova.tokens.memo import MemoCounter, MessageTotals
 from nova.tokens.offline_tiktoken import TiktokenCounter, TokenizerUnavailable
 from nova.tokens.sizing import count_message, count_messages, count_system, count_tools
 
@@ -34,6 +35,8 @@ __all__ = [
     "Anchor",
     "CharRatioCounter",
     "HeuristicCounter",
+    "MemoCounter",
+    "MessageTotals",
     "Overheads",
     "TiktokenCounter",
     "TokenCounter",

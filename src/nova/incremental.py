@@ -15,6 +15,12 @@ last stretch (an appended turn, a view whose last few messages moved), makes the
 list from there and compares whole lists once to confirm the rest is shared; only a departure deep
 inside (a snip, a compaction) falls back to `common_prefix`, which compares slices block by block.
 
+A view sent to the model is a new sequence every call, and building it as a list would itself be a pass
+over the whole history. So the context compiler builds views as `MessageBlocks`: full blocks of
+`BLOCK_SIZE` messages, immutable tuples shared from one view to the next, plus a short tail. Making a
+view costs its tail; `LastSeen` tells how far a new view repeats the last one by comparing blocks (the
+same tuple is the same messages) and then the tails.
+
 What a consumer works out per message (a token count, a digest) goes in a `MessageMemo`: keyed by the
 message id and checked against the message itself, so a snipped version with the same id is worked out
 again and a message moved by a compaction is not. Every memo here is bounded by `GenerationalMemo`,
@@ -23,12 +29,13 @@ which never empties itself all at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from typing import Any, Generic, TypeVar, overload
 
 from nova.messages import Message
 
-__all__ = ["GenerationalMemo", "MessageMemo", "common_prefix", "follow"]
+__all__ = ["BLOCK_SIZE", "GenerationalMemo", "LastSeen", "MessageBlocks", "MessageMemo", "common_prefix", "follow"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -87,6 +94,132 @@ def follow(mirror: list[Any], new: Sequence[Any]) -> int:
     del mirror[shared:]
     mirror.extend(new[shared:])
     return shared
+
+
+BLOCK_SIZE = 1024
+
+
+class MessageBlocks(Sequence[Message]):
+    """An immutable sequence of messages made of full blocks of `BLOCK_SIZE` messages and a tail.
+
+    Consecutive views of a growing history share their full blocks (the same tuple objects), so a new
+    view costs its tail and a pointer per block, and two views are compared block by block. It reads
+    like any sequence (indexes, slices as lists, iteration, `==` against any sequence of messages)."""
+
+    __slots__ = ("_length", "blocks", "tail")
+
+    def __init__(self, blocks: tuple[tuple[Message, ...], ...] = (), tail: tuple[Message, ...] = ()) -> None:
+        if any(len(block) != BLOCK_SIZE for block in blocks):
+            raise ValueError(f"every block holds exactly {BLOCK_SIZE} messages")
+        self.blocks = blocks
+        self.tail = tail
+        self._length = len(blocks) * BLOCK_SIZE + len(tail)
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return self._slice(index)
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("message index out of range")
+        full = len(self.blocks) * BLOCK_SIZE
+        if index >= full:
+            return self.tail[index - full]
+        block, offset = divmod(index, BLOCK_SIZE)
+        return self.blocks[block][offset]
+
+    def _slice(self, index: slice) -> list[Message]:
+        start, stop, step = index.indices(self._length)
+        if step != 1:
+            return list(self)[index]
+        out: list[Message] = []
+        full = len(self.blocks) * BLOCK_SIZE
+        position = start
+        while position < stop:
+            if position >= full:
+                out.extend(self.tail[position - full : stop - full])
+                break
+            block, offset = divmod(position, BLOCK_SIZE)
+            taken = self.blocks[block][offset : offset + stop - position]
+            out.extend(taken)
+            position += len(taken)
+        return out
+
+    def __iter__(self) -> Iterator[Message]:
+        return chain(chain.from_iterable(self.blocks), self.tail)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MessageBlocks):
+            return len(self) == len(other) and common_prefix(self, other) == len(self)
+        if isinstance(other, list | tuple):
+            return len(self) == len(other) and all(a is b or a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageBlocks({len(self.blocks)} blocks, {len(self.tail)} in the tail)"
+
+
+def _first_difference(before: tuple[Any, ...], after: tuple[Any, ...]) -> int:
+    """The length of the common prefix of two tuples, by bisection over C-level prefix comparisons."""
+    low, high = 0, min(len(before), len(after))  # the prefix is at least `low` and at most `high` long
+    while low < high:
+        middle = (low + high + 1) // 2
+        if before[low:middle] == after[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _blocks_prefix(before: MessageBlocks, after: MessageBlocks) -> int:
+    shared, differs = 0, False
+    for old, new in zip(before.blocks, after.blocks, strict=False):
+        if not (old is new or old == new):
+            differs = True
+            break
+        shared += 1
+    start = shared * BLOCK_SIZE
+    # What is left to compare: the block where they differ, or else what follows the shorter run of
+    # blocks (a tail).
+    rest = min(len(before), len(after)) - start
+    if differs:
+        rest = min(rest, BLOCK_SIZE)
+    old_rest, new_rest = tuple(before[start : start + rest]), tuple(after[start : start + rest])
+    return start + _first_difference(old_rest, new_rest)
+
+
+class LastSeen:
+    """The sequence of messages a consumer last worked on, and how much of a new one repeats it.
+
+    A `MessageBlocks` is kept as it is (it never changes) and compared block by block; any other
+    sequence is mirrored in a private list (`follow`). `items` is the last sequence, to read from."""
+
+    def __init__(self) -> None:
+        self.items: Sequence[Message] = ()
+        self._mirror: list[Message] | None = None
+
+    def update(self, new: Sequence[Message]) -> int:
+        """Take `new` as the last sequence; return the length of the prefix it shares with the previous one."""
+        old = self.items
+        if isinstance(new, MessageBlocks):
+            shared = _blocks_prefix(old, new) if isinstance(old, MessageBlocks) else common_prefix(old, new)
+            self.items, self._mirror = new, None
+            return shared
+        mirror = self._mirror if self._mirror is not None else list(old)
+        shared = follow(mirror, new)
+        self.items = self._mirror = mirror
+        return shared
 
 
 _MISSING: Any = object()

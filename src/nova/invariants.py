@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nova.incremental import follow
+from nova.incremental import LastSeen
 from nova.messages import Message, SummaryPart, ThinkingPart, ToolResultPart, ToolUsePart
 
 __all__ = [
@@ -83,20 +83,20 @@ class PairingChecker:
     """`check_tool_pairing` for the views of one session, at a cost that follows what changed.
 
     It keeps the last view it checked and that view's violations. A new view is compared with it
-    (`follow`); a message's verdict depends on itself and its neighbours, so verdicts up to two
+    (`LastSeen`); a message's verdict depends on itself and its neighbours, so verdicts up to two
     before the first changed message stand and only the rest is checked again: the new messages of an
     appended turn, everything after a snipped message, the whole view after a compaction. The answer is
     always exactly `check_tool_pairing(view)`."""
 
     def __init__(self) -> None:
-        self._view: list[Message] = []
+        self._view = LastSeen()
         self._found: list[Violation] = []
 
     def check(self, view: Sequence[Message]) -> list[Violation]:
-        shared = follow(self._view, view)
+        shared = self._view.update(view)
         start = max(shared - 1, 0)  # the last shared message may have lost or gained its answer
         del self._found[bisect_left(self._found, start, key=lambda v: v.index):]
-        self._found.extend(_pairing_problems(self._view, start))
+        self._found.extend(_pairing_problems(self._view.items, start))
         return list(self._found)
 
 

@@ -10,11 +10,12 @@ the checker that starts from nothing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
 
+from nova.incremental import BLOCK_SIZE, MessageBlocks, common_prefix
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 
 # Few tool ids, so that pairs match, go missing and repeat (the pairing check has something to find).
@@ -81,3 +82,29 @@ def replay(steps: list[tuple[str, Any]]) -> Iterator[list[Message]]:
         elif kind == "fresh":
             history = [dataclasses.replace(m) for m in history]
         yield list(history)
+
+
+def as_views(states: Iterator[list[Message]], base: Sequence[Message] = ()) -> Iterator[MessageBlocks]:
+    """Each history (after `base`) as the compiler hands it out: `MessageBlocks` whose full blocks are
+    the very tuples of the previous view as far as the history did not change."""
+    previous: list[Message] = []
+    blocks: list[tuple[Message, ...]] = []
+    for state in states:
+        history = [*base, *state]
+        del blocks[common_prefix(previous, history) // BLOCK_SIZE :]
+        while (len(blocks) + 1) * BLOCK_SIZE <= len(history):
+            start = len(blocks) * BLOCK_SIZE
+            blocks.append(tuple(history[start : start + BLOCK_SIZE]))
+        previous = history
+        yield MessageBlocks(tuple(blocks), tuple(history[len(blocks) * BLOCK_SIZE :]))
+
+
+def long_base(n: int) -> list[Message]:
+    """`n` plain messages (requests, tool calls and their results) to put before a drawn history."""
+    out: list[Message] = []
+    for i in range(n // 3):
+        use = ToolUsePart(f"b{i}", "bash", {"command": f"ls {i}"})
+        out += [Message.user(f"request {i}", id=f"bu{i}", created_at=0.0),
+                Message(role="assistant", parts=(use,), id=f"ba{i}", created_at=0.0),
+                Message(role="user", parts=(ToolResultPart(use.id, f"file_{i}.py"),), id=f"br{i}", created_at=0.0)]
+    return out

@@ -13,7 +13,7 @@ from nova.messages import Message
 from nova.tokens import TokenLedger
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-from .histories import edits, replay
+from .histories import edits, long_base, replay
 
 COUNTER = HeuristicCounter(CL100K_PROFILE)
 TOOLS = [ToolSpec("bash", "Run a command.", {"type": "object"})]
@@ -64,10 +64,34 @@ def test_a_snip_deep_in_a_long_history_rebuilds_only_the_segments_after_it() -> 
     before = list(compiler._chunks)
     history[5001] = history[5001].with_metadata(snipped=True)
     compiled = compiler.compile(inputs(history, None))
-    assert compiled.manifest.to_dict() == compile(inputs(history, None)).manifest.to_dict()
+    fresh = compile(inputs(history, None))
+    assert compiled.manifest.to_dict() == fresh.manifest.to_dict()
+    assert compiled.view.to_bytes() == fresh.view.to_bytes()  # the view's block holding it was rebuilt
     # The segments wholly before the snipped message were kept, not redone (the very same objects; the
     # last of them is copied, since it may be extended again).
     kept = [c for c in before if c.end <= 5001]
     assert len(kept) > 2 and all(a is b for a, b in zip(kept[:-1], compiler._chunks, strict=False))
     assert (compiler._chunks[len(kept) - 1].ids, compiler._chunks[len(kept) - 1].digest) == (kept[-1].ids,
                                                                                              kept[-1].digest)
+
+
+LONG = long_base(2 * 1024 + 300)
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=edits(max_steps=8))
+def test_views_of_a_long_history_share_blocks_and_match_a_fresh_compile(steps: list) -> None:
+    compiler = ContextCompiler()
+    ledger = TokenLedger(COUNTER)
+    previous = None
+    for history in replay(steps):
+        full = [*LONG, *history]
+        ledger.record(full[-1].id, Usage(input_tokens=900, output_tokens=3))
+        compiled = compiler.compile(inputs(full, ledger))
+        fresh = compile(inputs(full, ledger))
+        assert compiled.view.to_bytes() == fresh.view.to_bytes() and compiled.used == fresh.used
+        assert list(compiled.view.messages) == list(fresh.view.messages)
+        if previous is not None and full[:2048] == previous[0]:
+            # An unchanged start of history is the very same blocks as in the previous view.
+            assert compiled.view.messages.blocks[0] is previous[1].blocks[0]  # type: ignore[attr-defined]
+        previous = (full[:2048], compiled.view.messages)

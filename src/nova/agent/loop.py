@@ -256,7 +256,7 @@ class Agent:
         view = self._compile(history)
         if view is not None:
             # Send the compiled view (CTX-1); history itself is left as it is.
-            # The view's own list (never changed once made): a copy would cost a pass over the history.
+            # The view's messages as they are (immutable): a copy would cost a pass over the history.
             return ModelRequest(model=self.model, system=view.system, messages=view.messages,
                                 tools=list(view.tools), max_output_tokens=self.max_output_tokens, cache=self.cache)
         return ModelRequest(

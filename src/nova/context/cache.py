@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nova.core import CacheHints, ModelRequest, ToolSpec
-from nova.incremental import MessageMemo, follow
+from nova.incremental import LastSeen, MessageMemo
 from nova.messages import Message
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.pricing import model_info
@@ -178,13 +178,13 @@ class CachePlanner:
     The plan needs the size of the prefix through the last user message, and requests only grow
     between compactions. The planner keeps the messages of the last request with the running size at
     each position (each message counted once, `MessageMemo`), and the system-role messages among them;
-    a new request is compared with them (`follow`) and only what follows the first difference is
+    a new request is compared with them (`LastSeen`) and only what follows the first difference is
     counted. Its plan is always exactly `plan_cache(request, counter=counter)`."""
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter: TokenCounter = counter or HeuristicCounter(CL100K_PROFILE)
         self._sizes = MessageMemo(self._size)
-        self._messages: list[Message] = []
+        self._messages = LastSeen()
         self._running: list[int] = [0]
         self._system_at: list[int] = []
         self._tools: tuple[ToolSpec, ...] = ()
@@ -198,7 +198,7 @@ class CachePlanner:
 
     def plan(self, request: ModelRequest, *, min_tokens: int | None = None) -> CachePlan:
         messages = request.messages
-        shared = follow(self._messages, messages)
+        shared = self._messages.update(messages)
         del self._running[shared + 1 :]
         del self._system_at[bisect_left(self._system_at, shared):]
         total = self._running[-1]

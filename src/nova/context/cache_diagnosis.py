@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from nova.context.cache import TTL_SECONDS, join_system_text, system_text
 from nova.core import ModelRequest, Usage
-from nova.incremental import MessageMemo, follow
+from nova.incremental import LastSeen, MessageMemo
 from nova.messages import Message, to_dict
 from nova.providers.pricing import model_info
 
@@ -225,10 +225,10 @@ def _first_change(before: _Joined, after: _Joined) -> int | None:
 
 class _MessageSegments:
     """The message segments of the last request, brought up to date from where a new request departs
-    from it (`follow`); each message's digest is worked out once (`MessageMemo`)."""
+    from it (`LastSeen`); each message's digest is worked out once (`MessageMemo`)."""
 
     def __init__(self) -> None:
-        self.messages: list[Message] = []
+        self.messages = LastSeen()
         """The last request's messages, system-role ones included."""
         self.counted: list[int] = [0]
         """How many message segments come before each position of `messages`."""
@@ -242,7 +242,7 @@ class _MessageSegments:
     def update(self, messages: Sequence[Message]) -> tuple[int, list[Segment]]:
         """Take the new request's messages; returns how many message segments are unchanged and the
         previous request's segments after them."""
-        shared = follow(self.messages, messages)
+        shared = self.messages.update(messages)
         kept = self.counted[shared]
         tail = self.segments[kept:]
         del self.counted[shared + 1 :], self.segments[kept:], self.sent[kept:]
@@ -260,7 +260,7 @@ class _MessageSegments:
 
     def system_text(self, system: str) -> str:
         """`system_text` of the request last taken, whose own system text is `system`."""
-        return join_system_text(system, [self.messages[i].text for i in self.system_at])
+        return join_system_text(system, [self.messages.items[i].text for i in self.system_at])
 
 
 @dataclass(slots=True)

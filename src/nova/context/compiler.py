@@ -44,7 +44,7 @@ from typing import Any
 from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, apportion
 from nova.context.policy import PolicyResolution, PolicySource, resolve
 from nova.core import ToolSpec
-from nova.incremental import GenerationalMemo, MessageMemo, follow
+from nova.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
 from nova.messages import Message, TextPart, to_dict
 from nova.tokens import TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
@@ -117,8 +117,8 @@ class CompileInput:
 class ContextView:
     system: str
     messages: Sequence[Message]
-    """A list that is never changed once the view is made (read it, copy it to change it): turning the
-    view of a long history into a tuple would cost several times more than building it."""
+    """Immutable (`MessageBlocks`): consecutive views of a growing history share its full blocks, so a
+    view costs what changed, not a copy of the history."""
     tools: tuple[ToolSpec, ...]
 
     def to_dict(self) -> dict[str, Any]:
@@ -230,6 +230,8 @@ class ContextCompiler:
         self._chunked = 0
         self._chunk_tokens = 0
         """The tokens of all `_chunks`."""
+        self._blocks: list[tuple[Message, ...]] = []
+        """`_history` in full blocks (as far as they were needed), shared by the views."""
         self._memory_at: list[int] = []
         """Positions of the memory messages in `_chunks`."""
         self._last: tuple[tuple[Any, ...], Compiled] | None = None
@@ -249,7 +251,7 @@ class ContextCompiler:
             self._counter = counter
             self._messages.clear()
             self._texts.clear()
-            self._history, self._chunks, self._chunked = [], [], 0
+            self._history, self._chunks, self._chunked, self._blocks = [], [], 0, []
             self._chunk_tokens, self._memory_at, self._last = 0, [], None
             self._tools_key = ()
             self._segment_cache.clear()
@@ -321,6 +323,12 @@ class ContextCompiler:
         self._chunked = max(self._chunked, req)
         return chunks
 
+    def _blocks_of(self, history: list[Message], count: int) -> tuple[tuple[Message, ...], ...]:
+        """The first `count` full blocks of `history` (which the mirror holds): each built once."""
+        for index in range(len(self._blocks), count):
+            self._blocks.append(tuple(history[index * BLOCK_SIZE : (index + 1) * BLOCK_SIZE]))
+        return tuple(self._blocks[:count])
+
     def _resolution(self, sources: Sequence[PolicySource]) -> PolicyResolution:
         key = ("|".join(s.id for s in sources), _sha("\0".join(s.text for s in sources)), "")
         cached = self._directives.get(key)
@@ -337,6 +345,7 @@ class ContextCompiler:
         history = inp.history if isinstance(inp.history, list) else list(inp.history)
         previous = len(self._history)
         shared = follow(self._history, history)
+        del self._blocks[shared // BLOCK_SIZE :]
         key = (tuple(inp.head), tuple(inp.tools), inp.pinned, tuple(inp.observations), tuple(inp.policy), inp.limit,
                inp.window, inp.pinned_budget, inp.ledger, inp.ledger.anchor if inp.ledger else None, counter)
         if self._last is not None and shared == previous == len(history) and self._last[0] == key:
@@ -440,17 +449,22 @@ class ContextCompiler:
         obs_message = _observation_message(observations)
         # The observations go right after the request they were taken for: the request stays the first
         # message of its turn (as the user wrote it), and both belong to the part after the stable prefix.
-        messages = list(history)
+        # The view repeats history up to the first place it departs from it (the observations, a left
+        # out or trimmed memory): that part is shared blocks, only the rest is built for this call.
+        departs = min([req + 1 if obs_message is not None else len(history), *replaced])
+        blocks = self._blocks_of(history, departs // BLOCK_SIZE)
+        base = len(blocks) * BLOCK_SIZE
+        messages = history[base:]
         if obs_message is not None:
-            messages.insert(req + 1, obs_message)
+            messages.insert(req + 1 - base, obs_message)
         offset = 1 if obs_message is not None else 0
         for i, new in sorted(replaced.items(), reverse=True):
-            at = i if i <= req else i + offset
+            at = (i if i <= req else i + offset) - base
             if new is None:
                 del messages[at]
             else:
                 messages[at] = new
-        view = ContextView(system=system, messages=messages, tools=tools)
+        view = ContextView(system=system, messages=MessageBlocks(blocks, tuple(messages)), tools=tools)
 
         # The one figure (TOK-3), and segments calibrated to it.
         if inp.ledger is not None:

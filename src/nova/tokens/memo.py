@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from nova.incremental import GenerationalMemo, follow
+from nova.incremental import GenerationalMemo, LastSeen
 from nova.messages import Message
 from nova.tokens.counters import TokenCounter
 
@@ -47,20 +47,20 @@ class MessageTotals:
     """Sums of a per-message size over message lists that mostly extend one another.
 
     It keeps the list it last summed and the running total at each position; a new list is compared
-    with it (`follow`) and only the messages after the first difference are sized and added.
+    with it (`LastSeen`) and only the messages after the first difference are sized and added.
     `size` must depend on the message alone (memoize it per message: after a compaction or a snip the
     rest of the list is summed again). Safe to call from several threads."""
 
     def __init__(self, size: Callable[[Message], int]) -> None:
         self.size = size
-        self._messages: list[Message] = []
+        self._messages = LastSeen()
         self._running: list[int] = [0]
         self._lock = threading.Lock()
 
     def sum(self, messages: Sequence[Message], start: int = 0) -> int:
         """The sum of `size` over `messages[start:]`."""
         with self._lock:
-            shared = follow(self._messages, messages)
+            shared = self._messages.update(messages)
             del self._running[shared + 1 :]
             total = self._running[-1]
             for message in messages[shared:]:

@@ -82,6 +82,22 @@ def test_snipped_content_from_the_store_wins_on_resume(nova_home: Path) -> None:
     again.close()
 
 
+def test_history_loaded_after_more_records_includes_them(nova_home: Path) -> None:
+    """`open` keeps the tail it parsed for `load_history`; anything recorded in between is not lost."""
+    s = _new(nova_home)
+    s.record_message(user("a", "m1"))
+    s.close()
+    again = Session.open(nova_home, s.id)
+    again.record_message(assistant_call("m2", "c1"))
+    again.record_message(results("m3", "c1"))
+    snipped = results("m3", "c1").with_parts([results("m3", "c1").parts[0].__class__("c1", "[... snipped ...]")])
+    again.update_message_content("m3", snipped)
+    history = again.load_history()
+    assert [m.id for m in history] == ["m1", "m2", "m3"] and history[-1] == snipped
+    assert [m.id for m in again.load_history()] == ["m1", "m2", "m3"]  # and again, from the file
+    again.close()
+
+
 def test_open_rejects_bad_ids_and_missing_sessions(nova_home: Path) -> None:
     for bad in ["../x", "a/b", "", ".hidden", "a..b", "x" * 200]:
         with pytest.raises(StorageError, match="invalid session id"):

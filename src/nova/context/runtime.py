@@ -260,22 +260,23 @@ class ContextRuntime:
         return render_pinned(state) or "task state is empty"
 
     def record_test(self, *, command: str, exit_code: int, cwd: Path) -> None:
-        workspace = workspace_hash(cwd)
-        before = self.state.load()
-        after = record_test_run(before, command=command, exit_code=exit_code, workspace=workspace,
-                                source=f"bash `{command}`", now=time.time())
-        if after is not before:
-            self.state.save(after)
+        workspace, now = workspace_hash(cwd), time.time()
+        before = self.state.load().version
+        after = self.state.update(lambda s: record_test_run(s, command=command, exit_code=exit_code,
+                                                            workspace=workspace, source=f"bash `{command}`", now=now))
+        if after.version != before:
             self._workspace = ("", None)
 
     def _notice_request(self, message: Message, state: TaskState) -> TaskState:
         if message.id == self._seen_request:
             return state
         self._seen_request = message.id
-        proposed = propose_from_message(state, message.text, message_id=message.id)
-        if proposed.pending != state.pending:
-            return self.state.save(proposed)
-        return state
+
+        def notice(current: TaskState) -> TaskState:
+            proposed = propose_from_message(current, message.text, message_id=message.id)
+            return proposed if proposed.pending != current.pending else current
+
+        return self.state.update(notice)
 
     def _workspace_hash(self, marker: str, state: TaskState) -> str | None:
         """The workspace hash the pinned block judges evidence against, sampled once per user request

@@ -11,6 +11,7 @@ import pytest
 from nova.errors import StorageError
 from nova.messages import Message, SummaryPart
 from nova.providers.base import Usage
+from nova.sessions.meta import META_VERSION
 from nova.sessions.repair import INTERRUPTED
 from nova.sessions.session import Session, delete_session, list_sessions
 
@@ -26,7 +27,7 @@ def test_create_lays_out_the_directory(nova_home: Path) -> None:
     assert s.dir == nova_home / "sessions" / s.id
     assert {p.name for p in s.dir.iterdir()} == {"transcript.jsonl", "meta.json", "tool-results", "tool-output"}
     meta = json.loads((s.dir / "meta.json").read_text())
-    assert meta["v"] == 1 and meta["title"] == "t" and meta["provider"] == "anthropic"
+    assert meta["v"] == META_VERSION and meta["title"] == "t" and meta["provider"] == "anthropic"
     assert (nova_home / "nova.db").exists()
     s.close()
 
@@ -39,7 +40,7 @@ def test_record_flush_and_totals(nova_home: Path) -> None:
     s.record_event("tool_metadata", {"k": "v"})
     s.flush()
     meta = json.loads((s.dir / "meta.json").read_text())
-    assert meta["message_count"] == 2 and meta["input_tokens"] == 100 and meta["cost_usd"] == 0.25
+    assert meta["message_count"] == 2 and meta["usage"]["input_tokens"] == 100 and meta["cost_usd"] == 0.25
     assert s.meta.total_tokens == 160
     assert b"secret reasoning" not in (s.dir / "transcript.jsonl").read_bytes()
     row = s.store.get_session(s.id)

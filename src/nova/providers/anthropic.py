@@ -35,20 +35,9 @@ def _event_dict(event: Any) -> Mapping[str, Any]:
 
 
 def usage_from_anthropic(usage: Mapping[str, Any]) -> Usage:
-    def num(key: str) -> int:
-        value = usage.get(key)
-        return int(value) if isinstance(value, int | float) else 0
-
-    # `cache_creation` splits the writes by TTL when the request used both (5-minute and 1-hour).
-    detail = usage.get("cache_creation")
-    one_hour = detail.get("ephemeral_1h_input_tokens") if isinstance(detail, Mapping) else None
-    return Usage(
-        input_tokens=num("input_tokens"),
-        output_tokens=num("output_tokens"),
-        cache_read_tokens=num("cache_read_input_tokens"),
-        cache_write_tokens=num("cache_creation_input_tokens"),
-        cache_write_1h_tokens=int(one_hour) if isinstance(one_hour, int | float) else 0,
-    )
+    """Anthropic's usage object, normalized (`cache_creation` splits the writes by TTL when the request
+    used both 5-minute and 1-hour breakpoints)."""
+    return Usage.from_dict(usage)
 
 
 class AnthropicProvider:

@@ -43,31 +43,13 @@ def _as_dict(value: Any) -> Mapping[str, Any]:
     return to_dict() if callable(to_dict) else {}
 
 
-def _int(mapping: Any, key: str) -> int:
-    value = mapping.get(key) if isinstance(mapping, Mapping) else None
-    return int(value) if isinstance(value, int | float) else 0
-
-
 def usage_from_chat(usage: Mapping[str, Any]) -> Usage:
-    prompt = _int(usage, "prompt_tokens")
-    cached = min(_int(usage.get("prompt_tokens_details"), "cached_tokens"), prompt)
-    return Usage(
-        input_tokens=prompt - cached,
-        output_tokens=_int(usage, "completion_tokens"),
-        cache_read_tokens=cached,
-        reasoning_tokens=_int(usage.get("completion_tokens_details"), "reasoning_tokens"),
-    )
+    return Usage.from_dict(usage)
 
 
 def usage_from_responses(usage: Mapping[str, Any]) -> Usage:
-    total_input = _int(usage, "input_tokens")
-    cached = min(_int(usage.get("input_tokens_details"), "cached_tokens"), total_input)
-    return Usage(
-        input_tokens=total_input - cached,
-        output_tokens=_int(usage, "output_tokens"),
-        cache_read_tokens=cached,
-        reasoning_tokens=_int(usage.get("output_tokens_details"), "reasoning_tokens"),
-    )
+    # Responses objects are recognized by their `*_details`; one without them has nothing cached.
+    return Usage.from_dict(usage)
 
 
 _INCOMPLETE_REASONS: dict[str, StopReason] = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}

@@ -201,7 +201,7 @@ def parse_record(line: bytes | str, where: str) -> Record:
             usage = data.get("usage")
             return MessageRecord(
                 message=from_dict(data["message"]),
-                usage=Usage(**usage) if usage else None,
+                usage=Usage.from_dict(usage) if isinstance(usage, Mapping) else None,
                 ts=float(data.get("ts", 0.0)),
             )
         if kind == "compact_boundary":

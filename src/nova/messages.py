@@ -17,13 +17,14 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 
 __all__ = [
     "ImagePart",
     "Message",
+    "MessageOrigin",
     "Part",
     "Role",
     "SummaryPart",
@@ -39,6 +40,18 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant"]
+
+MessageOrigin = Literal["summary", "summary_request", "context", "memory"]
+"""Which part of Nova put a message into the conversation when nobody in the conversation wrote it:
+
+    summary          a compaction summary standing in for older messages (with its restore attachment)
+    summary_request  the instruction asking a model for that summary (sent once, never kept)
+    context          observations the context compiler adds to the view (pinned task state and the like)
+    memory           memories recalled for the current turn
+
+`Message.origin` is None for the conversation itself: what a person typed, the model answered, a tool
+returned. Transcripts written before the field existed said the same in `metadata["nova_kind"]`;
+`from_dict` moves it over."""
 
 
 def new_id(prefix: str = "msg") -> str:
@@ -115,6 +128,7 @@ class Message:
     id: str = field(default_factory=new_id)
     created_at: float = field(default_factory=time.time)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    origin: MessageOrigin | None = None
 
     # -- constructors -------------------------------------------------------------------------------
     @classmethod
@@ -153,17 +167,31 @@ class Message:
 
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-_MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
 def to_dict(message: Message) -> dict[str, Any]:
-    """The one serializer: a JSON-ready dict with every part tagged by `kind`."""
+    """The one serializer: a JSON-ready dict with every part tagged by `kind`. `origin` is left out when
+    it is None, so a conversation message is written exactly as before the field existed."""
     data: dict[str, Any] = _MESSAGE_ADAPTER.dump_python(message, mode="json")
+    if data.get("origin") is None:
+        data.pop("origin", None)
     return data
 
 
 def from_dict(data: Mapping[str, Any]) -> Message:
+    metadata = data.get("metadata")
+    if isinstance(metadata, Mapping) and "nova_kind" in metadata and "origin" not in data:
+        data = _origin_from_nova_kind(data, metadata)
     return _MESSAGE_ADAPTER.validate_python(data)
+
+
+def _origin_from_nova_kind(data: Mapping[str, Any], metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A message written before `origin` existed: its `metadata["nova_kind"]` becomes the field. Only
+    the four origins were ever written; anything else is left in the metadata rather than refused."""
+    if metadata["nova_kind"] not in get_args(MessageOrigin):
+        return data
+    rest = {k: v for k, v in metadata.items() if k != "nova_kind"}
+    return {**data, "metadata": rest, "origin": metadata["nova_kind"]}
 
 
 def dumps(messages: Iterable[Message]) -> str:
@@ -171,7 +199,7 @@ def dumps(messages: Iterable[Message]) -> str:
 
 
 def loads(text: str) -> list[Message]:
-    return _MESSAGES_ADAPTER.validate_json(text)
+    return [from_dict(item) for item in json.loads(text)]
 
 
 def iter_tool_pairs(messages: Iterable[Message]) -> Iterator[tuple[ToolUsePart, ToolResultPart | None]]:

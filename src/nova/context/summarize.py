@@ -102,7 +102,7 @@ class Summarizer(Protocol):
 # -- shared helpers ----------------------------------------------------------------------------------
 def is_user_message(message: Message) -> bool:
     """A message a person wrote: user role, text only, not a tool result or one of Nova's own inserts."""
-    if message.role != "user" or message.metadata.get("nova_kind"):
+    if message.role != "user" or message.origin is not None:
         return False
     if message.has("tool_result") or message.has("summary"):
         return False
@@ -175,7 +175,7 @@ class ModelSummarizer:
         instruction = summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
                                           transcript_path=request.transcript_path, kept_messages=kept)
         if self.reuse_cache:
-            messages = [*shown, Message.user(instruction, metadata={"nova_kind": "summary_request"})]
+            messages = [*shown, Message.user(instruction, origin="summary_request")]
         else:
             messages = [Message.user(render_transcript(request.older) + "\n\n" + instruction)]
         return ModelRequest(

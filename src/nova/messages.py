@@ -88,11 +88,16 @@ class ToolResultPart:
 @dataclass(frozen=True, slots=True)
 class ThinkingPart:
     """Model reasoning. `signature` must go back byte-identical within one tool loop; `redacted` holds
-    the opaque payload of a redacted block. Never written to disk (SES-3)."""
+    the opaque payload of a redacted block. Never written to disk (SES-3).
+
+    `provider` names the API whose signature this is ("anthropic", "openai-responses"), or is "" for
+    reasoning that came unsigned. A signature means something only to the API that made it, so each
+    request converter sends a thinking part back only when `provider` is its own."""
 
     thinking: str
     signature: str = ""
     redacted: bool = False
+    provider: str = ""
     kind: Literal["thinking"] = "thinking"
 
 

@@ -21,7 +21,11 @@ from nova.messages import Message, new_id
 from nova.providers._assembly import StreamAssembler
 from nova.providers._optional import require_sdk, sdk_client
 from nova.providers.errors import classify_stream_error, translate_sdk_error
-from nova.providers.formats.anthropic import request_to_anthropic, stop_reason_from_anthropic
+from nova.providers.formats.anthropic import (
+    THINKING_PROVIDER,
+    request_to_anthropic,
+    stop_reason_from_anthropic,
+)
 from nova.providers.guard import check_real_request_allowed
 
 __all__ = ["AnthropicProvider", "usage_from_anthropic"]
@@ -73,7 +77,7 @@ class AnthropicProvider:
             raise translate_sdk_error(self.name, exc) from exc
 
     def _read(self, events: Iterable[Any], request: ModelRequest) -> Iterator[StreamEvent]:
-        assembler = StreamAssembler()
+        assembler = StreamAssembler(thinking_provider=THINKING_PROVIDER)
         usage: dict[str, Any] = {}
         stop: StopReason = "end_turn"
         response_id, model, finished = "", request.model, False

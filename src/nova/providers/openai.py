@@ -25,6 +25,7 @@ from nova.providers._assembly import StreamAssembler
 from nova.providers._optional import require_sdk, sdk_client
 from nova.providers.errors import classify_stream_error, translate_sdk_error
 from nova.providers.formats.openai_chat import request_to_chat, stop_reason_from_chat
+from nova.providers.formats.openai_responses import THINKING_PROVIDER as RESPONSES_THINKING
 from nova.providers.formats.openai_responses import reasoning_signature, request_to_responses
 from nova.providers.guard import check_real_request_allowed
 
@@ -170,7 +171,7 @@ class OpenAIResponsesProvider(_OpenAIBase):
         yield from self._read(self._client.responses.create(**params), request)
 
     def _read(self, events: Iterable[Any], request: ModelRequest) -> Iterator[StreamEvent]:
-        assembler = StreamAssembler()
+        assembler = StreamAssembler(thinking_provider=RESPONSES_THINKING)
         final: Mapping[str, Any] | None = None
         response_id, model = "", request.model
         for raw in events:

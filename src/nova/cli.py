@@ -20,7 +20,7 @@ from rich.table import Table
 from nova import __version__
 from nova import events as ev
 from nova.commands.errors import user_errors
-from nova.errors import NovaError
+from nova.errors import CommandError, NovaError
 from nova.settings import Settings, describe_settings, load_settings
 
 __all__ = ["app", "main"]
@@ -240,7 +240,7 @@ def _slash_command(settings: Settings, options: Any, text: str, agent: Any, *, q
     elif command in TASK_STATE_COMMANDS and runtime is not None:
         try:
             reply_text, ok = runtime.command(text.strip()), True
-        except ValueError as exc:
+        except CommandError as exc:
             reply_text, ok = str(exc), False
     else:
         store = MemoryStore.for_workspace(home=settings.home, cwd=options.cwd)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from nova.core import CacheHints, ModelRequest, ToolSpec
-from nova.errors import NovaError
+from nova.errors import SummaryError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter
@@ -64,10 +64,6 @@ SECTIONS = (
     "Pointers to raw history",
 )
 _USER_ENTRY = re.compile(r"^<user-message id=\"([^\"]*)\">\n(.*?)\n</user-message>$", re.S | re.M)
-
-
-class SummaryError(NovaError):
-    """The summarizer could not produce a usable summary (the compaction fails, nothing changes)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nova.core import Usage, usage_of
-from nova.errors import StorageError
+from nova.errors import SessionImportError
 from nova.messages import ImagePart, Message, Part, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.schema import EventRecord, MessageRecord
 from nova.sessions.transcript import TRANSCRIPT_NAME, Transcript
@@ -37,10 +37,6 @@ __all__ = ["FORMATS", "ImportedSession", "SessionImportError", "detect_format", 
 FORMATS = ("nova", "mini-swe-agent", "swe-agent", "openai", "claude-code")
 SYSTEM_PROMPT_EVENT = "system_prompt"
 IMPORTED_EVENT = "imported"
-
-
-class SessionImportError(StorageError):
-    """The file is missing, unreadable or in no format Nova knows."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nova.core import Usage
-from nova.errors import StorageError
+from nova.errors import SchemaVersionError, StorageError
 from nova.messages import Message, SummaryPart, ThinkingPart, from_dict, to_dict
 
 __all__ = [
@@ -63,10 +63,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 RecordType = Literal["message", "compact_boundary", "event"]
-
-
-class SchemaVersionError(StorageError):
-    """A record was written by a newer Nova than this one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from nova import events as ev
 from nova.commands.context import render_context
 from nova.context.runtime import runtime_for
 from nova.context.state import TASK_STATE_COMMANDS
-from nova.errors import NovaError
+from nova.errors import CommandError, NovaError
 from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
@@ -249,7 +249,7 @@ class NovaTUI(App[None]):
             else:
                 try:
                     self.notice(runtime.command(text))
-                except ValueError as exc:  # a malformed command: tell the user what it takes
+                except CommandError as exc:  # a malformed command: tell the user what it takes
                     self.notice(str(exc), error=True)
         else:
             self.notice(f"unknown command {command!r}. /help lists them.", error=True)

@@ -1,4 +1,4 @@
-"""How well does the token ledger predict what a provider reports? (issue 2 acceptance, TOK-1)
+"""How well does the token ledger predict what a provider reports? (TOK-1)
 
 For every recorded assistant call n > 1 of the real trajectories in ../shared/data, predict its real
 `prompt_tokens` from call n-1's real usage plus an estimate of the messages added since, and compare:

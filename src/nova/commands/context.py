@@ -1,6 +1,6 @@
 """`nova context [SESSION] [--why TEXT] [--json]`: what is in a session's context and why (CTX-2).
 
-Mounted by `nova.cli` as `app.command("context")(context_command)`. The session's working history is
+Mounted lazily by `nova.cli` as `nova context`. The session's working history is
 compiled exactly as the next model call would compile it (same head, tools, pinned task state), and the
 manifest is printed: one row per segment (class, tokens, share of the view, source, reason), totals
 against the threshold and the window, and what was left out and why. `--why TEXT` lists the segments
@@ -11,8 +11,8 @@ holding TEXT with the reason each is there. `render_context` is the `/context` t
 sum to it.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
 import json
 import os
 from dataclasses import replace
@@ -35,6 +35,7 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
     """(session id, compiled view) of a recorded session ("last" or None: the most recent one)."""
     from nova.agent.tools import default_registry
     from nova.app import SYSTEM_CONTRACT
+    from nova.context.budget import budget_for
     from nova.context.runtime import ContextRuntime, build_context_sources
     from nova.context.state import TaskStateStore
     from nova.sessions.session import Session, list_sessions
@@ -62,10 +63,8 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
             usage = usage_of(message) if message.role == "assistant" else None
             if usage is not None:
                 ledger.record(message.id, usage)
-        window = settings.window()
-        runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=lambda: ledger,
-                                 limit=lambda: settings.compaction.threshold(window), window=lambda: window,
-                                 observe_requests=False)
+        runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=ledger,
+                                 budget=budget_for(settings), observe_requests=False)
         compiled = runtime.compile(history, system=sources.system, tools=default_registry().specs())
     finally:
         session.close()

@@ -457,11 +457,13 @@ def build_user_section(
 
 
 def summarizer_for(
-    choice: str, *, provider: Provider | None, model: str, counter: TokenCounter | None = None
+    choice: str, *, provider: Provider | None, model: str, counter: TokenCounter | None = None,
+    cache: CacheHints | None = None,
 ) -> Summarizer:
     """The summarizer the `compaction.summarizer` setting asks for: `model`, `extractive`, or `auto`
-    (the model when there is a real provider; the offline demo model gets the extractive one)."""
+    (the model when there is a real provider; the offline demo model gets the extractive one). `cache`
+    is the agent's own breakpoints and cache key, so a model summary reads the agent's cached prefix."""
     use_model = choice == "model" or (choice == "auto" and provider is not None and provider.name != "demo")
     if use_model and provider is not None:
-        return ModelSummarizer(provider, model=model)
+        return ModelSummarizer(provider, model=model, cache=cache)
     return ExtractiveSummarizer(counter)

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Input, Static
 
 from nova import events as ev
 from nova.commands.context import render_context
-from nova.context.runtime import runtime_for
+from nova.context.runtime import ContextRuntime
 from nova.context.state import TASK_STATE_COMMANDS
 from nova.errors import CommandError, NovaError
 from nova.memory.config import parse_memory_config
@@ -243,7 +243,7 @@ class NovaTUI(App[None]):
         elif command == "/context":
             self._show_context()
         elif command in TASK_STATE_COMMANDS:
-            runtime = runtime_for(self.hub.live(self.session_id).agent)
+            runtime = self.hub.live(self.session_id).agent.extensions.get(ContextRuntime)
             if runtime is None:
                 self.notice("task state needs the context compiler, which is not attached", error=True)
             else:
@@ -280,7 +280,7 @@ class NovaTUI(App[None]):
     def _show_context(self) -> None:
         assert self.session_id is not None
         report = self.hub.context(self.session_id)
-        runtime = runtime_for(self.hub.live(self.session_id).agent)
+        runtime = self.hub.live(self.session_id).agent.extensions.get(ContextRuntime)
         if runtime is not None and runtime.last is not None:
             self.notice(render_context(runtime.last))
             return

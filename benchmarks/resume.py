@@ -36,6 +36,7 @@ from pathlib import Path
 from nova.core import Usage
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.export import resume
+from nova.sessions.schema import BoundaryRecord
 from nova.sessions.session import Session
 
 TAIL_AFTER_BOUNDARY = 200
@@ -74,14 +75,18 @@ def append(session: Session, start: int, stop: int) -> None:
 
 
 def compact(session: Session, upto: int) -> None:
-    """One compaction over records [0, upto), as the controller records it (context/controller.py)."""
+    """One compaction over records [0, upto), recorded as the controller records it
+    (`ContextController._record_compaction`): a summary message covering every folded id, then the
+    kept verbatim tail, in a `BoundaryRecord`."""
     kept = [m for m, _ in records(upto - KEPT_VERBATIM, upto)]
-    covers = [m.id for m, _ in records(0, upto - KEPT_VERBATIM)]
+    covers = tuple(m.id for m, _ in records(0, upto - KEPT_VERBATIM))
     text = "[Previous conversation summary]\n" + "The user asked for fixes across many modules. " * 40
-    summary = Message(role="user", parts=(SummaryPart(text, covers=tuple(covers)),), id="summary-1",
-                      created_at=T0 + upto, metadata={"nova_kind": "summary"})
-    session.record_compact_boundary(summary=text, trigger="threshold", tokens_before=900_000, tokens_after=9_000,
-                                    duration_ms=1500.0, covers=covers, messages=[summary, *kept])
+    summary = Message(role="user", parts=(SummaryPart(text, covers=covers),), id="summary-1", created_at=T0 + upto,
+                      origin="summary")
+    session.record_compact_boundary(BoundaryRecord(
+        id="", summary=text, trigger="threshold", tokens_before=900_000, tokens_after=9_000, duration_ms=1500.0,
+        covers=covers, messages=(summary, *kept),
+    ))
 
 
 def build(home: Path, total: int, *, boundary_at: int | None = None, base: Path | None = None) -> str:

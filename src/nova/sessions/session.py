@@ -157,6 +157,7 @@ class Session:
         return session
 
     def close(self) -> None:
+        self._tail = None  # a long tail is megabytes; a session opened only to read its log never used it
         if not self.readonly:
             self.flush()
         self.transcript.close()

@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -28,7 +28,7 @@ from pydantic_core import from_json
 
 from nova.core import Usage
 from nova.errors import StorageError
-from nova.messages import Message, from_dict
+from nova.messages import Message, SummaryPart, from_dict
 from nova.sessions.schema import (
     BoundaryRecord,
     MessageRecord,
@@ -332,7 +332,7 @@ def _decode(line: bytes) -> Record:
         record = _decode_boundary(line)
         if record is not None:
             return record
-    return record_from_json(from_json(line, cache_strings=False), "")
+    return record_from_json(from_json(line, cache_strings="keys"), "")
 
 
 def _decode_message(line: bytes) -> Message | None:
@@ -341,7 +341,7 @@ def _decode_message(line: bytes) -> Message | None:
     if not line.startswith(_MESSAGE_START):
         return None
     try:
-        data = from_json(line, cache_strings=False)
+        data = from_json(line, cache_strings="keys")
         if data.get("v") != 1 or data.get("type") != "message":  # a key repeated later wins
             return None
         return from_dict(data["message"])
@@ -355,32 +355,41 @@ def _decode_boundary(line: bytes) -> Record | None:
     None when that cannot be proven from the bytes; the caller then decodes the whole line.
 
     The line begins as `boundary_record` writes it, so the first `,"covers":[` is the boundary's own
-    key: only scalars come before it, and no string holds an unescaped quote. Its ids hold no bracket
+    key: only scalars come before it, and no string holds an unescaped quote (a line laid out another
+    way fails one of the checks below). Its ids hold no bracket
     or brace at all, so `[ids]` is one flat array wherever those bytes stand. The head holds exactly
-    one more `"covers":[`, followed by the same bytes and `]`, and the decoded head has exactly one
-    part with a `covers` list: that list was decoded from those bytes, so it is what the boundary's
-    own list decodes to. A damaged copy differs from the other and is left to the full reader."""
+    one more `"covers":[`, followed by the same bytes and `]`; it belongs to the head's one part with
+    covers, a summary part, and the decoded head has one summary part: its ids were decoded from those
+    bytes, so they are what the boundary's own list decodes to. A damaged copy differs from the other
+    and is left to the full reader."""
     start = line.find(b"," + _COVERS_KEY)
     stop = line.find(_HEAD_KEY, start)
     if start < 0 or stop < 0:
         return None
-    ids = line[start + 1 + len(_COVERS_KEY) : stop]
+    first = start + 1 + len(_COVERS_KEY)
+    ids = memoryview(line)[first:stop]  # compared and searched in place: it can be megabytes
     key = line.find(_COVERS_KEY, stop + len(_HEAD_KEY))
     if (
         key < 0
         or line.find(_COVERS_KEY, key + 1) >= 0
         or not line.startswith(ids, key + len(_COVERS_KEY))
         or not line.startswith(b"]", key + len(_COVERS_KEY) + len(ids))
-        or any(mark in ids for mark in (b"[", b"]", b"{", b"}"))
+        or any(line.find(mark, first, stop) >= 0 for mark in (b"[", b"]", b"{", b"}"))
     ):
         return None
-    data = from_json(line[: start + 1 + len(_COVERS_KEY)] + line[stop:], cache_strings=False)
+    data = from_json(line[:first] + line[stop:], cache_strings="keys")
     listed = [
-        part["covers"]
+        part
         for message in (data.get("messages") or ()) if isinstance(message, dict)
-        for part in (message.get("parts") or ()) if isinstance(part, dict) and isinstance(part.get("covers"), list)
+        for part in (message.get("parts") or ()) if isinstance(part, dict) and "covers" in part
     ]
-    if len(listed) != 1 or data.get("covers") != []:
+    if len(listed) != 1 or listed[0].get("kind") != "summary" or data.get("covers") != []:
         return None
-    data["covers"] = listed[0]
-    return record_from_json(data, "")
+    record = record_from_json(data, "")
+    if not isinstance(record, BoundaryRecord):
+        return None
+    summaries = [p for m in record.messages for p in m.parts if isinstance(p, SummaryPart)]
+    if len(summaries) != 1:
+        return None
+    # That one summary part was decoded from those bytes: its ids are the boundary's own.
+    return replace(record, covers=summaries[0].covers)

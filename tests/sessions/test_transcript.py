@@ -214,3 +214,39 @@ def test_a_transcript_written_with_nova_kind_resumes_with_typed_origins(tmp_path
     assert [(m.id, m.origin) for m in messages] == [("s1", "summary"), ("r1", "memory"), ("m2", None)]
     assert messages[1].metadata == {"memories": ["tabs"]}
     assert [is_nova_insert(m) for m in messages] == [True, True, False]
+
+
+@pytest.mark.parametrize("first_to_leave", ["first", "second"])
+def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it(tmp_path: Path, first_to_leave: str) -> None:
+    """Reads pause full collections; two reads on two threads, ending in either order, must restore
+    the threshold the process had (the server resumes sessions from several threads)."""
+    import gc
+    import threading
+
+    from nova.sessions.transcript import _full_collections_paused
+
+    before = gc.get_threshold()
+    entered, leave = threading.Event(), threading.Event()
+
+    def second() -> None:
+        with _full_collections_paused():
+            entered.set()
+            leave.wait(5)
+
+    with _full_collections_paused():  # the first read
+        thread = threading.Thread(target=second)
+        thread.start()
+        entered.wait(5)
+        if first_to_leave == "second":
+            leave.set()
+            thread.join()
+        assert gc.get_threshold()[2] > before[2]
+    if first_to_leave == "first":
+        assert gc.get_threshold()[2] > before[2]  # the second read is still going
+        leave.set()
+        thread.join()
+    assert gc.get_threshold() == before
+    t = _transcript(tmp_path)
+    t.append_message(user("hi", "m1"))
+    t.read_tail()
+    assert gc.get_threshold() == before

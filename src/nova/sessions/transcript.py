@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import gc
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -254,19 +255,36 @@ class Transcript:
         return TornTail(offset=torn.offset, size=torn.size, quarantined=target)
 
 
-@contextmanager
-def _full_collections_paused() -> Iterator[None]:
+class _FullCollectionPause:
     """No full garbage collection while a tail is parsed. Parsing allocates a great many containers (none
     in cycles); as the heap grows CPython walks all of it again and again, about a fifth of the time of a
     long read, for nothing. The young generations are still collected as usual, while they are hot in
-    the cache, and the full walks resume afterwards. Another thread's read ending first may restore the
-    threshold early; that costs time, never correctness."""
-    young, middle, old = gc.get_threshold()
-    gc.set_threshold(young, middle, 1 << 30)
-    try:
-        yield
-    finally:
-        gc.set_threshold(young, middle, old)
+    the cache, and full collections resume when the last read in the process ends (the server reads
+    tails from several threads at once: the threshold is saved by the first and restored by the last)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._readers = 0
+        self._saved = 0
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._readers == 0:
+                young, middle, self._saved = gc.get_threshold()
+                gc.set_threshold(young, middle, 1 << 30)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._readers -= 1
+                if self._readers == 0:
+                    young, middle, _ = gc.get_threshold()
+                    gc.set_threshold(young, middle, self._saved)
+
+
+_full_collections_paused = _FullCollectionPause()
 
 
 def _last_newline_end(f: BinaryIO, size: int) -> int:

@@ -3,6 +3,8 @@
     NovaError
     ├── ConfigError                 a config file or value is wrong (names file, key, value, expected)
     ├── StorageError                the session store or a session directory cannot be used
+    ├── SessionNotFound             no recorded session has that id
+    ├── SessionBusy                 the session is running a turn (or closing) and cannot take this now
     ├── ToolError                   a tool failed; the loop turns it into an error result for the model
     └── ProviderError               anything a model provider answered or failed to answer
         ├── ContextOverflow         the request is larger than the model's context window (CMP-9)
@@ -33,6 +35,8 @@ __all__ = [
     "QuotaExceeded",
     "RateLimited",
     "RequestTooLarge",
+    "SessionBusy",
+    "SessionNotFound",
     "StorageError",
     "ToolError",
 ]
@@ -48,6 +52,14 @@ class ConfigError(NovaError):
 
 class StorageError(NovaError):
     pass
+
+
+class SessionNotFound(NovaError):
+    """No recorded session has that id (or the id is not a valid one)."""
+
+
+class SessionBusy(NovaError):
+    """The session is running a turn or a compaction, or is being closed; try again after it."""
 
 
 class ToolError(NovaError):

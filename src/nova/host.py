@@ -7,10 +7,8 @@ its record runs there. A turn is never
 tied to the HTTP request that started it: when the client goes away the turn goes on, is recorded, and
 can be read back.
 
-The hub's sessions share one connection to the session store: its writes queue on a lock in the
-process instead of each session's connection polling SQLite's file lock (which, with hundreds of
-sessions writing, left the lock idle while the waiters slept). An idle open session then costs one
-parked thread and its history in memory, so many are kept (`HostLimits`): past `max_live` the least recently used idle ones are closed, and a sweeper closes
+An idle open session costs one parked thread, one connection to the session store and its history in
+memory, so many are kept (`HostLimits`): past `max_live` the least recently used idle ones are closed, and a sweeper closes
 those unused for `idle_timeout_s`. A running session is never closed to make room.
 
 Locking: the hub's lock guards only its maps (which sessions are open, and which are being opened or
@@ -27,7 +25,7 @@ import heapq
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,7 +41,7 @@ from nova.providers.base import Provider
 from nova.sessions.export import resume
 from nova.sessions.meta import SessionMeta, read_meta, session_dir, validate_session_id
 from nova.sessions.session import Session, default_store, delete_session, list_sessions
-from nova.sessions.store import SessionStore
+from nova.sessions.store import SessionRecord, SessionStore, StoredMessage
 from nova.settings import Settings
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_LIVE", "HostLimits", "LiveSession", "SessionHub"]
@@ -145,10 +143,7 @@ class LiveSession:
 
         def close_here() -> None:
             self.closed = True
-            try:
-                self.agent.close()
-            finally:
-                self.session.close()
+            _shut(self.agent, self.session)
 
         try:
             return self.worker.submit(close_here)
@@ -177,16 +172,12 @@ class SessionHub:
         self._pending: dict[str, threading.Event] = {}
         """Sessions being opened or closed; each event is set when that is over."""
         self._sweeper_stop: threading.Event | None = None
-        self._shared_store: SessionStore | None = None
-        self._store_lock = threading.Lock()
+        self._store_writes = threading.Lock()
+        """Every write of this hub's sessions to the session store, one at a time (see `_QueuedWrites`)."""
 
-    def _store(self) -> SessionStore:
-        """The session store every session of this hub writes through, opened on first use (under its
-        own lock: opening may wait on another process migrating the file)."""
-        with self._store_lock:
-            if self._shared_store is None:
-                self._shared_store = default_store(self.settings.home)
-            return self._shared_store
+    def _new_store(self) -> SessionStore:
+        """A session's own store connection; the caller closes it."""
+        return _QueuedWrites(default_store(self.settings.home), self._store_writes)
 
     # -- records ------------------------------------------------------------------------------------
     def sessions(self) -> list[SessionMeta]:
@@ -207,9 +198,13 @@ class SessionHub:
 
     def create(self, title: str = "") -> LiveSession:
         def create_here() -> tuple[Session, list[Message]]:
-            session = Session.create(self.settings.home, title=title, cwd=self.options.cwd,
-                                     provider=self.settings.provider, model=self.settings.model,
-                                     store=self._store())
+            store = self._new_store()
+            try:
+                session = Session.create(self.settings.home, title=title, cwd=self.options.cwd,
+                                         provider=self.settings.provider, model=self.settings.model, store=store)
+            except BaseException:
+                store.close()
+                raise
             return session, []
 
         def record_prompt(live: LiveSession) -> None:
@@ -248,7 +243,11 @@ class SessionHub:
         try:
             if live is not None:
                 live.close()
-            delete_session(self.settings.home, session_id, store=self._store())
+            store = self._new_store()
+            try:
+                delete_session(self.settings.home, session_id, store=store)
+            finally:
+                store.close()
         finally:
             self._settle(session_id, done)
 
@@ -280,7 +279,12 @@ class SessionHub:
 
         def resume_here() -> tuple[Session, list[Message]]:
             self.check(session_id)  # deleted while this caller waited
-            resumed = resume(session_id, home=self.settings.home, store=self._store())
+            store = self._new_store()
+            try:
+                resumed = resume(session_id, home=self.settings.home, store=store)
+            except BaseException:
+                store.close()
+                raise
             for notice in resumed.notices:
                 log.info("session %s: %s", session_id, notice)
             return resumed.session, resumed.history
@@ -303,18 +307,23 @@ class SessionHub:
 
         def open_here() -> LiveSession:
             session, history = load()
-            bus = ev.EventBus()
-            # A resumed session works where it was started, when that folder is still there.
-            recorded = Path(session.meta.cwd) if session.meta.cwd else None
-            cwd = recorded if recorded is not None and recorded.is_dir() else self.options.cwd
-            agent = build_agent(self.settings, self.make_provider(), replace(self.options, cwd=cwd), bus=bus,
-                                session=session, session_id=session.id, session_dir=session.dir)
-            agent.history = list(history)
-            live = LiveSession(session=session, agent=agent, worker=worker)
-            bus.subscribe(live.track)
-            if then is not None:
-                then(live)
-            return live
+            agent: Agent | None = None
+            try:
+                bus = ev.EventBus()
+                # A resumed session works where it was started, when that folder is still there.
+                recorded = Path(session.meta.cwd) if session.meta.cwd else None
+                cwd = recorded if recorded is not None and recorded.is_dir() else self.options.cwd
+                agent = build_agent(self.settings, self.make_provider(), replace(self.options, cwd=cwd), bus=bus,
+                                    session=session, session_id=session.id, session_dir=session.dir)
+                agent.history = list(history)
+                live = LiveSession(session=session, agent=agent, worker=worker)
+                bus.subscribe(live.track)
+                if then is not None:
+                    then(live)
+                return live
+            except BaseException:
+                _shut(agent, session)
+                raise
 
         try:
             return worker.submit(open_here).result()
@@ -326,7 +335,7 @@ class SessionHub:
         """Make `live` findable, and close whatever that pushes past the limit (outside the lock)."""
         with self._lock:
             self._live[live.id] = live
-            victims = self._retire_over_limit()
+            victims = self._retire_over_limit(keep=live)
             self._start_sweeper()
         self._close_later(victims)
 
@@ -348,11 +357,13 @@ class SessionHub:
         live.retired = True
         return self._mark_pending(live.id)
 
-    def _retire_over_limit(self) -> list[tuple[LiveSession, threading.Event]]:
+    def _retire_over_limit(self, *, keep: LiveSession) -> list[tuple[LiveSession, threading.Event]]:
+        """Under the lock: the least recently used idle sessions past the limit, `keep` (just opened
+        for a caller) aside. When the others all run, the hub is over its limit until one ends."""
         excess = len(self._live) - self.limits.max_live
         if excess <= 0:
             return []
-        idle = (s for s in self._live.values() if not s.running)
+        idle = (s for s in self._live.values() if not s.running and s is not keep)
         return [(s, self._retire(s)) for s in heapq.nsmallest(excess, idle, key=lambda s: s.last_touched)]
 
     def _retire_idle(self) -> list[tuple[LiveSession, threading.Event]]:
@@ -513,7 +524,69 @@ class SessionHub:
                 self._settle(live.id, done)
         for event in already:  # evictions and deletes that were under way
             event.wait()
-        with self._store_lock:
-            store, self._shared_store = self._shared_store, None
-        if store is not None:
-            store.close()
+
+
+def _shut(agent: Agent | None, session: Session) -> None:
+    """Close what an open session holds, each part even if one before it fails: the agent (its memory
+    extraction may run a while), the record, then the store connection the hub opened for it."""
+    try:
+        if agent is not None:
+            agent.close()
+    finally:
+        try:
+            session.close()
+        finally:
+            session.store.close()
+
+
+class _QueuedWrites:
+    """One session's own store connection, its writes queued on a lock all the hub's sessions share.
+
+    Hundreds of sessions writing at once through their own connections contend for SQLite's file lock,
+    whose waiters poll and sleep (up to 100 ms a time) while the lock sits free: the server's throughput
+    fell with the number of sessions. Queued here they take turns at once. Reads go straight through
+    (readers do not wait on a writer in WAL mode), so a resume reading a long history holds nobody up.
+    """
+
+    def __init__(self, store: SessionStore, writes: threading.Lock) -> None:
+        self._store = store
+        self._writes = writes
+
+    def save_session(self, record: SessionRecord) -> None:
+        with self._writes:
+            self._store.save_session(record)
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        return self._store.get_session(session_id)
+
+    def list_sessions(self) -> list[SessionRecord]:
+        return self._store.list_sessions()
+
+    def delete_session(self, session_id: str) -> None:
+        with self._writes:
+            self._store.delete_session(session_id)
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        with self._writes:
+            self._store.append_messages(session_id, messages)
+
+    def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]:
+        return self._store.get_messages(session_id, include_compacted=include_compacted)
+
+    def update_message_content(self, session_id: str, message_id: str, message: Message) -> None:
+        with self._writes:
+            self._store.update_message_content(session_id, message_id, message)
+
+    def mark_compacted(self, session_id: str, message_ids: Iterable[str]) -> int:
+        with self._writes:
+            return self._store.mark_compacted(session_id, message_ids)
+
+    def get_task_state(self, session_id: str) -> dict[str, Any] | None:
+        return self._store.get_task_state(session_id)
+
+    def put_task_state(self, session_id: str, state: Mapping[str, Any]) -> None:
+        with self._writes:
+            self._store.put_task_state(session_id, state)
+
+    def close(self) -> None:
+        self._store.close()

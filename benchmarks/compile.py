@@ -1,4 +1,4 @@
-"""One turn's context compile at 100, 1,000 and 10,000 messages of history (issue 7 acceptance).
+"""One turn's context compile at 100, 1,000 and 10,000 messages of history.
 
   nova   `ContextCompiler` kept for the session: per-message token counts and digests cached by message
          id (validated by the message itself), the stable history's segments extended as it grows.

@@ -9,13 +9,16 @@ from typing import Any
 import pytest
 
 from nova import events as ev
-from nova.agent.loop import Agent, ViewRequest
+from nova.agent.loop import Agent
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools import default_registry
+from nova.context.budget import ContextBudget
 from nova.errors import AuthError, ContextOverflow, Overloaded, QuotaExceeded, RateLimited
+from nova.extensions import Extension, ViewRequest
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import Usage
-from nova.settings import PermissionsConfig
+from nova.sessions.recorder import BoundaryRecord
+from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import ScriptedProvider, call, reply
 
 
@@ -38,6 +41,16 @@ class RecordingSink:
     def flush(self) -> None:
         self.flushes += 1
 
+    def update_message_content(self, message_id: str, message: Message) -> None:
+        self.events.append(("message_content_updated", {"message_id": message_id}))
+
+    def record_compact_boundary(self, boundary: BoundaryRecord) -> str:
+        self.events.append(("compact_boundary", {"covers": boundary.covers}))
+        return boundary.id
+
+
+BUDGET = ContextBudget.derive(CompactionConfig(), 200_000)
+
 
 def make_agent(tmp_path: Path, provider: ScriptedProvider, *, yes: bool = True,
                permissions: PermissionsConfig | None = None, **kw: Any) -> tuple[Agent, list[ev.Event]]:
@@ -50,6 +63,7 @@ def make_agent(tmp_path: Path, provider: ScriptedProvider, *, yes: bool = True,
         tools=default_registry(),
         policy=PermissionPolicy(permissions or PermissionsConfig(), interactive=False, yes=yes),
         cwd=tmp_path,
+        budget=BUDGET,
         bus=bus,
         sleep=lambda _s: None,
         **kw,
@@ -189,13 +203,14 @@ def test_non_retryable_errors_surface_once(tmp_path: Path, error: Exception) -> 
 def test_overflow_is_handed_to_the_hook_once_per_request(tmp_path: Path) -> None:
     shrinks: list[ViewRequest] = []
 
-    def on_overflow(request: ViewRequest) -> list[Message]:
-        shrinks.append(request)
-        return list(request.history[-1:])
+    class KeepLast(Extension):
+        def on_overflow(self, *, request: ViewRequest) -> list[Message]:
+            shrinks.append(request)
+            return list(request.history[-1:])
 
     provider = ScriptedProvider([ContextOverflow("prompt is too long"), reply("fits now")])
     agent, _ = make_agent(tmp_path, provider, history=[Message.user("old " * 100), Message.assistant("x")],
-                          on_overflow=on_overflow)
+                          extensions=[KeepLast()])
     assert agent.run_turn("new").text == "fits now"
     assert len(shrinks) == 1 and shrinks[0].reason == "overflow"
     assert len(provider.requests[1].messages) == 1
@@ -217,13 +232,13 @@ def test_max_steps_stops_a_runaway_model(tmp_path: Path) -> None:
 
 def test_cancel_answers_pending_calls_as_interrupted(tmp_path: Path) -> None:
     provider = ScriptedProvider([reply("", [call("glob", pattern="*"), call("glob", pattern="*")])])
-    agent, _ = make_agent(tmp_path, provider)
 
-    def cancel_after_first(call: ToolUsePart, result: ToolResultPart) -> ToolResultPart:
-        agent.cancel.set()
-        return result
+    class CancelAfterFirst(Extension):
+        def process_result(self, *, call: ToolUsePart, result: ToolResultPart) -> ToolResultPart:
+            agent.cancel.set()
+            return result
 
-    agent.process_result = cancel_after_first
+    agent, _ = make_agent(tmp_path, provider, extensions=[CancelAfterFirst()])
     result = agent.run_turn("go")
     assert result.stop_reason == "cancelled"
     results = results_of(agent)
@@ -254,12 +269,13 @@ def test_a_view_that_breaks_tool_pairing_is_repaired_before_it_is_sent(tmp_path:
     """Whatever a context layer does wrong, the provider never gets an unanswered tool_use."""
     from nova.invariants import check_tool_pairing
 
-    def lose_the_results(request: ViewRequest) -> list[Message]:  # a buggy context layer
-        return [m for m in request.history if not m.tool_results()]
+    class LoseTheResults(Extension):  # a buggy context layer
+        def prepare_view(self, *, request: ViewRequest) -> list[Message]:
+            return [m for m in request.history if not m.tool_results()]
 
     sink = RecordingSink()
     provider = ScriptedProvider([reply("", [call("glob", pattern="*")]), reply("done")])
-    agent, _ = make_agent(tmp_path, provider, prepare_view=lose_the_results, session=sink)
+    agent, _ = make_agent(tmp_path, provider, extensions=[LoseTheResults()], session=sink)
     assert agent.run_turn("go").text == "done"
     sent = provider.requests[1].messages
     assert check_tool_pairing(sent) == []

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from nova.context.budget import ContextBudget, budget_for
 from nova.errors import ConfigError
 from nova.settings import (
     COMPACTION_KEYS,
@@ -88,12 +90,12 @@ def test_unknown_keys_are_ignored_silently() -> None:
 
 def test_threshold_reserve_is_capped_at_half_the_window() -> None:
     config = CompactionConfig()
-    assert config.threshold(200_000) == 200_000 - 24_000
-    assert config.reserve(32_000) == 16_000
-    assert config.threshold(32_000) == 16_000
+    assert ContextBudget.derive(config, 200_000).threshold == 200_000 - 24_000
+    small = ContextBudget.derive(config, 32_000)
+    assert small.reserve == 16_000 and small.threshold == 16_000
     # keep budget capped at half the threshold (CMP-5)
-    assert config.keep_tokens(32_000) == 8_000
-    assert config.keep_tokens(200_000) == 20_000
+    assert small.keep_tokens == 8_000
+    assert ContextBudget.derive(config, 200_000).keep_tokens == 20_000
 
 
 def test_max_consecutive_failures_zero_or_negative_is_kept() -> None:
@@ -124,7 +126,8 @@ def test_load_settings_reads_the_compaction_section(nova_home: Path) -> None:
     settings = load_settings(home=nova_home)
     assert settings.compaction.snip_max_chars == 4000
     assert settings.model == "gpt-5"
-    assert settings.window() == 400_000
+    assert budget_for(settings).window == 400_000
+    assert budget_for(replace(settings, context_window=50_000)).window == 50_000  # the config wins
 
 
 def test_malformed_json_says_where(nova_home: Path) -> None:

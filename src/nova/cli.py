@@ -1,70 +1,63 @@
-"""The `nova` command. Environment variables are read here, at the edge, and nowhere deeper."""
+"""The `nova` command: its commands, options and help texts. Environment variables are read at the
+edge (here and in `nova.commands`), nowhere deeper.
 
-from __future__ import annotations
+Start-up is kept short (`nova --help` and `nova --version` import typer and little else): each command
+body imports its implementation from `nova.commands` when it runs, and the subcommands that live
+entirely in `nova.commands` are mounted on first use by `LazyGroup`. `tests/test_cli_startup.py` checks
+both, and that each lazy command's help line below is the command's own.
+"""
 
-import importlib.util
-import json
-import logging
+# No `from __future__ import annotations` in this module: typer reads every command's signature on each
+# start, and evaluating string annotations (each building its `typer.Option` anew) took ~12 ms of it.
 import os
 import sys
-import tempfile
-import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, ClassVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from nova import __version__
-from nova import events as ev
-from nova.commands.errors import user_errors
-from nova.errors import NovaError
-from nova.settings import Settings, describe_settings, load_settings
+from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, LazyCommand, LazyGroup, NovaCommand
 
 __all__ = ["app", "main"]
 
+
+class _NovaGroup(LazyGroup):
+    # Each help line is the first paragraph of the command's own help (a test compares them).
+    lazy_commands: ClassVar[dict[str, LazyCommand]] = {
+        "sessions": LazyCommand("nova.commands.sessions:app",
+                                "Recorded sessions: list, show, export, remove, import."),
+        "context": LazyCommand("nova.commands.context:context_command",
+                               "What is in a session's context: every segment with its class, tokens, source "
+                               "and reason."),
+        "replay": LazyCommand("nova.commands.replay:replay_command",
+                              "Replay a recorded session as if the agent had used this context policy."),
+        "memory": LazyCommand("nova.commands.memory:app",
+                              "Long-term memory: list, inspect, add, edit, approve, forget, consolidate."),
+        "rules": LazyCommand("nova.commands.memory:rules_command",
+                             "Show the resolved instruction chain: each file, who imported it, its tokens, and "
+                             "what was skipped."),
+    }
+
+
 app = typer.Typer(
     name="nova",
+    cls=_NovaGroup,
     help="Nova: a context engine and agent harness for coding agents.\n\n"
     "Try it offline with `nova demo`; run a task with `nova run \"fix the failing test\"`.",
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode=HELP_MARKUP,
 )
 config_app = typer.Typer(help="Show the effective configuration and where each value came from.",
-                         no_args_is_help=True)
+                         no_args_is_help=True, cls=HelpGroup)
 app.add_typer(config_app, name="config")
-
-
-def _mount_subcommands() -> None:
-    from nova.commands import context, memory, replay, sessions
-
-    app.add_typer(sessions.app, name="sessions")
-    app.add_typer(memory.app, name="memory")
-    app.command("rules")(memory.rules_command)
-    app.command("replay")(replay.replay_command)
-    app.command("context")(context.context_command)
-
-
-_mount_subcommands()
-
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
-
-
-def settings_from_cli(**overrides: Any) -> Settings:
-    settings = load_settings(env=dict(os.environ), overrides=overrides)
-    for warning in settings.warnings:
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
-    return settings
 
 
 def _version(value: bool) -> None:
     if value:
-        console.print(f"nova {__version__}")
+        typer.echo(f"nova {__version__}")
         raise typer.Exit()
 
 
@@ -77,12 +70,14 @@ def _root(
 ) -> None:
     if ctx.invoked_subcommand is None:
         if _can_open_tui():
+            from nova.commands.cli_settings import settings_from_cli
+            from nova.commands.errors import user_errors
             from nova.tui.launch import launch_tui
 
             with user_errors():
                 launch_tui(settings_from_cli(), cwd=Path.cwd().resolve(), env=dict(os.environ))
             return
-        console.print(ctx.get_help())
+        typer.echo(ctx.get_help())
 
 
 def _can_open_tui() -> bool:
@@ -90,30 +85,20 @@ def _can_open_tui() -> bool:
     without the extra it prints the help, as before."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return False
+    import importlib.util
+
     return importlib.util.find_spec("textual") is not None
 
 
 # -- nova config -------------------------------------------------------------------------------------
-@config_app.command("show")
+@config_app.command("show", cls=NovaCommand)
 def config_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Print the effective configuration: every value and where it came from."""
-    with user_errors():
-        settings = settings_from_cli()
-        rows = describe_settings(settings)
-    if as_json:
-        print(json.dumps({"config_file": str(settings.config_file),
-                          "values": [{"key": k, "value": v, "source": s} for k, v, s in rows],
-                          "warnings": list(settings.warnings)}, indent=2, default=str))
-        return
-    table = Table(title=f"Nova configuration ({settings.config_file})")
-    table.add_column("key")
-    table.add_column("value")
-    table.add_column("source", style="dim")
-    for key, value, source in rows:
-        table.add_row(key, json.dumps(value) if not isinstance(value, str) else value, source)
-    console.print(table)
+    from nova.commands.config import config_show_command
+
+    config_show_command(as_json=as_json)
 
 
 # -- nova run ----------------------------------------------------------------------------------------
@@ -128,7 +113,7 @@ BaseUrlOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(cls=NovaCommand)
 def run(
     prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
     provider: ProviderOpt = None,
@@ -152,132 +137,13 @@ def run(
     Write tools and bash need approval: pass `--allow bash`, `--allow write_file`… or `--yes`. Deny
     rules in the config (`permissions.deny`, e.g. `bash(git push*)`) always win.
     """
-    from nova.app import AgentOptions
-    from nova.providers.factory import make_provider
+    from nova.commands.run import run_command
 
-    with user_errors():
-        settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
-        llm = make_provider(settings, dict(os.environ))
-        workdir = (cwd or Path.cwd()).resolve()
-        options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
-        outcome = _run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume)
-    if as_json:
-        print(json.dumps(outcome, indent=2))
-    if outcome["stop_reason"] == "error":
-        raise typer.Exit(1)
+    run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes,
+                max_steps=max_steps, cwd=cwd, as_json=as_json, resume=resume)
 
 
-def _run_task(
-    settings: Settings, llm: Any, options: Any, prompt: str, *, quiet: bool = False, resume_id: str | None = None
-) -> dict[str, Any]:
-    from nova.app import build_agent
-    from nova.cli_render import Timeline, format_footer
-
-    bus = ev.EventBus()
-    if not quiet:
-        # In a terminal the answer streams as it is written; piped, each message prints whole.
-        bus.subscribe(Timeline(console, stream_text=console.is_terminal))
-    session, history = _open_session(settings, options, prompt, resume_id)
-    agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
-                        session_dir=session.dir)
-    agent.history = list(history)
-    if not history:
-        session.record_event("system_prompt", {"text": agent.system_prompt})
-    started = time.monotonic()
-    if prompt.lstrip().startswith("/"):
-        try:
-            return _slash_command(settings, options, prompt, agent, quiet=quiet)
-        finally:
-            session.close()
-    try:
-        result = agent.run_turn(prompt)
-    finally:
-        agent.close()
-        session.close()
-    status = agent.context_status()
-    used, limit, window = status.used, status.limit, status.window
-    seen = result.usage.context_tokens
-    hit_rate = result.usage.cache_read_tokens / seen if seen else None
-    if not quiet:
-        console.print(format_footer(used=used, limit=limit, window=window, cost=result.cost_usd,
-                                    cache_hit_rate=hit_rate))
-    return {
-        "session_id": agent.session_id,
-        "text": result.text,
-        "stop_reason": result.stop_reason,
-        "steps": result.steps,
-        "usage": result.usage.to_dict(),
-        "cost_usd": result.cost_usd,
-        "context_used": used,
-        "context_limit": limit,
-        "cache_hit_rate": hit_rate,
-        "duration_s": round(time.monotonic() - started, 3),
-    }
-
-
-def _slash_command(settings: Settings, options: Any, text: str, agent: Any, *, quiet: bool) -> dict[str, Any]:
-    """`/compact [focus]`, `/context`, `/memory`, `/remember TEXT` and the task-state commands (`/goal`,
-    `/constraint`, `/approve` …) are answered by Nova itself, without a model call."""
-    from nova.context.runtime import runtime_for
-    from nova.context.state import TASK_STATE_COMMANDS
-    from nova.memory.config import parse_memory_config
-    from nova.memory.slash import handle_memory_slash
-    from nova.memory.store import MemoryStore
-
-    session_id = agent.session_id
-    command, _, rest = text.strip().partition(" ")
-    runtime = runtime_for(agent)
-    if command == "/compact":
-        before = agent.context_tokens()
-        changed = agent.compact(rest.strip())
-        reply_text, ok = (f"compacted: {before:,} → {agent.context_tokens():,} tokens" if changed
-                          else "nothing to compact"), True
-    elif command == "/context" and runtime is not None:
-        from nova.commands.context import render_context
-
-        reply_text, ok = render_context(runtime.last or runtime.compile(
-            list(agent.history), system=agent.system_prompt, tools=agent.tools.specs())), True
-    elif command in TASK_STATE_COMMANDS and runtime is not None:
-        try:
-            reply_text, ok = runtime.command(text.strip()), True
-        except ValueError as exc:
-            reply_text, ok = str(exc), False
-    else:
-        store = MemoryStore.for_workspace(home=settings.home, cwd=options.cwd)
-        config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
-        answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
-        if answer is None:
-            raise NovaError(f"unknown command {command!r}: the commands are /compact [FOCUS], /context, "
-                            f"/memory, /remember TEXT and {', '.join(sorted(TASK_STATE_COMMANDS))}")
-        reply_text, ok = answer.text, answer.ok
-    if not quiet:
-        console.print(reply_text, markup=False)
-    return {"session_id": session_id, "text": reply_text, "stop_reason": "end_turn" if ok else "error",
-            "steps": 0, "usage": {}, "cost_usd": 0.0, "context_used": 0, "context_limit": 0,
-            "cache_hit_rate": None, "duration_s": 0.0}
-
-
-def _open_session(settings: Settings, options: Any, prompt: str, resume_id: str | None) -> tuple[Any, list[Any]]:
-    """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5)."""
-    from nova.sessions.export import latest_session_id, resume
-    from nova.sessions.session import Session
-
-    if resume_id is None:
-        session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
-                                 provider=settings.provider, model=settings.model)
-        return session, []
-    if resume_id == "last":
-        found = latest_session_id(settings.home)
-        if found is None:
-            raise NovaError(f"there is no recorded session in {settings.sessions_dir} to resume")
-        resume_id = found
-    resumed = resume(resume_id, home=settings.home)
-    for notice in resumed.notices:
-        err_console.print(f"nova: {notice}", markup=False, soft_wrap=True)
-    return resumed.session, resumed.history
-
-
-@app.command("resume")
+@app.command("resume", cls=NovaCommand)
 def resume_cmd(
     session_id: Annotated[str, typer.Argument(help="The session to continue (see `nova sessions list`), or 'last'.")],
     prompt: Annotated[str, typer.Argument(help="The next request in that session.")],
@@ -293,12 +159,14 @@ def resume_cmd(
     Only the records after the last compaction are read back; an interrupted tool call is answered
     with an "interrupted" result before the first request, so the provider never sees a broken pair.
     """
-    run(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50, cwd=None,
-        as_json=as_json, resume=session_id)
+    from nova.commands.run import run_command
+
+    run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50,
+                cwd=None, as_json=as_json, resume=session_id)
 
 
 # -- nova serve --------------------------------------------------------------------------------------
-@app.command()
+@app.command(cls=NovaCommand)
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind; loopback by default.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
@@ -315,24 +183,14 @@ def serve(
     Every route but `/health` needs `Authorization: Bearer <token>`; the token is made on first start,
     printed once and kept in `<NOVA_HOME>/server-token` (mode 0600). Open the printed `/?token=…` link.
     """
-    from nova.server.token import load_or_create_token
+    from nova.commands.serve import serve_command
 
-    with user_errors():
-        settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
-        if print_token:
-            token, _ = load_or_create_token(settings.home)
-            print(token)
-            return
-        if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn")):
-            raise NovaError("the server needs its extra: pip install 'nova-agent[server]'")
-        from nova.server.serve import ServeOptions, run_server
-        options = ServeOptions(host=host, port=port, cwd=(cwd or Path.cwd()).resolve(),
-                               allowed_tools=frozenset(allow or ()), yes=yes)
-        run_server(settings, options, say=lambda line: console.print(line, markup=False, soft_wrap=True))
+    serve_command(host=host, port=port, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes,
+                  cwd=cwd, print_token=print_token)
 
 
 # -- nova demo ---------------------------------------------------------------------------------------
-@app.command()
+@app.command(cls=NovaCommand)
 def demo(
     directory: Annotated[
         Path | None, typer.Option("--dir", help="Where to write the demo project (default: a temporary directory).")
@@ -340,23 +198,14 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
 ) -> None:
     """Run the offline demo: a scripted model fixes a failing test in a generated project, with real tools."""
-    from nova.app import AgentOptions
-    from nova.demo import DEMO_PROMPT, make_demo_project, make_demo_provider
+    from nova.commands.run import demo_command
 
-    with user_errors():
-        settings = settings_from_cli(provider="demo", model="nova-demo")
-        root = directory or Path(tempfile.mkdtemp(prefix="nova-demo-"))
-        project = make_demo_project(root.resolve())
-        if not as_json:
-            console.print(f"[bold]Nova demo[/] — offline, scripted model, real tools. Project: {project}\n")
-        options = AgentOptions(cwd=project, yes=True, max_steps=20)
-        outcome = _run_task(settings, make_demo_provider(), options, DEMO_PROMPT, quiet=as_json)
-        outcome["project"] = str(project)
-    if as_json:
-        print(json.dumps(outcome, indent=2))
+    demo_command(directory=directory, as_json=as_json)
 
 
 def main() -> None:
+    import logging
+
     # Library warnings (a compaction rebuilt, a summarizer failing) reach the user as one plain line.
     logging.basicConfig(level=logging.WARNING, format="nova: %(levelname)s: %(message)s", stream=sys.stderr)
     try:

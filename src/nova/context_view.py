@@ -82,9 +82,9 @@ def _manifest(agent: Agent) -> dict[str, Any]:
     """CTX-2: the compiler's manifest of the view last sent (or of the view as it stands before the
     first call): every segment with its class, source, tokens and reason, and what was left out."""
     from nova.commands.context import context_json
-    from nova.context.runtime import runtime_for
+    from nova.context.runtime import ContextRuntime
 
-    runtime = runtime_for(agent)
+    runtime = agent.extensions.get(ContextRuntime)
     if runtime is None:
         return {"manifest": None, "manifest_status": MANIFEST_ABSENT}
     compiled = runtime.last or runtime.compile(list(agent.history), system=agent.system_prompt,

@@ -162,11 +162,14 @@ class SessionHub:
         options: AgentOptions,
         make_provider: Callable[[], Provider],
         limits: HostLimits | None = None,
+        open_store: Callable[[Path], SessionStore] = default_store,
     ) -> None:
         self.settings = settings
         self.options = options
         self.make_provider = make_provider
         self.limits = limits or HostLimits()
+        self.open_store = open_store
+        """Opens a connection to the session store under a Nova home (one per open session)."""
         self._lock = threading.Lock()
         self._live: dict[str, LiveSession] = {}
         self._pending: dict[str, threading.Event] = {}
@@ -177,7 +180,7 @@ class SessionHub:
 
     def _new_store(self) -> SessionStore:
         """A session's own store connection; the caller closes it."""
-        return _QueuedWrites(default_store(self.settings.home), self._store_writes)
+        return _QueuedWrites(self.open_store(self.settings.home), self._store_writes)
 
     # -- records ------------------------------------------------------------------------------------
     def sessions(self) -> list[SessionMeta]:
@@ -314,8 +317,8 @@ class SessionHub:
                 recorded = Path(session.meta.cwd) if session.meta.cwd else None
                 cwd = recorded if recorded is not None and recorded.is_dir() else self.options.cwd
                 agent = build_agent(self.settings, self.make_provider(), replace(self.options, cwd=cwd), bus=bus,
-                                    session=session, session_id=session.id, session_dir=session.dir)
-                agent.history = list(history)
+                                    session=session, session_id=session.id, session_dir=session.dir,
+                                    history=history)
                 live = LiveSession(session=session, agent=agent, worker=worker)
                 bus.subscribe(live.track)
                 if then is not None:

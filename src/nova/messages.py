@@ -2,7 +2,8 @@
 
 A `Message` is a role plus a tuple of frozen, kind-tagged parts. Every part carries a `kind` literal so
 that one pydantic `TypeAdapter` can serialize and parse the whole model (`to_dict` / `from_dict`,
-`dumps` / `loads`). Provider shapes (Anthropic Messages, OpenAI Chat Completions and Responses) are
+`dumps` / `loads`). The adapter, and pydantic itself, load on the first (de)serialization: importing
+this module stays cheap for the commands that never serialize a message. Provider shapes (Anthropic Messages, OpenAI Chat Completions and Responses) are
 converted at the provider boundary in `nova.providers.formats`; nothing else in Nova sees them.
 
 Tool results live in `user` messages, as the Anthropic API has them: that is the shape in which the
@@ -13,17 +14,21 @@ state and to check. The OpenAI converters split them into `tool` role messages.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import Field, TypeAdapter
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler, TypeAdapter
+    from pydantic_core import CoreSchema
 
 __all__ = [
     "ImagePart",
     "Message",
+    "MessageOrigin",
     "Part",
     "Role",
     "SummaryPart",
@@ -39,6 +44,18 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant"]
+
+MessageOrigin = Literal["summary", "summary_request", "context", "memory"]
+"""Which part of Nova put a message into the conversation when nobody in the conversation wrote it:
+
+    summary          a compaction summary standing in for older messages (with its restore attachment)
+    summary_request  the instruction asking a model for that summary (sent once, never kept)
+    context          observations the context compiler adds to the view (pinned task state and the like)
+    memory           memories recalled for the current turn
+
+`Message.origin` is None for the conversation itself: what a person typed, the model answered, a tool
+returned. Transcripts written before the field existed said the same in `metadata["nova_kind"]`;
+`from_dict` moves it over."""
 
 
 def new_id(prefix: str = "msg") -> str:
@@ -75,11 +92,16 @@ class ToolResultPart:
 @dataclass(frozen=True, slots=True)
 class ThinkingPart:
     """Model reasoning. `signature` must go back byte-identical within one tool loop; `redacted` holds
-    the opaque payload of a redacted block. Never written to disk (SES-3)."""
+    the opaque payload of a redacted block. Never written to disk (SES-3).
+
+    `provider` names the API whose signature this is ("anthropic", "openai-responses"), or is "" for
+    reasoning that came unsigned. A signature means something only to the API that made it, so each
+    request converter sends a thinking part back only when `provider` is its own."""
 
     thinking: str
     signature: str = ""
     redacted: bool = False
+    provider: str = ""
     kind: Literal["thinking"] = "thinking"
 
 
@@ -102,9 +124,19 @@ class SummaryPart:
     kind: Literal["summary"] = "summary"
 
 
+class _DiscriminatedByKind:
+    """`Annotated` marker: pydantic reads the union as discriminated by `kind`. It stands in for
+    `pydantic.Field(discriminator="kind")` so that defining `Part` does not import pydantic."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic import Discriminator
+
+        return handler.generate_schema(Annotated[source, Discriminator("kind")])
+
+
 Part = Annotated[
     TextPart | ToolUsePart | ToolResultPart | ThinkingPart | ImagePart | SummaryPart,
-    Field(discriminator="kind"),
+    _DiscriminatedByKind(),
 ]
 
 
@@ -115,6 +147,7 @@ class Message:
     id: str = field(default_factory=new_id)
     created_at: float = field(default_factory=time.time)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    origin: MessageOrigin | None = None
 
     # -- constructors -------------------------------------------------------------------------------
     @classmethod
@@ -152,18 +185,46 @@ class Message:
         return replace(self, metadata={**self.metadata, **updates})
 
 
-_MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-_MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+_adapters: tuple[TypeAdapter[Message], TypeAdapter[list[Message]]] | None = None
+_adapters_lock = threading.Lock()
+
+
+def _get_adapters() -> tuple[TypeAdapter[Message], TypeAdapter[list[Message]]]:
+    """The (message, message list) adapters, built once on first use; building them takes tens of
+    milliseconds. Threads racing on the first call build them once, under the lock."""
+    global _adapters
+    adapters = _adapters
+    if adapters is None:
+        with _adapters_lock:
+            adapters = _adapters
+            if adapters is None:
+                from pydantic import TypeAdapter
+
+                adapters = _adapters = (TypeAdapter(Message), TypeAdapter(list[Message]))
+    return adapters
 
 
 def to_dict(message: Message) -> dict[str, Any]:
-    """The one serializer: a JSON-ready dict with every part tagged by `kind`."""
-    data: dict[str, Any] = _MESSAGE_ADAPTER.dump_python(message, mode="json")
+    """The one serializer: a JSON-ready dict with every part tagged by `kind`. `origin` is left out when
+    it is None, so a conversation message is written exactly as before the field existed."""
+    data: dict[str, Any] = _get_adapters()[0].dump_python(message, mode="json")
+    if data["origin"] is None:
+        del data["origin"]
     return data
 
 
 def from_dict(data: Mapping[str, Any]) -> Message:
-    return _MESSAGE_ADAPTER.validate_python(data)
+    return _with_origin(_get_adapters()[0].validate_python(data))
+
+
+def _with_origin(message: Message) -> Message:
+    """A message written before `origin` existed: its `metadata["nova_kind"]` becomes the field. Only
+    the four origins were ever written; anything else is left in the metadata rather than refused."""
+    kind = message.metadata.get("nova_kind")
+    if kind is None or message.origin is not None or kind not in get_args(MessageOrigin):
+        return message
+    rest = {k: v for k, v in message.metadata.items() if k != "nova_kind"}
+    return replace(message, metadata=rest, origin=kind)
 
 
 def dumps(messages: Iterable[Message]) -> str:
@@ -171,7 +232,7 @@ def dumps(messages: Iterable[Message]) -> str:
 
 
 def loads(text: str) -> list[Message]:
-    return _MESSAGES_ADAPTER.validate_json(text)
+    return [_with_origin(m) for m in _get_adapters()[1].validate_json(text)]
 
 
 def iter_tool_pairs(messages: Iterable[Message]) -> Iterator[tuple[ToolUsePart, ToolResultPart | None]]:

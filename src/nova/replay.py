@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from nova.context.budget import ContextBudget
 from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
 from nova.context.controller import ContextController
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
-from nova.core import ToolSpec, Usage
+from nova.core import ToolSpec, Usage, usage_of
+from nova.extensions import ViewRequest
 from nova.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, ToolResultPart, ToolUsePart, to_dict
 from nova.providers.pricing import ModelInfo, model_info
@@ -46,7 +48,7 @@ __all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "replay_mes
            "view_text"]
 
 Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
-# The context policies of issue 4 (benchmarks iterate these); the two cost baselines come on top.
+# The context policies a replay compares (benchmarks iterate these); the two cost baselines come on top.
 POLICIES: tuple[Policy, ...] = ("naive", "truncate", "observation-mask", "nova")
 ALL_POLICIES: tuple[Policy, ...] = ("naive-uncached", "naive-cached", *POLICIES)
 # SWE-agent's default `last_n_observations`.
@@ -334,7 +336,8 @@ def replay_messages(
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
     with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp:
         directory = session_dir or Path(tmp) / "session"
-        controller = ContextController(config=config, spill=spill, window=window, counter=counter,
+        controller = ContextController(config=config, spill=spill, budget=ContextBudget.derive(config, window),
+                                       counter=counter,
                                        summarizer=recording or summarizer, session_dir=directory, system=system,
                                        tools=tools)
         sizer = _Sizer(controller.counter, system, tools)
@@ -355,8 +358,6 @@ def _run(
     messages: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], window: int, policy: Policy,
     controller: ContextController, sizer: _Sizer, cost: _CostModel, recording: _RecordingSummarizer | None,
 ) -> ReplayReport:
-    from nova.agent.loop import ViewRequest
-
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools)
     raw = {m.id: m for m in messages}
     history: list[Message] = []
@@ -371,7 +372,7 @@ def _run(
             return view, "truncate" if len(view) < len(history) else ""
         if policy == "observation-mask":
             return _mask(history), ""
-        history = controller.prepare_view(ViewRequest(history=history, system=system))
+        history = controller.prepare_view(request=ViewRequest(history=history, system=system))
         return list(history), controller.stats.last_event
 
     for message in messages:
@@ -390,14 +391,13 @@ def _run(
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])
-            recorded = message.metadata.get("usage")
-            output = recorded.get("output_tokens") if isinstance(recorded, dict) else None
-            report.output_tokens += int(output) if isinstance(output, int) else sizer.message(message)
+            recorded = usage_of(message)
+            report.output_tokens += recorded.output_tokens if recorded is not None else sizer.message(message)
             for u in message.tool_uses():
                 calls_by_id[u.id] = u
             history.append(message)
         elif message.has("tool_result") and policy == "nova":
-            parts = [controller.process_result(calls_by_id[p.tool_use_id], p)
+            parts = [controller.process_result(call=calls_by_id[p.tool_use_id], result=p)
                      if isinstance(p, ToolResultPart) and p.tool_use_id in calls_by_id else p
                      for p in message.parts]
             history.append(message.with_parts(parts) if parts != list(message.parts) else message)

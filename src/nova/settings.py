@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -120,18 +120,6 @@ class CompactionConfig:
     hard_margin_tokens: int = 3000
     summarizer: str = "auto"
     """`model` (ask the model), `extractive` (no model call) or `auto` (model when one is configured)."""
-
-    def reserve(self, window: int) -> int:
-        """CMP-1: output + summary reserve, capped at half the window."""
-        return min(self.output_reserve_tokens + self.summary_reserve_tokens, window // 2)
-
-    def threshold(self, window: int) -> int:
-        """CMP-1: the soft trigger line."""
-        return window - self.reserve(window)
-
-    def keep_tokens(self, window: int) -> int:
-        """CMP-5: the recent-history budget, capped at half the threshold."""
-        return min(self.summary_keep_tokens, self.threshold(window) // 2)
 
 
 COMPACTION_KEYS = (
@@ -273,7 +261,8 @@ class Settings:
     base_url: str | None = None
     api_key_env: str | None = None
     context_window: int | None = None
-    """The model's window; None means: from the model table, else compaction.default_context_window."""
+    """The model's window; None means: from the model table, else compaction.default_context_window
+    (`nova.context.budget.budget_for` decides, once)."""
     max_output_tokens: int = 8192
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     spill: SpillConfig = field(default_factory=SpillConfig)
@@ -291,13 +280,6 @@ class Settings:
     @property
     def sessions_dir(self) -> Path:
         return self.home / "sessions"
-
-    def window(self) -> int:
-        if self.context_window:
-            return self.context_window
-        from nova.providers.pricing import context_window_for
-
-        return context_window_for(self.model) or self.compaction.default_context_window
 
     def section(self, name: str) -> Mapping[str, Any]:
         return self.sections.get(name, {})
@@ -415,15 +397,16 @@ def load_settings(
     )
 
 
-def describe_settings(settings: Settings) -> list[tuple[str, Any, str]]:
-    """(key, effective value, where it came from) for every setting, for `nova config show`."""
+def describe_settings(settings: Settings, *, derived: Sequence[tuple[str, Any]] = ()) -> list[tuple[str, Any, str]]:
+    """(key, effective value, where it came from) for every setting, for `nova config show`. `derived`
+    are figures worked out from the settings elsewhere (the context budget), shown as `derived`."""
     file_raw = read_config_file(settings.config_file)
     rows: list[tuple[str, Any, str]] = [
         ("home", str(settings.home), "env:NOVA_HOME" if settings.sources.get("home") else "default"),
     ]
     for key in ("provider", "model", "base_url", "api_key_env", "context_window", "max_output_tokens"):
         rows.append((key, getattr(settings, key), settings.sources.get(key, "default")))
-    rows.append(("context_window (effective)", settings.window(), "derived"))
+    rows.extend((key, value, "derived") for key, value in derived)
     for section_name in ("compaction", "spill", "permissions"):
         section = getattr(settings, section_name)
         section_raw = file_raw.get(section_name, {}) if isinstance(file_raw.get(section_name), dict) else {}

@@ -13,11 +13,12 @@ from nova import events as ev
 from nova.agent.loop import Agent
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools import default_registry
+from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import RULES_HEADING, CacheMonitor, break_cost_usd
 from nova.context.prompt_cache import PromptCache
 from nova.messages import Message, SummaryPart, ToolResultPart
 from nova.providers.base import CacheHints, ModelRequest, ToolSpec, Usage
-from nova.settings import PermissionsConfig
+from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import ScriptedProvider, call, reply
 
 TOOLS = [ToolSpec("bash", "run", {"type": "object"}), ToolSpec("read_file", "read", {"type": "object"})]
@@ -55,7 +56,7 @@ def test_rule_file_edited_and_system_changed() -> None:
 
 def test_compaction() -> None:
     summary = Message(role="user", parts=(SummaryPart("[Previous conversation summary] ...", covers=("u1",)),),
-                      metadata={"nova_kind": "summary"}, id="s1")
+                      origin="summary", id="s1")
     segment, cause = observe_break(req(messages=[summary, HISTORY[2].with_parts([ToolResultPart("c1", "y")])]))
     assert cause == "compaction" and segment.startswith("message 0 (summary")
 
@@ -67,7 +68,7 @@ def test_snip() -> None:
 
 
 def test_memory_and_plain_rewrites() -> None:
-    memory = Message.user("recalled: A", metadata={"nova_kind": "memory"}, id="m")
+    memory = Message.user("recalled: A", origin="memory", id="m")
     monitor = CacheMonitor(model="claude-sonnet-4-5")
     monitor.observe(req(messages=[*HISTORY, memory]), WARM, at=0.0)
     report = monitor.observe(req(messages=[*HISTORY, dataclasses.replace(memory, parts=Message.user("B").parts)]),
@@ -130,8 +131,9 @@ def test_the_loop_emits_and_records_a_cache_break(tmp_path: Path) -> None:
     ])
     agent = Agent(provider=provider, model="claude-sonnet-4-5", tools=default_registry(),
                   policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
-                  system_prompt="contract " * 500, cache=CACHE, bus=bus, session=sink, sleep=lambda _s: None)
-    PromptCache(model="claude-sonnet-4-5").attach_to(agent)
+                  system_prompt="contract " * 500, cache=CACHE, bus=bus, session=sink, sleep=lambda _s: None,
+                  budget=ContextBudget.derive(CompactionConfig(), 200_000),
+                  extensions=[PromptCache(model="claude-sonnet-4-5", bus=bus, session=sink)])
     agent.run_turn("first")
     agent.system_prompt = "a different contract " * 300  # e.g. the rules were reloaded
     agent.run_turn("second")

@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 from nova.agent.loop import Agent
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools import default_registry
+from nova.context.budget import ContextBudget
 from nova.context.prompt_cache import PromptCache
 from nova.context.summarize import ModelSummarizer, SummaryRequest
 from nova.messages import Message
 from nova.providers.base import CacheHints, ModelRequest, Usage
 from nova.providers.formats.anthropic import request_to_anthropic
-from nova.settings import PermissionsConfig
+from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import FunctionProvider, call, reply, rough_request_tokens
 
 ALL = CacheHints(system=True, last_tool=True, last_user_message=True)
@@ -75,8 +76,9 @@ def run_session(tmp: Path, turns: list[tuple[str, list[list[tuple[str, str]]]]])
     provider = FunctionProvider(answer)
     agent = Agent(provider=provider, model="claude-sonnet-4-5", tools=default_registry(),
                   policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp,
-                  system_prompt=SYSTEM, cache=ALL, sleep=lambda _s: None)
-    PromptCache(model="claude-sonnet-4-5").attach_to(agent)
+                  system_prompt=SYSTEM, cache=ALL, sleep=lambda _s: None,
+                  budget=ContextBudget.derive(CompactionConfig(), 200_000),
+                  extensions=[PromptCache(model="claude-sonnet-4-5")])
     for prompt, _ in turns:
         agent.run_turn(prompt)
     return agent, provider
@@ -93,9 +95,7 @@ def test_each_request_starts_with_the_previous_one_byte_for_byte(tmp_path: Path,
         body = request_to_anthropic(after)
         assert "cache_control" in body["system"][0] and "cache_control" in body["tools"][-1]
         assert "cache_control" in body["messages"][-1]["content"][-1]
-    assert agent.on_call is not None
-    monitor = agent.on_call.__self__.monitor  # type: ignore[attr-defined]
-    assert monitor.breaks == []
+    assert agent.extensions.require(PromptCache).monitor.breaks == []
 
 
 def test_model_summary_request_reuses_the_agents_prefix(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from nova import events as ev
 from nova.agent.loop import Agent
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools import default_registry
+from nova.context.budget import ContextBudget
 from nova.context.controller import ContextController
 from nova.context.summarize import Summarizer
 from nova.messages import Message, ToolResultPart, ToolUsePart
@@ -57,8 +58,10 @@ def make_controller(tmp_path: Path, *, window: int = 20000, summarizer: Summariz
     bus = ev.EventBus()
     seen: list[ev.Event] = []
     bus.subscribe(seen.append)
-    controller = ContextController(config=config or small_config(), window=window, summarizer=summarizer,
-                                   bus=bus, session_dir=tmp_path / "session", session_id="ses_test", **kw)
+    config = config or small_config()
+    kw.setdefault("session_dir", tmp_path / "session")
+    controller = ContextController(config=config, budget=ContextBudget.derive(config, window), summarizer=summarizer,
+                                   bus=bus, session_id="ses_test", tools=default_registry().specs(), **kw)
     return controller, seen
 
 
@@ -70,13 +73,15 @@ def make_agent(tmp_path: Path, provider: ScriptedProvider, controller: ContextCo
         tools=default_registry(),
         policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True),
         cwd=tmp_path,
+        budget=controller.budget,
         bus=controller.bus,
         session_id="ses_test",
-        session_dir=tmp_path / "session",
+        session_dir=controller.session_dir,
         history=prior,
+        extensions=[controller],
+        ledger=controller.ledger,
         sleep=lambda _s: None,
     )
-    controller.attach_to(agent)
     return agent
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nova.agent.loop import ViewRequest
+from nova.context.budget import ContextBudget
 from nova.context.controller import ContextController
+from nova.extensions import ViewRequest
 from nova.invariants import check_nothing_lost, check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.settings import CompactionConfig, SpillConfig
@@ -32,7 +33,7 @@ def build(steps: list[dict], earlier_summary: bool) -> list[Message]:
     if earlier_summary:
         messages.append(Message(role="user", parts=(SummaryPart("[Previous conversation summary]\nold facts",
                                                                  covers=("gone_1", "gone_2")),),
-                                metadata={"nova_kind": "summary"}))
+                                origin="summary"))
     messages.append(Message.user("Fix the parser; do not change the public API."))
     n = 0
     for i, s in enumerate(steps):
@@ -65,21 +66,21 @@ def test_views_keep_invariants(steps: list[dict], earlier: bool, window: int, pr
     with tempfile.TemporaryDirectory() as tmp:
         controller = ContextController(config=config, spill=SpillConfig(max_result_chars=50000,
                                                                        max_message_chars=100000),
-                                       window=window, session_dir=Path(tmp) / "s")
-        raw = {m.id: m for m in recorded if not m.metadata.get("nova_kind")}
+                                       budget=ContextBudget.derive(config, window), session_dir=Path(tmp) / "s")
+        raw = {m.id: m for m in recorded if m.origin is None}
         history: list[Message] = []
         calls: dict[str, ToolUsePart] = {}
         for message in recorded:
             if message.role == "assistant":
-                history = controller.prepare_view(ViewRequest(history=history, system="sys"))
+                history = controller.prepare_view(request=ViewRequest(history=history, system="sys"))
                 assert not check_tool_pairing(history)
                 assert not check_thinking_integrity(history, raw)
                 calls.update({u.id: u for u in message.tool_uses()})
             if message.has("tool_result"):
-                message = message.with_parts([controller.process_result(calls[p.tool_use_id], p)
+                message = message.with_parts([controller.process_result(call=calls[p.tool_use_id], result=p)
                                               if isinstance(p, ToolResultPart) else p for p in message.parts])
             history.append(message)
-        final = controller.prepare_view(ViewRequest(history=history, system="sys"))
+        final = controller.prepare_view(request=ViewRequest(history=history, system="sys"))
         assert not check_tool_pairing(final)
         # Nothing lost: every raw message is in view or covered, every cut text is on disk whole.
         assert not check_nothing_lost(final, raw)

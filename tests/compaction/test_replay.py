@@ -1,4 +1,4 @@
-"""Replay of the 20 real trajectories through Nova at 32k and 64k windows (acceptance of issue 4)."""
+"""Replay of the 20 real trajectories through Nova at 32k and 64k windows."""
 
 from __future__ import annotations
 

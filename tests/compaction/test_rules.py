@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nova import events as ev
-from nova.agent.loop import ViewRequest
+from nova.context.budget import ContextBudget
 from nova.context.compaction import (
     MIN_FOLD_TOKENS,
     SUMMARY_HEADER,
     compact,
     find_split_point,
     is_snipped,
-    keep_budget,
     snip_old_tool_results,
     snip_text,
-    summary_cap,
 )
 from nova.context.spill import Spiller, is_placeholder
 from nova.context.summarize import USER_SECTION, ExtractiveSummarizer, SummaryRequest
+from nova.extensions import ViewRequest
 from nova.invariants import check_tool_pairing
 from nova.messages import Message, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.providers.base import Usage, assistant_message
+from nova.sessions.recorder import BoundaryRecord
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import HeuristicCounter
 
@@ -133,19 +135,20 @@ def test_snip_old_oversized_tool_use_input(tmp_path: Path) -> None:
 def test_layer1_runs_only_over_threshold_prefix_byte_stable(tmp_path: Path) -> None:
     controller, _ = make_controller(tmp_path, window=200_000, config=small_config())
     msgs = history(10, output_chars=6000)
-    view = controller.prepare_view(ViewRequest(history=msgs, system="s"))
+    view = controller.prepare_view(request=ViewRequest(history=msgs, system="s"))
     assert view == msgs and controller.stats.snips == 0  # under threshold: untouched
 
 
 # -- layer 2 ---------------------------------------------------------------------------------------
 def test_thresholds_and_keep_budget_numbers() -> None:
     c = CompactionConfig()
-    assert c.threshold(128_000) == 104_000 and c.threshold(32_000) == 16_000  # reserve capped at half
-    assert keep_budget(c, 128_000) == 20_000
-    assert keep_budget(c, 32_000) == 8_000  # half the threshold
-    assert keep_budget(CompactionConfig(summary_keep_tokens=2000), 128_000) == 10_000  # floor
-    assert keep_budget(CompactionConfig(summary_keep_tokens=90_000), 1_000_000) == 40_000  # ceiling
-    assert summary_cap(c, 128_000) == 4000
+    assert ContextBudget.derive(c, 128_000).threshold == 104_000
+    assert ContextBudget.derive(c, 32_000).threshold == 16_000  # reserve capped at half
+    assert ContextBudget.derive(c, 128_000).keep_tokens == 20_000
+    assert ContextBudget.derive(c, 32_000).keep_tokens == 8_000  # half the threshold
+    assert ContextBudget.derive(CompactionConfig(summary_keep_tokens=2000), 128_000).keep_tokens == 10_000  # floor
+    assert ContextBudget.derive(CompactionConfig(summary_keep_tokens=90_000), 1_000_000).keep_tokens == 40_000  # ceiling
+    assert ContextBudget.derive(c, 128_000).summary_cap == 4000
 
 
 def test_split_never_separates_tool_use_from_result() -> None:
@@ -172,19 +175,19 @@ def test_compact_skip_rules(tmp_path: Path) -> None:
     config = CompactionConfig()
     summarizer = ExtractiveSummarizer()
     short = history(2, output_chars=200)
-    out = compact(short, summarizer=summarizer, config=config, window=128_000, counter=COUNTER)
+    out = compact(short, summarizer=summarizer, budget=ContextBudget.derive(config, 128_000), counter=COUNTER)
     assert out.status == "skipped"
     tiny = history(40, output_chars=200)  # foldable part under 2,000 tokens
-    out = compact(tiny, summarizer=summarizer, config=CompactionConfig(summary_keep_tokens=1024), window=8_000,
+    out = compact(tiny, summarizer=summarizer, budget=ContextBudget.derive(CompactionConfig(summary_keep_tokens=1024), 8_000),
                   counter=COUNTER)
     assert out.status == "skipped" and str(MIN_FOLD_TOKENS) in out.reason
-    forced = compact(tiny, summarizer=summarizer, config=config, window=8_000, counter=COUNTER, forced=True)
+    forced = compact(tiny, summarizer=summarizer, budget=ContextBudget.derive(config, 8_000), counter=COUNTER, forced=True)
     assert forced.status == "compacted"
 
 
 def test_compact_result_shape_and_user_messages_verbatim() -> None:
     msgs = history(30, output_chars=3000, first="Fix parser.py. Constraint: never touch api.py!")
-    out = compact(msgs, summarizer=ExtractiveSummarizer(), config=CompactionConfig(), window=32_000,
+    out = compact(msgs, summarizer=ExtractiveSummarizer(), budget=ContextBudget.derive(CompactionConfig(), 32_000),
                   counter=COUNTER, transcript_path="/s/transcript.jsonl")
     assert out.ok
     summary = out.messages[0]
@@ -196,7 +199,7 @@ def test_compact_result_shape_and_user_messages_verbatim() -> None:
     # fold again: the earlier summary is folded, the user message still verbatim, covers accumulate
     more = out.messages + history(30, output_chars=3000)[1:]
     raw = {m.id: m for m in msgs + more if not m.has("summary")}
-    again = compact(more, summarizer=ExtractiveSummarizer(), config=CompactionConfig(), window=32_000,
+    again = compact(more, summarizer=ExtractiveSummarizer(), budget=ContextBudget.derive(CompactionConfig(), 32_000),
                     counter=COUNTER, raw_lookup=raw.get)
     assert again.ok and "never touch api.py!" in again.messages[0].text
     covers = again.messages[0].parts[0].covers  # type: ignore[union-attr]
@@ -212,7 +215,7 @@ class Huge:
 
 def test_summary_over_cap_is_rejected() -> None:
     msgs = history(30, output_chars=3000)
-    out = compact(msgs, summarizer=Huge(), config=CompactionConfig(), window=32_000, counter=COUNTER)
+    out = compact(msgs, summarizer=Huge(), budget=ContextBudget.derive(CompactionConfig(), 32_000), counter=COUNTER)
     assert out.status == "failed" and "cap" in out.reason and out.messages == msgs
 
 
@@ -220,7 +223,7 @@ def test_summary_over_cap_is_rejected() -> None:
 def test_context_update_limit_is_threshold_and_anchor(tmp_path: Path) -> None:
     controller, seen = make_controller(tmp_path, window=100_000)
     msgs = history(2)
-    controller.on_usage(msgs[-1], Usage(input_tokens=40_000, output_tokens=100))
+    controller.on_usage(message=msgs[-1], usage=Usage(input_tokens=40_000, output_tokens=100))
     update = of_type(seen, ev.ContextUpdate)[-1]
     assert update.limit == controller.threshold == 76_000
     assert update.used == 40_100 and update.percent == round(40_100 * 100 / 76_000, 1)
@@ -229,7 +232,7 @@ def test_context_update_limit_is_threshold_and_anchor(tmp_path: Path) -> None:
 def test_soft_trigger_compacts_and_emits_events(tmp_path: Path) -> None:
     controller, seen = make_controller(tmp_path, window=20_000)
     msgs = history(40, output_chars=1200)
-    view = controller.prepare_view(ViewRequest(history=msgs, system="s"))
+    view = controller.prepare_view(request=ViewRequest(history=msgs, system="s"))
     starts, ends = of_type(seen, ev.CompactionStart), of_type(seen, ev.CompactionEnd)
     assert [s.reason for s in starts] == ["threshold"] and ends[-1].ok
     assert ends[-1].tokens_after < ends[-1].tokens_before and starts[0].message_count == len(msgs)
@@ -246,16 +249,16 @@ def test_breaker_zero_means_never(tmp_path: Path) -> None:
                                     config=small_config(max_consecutive_failures=0))
     msgs = history(40, output_chars=1200)
     for _ in range(5):
-        controller.prepare_view(ViewRequest(history=msgs, system="s"))
+        controller.prepare_view(request=ViewRequest(history=msgs, system="s"))
     assert failing.calls == 5 and not controller.stats.breaker_open
 
 
 def test_thrash_guard_names_culprits_and_never_loops(tmp_path: Path) -> None:
     controller, _ = make_controller(tmp_path, window=20_000)
-    msgs = controller.prepare_view(ViewRequest(history=history(40, output_chars=1200), system="s"))
+    msgs = controller.prepare_view(request=ViewRequest(history=history(40, output_chars=1200), system="s"))
     assert controller.stats.compactions == 1
     msgs = msgs + exchange(100, output_chars=30_000)  # refills the window right away
-    msgs = controller.prepare_view(ViewRequest(history=msgs, system="s"))
+    msgs = controller.prepare_view(request=ViewRequest(history=msgs, system="s"))
     assert controller.stats.thrash_events == 1
     assert any("toolu_0100" in c for c in controller.stats.thrash_culprits)
     assert controller.measure(msgs) < controller.hard_line
@@ -265,22 +268,33 @@ def test_recorder_gets_snips_and_boundary(tmp_path: Path) -> None:
     class Recorder:
         def __init__(self) -> None:
             self.updated: list[str] = []
-            self.boundaries: list[dict[str, object]] = []
+            self.boundaries: list[BoundaryRecord] = []
+
+        def record_message(self, message: Message, usage: Usage | None = None) -> None: ...
+
+        def record_event(self, name: str, data: Mapping[str, Any]) -> None: ...
+
+        def add_cost(self, usage: Usage, cost_usd: float) -> None: ...
+
+        def flush(self) -> None: ...
 
         def update_message_content(self, message_id: str, message: Message) -> None:
             self.updated.append(message_id)
 
-        def record_compact_boundary(self, **fields: object) -> str:
-            self.boundaries.append(fields)
+        def record_compact_boundary(self, boundary: BoundaryRecord) -> str:
+            self.boundaries.append(boundary)
             return "cmp_1"
 
     recorder = Recorder()
     controller, _ = make_controller(tmp_path, window=20_000, recorder=recorder)
-    controller.prepare_view(ViewRequest(history=history(12, output_chars=6000), system="s"))
+    controller.prepare_view(request=ViewRequest(history=history(12, output_chars=6000), system="s"))
     assert recorder.updated  # layer 1 alone was enough here
-    controller.prepare_view(ViewRequest(history=history(40, output_chars=1200), system="s"))
-    assert recorder.boundaries and set(recorder.boundaries[0]) == {
-        "summary", "trigger", "tokens_before", "tokens_after", "duration_ms", "covers", "messages"}
+    controller.prepare_view(request=ViewRequest(history=history(40, output_chars=1200), system="s"))
+    assert len(recorder.boundaries) == 1
+    boundary = recorder.boundaries[0]
+    assert boundary.trigger == "threshold" and boundary.covers and boundary.summary
+    assert boundary.tokens_after < boundary.tokens_before
+    assert boundary.messages[0].has("summary")  # the new head of history, for resume
 
 
 def test_manual_compact_with_focus_does_not_leak(tmp_path: Path) -> None:
@@ -305,8 +319,9 @@ def test_snip_keys_change_what_is_cut(tmp_path: Path, key: str, value: int) -> N
 
 
 def test_reserve_keys_move_the_threshold() -> None:
-    assert CompactionConfig(output_reserve_tokens=1000, summary_reserve_tokens=1000).threshold(100_000) == 98_000
-    assert CompactionConfig(hard_margin_tokens=5000).hard_margin_tokens == 5000
+    config = CompactionConfig(output_reserve_tokens=1000, summary_reserve_tokens=1000)
+    assert ContextBudget.derive(config, 100_000).threshold == 98_000
+    assert ContextBudget.derive(CompactionConfig(hard_margin_tokens=5000), 100_000).hard_line == 95_000
 
 
 def test_filler_is_deterministic() -> None:

@@ -24,9 +24,8 @@ def test_compaction_is_recorded_and_resume_starts_at_the_boundary(tmp_path: Path
     controller, _ = make_controller(tmp_path, window=20_000, recorder=session)
     agent = Agent(provider=ScriptedProvider([reply("ok")]), model="m", tools=default_registry(),
                   policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
-                  session=session, session_id=session.id, session_dir=session.dir, history=prior)
-    controller.attach_to(agent)
-    assert controller.session_dir == tmp_path / "session"  # an explicit session_dir is kept
+                  budget=controller.budget, session=session, session_id=session.id, session_dir=session.dir,
+                  history=prior, extensions=[controller], ledger=controller.ledger)
     agent.run_turn("continue")
     assert controller.stats.compactions == 1
     session.flush()

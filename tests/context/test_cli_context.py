@@ -1,4 +1,4 @@
-"""`nova context SESSION --json` and `--why` on a real recorded session (issue 7, CTX-2)."""
+"""`nova context SESSION --json` and `--why` on a real recorded session (CTX-2)."""
 
 from __future__ import annotations
 

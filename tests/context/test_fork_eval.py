@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from nova.context.budget import ContextBudget
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText
 from nova.context.continuity import ContinuityGuard
 from nova.context.controller import ContextController
@@ -71,10 +72,11 @@ def test_fork_from_a_checkpoint_compacted_view_holds_every_required_fact(tmp_pat
         store.update(lambda s, task=task, name=path.name: apply_command(
             apply_command(s, f"/goal {task.strip().splitlines()[0][:200]}"), f"/open resolve {name}"))
         state = store.load()
-        controller = ContextController(config=CompactionConfig(), window=64_000, counter=counter,
-                                       session_dir=tmp_path / path.stem, system=session.system)
-        guard = ContinuityGuard(state=store, inner=ExtractiveSummarizer(controller.counter), raw=controller.raw.get)
-        controller.summarizer = guard
+        raw: dict[str, Message] = {}
+        guard = ContinuityGuard(state=store, inner=ExtractiveSummarizer(counter), raw=raw.get)
+        controller = ContextController(config=CompactionConfig(), budget=ContextBudget.derive(CompactionConfig(), 64_000),
+                                       counter=counter, summarizer=guard, raw=raw, session_dir=tmp_path / path.stem,
+                                       system=session.system)
         compacted = controller.compact_now(checkpoint)
         assert compacted != checkpoint and compacted[0].has("summary"), path.name
         facts = required_facts(path, checkpoint, state.open_items)

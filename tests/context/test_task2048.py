@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nova.agent.tools import default_registry
 from nova.app import AgentOptions, build_agent
-from nova.context.runtime import runtime_for
+from nova.context.runtime import ContextRuntime
 from nova.context.summarize import SummaryRequest
 from nova.sessions.session import Session
 from nova.settings import load_settings
@@ -49,7 +49,7 @@ def test_task2048(tmp_path: Path, nova_home: Path) -> None:
     with Session.create(nova_home, cwd=work, provider="demo", model=settings.model) as session:
         agent = build_agent(settings, provider, AgentOptions(cwd=work, yes=True), session=session,
                             session_id=session.id, session_dir=session.dir)
-        runtime = runtime_for(agent)
+        runtime = agent.extensions.get(ContextRuntime)
         assert runtime is not None and runtime.guard is not None
         runtime.command("/goal TASK2048: fix the flaky checkout test on branch fix/task2048")
         runtime.command("/approve change branch to fix/task2048")
@@ -103,7 +103,7 @@ def test_task2048(tmp_path: Path, nova_home: Path) -> None:
 
 def test_the_model_proposes_task_updates_and_cannot_touch_what_the_user_owns(tmp_path: Path) -> None:
     from nova.app import AgentOptions, build_agent
-    from nova.context.runtime import runtime_for
+    from nova.context.runtime import ContextRuntime
     from nova.settings import load_settings
     from nova.testing import ScriptedProvider, call, reply
 
@@ -119,6 +119,6 @@ def test_the_model_proposes_task_updates_and_cannot_touch_what_the_user_owns(tmp
     results = [r for m in agent.history for r in m.tool_results()]
     assert not results[0].is_error and "accepted" in results[0].content
     assert results[1].is_error and "only the user" in results[1].content
-    state = runtime_for(agent).state.load()  # type: ignore[union-attr]
+    state = agent.extensions.require(ContextRuntime).state.load()
     assert "write the changelog" in state.open_items and state.plan == ("fix", "test")
     assert state.goal == "" and not state.constraints

@@ -1,8 +1,8 @@
 """The session host (`nova.host.SessionHub`) under slow closes and eviction, on real sessions.
 
-A slow close is a real one made slow: the agent gets one more closer that waits on a gate the test
-opens, as memory extraction waits at close. A turn is held open the same way, by a model that waits on
-a gate before it answers.
+A slow close is a real one made slow: the session's connection to the (real, SQLite) session store
+waits on a gate the test opens before it closes, as a close that waits for memory extraction is slow.
+A turn is held open the same way, by a model that waits on a gate before it answers.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from nova.host import HostLimits, LiveSession, SessionHub
 from nova.providers.scripted import FunctionProvider, reply
 from nova.server.config import ServerConfig
 from nova.server.serve import ServeOptions, build_server_app, server_config
+from nova.sessions.sqlite import SQLiteSessionStore
+from nova.sessions.store import SessionStore
 from nova.settings import load_settings
 
 T = TypeVar("T")
@@ -51,9 +53,30 @@ class Gate:
         self.opened.set()
 
 
-def slow_close(live: LiveSession, gate: Gate) -> None:
-    """Make closing `live` wait on `gate`, after the agent's own closers."""
-    live.agent.closers.append(gate.wait)
+class GatedStore(SQLiteSessionStore):
+    """The real session store; once given a gate, closing it waits for the gate first."""
+
+    gate: Gate | None = None
+
+    def close(self) -> None:
+        if self.gate is not None:
+            self.gate.wait()
+        super().close()
+
+
+class Stores:
+    """The hub's `open_store`: each open session's store connection, in the order they were opened."""
+
+    def __init__(self) -> None:
+        self.opened: list[GatedStore] = []
+
+    def open(self, home: Path) -> SessionStore:
+        self.opened.append(GatedStore(home / "nova.db"))
+        return self.opened[-1]
+
+    def slow_close_latest(self, gate: Gate) -> None:
+        """Make closing the session opened last wait on `gate`."""
+        self.opened[-1].gate = gate
 
 
 def within(seconds: float, fn: Callable[[], T]) -> T:
@@ -105,7 +128,14 @@ def model() -> Model:
 
 
 @pytest.fixture
-def make_hub(nova_home: Path, tmp_path: Path, model: Model) -> Iterator[Callable[[HostLimits], SessionHub]]:
+def stores() -> Stores:
+    return Stores()
+
+
+@pytest.fixture
+def make_hub(
+    nova_home: Path, tmp_path: Path, model: Model, stores: Stores,
+) -> Iterator[Callable[[HostLimits], SessionHub]]:
     hubs: list[SessionHub] = []
     project = tmp_path / "project"
     project.mkdir()
@@ -114,7 +144,7 @@ def make_hub(nova_home: Path, tmp_path: Path, model: Model) -> Iterator[Callable
         settings = load_settings(env={"NOVA_HOME": str(nova_home)},
                                  overrides={"provider": "demo", "model": "nova-demo"})
         hub = SessionHub(settings, options=AgentOptions(cwd=project, yes=True), make_provider=model.provider,
-                         limits=limits)
+                         limits=limits, open_store=stores.open)
         hubs.append(hub)
         return hub
 
@@ -145,12 +175,12 @@ def user_texts(hub: SessionHub, session_id: str) -> list[str]:
 
 # -- (a) the hub answers other sessions while one is closing slowly --------------------------------------
 def test_other_sessions_are_served_while_a_delete_waits_for_a_slow_close(
-    make_hub: Callable[[HostLimits], SessionHub],
+    make_hub: Callable[[HostLimits], SessionHub], stores: Stores,
 ) -> None:
     hub = make_hub(HostLimits())
     slow = hub.create("slow")
     gate = Gate()
-    slow_close(slow, gate)
+    stores.slow_close_latest(gate)
     deleting = threading.Thread(target=hub.delete, args=(slow.id,), daemon=True)
     deleting.start()
     assert gate.entered.wait(PROMPT_WAIT_S), "the close did not start"
@@ -173,13 +203,13 @@ def test_other_sessions_are_served_while_a_delete_waits_for_a_slow_close(
 
 
 def test_a_caller_of_a_closing_session_waits_for_the_close_then_gets_it_reopened(
-    make_hub: Callable[[HostLimits], SessionHub],
+    make_hub: Callable[[HostLimits], SessionHub], stores: Stores,
 ) -> None:
     hub = make_hub(HostLimits(max_live=1, idle_timeout_s=None))
     first = hub.create("first")
-    run_turn(hub, first.id, "remember me")
     gate = Gate()
-    slow_close(first, gate)
+    stores.slow_close_latest(gate)
+    run_turn(hub, first.id, "remember me")
     second = within(PROMPT_WAIT_S, lambda: hub.create("second"))  # evicts `first`; does not wait for it
     assert gate.entered.wait(PROMPT_WAIT_S)
     assert hub.open_ids() == {second.id}
@@ -201,7 +231,7 @@ def test_a_caller_of_a_closing_session_waits_for_the_close_then_gets_it_reopened
 
 # -- (b) eviction past the limit ------------------------------------------------------------------------
 def test_eviction_closes_idle_sessions_without_blocking_and_never_a_running_one(
-    make_hub: Callable[[HostLimits], SessionHub], model: Model,
+    make_hub: Callable[[HostLimits], SessionHub], model: Model, stores: Stores,
 ) -> None:
     hub = make_hub(HostLimits(max_live=2, idle_timeout_s=None))
     running = hub.create("running")
@@ -210,7 +240,7 @@ def test_eviction_closes_idle_sessions_without_blocking_and_never_a_running_one(
     assert model.held.entered.wait(PROMPT_WAIT_S)
     idle = hub.create("idle")
     gate = Gate()
-    slow_close(idle, gate)
+    stores.slow_close_latest(gate)
 
     # Two over the limit in turn: each time the least recently used idle session goes, never the one
     # running (it is the oldest of all), and creating does not wait for the slow close.

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nova import events as ev
+from nova.context.controller import ContextController
 from nova.demo import DEMO_PROMPT, make_demo_provider
 from nova.providers.base import ModelRequest, StreamEvent
 from nova.settings import Settings
@@ -54,7 +55,7 @@ def test_every_surface_shows_the_same_figure_at_every_step(nova_home: Path, proj
     with running_server(nova_home, project, provider=provider) as server, server.client() as client:
         sid = new_session(client)
         live = server.hub.live(sid)
-        controller: Any = live.agent.prepare_view.__self__  # type: ignore[union-attr]
+        controller = live.agent.extensions.require(ContextController)
         gauge = ContextGauge()
         bus_updates: list[ev.ContextUpdate] = []
         compaction_starts: list[int] = []  # the step during which each compaction started

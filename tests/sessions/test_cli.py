@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from nova.commands.sessions import app, resume_command
+from nova.sessions.schema import BoundaryRecord
 from nova.sessions.session import Session
 
 from .conftest import assistant_call, user
@@ -19,7 +20,8 @@ def _make(home: Path, title: str = "demo") -> Session:
     s = Session.create(home, title=title, cwd=str(home), provider="anthropic", model="claude")
     s.record_message(user("hello", "m1"))
     s.record_message(assistant_call("m2", "c1"))
-    s.record_compact_boundary(summary="we said hello", covers=["m1"], tokens_before=100, tokens_after=10)
+    s.record_compact_boundary(BoundaryRecord(id="", summary="we said hello", covers=("m1",), tokens_before=100,
+                                             tokens_after=10))
     s.record_message(user("again", "m3"))
     s.close()
     return s

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from nova.messages import Message, TextPart, ThinkingPart, ToolResultPart
 from nova.sessions.repair import INTERRUPTED, repair_history
+from nova.sessions.schema import BoundaryRecord
 from nova.sessions.session import Session
 
 from .conftest import assistant_call, results, user
@@ -124,7 +125,8 @@ def test_record_resume_repair_always_yields_a_valid_history(history: list[Messag
         s = Session.create(home, title="p", cwd=tmp, provider="p", model="m")
         for i, m in enumerate(history):
             if i == boundary_at:
-                s.record_compact_boundary(summary="so far", covers=[x.id for x in history[:i]])
+                s.record_compact_boundary(BoundaryRecord(id="", summary="so far",
+                                                         covers=tuple(x.id for x in history[:i])))
             s.record_message(m)
         s.close()
         raw = (s.dir / "transcript.jsonl").read_bytes()

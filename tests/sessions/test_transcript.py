@@ -108,3 +108,24 @@ def test_garbage_line_is_a_clear_error(tmp_path: Path) -> None:
     t.path.write_bytes(b'{"type":"message"}\n')
     with pytest.raises(StorageError, match="no schema version"):
         t.read_tail()
+
+
+def test_a_transcript_written_with_nova_kind_resumes_with_typed_origins(tmp_path: Path) -> None:
+    """Before `Message.origin`, inserts were marked `metadata["nova_kind"]`; such a log reads the same."""
+    from nova.context.compaction import is_nova_insert
+    from nova.messages import to_dict
+
+    summary = {**to_dict(user("[summary] earlier work", "s1")), "metadata": {"nova_kind": "summary"}}
+    memory = {**to_dict(user("recalled: tabs", "r1")), "metadata": {"nova_kind": "memory", "memories": ["tabs"]}}
+    lines = [
+        {"v": 1, "type": "compact_boundary", "ts": 1.0, "id": "b1", "summary": "earlier work", "covers": ["m0"],
+         "messages": [summary]},
+        {"v": 1, "type": "message", "ts": 2.0, "message": memory, "usage": None},
+        {"v": 1, "type": "message", "ts": 3.0, "message": to_dict(user("go on", "m2")), "usage": None},
+    ]
+    path = tmp_path / "transcript.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    messages = Transcript(path).read_tail().messages()
+    assert [(m.id, m.origin) for m in messages] == [("s1", "summary"), ("r1", "memory"), ("m2", None)]
+    assert messages[1].metadata == {"memories": ["tabs"]}
+    assert [is_nova_insert(m) for m in messages] == [True, True, False]

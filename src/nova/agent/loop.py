@@ -5,12 +5,13 @@ raises, or a call the permission policy refuses all come back to the model as er
 errors are classified (nova.errors): rate limits and overload are retried with bounded back-off;
 everything else ends the turn with an `ErrorEvent` and re-raises.
 
-Extension points are keyword-only hooks so the context layer can plug in without the loop knowing it:
-`prepare_view` rewrites history before each call (compaction), `process_result` rewrites a tool result
-as it enters history (spill), `on_overflow` gets one chance per user request to shrink history after a
-`ContextOverflow` (CMP-9). The prompt-cache layer uses `prepare_request` (breakpoint plan on the
-request about to be sent) and `on_call` (each successful call with its request, for cache-break
-diagnosis).
+The agent is built once, complete: the context engine, the prompt cache and memory plug in as
+extensions (`nova.extensions`) given to the constructor, each hook a method with keyword-only typed
+inputs, called in the extensions' declared order. `prepare_view` may shed history before each call
+(compaction), `process_result` rewrites a tool result as it enters history (spill), `on_overflow` gets
+one chance per user request to shrink history after a `ContextOverflow` (CMP-9), `compile_view` turns
+history into the view sent, `prepare_request` places cache breakpoints and `on_call` sees each call.
+Every size comes from the one `ContextBudget` the agent is given.
 """
 
 from __future__ import annotations
@@ -22,22 +23,34 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from nova import events as ev
 from nova.agent.permissions import PermissionPolicy
 from nova.agent.tools.base import ToolContext, ToolOutput, ToolRegistry
+from nova.context.budget import ContextBudget
 from nova.context.overflow import second_overflow_message
-from nova.core import CacheHints, ModelRequest, ModelResponse, ResponseDone, TextDelta, ToolSpec, Usage
+from nova.core import CacheHints, ModelRequest, ModelResponse, ResponseDone, TextDelta, Usage
 from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
+from nova.extensions import (
+    CallRecord,
+    CompiledView,
+    CompileRequest,
+    Extension,
+    Extensions,
+    LatePoller,
+    TurnResult,
+    ViewRequest,
+)
 from nova.invariants import check_tool_pairing
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart, new_id
 from nova.providers.base import Provider
-from nova.providers.pricing import context_window_for, cost_usd
+from nova.providers.pricing import cost_usd
+from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model
 
-__all__ = ["Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult"]
+__all__ = ["Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
 
 log = logging.getLogger(__name__)
 
@@ -50,66 +63,8 @@ class _Cancelled(Exception):
     """The user cancelled while the model was streaming: the partial answer is dropped."""
 
 
-class SessionSink(Protocol):
-    """Where the loop records what happened (the session record implements it)."""
-
-    def record_message(self, message: Message, usage: Usage | None = None) -> None: ...
-
-    def record_event(self, name: str, data: Mapping[str, Any]) -> None: ...
-
-    def add_cost(self, usage: Usage, cost_usd: float) -> None: ...
-
-    def flush(self) -> None: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class ViewRequest:
-    """Input of the `prepare_view` hook: the working history and what the loop is about to send."""
-
-    history: Sequence[Message]
-    system: str
-    reason: str = "threshold"
-
-
-@dataclass(frozen=True, kw_only=True)
-class CompileRequest:
-    """Input of the `compile_view` hook: what `build_request` would otherwise send as it is."""
-
-    history: Sequence[Message]
-    system: str
-    tools: Sequence[ToolSpec]
-
-
-class CompiledView(Protocol):
-    """Output of the `compile_view` hook (`nova.context.compiler.ContextView` is one)."""
-
-    @property
-    def system(self) -> str: ...
-
-    @property
-    def messages(self) -> Sequence[Message]: ...
-
-    @property
-    def tools(self) -> Sequence[ToolSpec]: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class CallRecord:
-    """Input of the `on_call` hook: one successful model call, the request as sent and its price."""
-
-    request: ModelRequest
-    response: ModelResponse
-    cost_usd: float | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class TurnResult:
-    text: str
-    stop_reason: str
-    steps: int
-    usage: Usage
-    cost_usd: float | None
-    messages: Sequence[Message] = ()
+SessionSink = SessionRecorder
+"""Where the loop records what happened (the session record implements it)."""
 
 
 @dataclass
@@ -128,9 +83,10 @@ class Agent:
         tools: ToolRegistry,
         policy: PermissionPolicy,
         cwd: Path,
+        budget: ContextBudget,
         system_prompt: str = "",
         bus: ev.EventBus | None = None,
-        session: SessionSink | None = None,
+        session: SessionRecorder | None = None,
         session_id: str = "",
         session_dir: Path | None = None,
         history: Sequence[Message] = (),
@@ -138,18 +94,8 @@ class Agent:
         max_steps: int = 50,
         tool_timeout_s: float = 120.0,
         cache: CacheHints | None = None,
-        prepare_view: Callable[[ViewRequest], list[Message]] | None = None,
-        process_result: Callable[[ToolUsePart, ToolResultPart], ToolResultPart] | None = None,
-        on_overflow: Callable[[ViewRequest], list[Message] | None] | None = None,
-        on_usage: Callable[[Message, Usage], None] | None = None,
-        on_turn_start: Callable[[Message], Callable[[], Message | None]] | None = None,
-        on_turn_end: Callable[[TurnResult], None] | None = None,
-        prepare_request: Callable[[ModelRequest], ModelRequest] | None = None,
-        on_call: Callable[[CallRecord], None] | None = None,
-        compile_view: Callable[[CompileRequest], CompiledView] | None = None,
+        extensions: Sequence[Extension] = (),
         ledger: TokenLedger | None = None,
-        window: int | None = None,
-        threshold: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.provider = provider
@@ -157,6 +103,7 @@ class Agent:
         self.tools = tools
         self.policy = policy
         self.cwd = cwd
+        self.budget = budget
         self.system_prompt = system_prompt
         self.bus = bus or ev.EventBus()
         self.session = session
@@ -167,53 +114,46 @@ class Agent:
         self.max_steps = max_steps
         self.tool_timeout_s = tool_timeout_s
         self.cache = cache or CacheHints()
-        self.prepare_view = prepare_view
-        self.process_result = process_result
-        self.on_overflow = on_overflow
-        self.on_usage = on_usage
-        self.on_turn_start = on_turn_start
-        self.on_turn_end = on_turn_end
-        self.prepare_request = prepare_request
-        self.on_call = on_call
-        # Issue 7: the context compiler (nova.context.runtime) turns history into the view each call
-        # sends; None sends history as it is.
-        self.compile_view = compile_view
-        self.compactor: Callable[[Sequence[Message], str], list[Message]] | None = None
-        """Set by the context layer: folds history on request (`/compact [focus]`)."""
-        self.closers: list[Callable[[], None]] = []
-        """Run by `close()`: background work that must finish before the process exits."""
+        self.extensions = Extensions(extensions)
         self.cancel = threading.Event()
         self._sleep = sleep
         # TOK-3: one ledger, one figure — the compaction decision, the CLI footer, the API and the UI
         # all read `context_status()`.
         self.ledger = ledger or TokenLedger(counter_for_model(model))
-        self.window = window or context_window_for(model) or 128_000
-        self.threshold = threshold or self.window
+
+    @property
+    def window(self) -> int:
+        return self.budget.window
+
+    @property
+    def threshold(self) -> int:
+        return self.budget.threshold
 
     def compact(self, focus: str = "") -> bool:
-        """Compact now, whatever the threshold (`/compact`, `POST …/compact`). False when no context
-        layer is attached or nothing could be folded."""
-        if self.compactor is None:
-            return False
+        """Compact now, whatever the threshold (`/compact`, `POST …/compact`). False when no extension
+        compacts or nothing could be folded."""
         before = list(self.history)
-        self.history = list(self.compactor(before, focus))
+        folded = self.extensions.compact(before, focus)
+        if folded is None:
+            return False
+        self.history = folded
         self.bus.emit(self.context_status())
         return self.history != before
 
     def close(self) -> None:
-        for closer in self.closers:
+        """Let each extension finish its background work (memory extraction, consolidation)."""
+        for extension in self.extensions.closers():
             try:
-                closer()
-            except Exception:  # closing must finish: one failing closer does not stop the others
-                log.exception("closing the agent: %r failed", closer)
+                extension.close()
+            except Exception:  # closing must finish: one failing extension does not stop the others
+                log.exception("closing the agent: %s failed", type(extension).__name__)
 
     # -- the one context figure --------------------------------------------------------------------
     def context_tokens(self) -> int:
-        if self.compile_view is not None:
-            # TOK-3: measure the view that will be sent (pinned state and observations included), the
-            # same figure the compiler's manifest reports.
-            view = self.compile_view(CompileRequest(history=list(self.history), system=self.system_prompt,
-                                                    tools=self.tools.specs()))
+        # TOK-3: measure the view that will be sent (pinned state and observations included), the same
+        # figure the compiler's manifest reports.
+        view = self._compile(self.history)
+        if view is not None:
             return self.ledger.estimate(view.messages, view.system, view.tools)
         return self.ledger.estimate(self.history, self.system_prompt, self.tools.specs())
 
@@ -235,7 +175,7 @@ class Agent:
         self._append(user)
         # A turn-start hook (memory recall) may deliver one extra message later in the turn, without
         # ever blocking it: it is polled before each model call and inserted once, when ready.
-        late_context = self.on_turn_start(user) if self.on_turn_start else None
+        late: list[LatePoller] = self.extensions.on_turn_start(user)
         state = _TurnState()
         final_text = ""
         stop_reason = "end_turn"
@@ -249,9 +189,7 @@ class Agent:
                     stop_reason = "cancelled"
                     break
                 steps += 1
-                if late_context is not None and (extra := late_context()) is not None:
-                    self._append(extra)
-                    late_context = None
+                late = self._deliver_late(late)
                 try:
                     response = self._call_model(state)
                 except _Cancelled:
@@ -260,8 +198,7 @@ class Agent:
                 assistant = response.message.with_metadata(usage=response.usage.to_dict(), model=response.model)
                 self._append(assistant, usage=response.usage)
                 self.ledger.record(assistant.id, response.usage)
-                if self.on_usage:
-                    self.on_usage(assistant, response.usage)
+                self.extensions.on_usage(assistant, response.usage)
                 final_text = assistant.text
                 if assistant.text:
                     self.bus.emit(
@@ -292,16 +229,31 @@ class Agent:
             cost_usd=state.cost,
             messages=list(self.history),
         )
-        if self.on_turn_end:
-            self.on_turn_end(result)
+        self.extensions.on_turn_end(result)
         return result
 
+    def _deliver_late(self, pollers: list[LatePoller]) -> list[LatePoller]:
+        """Append what each turn-start poller has ready; the ones still waiting stay for the next call."""
+        waiting: list[LatePoller] = []
+        for poll in pollers:
+            extra = poll()
+            if extra is None:
+                waiting.append(poll)
+            else:
+                self._append(extra)
+        return waiting
+
     # -- model calls -------------------------------------------------------------------------------
+    def _compile(self, history: Sequence[Message]) -> CompiledView | None:
+        if not self.extensions.has("compile_view"):
+            return None
+        return self.extensions.compile_view(CompileRequest(history=history, system=self.system_prompt,
+                                                           tools=self.tools.specs()))
+
     def build_request(self, history: Sequence[Message]) -> ModelRequest:
-        if self.compile_view is not None:
-            # Issue 7: send the compiled view (CTX-1); history itself is left as it is.
-            view = self.compile_view(CompileRequest(history=list(history), system=self.system_prompt,
-                                                    tools=self.tools.specs()))
+        view = self._compile(history)
+        if view is not None:
+            # Send the compiled view (CTX-1); history itself is left as it is.
             return ModelRequest(model=self.model, system=view.system, messages=list(view.messages),
                                 tools=list(view.tools), max_output_tokens=self.max_output_tokens, cache=self.cache)
         return ModelRequest(
@@ -314,10 +266,10 @@ class Agent:
         )
 
     def _view(self, reason: str = "threshold") -> list[Message]:
-        if self.prepare_view is None:
+        if not self.extensions.has("prepare_view"):
             return list(self.history)
-        view = self.prepare_view(ViewRequest(history=list(self.history), system=self.system_prompt, reason=reason))
-        self.history = list(view)
+        self.history = self.extensions.prepare_view(
+            ViewRequest(history=list(self.history), system=self.system_prompt, reason=reason))
         return self.history
 
     def _call_model(self, state: _TurnState) -> ModelResponse:
@@ -327,8 +279,7 @@ class Agent:
             try:
                 request = self._well_formed(self.build_request(view))
                 # The cache layer places breakpoints on the request itself (nova.context.prompt_cache).
-                if self.prepare_request is not None:
-                    request = self.prepare_request(request)
+                request = self.extensions.prepare_request(request)
                 response = self._stream_once(request)
             except ContextOverflow as exc:
                 # CMP-9: the provider's rejection is authoritative, once per user request.
@@ -340,11 +291,8 @@ class Agent:
                                             status=exc.status, code=exc.code, body=exc.body)
                     self._emit_error(final)
                     raise final from exc
-                if self.on_overflow is None:
-                    self._emit_error(exc)
-                    raise
                 state.overflow_retried = True
-                shrunk = self.on_overflow(
+                shrunk = self.extensions.on_overflow(
                     ViewRequest(history=list(self.history), system=self.system_prompt, reason="overflow")
                 )
                 if shrunk is None:
@@ -372,8 +320,7 @@ class Agent:
             state.cost = None if call_cost is None or state.cost is None else state.cost + call_cost
             if self.session:
                 self.session.add_cost(response.usage, call_cost or 0.0)
-            if self.on_call is not None:
-                self.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
+            self.extensions.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
             return response
 
     def _well_formed(self, request: ModelRequest) -> ModelRequest:
@@ -413,8 +360,7 @@ class Agent:
                 result = ToolResultPart(call.id, "interrupted: the user cancelled the turn", is_error=True)
             else:
                 result = self._run_tool(call)
-            if self.process_result is not None:
-                result = self.process_result(call, result)
+            result = self.extensions.process_result(call, result)
             results.append(result)
         return results
 

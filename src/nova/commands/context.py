@@ -1,6 +1,6 @@
 """`nova context [SESSION] [--why TEXT] [--json]`: what is in a session's context and why (CTX-2).
 
-Mounted by `nova.cli` as `app.command("context")(context_command)`. The session's working history is
+Mounted lazily by `nova.cli` as `nova context`. The session's working history is
 compiled exactly as the next model call would compile it (same head, tools, pinned task state), and the
 manifest is printed: one row per segment (class, tokens, share of the view, source, reason), totals
 against the threshold and the window, and what was left out and why. `--why TEXT` lists the segments
@@ -11,8 +11,8 @@ holding TEXT with the reason each is there. `render_context` is the `/context` t
 sum to it.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
 import json
 import os
 from dataclasses import replace
@@ -25,25 +25,17 @@ from rich.table import Table
 
 from nova.commands.errors import user_errors
 from nova.context.compiler import Compiled
-from nova.core import Usage
+from nova.core import usage_of
 from nova.errors import NovaError
-from nova.messages import Message
 
 __all__ = ["compile_session", "context_command", "context_json", "render_context", "render_why"]
-
-
-def _usage_of(message: Message) -> Usage | None:
-    data = message.metadata.get("usage")
-    if not isinstance(data, dict):
-        return None
-    fields = {k: int(v) for k, v in data.items() if k in Usage.__dataclass_fields__ and isinstance(v, int | float)}
-    return Usage(**fields)
 
 
 def compile_session(session_id: str | None, *, home: Path | None = None) -> tuple[str, Compiled]:
     """(session id, compiled view) of a recorded session ("last" or None: the most recent one)."""
     from nova.agent.tools import default_registry
     from nova.app import SYSTEM_CONTRACT
+    from nova.context.budget import budget_for
     from nova.context.runtime import ContextRuntime, build_context_sources
     from nova.context.state import TaskStateStore
     from nova.sessions.session import Session, list_sessions
@@ -68,13 +60,11 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
         sources = build_context_sources(settings=settings, cwd=cwd, contract=SYSTEM_CONTRACT)
         ledger = TokenLedger(counter_for_model(settings.model))
         for message in history:  # TOK-2: the anchor is the latest assistant message with a real figure
-            usage = _usage_of(message) if message.role == "assistant" else None
+            usage = usage_of(message) if message.role == "assistant" else None
             if usage is not None:
                 ledger.record(message.id, usage)
-        window = settings.window()
-        runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=lambda: ledger,
-                                 limit=lambda: settings.compaction.threshold(window), window=lambda: window,
-                                 observe_requests=False)
+        runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=ledger,
+                                 budget=budget_for(settings), observe_requests=False)
         compiled = runtime.compile(history, system=sources.system, tools=default_registry().specs())
     finally:
         session.close()

@@ -7,13 +7,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
-from rich.console import Console
 
 from nova.errors import NovaError
 
 __all__ = ["user_errors"]
 
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+def _say(line: str) -> None:
+    # Rich loads only when there is something to say: most runs end without an error.
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
 
 
 @contextmanager
@@ -23,13 +27,13 @@ def user_errors(*, exit_code: int = 2, os_errors: bool = False) -> Iterator[None
     try:
         yield
     except NovaError as exc:
-        _stderr.print(f"nova: error: {exc}", markup=False)
+        _say(f"nova: error: {exc}")
         raise typer.Exit(exit_code) from None
     except OSError as exc:
         if not os_errors:
             raise
-        _stderr.print(f"nova: error: {exc.filename or ''}: {exc.strerror or exc}", markup=False)
+        _say(f"nova: error: {exc.filename or ''}: {exc.strerror or exc}")
         raise typer.Exit(exit_code) from None
     except KeyboardInterrupt:
-        _stderr.print("nova: interrupted", markup=False)
+        _say("nova: interrupted")
         raise typer.Exit(130) from None

@@ -1,11 +1,11 @@
 """`nova memory …` and `nova rules`: the human side of the memory stores.
 
-Mounted by `nova.cli`: `app.add_typer(memory.app, name="memory")` and `app.command("rules")(rules_command)`.
+Mounted lazily by `nova.cli` as `nova memory` (the typer `app`) and `nova rules` (`rules_command`).
 Environment variables (NOVA_HOME, EDITOR) are read here, at the edge.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
 import json
 import os
 import shlex
@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nova.commands.errors import user_errors
+from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.consolidate import Consolidator
@@ -30,7 +31,8 @@ from nova.settings import Settings, load_settings
 __all__ = ["app", "rules_command"]
 
 app = typer.Typer(help="Long-term memory: list, inspect, add, edit, approve, forget, consolidate.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
+                  rich_markup_mode=HELP_MARKUP)
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
@@ -50,7 +52,7 @@ def _context() -> _Context:
     return _Context(settings=settings, config=config, store=store)
 
 
-@app.command("list")
+@app.command("list", cls=NovaCommand)
 def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of objects.")] = False,
 ) -> None:
@@ -73,7 +75,7 @@ def list_command(
     console.print(table)
 
 
-@app.command("show")
+@app.command("show", cls=NovaCommand)
 def show_command(name: str) -> None:
     """Print one memory file."""
     with user_errors():
@@ -82,7 +84,7 @@ def show_command(name: str) -> None:
         typer.echo(memory.path.read_text(encoding="utf-8"), nl=False)
 
 
-@app.command("add")
+@app.command("add", cls=NovaCommand)
 def add_command(
     text: Annotated[str, typer.Argument(help="The memory itself.")],
     memory_type: Annotated[str, typer.Option("--type", help="user, feedback, project or reference.")],
@@ -108,7 +110,7 @@ def add_command(
     console.print(f"{verb} {outcome.memory.type} memory {outcome.memory.name!r}: {outcome.memory.path}", markup=False)
 
 
-@app.command("edit")
+@app.command("edit", cls=NovaCommand)
 def edit_command(name: str) -> None:
     """Open a memory in $EDITOR; an edit that breaks the frontmatter or adds a secret is rolled back."""
     with user_errors():
@@ -133,7 +135,7 @@ def edit_command(name: str) -> None:
         ctx.store.rebuild_index(memory.path.parent)
 
 
-@app.command("forget")
+@app.command("forget", cls=NovaCommand)
 def forget_command(
     name: str,
     purge: Annotated[bool, typer.Option("--purge", help="Delete the file instead of revoking it.")] = False,
@@ -145,7 +147,7 @@ def forget_command(
     console.print(f"{'deleted' if purge else 'revoked'} {memory.name!r}", markup=False)
 
 
-@app.command("approve")
+@app.command("approve", cls=NovaCommand)
 def approve_command(name: str) -> None:
     """Make a candidate memory active (it can then be recalled)."""
     with user_errors():
@@ -153,7 +155,7 @@ def approve_command(name: str) -> None:
     console.print(f"approved {memory.name!r}", markup=False)
 
 
-@app.command("consolidate")
+@app.command("consolidate", cls=NovaCommand)
 def consolidate_command(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:

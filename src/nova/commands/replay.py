@@ -1,6 +1,6 @@
 """`nova replay PATH`: run a recorded session through a context policy and report what it would cost.
 
-Mounted by `nova.cli`: `app.command("replay")(replay_command)`. Reads any format
+Mounted lazily by `nova.cli` as `nova replay`. Reads any format
 `nova.sessions.importers.read_session_file` knows (mini-swe-agent, SWE-agent, OpenAI chat lists, Claude
 Code JSONL, Nova transcripts). The compaction settings come from `~/.nova/config.json` (NOVA_HOME), read
 here at the edge; layer 2 uses the extractive summarizer, since a replay has no model to ask.
@@ -10,8 +10,8 @@ The cost model: `--provider-cache anthropic|openai` simulates that provider's pr
 the cached prefix, answering with a summary the size of the extractive one), `--price MODEL` prices it.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
 import json
 import logging
 import os

@@ -1,43 +1,37 @@
 """`nova sessions …`: list, show, export, remove and import recorded sessions.
 
-Mounted by `nova.cli`: `app.add_typer(sessions.app, name="sessions")`. For `nova run --resume ID` and
-`nova resume ID` the CLI calls `resume_command(ID)` (or `nova.sessions.export.resume` directly).
+Mounted lazily by `nova.cli` as `nova sessions`. `resume_command(ID)` reopens a session with its
+notices printed (`nova run --resume ID` calls `nova.sessions.export.resume` directly).
 NOVA_HOME is read here, at the edge. Every failure is one line on stderr and exit status 1; nothing
-is modified when the input is bad.
+is modified when the input is bad. Rich and the export/import code load inside the commands that use
+them: `nova sessions list --json` needs neither.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: typer reads the command signatures whenever `nova sessions`
+# runs, and string annotations would be evaluated again each time.
 import json
 import sys
 import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.rule import Rule
-from rich.table import Table
 
 from nova.commands.errors import user_errors
+from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.sessions.export import (
-    Resumed,
-    import_session,
-    iter_jsonl,
-    latest_session_id,
-    render_markdown,
-    resume,
-)
 from nova.sessions.meta import SessionMeta
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
 from nova.sessions.session import Session, delete_session, list_sessions
 from nova.settings import nova_home
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from nova.sessions.export import Resumed
 
 __all__ = ["app", "resume_command"]
 
@@ -46,14 +40,20 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=HelpGroup,
+    rich_markup_mode=HELP_MARKUP,
 )
 
 
-def _out() -> Console:
+def _out() -> "Console":
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True)
 
 
-def _err() -> Console:
+def _err() -> "Console":
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -66,6 +66,8 @@ def _resolve(session_id: str, home: Path) -> str:
     """`last` names the most recently updated session, as in `nova run --resume last`."""
     if session_id != "last":
         return session_id
+    from nova.sessions.export import latest_session_id
+
     found = latest_session_id(home)
     if found is None:
         raise NovaError(f"there is no recorded session in {home / 'sessions'}")
@@ -91,7 +93,7 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
     }
 
 
-@app.command("list")
+@app.command("list", cls=NovaCommand)
 def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
 ) -> None:
@@ -106,6 +108,10 @@ def list_command(
     if not metas:
         _out().print("No sessions yet.")
         return
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
     out = _out()
     # A plain layout so an 80-column terminal shows every column; the title takes what is left.
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -131,7 +137,9 @@ def _clip(text: str, full: bool, lines: int = 12) -> str:
     return f"{kept}\n… ({len(text) - len(kept)} more characters; --full shows everything)"
 
 
-def _show_message(console: Console, message: Message, full: bool) -> None:
+def _show_message(console: "Console", message: Message, full: bool) -> None:
+    from rich.markup import escape
+
     style = {"user": "bold cyan", "assistant": "bold green"}.get(message.role, "bold")
     console.print(f"[{style}]{message.role}[/]  [dim]{message.id}  {_when(message.created_at)}[/]")
     for part in message.parts:
@@ -156,12 +164,15 @@ def _cache_break_line(data: Mapping[str, Any]) -> str:
             f"{int(data.get('missed_tokens') or 0):,} tokens not read from the cache, {cost_text}")
 
 
-@app.command("show")
+@app.command("show", cls=NovaCommand)
 def show_command(
     session_id: Annotated[str, typer.Argument(help="Session id (see `nova sessions list`), or `last`.")],
     full: Annotated[bool, typer.Option("--full", help="Do not shorten long texts and tool outputs.")] = False,
 ) -> None:
     """The conversation, with compaction boundaries marked."""
+    from rich.markup import escape
+    from rich.rule import Rule
+
     console = _out()
     with _errors():
         session = Session.open(nova_home(), _resolve(session_id, nova_home()), readonly=True)
@@ -194,13 +205,15 @@ def show_command(
             session.close()
 
 
-@app.command("export")
+@app.command("export", cls=NovaCommand)
 def export_command(
     session_id: Annotated[str, typer.Argument(help="Session id, or `last`.")],
     fmt: Annotated[Literal["jsonl", "md"], typer.Option("--format", "-f", help="jsonl (raw log) or md.")] = "jsonl",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
     """Write the session as its raw JSONL log or as Markdown."""
+    from nova.sessions.export import iter_jsonl, render_markdown
+
     with _errors():
         session = Session.open(nova_home(), _resolve(session_id, nova_home()), readonly=True)
         try:
@@ -228,7 +241,7 @@ def export_command(
             session.close()
 
 
-@app.command("rm")
+@app.command("rm", cls=NovaCommand)
 def rm_command(
     session_id: Annotated[str, typer.Argument(help="Session id, or `last`.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
@@ -247,13 +260,15 @@ def rm_command(
     _out().print(f"Deleted session {session_id}.", markup=False)
 
 
-@app.command("import")
+@app.command("import", cls=NovaCommand)
 def import_command(
     path: Annotated[Path, typer.Argument(help="A recorded session: mini-swe-agent, SWE-agent, OpenAI, Claude Code or Nova.")],
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"}.')] = False,
 ) -> None:
     """Import a recorded session from another agent (or a Nova export) as a new session."""
+    from nova.sessions.export import import_session
+
     with _errors():
         session_id, count = import_session(path, nova_home(), title=title)
     if as_json:
@@ -262,9 +277,11 @@ def import_command(
         _out().print(f"Imported {count} messages from {path} as session {session_id}.", markup=False)
 
 
-def resume_command(session_id: str, *, home: Path | None = None) -> Resumed:
+def resume_command(session_id: str, *, home: Path | None = None) -> "Resumed":
     """For `nova resume ID` / `nova run --resume ID`: reopen, rebuild and repair the history, print the
     notices (torn tail quarantined, repairs) to stderr. Exits 1 with one clear line on bad input."""
+    from nova.sessions.export import resume
+
     with _errors():
         resumed = resume(session_id, home=home or nova_home())
     for notice in resumed.notices:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from nova.context.budget import ContextBudget
 from nova.context.spill import is_placeholder
 from nova.context.summarize import (
     USER_SECTION,
@@ -40,10 +41,8 @@ from nova.settings import CompactionConfig
 from nova.tokens import TokenCounter, count_message
 
 __all__ = [
-    "MAX_KEEP_TOKENS",
     "MIN_FOLD_TOKENS",
     "MIN_KEEP_MESSAGES",
-    "MIN_KEEP_TOKENS",
     "OUTPUT_DIR",
     "POST_COMPACTION_FILL",
     "SUMMARY_HEADER",
@@ -54,20 +53,16 @@ __all__ = [
     "find_split_point",
     "is_nova_insert",
     "is_snipped",
-    "keep_budget",
     "snip_old_tool_results",
     "snip_text",
-    "summary_cap",
 ]
 
 log = logging.getLogger(__name__)
 
 OUTPUT_DIR = "tool-output"
 SUMMARY_HEADER = "[Previous conversation summary]"
-# CMP-5 clamps on the kept tail (seed 000): at least 5 messages and 10,000 tokens, at most 40,000 tokens.
+# CMP-5's floor on the kept tail (seed 000): at least 5 messages (the token clamps are the budget's).
 MIN_KEEP_MESSAGES = 5
-MIN_KEEP_TOKENS = 10_000
-MAX_KEEP_TOKENS = 40_000
 # CMP-5: folding less than this is not worth a summary call.
 MIN_FOLD_TOKENS = 2_000
 # The compacted view (fixed head, summary, restore, kept tail) fills at most this share of the threshold.
@@ -80,31 +75,6 @@ MAX_NAMED_PATHS = 8
 _SNIP_MARK = re.compile(r"\[\.\.\. \d+ chars snipped \.\.\. Full output: [^\]]*\]")
 
 OnRewrite = Callable[[Message], None]
-
-
-# -- numbers derived from the configuration ----------------------------------------------------------
-def keep_budget(config: CompactionConfig, window: int) -> int:
-    """CMP-5: summary_keep_tokens, capped at half the threshold (so tail + summary stay under it), with
-    seed 000's floor of 10,000 (itself under that cap) and ceiling of 40,000 tokens."""
-    half = config.threshold(window) // 2
-    return min(max(config.keep_tokens(window), min(MIN_KEEP_TOKENS, half)), MAX_KEEP_TOKENS, half)
-
-
-def summary_cap(config: CompactionConfig, window: int) -> int:
-    """The largest model-written (or extracted) part of a summary: half the summary reserve, and never
-    more than a sixth of the threshold."""
-    return max(256, min(config.summary_reserve_tokens, config.threshold(window) // 3) // 2)
-
-
-def user_budget(config: CompactionConfig, window: int, needed_tokens: int = 0) -> int:
-    """Room for the user's messages, verbatim: a third of the threshold, stretched up to two thirds when
-    they need it (a long task statement must survive whole)."""
-    threshold = config.threshold(window)
-    return max(threshold // 3, min(needed_tokens + 64, threshold * 2 // 3))
-
-
-def restore_budget(config: CompactionConfig, window: int) -> int:
-    return max(200, min(4000, config.threshold(window) // 16))
 
 
 # -- layer 1 -----------------------------------------------------------------------------------------
@@ -138,7 +108,7 @@ def snip_text(text: str, *, max_chars: int, path: Path | str) -> str:
 
 def is_nova_insert(message: Message) -> bool:
     """A summary message or restore attachment Nova put into history (never a user's words)."""
-    return bool(message.metadata.get("nova_kind")) or message.has("summary")
+    return message.origin is not None or message.has("summary")
 
 
 def snip_old_tool_results(
@@ -357,8 +327,7 @@ def compact(
     messages: Sequence[Message],
     *,
     summarizer: Summarizer,
-    config: CompactionConfig,
-    window: int,
+    budget: ContextBudget,
     counter: TokenCounter,
     system: str = "",
     tools: Sequence[ToolSpec] = (),
@@ -384,7 +353,7 @@ def compact(
         return CompactionOutcome(status=status, messages=history, reason=reason, tokens_before=before,
                                  tokens_after=before, duration_s=time.monotonic() - started)
 
-    keep = keep_budget(config, window)
+    keep = budget.keep_tokens
     split = find_split_point(history, keep_tokens=keep, counter=counter, sizes=sizes)
     if split == 0 and forced:
         # The provider proved the history does not fit: keep as little as is safe.
@@ -397,9 +366,9 @@ def compact(
     if not forced and sum(sizes[:split]) < MIN_FOLD_TOKENS:
         return unchanged("skipped", f"the foldable part is under {MIN_FOLD_TOKENS} tokens")
 
-    threshold = config.threshold(window)
-    body_cap = summary_cap(config, window)
-    rest = restore_budget(config, window)
+    threshold = budget.threshold
+    body_cap = budget.summary_cap
+    rest = budget.restore_tokens
 
     def fold(at: int) -> tuple[list[Message], list[str], list[Message], str]:
         part = history[:at]
@@ -407,7 +376,7 @@ def compact(
         raw = _raw_messages(ids, raw_lookup)
         unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
         needed = sum(counter.count(text) + 12 for text in unique)
-        section = build_user_section(part, raw, budget=user_budget(config, window, needed), counter=counter)
+        section = build_user_section(part, raw, budget=budget.user_tokens(needed), counter=counter)
         return part, ids, raw, section
 
     older, covers, raw_older, user_section = fold(split)
@@ -446,10 +415,10 @@ def compact(
     text = f"{SUMMARY_HEADER}\n{summary_text}\n\n{continuation_instruction(transcript_path)}"
     parts: list[Part] = [SummaryPart(text=text, covers=tuple(covers))]
     attachment = _restore_attachment(history, tail, restore or RestoreContext(tools=tools),
-                                     budget=restore_budget(config, window), counter=counter)
+                                     budget=rest, counter=counter)
     if attachment:
         parts.append(TextPart(attachment))
-    summary = Message(role="user", parts=tuple(parts), metadata={"nova_kind": "summary"})
+    summary = Message(role="user", parts=tuple(parts), origin="summary")
     new_history = [summary, *tail]
     after = sum(count_message(m, counter) for m in new_history)
     return CompactionOutcome(

@@ -1,6 +1,6 @@
 """`ContextController`: decides, before every model call, what the working history must shed.
 
-It implements the agent loop's hooks:
+It is the agent's first extension (`nova.extensions`, order 100) and implements these hooks:
 
 - `process_result` (each tool result entering history): the per-result spill (SPILL-1, 3, 4).
 - `prepare_view` (before every call): the per-message spill of new tool results (SPILL-2), then the
@@ -10,44 +10,44 @@ It implements the agent loop's hooks:
   byte-stable between compactions (CMP-3).
 - `on_overflow` (after a `ContextOverflow`): one forced compaction that ignores the estimate (CMP-9).
 - `on_usage` (after each call): records the anchor (TOK-2) and emits `CONTEXT_UPDATE`.
+- `compact` (`/compact [focus]`): layer 1 and layer 2 whatever the threshold.
 
 Every decision is bounded: one layer-2 attempt per call at most, and the thrash guard snips the outputs
 that keep refilling the window instead of compacting again and again.
 
-Wiring (the app does this): `controller.attach_to(agent)`, or `Agent(**controller.agent_kwargs(), ...)`.
+Every size it works to comes from one `ContextBudget` (nova.context.budget), given at construction.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from nova import events as ev
+from nova.context.budget import ContextBudget
 from nova.context.compaction import (
     OUTPUT_DIR,
     CompactionOutcome,
     RestoreContext,
     compact,
     is_nova_insert,
-    keep_budget,
     snip_old_tool_results,
 )
 from nova.context.spill import Spiller
 from nova.context.summarize import ExtractiveSummarizer, Summarizer
 from nova.core import ToolSpec, Usage
+from nova.extensions import Extension, ViewRequest
 from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.sessions.recorder import BoundaryRecord, SessionRecorder
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, TokenLedger, context_percent, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-if TYPE_CHECKING:
-    from nova.agent.loop import Agent, ViewRequest
-
-__all__ = ["ContextController", "ContextStats"]
+__all__ = ["ContextController", "ContextStats", "MemoCounter"]
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class ContextStats:
     last_event: str = ""
 
 
-class _MemoCounter:
+class MemoCounter:
     """Caches counts by text: the same messages are measured before every call."""
 
     def __init__(self, inner: TokenCounter, limit: int = 50_000) -> None:
@@ -94,33 +94,42 @@ class _MemoCounter:
         return value
 
 
-class ContextController:
+class ContextController(Extension):
+    order = 100
+
     def __init__(
         self,
         *,
+        budget: ContextBudget,
         config: CompactionConfig | None = None,
         spill: SpillConfig | None = None,
-        window: int | None = None,
         counter: TokenCounter | None = None,
+        ledger: TokenLedger | None = None,
         summarizer: Summarizer | None = None,
         bus: ev.EventBus | None = None,
         session_id: str = "",
         session_dir: Path | None = None,
-        recorder: object | None = None,
+        recorder: SessionRecorder | None = None,
         system: str = "",
         tools: Sequence[ToolSpec] = (),
         skills: Callable[[], Sequence[tuple[str, str]]] | None = None,
         read_file: Callable[[str], str | None] | None = None,
         on_compacted: Callable[[CompactionOutcome], None] | None = None,
+        raw: dict[str, Message] | None = None,
+        measure: Callable[[Sequence[Message], str, Sequence[ToolSpec]], int] | None = None,
     ) -> None:
-        """`recorder` is the session record (`nova.sessions.Session`): its `update_message_content(
-        message_id, message)` gets every snipped message and its `record_compact_boundary(**fields)` every
-        compaction (summary, trigger, tokens_before/after, duration_ms, covers, messages = new head). `on_compacted` runs after each successful compaction (reset injection markers
-        for environment and memory there, CMP-7)."""
+        """`recorder` is the session record: it gets every snipped message and every compaction boundary.
+        `ledger` is the agent's one token ledger (TOK-3); without one the controller keeps its own over
+        `counter`. `on_compacted` runs after each successful compaction (the continuity check). `raw` is
+        the first-seen version of every message, shared with whoever else rebuilds from it (the
+        continuity guard). `measure` gives the one context figure for a history when the view sent is
+        not the history itself (the context compiler adds pinned state and observations)."""
         self.config = config or CompactionConfig()
-        self.window = window or self.config.default_context_window
-        self.counter: TokenCounter = _MemoCounter(counter or HeuristicCounter(CL100K_PROFILE))
-        self.ledger = TokenLedger(self.counter)
+        self.budget = budget
+        if ledger is None:
+            ledger = TokenLedger(MemoCounter(counter or HeuristicCounter(CL100K_PROFILE)))
+        self.ledger = ledger
+        self.counter: TokenCounter = ledger.counter
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer(self.counter)
         self.bus = bus or ev.EventBus()
         self.session_id = session_id
@@ -133,23 +142,25 @@ class ContextController:
         self.on_compacted = on_compacted
         self.spiller = Spiller(config=spill, session_dir=session_dir)
         self.stats = ContextStats()
-        self.raw: dict[str, Message] = {}
+        self.raw: dict[str, Message] = {} if raw is None else raw
         """First-seen version of every message: the in-memory raw log layer 2 rebuilds from (CMP-10)."""
         self._budget_checked: set[str] = set()
         self._last_compaction_call: int | None = None
         self.last_used = 0
-        self.measure_view: Callable[[Sequence[Message]], int] | None = None
-        """Set by the context compiler (issue 7): the ledger's figure for the compiled view of a history,
-        so the compaction decision counts the pinned task state and observations too (TOK-3)."""
+        self._measure = measure
 
     # -- derived numbers -----------------------------------------------------------------------------
     @property
+    def window(self) -> int:
+        return self.budget.window
+
+    @property
     def threshold(self) -> int:
-        return self.config.threshold(self.window)
+        return self.budget.threshold
 
     @property
     def hard_line(self) -> int:
-        return self.window - self.config.hard_margin_tokens
+        return self.budget.hard_line
 
     @property
     def output_dir(self) -> Path | None:
@@ -159,37 +170,14 @@ class ContextController:
     def transcript_path(self) -> str:
         return str(self.session_dir / "transcript.jsonl") if self.session_dir is not None else ""
 
-    # -- wiring ---------------------------------------------------------------------------------------
-    def agent_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for `Agent(...)`."""
-        return {
-            "prepare_view": self.prepare_view,
-            "process_result": self.process_result,
-            "on_overflow": self.on_overflow,
-            "on_usage": self.on_usage,
-        }
-
-    def attach_to(self, agent: Agent) -> ContextController:
-        """Install the hooks on `agent` and take its bus, session id, session dir, system prompt and tools."""
-        for name, hook in self.agent_kwargs().items():
-            setattr(agent, name, hook)
-        self.bus = agent.bus
-        self.session_id = agent.session_id
-        if agent.session_dir is not None and self.session_dir is None:
-            self.session_dir = agent.session_dir
-            self.spiller = Spiller(config=self.spiller.config, session_dir=agent.session_dir)
-        self.system = agent.system_prompt
-        self.tools = list(agent.tools.specs())
-        return self
-
     # -- hooks ----------------------------------------------------------------------------------------
-    def process_result(self, call: ToolUsePart, result: ToolResultPart) -> ToolResultPart:
+    def process_result(self, *, call: ToolUsePart, result: ToolResultPart) -> ToolResultPart:
         before = self.spiller.stats.spilled, self.spiller.stats.write_failures
         out = self.spiller.process_result(call, result)
         self._count_spills(before)
         return out
 
-    def prepare_view(self, request: ViewRequest) -> list[Message]:
+    def prepare_view(self, *, request: ViewRequest) -> list[Message]:
         self.system = request.system
         history = self._entry_budget(list(request.history))
         self.remember(history)
@@ -202,7 +190,7 @@ class ContextController:
         self._emit_context(used)
         return history
 
-    def on_overflow(self, request: ViewRequest) -> list[Message] | None:
+    def on_overflow(self, *, request: ViewRequest) -> list[Message] | None:
         """CMP-9: force one compaction ignoring the estimate; None when nothing could be shed."""
         self.system = request.system
         history = list(request.history)
@@ -214,13 +202,16 @@ class ContextController:
         self._emit_context(after)
         return new
 
-    def on_usage(self, message: Message, usage: Usage) -> None:
+    def on_usage(self, *, message: Message, usage: Usage) -> None:
         self.ledger.record(message.id, usage)
         self.remember([message])
         if usage.context_tokens > 0:
             used = usage.context_tokens + usage.output_tokens
             self.last_used = used
             self._emit_context(used)
+
+    def compact(self, *, history: Sequence[Message], focus: str) -> list[Message]:
+        return self.compact_now(history, focus=focus)
 
     def compact_now(self, history: Sequence[Message], *, focus: str = "") -> list[Message]:
         """User-triggered compaction (`/compact [focus]`): layer 1 and layer 2 regardless of the
@@ -236,8 +227,8 @@ class ContextController:
     # -- measuring ------------------------------------------------------------------------------------
     def measure(self, history: Sequence[Message]) -> int:
         """TOK-1: the one context figure (anchor + estimate of what came after it)."""
-        if self.measure_view is not None:
-            return self.measure_view(history)
+        if self._measure is not None:
+            return self._measure(history, self.system, self.tools)
         return self.ledger.estimate(history, self.system, self.tools)
 
     def remember(self, history: Sequence[Message]) -> None:
@@ -320,7 +311,7 @@ class ContextController:
 
         skills = list(self.skills()) if self.skills else []
         outcome = compact(
-            history, summarizer=self.summarizer, config=self.config, window=self.window, counter=self.counter,
+            history, summarizer=self.summarizer, budget=self.budget, counter=self.counter,
             system=self.system, tools=self.tools, forced=forced, focus=focus,
             transcript_path=self.transcript_path, raw_lookup=self.raw.get,
             restore=RestoreContext(tools=self.tools, skills=skills, read_file=self.read_file),
@@ -374,7 +365,7 @@ class ContextController:
         self.stats.thrash_culprits.extend(names)
         log.warning("context refilled %d calls after a compaction; cutting the largest tool outputs: %s",
                     self.stats.calls - (self._last_compaction_call or 0), ", ".join(names) or "none")
-        budget = keep_budget(self.config, self.window) // 4
+        budget = self.budget.keep_tokens // 4
         return self._snip_with(history, used, preserve_last=1, budget=budget)
 
     def _emergency_snip(self, history: list[Message], used: int) -> tuple[list[Message], int]:
@@ -405,33 +396,30 @@ class ContextController:
             self.stats.last_event = self.stats.last_event or "spill"
         self.stats.spill_failures += self.spiller.stats.write_failures - before[1]
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> None:
-        fn = getattr(self.recorder, method, None) if self.recorder is not None else None
-        if not callable(fn):
+    def _rewrite(self, message: Message) -> None:
+        if self.recorder is None:
             return
         try:
-            fn(*args, **kwargs)
+            self.recorder.update_message_content(message.id, message)
         except Exception:  # the record must not break the turn; the raw transcript still has everything
-            log.exception("session record: %s failed", method)
-
-    def _rewrite(self, message: Message) -> None:
-        self._call("update_message_content", message.id, message)
+            log.exception("session record: update_message_content failed")
 
     def _record_compaction(self, outcome: CompactionOutcome, *, reason: str, tokens_before: int,
                            tokens_after: int) -> None:
-        """The session's `record_compact_boundary` (nova.sessions.Session) writes the boundary record with
-        the new head of history, flags the covered messages compacted and sets `compacted_at`."""
+        """The boundary record carries the new head of history; the recorder flags the covered messages
+        compacted."""
+        if self.recorder is None:
+            return
         summary = outcome.summary
-        fields: Mapping[str, Any] = {
-            "summary": summary.text if summary else "",
-            "trigger": reason,
-            "tokens_before": tokens_before,
-            "tokens_after": tokens_after,
-            "duration_ms": outcome.duration_s * 1000.0,
-            "covers": list(outcome.compacted_ids),
-            "messages": list(outcome.messages),
-        }
-        self._call("record_compact_boundary", **fields)
+        boundary = BoundaryRecord(
+            id="", summary=summary.text if summary else "", trigger=reason, tokens_before=tokens_before,
+            tokens_after=tokens_after, duration_ms=outcome.duration_s * 1000.0,
+            covers=tuple(outcome.compacted_ids), messages=tuple(outcome.messages),
+        )
+        try:
+            self.recorder.record_compact_boundary(boundary)
+        except Exception:  # as above: a failed record must not fail the compaction
+            log.exception("session record: record_compact_boundary failed")
 
     def _emit_context(self, used: int) -> None:
         self.bus.emit(ev.ContextUpdate(session_id=self.session_id, used=used, limit=self.threshold,

@@ -1,28 +1,24 @@
-"""`PromptCache`: the prompt-cache layer of a live agent, plugged into the loop's two request hooks.
+"""`PromptCache`: the prompt-cache layer of a live agent, an extension (order 300) with two hooks.
 
 - `prepare_request` (before each call): the breakpoint plan of `nova.context.cache` on the request.
 - `on_call` (after each successful call): `CacheMonitor` compares it with the previous call; a break is
   emitted as a `CacheBreak` event and recorded in the session as a `cache_break` event (which
   `nova sessions show` lists).
-
-Wiring (the app does this): `PromptCache(...).attach_to(agent)`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from nova import events as ev
 from nova.context.cache import apply_cache_plan
 from nova.context.cache_diagnosis import CacheBreakReport, CacheMonitor
 from nova.core import ModelRequest
+from nova.extensions import CallRecord, Extension
 from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    from nova.agent.loop import Agent, CallRecord
 
 __all__ = ["PromptCache"]
 
@@ -33,7 +29,9 @@ class _EventSink(Protocol):
     def record_event(self, name: str, data: Mapping[str, Any]) -> None: ...
 
 
-class PromptCache:
+class PromptCache(Extension):
+    order = 300
+
     def __init__(
         self,
         *,
@@ -50,19 +48,10 @@ class PromptCache:
         self.session_id = session_id
         self.monitor = CacheMonitor(model=model, **({"clock": clock} if clock else {}))
 
-    def attach_to(self, agent: Agent) -> PromptCache:
-        agent.prepare_request = self.prepare_request
-        agent.on_call = self.on_call
-        self.bus = agent.bus
-        self.session_id = agent.session_id
-        if self.session is None and agent.session is not None:
-            self.session = agent.session
-        return self
-
-    def prepare_request(self, request: ModelRequest) -> ModelRequest:
+    def prepare_request(self, *, request: ModelRequest) -> ModelRequest:
         return apply_cache_plan(request, counter=self.counter)
 
-    def on_call(self, record: CallRecord) -> None:
+    def on_call(self, *, record: CallRecord) -> None:
         # Price by the model that answered when the table knows it, else by the one asked for (as the loop).
         answered = record.response.model
         model = answered if answered and model_info(answered) else record.request.model

@@ -1,14 +1,14 @@
-"""The context compiler in a live agent: `attach_context_compiler(agent, ...)` installs it.
+"""`ContextRuntime`: the context compiler in a live agent, an extension (order 200).
 
-What it wires, each piece in one place:
+What it provides, each piece in one place (`nova.app.build_agent` puts them together):
 
-- `agent.compile_view`: every request is compiled (nova.context.compiler) from the stable head (system
+- `compile_view` hook: every request is compiled (nova.context.compiler) from the stable head (system
   contract, org policy, project rules per file), the tool catalog, history, the pinned task state and
   the environment snapshot. The last `Compiled` (view + manifest) is kept for `/context`.
-- `controller.measure_view`: the compaction decision measures the same compiled view (TOK-3).
-- `agent.policy`: deny rules derived from task state (an unapproved merge) are checked where tools run.
-- the `bash` tool: a test command's real exit code is recorded as evidence, bound to the workspace hash.
-- the compaction summarizer: wrapped by the continuity check (CMP-10, nova.context.continuity).
+- `measure`: the compaction decision measures the same compiled view (TOK-3).
+- `deny_rules`: rules derived from task state (an unapproved merge), checked where tools run.
+- `tools`: the `bash` tool records a test command's real exit code as evidence, bound to the workspace
+  hash; `propose_task_update` is the model's one way to suggest task-state changes.
 - new user requests: imperative rules are queued for the user to confirm (never stored unconfirmed).
 
 `build_context_sources` builds the same sources for a recorded session, which is what
@@ -21,13 +21,13 @@ import hashlib
 import logging
 import sys
 import time
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nova.agent.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from nova.context.budget import ContextBudget
 from nova.context.compiler import Compiled, CompileInput, ContextCompiler, SourceText, current_request_index
 from nova.context.continuity import ContinuityGuard
 from nova.context.policy import PolicySource, load_org_policy
@@ -45,29 +45,21 @@ from nova.context.state import (
     workspace_hash,
 )
 from nova.core import ToolSpec
+from nova.extensions import CompiledView, CompileRequest, Extension
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
 from nova.messages import Message
 from nova.tokens import TokenLedger
 
 if TYPE_CHECKING:
-    from nova.agent.loop import Agent, CompileRequest
-    from nova.context.controller import ContextController
     from nova.settings import Settings
 
-__all__ = ["ContextRuntime", "ContextSources", "attach_context_compiler", "build_context_sources",
-           "environment_snapshot", "org_policy_path", "runtime_for"]
+__all__ = ["ContextRuntime", "ContextSources", "build_context_sources", "environment_snapshot", "org_policy_path",
+           "state_store_for"]
 
 log = logging.getLogger(__name__)
 
 RULES_TITLE = "# Instructions from the user and the project (follow them)"
 PINNED_BUDGET_DEFAULT = 2000
-
-# The runtime of each live agent, for `/context` and the task-state commands of the TUI and the server.
-_RUNTIMES: weakref.WeakKeyDictionary[Agent, ContextRuntime] = weakref.WeakKeyDictionary()
-
-
-def runtime_for(agent: Agent) -> ContextRuntime | None:
-    return _RUNTIMES.get(agent)
 
 
 def org_policy_path(settings: Settings) -> Path:
@@ -203,25 +195,28 @@ class ProposeTaskUpdateTool:
 
 
 @dataclass(kw_only=True)
-class ContextRuntime:
+class ContextRuntime(Extension):
+    order = 200
+
     cwd: Path
     sources: ContextSources
     state: TaskStateStore
+    budget: ContextBudget
     compiler: ContextCompiler = field(default_factory=ContextCompiler)
-    ledger: Callable[[], TokenLedger] | None = None
-    limit: Callable[[], int] = lambda: 0
-    window: Callable[[], int] = lambda: 0
+    ledger: TokenLedger | None = None
+    """The agent's one token ledger: its anchor makes the manifest's figure the loop's figure."""
     pinned_budget: int = PINNED_BUDGET_DEFAULT
     observe_requests: bool = True
     """Queue imperative rules of new requests for confirmation (off for read-only inspection)."""
     last: Compiled | None = None
     guard: ContinuityGuard | None = None
+    """The continuity check wrapped around the compaction summarizer, when the agent compacts."""
     _env: tuple[str, str] = ("", "")
     _workspace: tuple[str, str | None] = ("", None)
     _seen_request: str = ""
 
     # -- the hooks -----------------------------------------------------------------------------------
-    def compile_view(self, request: CompileRequest) -> Any:
+    def compile_view(self, *, request: CompileRequest) -> CompiledView:
         self.last = self.compile(request.history, system=request.system, tools=request.tools)
         return self.last.view
 
@@ -247,11 +242,22 @@ class ContextRuntime:
         env = SourceText(id="environment", cls="always-on", source="environment snapshot (cwd, git, platform)",
                          text=self._environment(history[req].id if req < len(history) else ""),
                          reason="latest environment observation, refreshed each user request", priority=10)
-        ledger = self.ledger() if self.ledger is not None else None
         return self.compiler.compile(CompileInput(
             head=head, tools=tools, history=history, pinned=pinned, observations=(env,),
-            policy=self.sources.policy, limit=self.limit(), window=self.window(), pinned_budget=self.pinned_budget,
-            ledger=ledger))
+            policy=self.sources.policy, limit=self.budget.threshold, window=self.budget.window,
+            pinned_budget=self.pinned_budget, ledger=self.ledger))
+
+    # -- what the agent is built with --------------------------------------------------------------------
+    def tools(self, registry: ToolRegistry) -> ToolRegistry:
+        """`registry` with `bash` recording test evidence and `propose_task_update` added."""
+        return ToolRegistry([
+            *(_EvidenceTool(t, self) if t.name == "bash" else t for t in registry),
+            ProposeTaskUpdateTool(self),
+        ])
+
+    def deny_rules(self) -> list[str]:
+        """Deny rules the current task state implies (for the permission policy's dynamic rules)."""
+        return deny_rules(self.state.load())
 
     # -- state writes (deterministic code only) ------------------------------------------------------
     def command(self, line: str) -> str:
@@ -301,44 +307,3 @@ def state_store_for(session: object | None) -> TaskStateStore:
         source: StateSource = session  # type: ignore[assignment]
         return TaskStateStore(source)
     return TaskStateStore(MemoryStateSource())
-
-
-def attach_context_compiler(
-    agent: Agent,
-    settings: Settings,
-    *,
-    contract: str,
-    controller: ContextController | None = None,
-    session: object | None = None,
-    extra_system: str = "",
-) -> ContextRuntime:
-    sources = build_context_sources(settings=settings, cwd=agent.cwd, contract=contract, extra_system=extra_system)
-    runtime = ContextRuntime(
-        cwd=agent.cwd, sources=sources, state=state_store_for(session),
-        ledger=lambda: agent.ledger, limit=lambda: agent.threshold, window=lambda: agent.window,
-    )
-    # The head now also carries the org policy and per-file provenance; the system prompt is its text.
-    agent.system_prompt = sources.system
-    agent.compile_view = runtime.compile_view
-    agent.policy = agent.policy.with_dynamic_deny(lambda: deny_rules(runtime.state.load()))
-    agent.tools = ToolRegistry([
-        *(_EvidenceTool(t, runtime) if t.name == "bash" else t for t in agent.tools),
-        ProposeTaskUpdateTool(runtime),
-    ])
-    if controller is not None:
-        controller.system = agent.system_prompt
-        controller.tools = list(agent.tools.specs())
-        controller.measure_view = lambda history: runtime.measure(history, controller.system, controller.tools)
-        guard = ContinuityGuard(state=runtime.state, inner=controller.summarizer, raw=controller.raw.get)
-        controller.summarizer = guard
-        previous = controller.on_compacted
-
-        def after_compaction(outcome: Any) -> None:
-            guard.check_after(outcome.messages, pinned=render_pinned(runtime.state.load()))
-            if previous is not None:
-                previous(outcome)
-
-        controller.on_compacted = after_compaction
-        runtime.guard = guard
-    _RUNTIMES[agent] = runtime
-    return runtime

@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from nova.errors import CommandError
+
 __all__ = [
     "GATED_ACTIONS",
     "PINNED_HEADER",
@@ -218,14 +220,14 @@ def _item_id(prefix: str, text: str) -> str:
 # -- user commands ---------------------------------------------------------------------------------
 def apply_command(state: TaskState, line: str, *, now: float | None = None) -> TaskState:
     """`/goal`, `/accept`, `/constraint`, `/approve`, `/revoke`, `/open`, `/done`, `/plan`, `/confirm N`.
-    Raises ValueError for anything else: the caller shows the user the message."""
+    Raises `CommandError` for anything else: the caller shows the user the message."""
     command, _, arg = line.strip().partition(" ")
     arg = arg.strip()
     when = time.time() if now is None else now
     if command not in _COMMANDS:
-        raise ValueError(f"unknown task-state command {command!r}; one of {', '.join(sorted(_COMMANDS))}")
+        raise CommandError(f"unknown task-state command {command!r}; one of {', '.join(sorted(_COMMANDS))}")
     if not arg and command != "/confirm":
-        raise ValueError(f"{command} needs a text")
+        raise CommandError(f"{command} needs a text")
     if command == "/goal":
         return replace(state, goal=arg)
     if command == "/accept":
@@ -242,6 +244,8 @@ def apply_command(state: TaskState, line: str, *, now: float | None = None) -> T
         return replace(state, open_items=tuple(i for i in state.open_items if i != arg))
     if command == "/plan":
         return replace(state, plan=tuple(s.strip() for s in arg.split(";") if s.strip()))
+    if arg and not arg.isdigit():
+        raise CommandError(f"/confirm takes the number of a pending rule, not {arg!r}")
     return confirm_constraint(state, int(arg) if arg else 1, now=when)
 
 
@@ -292,7 +296,7 @@ def propose_from_message(state: TaskState, text: str, *, message_id: str) -> Tas
 def confirm_constraint(state: TaskState, number: int, *, now: float = 0.0) -> TaskState:
     """The user confirmed pending rule `number` (1-based): it becomes a constraint."""
     if not 1 <= number <= len(state.pending):
-        raise ValueError(f"no pending rule {number}; there are {len(state.pending)}")
+        raise CommandError(f"no pending rule {number}; there are {len(state.pending)}")
     chosen = state.pending[number - 1]
     rest = tuple(c for i, c in enumerate(state.pending) if i != number - 1)
     state = add_constraint(replace(state, pending=rest), chosen.text, origin="confirmed", source=chosen.source,

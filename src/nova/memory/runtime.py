@@ -1,21 +1,22 @@
 """Long-term memory in a live agent: recall when the user speaks, extraction when a turn ends (MEM-4, MEM-5).
 
-`attach_memory(agent, ...)` installs two loop hooks. At turn start a recall prefetch begins in the
+`memory_extension(...)` builds the agent's memory extension (order 400). At turn start a recall prefetch begins in the
 background; before each model call of the turn the loop polls it, and once it is ready its block is
 added as one message marked as reference material (it never blocks the turn: the first poll grants a
 grace of `recall_grace_s`, 40 ms by default, later polls none). When a turn ends without a tool call, extraction is
-scheduled (single-flight, one trailing run).
+scheduled (single-flight, one trailing run). Closing the agent gives a running extraction and the
+background consolidation a bounded time to finish.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nova.extensions import Extension, LatePoller, TurnResult
 from nova.memory.config import MemoryConfig
 from nova.memory.consolidate import Consolidator
 from nova.memory.extract import MemoryExtractor, TurnEnd
@@ -24,22 +25,30 @@ from nova.memory.store import MemoryStore
 from nova.messages import Message, TextPart
 
 if TYPE_CHECKING:
-    from nova.agent.loop import Agent, TurnResult
     from nova.providers.base import Provider
 
-__all__ = ["MemoryRuntime", "attach_memory", "start_consolidation"]
+__all__ = ["EXTRACTION_GRACE_S", "MemoryRuntime", "memory_extension", "start_consolidation"]
 
 log = logging.getLogger(__name__)
 
+# How long closing the agent (a headless run about to exit) waits for an extraction still running.
+EXTRACTION_GRACE_S = 30.0
+
+
 @dataclass
-class MemoryRuntime:
+class MemoryRuntime(Extension):
+    order = 400
+
     store: MemoryStore
     config: MemoryConfig
     extractor: MemoryExtractor | None
     selector: ModelSelector | None
     session_id: str = ""
+    background: list[threading.Thread] = field(default_factory=list)
+    """Background work started with the session (consolidation) that closing waits for."""
+    close_grace_s: float = EXTRACTION_GRACE_S
 
-    def on_turn_start(self, user: Message) -> Callable[[], Message | None]:
+    def on_turn_start(self, *, user: Message) -> LatePoller:
         prefetch = RecallPrefetch.for_query(
             user.text, dirs=self.store.dirs, selector=self.selector, config=self.config
         ).start()
@@ -52,11 +61,11 @@ class MemoryRuntime:
             if result is None or not result.block.strip():
                 return None
             return Message(role="user", parts=(TextPart(result.block),),
-                           metadata={"nova_kind": "memory", "memories": [m.name for m in result.memories]})
+                           origin="memory", metadata={"memories": [m.name for m in result.memories]})
 
         return poll
 
-    def on_turn_end(self, result: TurnResult) -> None:
+    def on_turn_end(self, *, result: TurnResult) -> None:
         if self.extractor is None or result.stop_reason != "end_turn":
             return
         self.extractor.on_turn_end(TurnEnd(session_id=self.session_id, messages=list(result.messages)))
@@ -66,23 +75,29 @@ class MemoryRuntime:
         if self.extractor is not None:
             self.extractor.wait_idle(timeout)
 
+    def close(self) -> None:
+        self.wait_idle(self.close_grace_s)
+        for thread in self.background:
+            thread.join(self.close_grace_s)
 
-def attach_memory(agent: Agent, *, home: Path, provider: Provider | None, model: str,
-                  config: MemoryConfig) -> MemoryRuntime | None:
-    """Recall and extraction on `agent`; None when memory is disabled. With no model (`provider` None)
-    recall picks by keyword and nothing is extracted."""
+
+def memory_extension(*, home: Path, cwd: Path, session_id: str, provider: Provider | None, model: str,
+                     config: MemoryConfig, consolidate: bool = True) -> MemoryRuntime | None:
+    """Recall and extraction for an agent working in `cwd`; None when memory is disabled. With no model
+    (`provider` None) recall picks by keyword and nothing is extracted. `consolidate` starts the
+    background consolidation of the memory store (MEM-6)."""
     if not config.enabled:
         return None
-    store = MemoryStore.for_workspace(home=home, cwd=agent.cwd)
+    store = MemoryStore.for_workspace(home=home, cwd=cwd)
     runtime = MemoryRuntime(
         store=store,
         config=config,
         extractor=MemoryExtractor(provider=provider, model=model, store=store, config=config) if provider else None,
         selector=ModelSelector(provider=provider, model=model) if provider else None,
-        session_id=agent.session_id,
+        session_id=session_id,
     )
-    agent.on_turn_start = runtime.on_turn_start
-    agent.on_turn_end = runtime.on_turn_end
+    if consolidate:
+        runtime.background.append(start_consolidation(store, home=home, config=config))
     return runtime
 
 

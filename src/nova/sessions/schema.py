@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nova.core import Usage
-from nova.errors import StorageError
+from nova.errors import SchemaVersionError, StorageError
 from nova.messages import Message, SummaryPart, ThinkingPart, from_dict, to_dict
 
 __all__ = [
@@ -63,10 +63,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 RecordType = Literal["message", "compact_boundary", "event"]
-
-
-class SchemaVersionError(StorageError):
-    """A record was written by a newer Nova than this one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +197,7 @@ def parse_record(line: bytes | str, where: str) -> Record:
             usage = data.get("usage")
             return MessageRecord(
                 message=from_dict(data["message"]),
-                usage=Usage(**usage) if usage else None,
+                usage=Usage.from_dict(usage) if isinstance(usage, Mapping) else None,
                 ts=float(data.get("ts", 0.0)),
             )
         if kind == "compact_boundary":

@@ -38,17 +38,12 @@ from nova.sessions.meta import (
     write_meta,
 )
 from nova.sessions.repair import RepairReport, repair_history
-from nova.sessions.schema import strip_thinking
+from nova.sessions.schema import BoundaryRecord, strip_thinking
 from nova.sessions.sqlite import SQLiteSessionStore
 from nova.sessions.store import SessionRecord, SessionStore
 from nova.sessions.transcript import TRANSCRIPT_NAME, TornTail, Transcript
 
 __all__ = ["Session", "default_store", "delete_session", "list_sessions"]
-
-_BOUNDARY_FIELDS = frozenset(
-    {"id", "summary", "trigger", "tokens_before", "tokens_after", "duration_ms", "covers", "messages"}
-)
-
 
 def default_store(home: Path) -> SessionStore:
     return SQLiteSessionStore(home / "nova.db")
@@ -202,24 +197,24 @@ class Session:
         self.transcript.append_event(name, data)
         self._touch()
 
-    def record_compact_boundary(self, **fields: Any) -> str:
+    def record_compact_boundary(self, boundary: BoundaryRecord) -> str:
         """Write a compact_boundary record (see `schema.py` for the fields), flag the covered messages
-        compacted, store the new head messages, set `compacted_at`. Returns the boundary id."""
+        compacted, store the new head messages, set `compacted_at`. Returns the boundary id (a new one
+        when `boundary.id` is empty)."""
         self._writable()
-        unknown = set(fields) - _BOUNDARY_FIELDS
-        if unknown:
-            raise TypeError(f"unknown compact_boundary field(s): {', '.join(sorted(unknown))}")
-        fields.setdefault("id", new_id("cmp"))
-        fields.setdefault("summary", "")
-        head = [strip_thinking(m) for m in fields.get("messages", ())]
-        fields["messages"] = head
-        self.transcript.append_boundary(**fields)
-        self.store.mark_compacted(self.id, fields.get("covers", ()))
+        boundary_id = boundary.id or new_id("cmp")
+        head = [strip_thinking(m) for m in boundary.messages]
+        self.transcript.append_boundary(
+            id=boundary_id, summary=boundary.summary, trigger=boundary.trigger,
+            tokens_before=boundary.tokens_before, tokens_after=boundary.tokens_after,
+            duration_ms=boundary.duration_ms, covers=boundary.covers, messages=head,
+        )
+        self.store.mark_compacted(self.id, boundary.covers)
         self.store.append_messages(self.id, head)
         self._meta.compacted_at = time.time()
         self._touch()
         self.flush()  # rare and important: make it durable now, not at turn end
-        return str(fields["id"])
+        return boundary_id
 
     def update_message_content(self, message_id: str, message: Message) -> None:
         """Rewrite a message in the working store (a snip, CMP-3). The raw log keeps the original and

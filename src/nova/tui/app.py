@@ -21,9 +21,9 @@ from textual.widgets import Footer, Input, Static
 
 from nova import events as ev
 from nova.commands.context import render_context
-from nova.context.runtime import runtime_for
+from nova.context.runtime import ContextRuntime
 from nova.context.state import TASK_STATE_COMMANDS
-from nova.errors import NovaError
+from nova.errors import CommandError, NovaError
 from nova.host import SessionHub
 from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
@@ -243,13 +243,13 @@ class NovaTUI(App[None]):
         elif command == "/context":
             self._show_context()
         elif command in TASK_STATE_COMMANDS:
-            runtime = runtime_for(self.hub.live(self.session_id).agent)
+            runtime = self.hub.live(self.session_id).agent.extensions.get(ContextRuntime)
             if runtime is None:
                 self.notice("task state needs the context compiler, which is not attached", error=True)
             else:
                 try:
                     self.notice(runtime.command(text))
-                except ValueError as exc:  # a malformed command: tell the user what it takes
+                except CommandError as exc:  # a malformed command: tell the user what it takes
                     self.notice(str(exc), error=True)
         else:
             self.notice(f"unknown command {command!r}. /help lists them.", error=True)
@@ -280,7 +280,7 @@ class NovaTUI(App[None]):
     def _show_context(self) -> None:
         assert self.session_id is not None
         report = self.hub.context(self.session_id)
-        runtime = runtime_for(self.hub.live(self.session_id).agent)
+        runtime = self.hub.live(self.session_id).agent.extensions.get(ContextRuntime)
         if runtime is not None and runtime.last is not None:
             self.notice(render_context(runtime.last))
             return

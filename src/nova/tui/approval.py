@@ -1,4 +1,4 @@
-"""Asking the person at the terminal before a tool that changes things runs (issue 2, item 9).
+"""Asking the person at the terminal before a tool that changes things runs.
 
 The permission policy calls `Approver` from the agent's worker thread. The TUI installs a handler
 that shows the request and blocks that thread until the person answers `y` (once), `a` (this tool for

@@ -1,0 +1,175 @@
+"""`nova run`, `nova resume` and `nova demo`: one task through a recorded session, printed as a
+timeline (or one JSON object), and the slash commands Nova answers without a model call.
+
+The command signatures live in `nova.cli`; this module, and the agent it builds, load only when one of
+these commands runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from nova import events as ev
+from nova.app import AgentOptions, build_agent
+from nova.commands.cli_settings import settings_from_cli
+from nova.commands.errors import user_errors
+from nova.errors import CommandError, NovaError
+from nova.settings import Settings
+
+__all__ = ["demo_command", "run_command"]
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def run_command(
+    prompt: str, *, provider: str | None, model: str | None, base_url: str | None, allow: list[str] | None,
+    yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None,
+) -> None:
+    from nova.providers.factory import make_provider
+
+    with user_errors():
+        settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
+        llm = make_provider(settings, dict(os.environ))
+        workdir = (cwd or Path.cwd()).resolve()
+        options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
+        outcome = run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume)
+    if as_json:
+        print(json.dumps(outcome, indent=2))
+    if outcome["stop_reason"] == "error":
+        raise typer.Exit(1)
+
+
+def demo_command(*, directory: Path | None, as_json: bool) -> None:
+    from nova.demo import DEMO_PROMPT, make_demo_project, make_demo_provider
+
+    with user_errors():
+        settings = settings_from_cli(provider="demo", model="nova-demo")
+        root = directory or Path(tempfile.mkdtemp(prefix="nova-demo-"))
+        project = make_demo_project(root.resolve())
+        if not as_json:
+            console.print(f"[bold]Nova demo[/] — offline, scripted model, real tools. Project: {project}\n")
+        options = AgentOptions(cwd=project, yes=True, max_steps=20)
+        outcome = run_task(settings, make_demo_provider(), options, DEMO_PROMPT, quiet=as_json)
+        outcome["project"] = str(project)
+    if as_json:
+        print(json.dumps(outcome, indent=2))
+
+
+def run_task(
+    settings: Settings, llm: Any, options: AgentOptions, prompt: str, *, quiet: bool = False,
+    resume_id: str | None = None,
+) -> dict[str, Any]:
+    from nova.cli_render import Timeline, format_footer
+
+    bus = ev.EventBus()
+    if not quiet:
+        # In a terminal the answer streams as it is written; piped, each message prints whole.
+        bus.subscribe(Timeline(console, stream_text=console.is_terminal))
+    session, history = _open_session(settings, options, prompt, resume_id)
+    agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
+                        session_dir=session.dir, history=history)
+    if not history:
+        session.record_event("system_prompt", {"text": agent.system_prompt})
+    started = time.monotonic()
+    if prompt.lstrip().startswith("/"):
+        try:
+            return _slash_command(settings, options, prompt, agent, quiet=quiet)
+        finally:
+            session.close()
+    try:
+        result = agent.run_turn(prompt)
+    finally:
+        agent.close()
+        session.close()
+    status = agent.context_status()
+    used, limit, window = status.used, status.limit, status.window
+    seen = result.usage.context_tokens
+    hit_rate = result.usage.cache_read_tokens / seen if seen else None
+    if not quiet:
+        console.print(format_footer(used=used, limit=limit, window=window, cost=result.cost_usd,
+                                    cache_hit_rate=hit_rate))
+    return {
+        "session_id": agent.session_id,
+        "text": result.text,
+        "stop_reason": result.stop_reason,
+        "steps": result.steps,
+        "usage": result.usage.to_dict(),
+        "cost_usd": result.cost_usd,
+        "context_used": used,
+        "context_limit": limit,
+        "cache_hit_rate": hit_rate,
+        "duration_s": round(time.monotonic() - started, 3),
+    }
+
+
+def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: Any, *,
+                   quiet: bool) -> dict[str, Any]:
+    """`/compact [focus]`, `/context`, `/memory`, `/remember TEXT` and the task-state commands (`/goal`,
+    `/constraint`, `/approve` …) are answered by Nova itself, without a model call."""
+    from nova.context.runtime import ContextRuntime
+    from nova.context.state import TASK_STATE_COMMANDS
+    from nova.memory.config import parse_memory_config
+    from nova.memory.slash import handle_memory_slash
+    from nova.memory.store import MemoryStore
+
+    session_id = agent.session_id
+    command, _, rest = text.strip().partition(" ")
+    runtime = agent.extensions.get(ContextRuntime)
+    if command == "/compact":
+        before = agent.context_tokens()
+        changed = agent.compact(rest.strip())
+        reply_text, ok = (f"compacted: {before:,} → {agent.context_tokens():,} tokens" if changed
+                          else "nothing to compact"), True
+    elif command == "/context" and runtime is not None:
+        from nova.commands.context import render_context
+
+        reply_text, ok = render_context(runtime.last or runtime.compile(
+            list(agent.history), system=agent.system_prompt, tools=agent.tools.specs())), True
+    elif command in TASK_STATE_COMMANDS and runtime is not None:
+        try:
+            reply_text, ok = runtime.command(text.strip()), True
+        except CommandError as exc:
+            reply_text, ok = str(exc), False
+    else:
+        store = MemoryStore.for_workspace(home=settings.home, cwd=options.cwd)
+        config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
+        answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
+        if answer is None:
+            raise NovaError(f"unknown command {command!r}: the commands are /compact [FOCUS], /context, "
+                            f"/memory, /remember TEXT and {', '.join(sorted(TASK_STATE_COMMANDS))}")
+        reply_text, ok = answer.text, answer.ok
+    if not quiet:
+        console.print(reply_text, markup=False)
+    return {"session_id": session_id, "text": reply_text, "stop_reason": "end_turn" if ok else "error",
+            "steps": 0, "usage": {}, "cost_usd": 0.0, "context_used": 0, "context_limit": 0,
+            "cache_hit_rate": None, "duration_s": 0.0}
+
+
+def _open_session(settings: Settings, options: AgentOptions, prompt: str,
+                  resume_id: str | None) -> tuple[Any, list[Any]]:
+    """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5)."""
+    from nova.sessions.export import latest_session_id, resume
+    from nova.sessions.session import Session
+
+    if resume_id is None:
+        session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
+                                 provider=settings.provider, model=settings.model)
+        return session, []
+    if resume_id == "last":
+        found = latest_session_id(settings.home)
+        if found is None:
+            raise NovaError(f"there is no recorded session in {settings.sessions_dir} to resume")
+        resume_id = found
+    resumed = resume(resume_id, home=settings.home)
+    for notice in resumed.notices:
+        err_console.print(f"nova: {notice}", markup=False, soft_wrap=True)
+    return resumed.session, resumed.history

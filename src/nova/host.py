@@ -3,20 +3,19 @@ running on them. The server and the TUI both drive their sessions through it.
 
 A session is opened (resumed from its record) on first use and kept open while it is used; one turn or
 compaction runs on it at a time. Each open session has one worker thread, and everything that writes
-its record runs there. A turn is never
-tied to the HTTP request that started it: when the client goes away the turn goes on, is recorded, and
-can be read back.
+its record runs there. A turn is never tied to the HTTP request that started it: when the client goes
+away the turn goes on, is recorded, and can be read back.
 
 An idle open session costs one parked thread, one connection to the session store and its history in
-memory, so many are kept (`HostLimits`): past `max_live` the least recently used idle ones are closed, and a sweeper closes
-those unused for `idle_timeout_s`. A running session is never closed to make room.
+memory, so many are kept (`HostLimits`): past `max_live` the least recently used idle ones are closed,
+and a sweeper closes those unused for `idle_timeout_s`. A running session is never closed to make room.
 
 Locking: the hub's lock guards only its maps (which sessions are open, and which are being opened or
 closed) and nothing waits while it is held. Opening (a resume reads the record) and closing (which
-waits for the session's worker and its memory extraction, up to a minute) run outside it, closing on
-the session's own worker thread. A session being opened or closed has an entry in `_pending`; whoever
-needs it meanwhile waits on that outside the lock and looks again, so a session is never open twice
-(two writers on one record).
+waits for the session's worker and its memory extraction, up to a minute) run outside it; an evicted
+session closes on its own worker thread while its evictor goes on. A session being opened or closed has
+an entry in `_pending`; whoever needs it meanwhile waits on that outside the lock and looks again, so a
+session is never open twice (two writers on one record).
 """
 
 from __future__ import annotations
@@ -49,8 +48,8 @@ __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_LIVE", "HostLimits", "LiveSess
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 10.0
-# Hundreds of idle sessions are cheap (a parked thread and a SQLite handle each); reopening one costs a
-# resume. Half an hour unused is long past any pause between two turns of one conversation.
+# Hundreds of idle sessions are cheap (a parked thread and a store connection each); reopening one
+# costs a resume. Half an hour unused is long past any pause between two turns of one conversation.
 DEFAULT_MAX_LIVE = 256
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 # A call that finds its session closed under it opens it again; this bounds that in a pathological

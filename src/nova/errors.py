@@ -12,8 +12,8 @@
     ├── StorageError                the session store or a session directory cannot be used
     │   ├── SchemaVersionError      a record or file was written by a newer Nova; nothing was changed
     │   └── SessionImportError      a file to import is missing, unreadable or in no known format
-    ├── SessionNotFound             no session with that id (defined by the session host, nova.server.hub)
-    ├── SessionBusy                 the session is running a turn (defined by the session host)
+    ├── SessionNotFound             no recorded session has that id
+    ├── SessionBusy                 the session is running a turn (or closing) and cannot take this now
     ├── ToolError                   a tool failed; the loop turns it into an error result for the model
     │   └── ArgumentError           the model's arguments do not fit the tool's schema
     └── ProviderError               anything a model provider answered or failed to answer
@@ -59,7 +59,9 @@ __all__ = [
     "RateLimited",
     "RequestTooLarge",
     "SchemaVersionError",
+    "SessionBusy",
     "SessionImportError",
+    "SessionNotFound",
     "StorageError",
     "SummaryError",
     "TokenizerUnavailable",
@@ -116,6 +118,14 @@ class SchemaVersionError(StorageError):
 
 class SessionImportError(StorageError):
     """The file is missing, unreadable or in no format Nova knows."""
+
+
+class SessionNotFound(NovaError):
+    """No recorded session has that id (or the id is not a valid one)."""
+
+
+class SessionBusy(NovaError):
+    """The session is running a turn or a compaction, or is being closed; try again after it."""
 
 
 class ToolError(NovaError):

@@ -24,11 +24,11 @@ from nova.commands.context import render_context
 from nova.context.runtime import ContextRuntime
 from nova.context.state import TASK_STATE_COMMANDS
 from nova.errors import CommandError, NovaError
+from nova.host import SessionHub
 from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 from nova.messages import Message
-from nova.server.hub import SessionHub
 from nova.tui.approval import Approver, PendingApproval
 from nova.tui.gauge import ContextGauge
 from nova.tui.widgets import ContextBar, MessageBlock, ToolCall
@@ -207,7 +207,7 @@ class NovaTUI(App[None]):
     def _show_status(self) -> None:
         if self.session_id is None:
             return
-        self.gauge.apply(self.hub.live(self.session_id).status())
+        self.gauge.apply(self.hub.status(self.session_id))
         self.bar.refresh_gauge()
 
     # -- slash commands -------------------------------------------------------------------------------

@@ -11,7 +11,8 @@
     │   └── MemoryNotFound          no memory by that name (also a KeyError)
     ├── StorageError                the session store or a session directory cannot be used
     │   ├── SchemaVersionError      a record or file was written by a newer Nova; nothing was changed
-    │   └── SessionImportError      a file to import is missing, unreadable or in no known format
+    │   ├── SessionImportError      a file to import is missing, unreadable or in no known format
+    │   └── TaskStateConflict       a task-state write was based on a version someone else replaced
     ├── SessionNotFound             no recorded session has that id
     ├── SessionBusy                 the session is running a turn (or closing) and cannot take this now
     ├── ToolError                   a tool failed; the loop turns it into an error result for the model
@@ -64,6 +65,7 @@ __all__ = [
     "SessionNotFound",
     "StorageError",
     "SummaryError",
+    "TaskStateConflict",
     "TokenizerUnavailable",
     "ToolError",
     "UnsafeMemoryName",
@@ -118,6 +120,18 @@ class SchemaVersionError(StorageError):
 
 class SessionImportError(StorageError):
     """The file is missing, unreadable or in no format Nova knows."""
+
+
+class TaskStateConflict(StorageError):
+    """A task-state write expected a version that is no longer the stored one: someone else wrote first.
+    Nothing was written; read again, re-apply the change, write again (`TaskStateStore.update` does)."""
+
+    def __init__(self, session_id: str, expected_version: int) -> None:
+        super().__init__(
+            f"task state of session {session_id} changed after version {expected_version} was read; not written"
+        )
+        self.session_id = session_id
+        self.expected_version = expected_version
 
 
 class SessionNotFound(NovaError):

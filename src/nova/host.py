@@ -40,7 +40,7 @@ from nova.providers.base import Provider
 from nova.sessions.export import resume
 from nova.sessions.meta import SessionMeta, read_meta, session_dir, validate_session_id
 from nova.sessions.session import Session, default_store, delete_session, list_sessions
-from nova.sessions.store import SessionRecord, SessionStore, StoredMessage
+from nova.sessions.store import SessionRecord, SessionStore, StoredMessage, StoredTaskState
 from nova.settings import Settings
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_LIVE", "HostLimits", "LiveSession", "SessionHub"]
@@ -575,6 +575,9 @@ class _QueuedWrites:
     def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]:
         return self._store.get_messages(session_id, include_compacted=include_compacted)
 
+    def get_rewritten_messages(self, session_id: str) -> list[StoredMessage]:
+        return self._store.get_rewritten_messages(session_id)
+
     def update_message_content(self, session_id: str, message_id: str, message: Message) -> None:
         with self._writes:
             self._store.update_message_content(session_id, message_id, message)
@@ -586,9 +589,14 @@ class _QueuedWrites:
     def get_task_state(self, session_id: str) -> dict[str, Any] | None:
         return self._store.get_task_state(session_id)
 
-    def put_task_state(self, session_id: str, state: Mapping[str, Any]) -> None:
+    def get_versioned_task_state(self, session_id: str) -> StoredTaskState | None:
+        return self._store.get_versioned_task_state(session_id)
+
+    def put_task_state(
+        self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> int:
         with self._writes:
-            self._store.put_task_state(session_id, state)
+            return self._store.put_task_state(session_id, state, expected_version=expected_version)
 
     def close(self) -> None:
         self._store.close()

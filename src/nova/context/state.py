@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from nova.errors import CommandError
-from nova.sessions.store import StoredTaskState, TaskStateConflict
+from nova.errors import CommandError, TaskStateConflict
+from nova.sessions.store import StoredTaskState
 
 __all__ = [
     "GATED_ACTIONS",

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from nova.errors import StorageError
+from nova.errors import TaskStateConflict
 from nova.messages import Message
 
 __all__ = ["SessionRecord", "SessionStore", "StoredMessage", "StoredTaskState", "TaskStateConflict"]
@@ -66,18 +66,6 @@ class StoredTaskState:
 
     state: dict[str, Any]
     version: int
-
-
-class TaskStateConflict(StorageError):
-    """A task-state write expected a version that is no longer the stored one: someone else wrote first.
-    Nothing was written; read again, re-apply the change, write again (`TaskStateStore.update` does)."""
-
-    def __init__(self, session_id: str, expected_version: int) -> None:
-        super().__init__(
-            f"task state of session {session_id} changed after version {expected_version} was read; not written"
-        )
-        self.session_id = session_id
-        self.expected_version = expected_version
 
 
 @runtime_checkable

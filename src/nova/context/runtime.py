@@ -33,6 +33,7 @@ from nova.context.continuity import ContinuityGuard
 from nova.context.policy import PolicySource, load_org_policy
 from nova.context.state import (
     MemoryStateSource,
+    ProposalResult,
     StateSource,
     TaskState,
     TaskStateStore,
@@ -185,9 +186,15 @@ class ProposeTaskUpdateTool:
         self.runtime = runtime
 
     def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-        result = validate_proposal(self.runtime.state.load(), dict(input))
-        if result.accepted:
-            self.runtime.state.save(result.state)
+        outcome: list[ProposalResult] = []
+
+        def apply(state: TaskState) -> TaskState:
+            # Judged against the newest state on every attempt: a concurrent writer never loses an update.
+            outcome[:] = [validate_proposal(state, dict(input))]
+            return outcome[0].state if outcome[0].accepted else state
+
+        self.runtime.state.update(apply)
+        result = outcome[0]
         lines = [f"accepted: {', '.join(result.accepted)}"] if result.accepted else []
         lines += [f"refused: {reason}" for reason in result.refused]
         return ToolOutput(content="\n".join(lines) or "nothing to update",

@@ -198,3 +198,19 @@ def test_a_boundary_without_an_id_gets_a_fresh_one(nova_home: Path) -> None:
     s.close()
     assert first.startswith("cmp") and second.startswith("cmp") and first != second and kept == "cmp_mine"
     assert first in (s.dir / "transcript.jsonl").read_text(encoding="utf-8")
+
+
+def test_the_package_exports_resolve_lazily() -> None:
+    import subprocess
+    import sys
+
+    import nova.sessions
+
+    for name in nova.sessions.__all__:
+        assert getattr(nova.sessions, name) is not None
+    # A command that only lists sessions does not load the importers or the transcript reader.
+    probe = ("import sys, nova.sessions; from nova.sessions import SessionMeta; "
+             "print(sorted(m for m in ('nova.sessions.importers', 'nova.sessions.transcript', 'pydantic_core') "
+             "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -25,8 +25,6 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pydantic_core import from_json
-
 from nova.core import Usage
 from nova.errors import StorageError
 from nova.messages import Message, SummaryPart, from_dict
@@ -287,6 +285,14 @@ class _FullCollectionPause:
 _full_collections_paused = _FullCollectionPause()
 
 
+
+def _parse_json(data: bytes | str) -> Any:
+    """pydantic-core's JSON parser, imported on the first record read rather than at import: commands
+    that never read a record (`nova sessions list`) do not pay for it. Repeated keys share one string."""
+    from pydantic_core import from_json
+
+    return from_json(data, cache_strings="keys")
+
 def _last_newline_end(f: BinaryIO, size: int) -> int:
     """Offset just after the last b"\\n" (0 if none), scanning backwards block by block."""
     pos = size
@@ -350,7 +356,7 @@ def _decode(line: bytes) -> Record:
         record = _decode_boundary(line)
         if record is not None:
             return record
-    return record_from_json(from_json(line, cache_strings="keys"), "")
+    return record_from_json(_parse_json(line), "")
 
 
 def _decode_message(line: bytes) -> Message | None:
@@ -359,7 +365,7 @@ def _decode_message(line: bytes) -> Message | None:
     if not line.startswith(_MESSAGE_START):
         return None
     try:
-        data = from_json(line, cache_strings="keys")
+        data = _parse_json(line)
         if data.get("v") != 1 or data.get("type") != "message":  # a key repeated later wins
             return None
         return from_dict(data["message"])
@@ -395,7 +401,7 @@ def _decode_boundary(line: bytes) -> Record | None:
         or any(line.find(mark, first, stop) >= 0 for mark in (b"[", b"]", b"{", b"}"))
     ):
         return None
-    data = from_json(line[:first] + line[stop:], cache_strings="keys")
+    data = _parse_json(line[:first] + line[stop:])
     listed = [
         part
         for message in (data.get("messages") or ()) if isinstance(message, dict)

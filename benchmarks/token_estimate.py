@@ -53,14 +53,7 @@ def _calls(messages: list[dict[str, Any]]) -> Iterator[Call]:
 
 def _usage(raw: dict[str, Any]) -> Usage:
     """OpenAI-shaped usage normalized as a provider adapter would (CCH-4)."""
-    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    return Usage(
-        input_tokens=raw["prompt_tokens"] - cached,
-        output_tokens=raw.get("completion_tokens") or 0,
-        cache_read_tokens=cached,
-        reasoning_tokens=reasoning,
-    )
+    return Usage.from_dict(raw)
 
 
 def _to_message(raw: dict[str, Any], message_id: str) -> Message:

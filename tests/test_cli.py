@@ -168,7 +168,7 @@ def test_remember_then_recall_reaches_the_model(tmp_path: Path, nova_home: Path)
     agent.run_turn("how should I indent Python here?")
     agent.close()
     sent = provider.requests[0].messages
-    recalled = [m for m in sent if m.metadata.get("nova_kind") == "memory"]
+    recalled = [m for m in sent if m.origin == "memory"]
     assert len(recalled) == 1 and "tabs" in recalled[0].text
     assert sent[0].text == "how should I indent Python here?"  # the user's words stay their own message
 
@@ -203,7 +203,7 @@ def test_compact_on_request_folds_history_and_emits_events(tmp_path: Path, nova_
     assert agent.compact() is True
     assert agent.context_tokens() < before
     assert any(isinstance(e, ev.CompactionStart) and e.reason == "manual" for e in seen)
-    assert agent.history[0].has("summary") or agent.history[0].metadata.get("nova_kind")
+    assert agent.history[0].has("summary") or agent.history[0].origin is not None
 
 
 def test_session_start_consolidates_memory_when_the_gates_allow(tmp_path: Path, nova_home: Path) -> None:

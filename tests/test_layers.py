@@ -24,8 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
     # The agent: the loop, its assembly, and what drives it without a surface. The provider factory
     # sits here because it also builds the offline demo model, which simulates a provider's cache.
     ("nova.agent", "nova.app", "nova.replay", "nova.demo", "nova.providers.factory"),
-    # Surfaces: the session host, the CLI, the commands, the server, the terminal UI.
-    ("nova.host", "nova.commands", "nova.cli", "nova.cli_render", "nova.server", "nova.tui"),
+    # Surfaces: the session host and its context report, the CLI, the commands, the server, the terminal UI.
+    ("nova.host", "nova.context_view", "nova.commands", "nova.cli", "nova.cli_render", "nova.server", "nova.tui"),
     # Test support may use anything; nothing in the package may use it.
     ("nova.testing",),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import get_args
 
 import pytest
 from hypothesis import given
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from nova.messages import (
     ImagePart,
     Message,
+    MessageOrigin,
     SummaryPart,
     TextPart,
     ThinkingPart,
@@ -46,6 +48,7 @@ messages = st.builds(
     id=st.text(min_size=1, max_size=10),
     created_at=st.floats(0, 2e9, allow_nan=False),
     metadata=st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    origin=st.sampled_from([None, *get_args(MessageOrigin)]),
 )
 
 
@@ -96,3 +99,18 @@ def test_iter_tool_pairs_finds_missing_results() -> None:
     pairs = {u.id: r for u, r in iter_tool_pairs(history)}
     assert pairs["a"] is not None and pairs["a"].content == "ok"
     assert pairs["b"] is None
+
+
+def test_origin_is_written_only_when_set() -> None:
+    assert "origin" not in to_dict(Message.user("typed by a person"))
+    summary = Message.user("[summary]", origin="summary")
+    assert to_dict(summary)["origin"] == "summary" and from_dict(to_dict(summary)) == summary
+
+
+def test_messages_written_with_nova_kind_load_with_an_origin() -> None:
+    old = {**to_dict(Message.user("recalled: A", id="m1")), "metadata": {"nova_kind": "memory", "memories": ["a"]}}
+    loaded = from_dict(old)
+    assert loaded.origin == "memory" and loaded.metadata == {"memories": ["a"]}
+    assert loads(json.dumps([old])) == [loaded]
+    unknown = from_dict({**old, "metadata": {"nova_kind": "telepathy"}})
+    assert unknown.origin is None and unknown.metadata == {"nova_kind": "telepathy"}

@@ -7,7 +7,7 @@ the providers and the context engine all speak them, and none of those needs ano
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from nova.messages import Message
@@ -24,6 +24,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
     "Usage",
+    "usage_of",
 ]
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "other"]
@@ -69,7 +70,10 @@ class ModelRequest:
 class Usage:
     """Normalized usage (CCH-4). `input_tokens` is the *uncached* input: OpenAI's cached tokens are
     subtracted from its prompt tokens and reported as `cache_read_tokens`, so that Anthropic and OpenAI
-    figures mean the same thing and add up."""
+    figures mean the same thing and add up.
+
+    `to_dict` / `from_dict` are the one codec for usage at rest (transcript records, message metadata,
+    session meta) and for the usage objects providers and recorded sessions carry."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -85,24 +89,77 @@ class Usage:
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            self.reasoning_tokens + other.reasoning_tokens,
-            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
-        )
+        return Usage(*(getattr(self, name) + getattr(other, name) for name in _USAGE_FIELDS))
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "cache_write_1h_tokens": self.cache_write_1h_tokens,
-        }
+        """Every field by name, zeros included, so a record always has the same keys."""
+        return {name: getattr(self, name) for name in _USAGE_FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """Usage from a mapping in any of the shapes Nova meets; missing, null and non-numeric values
+        count as 0 and unknown keys are ignored, so older and foreign records always read.
+
+            Nova            the keys of `to_dict`
+            Anthropic       `input_tokens` (already uncached), `cache_read_input_tokens`,
+                            `cache_creation_input_tokens`, `cache_creation.ephemeral_1h_input_tokens`
+            OpenAI Chat     `prompt_tokens` (cached included), `prompt_tokens_details.cached_tokens`,
+                            `completion_tokens`, `completion_tokens_details.reasoning_tokens`
+            OpenAI Responses  `input_tokens` (cached included) with `input_tokens_details.cached_tokens`,
+                            `output_tokens_details.reasoning_tokens`
+
+        OpenAI counts cached tokens inside its prompt figure; they are moved to `cache_read_tokens`."""
+        if "prompt_tokens" in data or "completion_tokens" in data:
+            prompt = _count(data, "prompt_tokens")
+            cached = min(_count(data.get("prompt_tokens_details"), "cached_tokens"), prompt)
+            return cls(
+                input_tokens=prompt - cached,
+                output_tokens=_count(data, "completion_tokens"),
+                cache_read_tokens=cached,
+                reasoning_tokens=_count(data.get("completion_tokens_details"), "reasoning_tokens"),
+            )
+        if "input_tokens_details" in data or "output_tokens_details" in data:
+            total = _count(data, "input_tokens")
+            cached = min(_count(data.get("input_tokens_details"), "cached_tokens"), total)
+            return cls(
+                input_tokens=total - cached,
+                output_tokens=_count(data, "output_tokens"),
+                cache_read_tokens=cached,
+                reasoning_tokens=_count(data.get("output_tokens_details"), "reasoning_tokens"),
+            )
+        # Nova's own keys, or Anthropic's, which mean the same thing under other names.
+        return cls(
+            input_tokens=_count(data, "input_tokens"),
+            output_tokens=_count(data, "output_tokens"),
+            cache_read_tokens=_count(data, "cache_read_tokens", "cache_read_input_tokens"),
+            cache_write_tokens=_count(data, "cache_write_tokens", "cache_creation_input_tokens"),
+            reasoning_tokens=_count(data, "reasoning_tokens"),
+            cache_write_1h_tokens=_count(data, "cache_write_1h_tokens")
+            or _count(data.get("cache_creation"), "ephemeral_1h_input_tokens"),
+        )
+
+
+_USAGE_FIELDS = tuple(f.name for f in fields(Usage))
+
+
+def usage_of(message: Message) -> Usage | None:
+    """The usage of the model call that produced `message`, as the agent loop or an importer put it in
+    the message's metadata (`metadata["usage"]`, a `Usage.to_dict()`), or None."""
+    data = message.metadata.get("usage")
+    return Usage.from_dict(data) if isinstance(data, Mapping) else None
+
+
+def _count(data: Any, *keys: str) -> int:
+    """The first of `keys` holding a number in `data` (a mapping or anything else), as an int; else 0."""
+    if not isinstance(data, Mapping):
+        return 0
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return int(value)
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+    return 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,7 +99,7 @@ def make_demo_project(root: Path, *, log_lines: int = 1400, seed: int = 7) -> Pa
 def _is_human_prompt(message: Message) -> bool:
     """A message a person typed: not a tool result, not a summary or restore note Nova inserted."""
     return (message.role == "user" and not message.tool_results() and not message.has("summary")
-            and not message.metadata.get("nova_kind"))
+            and message.origin is None)
 
 
 def _turn_prompt(request: ModelRequest) -> str:

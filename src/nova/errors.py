@@ -2,8 +2,21 @@
 
     NovaError
     ├── ConfigError                 a config file or value is wrong (names file, key, value, expected)
+    ├── MissingDependency           an optional extra is not installed (also an ImportError)
+    ├── TokenizerUnavailable        an exact tokenizer cannot be built offline
+    ├── CommandError                a slash command a person typed is malformed or names nothing
+    ├── SummaryError                the summarizer gave no usable summary; the compaction changes nothing
+    ├── MemoryStoreError            a memory cannot be read or written as asked
+    │   ├── UnsafeMemoryName        a name that could escape the memory directory (also a ValueError)
+    │   └── MemoryNotFound          no memory by that name (also a KeyError)
     ├── StorageError                the session store or a session directory cannot be used
+    │   ├── SchemaVersionError      a record or file was written by a newer Nova; nothing was changed
+    │   ├── SessionImportError      a file to import is missing, unreadable or in no known format
+    │   └── TaskStateConflict       a task-state write was based on a version someone else replaced
+    ├── SessionNotFound             no recorded session has that id
+    ├── SessionBusy                 the session is running a turn (or closing) and cannot take this now
     ├── ToolError                   a tool failed; the loop turns it into an error result for the model
+    │   └── ArgumentError           the model's arguments do not fit the tool's schema
     └── ProviderError               anything a model provider answered or failed to answer
         ├── ContextOverflow         the request is larger than the model's context window (CMP-9)
         ├── RequestTooLarge         HTTP 413: the body is over a byte limit (not a token overflow)
@@ -14,6 +27,14 @@
         ├── InvalidRequest          any other 4xx the provider rejected
         ├── ProviderUnavailable     network failure, timeout, 5xx
         └── MissingCredentials      no key configured: says which variable to set
+
+Outside the tree on purpose (a test holds every other exception class in the package to it):
+`nova.agent.loop._Cancelled` and `nova.server.guards._TooLarge` are private control flow caught in the
+module that raises them; `nova.providers.guard.RealModelRequestError` and
+`nova.providers.scripted.ScriptExhausted` are AssertionErrors that fail a test, not errors a user sees.
+
+The modules that raise these errors re-export them under their old names (`nova.memory.store.
+MemoryStoreError`, `nova.sessions.schema.SchemaVersionError`, ...), so either import works.
 """
 
 from __future__ import annotations
@@ -21,11 +42,16 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ArgumentError",
     "AuthError",
+    "CommandError",
     "ConfigError",
     "ContextOverflow",
     "InvalidRequest",
+    "MemoryNotFound",
+    "MemoryStoreError",
     "MissingCredentials",
+    "MissingDependency",
     "NovaError",
     "Overloaded",
     "ProviderError",
@@ -33,8 +59,16 @@ __all__ = [
     "QuotaExceeded",
     "RateLimited",
     "RequestTooLarge",
+    "SchemaVersionError",
+    "SessionBusy",
+    "SessionImportError",
+    "SessionNotFound",
     "StorageError",
+    "SummaryError",
+    "TaskStateConflict",
+    "TokenizerUnavailable",
     "ToolError",
+    "UnsafeMemoryName",
 ]
 
 
@@ -46,12 +80,74 @@ class ConfigError(NovaError):
     """A configuration problem, with the file, key, bad value and expected type in the message."""
 
 
+class MissingDependency(NovaError, ImportError):
+    """An optional package is not installed; the message is the exact command that installs it."""
+
+
+class TokenizerUnavailable(NovaError):
+    """An exact tokenizer cannot be built offline (package missing, bundled file damaged)."""
+
+
+class CommandError(NovaError):
+    """A slash command (`/goal`, `/confirm N`, ...) cannot be applied; the message tells the person what
+    it takes. Nothing was changed."""
+
+
+class SummaryError(NovaError):
+    """The summarizer could not produce a usable summary (the compaction fails, nothing changes)."""
+
+
+class MemoryStoreError(NovaError):
+    """A memory cannot be written or read as asked; the message says why."""
+
+
+class UnsafeMemoryName(MemoryStoreError, ValueError):
+    pass
+
+
+class MemoryNotFound(MemoryStoreError, KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "memory not found"
+
+
 class StorageError(NovaError):
     pass
 
 
+class SchemaVersionError(StorageError):
+    """A record was written by a newer Nova than this one."""
+
+
+class SessionImportError(StorageError):
+    """The file is missing, unreadable or in no format Nova knows."""
+
+
+class TaskStateConflict(StorageError):
+    """A task-state write expected a version that is no longer the stored one: someone else wrote first.
+    Nothing was written; read again, re-apply the change, write again (`TaskStateStore.update` does)."""
+
+    def __init__(self, session_id: str, expected_version: int) -> None:
+        super().__init__(
+            f"task state of session {session_id} changed after version {expected_version} was read; not written"
+        )
+        self.session_id = session_id
+        self.expected_version = expected_version
+
+
+class SessionNotFound(NovaError):
+    """No recorded session has that id (or the id is not a valid one)."""
+
+
+class SessionBusy(NovaError):
+    """The session is running a turn or a compaction, or is being closed; try again after it."""
+
+
 class ToolError(NovaError):
     pass
+
+
+class ArgumentError(ToolError):
+    """The arguments do not fit the tool's schema; the message is written for the model."""
 
 
 class ProviderError(NovaError):

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ImagePart",
     "Message",
+    "MessageOrigin",
     "Part",
     "Role",
     "SummaryPart",
@@ -43,6 +44,18 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant"]
+
+MessageOrigin = Literal["summary", "summary_request", "context", "memory"]
+"""Which part of Nova put a message into the conversation when nobody in the conversation wrote it:
+
+    summary          a compaction summary standing in for older messages (with its restore attachment)
+    summary_request  the instruction asking a model for that summary (sent once, never kept)
+    context          observations the context compiler adds to the view (pinned task state and the like)
+    memory           memories recalled for the current turn
+
+`Message.origin` is None for the conversation itself: what a person typed, the model answered, a tool
+returned. Transcripts written before the field existed said the same in `metadata["nova_kind"]`;
+`from_dict` moves it over."""
 
 
 def new_id(prefix: str = "msg") -> str:
@@ -79,11 +92,16 @@ class ToolResultPart:
 @dataclass(frozen=True, slots=True)
 class ThinkingPart:
     """Model reasoning. `signature` must go back byte-identical within one tool loop; `redacted` holds
-    the opaque payload of a redacted block. Never written to disk (SES-3)."""
+    the opaque payload of a redacted block. Never written to disk (SES-3).
+
+    `provider` names the API whose signature this is ("anthropic", "openai-responses"), or is "" for
+    reasoning that came unsigned. A signature means something only to the API that made it, so each
+    request converter sends a thinking part back only when `provider` is its own."""
 
     thinking: str
     signature: str = ""
     redacted: bool = False
+    provider: str = ""
     kind: Literal["thinking"] = "thinking"
 
 
@@ -129,6 +147,7 @@ class Message:
     id: str = field(default_factory=new_id)
     created_at: float = field(default_factory=time.time)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    origin: MessageOrigin | None = None
 
     # -- constructors -------------------------------------------------------------------------------
     @classmethod
@@ -186,13 +205,26 @@ def _get_adapters() -> tuple[TypeAdapter[Message], TypeAdapter[list[Message]]]:
 
 
 def to_dict(message: Message) -> dict[str, Any]:
-    """The one serializer: a JSON-ready dict with every part tagged by `kind`."""
+    """The one serializer: a JSON-ready dict with every part tagged by `kind`. `origin` is left out when
+    it is None, so a conversation message is written exactly as before the field existed."""
     data: dict[str, Any] = _get_adapters()[0].dump_python(message, mode="json")
+    if data["origin"] is None:
+        del data["origin"]
     return data
 
 
 def from_dict(data: Mapping[str, Any]) -> Message:
-    return _get_adapters()[0].validate_python(data)
+    return _with_origin(_get_adapters()[0].validate_python(data))
+
+
+def _with_origin(message: Message) -> Message:
+    """A message written before `origin` existed: its `metadata["nova_kind"]` becomes the field. Only
+    the four origins were ever written; anything else is left in the metadata rather than refused."""
+    kind = message.metadata.get("nova_kind")
+    if kind is None or message.origin is not None or kind not in get_args(MessageOrigin):
+        return message
+    rest = {k: v for k, v in message.metadata.items() if k != "nova_kind"}
+    return replace(message, metadata=rest, origin=kind)
 
 
 def dumps(messages: Iterable[Message]) -> str:
@@ -200,7 +232,7 @@ def dumps(messages: Iterable[Message]) -> str:
 
 
 def loads(text: str) -> list[Message]:
-    return _get_adapters()[1].validate_json(text)
+    return [_with_origin(m) for m in _get_adapters()[1].validate_json(text)]
 
 
 def iter_tool_pairs(messages: Iterable[Message]) -> Iterator[tuple[ToolUsePart, ToolResultPart | None]]:

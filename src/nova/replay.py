@@ -35,7 +35,7 @@ from nova.context.budget import ContextBudget
 from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
 from nova.context.controller import ContextController
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
-from nova.core import ToolSpec, Usage
+from nova.core import ToolSpec, Usage, usage_of
 from nova.extensions import ViewRequest
 from nova.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, ToolResultPart, ToolUsePart, to_dict
@@ -391,9 +391,8 @@ def _run(
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])
-            recorded = message.metadata.get("usage")
-            output = recorded.get("output_tokens") if isinstance(recorded, dict) else None
-            report.output_tokens += int(output) if isinstance(output, int) else sizer.message(message)
+            recorded = usage_of(message)
+            report.output_tokens += recorded.output_tokens if recorded is not None else sizer.message(message)
             for u in message.tool_uses():
                 calls_by_id[u.id] = u
             history.append(message)

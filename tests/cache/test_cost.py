@@ -50,6 +50,6 @@ def test_session_meta_keeps_totals(tmp_path: Path) -> None:
     session.add_cost(a, cost_usd(a, "claude-sonnet-4-5") or 0.0)
     session.flush()
     meta = Session.open(tmp_path, session.id, readonly=True).meta
-    assert (meta.input_tokens, meta.cache_read_tokens, meta.cache_write_tokens) == (200, 2_000, 100)
+    assert (meta.usage.input_tokens, meta.usage.cache_read_tokens, meta.usage.cache_write_tokens) == (200, 2_000, 100)
     assert meta.cost_usd == pytest.approx(2 * (100 * 3 + 10 * 15 + 1_000 * 0.3 + 50 * 3.75) / 1e6)
     session.close()

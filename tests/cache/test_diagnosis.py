@@ -56,7 +56,7 @@ def test_rule_file_edited_and_system_changed() -> None:
 
 def test_compaction() -> None:
     summary = Message(role="user", parts=(SummaryPart("[Previous conversation summary] ...", covers=("u1",)),),
-                      metadata={"nova_kind": "summary"}, id="s1")
+                      origin="summary", id="s1")
     segment, cause = observe_break(req(messages=[summary, HISTORY[2].with_parts([ToolResultPart("c1", "y")])]))
     assert cause == "compaction" and segment.startswith("message 0 (summary")
 
@@ -68,7 +68,7 @@ def test_snip() -> None:
 
 
 def test_memory_and_plain_rewrites() -> None:
-    memory = Message.user("recalled: A", metadata={"nova_kind": "memory"}, id="m")
+    memory = Message.user("recalled: A", origin="memory", id="m")
     monitor = CacheMonitor(model="claude-sonnet-4-5")
     monitor.observe(req(messages=[*HISTORY, memory]), WARM, at=0.0)
     report = monitor.observe(req(messages=[*HISTORY, dataclasses.replace(memory, parts=Message.user("B").parts)]),

@@ -33,7 +33,7 @@ def build(steps: list[dict], earlier_summary: bool) -> list[Message]:
     if earlier_summary:
         messages.append(Message(role="user", parts=(SummaryPart("[Previous conversation summary]\nold facts",
                                                                  covers=("gone_1", "gone_2")),),
-                                metadata={"nova_kind": "summary"}))
+                                origin="summary"))
     messages.append(Message.user("Fix the parser; do not change the public API."))
     n = 0
     for i, s in enumerate(steps):
@@ -67,7 +67,7 @@ def test_views_keep_invariants(steps: list[dict], earlier: bool, window: int, pr
         controller = ContextController(config=config, spill=SpillConfig(max_result_chars=50000,
                                                                        max_message_chars=100000),
                                        budget=ContextBudget.derive(config, window), session_dir=Path(tmp) / "s")
-        raw = {m.id: m for m in recorded if not m.metadata.get("nova_kind")}
+        raw = {m.id: m for m in recorded if m.origin is None}
         history: list[Message] = []
         calls: dict[str, ToolUsePart] = {}
         for message in recorded:

@@ -78,7 +78,7 @@ def test_layout_is_head_tools_history_request_observations() -> None:
     assert [t.name for t in compiled.view.tools] == ["bash", "read_file"]  # sorted: a stable catalog
     messages = compiled.view.messages
     assert list(messages[: len(hist)]) == hist  # history, then the request, untouched
-    assert messages[-1].metadata["nova_kind"] == "context"
+    assert messages[-1].origin == "context"
     assert "Goal: fix the parser" in messages[-1].text and "cwd: /p" in messages[-1].text
 
 
@@ -96,7 +96,7 @@ def test_every_token_of_the_view_belongs_to_one_segment_with_a_source() -> None:
     owners = Counter(i for s in manifest.segments if s.visibility == "messages" for i in set(s.message_ids))
     assert set(owners) == {m.id for m in compiled.view.messages}
     assert set(owners.values()) <= {1, 2}  # the observation message is split over its pieces only
-    observation_ids = {m.id for m in compiled.view.messages if m.metadata.get("nova_kind") == "context"}
+    observation_ids = {m.id for m in compiled.view.messages if m.origin == "context"}
     assert {i for i, n in owners.items() if n > 1} <= observation_ids
     # System: the head segments' texts make up the system text exactly; tools: one segment.
     assert "\n\n".join(s.text for s in manifest.segments if s.visibility == "system") == compiled.view.system
@@ -113,7 +113,7 @@ def test_why_finds_the_segment_holding_a_text() -> None:
 def _memory_message(*entries: tuple[str, str]) -> Message:
     body = "\n".join(f'<memory name="{n}" type="project" status="active">\n{t}\n</memory>' for n, t in entries)
     return Message(role="user", parts=(TextPart(f"<recalled-memories>\n{body}\n</recalled-memories>"),),
-                   id="mem1", created_at=1.0, metadata={"nova_kind": "memory", "memories": [n for n, _ in entries]})
+                   id="mem1", created_at=1.0, origin="memory", metadata={"memories": [n for n, _ in entries]})
 
 
 def test_a_memory_conflicting_with_a_higher_rule_is_suppressed_and_the_manifest_says_so() -> None:

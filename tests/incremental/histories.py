@@ -30,14 +30,17 @@ parts: st.SearchStrategy[Part] = st.one_of(
     st.builds(ThinkingPart, texts, st.sampled_from(["", "sig"])),
     st.builds(SummaryPart, texts, st.just(("gone",))),
 )
-metadata = st.sampled_from([{}, {}, {"nova_kind": "memory"}, {"nova_kind": "summary"}, {"snipped": True}])
+# What Nova inserted (memory, summary, observations) and what a snip marks.
+labels = st.sampled_from([(None, {}), (None, {}), ("memory", {}), ("summary", {}), ("context", {}),
+                          (None, {"snipped": True})])
 
 
 @st.composite
 def messages(draw: st.DrawFn, serial: Iterator[int]) -> Message:
+    origin, metadata = draw(labels)
     return Message(role=draw(st.sampled_from(["user", "assistant", "user", "assistant", "system"])),
                    parts=tuple(draw(st.lists(parts, max_size=3))), id=f"m{next(serial)}", created_at=0.0,
-                   metadata=draw(metadata))
+                   metadata=metadata, origin=origin)
 
 
 @st.composite
@@ -54,7 +57,7 @@ def edits(draw: st.DrawFn, max_steps: int = 12) -> list[tuple[str, Any]]:
             steps.append((kind, (draw(st.integers(0, 10**6)), tuple(draw(st.lists(parts, max_size=2))))))
         elif kind == "compact":
             summary = Message(role="user", parts=(SummaryPart(draw(texts), covers=("x",)),), id=f"m{next(serial)}",
-                              created_at=0.0, metadata={"nova_kind": "summary"})
+                              created_at=0.0, origin="summary")
             steps.append((kind, (draw(st.integers(0, 10**6)), summary)))
         else:
             steps.append((kind, draw(st.integers(0, 10**6))))

@@ -64,7 +64,7 @@ def test_thinking_signature_and_tool_calls_across_deltas(recorder: Any, sse: Sse
 
     response = events[-1].response  # type: ignore[union-attr]
     parts = response.message.parts
-    assert isinstance(parts[0], ThinkingPart)
+    assert isinstance(parts[0], ThinkingPart) and parts[0].provider == "anthropic"
     assert parts[0].signature == "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds2Lr+cZt2ig9pA=="
     assert parts[1] == TextPart("Let me read the README and search for TODOs.")
     assert parts[2] == ToolUsePart(

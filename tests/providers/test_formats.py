@@ -58,11 +58,13 @@ _image = st.builds(
     media_type=st.sampled_from(["image/png", "image/jpeg"]),
     data=st.from_regex(r"[A-Za-z0-9+/]{4,16}=?", fullmatch=True),
 ) | st.builds(ImagePart, url=st.from_regex(r"https://img\.example\.com/[a-z]{1,8}\.png", fullmatch=True))
-_anthropic_thinking = st.builds(ThinkingPart, _text, signature=_text) | st.builds(
-    lambda data: ThinkingPart("", signature=data, redacted=True), _text
+_anthropic_thinking = st.builds(ThinkingPart, _text, signature=_text, provider=st.just("anthropic")) | st.builds(
+    lambda data: ThinkingPart("", signature=data, redacted=True, provider="anthropic"), _text
 )
 _responses_thinking = st.builds(
-    lambda text, n, enc: ThinkingPart(text, signature=reasoning_signature(f"rs_{n:04d}", enc)),
+    lambda text, n, enc: ThinkingPart(
+        text, signature=reasoning_signature(f"rs_{n:04d}", enc), provider="openai-responses"
+    ),
     st.text(max_size=30),
     st.integers(0, 9999),
     st.none() | _text,
@@ -212,8 +214,8 @@ def test_anthropic_blocks() -> None:
         Message(
             role="assistant",
             parts=(
-                ThinkingPart("hmm", signature="sig=="),
-                ThinkingPart("", signature="opaque", redacted=True),
+                ThinkingPart("hmm", signature="sig==", provider="anthropic"),
+                ThinkingPart("", signature="opaque", redacted=True, provider="anthropic"),
                 TextPart(""),  # empty text blocks are rejected by the API, so they are left out
                 ToolUsePart("toolu_1", "grep", {"pattern": "x"}),
             ),
@@ -306,7 +308,7 @@ def test_responses_drops_foreign_thinking_and_uses_developer_role() -> None:
         Message.user("hi"),
         Message(
             role="assistant",
-            parts=(ThinkingPart("anthropic thought", signature="EqQB..."), TextPart("hello")),
+            parts=(ThinkingPart("anthropic thought", signature="EqQB...", provider="anthropic"), TextPart("hello")),
         ),
     ]
     items = input_to_responses(history)

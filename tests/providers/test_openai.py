@@ -211,6 +211,7 @@ def test_responses_reasoning_text_and_tool_call(recorder: Any, sse: Sse) -> None
     assert isinstance(done, ResponseDone)
     parts = done.response.message.parts
     assert isinstance(parts[0], ThinkingPart) and parts[0].thinking == "**Running the tests**"
+    assert parts[0].provider == "openai-responses"
     assert "rs_68af4030baa48193b0b43b4c2a176a1a" in parts[0].signature
     assert parts[1] == TextPart("Running the test suite.")
     assert parts[2] == ToolUsePart("call_Xq2pLrT8vM4nB6cD1eF3gH5j", "bash", {"command": "pytest -q"})

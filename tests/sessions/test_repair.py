@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nova.messages import Message, TextPart, ThinkingPart, ToolResultPart
-from nova.sessions.repair import INTERRUPTED, repair_history
+from nova.messages import Message, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from nova.sessions.repair import INTERRUPTED, RepairReport, _already_valid, _repair, repair_history
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.session import Session
 
@@ -134,6 +134,84 @@ def test_record_resume_repair_always_yields_a_valid_history(history: list[Messag
         again = Session.open(home, s.id)
         resumed = again.load_history()
         again.close()
+        # The reader's scan (no second walk) decides exactly as the repair's own check.
+        assert resumed == repair_history(again.transcript.read_tail().messages())[0]
         if resumed:
             check_provider_ready(resumed)
         assert repair_history(resumed)[0] == resumed  # idempotent
+
+
+def _damage(history: list[Message], kind: str, at: int) -> list[Message]:
+    """One small defect in an otherwise valid history, near where real sessions get them."""
+    if not history:
+        return history
+    i = at % len(history)
+    m = history[i]
+    out = list(history)
+    if kind == "thinking":
+        out[i] = m.with_parts([ThinkingPart("t", signature="s"), *m.parts])
+    elif kind == "empty_text":
+        out[i] = m.with_parts([*m.parts, TextPart("")])
+    elif kind == "text_first":
+        out[i] = m.with_parts([TextPart("x"), *m.parts])
+    elif kind == "reversed":
+        out[i] = m.with_parts(reversed(m.parts))
+    elif kind == "dropped":
+        del out[i]
+    elif kind == "cut":  # the session stopped here
+        del out[i:]
+    elif kind == "doubled":
+        out.insert(i, m)
+    elif kind == "system":
+        out[i] = Message(role="system", parts=m.parts, id=m.id)
+    elif kind == "role_swapped":
+        out[i] = Message(role="assistant" if m.role == "user" else "user", parts=m.parts, id=m.id)
+    elif kind == "stray_call":
+        out[i] = m.with_parts([*m.parts, ToolUsePart(id="c0", name="bash", input={})])
+    elif kind == "stray_result":
+        out[i] = m.with_parts([*m.parts, ToolResultPart("c0", "x")])
+    elif kind == "reused_call":
+        ids = [u.id for x in history for u in x.tool_uses()]
+        if ids:
+            again = ids[at % len(ids)]
+            asked = [] if out[-1].role == "user" else [user("again", "u-again")]
+            out += [*asked, assistant_call("a-again", again), results("r-again", again)]
+    return out
+
+
+DAMAGE = ["none", "cut", "thinking", "empty_text", "text_first", "reversed", "dropped", "doubled", "system", "role_swapped",
+          "stray_call", "stray_result", "reused_call"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(history=histories(), kind=st.sampled_from(DAMAGE), at=st.integers(0, 20))
+def test_the_no_repair_shortcut_agrees_with_the_full_repair(history: list[Message], kind: str, at: int) -> None:
+    """`repair_history` skips rebuilding a history that needs nothing: on a valid history with one
+    defect (or none) it must answer exactly what the full repair answers, and it must recognise every
+    history the full repair produces (a session repaired once is not rebuilt on every later resume)."""
+    valid, _ = _repair(history)
+    assert _already_valid(valid)
+    damaged = _damage(valid, kind, at)
+    assert repair_history(damaged) == _repair(damaged)
+    assert repair_history(history) == _repair(history)
+
+
+def test_the_shortcut_refuses_each_kind_of_damage() -> None:
+    valid = [user("a", "u1"), assistant_call("a1", "c1", "c2"), results("r1", "c1", "c2"), Message.assistant("ok", id="a2")]
+    assert _already_valid(valid) and _already_valid([])
+    damaged = [
+        valid[:2],  # unanswered calls at the end
+        [valid[0], valid[1], results("r1", "c2", "c1"), valid[3]],  # results out of call order
+        [valid[0], valid[1], results("r1", "c1"), valid[3]],  # one result missing
+        [valid[0], valid[1], results("r1", "c1", "c2", "c2"), valid[3]],  # a result twice
+        [valid[1], valid[2]],  # starts with the assistant
+        [valid[0], valid[0].with_parts([TextPart("b")])],  # two user messages in a row
+        [valid[0], assistant_call("a1", "c1", thinking=True), results("r1", "c1")],  # thinking kept
+        [valid[0], Message.system("s", id="s1")],  # a system message
+        [valid[0], Message.assistant("", id="a9")],  # an empty text part
+        [*valid, user("b", "u2"), assistant_call("a3", "c1"), results("r3", "c1")],  # a reused call id
+        [valid[0], valid[1], Message(role="user", parts=(TextPart("x"), *results("r", "c1", "c2").parts), id="r1")],
+    ]
+    for history in damaged:
+        assert not _already_valid(history), history
+        assert _repair(history) != (history, RepairReport()), history  # the full repair does change it

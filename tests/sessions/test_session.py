@@ -11,6 +11,7 @@ import pytest
 from nova.errors import StorageError
 from nova.messages import Message, SummaryPart
 from nova.providers.base import Usage
+from nova.sessions.meta import META_VERSION
 from nova.sessions.repair import INTERRUPTED
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.session import Session, delete_session, list_sessions
@@ -27,7 +28,7 @@ def test_create_lays_out_the_directory(nova_home: Path) -> None:
     assert s.dir == nova_home / "sessions" / s.id
     assert {p.name for p in s.dir.iterdir()} == {"transcript.jsonl", "meta.json", "tool-results", "tool-output"}
     meta = json.loads((s.dir / "meta.json").read_text())
-    assert meta["v"] == 1 and meta["title"] == "t" and meta["provider"] == "anthropic"
+    assert meta["v"] == META_VERSION and meta["title"] == "t" and meta["provider"] == "anthropic"
     assert (nova_home / "nova.db").exists()
     s.close()
 
@@ -40,7 +41,7 @@ def test_record_flush_and_totals(nova_home: Path) -> None:
     s.record_event("tool_metadata", {"k": "v"})
     s.flush()
     meta = json.loads((s.dir / "meta.json").read_text())
-    assert meta["message_count"] == 2 and meta["input_tokens"] == 100 and meta["cost_usd"] == 0.25
+    assert meta["message_count"] == 2 and meta["usage"]["input_tokens"] == 100 and meta["cost_usd"] == 0.25
     assert s.meta.total_tokens == 160
     assert b"secret reasoning" not in (s.dir / "transcript.jsonl").read_bytes()
     row = s.store.get_session(s.id)
@@ -80,6 +81,22 @@ def test_snipped_content_from_the_store_wins_on_resume(nova_home: Path) -> None:
     again = Session.open(nova_home, s.id)
     assert again.load_history()[-1].tool_results()[0].content == "[... snipped ...]"
     assert b"out c1" in (s.dir / "transcript.jsonl").read_bytes()  # the raw log keeps the original
+    again.close()
+
+
+def test_history_loaded_after_more_records_includes_them(nova_home: Path) -> None:
+    """`open` keeps the tail it parsed for `load_history`; anything recorded in between is not lost."""
+    s = _new(nova_home)
+    s.record_message(user("a", "m1"))
+    s.close()
+    again = Session.open(nova_home, s.id)
+    again.record_message(assistant_call("m2", "c1"))
+    again.record_message(results("m3", "c1"))
+    snipped = results("m3", "c1").with_parts([results("m3", "c1").parts[0].__class__("c1", "[... snipped ...]")])
+    again.update_message_content("m3", snipped)
+    history = again.load_history()
+    assert [m.id for m in history] == ["m1", "m2", "m3"] and history[-1] == snipped
+    assert [m.id for m in again.load_history()] == ["m1", "m2", "m3"]  # and again, from the file
     again.close()
 
 
@@ -181,3 +198,19 @@ def test_a_boundary_without_an_id_gets_a_fresh_one(nova_home: Path) -> None:
     s.close()
     assert first.startswith("cmp") and second.startswith("cmp") and first != second and kept == "cmp_mine"
     assert first in (s.dir / "transcript.jsonl").read_text(encoding="utf-8")
+
+
+def test_the_package_exports_resolve_lazily() -> None:
+    import subprocess
+    import sys
+
+    import nova.sessions
+
+    for name in nova.sessions.__all__:
+        assert getattr(nova.sessions, name) is not None
+    # A command that only lists sessions does not load the importers or the transcript reader.
+    probe = ("import sys, nova.sessions; from nova.sessions import SessionMeta; "
+             "print(sorted(m for m in ('nova.sessions.importers', 'nova.sessions.transcript', 'pydantic_core') "
+             "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -5,15 +5,16 @@ A backend is added by extending `BACKENDS` with a factory; nothing else in this 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from nova.errors import StorageError
-from nova.messages import Message, TextPart, ThinkingPart
+from nova.messages import Message, TextPart, ThinkingPart, to_dict
 from nova.sessions.sqlite import MIGRATIONS, SQLiteSessionStore
-from nova.sessions.store import SessionRecord, SessionStore
+from nova.sessions.store import SessionRecord, SessionStore, StoredTaskState, TaskStateConflict
 
 from .conftest import assistant_call, results, user
 
@@ -106,6 +107,37 @@ def test_update_message_content(store: SessionStore) -> None:
         store.update_message_content("s1", "missing", snipped)
 
 
+def test_rewritten_messages_are_the_live_snipped_ones(store: SessionStore) -> None:
+    store.save_session(_session())
+    store.append_messages("s1", [user(str(i), f"m{i}") for i in range(6)])
+    assert store.get_rewritten_messages("s1") == []
+    snip = {i: Message(role="user", parts=(TextPart(f"[snipped {i}]"),), id=f"m{i}", created_at=1.0) for i in (4, 1, 2)}
+    for i, message in snip.items():
+        store.update_message_content("s1", f"m{i}", message)
+    store.mark_compacted("s1", ["m2"])  # folded away: no longer part of what resume reads
+    assert [(s.message, s.compacted) for s in store.get_rewritten_messages("s1")] == [
+        (snip[1], False), (snip[4], False)
+    ]
+    assert store.get_rewritten_messages("other") == []
+
+
+def test_task_state_writes_compare_and_set_on_the_version(store: SessionStore) -> None:
+    store.save_session(_session())
+    assert store.get_versioned_task_state("s1") is None
+    assert store.put_task_state("s1", {"goal": "a"}, expected_version=0) == 1
+    with pytest.raises(TaskStateConflict):  # someone else created it first
+        store.put_task_state("s1", {"goal": "b"}, expected_version=0)
+    assert store.put_task_state("s1", {"goal": "c"}, expected_version=1) == 2
+    with pytest.raises(TaskStateConflict):  # based on version 1, which is gone
+        store.put_task_state("s1", {"goal": "stale"}, expected_version=1)
+    assert store.get_versioned_task_state("s1") == StoredTaskState(state={"goal": "c"}, version=2)
+    assert store.put_task_state("s1", {"goal": "d"}) == 3  # an unconditional write still bumps the version
+    assert store.get_task_state("s1") == {"goal": "d"}
+    with pytest.raises(TaskStateConflict):
+        store.put_task_state("new", {"goal": "x"}, expected_version=4)  # no such state at all
+    assert store.get_versioned_task_state("new") is None
+
+
 def test_task_state_has_its_own_lifecycle(store: SessionStore) -> None:
     store.save_session(_session())
     store.append_messages("s1", [user("hi", "m1")])
@@ -165,4 +197,38 @@ def test_a_store_is_usable_from_several_threads(tmp_path: Path) -> None:
         t.join()
     assert errors == []
     assert len(store.get_messages("s1")) == 80
+    store.close()
+
+
+def test_sqlite_resume_query_reads_only_the_rewritten_index(tmp_path: Path) -> None:
+    """What resume asks the store costs what the snips cost, not the length of the session: SQLite
+    answers it from the partial index alone, never from a scan of the session's messages."""
+    store = SQLiteSessionStore(tmp_path / "nova.db")
+    plan = store._db.execute(
+        "EXPLAIN QUERY PLAN SELECT content, seq FROM messages WHERE session_id = ? AND rewritten = 1 AND"
+        " compacted = 0 ORDER BY seq", ("s1",)
+    ).fetchall()
+    assert any("USING INDEX messages_rewritten" in row[-1] for row in plan), plan
+    store.close()
+
+
+def test_a_database_from_before_the_rewritten_flag_keeps_its_snips(tmp_path: Path) -> None:
+    """Rows snipped before migration 2 cannot be told apart: every live row counts as rewritten, so
+    resume still prefers the store's copy."""
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "nova.db")
+    db.executescript(MIGRATIONS[0][2])
+    db.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL)")
+    db.execute("INSERT INTO _migrations VALUES (1, 'sessions, messages, task state', 0)")
+    snipped = Message(role="user", parts=(TextPart("[snipped]"),), id="m1", created_at=1.0)
+    rows = [("m0", 1, user("kept", "m0"), 0), ("m1", 2, snipped, 0), ("m2", 3, user("old", "m2"), 1)]
+    for id_, seq, message, compacted in rows:
+        db.execute("INSERT INTO messages VALUES ('s1', ?, ?, 'user', ?, 1.0, ?)",
+                   (id_, seq, json.dumps(to_dict(message)), compacted))
+    db.commit()
+    db.close()
+    store = SQLiteSessionStore(tmp_path / "nova.db")
+    assert [s.message.id for s in store.get_rewritten_messages("s1")] == ["m0", "m1"]
+    assert store.get_rewritten_messages("s1")[1].message == snipped
     store.close()

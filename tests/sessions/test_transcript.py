@@ -6,11 +6,24 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nova.errors import StorageError
+from nova.messages import Message, SummaryPart, TextPart
 from nova.providers.base import Usage
-from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, SchemaVersionError
-from nova.sessions.transcript import Transcript
+from nova.sessions.schema import (
+    BoundaryRecord,
+    EventRecord,
+    MessageRecord,
+    SchemaVersionError,
+    boundary_record,
+    encode,
+    event_record,
+    message_record,
+    parse_record,
+)
+from nova.sessions.transcript import Transcript, _decode, _decode_boundary, _decode_message, _reverse_lines
 
 from .conftest import assistant_call, results, user
 
@@ -108,3 +121,132 @@ def test_garbage_line_is_a_clear_error(tmp_path: Path) -> None:
     t.path.write_bytes(b'{"type":"message"}\n')
     with pytest.raises(StorageError, match="no schema version"):
         t.read_tail()
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+       block=st.integers(1, 50))
+def test_reading_backwards_gives_every_line_and_its_offset(tmp_path_factory: pytest.TempPathFactory,
+                                                           lines: list[bytes], block: int) -> None:
+    """Whatever the block size, lines spanning blocks and empty lines included."""
+    path = tmp_path_factory.mktemp("rev") / "t.jsonl"
+    data = b"".join(line + b"\n" for line in lines)
+    path.write_bytes(data)
+    expected, offset = [], 0
+    for line in lines:
+        expected.append((offset, line))
+        offset += len(line) + 1
+    with path.open("rb") as f:
+        assert list(_reverse_lines(f, len(data), block)) == expected[::-1]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(), data=st.dictionaries(st.text(max_size=8), _JSON, max_size=5), ts=st.floats(allow_nan=False))
+def test_the_quick_decoder_reads_every_record_as_the_reference_reader_does(text: str, data: dict, ts: float) -> None:
+    """Resume decodes with pydantic-core's parser and falls back to `parse_record` on anything it
+    refuses; whatever it does accept must come out exactly as `parse_record` reads it."""
+    lines = [
+        encode(message_record(Message(role="user", parts=(TextPart(text),), id=text or "m"), ts=ts)),
+        encode(message_record(assistant_call("a1", "c1"), Usage(3, 4, cache_read_tokens=5), ts=ts)),
+        encode(event_record(text, data, ts=ts)),
+        encode(boundary_record(id="b", summary=text, covers=[text, "x"], messages=[user(text, "u")], ts=ts)),
+    ]
+    for line in lines:
+        reference = parse_record(line, "here")
+        message = _decode_message(line.rstrip(b"\n"))
+        assert message is None or (isinstance(reference, MessageRecord) and message == reference.message)
+        try:
+            quick = _decode(line.rstrip(b"\n"))
+        except (ValueError, StorageError):
+            continue
+        assert quick == reference
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids=st.lists(st.text(max_size=6), max_size=6), summary=st.sampled_from(["same", "longer", "reversed"]),
+       extra=st.booleans())
+def test_a_first_compaction_boundary_reads_the_same_when_its_ids_are_decoded_once(
+    ids: list[str], summary: str, extra: bool
+) -> None:
+    """The boundary of a first compaction lists its folded ids twice (its own `covers` and its summary
+    part's); the quick reader decodes them once when the bytes prove the lists equal, and must read
+    every boundary exactly as `parse_record` does (ids with brackets, quotes, commas included)."""
+    summary_covers = {"same": ids, "longer": [*ids, "other"], "reversed": [i[::-1] for i in ids]}[summary]
+    parts = [SummaryPart("summary", covers=tuple(summary_covers))]
+    if extra:  # a second part listing ids: the shared list can no longer be told apart
+        parts.append(SummaryPart("again", covers=tuple(ids)))
+    head = Message(role="user", parts=tuple(parts), id="s1")
+    line = encode(boundary_record(id="b", summary="s [with] {brackets}", covers=ids, messages=[head], ts=1.0))
+    assert _decode(line.rstrip(b"\n")) == parse_record(line, "here")
+
+
+def test_the_shared_ids_shortcut_is_taken_for_plain_ids() -> None:
+    ids = [f"m{i}" for i in range(50)]
+    head = Message(role="user", parts=(SummaryPart("summary", covers=tuple(ids)), TextPart("restored")), id="s1")
+    line = encode(boundary_record(id="b", summary="s", covers=ids, messages=[head, user("kept", "u")]))
+    quick = _decode_boundary(line.rstrip(b"\n"))
+    assert quick is not None and quick == parse_record(line, "here")
+
+
+def test_a_transcript_written_with_nova_kind_resumes_with_typed_origins(tmp_path: Path) -> None:
+    """Before `Message.origin`, inserts were marked `metadata["nova_kind"]`; such a log reads the same."""
+    from nova.context.compaction import is_nova_insert
+    from nova.messages import to_dict
+
+    summary = {**to_dict(user("[summary] earlier work", "s1")), "metadata": {"nova_kind": "summary"}}
+    memory = {**to_dict(user("recalled: tabs", "r1")), "metadata": {"nova_kind": "memory", "memories": ["tabs"]}}
+    lines = [
+        {"v": 1, "type": "compact_boundary", "ts": 1.0, "id": "b1", "summary": "earlier work", "covers": ["m0"],
+         "messages": [summary]},
+        {"v": 1, "type": "message", "ts": 2.0, "message": memory, "usage": None},
+        {"v": 1, "type": "message", "ts": 3.0, "message": to_dict(user("go on", "m2")), "usage": None},
+    ]
+    path = tmp_path / "transcript.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    messages = Transcript(path).read_tail().messages()
+    assert [(m.id, m.origin) for m in messages] == [("s1", "summary"), ("r1", "memory"), ("m2", None)]
+    assert messages[1].metadata == {"memories": ["tabs"]}
+    assert [is_nova_insert(m) for m in messages] == [True, True, False]
+
+
+@pytest.mark.parametrize("first_to_leave", ["first", "second"])
+def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it(tmp_path: Path, first_to_leave: str) -> None:
+    """Reads pause full collections; two reads on two threads, ending in either order, must restore
+    the threshold the process had (the server resumes sessions from several threads)."""
+    import gc
+    import threading
+
+    from nova.sessions.transcript import _full_collections_paused
+
+    before = gc.get_threshold()
+    entered, leave = threading.Event(), threading.Event()
+
+    def second() -> None:
+        with _full_collections_paused():
+            entered.set()
+            leave.wait(5)
+
+    with _full_collections_paused():  # the first read
+        thread = threading.Thread(target=second)
+        thread.start()
+        entered.wait(5)
+        if first_to_leave == "second":
+            leave.set()
+            thread.join()
+        assert gc.get_threshold()[2] > before[2]
+    if first_to_leave == "first":
+        assert gc.get_threshold()[2] > before[2]  # the second read is still going
+        leave.set()
+        thread.join()
+    assert gc.get_threshold() == before
+    t = _transcript(tmp_path)
+    t.append_message(user("hi", "m1"))
+    t.read_tail()
+    assert gc.get_threshold() == before

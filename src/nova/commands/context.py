@@ -25,19 +25,10 @@ from rich.table import Table
 
 from nova.commands.errors import user_errors
 from nova.context.compiler import Compiled
-from nova.core import Usage
+from nova.core import usage_of
 from nova.errors import NovaError
-from nova.messages import Message
 
 __all__ = ["compile_session", "context_command", "context_json", "render_context", "render_why"]
-
-
-def _usage_of(message: Message) -> Usage | None:
-    data = message.metadata.get("usage")
-    if not isinstance(data, dict):
-        return None
-    fields = {k: int(v) for k, v in data.items() if k in Usage.__dataclass_fields__ and isinstance(v, int | float)}
-    return Usage(**fields)
 
 
 def compile_session(session_id: str | None, *, home: Path | None = None) -> tuple[str, Compiled]:
@@ -69,7 +60,7 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
         sources = build_context_sources(settings=settings, cwd=cwd, contract=SYSTEM_CONTRACT)
         ledger = TokenLedger(counter_for_model(settings.model))
         for message in history:  # TOK-2: the anchor is the latest assistant message with a real figure
-            usage = _usage_of(message) if message.role == "assistant" else None
+            usage = usage_of(message) if message.role == "assistant" else None
             if usage is not None:
                 ledger.record(message.id, usage)
         runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=ledger,

@@ -21,7 +21,7 @@ from nova import events as ev
 from nova.app import AgentOptions, build_agent
 from nova.commands.cli_settings import settings_from_cli
 from nova.commands.errors import user_errors
-from nova.errors import NovaError
+from nova.errors import CommandError, NovaError
 from nova.settings import Settings
 
 __all__ = ["demo_command", "run_command"]
@@ -137,7 +137,7 @@ def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: 
     elif command in TASK_STATE_COMMANDS and runtime is not None:
         try:
             reply_text, ok = runtime.command(text.strip()), True
-        except ValueError as exc:
+        except CommandError as exc:
             reply_text, ok = str(exc), False
     else:
         store = MemoryStore.for_workspace(home=settings.home, cwd=options.cwd)

@@ -74,10 +74,9 @@ def _digest(value: Any) -> str:
 
 
 def _message_kind(message: Message) -> SegmentKind:
-    kind = message.metadata.get("nova_kind")
-    if kind == "memory":
+    if message.origin == "memory":
         return "memory"
-    if kind == "summary" or message.has("summary"):
+    if message.origin == "summary" or message.has("summary"):
         return "summary"
     return "message"
 

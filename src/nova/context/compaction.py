@@ -108,7 +108,7 @@ def snip_text(text: str, *, max_chars: int, path: Path | str) -> str:
 
 def is_nova_insert(message: Message) -> bool:
     """A summary message or restore attachment Nova put into history (never a user's words)."""
-    return bool(message.metadata.get("nova_kind")) or message.has("summary")
+    return message.origin is not None or message.has("summary")
 
 
 def snip_old_tool_results(
@@ -418,7 +418,7 @@ def compact(
                                      budget=rest, counter=counter)
     if attachment:
         parts.append(TextPart(attachment))
-    summary = Message(role="user", parts=tuple(parts), metadata={"nova_kind": "summary"})
+    summary = Message(role="user", parts=tuple(parts), origin="summary")
     new_history = [summary, *tail]
     after = sum(count_message(m, counter) for m in new_history)
     return CompactionOutcome(

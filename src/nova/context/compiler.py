@@ -45,7 +45,7 @@ from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, appo
 from nova.context.policy import PolicyResolution, PolicySource, resolve
 from nova.core import ToolSpec
 from nova.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
-from nova.messages import Message, TextPart, to_dict
+from nova.messages import Message, MessageOrigin, TextPart, to_dict
 from nova.tokens import TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
@@ -73,7 +73,7 @@ CHUNK_DEEP = 512
 
 def chunk_size_at(start: int) -> int:
     return next((size for limit, size in CHUNK_TIERS if start < limit), CHUNK_DEEP)
-OBSERVATION_KIND = "context"
+OBSERVATION_KIND: MessageOrigin = "context"
 _MEMORY_ENTRY = re.compile(r'<memory name="(?P<name>[^"]*)"[^>]*>.*?</memory>\n?', re.DOTALL)
 
 
@@ -163,7 +163,7 @@ def current_request_index(history: Sequence[Message]) -> int:
     """Index of the latest message a person wrote (len(history) when there is none)."""
     for index in range(len(history) - 1, -1, -1):
         m = history[index]
-        if m.role == "user" and not m.metadata.get("nova_kind") and not m.has("tool_result") \
+        if m.role == "user" and m.origin is None and not m.has("tool_result") \
                 and not m.has("summary") and m.text.strip():
             return index
     return len(history)
@@ -201,12 +201,11 @@ class _Fixed:
 
 
 def _kind_of(message: Message) -> str:
-    if message.has("summary") or message.metadata.get("nova_kind") == "summary":
+    if message.has("summary") or message.origin == "summary":
         return "summary"
-    kind = message.metadata.get("nova_kind")
-    if kind == "memory":
+    if message.origin == "memory":
         return "memory"
-    if kind:
+    if message.origin is not None:
         return "restore"
     return "turns"
 
@@ -488,8 +487,8 @@ class ContextCompiler:
                 snapshot.append(_Chunk(kind=chunk.kind, start=chunk.start, ids=chunk.ids[:size], tokens=tokens,
                                        digest=digest))
             segments = describer._segments(
-                head=head, system=system, tools=tools, chunks=snapshot, stable=originals, current=current, req=req, observations=observations, obs_message=obs_message,
-                replaced=replaced, tools_version=tools_version)
+                head=head, system=system, tools=tools, chunks=snapshot, stable=originals, current=current, req=req,
+                observations=observations, obs_message=obs_message, replaced=replaced, tools_version=tools_version)
             calibrated = apportion(used, [s.estimated for s in segments])
             segments = [_with_tokens(s, t) for s, t in zip(segments, calibrated, strict=True)]
             digest = _sha("\0".join([_sha(system), _sha(json.dumps([t.name for t in tools])),
@@ -628,7 +627,7 @@ def _observation_message(observations: Sequence[SourceText]) -> Message | None:
     text = "\n\n".join(o.text for o in observations)
     # Id from the text, no timestamp: identical inputs give identical bytes.
     return Message(role="user", parts=(TextPart(text),), id=f"ctx_{_sha(text)[:20]}", created_at=0.0,
-                   metadata={"nova_kind": OBSERVATION_KIND})
+                   origin=OBSERVATION_KIND)
 
 
 def _memory_entries(message: Message) -> list[tuple[str, str]]:

@@ -33,6 +33,7 @@ from nova.context.continuity import ContinuityGuard
 from nova.context.policy import PolicySource, load_org_policy
 from nova.context.state import (
     MemoryStateSource,
+    ProposalResult,
     StateSource,
     TaskState,
     TaskStateStore,
@@ -185,9 +186,15 @@ class ProposeTaskUpdateTool:
         self.runtime = runtime
 
     def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-        result = validate_proposal(self.runtime.state.load(), dict(input))
-        if result.accepted:
-            self.runtime.state.save(result.state)
+        outcome: list[ProposalResult] = []
+
+        def apply(state: TaskState) -> TaskState:
+            # Judged against the newest state on every attempt: a concurrent writer never loses an update.
+            outcome[:] = [validate_proposal(state, dict(input))]
+            return outcome[0].state if outcome[0].accepted else state
+
+        self.runtime.state.update(apply)
+        result = outcome[0]
         lines = [f"accepted: {', '.join(result.accepted)}"] if result.accepted else []
         lines += [f"refused: {reason}" for reason in result.refused]
         return ToolOutput(content="\n".join(lines) or "nothing to update",
@@ -267,22 +274,23 @@ class ContextRuntime(Extension):
         return render_pinned(state) or "task state is empty"
 
     def record_test(self, *, command: str, exit_code: int, cwd: Path) -> None:
-        workspace = workspace_hash(cwd)
-        before = self.state.load()
-        after = record_test_run(before, command=command, exit_code=exit_code, workspace=workspace,
-                                source=f"bash `{command}`", now=time.time())
-        if after is not before:
-            self.state.save(after)
+        workspace, now = workspace_hash(cwd), time.time()
+        before = self.state.load().version
+        after = self.state.update(lambda s: record_test_run(s, command=command, exit_code=exit_code,
+                                                            workspace=workspace, source=f"bash `{command}`", now=now))
+        if after.version != before:
             self._workspace = ("", None)
 
     def _notice_request(self, message: Message, state: TaskState) -> TaskState:
         if message.id == self._seen_request:
             return state
         self._seen_request = message.id
-        proposed = propose_from_message(state, message.text, message_id=message.id)
-        if proposed.pending != state.pending:
-            return self.state.save(proposed)
-        return state
+
+        def notice(current: TaskState) -> TaskState:
+            proposed = propose_from_message(current, message.text, message_id=message.id)
+            return proposed if proposed.pending != current.pending else current
+
+        return self.state.update(notice)
 
     def _workspace_hash(self, marker: str, state: TaskState) -> str | None:
         """The workspace hash the pinned block judges evidence against, sampled once per user request

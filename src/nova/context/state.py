@@ -24,11 +24,15 @@ import hashlib
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
+
+from nova.errors import CommandError, TaskStateConflict
+from nova.sessions.store import StoredTaskState
 
 __all__ = [
     "GATED_ACTIONS",
@@ -164,51 +168,108 @@ _EVIDENCE_FIELDS = frozenset(Evidence.__dataclass_fields__)
 
 
 class StateSource(Protocol):
-    """Anything holding one session's task state: `nova.sessions.Session` implements it."""
+    """Anything holding one session's task state: `nova.sessions.Session` implements it. Writes are
+    compare-and-set on the version the source gave the state (see `SessionStore.put_task_state`)."""
 
-    def get_task_state(self) -> dict[str, Any] | None: ...
+    def get_versioned_task_state(self) -> StoredTaskState | None: ...
 
-    def put_task_state(self, state: Mapping[str, Any]) -> None: ...
+    def put_task_state(self, state: Mapping[str, Any], *, expected_version: int | None = None) -> int: ...
+
+
+# Each failed attempt means another writer's change went in, so running out takes that many writers
+# racing on one session at once; then the caller hears of it rather than spinning.
+_UPDATE_ATTEMPTS = 100
 
 
 class TaskStateStore:
     """Reads and writes one session's `TaskState` through the session store. Every write bumps the
     version, which the manifest reports as the pinned segment's version.
 
-    The state is read from the store once and then kept: every write goes through this object, and the
-    compiler reads the state on every call, possibly from another thread than the one that owns the
-    store's connection (the server answers `/context` from its own thread)."""
+    Task state is written from the session's worker (test evidence, rules noticed in a request), the
+    TUI and the server's request threads (the user's commands), so a change goes through `update`: it
+    is applied to the newest state and written only if nobody wrote in between (compare-and-set on the
+    version); if someone did, the state is read again and the change applied again. No update is lost,
+    between threads or between processes sharing the store.
+
+    The newest state read or written is kept for `load`: the compiler reads it on every call, possibly
+    from another thread than the one that owns the store's connection."""
 
     def __init__(self, source: StateSource) -> None:
         self.source = source
         self._state: TaskState | None = None
+        self._lock = threading.Lock()  # guards `_state` only; never held while the store is called
 
     def load(self) -> TaskState:
-        if self._state is None:
-            self._state = TaskState.from_dict(self.source.get_task_state())
-        return self._state
+        state = self._state
+        return state if state is not None else self._read()
 
     def save(self, state: TaskState) -> TaskState:
+        """Write `state` (as read at `state.version`) as the next version. If another writer got there
+        first, nothing is written and `TaskStateConflict` is raised: a state computed from an older one
+        would undo their change. `update` handles that by itself."""
         saved = replace(state, version=state.version + 1)
-        self.source.put_task_state(saved.to_dict())
-        self._state = saved
+        self.source.put_task_state(saved.to_dict(), expected_version=state.version)
+        self._keep(saved)
         return saved
 
     def update(self, change: Callable[[TaskState], TaskState]) -> TaskState:
-        return self.save(change(self.load()))
+        """Apply `change` to the newest state and write the result; returns what was written. `change`
+        runs again on a fresher state whenever another writer got in first, so it must only compute
+        (no side effects). Returning the state it was given writes nothing."""
+        state = self.load()
+        for attempt in range(1, _UPDATE_ATTEMPTS + 1):
+            changed = change(state)
+            if changed is state:
+                return state
+            try:
+                return self.save(changed)
+            except TaskStateConflict:
+                if attempt == _UPDATE_ATTEMPTS:
+                    raise
+                state = self._read()
+        raise AssertionError("unreachable")
+
+    def _read(self) -> TaskState:
+        stored = self.source.get_versioned_task_state()
+        if stored is None:
+            return self._keep(TaskState())
+        # The store's version is the one a write is checked against; the copy inside the JSON can lag
+        # behind it when something other than this class wrote the state.
+        return self._keep(replace(TaskState.from_dict(stored.state), version=stored.version))
+
+    def _keep(self, state: TaskState) -> TaskState:
+        """Keep the newer of `state` and the kept one (another thread may have kept a newer one while
+        this one talked to the store) and return it."""
+        with self._lock:
+            if self._state is None or state.version >= self._state.version:
+                self._state = state
+            return self._state
 
 
 class MemoryStateSource:
-    """An in-memory `StateSource` (tests, replay, sessions without a store)."""
+    """An in-memory `StateSource` (tests, replay, sessions without a store), with the same
+    compare-and-set as the session store."""
 
     def __init__(self, state: Mapping[str, Any] | None = None) -> None:
+        self._lock = threading.Lock()
         self._state: dict[str, Any] | None = dict(state) if state else None
+        self._version = int(self._state.get("version", 0)) if self._state else 0
 
     def get_task_state(self) -> dict[str, Any] | None:
-        return dict(self._state) if self._state is not None else None
+        with self._lock:
+            return dict(self._state) if self._state is not None else None
 
-    def put_task_state(self, state: Mapping[str, Any]) -> None:
-        self._state = dict(state)
+    def get_versioned_task_state(self) -> StoredTaskState | None:
+        with self._lock:
+            return StoredTaskState(state=dict(self._state), version=self._version) if self._state is not None else None
+
+    def put_task_state(self, state: Mapping[str, Any], *, expected_version: int | None = None) -> int:
+        with self._lock:
+            if expected_version is not None and expected_version != self._version:
+                raise TaskStateConflict("memory", expected_version)
+            self._state = dict(state)
+            self._version += 1
+            return self._version
 
 
 def _item_id(prefix: str, text: str) -> str:
@@ -218,14 +279,14 @@ def _item_id(prefix: str, text: str) -> str:
 # -- user commands ---------------------------------------------------------------------------------
 def apply_command(state: TaskState, line: str, *, now: float | None = None) -> TaskState:
     """`/goal`, `/accept`, `/constraint`, `/approve`, `/revoke`, `/open`, `/done`, `/plan`, `/confirm N`.
-    Raises ValueError for anything else: the caller shows the user the message."""
+    Raises `CommandError` for anything else: the caller shows the user the message."""
     command, _, arg = line.strip().partition(" ")
     arg = arg.strip()
     when = time.time() if now is None else now
     if command not in _COMMANDS:
-        raise ValueError(f"unknown task-state command {command!r}; one of {', '.join(sorted(_COMMANDS))}")
+        raise CommandError(f"unknown task-state command {command!r}; one of {', '.join(sorted(_COMMANDS))}")
     if not arg and command != "/confirm":
-        raise ValueError(f"{command} needs a text")
+        raise CommandError(f"{command} needs a text")
     if command == "/goal":
         return replace(state, goal=arg)
     if command == "/accept":
@@ -242,6 +303,8 @@ def apply_command(state: TaskState, line: str, *, now: float | None = None) -> T
         return replace(state, open_items=tuple(i for i in state.open_items if i != arg))
     if command == "/plan":
         return replace(state, plan=tuple(s.strip() for s in arg.split(";") if s.strip()))
+    if arg and not arg.isdigit():
+        raise CommandError(f"/confirm takes the number of a pending rule, not {arg!r}")
     return confirm_constraint(state, int(arg) if arg else 1, now=when)
 
 
@@ -292,7 +355,7 @@ def propose_from_message(state: TaskState, text: str, *, message_id: str) -> Tas
 def confirm_constraint(state: TaskState, number: int, *, now: float = 0.0) -> TaskState:
     """The user confirmed pending rule `number` (1-based): it becomes a constraint."""
     if not 1 <= number <= len(state.pending):
-        raise ValueError(f"no pending rule {number}; there are {len(state.pending)}")
+        raise CommandError(f"no pending rule {number}; there are {len(state.pending)}")
     chosen = state.pending[number - 1]
     rest = tuple(c for i, c in enumerate(state.pending) if i != number - 1)
     state = add_constraint(replace(state, pending=rest), chosen.text, origin="confirmed", source=chosen.source,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from nova.core import CacheHints, ModelRequest, ToolSpec
-from nova.errors import NovaError
+from nova.errors import SummaryError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter
@@ -66,10 +66,6 @@ SECTIONS = (
 _USER_ENTRY = re.compile(r"^<user-message id=\"([^\"]*)\">\n(.*?)\n</user-message>$", re.S | re.M)
 
 
-class SummaryError(NovaError):
-    """The summarizer could not produce a usable summary (the compaction fails, nothing changes)."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class SummaryRequest:
     """Input of a summarizer: what to fold, what it may reuse, and how big the answer may be."""
@@ -102,7 +98,7 @@ class Summarizer(Protocol):
 # -- shared helpers ----------------------------------------------------------------------------------
 def is_user_message(message: Message) -> bool:
     """A message a person wrote: user role, text only, not a tool result or one of Nova's own inserts."""
-    if message.role != "user" or message.metadata.get("nova_kind"):
+    if message.role != "user" or message.origin is not None:
         return False
     if message.has("tool_result") or message.has("summary"):
         return False
@@ -175,7 +171,7 @@ class ModelSummarizer:
         instruction = summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
                                           transcript_path=request.transcript_path, kept_messages=kept)
         if self.reuse_cache:
-            messages = [*shown, Message.user(instruction, metadata={"nova_kind": "summary_request"})]
+            messages = [*shown, Message.user(instruction, origin="summary_request")]
         else:
             messages = [Message.user(render_transcript(request.older) + "\n\n" + instruction)]
         return ModelRequest(

@@ -61,7 +61,7 @@ class MemoryRuntime(Extension):
             if result is None or not result.block.strip():
                 return None
             return Message(role="user", parts=(TextPart(result.block),),
-                           metadata={"nova_kind": "memory", "memories": [m.name for m in result.memories]})
+                           origin="memory", metadata={"memories": [m.name for m in result.memories]})
 
         return poll
 

@@ -36,7 +36,7 @@ from typing import Any, Literal, cast
 import yaml
 from filelock import FileLock
 
-from nova.errors import NovaError
+from nova.errors import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
 from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
 
@@ -76,19 +76,6 @@ INDEX_NAME = "MEMORY.md"
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _MAX_SLUG = 80
-
-
-class MemoryStoreError(NovaError):
-    """A memory cannot be written or read as asked; the message says why."""
-
-
-class UnsafeMemoryName(MemoryStoreError, ValueError):
-    pass
-
-
-class MemoryNotFound(MemoryStoreError, KeyError):
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else "memory not found"
 
 
 # -- names ---------------------------------------------------------------------------------------------

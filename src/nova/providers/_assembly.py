@@ -33,7 +33,11 @@ class _Slot:
 
 
 class StreamAssembler:
-    def __init__(self) -> None:
+    """`thinking_provider` is stamped on every thinking part built: the API whose signatures they carry
+    (see `ThinkingPart.provider`); "" for an API whose reasoning comes unsigned."""
+
+    def __init__(self, *, thinking_provider: str = "") -> None:
+        self._thinking_provider = thinking_provider
         self._slots: dict[Hashable, _Slot] = {}
         self._tool_count = 0
         # Provider key -> slot key of the call currently open under it (see `tool`).
@@ -122,7 +126,8 @@ class StreamAssembler:
                     parts.append(TextPart(joined))
             elif slot.kind == "thinking":
                 if joined or slot.signature:
-                    parts.append(ThinkingPart(joined, signature=slot.signature, redacted=slot.redacted))
+                    parts.append(ThinkingPart(joined, signature=slot.signature, redacted=slot.redacted,
+                                             provider=self._thinking_provider))
             else:
                 raw = slot.final_arguments if slot.final_arguments is not None else joined
                 parts.append(ToolUsePart(id=slot.call_id, name=slot.name, input=parse_arguments(raw)))

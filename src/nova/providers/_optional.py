@@ -6,13 +6,9 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from nova.errors import NovaError
+from nova.errors import MissingDependency
 
 __all__ = ["MissingDependency", "require_sdk", "sdk_client"]
-
-
-class MissingDependency(NovaError, ImportError):
-    """An optional package is not installed; the message is the exact command that installs it."""
 
 
 def require_sdk(module: str, extra: str) -> ModuleType:

@@ -21,7 +21,11 @@ from nova.messages import Message, new_id
 from nova.providers._assembly import StreamAssembler
 from nova.providers._optional import require_sdk, sdk_client
 from nova.providers.errors import classify_stream_error, translate_sdk_error
-from nova.providers.formats.anthropic import request_to_anthropic, stop_reason_from_anthropic
+from nova.providers.formats.anthropic import (
+    THINKING_PROVIDER,
+    request_to_anthropic,
+    stop_reason_from_anthropic,
+)
 from nova.providers.guard import check_real_request_allowed
 
 __all__ = ["AnthropicProvider", "usage_from_anthropic"]
@@ -35,20 +39,9 @@ def _event_dict(event: Any) -> Mapping[str, Any]:
 
 
 def usage_from_anthropic(usage: Mapping[str, Any]) -> Usage:
-    def num(key: str) -> int:
-        value = usage.get(key)
-        return int(value) if isinstance(value, int | float) else 0
-
-    # `cache_creation` splits the writes by TTL when the request used both (5-minute and 1-hour).
-    detail = usage.get("cache_creation")
-    one_hour = detail.get("ephemeral_1h_input_tokens") if isinstance(detail, Mapping) else None
-    return Usage(
-        input_tokens=num("input_tokens"),
-        output_tokens=num("output_tokens"),
-        cache_read_tokens=num("cache_read_input_tokens"),
-        cache_write_tokens=num("cache_creation_input_tokens"),
-        cache_write_1h_tokens=int(one_hour) if isinstance(one_hour, int | float) else 0,
-    )
+    """Anthropic's usage object, normalized (`cache_creation` splits the writes by TTL when the request
+    used both 5-minute and 1-hour breakpoints)."""
+    return Usage.from_dict(usage)
 
 
 class AnthropicProvider:
@@ -84,7 +77,7 @@ class AnthropicProvider:
             raise translate_sdk_error(self.name, exc) from exc
 
     def _read(self, events: Iterable[Any], request: ModelRequest) -> Iterator[StreamEvent]:
-        assembler = StreamAssembler()
+        assembler = StreamAssembler(thinking_provider=THINKING_PROVIDER)
         usage: dict[str, Any] = {}
         stop: StopReason = "end_turn"
         response_id, model, finished = "", request.model, False

@@ -25,6 +25,7 @@ from nova.providers._assembly import StreamAssembler
 from nova.providers._optional import require_sdk, sdk_client
 from nova.providers.errors import classify_stream_error, translate_sdk_error
 from nova.providers.formats.openai_chat import request_to_chat, stop_reason_from_chat
+from nova.providers.formats.openai_responses import THINKING_PROVIDER as RESPONSES_THINKING
 from nova.providers.formats.openai_responses import reasoning_signature, request_to_responses
 from nova.providers.guard import check_real_request_allowed
 
@@ -43,31 +44,13 @@ def _as_dict(value: Any) -> Mapping[str, Any]:
     return to_dict() if callable(to_dict) else {}
 
 
-def _int(mapping: Any, key: str) -> int:
-    value = mapping.get(key) if isinstance(mapping, Mapping) else None
-    return int(value) if isinstance(value, int | float) else 0
-
-
 def usage_from_chat(usage: Mapping[str, Any]) -> Usage:
-    prompt = _int(usage, "prompt_tokens")
-    cached = min(_int(usage.get("prompt_tokens_details"), "cached_tokens"), prompt)
-    return Usage(
-        input_tokens=prompt - cached,
-        output_tokens=_int(usage, "completion_tokens"),
-        cache_read_tokens=cached,
-        reasoning_tokens=_int(usage.get("completion_tokens_details"), "reasoning_tokens"),
-    )
+    return Usage.from_dict(usage)
 
 
 def usage_from_responses(usage: Mapping[str, Any]) -> Usage:
-    total_input = _int(usage, "input_tokens")
-    cached = min(_int(usage.get("input_tokens_details"), "cached_tokens"), total_input)
-    return Usage(
-        input_tokens=total_input - cached,
-        output_tokens=_int(usage, "output_tokens"),
-        cache_read_tokens=cached,
-        reasoning_tokens=_int(usage.get("output_tokens_details"), "reasoning_tokens"),
-    )
+    # Responses objects are recognized by their `*_details`; one without them has nothing cached.
+    return Usage.from_dict(usage)
 
 
 _INCOMPLETE_REASONS: dict[str, StopReason] = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
@@ -188,7 +171,7 @@ class OpenAIResponsesProvider(_OpenAIBase):
         yield from self._read(self._client.responses.create(**params), request)
 
     def _read(self, events: Iterable[Any], request: ModelRequest) -> Iterator[StreamEvent]:
-        assembler = StreamAssembler()
+        assembler = StreamAssembler(thinking_provider=RESPONSES_THINKING)
         final: Mapping[str, Any] | None = None
         response_id, model = "", request.model
         for raw in events:

@@ -27,14 +27,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from nova import __version__
 from nova import events as ev
 from nova.app import AgentOptions
-from nova.errors import NovaError
+from nova.errors import NovaError, SessionBusy, SessionNotFound
+from nova.host import HostLimits, SessionHub
 from nova.memory.store import Memory, MemoryNotFound, MemoryStore, UnsafeMemoryName, format_time
 from nova.messages import new_id
 from nova.providers.base import Provider
 from nova.server.channel import ChunkChannel
 from nova.server.config import ServerConfig
 from nova.server.guards import BearerAuth, BodyLimit
-from nova.server.hub import SessionBusy, SessionHub, SessionNotFound
 from nova.server.page import load_page
 from nova.server.schemas import (
     SESSION_ID_PATTERN,
@@ -69,7 +69,8 @@ def create_app(
     config: ServerConfig | None = None,
 ) -> FastAPI:
     config = config or ServerConfig()
-    hub = SessionHub(settings, options=options, make_provider=make_provider, max_live=config.max_live_sessions)
+    limits = HostLimits(max_live=config.max_live_sessions, idle_timeout_s=config.idle_session_timeout_s)
+    hub = SessionHub(settings, options=options, make_provider=make_provider, limits=limits)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

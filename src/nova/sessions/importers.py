@@ -26,8 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from nova.core import Usage
-from nova.errors import StorageError
+from nova.core import Usage, usage_of
+from nova.errors import SessionImportError
 from nova.messages import ImagePart, Message, Part, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.schema import EventRecord, MessageRecord
 from nova.sessions.transcript import TRANSCRIPT_NAME, Transcript
@@ -37,10 +37,6 @@ __all__ = ["FORMATS", "ImportedSession", "SessionImportError", "detect_format", 
 FORMATS = ("nova", "mini-swe-agent", "swe-agent", "openai", "claude-code")
 SYSTEM_PROMPT_EVENT = "system_prompt"
 IMPORTED_EVENT = "imported"
-
-
-class SessionImportError(StorageError):
-    """The file is missing, unreadable or in no format Nova knows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,21 +153,6 @@ def _arguments(raw: Any) -> Mapping[str, Any]:
     return parsed if isinstance(parsed, dict) else {"__invalid_arguments__": raw}
 
 
-def _openai_usage(usage: Mapping[str, Any]) -> Usage:
-    """CCH-4: OpenAI's prompt tokens include the cached ones; Nova's input_tokens do not."""
-    prompt = int(usage.get("prompt_tokens") or 0)
-    details = usage.get("prompt_tokens_details") or {}
-    cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
-    completion_details = usage.get("completion_tokens_details") or {}
-    reasoning = int(completion_details.get("reasoning_tokens") or 0) if isinstance(completion_details, dict) else 0
-    return Usage(
-        input_tokens=max(prompt - cached, 0),
-        output_tokens=int(usage.get("completion_tokens") or 0),
-        cache_read_tokens=cached,
-        reasoning_tokens=reasoning,
-    )
-
-
 def _mid(index: int) -> str:
     return f"m{index:05d}"
 
@@ -232,7 +213,7 @@ def _read_mini(doc: Mapping[str, Any], path: Path) -> tuple[list[Message], str, 
             metadata: dict[str, Any] = {}
             usage = response.get("usage")
             if isinstance(usage, dict):
-                metadata["usage"] = _openai_usage(usage).to_dict()
+                metadata["usage"] = Usage.from_dict(usage).to_dict()
                 if isinstance(usage.get("cost"), int | float):
                     metadata["cost_usd"] = float(usage["cost"])
             if response.get("model"):
@@ -331,7 +312,7 @@ def _read_openai(doc: Any, path: Path) -> tuple[list[Message], str, dict[str, An
             for tc in m.get("tool_calls") or ():
                 fn = tc.get("function") or {}
                 parts.append(ToolUsePart(id=str(tc["id"]), name=str(fn.get("name", "")), input=_arguments(fn.get("arguments"))))
-            metadata = {"usage": _openai_usage(m["usage"]).to_dict()} if isinstance(m.get("usage"), dict) else {}
+            metadata = {"usage": Usage.from_dict(m["usage"]).to_dict()} if isinstance(m.get("usage"), dict) else {}
             b.add("assistant", parts or [TextPart("")], index, metadata=metadata)
         elif role == "tool":
             b.add_results([ToolResultPart(tool_use_id=str(m["tool_call_id"]), content=_text(m.get("content")))], index)
@@ -406,12 +387,7 @@ def _read_claude_code(text: str, path: Path) -> tuple[list[Message], str, dict[s
             metadata: dict[str, Any] = {}
             usage = message.get("usage")
             if isinstance(usage, dict):
-                metadata["usage"] = Usage(
-                    input_tokens=int(usage.get("input_tokens") or 0),
-                    output_tokens=int(usage.get("output_tokens") or 0),
-                    cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
-                    cache_write_tokens=int(usage.get("cache_creation_input_tokens") or 0),
-                ).to_dict()
+                metadata["usage"] = Usage.from_dict(usage).to_dict()
             if message.get("model"):
                 metadata["model"] = message["model"]
             response_id = message.get("id")
@@ -464,11 +440,3 @@ _READERS: dict[str, Reader] = {
     "openai": _read_openai,
     "claude-code": _read_claude_code,
 }
-
-
-def usage_of(message: Message) -> Usage | None:
-    """The normalized usage an importer put in a message's metadata, if any."""
-    data = message.metadata.get("usage")
-    if not isinstance(data, dict):
-        return None
-    return Usage(**{k: int(v) for k, v in data.items() if k in Usage.__dataclass_fields__})

@@ -14,7 +14,7 @@ import os
 import re
 import secrets
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,9 @@ __all__ = [
     "write_meta",
 ]
 
-META_VERSION = 1
+META_VERSION = 2
+"""2: the token totals are one `usage` object (`Usage.to_dict()`); 1 had them as top-level counters.
+A version-1 Nova would drop the object and write zeros back, hence the bump: it refuses instead."""
 META_NAME = "meta.json"
 ARTIFACT_DIRS = ("tool-results", "tool-output")
 
@@ -81,34 +83,24 @@ class SessionMeta:
     created_at: float = 0.0
     updated_at: float = 0.0
     message_count: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
+    """The session's running total over every model call, the 1-hour cache writes kept apart."""
     cost_usd: float = 0.0
     compacted_at: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
-
-    @property
-    def usage(self) -> Usage:
-        return Usage(
-            self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens, self.reasoning_tokens
-        )
+        return self.usage.context_tokens + self.usage.output_tokens
 
     def add_usage(self, usage: Usage) -> None:
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        self.cache_read_tokens += usage.cache_read_tokens
-        self.cache_write_tokens += usage.cache_write_tokens
-        self.reasoning_tokens += usage.reasoning_tokens
+        self.usage = self.usage + usage
 
     def to_dict(self) -> dict[str, Any]:
-        return {"v": META_VERSION, **asdict(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["usage"] = self.usage.to_dict()
+        data["extra"] = dict(self.extra)
+        return {"v": META_VERSION, **data}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str) -> SessionMeta:
@@ -120,6 +112,10 @@ class SessionMeta:
             )
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
+        usage = data.get("usage")
+        # Version 1 kept the totals as top-level counters (and had no 1-hour split): the codec reads
+        # those same keys, so an old meta.json migrates on read and is written back as version 2.
+        values["usage"] = Usage.from_dict(usage if isinstance(usage, dict) else data)
         try:
             meta = cls(**values)
         except TypeError as exc:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from nova.messages import Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 
-__all__ = ["INTERRUPTED", "RepairReport", "repair_history"]
+__all__ = ["INTERRUPTED", "HistoryScan", "RepairReport", "repair_history"]
 
 INTERRUPTED = "interrupted: the session stopped before this tool call returned a result"
 RESUME_PLACEHOLDER = "[conversation resumed]"
@@ -89,7 +89,82 @@ class RepairReport:
         return "; ".join(bits) if bits else "history needed no repair"
 
 
-def repair_history(messages: Sequence[Message]) -> tuple[list[Message], RepairReport]:
+def repair_history(
+    messages: Sequence[Message], *, known_valid: bool = False
+) -> tuple[list[Message], RepairReport]:
+    """The history with every rule above made true, and what it took. `known_valid`: a `HistoryScan`
+    fed exactly these messages already said no rule is broken (the transcript reader runs one while it
+    decodes), so the messages are not walked again."""
+    if known_valid or _already_valid(messages):
+        # The usual resume: nothing to change, so nothing is rebuilt.
+        return list(messages), RepairReport()
+    return _repair(messages)
+
+
+class HistoryScan:
+    """Whether a history already keeps every rule above, so that `repair_history` would return it
+    unchanged. Fed one message at a time, newest first: the transcript reader decodes backwards and
+    feeds each message while it is still in the CPU cache, so a long healthy history costs no second
+    walk. Allocates almost nothing; any doubt answers False."""
+
+    __slots__ = ("_answers", "_calls", "_later_role", "_valid")
+
+    def __init__(self) -> None:
+        self._valid = True
+        self._calls: set[str] = set()
+        self._answers: list[str] = []  # result ids heading the message after the next one fed, in order
+        self._later_role = ""  # role of the message fed last ("" before the first)
+
+    def add(self, m: Message) -> None:
+        if not self._valid:
+            return
+        if m.role == self._later_role or m.role == "system" or not m.parts:
+            self._valid = False
+            return
+        ids: list[str] = []  # a user message's result ids in order, or an assistant message's call ids
+        leading = True  # tool results must come before anything else in their message
+        for p in m.parts:
+            if isinstance(p, ToolResultPart):
+                if m.role != "user" or not leading:
+                    self._valid = False
+                    return
+                ids.append(p.tool_use_id)
+                continue
+            leading = False
+            if isinstance(p, ThinkingPart) or (isinstance(p, TextPart) and not p.text):
+                self._valid = False
+                return
+            if isinstance(p, ToolUsePart):
+                if m.role != "assistant" or p.id in self._calls:
+                    self._valid = False
+                    return
+                self._calls.add(p.id)
+                ids.append(p.id)
+        if m.role == "assistant":
+            # Its calls are exactly the results heading the message after it (none when it is last).
+            if ids != self._answers:
+                self._valid = False
+                return
+            ids = []
+        self._answers = ids
+        self._later_role = m.role
+
+    @property
+    def valid(self) -> bool:
+        """After the oldest message: the history starts with a user message that answers no call."""
+        if self._later_role == "":
+            return self._valid
+        return self._valid and self._later_role == "user" and not self._answers
+
+
+def _already_valid(messages: Sequence[Message]) -> bool:
+    scan = HistoryScan()
+    for m in reversed(messages):
+        scan.add(m)
+    return scan.valid
+
+
+def _repair(messages: Sequence[Message]) -> tuple[list[Message], RepairReport]:
     report = RepairReport()
     cleaned = _clean(messages, report)
     paired = _pair_tool_results(cleaned, report)

@@ -37,11 +37,11 @@ from nova.sessions.meta import (
     validate_session_id,
     write_meta,
 )
-from nova.sessions.repair import RepairReport, repair_history
+from nova.sessions.repair import HistoryScan, RepairReport, repair_history
 from nova.sessions.schema import BoundaryRecord, strip_thinking
 from nova.sessions.sqlite import SQLiteSessionStore
-from nova.sessions.store import SessionRecord, SessionStore
-from nova.sessions.transcript import TRANSCRIPT_NAME, TornTail, Transcript
+from nova.sessions.store import SessionRecord, SessionStore, StoredTaskState
+from nova.sessions.transcript import TRANSCRIPT_NAME, TailRead, TornTail, Transcript
 
 __all__ = ["Session", "default_store", "delete_session", "list_sessions"]
 
@@ -66,6 +66,9 @@ class Session:
         """The torn last line set aside when this session was opened, if there was one."""
         self.last_repair: RepairReport | None = None
         """What `load_history` had to repair, for the resume notice."""
+        self._tail: tuple[TailRead, bool] | None = None
+        """The tail `open` parsed and whether its messages need no repair, kept for `load_history` until
+        a message or boundary is recorded."""
 
     # -- lifecycle ----------------------------------------------------------------------------------
     @classmethod
@@ -131,9 +134,13 @@ class Session:
         transcript = Transcript(directory / TRANSCRIPT_NAME)
         if not transcript.path.exists():
             raise StorageError(f"{transcript.path} is missing")
-        tail = transcript.read_tail()  # validates the schema version of what resume will read
+        scan = HistoryScan()
+        tail = transcript.read_tail(observe=scan.add, messages_only=True)  # checks each record's version
         owns = store is None
         session = cls(home, meta, store or default_store(home), owns_store=owns, readonly=readonly)
+        # Kept so resume parses the tail once. Quarantining a torn line does not change it: `read_tail`
+        # already stopped at the last complete record.
+        session._tail = (tail, scan.valid)
         if readonly:
             session.recovered = tail.torn  # reported, left in place
         else:
@@ -150,6 +157,7 @@ class Session:
         return session
 
     def close(self) -> None:
+        self._tail = None  # a long tail is megabytes; a session opened only to read its log never used it
         if not self.readonly:
             self.flush()
         self.transcript.close()
@@ -186,6 +194,7 @@ class Session:
         """Append to the log, then to the store. `usage` is kept in the record for audit; totals move
         only through `add_cost`, so a caller that records and charges one call counts it once."""
         self._writable()
+        self._tail = None
         message = strip_thinking(message)
         self.transcript.append_message(message, usage)
         self.store.append_messages(self.id, [message])
@@ -204,6 +213,7 @@ class Session:
         self._writable()
         boundary_id = boundary.id or new_id("cmp")
         head = [strip_thinking(m) for m in boundary.messages]
+        self._tail = None
         self.transcript.append_boundary(
             id=boundary_id, summary=boundary.summary, trigger=boundary.trigger,
             tokens_before=boundary.tokens_before, tokens_after=boundary.tokens_after,
@@ -246,17 +256,33 @@ class Session:
     def get_task_state(self) -> dict[str, Any] | None:
         return self.store.get_task_state(self.id)
 
-    def put_task_state(self, state: Mapping[str, Any]) -> None:
-        self.store.put_task_state(self.id, state)
+    def get_versioned_task_state(self) -> StoredTaskState | None:
+        return self.store.get_versioned_task_state(self.id)
+
+    def put_task_state(self, state: Mapping[str, Any], *, expected_version: int | None = None) -> int:
+        """See `SessionStore.put_task_state`: with `expected_version` a stale write is refused."""
+        return self.store.put_task_state(self.id, state, expected_version=expected_version)
 
     # -- resume -------------------------------------------------------------------------------------
     def load_history(self) -> list[Message]:
         """The working history: records after the last compact_boundary (read backwards, SES-4), with
-        snipped content from the store where a message was rewritten, then repaired (SES-5)."""
-        messages = self.transcript.read_tail().messages()
-        current = {s.message.id: s.message for s in self.store.get_messages(self.id)}
-        messages = [current.get(m.id, m) for m in messages]
-        repaired, report = repair_history(messages)
+        snipped content from the store where a message was rewritten, then repaired (SES-5).
+
+        Costs what the records after the boundary cost: the tail `open` parsed is reused, and the store
+        is asked only for rewritten messages (an index lookup), never for every live message."""
+        if self._tail is not None:
+            tail, valid = self._tail
+        else:
+            scan = HistoryScan()
+            tail = self.transcript.read_tail(observe=scan.add, messages_only=True)
+            valid = scan.valid
+        self._tail = None
+        messages = tail.messages()
+        rewritten = {s.message.id: s.message for s in self.store.get_rewritten_messages(self.id)}
+        if rewritten:
+            messages = [rewritten.get(m.id, m) for m in messages]
+            valid = False  # a snip can change what the scan saw: let the repair check again
+        repaired, report = repair_history(messages, known_valid=valid)
         self.last_repair = report
         return repaired
 

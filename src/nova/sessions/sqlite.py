@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 from nova.errors import StorageError
 from nova.messages import Message, from_dict, to_dict
 from nova.sessions.schema import strip_thinking
-from nova.sessions.store import SessionRecord, StoredMessage
+from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
 
 __all__ = ["MIGRATIONS", "SQLiteSessionStore"]
 
@@ -58,6 +58,19 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             version INTEGER NOT NULL,
             updated_at REAL NOT NULL
         );
+        """,
+    ),
+    # Resume asks the store only for live rows whose content was rewritten (a snip), so its cost follows
+    # the snips, not the session length. A row rewritten before this column existed cannot be told from
+    # an untouched one, so every live row counts as rewritten (correct, as slow as before) until a
+    # compaction retires it.
+    (
+        2,
+        "messages: rewritten flag and index for resume",
+        """
+        ALTER TABLE messages ADD COLUMN rewritten INTEGER NOT NULL DEFAULT 0;
+        UPDATE messages SET rewritten = 1 WHERE compacted = 0;
+        CREATE INDEX messages_rewritten ON messages(session_id, seq) WHERE rewritten = 1 AND compacted = 0;
         """,
     ),
 )
@@ -207,11 +220,20 @@ class SQLiteSessionStore:
         return [StoredMessage(from_dict(json.loads(c)), seq, bool(flag)) for c, seq, flag in rows]
 
     @_serialized
+    def get_rewritten_messages(self, session_id: str) -> list[StoredMessage]:
+        # Served by the partial index `messages_rewritten`: no row outside it is read.
+        rows = self._write(
+            "SELECT content, seq FROM messages WHERE session_id = ? AND rewritten = 1 AND compacted = 0 ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+        return [StoredMessage(from_dict(json.loads(c)), seq, False) for c, seq in rows]
+
+    @_serialized
     def update_message_content(self, session_id: str, message_id: str, message: Message) -> None:
         if message.id != message_id:
             message = Message(message.role, message.parts, message_id, message.created_at, message.metadata)
         cursor = self._write(
-            "UPDATE messages SET content = ?, role = ? WHERE session_id = ? AND id = ?",
+            "UPDATE messages SET content = ?, role = ?, rewritten = 1 WHERE session_id = ? AND id = ?",
             (_dump(message), message.role, session_id, message_id),
         )
         if cursor.rowcount == 0:
@@ -234,24 +256,54 @@ class SQLiteSessionStore:
     # -- task state ---------------------------------------------------------------------------------
     @_serialized
     def get_task_state(self, session_id: str) -> dict[str, Any] | None:
-        row = self._write("SELECT state FROM task_state WHERE session_id = ?", (session_id,)).fetchone()
+        stored = self._read_task_state(session_id)
+        return stored.state if stored is not None else None
+
+    @_serialized
+    def get_versioned_task_state(self, session_id: str) -> StoredTaskState | None:
+        return self._read_task_state(session_id)
+
+    def _read_task_state(self, session_id: str) -> StoredTaskState | None:
+        row = self._write("SELECT state, version FROM task_state WHERE session_id = ?", (session_id,)).fetchone()
         if row is None:
             return None
         state: dict[str, Any] = json.loads(row[0])
-        return state
+        return StoredTaskState(state=state, version=int(row[1]))
 
     @_serialized
-    def put_task_state(self, session_id: str, state: Mapping[str, Any]) -> None:
+    def put_task_state(
+        self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> int:
         try:
             text = json.dumps(dict(state), ensure_ascii=False, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise StorageError(f"task state for {session_id} is not JSON-serializable: {exc}") from None
-        self._write(
-            "INSERT INTO task_state (session_id, state, version, updated_at) VALUES (?, ?, 1, ?)"
-            " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state,"
-            " version = task_state.version + 1, updated_at = excluded.updated_at",
-            (session_id, text, time.time()),
-        )
+        now = time.time()
+        # Each branch is one statement, so the version check and the write are atomic even against
+        # another connection (another process) writing the same row.
+        if expected_version is None:
+            row = self._write(
+                "INSERT INTO task_state (session_id, state, version, updated_at) VALUES (?, ?, 1, ?)"
+                " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state,"
+                " version = task_state.version + 1, updated_at = excluded.updated_at RETURNING version",
+                (session_id, text, now),
+            ).fetchall()  # read to the end: the statement (and its write lock) finishes only then
+            return int(row[0][0])
+        if expected_version == 0:
+            cursor = self._write(
+                "INSERT INTO task_state (session_id, state, version, updated_at) VALUES (?, ?, 1, ?)"
+                " ON CONFLICT(session_id) DO NOTHING",
+                (session_id, text, now),
+            )
+        else:
+            cursor = self._write(
+                "UPDATE task_state SET state = ?, version = version + 1, updated_at = ?"
+                " WHERE session_id = ? AND version = ?",
+                (text, now, session_id, expected_version),
+            )
+        if cursor.rowcount != 1:
+            raise TaskStateConflict(session_id, expected_version)
+        return expected_version + 1
 
     @_serialized
     def close(self) -> None:

@@ -13,7 +13,14 @@ caller did wrong (unknown session, unknown message) and translate their driver e
 A PostgreSQL backend (not built yet) maps one to one:
     sessions(id text pk, ..., meta jsonb), messages(session_id, id, seq bigserial, role, content jsonb,
     compacted bool, primary key (session_id, id)), task_state(session_id pk, state jsonb, version int);
-    migrations are the same numbered list; `put_task_state` is `insert ... on conflict do update`.
+    migrations are the same numbered list; `put_task_state` is `insert ... on conflict do update`, and
+    with an expected version `update ... where version = %s` (or `insert ... on conflict do nothing` for
+    version 0), refused when no row changed.
+
+Task state is written from several threads (the session's worker, the TUI, the server's request pool)
+and could be from several processes, so its writes are compare-and-set on the row's version: a writer
+says which version it read, and a write based on an older one is refused with `TaskStateConflict`
+instead of silently replacing a change it never saw.
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from nova.errors import TaskStateConflict
 from nova.messages import Message
 
-__all__ = ["SessionRecord", "SessionStore", "StoredMessage"]
+__all__ = ["SessionRecord", "SessionStore", "StoredMessage", "StoredTaskState", "TaskStateConflict"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +60,14 @@ class StoredMessage:
     compacted: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class StoredTaskState:
+    """A session's task state as stored, with the version the store gave it (0 means never written)."""
+
+    state: dict[str, Any]
+    version: int
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """What every backend implements. Convenience lives in `Session`, not here."""
@@ -76,6 +92,12 @@ class SessionStore(Protocol):
 
     def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]: ...
 
+    def get_rewritten_messages(self, session_id: str) -> list[StoredMessage]:
+        """Live (not compacted) messages whose content `update_message_content` replaced, in order.
+        Resume lays these over the transcript's copies; the backend must answer from an index, so the
+        cost follows the number of rewritten messages, not the length of the session."""
+        ...
+
     def update_message_content(self, session_id: str, message_id: str, message: Message) -> None:
         """Replace a stored message's content (a snip, CMP-3). Unknown id → `StorageError`."""
 
@@ -86,6 +108,16 @@ class SessionStore(Protocol):
     # canonical task state (written only by deterministic code, CTX-6)
     def get_task_state(self, session_id: str) -> dict[str, Any] | None: ...
 
-    def put_task_state(self, session_id: str, state: Mapping[str, Any]) -> None: ...
+    def get_versioned_task_state(self, session_id: str) -> StoredTaskState | None:
+        """The state and its version, read together."""
+        ...
+
+    def put_task_state(
+        self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> int:
+        """Write the state; returns its new version (the previous one plus 1). With `expected_version`
+        (0: no state yet) the write happens only if that is still the stored version, atomically, else
+        `TaskStateConflict` and nothing changes. Without it the write is unconditional."""
+        ...
 
     def close(self) -> None: ...

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from nova.errors import NovaError
+from nova.errors import TokenizerUnavailable
 from nova.tokens.counters import Overheads
 
 __all__ = ["EncodingName", "TiktokenCounter", "TokenizerUnavailable", "load_encoding"]
@@ -43,10 +43,6 @@ _BLOBS: dict[str, tuple[str, str]] = {
 
 # os.environ is process-wide: loading holds this lock while TIKTOKEN_CACHE_DIR points at our copy.
 _ENV_LOCK = threading.Lock()
-
-
-class TokenizerUnavailable(NovaError):
-    """An exact tokenizer cannot be built offline (package missing, bundled file damaged)."""
 
 
 def default_cache_dir() -> Path:

@@ -23,12 +23,12 @@ from nova import events as ev
 from nova.commands.context import render_context
 from nova.context.runtime import ContextRuntime
 from nova.context.state import TASK_STATE_COMMANDS
-from nova.errors import NovaError
+from nova.errors import CommandError, NovaError
+from nova.host import SessionHub
 from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 from nova.messages import Message
-from nova.server.hub import SessionHub
 from nova.tui.approval import Approver, PendingApproval
 from nova.tui.gauge import ContextGauge
 from nova.tui.widgets import ContextBar, MessageBlock, ToolCall
@@ -207,7 +207,7 @@ class NovaTUI(App[None]):
     def _show_status(self) -> None:
         if self.session_id is None:
             return
-        self.gauge.apply(self.hub.live(self.session_id).status())
+        self.gauge.apply(self.hub.status(self.session_id))
         self.bar.refresh_gauge()
 
     # -- slash commands -------------------------------------------------------------------------------
@@ -249,7 +249,7 @@ class NovaTUI(App[None]):
             else:
                 try:
                     self.notice(runtime.command(text))
-                except ValueError as exc:  # a malformed command: tell the user what it takes
+                except CommandError as exc:  # a malformed command: tell the user what it takes
                     self.notice(str(exc), error=True)
         else:
             self.notice(f"unknown command {command!r}. /help lists them.", error=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from nova.app import AgentOptions
+from nova.host import SessionHub
 from nova.providers.factory import make_provider
-from nova.server.hub import SessionHub
 from nova.settings import Settings
 from nova.tui.approval import Approver
 

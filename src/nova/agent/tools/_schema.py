@@ -12,16 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nova.errors import ArgumentError
+
 __all__ = ["INVALID_ARGUMENTS_KEY", "ArgumentError", "validate_arguments"]
 
 INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
 """Providers put arguments that were not parseable JSON under this key, as the raw text."""
 
 _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false"}
-
-
-class ArgumentError(ValueError):
-    """The arguments do not fit the schema; the message is written for the model."""
 
 
 def _fits(value: Any, type_name: str) -> bool:

@@ -8,7 +8,13 @@
     ToolResultPart            {"type": "tool_result", "tool_use_id", "content", "is_error"?}
     ThinkingPart              {"type": "thinking", "thinking", "signature"}
     ThinkingPart(redacted)    {"type": "redacted_thinking", "data": <signature>}
+                              (only parts Anthropic signed, `provider == "anthropic"`; others are left out)
     ImagePart                 {"type": "image", "source": base64 | url}
+
+Thinking from another provider (or unsigned reasoning) is left out rather than sent as text: the API
+rejects a thinking block whose signature it did not make, and as a text block the model would read its
+earlier private reasoning as something it had said. Nothing is lost that a resumed session would have:
+thinking is never written to disk (SES-3), so a session resumed on Anthropic has none either.
 
 Cache breakpoints (CCH-1) are rendered here from `CacheHints`: on the system block, on a shallow copy of
 the last tool, and on the last block of the last user message. Nothing a caller passed in is mutated.
@@ -33,6 +39,7 @@ from nova.messages import (
 from nova.providers.formats._common import sorted_keys
 
 __all__ = [
+    "THINKING_PROVIDER",
     "cache_control",
     "message_from_anthropic",
     "messages_from_anthropic",
@@ -44,6 +51,9 @@ __all__ = [
     "system_to_anthropic",
     "tools_to_anthropic",
 ]
+
+THINKING_PROVIDER = "anthropic"
+"""`ThinkingPart.provider` of the thinking blocks this API signs."""
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -89,6 +99,8 @@ def part_to_anthropic(part: Part) -> dict[str, Any] | None:
             block["is_error"] = True
         return block
     if isinstance(part, ThinkingPart):
+        if part.provider != THINKING_PROVIDER:
+            return None  # another API's signature (see the module docstring)
         if part.redacted:
             return {"type": "redacted_thinking", "data": part.signature}
         return {"type": "thinking", "thinking": part.thinking, "signature": part.signature}
@@ -185,9 +197,11 @@ def part_from_anthropic(block: Mapping[str, Any]) -> Part | None:
             is_error=bool(block.get("is_error", False)),
         )
     if kind == "thinking":
-        return ThinkingPart(str(block.get("thinking", "")), signature=str(block.get("signature", "")))
+        return ThinkingPart(
+            str(block.get("thinking", "")), signature=str(block.get("signature", "")), provider=THINKING_PROVIDER
+        )
     if kind == "redacted_thinking":
-        return ThinkingPart("", signature=str(block.get("data", "")), redacted=True)
+        return ThinkingPart("", signature=str(block.get("data", "")), redacted=True, provider=THINKING_PROVIDER)
     if kind == "image":
         source = block.get("source") or {}
         if source.get("type") == "url":

@@ -9,8 +9,10 @@
     assistant text            "content": one string (parts joined: every server accepts a string)
     ToolUsePart               "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]
                               with `arguments` a JSON string (sorted keys, so the bytes are stable)
-    ThinkingPart              dropped on the way out (the API has no field for it); read back from the
-                              `reasoning_content` / `reasoning` field some compatible servers send
+    ThinkingPart              dropped on the way out: the API has no field for it, and as text the model
+                              would read earlier private reasoning as something it had said. Read back
+                              (unsigned, `provider == ""`) from the `reasoning_content` / `reasoning`
+                              field some compatible servers send
 
 Reading back, tool messages and the user message right after them become one nova user message, the
 shape Nova keeps (tool results live in user messages). `is_error` has no Chat Completions field and

@@ -9,9 +9,11 @@
     ThinkingPart              {"type": "reasoning", "id", "summary": [summary_text], "encrypted_content"}
 
 A reasoning item can only go back with its item id and its encrypted content, so the ThinkingPart of a
-Responses reasoning item carries both in `signature` as a small JSON object (`reasoning_signature`).
-A thinking part from another provider has no such signature and is dropped: its signature would mean
-nothing to OpenAI (signatures only mean something inside one provider's tool loop).
+Responses reasoning item carries both in `signature` as a small JSON object (`reasoning_signature`) and
+has `provider == "openai-responses"`. A thinking part from another provider is left out, not sent as
+text: its signature would mean nothing to OpenAI, and as assistant text the model would read earlier
+private reasoning as something it had said. A resumed session has no thinking at all (SES-3), so
+leaving it out keeps a live request and a resumed one alike.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from nova.providers.formats._common import (
 )
 
 __all__ = [
+    "THINKING_PROVIDER",
     "input_from_responses",
     "input_to_responses",
     "is_reasoning_model",
@@ -49,6 +52,9 @@ __all__ = [
     "thinking_from_reasoning_item",
     "tools_to_responses",
 ]
+
+THINKING_PROVIDER = "openai-responses"
+"""`ThinkingPart.provider` of the reasoning items this API encrypts."""
 
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
@@ -91,6 +97,8 @@ def _user_items(message: Message) -> list[dict[str, Any]]:
 
 
 def _reasoning_item(part: ThinkingPart) -> dict[str, Any] | None:
+    if part.provider != THINKING_PROVIDER:
+        return None
     unpacked = _unpack_signature(part.signature)
     if unpacked is None:
         return None
@@ -198,6 +206,7 @@ def thinking_from_reasoning_item(item: Mapping[str, Any]) -> ThinkingPart:
         signature=reasoning_signature(
             str(item.get("id", "")), encrypted if isinstance(encrypted, str) else None
         ),
+        provider=THINKING_PROVIDER,
     )
 
 

@@ -154,11 +154,16 @@ def test_generational_memo_is_bounded_and_keeps_what_was_used_last(keys: list[in
         assert all(memo.get(k) == k * 2 for k in recent[-(limit // 2):])
 
 
+def test_an_empty_memo_counter_is_used_not_replaced() -> None:
+    counter = MemoCounter(COUNTER)
+    assert TokenLedger(counter).counter is counter
+
+
 def test_memo_counter_past_its_size_drops_only_the_old_half() -> None:
     counter = MemoCounter(COUNTER, limit=1000)
     texts = [f"text number {i}" for i in range(1500)]
     assert [counter.count(t) for t in texts] == [COUNTER.count(t) for t in texts]
-    assert 500 <= len(counter) <= 1000
+    assert 500 <= counter.remembered <= 1000
     calls = 0
 
     class Counting:

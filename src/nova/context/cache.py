@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nova.core import CacheHints, ModelRequest, ToolSpec
-from nova.incremental import LastSeen, MessageMemo
+from nova.incremental import LastSeen
 from nova.messages import Message
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+from nova.tokens.memo import message_sizer
 
 __all__ = [
     "DEFAULT_MIN_CACHEABLE_TOKENS",
@@ -177,13 +178,13 @@ class CachePlanner:
 
     The plan needs the size of the prefix through the last user message, and requests only grow
     between compactions. The planner keeps the messages of the last request with the running size at
-    each position (each message counted once, `MessageMemo`), and the system-role messages among them;
+    each position (each message counted once, `message_sizer`), and the system-role messages among them;
     a new request is compared with them (`LastSeen`) and only what follows the first difference is
     counted. Its plan is always exactly `plan_cache(request, counter=counter)`."""
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter: TokenCounter = counter or HeuristicCounter(CL100K_PROFILE)
-        self._sizes = MessageMemo(self._size)
+        self._count = message_sizer(self.counter)
         self._messages = LastSeen()
         self._running: list[int] = [0]
         self._system_at: list[int] = []
@@ -194,7 +195,7 @@ class CachePlanner:
 
     def _size(self, message: Message) -> int:
         # System-role messages are hoisted into the system text; they count there, not as messages.
-        return 0 if message.role == "system" else count_message(message, self.counter)
+        return 0 if message.role == "system" else self._count(message)
 
     def plan(self, request: ModelRequest, *, min_tokens: int | None = None) -> CachePlan:
         messages = request.messages
@@ -206,7 +207,7 @@ class CachePlanner:
             message = messages[index]
             if message.role == "system":
                 self._system_at.append(index)
-            total += self._sizes.get(message)
+            total += self._size(message)
             self._running.append(total)
         system = join_system_text(request.system, [messages[i].text for i in self._system_at])
         if system != self._system:

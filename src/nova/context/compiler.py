@@ -46,8 +46,9 @@ from nova.context.policy import PolicyResolution, PolicySource, resolve
 from nova.core import ToolSpec
 from nova.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
 from nova.messages import Message, MessageOrigin, TextPart, to_dict
-from nova.tokens import TokenCounter, TokenLedger, count_message, count_system, count_tools
+from nova.tokens import TokenCounter, TokenLedger, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+from nova.tokens.memo import message_sizer
 
 __all__ = [
     "CHUNK_MESSAGES",
@@ -221,6 +222,7 @@ class ContextCompiler:
     def __init__(self) -> None:
         self._messages: MessageMemo[tuple[int, str]] = MessageMemo(self._measure_new)
         self._counter: TokenCounter | None = None
+        self._sizer: Callable[[Message], int] | None = None
         self._history: list[Message] = []
         """The history of the last call (a mirror, see `nova.incremental.follow`)."""
         self._chunks: list[_Chunk] = []
@@ -248,6 +250,7 @@ class ContextCompiler:
     def _use_counter(self, counter: TokenCounter) -> None:
         if counter is not self._counter:  # another counter measures differently: start over
             self._counter = counter
+            self._sizer = message_sizer(counter)
             self._messages.clear()
             self._texts.clear()
             self._history, self._chunks, self._chunked, self._blocks = [], [], 0, []
@@ -260,9 +263,8 @@ class ContextCompiler:
         return self._messages.get(message)
 
     def _measure_new(self, message: Message) -> tuple[int, str]:
-        assert self._counter is not None
-        tokens = count_message(message, self._counter)
-        return tokens, _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
+        assert self._sizer is not None
+        return self._sizer(message), _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
 
     def _count_text(self, text: str) -> int:
         value = self._texts.get(text)

@@ -6,7 +6,7 @@ counted from the call's real output tokens. `TokenLedger.estimate` is the single
 decision, the `/context` endpoint, the TUI bar and the web page all read, so they cannot disagree (TOK-3).
 
 A ledger measures the same growing history before every call, so it counts each message once
-(`MessageMemo`) and sums through running totals (`MessageTotals`): the figure costs what was added since
+(`message_sizer`: shared with the other consumers of a `MemoCounter`) and sums through running totals (`MessageTotals`): the figure costs what was added since
 the last one, not the length of history, and is always what `estimate_context_tokens` would say.
 """
 
@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nova.core import ToolSpec, Usage
-from nova.incremental import MessageMemo
 from nova.messages import Message
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter
-from nova.tokens.memo import MessageTotals
-from nova.tokens.sizing import count_message, count_messages, count_system, count_tools
+from nova.tokens.memo import MessageTotals, message_sizer
+from nova.tokens.sizing import count_messages, count_system, count_tools
 
 __all__ = ["Anchor", "TokenLedger", "anchor_from_usage", "context_percent", "estimate_context_tokens"]
 
@@ -103,18 +102,15 @@ class TokenLedger:
         self.counter: TokenCounter = counter or _default_counter()
         self._anchor: Anchor | None = None
         self._lock = threading.Lock()
-        self._sizes = MessageMemo(self._count_message)
-        self._totals = MessageTotals(self._sizes.get)
         self._sized_with = self.counter
-
-    def _count_message(self, message: Message) -> int:
-        return count_message(message, self.counter)
+        self._size = message_sizer(self.counter)
+        self._totals = MessageTotals(self._size)
 
     def _sizes_valid(self) -> None:
         if self.counter is not self._sized_with:  # another counter measures differently: start over
             self._sized_with = self.counter
-            self._sizes = MessageMemo(self._count_message)
-            self._totals = MessageTotals(self._sizes.get)
+            self._size = message_sizer(self.counter)
+            self._totals = MessageTotals(self._size)
 
     @property
     def anchor(self) -> Anchor | None:
@@ -141,11 +137,11 @@ class TokenLedger:
         index = _anchor_index(messages, anchor.message_id) if anchor is not None else -1
         if anchor is not None and index >= 0:
             if len(messages) - index - 1 <= _DIRECT_TAIL:
-                return anchor.total + sum(self._sizes.get(m) for m in messages[index + 1 :])
+                return anchor.total + sum(self._size(m) for m in messages[index + 1 :])
             return anchor.total + self._totals.sum(messages, index + 1)
         return count_system(system, self.counter) + count_tools(tools, self.counter) + self._totals.sum(messages)
 
     def estimate_message(self, message: Message) -> int:
         """The estimate of one message (what appending it would add)."""
         self._sizes_valid()
-        return self._sizes.get(message)
+        return self._size(message)

@@ -3,9 +3,10 @@
 History is append-only between compactions: each call sends what the previous call sent plus a few new
 messages. Two things change that: a snip replaces an old message with a new version under the same id
 (messages are frozen, so the list gets a new object), and a compaction replaces the head of history. So
-every incremental consumer (pairing check, cache plan, cache-break diagnosis, token totals) keeps a
-mirror of the list it last saw, finds where the new list departs from it with `follow`, and redoes only
-the part after that point.
+every incremental consumer (pairing check, cache plan, cache-break diagnosis, token totals, the context
+compiler) keeps what it last saw (`LastSeen`, or a mirror list and `follow`), finds where the new
+sequence departs from it, and redoes only the part after that point: the new messages of a turn, the
+messages after a snip, the whole (short) history after a compaction.
 
 Finding the point must not cost a Python step per message, and not even touch every message: history
 objects lie scattered in memory, and copying a 100,000-message list (which increments every object's

@@ -65,7 +65,7 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
                 ledger.record(message.id, usage)
         runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=ledger,
                                  budget=budget_for(settings), observe_requests=False)
-        compiled = runtime.compile(history, system=sources.system, tools=default_registry().specs())
+        compiled = runtime.compile(history, system=sources.system, tools=runtime.tools(default_registry()).specs())
     finally:
         session.close()
     return session_id, compiled

@@ -285,7 +285,6 @@ class _FullCollectionPause:
 _full_collections_paused = _FullCollectionPause()
 
 
-
 def _parse_json(data: bytes | str) -> Any:
     """pydantic-core's JSON parser, imported on the first record read rather than at import: commands
     that never read a record (`nova sessions list`) do not pay for it. Repeated keys share one string."""

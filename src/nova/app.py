@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nova import events as ev
 from nova.agent.loop import Agent, SessionSink
-from nova.agent.permissions import PermissionPolicy, PermissionRequest
+from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
 from nova.agent.tools import default_registry
 from nova.context.budget import budget_for
 from nova.context.cache_diagnosis import RULES_HEADING
@@ -19,13 +19,20 @@ from nova.context.compaction import CompactionOutcome
 from nova.context.continuity import ContinuityGuard
 from nova.context.controller import ContextController
 from nova.context.prompt_cache import PromptCache
-from nova.context.runtime import ContextRuntime, build_context_sources, state_store_for
+from nova.context.runtime import (
+    ContextRuntime,
+    ContextSources,
+    build_context_sources,
+    org_policy_path,
+    state_store_for,
+)
 from nova.context.state import render_pinned
 from nova.context.summarize import summarizer_for
 from nova.core import CacheHints
 from nova.extensions import Extension
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import load_rules, parse_instructions_config
+from nova.memory.paths import project_root
 from nova.memory.runtime import memory_extension
 from nova.messages import Message, new_id
 from nova.providers.base import Provider
@@ -96,7 +103,9 @@ def build_agent(
         yes=options.yes,
         ask=options.ask,
         cwd=options.cwd,
-    ).with_dynamic_deny(compiler.deny_rules)
+        dynamic_deny=compiler.deny_rules,
+        protected=protected_paths(settings, options.cwd, sources),
+    )
     system = sources.system
 
     # Spill, snip, compaction and overflow recovery, measuring the compiled view (TOK-3).
@@ -142,6 +151,21 @@ def build_agent(
         cache=cache,
         extensions=extensions,
         ledger=ledger,
+    )
+
+
+def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> ProtectedPaths:
+    """What no model tool may write: Nova's home (config, policy, user rules and memory, the session
+    store), the project's `.nova/` (memory, skills) and `.claude/skills/`, the organisation policy
+    wherever it is configured, every instruction file by name, and each file the rules imported."""
+    config = parse_instructions_config(settings.section("instructions"),
+                                       source=f"{settings.config_file} [instructions]")
+    root = project_root(cwd)
+    imported = tuple(Path(piece.id.removeprefix("rules:")) for piece in sources.head if piece.id.startswith("rules:"))
+    return ProtectedPaths(
+        dirs=(settings.home, root / ".nova", root / ".claude" / "skills"),
+        files=(org_policy_path(settings), *imported),
+        names=frozenset((*config.project_files, config.local_file)),
     )
 
 

@@ -17,6 +17,11 @@ Precedence: deny > allow > ask > default. By default read-only tools run; tools 
 commands ask the user in an interactive session, and in a headless run are allowed only with `--yes`
 or `--allow TOOL`. A decision that needs the user and cannot get one is a denial.
 
+Protected paths come first of all: Nova's own configuration, policy, instruction files, memory and
+`.nova/` folders are never written by a model tool, whatever the rules, `--yes` or `--allow` say, so the
+model cannot rewrite the rules it runs under (a forged allow rule, policy or memory would take effect in
+the next session).
+
 Pattern rules on `bash` are a guard rail against the model's usual habits, not a sandbox: a command
 can always hide what it does (`eval`, a script file). The model cannot change the policy: it is
 immutable, and no tool receives it.
@@ -43,6 +48,7 @@ __all__ = [
     "Decision",
     "PermissionPolicy",
     "PermissionRequest",
+    "ProtectedPaths",
     "Rule",
     "parse_rule",
     "run_tool_checked",
@@ -293,6 +299,34 @@ def _rule_matches(rule: Rule, tool_name: str, forms: Iterable[str]) -> bool:
     return rule.pattern is None or any(fnmatch.fnmatchcase(f, rule.pattern) for f in forms)
 
 
+# -- protected paths ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ProtectedPaths:
+    """What no model tool may write: every path under `dirs`, the files in `files`, and any file whose
+    name is in `names` wherever it lies (instruction files are read from nested folders too)."""
+
+    dirs: tuple[Path, ...] = ()
+    files: tuple[Path, ...] = ()
+    names: frozenset[str] = frozenset()
+
+    def reason(self, raw: str, cwd: Path) -> str | None:
+        """Why writing `raw` (relative to `cwd`) is refused, or None. Both the path as written and its
+        symlink-resolved form are checked, so a link cannot lead a write into a protected place."""
+        given = Path(raw).expanduser()
+        lexical = Path(os.path.normpath(given if given.is_absolute() else cwd / given))
+        for candidate in dict.fromkeys((lexical, Path(os.path.realpath(lexical)))):
+            if candidate.name in self.names:
+                return f"{candidate.name} is an instruction file Nova loads as rules"
+            for protected in self.files:
+                if candidate == protected or candidate == Path(os.path.realpath(protected)):
+                    return f"{protected} is one of Nova's protected files"
+            for folder in self.dirs:
+                for form in dict.fromkeys((folder, Path(os.path.realpath(folder)))):
+                    if candidate == form or form in candidate.parents:
+                        return f"{folder} holds Nova's own configuration, rules or memory"
+        return None
+
+
 # -- decisions ----------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -332,7 +366,7 @@ class PermissionPolicy:
     """The permission rules of one session. Immutable: built once from config and flags."""
 
     __slots__ = ("_allow", "_allowed_tools", "_ask", "_ask_user", "_cwd", "_deny", "_dynamic_deny", "_interactive",
-                 "_yes")
+                 "_protected", "_yes")
 
     _allow: tuple[Rule, ...]
     _deny: tuple[Rule, ...]
@@ -343,6 +377,7 @@ class PermissionPolicy:
     _ask_user: AskUser | None
     _cwd: Path
     _dynamic_deny: Callable[[], Iterable[str]] | None
+    _protected: ProtectedPaths
 
     def __init__(
         self,
@@ -354,13 +389,15 @@ class PermissionPolicy:
         ask: AskUser | None = None,
         cwd: Path | None = None,
         dynamic_deny: Callable[[], Iterable[str]] | None = None,
+        protected: ProtectedPaths | None = None,
     ) -> None:
         """`cwd` is the directory path rules are relative to (default: the process's, at construction);
         `run_tool_checked` uses the tool context's instead. Bad rules raise `ConfigError`.
         `dynamic_deny` returns extra deny rules read at every check: the ones canonical task state derives
         from the user's constraints ("merge not approved" → `bash(git merge*)`, nova.context.state). They
         take effect on the next call, without waiting for the model to read anything; the model cannot
-        change them (task state is written only by deterministic code)."""
+        change them (task state is written only by deterministic code). `protected` are the paths no
+        tool that writes may touch, whatever else is allowed."""
         values = {
             "_allow": tuple(parse_rule(r, where="permissions.allow") for r in config.allow),
             "_deny": tuple(parse_rule(r, where="permissions.deny") for r in config.deny),
@@ -371,6 +408,7 @@ class PermissionPolicy:
             "_ask_user": ask,
             "_cwd": cwd if cwd is not None else Path.cwd(),
             "_dynamic_deny": dynamic_deny,
+            "_protected": protected or ProtectedPaths(),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -388,14 +426,6 @@ class PermissionPolicy:
             f"allowed_tools={sorted(self._allowed_tools)}, yes={self._yes})"
         )
 
-    def with_dynamic_deny(self, dynamic_deny: Callable[[], Iterable[str]]) -> PermissionPolicy:
-        """A copy of this policy that also applies `dynamic_deny`'s rules (see `__init__`)."""
-        copy = object.__new__(PermissionPolicy)
-        for name in self.__slots__:
-            object.__setattr__(copy, name, getattr(self, name))
-        object.__setattr__(copy, "_dynamic_deny", dynamic_deny)
-        return copy
-
     @property
     def interactive(self) -> bool:
         return self._interactive
@@ -406,7 +436,14 @@ class PermissionPolicy:
 
     def check(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Decision:
         name = tool.name
-        units = _units_for(name, input, cwd or self._cwd)
+        where = cwd or self._cwd
+        if not tool.read_only and name in PATH_TOOLS:
+            raw = input.get("path")
+            why = self._protected.reason(raw, where) if isinstance(raw, str) and raw.strip() else None
+            if why is not None:
+                return Decision(False, f"{_summary(name, input)!r} is refused: {why}, and no tool may change it "
+                                       "(edit it yourself outside Nova if it must change).", "protected")
+        units = _units_for(name, input, where)
 
         denied = self._match_any(self._deny, name, units)
         if denied is not None:

@@ -265,7 +265,7 @@ class _CostModel:
 
 def _digest(value: object) -> bytes:
     data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.blake2b(data.encode("utf-8"), digest_size=16).digest()
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Message]:

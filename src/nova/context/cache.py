@@ -239,4 +239,4 @@ def prefix_bytes(request: ModelRequest) -> bytes:
     messages = body.get("messages", [])
     last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
     prefix = {"tools": body.get("tools", []), "system": body.get("system", []), "messages": messages[: last_user + 1]}
-    return json.dumps(prefix, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return json.dumps(prefix, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")

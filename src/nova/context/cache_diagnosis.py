@@ -70,7 +70,7 @@ class Segment:
 
 def _digest(value: Any) -> str:
     data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.blake2b(data.encode("utf-8"), digest_size=12).hexdigest()
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 def _message_kind(message: Message) -> SegmentKind:

@@ -131,7 +131,7 @@ class ContextView:
         }
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,7 +171,7 @@ def current_request_index(history: Sequence[Message]) -> int:
 
 
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # -- history segments ------------------------------------------------------------------------------

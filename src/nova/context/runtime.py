@@ -115,7 +115,7 @@ def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def environment_snapshot(cwd: Path) -> str:

@@ -15,10 +15,10 @@ Tool calls are `dynamic` in SDK terms: the tools are Nova's, not declared by the
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from nova import events as ev
+from nova.sessions.schema import json_text
 
 __all__ = ["DONE", "STREAM_HEADERS", "UIStreamEncoder", "sse"]
 
@@ -43,7 +43,8 @@ Chunk = dict[str, Any]
 
 
 def sse(chunk: Chunk) -> bytes:
-    return b"data: " + json.dumps(chunk, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    # Valid UTF-8 whatever the text holds (a lone surrogate is sent as a JSON escape).
+    return b"data: " + json_text(chunk, separators=(",", ":")).encode("utf-8") + b"\n\n"
 
 
 def context_data(update: ev.ContextUpdate) -> dict[str, Any]:

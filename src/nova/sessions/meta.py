@@ -20,6 +20,7 @@ from typing import Any
 
 from nova.core import Usage
 from nova.errors import StorageError
+from nova.sessions.schema import json_text
 
 __all__ = [
     "META_VERSION",
@@ -147,7 +148,7 @@ def write_meta(directory: Path, meta: SessionMeta) -> None:
     """Write to a temp file, fsync, rename: a reader sees the old or the new meta, never half of one."""
     path = directory / META_NAME
     tmp = directory / f".{META_NAME}.{os.getpid()}.tmp"
-    data = json.dumps(meta.to_dict(), ensure_ascii=False, indent=2).encode("utf-8")
+    data = json_text(meta.to_dict(), indent=2).encode("utf-8")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:

@@ -56,8 +56,10 @@ __all__ = [
     "boundary_record",
     "encode",
     "event_record",
+    "json_text",
     "message_record",
     "parse_record",
+    "printable",
     "record_from_json",
     "strip_thinking",
 ]
@@ -167,9 +169,28 @@ def event_record(name: str, data: Mapping[str, Any], *, ts: float | None = None)
 
 
 def encode(record: Mapping[str, Any]) -> bytes:
-    """One record as one line. `ensure_ascii=False` keeps non-English text readable in the raw log;
-    json never emits a raw newline inside a string, so the line cannot be split."""
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    """One record as one line. Non-English text stays readable in the raw log; json never emits a raw
+    newline inside a string, so the line cannot be split."""
+    return (json_text(record, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """JSON that is always valid UTF-8, losing nothing. Text is kept readable (`ensure_ascii=False`)
+    unless it holds a lone surrogate (a prompt from a badly encoded terminal, bytes a tool could not
+    decode, a model's broken escape), which UTF-8 cannot carry: then every non-ASCII character is
+    written as a JSON escape, and reading the record back gives the same string."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, **options)
+    return text
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, for plain-text fields (a title) that are
+    stored as text rather than JSON."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _ids(values: Any) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from nova.sessions.meta import (
     write_meta,
 )
 from nova.sessions.repair import HistoryScan, RepairReport, repair_history
-from nova.sessions.schema import BoundaryRecord, strip_thinking
+from nova.sessions.schema import BoundaryRecord, printable, strip_thinking
 from nova.sessions.sqlite import SQLiteSessionStore
 from nova.sessions.store import SessionRecord, SessionStore, StoredTaskState
 from nova.sessions.transcript import TRANSCRIPT_NAME, TailRead, TornTail, Transcript
@@ -89,7 +89,7 @@ class Session:
         now = time.time()
         meta = SessionMeta(
             id=sid,
-            title=title,
+            title=printable(title),
             cwd=cwd_text,
             git_root=find_git_root(cwd_text),
             provider=provider,

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 
 from nova.errors import StorageError
 from nova.messages import Message, from_dict, to_dict
-from nova.sessions.schema import strip_thinking
+from nova.sessions.schema import json_text, strip_thinking
 from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
 
 __all__ = ["MIGRATIONS", "SQLiteSessionStore"]
@@ -163,7 +163,7 @@ class SQLiteSessionStore:
                 record.created_at,
                 record.updated_at,
                 record.compacted_at,
-                json.dumps(dict(record.meta), ensure_ascii=False),
+                json_text(dict(record.meta)),
             ),
         )
 
@@ -275,7 +275,7 @@ class SQLiteSessionStore:
         self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
     ) -> int:
         try:
-            text = json.dumps(dict(state), ensure_ascii=False, sort_keys=True)
+            text = json_text(dict(state), sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise StorageError(f"task state for {session_id} is not JSON-serializable: {exc}") from None
         now = time.time()
@@ -325,7 +325,7 @@ class SQLiteSessionStore:
 
 
 def _dump(message: Message) -> str:
-    return json.dumps(to_dict(strip_thinking(message)), ensure_ascii=False)
+    return json_text(to_dict(strip_thinking(message)))
 
 
 def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:

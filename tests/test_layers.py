@@ -13,8 +13,8 @@ import nova
 
 LAYERS: list[tuple[str, ...]] = [
     # Values everything may use: messages, core request/response types, errors, events, settings.
-    ("nova", "nova.errors", "nova.messages", "nova.core", "nova.incremental", "nova.invariants", "nova.events",
-     "nova.settings"),
+    ("nova", "nova.errors", "nova.files", "nova.messages", "nova.core", "nova.incremental", "nova.invariants",
+     "nova.events", "nova.settings"),
     ("nova.tokens",),
     ("nova.providers",),
     ("nova.sessions",),

@@ -36,6 +36,7 @@ from nova.context.summarize import (
     user_entries,
 )
 from nova.core import ToolSpec
+from nova.files import private_dir, write_private_text
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.settings import CompactionConfig
 from nova.tokens import TokenCounter, count_message
@@ -168,8 +169,8 @@ def snip_old_tool_results(
         for i, text, use_id in pending:
             path = output_dir / (f"{message.id}.{i}.txt" if many else f"{message.id}.txt")
             try:
-                output_dir.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
+                private_dir(output_dir)
+                write_private_text(path, text)
             except OSError as exc:
                 # Nothing is cut without a readable copy; the output stays whole and the failure is counted.
                 failures += 1

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nova.files import private_dir, write_private_text
 from nova.messages import ToolResultPart, ToolUsePart
 from nova.settings import SpillConfig
 
@@ -118,8 +119,8 @@ class Spiller:
             return result
         path = self.directory / f"{_safe_name(result.tool_use_id)}.txt"
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            path.write_text(result.content, encoding="utf-8")
+            private_dir(self.directory)
+            write_private_text(path, result.content)
         except OSError as exc:
             # SPILL-4: keep the result whole (nothing lost), never retry this one, make it visible.
             self._exempt.add(result.tool_use_id)

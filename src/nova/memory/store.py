@@ -37,6 +37,7 @@ import yaml
 from filelock import FileLock
 
 from nova.errors import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
+from nova.files import private_dir
 from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
 
@@ -361,7 +362,7 @@ def memory_from_text(text: str, *, path: Path | None = None) -> Memory:
 def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """Write through a temporary file in the same directory and rename it over the target: a reader sees
     the old file or the new one, never half of one, even if this process dies mid-write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
@@ -456,7 +457,7 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def _locked(self, directory: Path) -> Iterator[None]:
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)
         with self._thread_lock, FileLock(str(directory / ".memory.lock")):
             yield
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from nova.core import Usage
 from nova.errors import StorageError
+from nova.files import FOLDER_MODE, create_private_file, private_dir
 from nova.messages import Message, new_id
 from nova.sessions.meta import (
     ARTIFACT_DIRS,
@@ -98,10 +99,12 @@ class Session:
             updated_at=now,
         )
         try:
-            directory.mkdir(parents=True, exist_ok=False)
-            for name in ARTIFACT_DIRS:
-                (directory / name).mkdir()
-            (directory / TRANSCRIPT_NAME).touch()
+            private_dir(home)
+            private_dir(directory.parent)
+            directory.mkdir(mode=FOLDER_MODE, exist_ok=False)
+            for path in (directory, *(directory / name for name in ARTIFACT_DIRS)):
+                private_dir(path)
+            create_private_file(directory / TRANSCRIPT_NAME, exclusive=True)
         except FileExistsError:
             raise StorageError(f"session {sid} already exists in {directory.parent}") from None
         except OSError as exc:

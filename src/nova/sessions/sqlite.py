@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from nova.errors import StorageError
+from nova.files import create_private_file
 from nova.messages import Message, from_dict, to_dict
 from nova.sessions.schema import json_text, strip_thinking
 from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
@@ -102,6 +103,8 @@ class SQLiteSessionStore:
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                # Created private before SQLite opens it; its -wal and -shm files take the same mode.
+                create_private_file(self.path)
             # isolation_level=None: explicit BEGIN/COMMIT, so each public call is one transaction.
             # check_same_thread=False is safe here because every public method holds `_lock`.
             self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0, check_same_thread=False)

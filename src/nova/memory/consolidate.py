@@ -32,6 +32,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from nova.files import create_private_file, private_dir
 from nova.memory.config import MemoryConfig
 from nova.memory.store import Memory, MemoryStore, Status, atomic_write_text, format_time
 
@@ -212,7 +213,8 @@ class Consolidator:
 
     # -- the work -----------------------------------------------------------------------------------
     def _log(self, entry: dict[str, Any]) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.log_path.parent)
+        create_private_file(self.log_path)
         with self.log_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
 

@@ -18,6 +18,8 @@ import heapq
 import os
 from pathlib import Path
 
+from nova.files import write_private_text
+
 __all__ = ["JOURNAL_DIR", "KEEP", "list_newest", "read_journal", "write_journal"]
 
 JOURNAL_DIR = ".nova-scan"
@@ -63,7 +65,7 @@ def write_journal(directory: Path, *, dir_mtime_ns: int | None = None,
         entries, total = listing if listing is not None else list_newest(directory, KEEP)
         lines = [f"{_HEADER} {dir_mtime_ns} {total}\n", *(f"{m} {n}\n" for m, n in entries[:KEEP])]
         tmp = journal_dir / f"{_JOURNAL}.{os.getpid()}.tmp"
-        tmp.write_text("".join(lines), encoding="utf-8")
+        write_private_text(tmp, "".join(lines))
         os.replace(tmp, journal_dir / _JOURNAL)
 
 

@@ -107,7 +107,7 @@ def test_rules_json(in_project: Path, nova_home: Path) -> None:
     assert [set(f) for f in report["files"]] == [{"path", "imported_by", "tokens"}] * 3
     assert report["files"][2]["imported_by"] == str((in_project / "NOVA.md").resolve())
     assert report["skipped"] == [{"path": str((in_project / "missing.md").resolve()),
-                                  "reason": f"not found (imported by {(in_project / 'NOVA.md').resolve()})"}]
+                                  "reason": f"not found (@./missing.md, imported by {(in_project / 'NOVA.md').resolve()})"}]
     human = runner.invoke(rules_app(), ["rules"])
     assert human.exit_code == 0 and "missing.md" in human.stdout
 

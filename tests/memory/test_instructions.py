@@ -137,13 +137,13 @@ def test_find_imports_path_shapes() -> None:
 
 
 def test_home_relative_import(repo: Path, nova_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_home = tmp_path / "userhome"
-    write(fake_home / "shared" / "style.md", "house style")
-    monkeypatch.setenv("HOME", str(fake_home))
-    write(repo / "NOVA.md", "@~/shared/style.md")
+    # `~/` expands; the file still has to lie under the project or Nova's home (here: the project).
+    monkeypatch.setenv("HOME", str(repo.parent))
+    write(repo / "shared" / "style.md", "house style")
+    write(repo / "NOVA.md", "@~/repo/shared/style.md")
     rules = load_rules(cwd=repo, home=nova_home)
     assert "house style" in rules.text
-    assert rules.files[1].path == (fake_home / "shared" / "style.md").resolve()
+    assert rules.files[1].path == (repo / "shared" / "style.md").resolve()
 
 
 def test_missing_and_binary_imports_are_warnings(repo: Path, nova_home: Path) -> None:

@@ -16,11 +16,19 @@ fenced code blocks and inline code spans are ignored. Root files are depth 0; im
 file is loaded once, by resolved absolute path, which also breaks import cycles. A missing, unreadable
 or binary import is a warning in the report, never a failure.
 
+Safety: instruction files come from the repository, so they are untrusted input. An import must resolve
+(symlinks followed) to a file under the project root (the git root) or Nova's home; `@~/.ssh/id_rsa`,
+`@/etc/passwd` and `@../../outside.md` are refused. Every file, root or import, must be a regular file
+(checked with `stat` before it is opened, so a FIFO is never opened and `/dev/zero` never read), at most
+`max_file_bytes`, and all of them together at most `max_total_bytes`. A file that looks like a private key
+or credentials is refused even inside the project. Each refusal is one skip line naming the file, the
+`@target` as written, the importer and why.
+
 Budget: the whole set must fit in `token_budget` tokens. Files are admitted in discovery order; one that
 does not fit is skipped whole (with everything it imported) and named in the report — nothing is cut.
 
 Configuration (`instructions` section of config.json): `project_files`, `local_file`, `user_file`,
-`max_import_depth`, `token_budget`.
+`max_import_depth`, `token_budget`, `max_file_bytes`, `max_total_bytes`.
 """
 
 from __future__ import annotations
@@ -28,14 +36,16 @@ from __future__ import annotations
 import functools
 import importlib
 import math
+import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from nova.errors import ConfigError
-from nova.memory.paths import find_git_root
+from nova.memory.paths import find_git_root, project_root
 from nova.settings import _to_int, _to_str, _to_str_list
 
 __all__ = [
@@ -67,6 +77,9 @@ class InstructionsConfig:
     user_file: str = "NOVA.md"
     max_import_depth: int = 5
     token_budget: int = 20_000
+    # Far above any sane rules file (the token budget trims the prompt anyway); they bound what is read.
+    max_file_bytes: int = 256 * 1024
+    max_total_bytes: int = 1024 * 1024
 
 
 def parse_instructions_config(raw: Mapping[str, Any], *, source: str = "config [instructions]") -> InstructionsConfig:
@@ -76,7 +89,7 @@ def parse_instructions_config(raw: Mapping[str, Any], *, source: str = "config [
     for key in ("local_file", "user_file"):
         if key in raw:
             values[key] = _to_str(raw[key], source=source, key=key)
-    for key in ("max_import_depth", "token_budget"):
+    for key in ("max_import_depth", "token_budget", "max_file_bytes", "max_total_bytes"):
         if key in raw:
             values[key] = _to_int(raw[key], source=source, key=key)
             if values[key] < 0:
@@ -232,16 +245,95 @@ def _resolve(ref: str, importer: Path) -> Path:
     return path if path.is_absolute() else importer.parent / path
 
 
-def _read_text(path: Path) -> tuple[str | None, str | None]:
-    """(text, None) or (None, reason)."""
+_CREDENTIAL_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass",
+                               "credentials", ".git-credentials"})
+# Narrow on purpose: instruction prose may mention "password" or "api key"; these shapes are key material.
+_CREDENTIAL_TEXT = (
+    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("AWS credentials", re.compile(r"(?i)\baws_secret_access_key\s*[=:]")),
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("a service-account key", re.compile(r'"private_key"\s*:\s*"-----BEGIN')),
+    ("netrc credentials", re.compile(r"(?m)^\s*machine\s+\S+\s+login\s+\S+\s+password\s+\S+")),
+)
+
+
+def _credential_kind(path: Path, text: str) -> str | None:
+    """What makes `path` look like a secret, or None. The file name alone is enough for key files."""
+    if path.name in _CREDENTIAL_NAMES:
+        return f"a credentials file name ({path.name})"
+    for kind, pattern in _CREDENTIAL_TEXT:
+        if pattern.search(text):
+            return kind
+    return None
+
+
+def _special_kind(mode: int) -> str | None:
+    """Why a stat mode is not a loadable file, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO (named pipe); never opened"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device; never read"
+    if stat.S_ISSOCK(mode):
+        return "is a socket; never opened"
+    return "is not a regular file"
+
+
+def _special_kind_of(path: Path) -> str | None:
+    """`_special_kind` of what `path` names, by `stat` alone (nothing is opened); None if it cannot say."""
     try:
-        data = path.read_bytes()
+        return _special_kind(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
+def _resolve_target(path: Path) -> tuple[Path, str | None]:
+    """(resolved path, None) or (best-effort path, reason) when symlinks cannot be resolved."""
+    lexical = Path(os.path.abspath(path.expanduser()))
+    try:
+        return lexical.resolve(), None
+    except RuntimeError:  # Python < 3.13 reports a symlink loop this way
+        return lexical, "symlink loop; cannot be resolved"
+    except OSError as exc:
+        return lexical, f"cannot be resolved ({exc.strerror or exc})"
+
+
+def _read_text(path: Path, *, max_bytes: int) -> tuple[str | None, str | None]:
+    """(text, None) or (None, reason). The type is checked with `stat` before anything is opened, and the
+    open neither follows a symlink nor blocks, so a file swapped for a FIFO in between still cannot hang."""
+    try:
+        before = os.stat(path)
     except FileNotFoundError:
         return None, "not found"
-    except IsADirectoryError:
-        return None, "is a directory"
+    except OSError as exc:
+        if exc.errno == getattr(os, "ELOOP", -1):
+            return None, "symlink loop; cannot be resolved"
+        return None, f"cannot be read ({exc.strerror or exc})"
+    special = _special_kind(before.st_mode)
+    if special:
+        return None, special
+    if before.st_size > max_bytes:
+        return None, f"too large: {before.st_size} bytes, the cap per file is {max_bytes}"
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror or exc})"
+    try:
+        special = _special_kind(os.fstat(fd).st_mode)
+        if special:
+            return None, special
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        return None, f"too large: more than {max_bytes} bytes, the cap per file"
     if b"\x00" in data[:_BINARY_SNIFF]:
         return None, "binary file"
     try:
@@ -265,32 +357,62 @@ def load_rules(
     skipped: list[SkippedFile] = []
     seen: dict[Path, Path | None] = {}
 
-    def visit(path: Path, kind: Kind, importer: Path | None, depth: int) -> None:
-        absolute = path.expanduser().resolve()
+    # Where imports may point: the project and Nova's home, symlinks resolved on both sides.
+    roots = tuple(dict.fromkeys(_resolve_target(r)[0] for r in (project_root(cwd), home)))
+    total_bytes = 0
+
+    def refuse(path: Path, why: str, importer: Path | None, ref: str | None) -> None:
+        target = f"@{ref}, " if ref is not None else ""
+        where = f" ({target}imported by {importer})" if importer else ""
+        skipped.append(SkippedFile(path=path, reason=f"{why}{where}", imported_by=importer))
+
+    def visit(path: Path, kind: Kind, importer: Path | None, depth: int, ref: str | None = None) -> None:
+        nonlocal total_bytes
+        absolute, unresolvable = _resolve_target(path)
+        if unresolvable:
+            refuse(absolute, unresolvable, importer, ref)
+            return
         if absolute in seen:
             first = seen[absolute]
             by = f" (first imported by {first})" if first else ""
             skipped.append(SkippedFile(path=absolute, reason=f"already loaded{by}; deduplicated",
                                        imported_by=importer))
             return
-        text, problem = _read_text(absolute)
-        if text is None:
-            where = f" (imported by {importer})" if importer else ""
-            skipped.append(SkippedFile(path=absolute, reason=f"{problem}{where}", imported_by=importer))
+        special = _special_kind_of(absolute)
+        if special:  # said first: "is a device" explains `@/dev/zero` better than "outside the project"
+            refuse(absolute, special, importer, ref)
             return
+        if ref is not None and not any(absolute.is_relative_to(root) for root in roots):
+            refuse(absolute, f"refused: outside the project root {roots[0]} and Nova's home {home}; only files "
+                             "under them may be imported", importer, ref)
+            return
+        text, problem = _read_text(absolute, max_bytes=config.max_file_bytes)
+        if text is None:
+            refuse(absolute, problem or "cannot be read", importer, ref)
+            return
+        secret = _credential_kind(absolute, text)
+        if secret:
+            refuse(absolute, f"refused: looks like {secret}; secrets never go into the prompt", importer, ref)
+            return
+        size = len(text.encode("utf-8"))
+        if total_bytes + size > config.max_total_bytes:
+            refuse(absolute, f"refused: over the total size cap: {size} bytes would make {total_bytes + size}, the "
+                             f"cap for all instruction files is {config.max_total_bytes}", importer, ref)
+            return
+        total_bytes += size
         seen[absolute] = importer
         resolved.append(LoadedFile(path=absolute, kind=kind, imported_by=importer, depth=depth,
                                    tokens=count(text), text=text))
-        for ref in find_imports(text):
-            target = _resolve(ref, absolute)
+        for ref_text in find_imports(text):
+            target = _resolve(ref_text, absolute)
             if depth + 1 > config.max_import_depth:
                 skipped.append(SkippedFile(
-                    path=target.expanduser().resolve(), imported_by=absolute,
+                    path=_resolve_target(target)[0], imported_by=absolute,
                     reason=f"import depth limit: would be depth {depth + 1}, the maximum is "
                            f"{config.max_import_depth} (imported by {absolute})",
                 ))
                 continue
-            visit(target, "import", absolute, depth + 1)
+            visit(target, "import", absolute, depth + 1, ref_text)
 
     for path, kind in discover_instruction_files(cwd=cwd, home=home, config=config):
         visit(path, kind, None, 0)

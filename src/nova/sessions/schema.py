@@ -171,7 +171,10 @@ def event_record(name: str, data: Mapping[str, Any], *, ts: float | None = None)
 def encode(record: Mapping[str, Any]) -> bytes:
     """One record as one line. Non-English text stays readable in the raw log; json never emits a raw
     newline inside a string, so the line cannot be split."""
-    return (json_text(record, separators=(",", ":")) + "\n").encode("utf-8")
+    try:
+        return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: see `json_text`
+        return (json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def json_text(value: Any, **options: Any) -> str:

@@ -88,6 +88,19 @@ def _to_float(value: Any, *, source: str, key: str) -> float:
     return result
 
 
+# The largest token count any setting may hold: well above every model's window, and far below the
+# sizes that overflow arithmetic or a provider's request validation.
+MAX_TOKENS = 100_000_000
+
+
+def _to_token_count(value: Any, *, source: str, key: str) -> int:
+    """A window or output size: a positive integer no larger than `MAX_TOKENS`."""
+    number = _to_int(value, source=source, key=key)
+    if not 1 <= number <= MAX_TOKENS:
+        raise _bad(source, key, value, f"an integer between 1 and {MAX_TOKENS}")
+    return number
+
+
 def _to_str(value: Any, *, source: str, key: str) -> str:
     if not isinstance(value, str):
         raise _bad(source, key, value, "a string")
@@ -155,14 +168,16 @@ def _parse_compaction_config(
     def get_int(key: str, default: int) -> int:
         return _to_int(raw[key], source=src, key=key) if key in raw else default
 
-    window = get_int("default_context_window", defaults.default_context_window)
-    if window <= 0:
-        raise _bad(src, "default_context_window", raw.get("default_context_window"), "a positive integer")
+    window = (_to_token_count(raw["default_context_window"], source=src, key="default_context_window")
+              if "default_context_window" in raw else defaults.default_context_window)
 
     if "snip_preserve_last_n_messages" in raw:
         preserve = get_int("snip_preserve_last_n_messages", 12)
     elif "snip_preserve_last_n_turns" in raw:
         preserve = _to_int(raw["snip_preserve_last_n_turns"], source=src, key="snip_preserve_last_n_turns")
+        if preserve < 0:
+            raise _bad(src, "snip_preserve_last_n_turns", raw["snip_preserve_last_n_turns"],
+                       "a non-negative integer")
         warn(f"{src}: 'snip_preserve_last_n_turns' is an old alias; rename it to 'snip_preserve_last_n_messages'")
     else:
         preserve = defaults.snip_preserve_last_n_messages
@@ -314,6 +329,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
             f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. "
             "Fix the file or move it aside to use the defaults."
         ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: JSON is nested too deeply to read. Fix the file or move it aside to use the defaults."
+        ) from None
+    except ValueError as exc:  # e.g. an integer longer than Python's digit limit
+        raise ConfigError(
+            f"{path}: not valid JSON: {exc}. Fix the file or move it aside to use the defaults."
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object at the top level, found {type(data).__name__}")
     return data
@@ -368,11 +391,9 @@ def load_settings(
         api_key_env = _to_str(api_key_env, source=src_of("api_key_env"), key="api_key_env")
     window = layered.get("context_window")
     if window is not None:
-        window = _to_int(window, source=src_of("context_window"), key="context_window")
-        if window <= 0:
-            raise _bad(src_of("context_window"), "context_window", layered["context_window"], "a positive integer")
-    max_out = _to_int(layered.get("max_output_tokens", 8192), source=src_of("max_output_tokens"),
-                      key="max_output_tokens")
+        window = _to_token_count(window, source=src_of("context_window"), key="context_window")
+    max_out = _to_token_count(layered.get("max_output_tokens", 8192), source=src_of("max_output_tokens"),
+                              key="max_output_tokens")
 
     compaction_raw = _to_section(layered.get("compaction", {}), source=source, key="compaction")
     spill_raw = _to_section(layered.get("spill", {}), source=source, key="spill")

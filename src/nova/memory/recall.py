@@ -109,13 +109,16 @@ def read_header(path: Path, *, head_lines: int = 30, mtime_ns: int = 0) -> Memor
             lines = list(itertools.islice(handle, head_lines))
     except OSError:
         return None
-    parsed = parse_head(lines)
-    if parsed is None:
-        return None
-    meta, body = parsed
     try:
+        parsed = parse_head(lines, path=path)
+        if parsed is None:
+            return None
+        meta, body = parsed
         memory = memory_from_meta(meta, "".join(body), path=path)
-    except (MemoryStoreError, ValueError, TypeError):
+    except MemoryStoreError as exc:
+        log.warning("skipping memory file: %s", exc)
+        return None
+    except (ValueError, TypeError):
         return None
     return MemoryHeader(memory=memory, mtime_ns=mtime_ns)
 

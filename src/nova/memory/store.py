@@ -22,6 +22,7 @@ as a one-line-per-memory directory (never injected: recall reads the memories th
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import tempfile
@@ -40,6 +41,7 @@ from nova.errors import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
 from nova.files import private_dir
 from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
+from nova.memory.safe_yaml import MAX_FRONTMATTER_BYTES, load_frontmatter
 
 __all__ = [
     "HOME_TYPES",
@@ -73,8 +75,7 @@ HOME_TYPES: frozenset[str] = frozenset({"user", "feedback"})
 PROJECT_TYPES: frozenset[str] = frozenset({"project", "reference"})
 STATUSES: tuple[Status, ...] = ("candidate", "active", "revoked")
 INDEX_NAME = "MEMORY.md"
-# libyaml's loader is ~20x faster than the pure-Python one; frontmatter parsing dominates scans.
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+log = logging.getLogger(__name__)
 _YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _MAX_SLUG = 80
 
@@ -333,25 +334,26 @@ def _parse_simple_yaml(lines: Sequence[str]) -> dict[str, Any] | None:
     return result
 
 
-def parse_head(lines: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
+def parse_head(lines: Sequence[str], *, path: Path | None = None) -> tuple[dict[str, Any], list[str]] | None:
     """Split frontmatter from the body in the first lines of a file. None when the frontmatter does not
-    close within `lines` or is not a YAML mapping (the caller skips such files)."""
+    close within `lines` or is not a YAML mapping (the caller skips such files). Frontmatter that is
+    hostile or broken (aliases, over the size cap, invalid YAML, an impossible date) raises
+    `MemoryStoreError` naming `path`, so the caller can say why it skipped the file."""
     if not lines or lines[0].strip() != "---":
         return None
     for end in range(1, len(lines)):
         if lines[end].strip() == "---":
-            meta = _parse_simple_yaml(lines[1:end])
+            head = "".join(lines[1:end])
+            # The size cap applies to the fast path too, so every file meets the same limit.
+            meta = _parse_simple_yaml(lines[1:end]) if len(head) <= MAX_FRONTMATTER_BYTES // 4 else None
             if meta is None:
-                try:
-                    meta = yaml.load("".join(lines[1:end]), Loader=_YAML_LOADER)  # safe: (C)SafeLoader
-                except yaml.YAMLError:
-                    return None
+                meta = load_frontmatter(head, where=str(path or "memory"))
             return (meta, list(lines[end + 1 :])) if isinstance(meta, dict) else None
     return None
 
 
 def memory_from_text(text: str, *, path: Path | None = None) -> Memory:
-    parsed = parse_head(text.splitlines(keepends=True))
+    parsed = parse_head(text.splitlines(keepends=True), path=path)
     if parsed is None:
         raise MemoryStoreError(f"{path or 'memory'}: no YAML frontmatter")
     meta, body = parsed
@@ -487,7 +489,8 @@ class MemoryStore:
             for path in self._files(directory):
                 try:
                     memory = self.read(path)
-                except MemoryStoreError:
+                except MemoryStoreError as exc:
+                    log.warning("skipping memory file: %s", exc)
                     continue
                 if include_revoked or memory.status != "revoked":
                     found.append(memory)

@@ -14,7 +14,6 @@ from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
 from nova.agent.tools import default_registry
 from nova.context.budget import budget_for
-from nova.context.cache_diagnosis import RULES_HEADING
 from nova.context.compaction import CompactionOutcome
 from nova.context.continuity import ContinuityGuard
 from nova.context.controller import ContextController
@@ -31,7 +30,7 @@ from nova.context.summarize import summarizer_for
 from nova.core import CacheHints
 from nova.extensions import Extension
 from nova.memory.config import parse_memory_config
-from nova.memory.instructions import load_rules, parse_instructions_config
+from nova.memory.instructions import parse_instructions_config
 from nova.memory.paths import project_root
 from nova.memory.runtime import memory_extension
 from nova.messages import Message, new_id
@@ -167,18 +166,6 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
         files=(org_policy_path(settings), *imported),
         names=frozenset((*config.project_files, config.local_file)),
     )
-
-
-def load_project_rules(settings: Settings, cwd: Path) -> str:
-    """INS-1..3: the user's, the project's and the local instruction files, loaded for every turn.
-    They follow the fixed contract so the stable head of the prompt stays cacheable (CCH-3)."""
-    config = parse_instructions_config(settings.section("instructions"),
-                                       source=f"{settings.config_file} [instructions]")
-    rules = load_rules(cwd=cwd, home=settings.home, config=config)
-    if not rules.text.strip():
-        return ""
-    # The heading also tells the cache diagnosis where the rules start in the system text.
-    return f"{RULES_HEADING} (follow them)\n\n" + rules.text
 
 
 def _read_text_under(cwd: Path) -> Callable[[str], str | None]:

@@ -145,10 +145,13 @@ def test_the_loop_emits_and_records_a_cache_break(tmp_path: Path) -> None:
 
 
 def test_rules_heading_is_what_the_app_writes(tmp_path: Path) -> None:
-    from nova.app import load_project_rules
+    from nova.app import SYSTEM_CONTRACT
+    from nova.context.runtime import build_context_sources
     from nova.settings import load_settings
 
     (tmp_path / "AGENTS.md").write_text("use tabs\n")
     (tmp_path / ".git").mkdir()
-    rules = load_project_rules(load_settings(env={"NOVA_HOME": str(tmp_path / "home")}), tmp_path)
+    sources = build_context_sources(settings=load_settings(env={"NOVA_HOME": str(tmp_path / "home")}), cwd=tmp_path,
+                                    contract=SYSTEM_CONTRACT)
+    rules = next(piece.text for piece in sources.head if piece.id.startswith("rules:"))
     assert rules.startswith(RULES_HEADING)

@@ -53,7 +53,7 @@ __all__ = [
     "request_segments",
 ]
 
-# The heading `nova.app.load_project_rules` puts before the instruction files: the system text after it
+# The heading the context sources (`nova.context.runtime.RULES_TITLE`) put before the instruction files: the system text after it
 # is the rules segment, so an edited rule file is told apart from a changed contract.
 RULES_HEADING = "# Instructions from the user and the project"
 SegmentKind = Literal["tool", "system", "rules", "memory", "summary", "message"]

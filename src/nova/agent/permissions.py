@@ -19,8 +19,9 @@ changed), reads outside the workspace and of secret-looking files (`.env`, keys,
 and a directory search leaves out the files a rule denies or that would need approval, saying so.
 
 Precedence: deny > allow > ask > default. By default read-only tools run (reads outside the workspace or
-of secret-looking files ask, as above); tools that write or run commands ask the user in an interactive session, and in a headless run are allowed only with `--yes`
-or `--allow TOOL`. A decision that needs the user and cannot get one is a denial.
+of secret-looking files ask, as above); tools that write or run commands ask the user in an interactive
+session, and in a headless run are allowed only with `--yes` or `--allow TOOL`. A decision that needs the
+user and cannot get one is a denial.
 
 Protected paths come first of all: Nova's own configuration, policy, instruction files, memory and
 `.nova/` folders are never written by a model tool, whatever the rules, `--yes` or `--allow` say, so the

@@ -12,8 +12,8 @@ Three things decide whether a path may be read, in this order:
 3. **Name.** A secret-looking path (`~/.ssh/*`, `.env`, `*.pem`, `id_rsa*`, credentials files; the list
    is `nova.secret_paths`) needs approval.
 
-Approval is what it is for any tool: an allow rule naming the path, the user's yes, `--allow TOOL` or
-`--yes`. Without one, a headless run is refused.
+Approval is what it is for any tool: an allow rule naming the path (or a bare `read_file` rule), the
+user's yes, `--allow TOOL` or `--yes`. Without one, a headless run is refused.
 
 A directory search cannot stop to ask about every file it meets, so it screens them (`FileScreen`):
 

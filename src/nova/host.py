@@ -288,7 +288,7 @@ class SessionHub:
                 store.close()
                 raise
             for notice in resumed.notices:
-                log.info("session %s: %s", session_id, notice)
+                log.warning("session %s: %s", session_id, notice)
             return resumed.session, resumed.history
 
         try:

@@ -30,7 +30,7 @@ def iter_jsonl(
     session: Session, *, strict: bool = False, on_bad: Callable[[BadLine], None] | None = None
 ) -> Iterator[bytes]:
     """The raw log, readable records only, each ending in a newline: a torn last line is not exported,
-    a damaged line is skipped and passed to `on_bad` (with `strict`, it raises)."""
+    a damaged line is skipped and passed to `on_bad` (with `strict`, either one raises)."""
     for _, line, _ in session.transcript.iter_lines(strict=strict, on_bad=on_bad):
         yield line
 

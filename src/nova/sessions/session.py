@@ -144,9 +144,11 @@ class Session:
         locked for this process first (`SessionLocked` when another one holds it).
 
         Damage is worked around and said (`notices`, `bad_lines`): a damaged line of the transcript is
-        skipped and left in place (with `strict`, refused); a missing or corrupt meta.json is rebuilt from
-        the transcript (the old one kept as `meta.json.corrupt-<time>`); a session the store does not
-        know is indexed again from its transcript. A readonly open changes no file: it rebuilds in
+        skipped and left in place; a missing or corrupt meta.json is rebuilt from the transcript (the old
+        one kept as `meta.json.corrupt-<time>`); a session the store does not know is indexed again from
+        its transcript (an unreadable store was moved aside as it opened). With `strict`, a damaged or
+        torn line, a damaged meta.json or an empty transcript whose meta counted messages is refused
+        instead; the store, a cache, is still rebuilt. A readonly open changes no file: it rebuilds in
         memory and reports. Unless `readonly`, a torn last line is then quarantined (see `recovered`)."""
         directory = session_dir(home, session_id)
         try:
@@ -179,6 +181,9 @@ class Session:
         directory = transcript.path.parent
         notices: list[str] = []
         meta, meta_damage = read_meta_or_damage(directory)
+        if meta is None and strict:
+            raise StorageError(f"{meta_damage}; refused (--strict: without it meta.json is rebuilt from the "
+                               "transcript)")
         scan = HistoryScan()
         tail = transcript.read_tail(observe=scan.add, messages_only=True, strict=strict)  # checks each record
         if meta is None:
@@ -198,6 +203,8 @@ class Session:
                 notices.append(f"{meta_damage}; rebuilt it from the transcript{kept} (cost total unknown)")
         if transcript.path.stat().st_size == 0:
             said = f"; meta.json counted {meta.message_count} message(s)" if meta.message_count else ""
+            if strict and meta.message_count:
+                raise StorageError(f"the transcript {transcript.path} is empty (0 bytes){said}; refused (--strict)")
             notices.append(f"the transcript {transcript.path} is empty (0 bytes): this session has no recorded "
                            f"messages and resumes with an empty history{said}")
         owns = store is None

@@ -11,9 +11,8 @@ record: it is read, and `recover()` gives it its newline.
 Damage elsewhere. A complete line that is not a record this Nova can read (garbage, a record of a newer
 schema version, one that fails validation) is skipped with a `BadLine` naming the file and its byte
 offset, and left where it is: the log is never rewritten to remove it, so nothing a reader could not
-make sense of is destroyed. Readers given `strict=True` raise instead, naming the offset. A torn last
-line is not refused even then: it is the prefix of a write that never finished, so no record anyone was
-told about is in it, and it is kept (set aside) all the same.
+make sense of is destroyed. Readers given `strict=True` raise instead, naming the offset, for a torn
+last line as well.
 
 Resume cost. `read_tail()` reads the file backwards in blocks and stops at the last `compact_boundary`,
 so resuming a long session costs what the records after the boundary cost, not what the file weighs.
@@ -199,6 +198,12 @@ class Transcript:
             torn, _ = _unterminated(f, end, size)
         return torn
 
+    def _refuse_torn(self, torn: TornTail) -> None:
+        raise StorageError(
+            f"{self.path} at byte {torn.offset}: incomplete last record ({torn.size} bytes); refused (--strict: "
+            "without it the incomplete line is set aside and the rest is read)"
+        )
+
     def read_tail(
         self, *, observe: Callable[[Message], None] | None = None, messages_only: bool = False, strict: bool = False
     ) -> TailRead:
@@ -218,6 +223,8 @@ class Transcript:
             size = f.seek(0, os.SEEK_END)
             end = _last_newline_end(f, size)
             torn, last = _unterminated(f, end, size)
+            if torn is not None and strict:
+                self._refuse_torn(torn)
             lines = _reverse_lines(f, end)
             for offset, line in chain(last, lines):
                 if not line or line.isspace():
@@ -259,8 +266,8 @@ class Transcript:
         self, *, strict: bool = False, on_bad: Callable[[BadLine], None] | None = None
     ) -> Iterator[Record]:
         """Every complete record from the start (export, audit, import). A torn last line is skipped
-        (`find_torn_tail()` says whether there is one); a damaged line is skipped and passed to `on_bad`,
-        or with `strict` raises, naming its offset."""
+        (`find_torn_tail()` says whether there is one); a damaged line is skipped and passed to `on_bad`.
+        With `strict` either one raises, naming its offset."""
         for _, _, record in self.iter_lines(strict=strict, on_bad=on_bad):
             yield record
 
@@ -275,6 +282,8 @@ class Transcript:
                 offset += len(line)
                 if not line.endswith(b"\n"):
                     if not _whole_object(line):
+                        if strict:
+                            self._refuse_torn(TornTail(offset=start, size=len(line)))
                         break
                     line += b"\n"
                 if not line.strip():
@@ -284,8 +293,8 @@ class Transcript:
                 except StorageError as exc:
                     if strict:
                         raise
-                    if on_bad is not None:
-                        on_bad(BadLine(offset=start, size=len(line), reason=str(exc)))
+                    if on_bad is not None:  # the size without the newline, as `read_tail` gives it
+                        on_bad(BadLine(offset=start, size=len(line) - 1, reason=str(exc)))
                     continue
                 yield start, line, record
 

@@ -141,3 +141,22 @@ def test_a_server_cannot_open_a_session_a_terminal_holds(nova_home: Path, tmp_pa
     session.close()
     directory = nova_home / "sessions" / session_id
     assert json.loads((directory / "meta.json").read_text())["message_count"] == _message_records(directory)
+
+
+def test_a_writer_killed_before_its_turn_end_leaves_no_undercount(nova_home: Path, tmp_path: Path) -> None:
+    session_id = _first_session(nova_home, tmp_path)
+    directory = nova_home / "sessions" / session_id
+    killed = ("import os, signal, sys\nfrom pathlib import Path\nfrom nova.messages import Message\n"
+              "from nova.sessions.session import Session\n"
+              "s = Session.open(Path(sys.argv[1]), sys.argv[2])\n"
+              "s.record_message(Message.user('appended, never flushed'))\n"
+              "s.record_message(Message.user('this one too'))\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    done = subprocess.run([sys.executable, "-c", killed, str(nova_home), session_id], env=_env(nova_home),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert json.loads((directory / "meta.json").read_text())["message_count"] < _message_records(directory)
+    after = _run(nova_home, tmp_path, "resume", session_id, "next", "--provider", "demo", "--json")
+    assert after.returncode == 0, after.stderr
+    assert "meta.json counted" in after.stderr
+    assert json.loads((directory / "meta.json").read_text())["message_count"] == _message_records(directory)

@@ -6,12 +6,14 @@
     session.add_cost(usage, cost_usd)                  # totals move here, exactly once per call
     session.flush()                                    # turn end: fsync the log, write meta.json
     ...
-    session = Session.open(home, session_id)           # quarantines a torn last line, if any
+    session = Session.open(home, session_id)           # locks it for this process; sets a torn last line aside
     history = session.load_history()                   # after the last boundary, repaired (SES-4, SES-5)
 
 The transcript is written first and is authoritative; the store is the queryable copy (compacted flags,
 snipped content). A crash between the two leaves the store one message short, which `append_messages`
-tolerates on the next write because it ignores ids it already has.
+tolerates on the next write because it ignores ids it already has. meta.json and the store's rows are
+rebuilt from the transcript when they are missing or damaged (`rebuild.py`), and a writable open holds
+`session.lock` (`lock.py`) until `close`, so two processes never write one session at once.
 """
 
 from __future__ import annotations
@@ -201,6 +203,18 @@ class Session:
                     kept = f", the old one kept as {set_aside(directory / META_NAME).name}"
                 write_meta(directory, meta)
                 notices.append(f"{meta_damage}; rebuilt it from the transcript{kept} (cost total unknown)")
+        elif not readonly and transcript.path.stat().st_size and _written_after(transcript.path, directory / META_NAME):
+            # The last writer appended records and never reached its turn-end flush (a crash): meta.json
+            # undercounts them. Counted again from the transcript, which costs one full read, only then.
+            from nova.sessions.rebuild import count_transcript
+
+            counted = count_transcript(transcript).messages
+            if counted != meta.message_count:
+                notices.append(f"meta.json counted {meta.message_count} message(s), the transcript holds "
+                               f"{counted} (the last run ended before saving its totals); corrected")
+                meta.message_count = counted
+                meta.updated_at = max(meta.updated_at, transcript.path.stat().st_mtime)
+                write_meta(directory, meta)
         if transcript.path.stat().st_size == 0:
             said = f"; meta.json counted {meta.message_count} message(s)" if meta.message_count else ""
             if strict and meta.message_count:
@@ -209,6 +223,18 @@ class Session:
                            f"messages and resumes with an empty history{said}")
         owns = store is None
         session = cls(home, meta, store or default_store(home), owns_store=owns, readonly=readonly)
+        try:
+            return session._settle_open(session_id, tail, scan.valid, notices, lock)
+        except BaseException:
+            if owns:
+                session.store.close()
+            raise
+
+    def _settle_open(self, session_id: str, tail: TailRead, valid: bool, notices: list[str],
+                     lock: SessionLock | None) -> Session:
+        """The part of `open` that uses the store and may change files: after every check."""
+        session = self
+        transcript = self.transcript
         session._lock = lock
         session.notices = notices
         session.bad_lines = list(tail.bad)
@@ -217,8 +243,8 @@ class Session:
             notices.insert(0, set_aside_note())
         # Kept so resume parses the tail once. Quarantining a torn line does not change it: `read_tail`
         # already stopped at the last complete record.
-        session._tail = (tail, scan.valid)
-        if readonly:
+        session._tail = (tail, valid)
+        if session.readonly:
             session.recovered = tail.torn  # reported, left in place
             return session
         if session.store.get_session(session_id) is None:
@@ -428,6 +454,14 @@ def list_sessions(home: Path) -> tuple[list[SessionMeta], list[str]]:
             problems.append(str(exc))
     metas.sort(key=lambda m: (m.updated_at, m.id), reverse=True)
     return metas, problems
+
+
+def _written_after(path: Path, than: Path) -> bool:
+    """Whether `path` was modified after `than` (a writer appends, then writes meta.json at turn end)."""
+    try:
+        return path.stat().st_mtime_ns > than.stat().st_mtime_ns
+    except OSError:
+        return False
 
 
 def _meta_from_transcript(directory: Path) -> SessionMeta:

@@ -554,6 +554,11 @@ class _QueuedWrites:
         self._store = store
         self._writes = writes
 
+    def describe_set_aside(self) -> str:
+        """The store's warning when it replaced an unreadable database on opening, else ""."""
+        describe = getattr(self._store, "describe_set_aside", None)
+        return describe() if callable(describe) else ""
+
     def save_session(self, record: SessionRecord) -> None:
         with self._writes:
             self._store.save_session(record)

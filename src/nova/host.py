@@ -288,7 +288,7 @@ class SessionHub:
                 store.close()
                 raise
             for notice in resumed.notices:
-                log.info("session %s: %s", session_id, notice)
+                log.warning("session %s: %s", session_id, notice)
             return resumed.session, resumed.history
 
         try:
@@ -553,6 +553,11 @@ class _QueuedWrites:
     def __init__(self, store: SessionStore, writes: threading.Lock) -> None:
         self._store = store
         self._writes = writes
+
+    def describe_set_aside(self) -> str:
+        """The store's warning when it replaced an unreadable database on opening, else ""."""
+        describe = getattr(self._store, "describe_set_aside", None)
+        return describe() if callable(describe) else ""
 
     def save_session(self, record: SessionRecord) -> None:
         with self._writes:

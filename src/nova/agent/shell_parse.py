@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,10 +273,17 @@ _WRAPPERS: dict[str, Callable[[list[str]], tuple[int, str | None]]] = {
     "time": _simple_peeler("fo", ("--format", "--output")),
     "builtin": _simple_peeler(""),
     "coproc": _simple_peeler(""),
+    "!": lambda argv: (1, None),  # `! ! cmd`: the grammar takes the second `!` for a command name
     "sudo": _peel_sudo,
     "doas": _simple_peeler("uC"),
     "xargs": _peel_xargs,
 }
+
+# The grammar does not know every place a keyword may stand (`! if ...; fi`, `time { ...; }`) and then
+# reads it as a command's name. The shell would not: peel it to show the command behind, and flag it.
+for _keyword in ("if", "then", "elif", "else", "fi", "do", "done", "while", "until", "for", "select", "case",
+                 "esac", "{", "}", "function", "in", "[[", "]]"):
+    _WRAPPERS[_keyword] = lambda argv: (1, f"the parser read the shell keyword `{argv[0]}` as a command")
 
 _GIT_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
                              "--super-prefix", "--attr-source", "--list-cmds"})
@@ -363,6 +370,8 @@ def _written_by(argv: list[str]) -> list[str]:
     return []
 
 
+_CONTINUATION_RE = re.compile(rb"(?:\\\n)+")
+_HOME_RE = re.compile(r"^\$(?:HOME\b|\{HOME\})")
 _WRITE_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", ">&", "<>"})
 
 
@@ -372,16 +381,24 @@ class _Walker:
     commands: list[ShellCommand] = field(default_factory=list)
     writes: list[ShellWrite] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)
+    _trailing: dict[int, tuple[Sequence[Any], Sequence[str]]] = field(default_factory=dict)
+    _sources: list[bytes] = field(default_factory=list)
+    """Words and redirections the grammar put after a command's redirections, keyed by the command node."""
 
     def parse(self, line: str, *, depth: int) -> None:
         if depth > _MAX_SHELL_DEPTH:
             self._unresolved(line, "shells nested too deeply to check")
             return
-        tree = _parser().parse(line.encode("utf-8", "surrogateescape"))
+        source = line.encode("utf-8", "surrogateescape")
+        tree = _parser().parse(source)
         if tree.root_node.has_error:
             self._unresolved(line, "the shell parser cannot read this line")
             return
-        self._walk(tree.root_node, shell_depth=depth, node_depth=0)
+        self._sources.append(source)
+        try:
+            self._walk(tree.root_node, shell_depth=depth, node_depth=0)
+        finally:
+            self._sources.pop()
 
     def _unresolved(self, text: str, why: str) -> None:
         whole = " ".join(text.split())
@@ -395,6 +412,9 @@ class _Walker:
         if kind == "command":
             self._command(node, shell_depth=shell_depth, node_depth=node_depth)
             return
+        if kind == "redirected_statement":
+            self._redirected(node, shell_depth=shell_depth, node_depth=node_depth)
+            return
         if kind == "declaration_command" or kind == "unset_command":
             words = [node.children[0].type] + [_word(c).value for c in node.children[1:] if c.is_named]
             text = " ".join(words)
@@ -407,23 +427,90 @@ class _Walker:
     def _redirect(self, node: Any) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
         destination = node.child_by_field_name("destination")
-        if operator not in _WRITE_REDIRECTS or destination is None or destination.type == "number":
+        if (operator not in _WRITE_REDIRECTS or destination is None
+                or destination.type in ("number", "process_substitution")):
             return
-        word = _word(destination)
-        if word.value != "-":
-            self.writes.append(ShellWrite(word.value, f"`{operator}` redirection"))
+        self._write(_word(destination).value, f"`{operator}` redirection")
+
+    def _write(self, path: str, via: str) -> None:
+        # `$HOME` and `${HOME}` are read as `~`; other expansions cannot be followed here.
+        path = _HOME_RE.sub("~", path.replace('"', "") if "$" in path else path)
+        if path != "-" and "$" not in path and "`" not in path:
+            self.writes.append(ShellWrite(path, via))
+
+    def _redirected(self, node: Any, *, shell_depth: int, node_depth: int) -> None:
+        """A statement with redirections after it. The grammar files words that follow a redirection
+        (`git >/dev/null push`, `cat <<EOF x`) under the redirection, but the shell passes them to the
+        command as arguments: hand them back to it."""
+        body = node.child_by_field_name("body")
+        redirects = node.children_by_field_name("redirect")
+        extra: list[Any] = []
+        shown: list[bytes] = []
+        for redirect in redirects:
+            if redirect.type == "file_redirect":
+                destinations = redirect.children_by_field_name("destination")
+                extra.extend(destinations[1:])
+                end = destinations[0].end_byte if destinations else redirect.end_byte
+                shown.append(node.text[redirect.start_byte - node.start_byte:end - node.start_byte])
+            elif redirect.type == "heredoc_redirect":
+                extra.extend(redirect.children_by_field_name("argument"))
+                start = next((c for c in redirect.children if c.type == "heredoc_start"), redirect.children[0])
+                shown.append(node.text[redirect.start_byte - node.start_byte:start.end_byte - node.start_byte])
+            else:
+                shown.append(redirect.text)
+        # After a pipeline the redirections belong to its last command.
+        target = body
+        while target is not None and target.type == "pipeline" and target.named_children:
+            target = target.named_children[-1]
+        if target is not None and target.type == "command":
+            self._trailing[target.id] = (extra, [" ".join(t.decode("utf-8", "surrogateescape").split())
+                                                 for t in shown])
+        elif extra:
+            self._unresolved(node.text.decode("utf-8", "surrogateescape"), "words after a redirection")
+        if body is not None:
+            self._walk(body, shell_depth=shell_depth, node_depth=node_depth + 1)
+        for redirect in redirects:
+            self._walk(redirect, shell_depth=shell_depth, node_depth=node_depth + 1)
+
+    def _join_continued(self, nodes: list[Any]) -> tuple[list[_Word], bool]:
+        """The words of a command, and whether the grammar read them in a way the shell would not.
+
+        The grammar splits a word at a backslash-newline (`git pu\\<newline>sh`) where the shell joins
+        the halves (`git push`): words with only that between them are one. A bare newline between two
+        words or inside an unquoted one ends a command in the shell; the grammar sometimes keeps going
+        (`ls<newline>\\git push` as one command), so such a reading is flagged."""
+        source = self._sources[-1]
+        words: list[_Word] = []
+        misread = False
+        previous_end = -1
+        for node in sorted(nodes, key=lambda n: n.start_byte):
+            word = _word(node)
+            gap = source[previous_end:node.start_byte] if words else b""
+            if words and _CONTINUATION_RE.fullmatch(gap):
+                last = words[-1]
+                words[-1] = _Word(last.value + word.value, last.static and word.static, last.pattern or word.pattern)
+            else:
+                words.append(word)
+            if b"\n" in _CONTINUATION_RE.sub(b"", gap) or (node.type == "word" and "\n" in _ESCAPE_RE.sub(
+                    "", node.text.decode("utf-8", "surrogateescape"))):
+                misread = True
+            previous_end = node.end_byte
+        return words, misread
 
     def _command(self, node: Any, *, shell_depth: int, node_depth: int) -> None:
+        extra_words, extra_redirects = self._trailing.pop(node.id, ((), ()))
         assignments: list[str] = []
         redirects: list[str] = []
-        words: list[_Word] = []
+        word_nodes: list[Any] = []
         for child in node.children:
             if child.type == "variable_assignment":
                 assignments.append(child.text.decode("utf-8", "surrogateescape"))
             elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 redirects.append(" ".join(child.text.decode("utf-8", "surrogateescape").split()))
             elif child.is_named and child.type != "comment":
-                words.append(_word(child.named_children[0] if child.type == "command_name" else child))
+                word_nodes.append(child.named_children[0] if child.type == "command_name" else child)
+        words, misread = self._join_continued([*word_nodes, *extra_words])
+        redirects.extend(extra_redirects)
         # Substitutions inside the words, assignments and redirections run first; walk them all.
         for child in node.children:
             self._walk(child, shell_depth=shell_depth, node_depth=node_depth + 1)
@@ -431,6 +518,10 @@ class _Walker:
             return
         argv = [w.value for w in words]
         exact = " ".join([*assignments, *argv, *redirects])
+        if misread:
+            self.commands.append(ShellCommand(exact=exact, text=exact, forms=(exact, *(w.value for w in words)),
+                                              unresolved="the shell may split this command differently"))
+            return
         head = words[0]
         if not head.static or (head.pattern and head.value not in ("[", "[[")):
             self.commands.append(ShellCommand(exact=exact, text=exact, forms=(exact,),
@@ -460,6 +551,10 @@ class _Walker:
             unresolved = unresolved or why
             if start >= len(argv):
                 break
+            # Assignments after a keyword (`! A=1 cmd`, `time A=1 cmd`) are still assignments; after other
+            # wrappers they would be the command's name, so dropping them only ever shows more.
+            while start < len(argv) - 1 and _ASSIGNMENT_RE.match(argv[start]):
+                start += 1
             notes.append(f"wrapper `{' '.join(argv[:start])}` peeled")
             argv = argv[start:]
             offset += start
@@ -480,7 +575,7 @@ class _Walker:
             targets = [w for w in argv[1:] if not w.startswith("-")]
             self.dirs.append(targets[0] if targets else "~")
         for path in _written_by(argv):
-            self.writes.append(ShellWrite(path, f"`{name}`"))
+            self._write(path, f"`{name}`")
         self.commands.append(ShellCommand(exact=exact, text=" ".join(argv), forms=tuple(dict.fromkeys(forms)),
                                           unresolved=unresolved, notes=tuple(notes)))
 

@@ -5,7 +5,7 @@ The CLI, the server and the TUI all build their agent here so they behave the sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +38,7 @@ from nova.providers.base import Provider
 from nova.settings import Settings
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
-__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]
+__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent", "build_policy"]
 
 # The stable system contract (CCH-3): nothing project-specific, nothing that changes between turns,
 # so it stays inside the cached prefix for the life of the session.
@@ -95,16 +95,7 @@ def build_agent(
     compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
                               guard=guard)
     tools = compiler.tools(default_registry())
-    policy = PermissionPolicy(
-        settings.permissions,
-        interactive=options.interactive,
-        allowed_tools=options.allowed_tools,
-        yes=options.yes,
-        ask=options.ask,
-        cwd=options.cwd,
-        dynamic_deny=compiler.deny_rules,
-        protected=protected_paths(settings, options.cwd, sources),
-    )
+    policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules)
     system = sources.system
 
     # Spill, snip, compaction and overflow recovery, measuring the compiled view (TOK-3).
@@ -150,6 +141,23 @@ def build_agent(
         cache=cache,
         extensions=extensions,
         ledger=ledger,
+    )
+
+
+def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextSources | None = None,
+                 dynamic_deny: Callable[[], Iterable[str]] | None = None) -> PermissionPolicy:
+    """The permission policy a session in `options.cwd` runs under (`nova permissions check` shows it)."""
+    if sources is None:
+        sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT)
+    return PermissionPolicy(
+        settings.permissions,
+        interactive=options.interactive,
+        allowed_tools=options.allowed_tools,
+        yes=options.yes,
+        ask=options.ask,
+        cwd=options.cwd,
+        dynamic_deny=dynamic_deny,
+        protected=protected_paths(settings, options.cwd, sources),
     )
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from nova.agent.shell_parse import ShellLine, parse_command_line
+from nova.agent.shell_parse import ShellCommand, ShellLine, parse_command_line
 from nova.agent.tools.base import Tool, ToolContext, ToolOutput
 from nova.errors import ConfigError, ToolError
 from nova.settings import PermissionsConfig
@@ -359,6 +359,22 @@ class PermissionPolicy:
                 if why is not None:
                     return f"it writes {write.path} ({write.via}): {why}"
         return None
+
+    def explain_command(self, command: ShellCommand) -> str:
+        """What the rules make of one command of a bash line, for `nova permissions check`."""
+        units = [_Unit(strict=() if command.unresolved else (command.exact,), loose=command.forms)]
+        task_rules = (tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
+                      if self._dynamic_deny is not None else ())
+        denied = self._match_any((*self._deny, *task_rules), "bash", units)
+        if denied is not None:
+            return f"denied by `{denied}`"
+        if command.unresolved:
+            return f"cannot be checked before it runs: {command.unresolved}"
+        allowed = next((r for r in self._allow if _rule_matches(r, "bash", (command.exact,))), None)
+        if allowed is not None:
+            return f"allowed by `{allowed}`"
+        asked = self._match_any(self._ask, "bash", units)
+        return f"ask rule `{asked}` matches" if asked is not None else "no rule allows it"
 
     # -- helpers ----------------------------------------------------------------------------------
     @staticmethod

@@ -274,7 +274,9 @@ def test_parsed_commands_examples() -> None:
     assert commands('echo "$(id)"') == ["id", 'echo "$(id)"']
 
 
-_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_./", min_size=1, max_size=8)
+_KEYWORDS = {"if", "then", "elif", "else", "fi", "do", "done", "while", "until", "for", "case", "esac", "select",
+             "function", "in", "time", "coproc"}
+_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_./", min_size=1, max_size=8).filter(lambda w: w not in _KEYWORDS)
 _simple = st.lists(_word, min_size=1, max_size=4).map(" ".join)
 
 

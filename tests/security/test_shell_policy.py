@@ -101,6 +101,10 @@ PUSHES = [
     "sudo -u root git push",
     "exec -a x git push",
     "xargs git push < /dev/null",
+    "echo push | xargs git",
+    "echo origin | xargs -n1 git push",
+    "find . -maxdepth 0 -exec git push \\;",
+    "find . -maxdepth 0 -execdir timeout 5 git push {} +",
     "env -i PATH=/usr/bin /usr/bin/git -C . push",
     "X=1 timeout 5 nice -n 1 git --no-pager push",
     "f() { git push; }; f",
@@ -130,11 +134,12 @@ UNRESOLVABLE = [
     ". ./push.sh",
     "echo 'git push' | bash",
     "sh push.sh",
-    "echo push | xargs git",
     "env -S 'git push'",
     "sudo -s 'git push'",
     "{g,}it push",
     "gi* push",
+    "git -c alias.p=push p",
+    "echo x | xargs -I{} git {}",
     "git push (",  # does not parse
 ]
 
@@ -189,7 +194,8 @@ def test_allowed_commands_stay_allowed(command: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["echo 'git push'", "git pushd", "git log --oneline", "git status && make",
-                                     "grep -r 'git push' docs", "cat <<'EOF'\ngit push\nEOF"])
+                                     "grep -r 'git push' docs", "cat <<'EOF'\ngit push\nEOF",
+                                     "find . -name '*.py' | xargs grep -l foo", "find . -exec grep -H foo {} +"])
 def test_a_deny_rule_leaves_lookalikes_alone(command: str, tmp_path: Path) -> None:
     p = policy(tmp_path, deny=("bash(git push *)", "bash(git push)"), allowed_tools=frozenset({"bash"}))
     assert p.check(BASH, {"command": command}).allowed, command

@@ -45,7 +45,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from nova.agent.shell_parse import ShellCommand, ShellLine, parse_command_line
+from nova.agent.shell_parse import ShellCommand, ShellLine, could_match_longer, parse_command_line
 from nova.agent.tools.base import Tool, ToolContext, ToolOutput
 from nova.errors import ConfigError, ToolError
 from nova.settings import PermissionsConfig
@@ -101,12 +101,15 @@ class _Unit:
     """Forms an allow rule must match: the canonical ones, that cannot be dressed up."""
     loose: tuple[str, ...]
     """Forms a deny or ask rule may match: every spelling, so a rule is hard to sidestep."""
+    open_ended: bool = False
+    """More words follow at run time (`xargs git`): a deny or ask rule matches what it could match then."""
 
 
 def _bash_units(line: ShellLine, command: str) -> list[_Unit]:
     """One unit per command the line runs (an unresolved one has no strict form: no rule may allow it),
     plus the whole line for deny and ask rules written against it (`bash(*--force*)`)."""
-    units = [_Unit(strict=() if c.unresolved else (c.exact,), loose=c.forms) for c in line.commands]
+    units = [_Unit(strict=() if c.unresolved else (c.exact,), loose=c.forms, open_ended=c.more_args)
+             for c in line.commands]
     units.append(_Unit(strict=(), loose=(" ".join(command.split()),)))
     return units
 
@@ -362,7 +365,8 @@ class PermissionPolicy:
 
     def explain_command(self, command: ShellCommand) -> str:
         """What the rules make of one command of a bash line, for `nova permissions check`."""
-        units = [_Unit(strict=() if command.unresolved else (command.exact,), loose=command.forms)]
+        units = [_Unit(strict=() if command.unresolved else (command.exact,), loose=command.forms,
+                       open_ended=command.more_args)]
         task_rules = (tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
                       if self._dynamic_deny is not None else ())
         denied = self._match_any((*self._deny, *task_rules), "bash", units)
@@ -380,7 +384,12 @@ class PermissionPolicy:
     @staticmethod
     def _match_any(rules: tuple[Rule, ...], name: str, units: list[_Unit]) -> Rule | None:
         forms = [f for u in units for f in u.loose]
-        return next((r for r in rules if _rule_matches(r, name, forms)), None)
+        found = next((r for r in rules if _rule_matches(r, name, forms)), None)
+        if found is None:
+            open_forms = [f + " " for u in units if u.open_ended for f in u.loose]
+            found = next((r for r in rules if r.pattern is not None and fnmatch.fnmatchcase(name, r.tool)
+                          and any(could_match_longer(r.pattern, f) for f in open_forms)), None)
+        return found
 
     def _match_all(self, name: str, units: list[_Unit]) -> str | None:
         """The allow rule(s) covering the call: a bare `TOOL` rule, or pattern rules that together

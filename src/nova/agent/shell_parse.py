@@ -27,6 +27,7 @@ directories `cd`/`pushd` may have moved to, so protected paths can be checked.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import re
@@ -34,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ShellCommand", "ShellLine", "ShellWrite", "parse_command_line"]
+__all__ = ["ShellCommand", "ShellLine", "ShellWrite", "could_match_longer", "parse_command_line"]
 
 _MAX_SHELL_DEPTH = 4
 """`bash -c` inside `bash -c` ... deeper than this is adversarial: the command is unresolved."""
@@ -57,6 +58,9 @@ class ShellCommand:
     """Why what this runs cannot be known before it runs, or None."""
     notes: tuple[str, ...] = ()
     """How `exact` became `text`, for explanations."""
+    more_args: bool = False
+    """True when words are added at run time (`xargs git`, `find -exec git {} +`): a deny or ask rule
+    applies if it could match the command with more words after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +248,9 @@ def _peel_xargs(argv: list[str]) -> tuple[int, str | None]:
     i = _options(argv, 1, with_value=frozenset("IiLlnPdEsae"),
                  long_with_value=frozenset({"--replace", "--max-lines", "--max-args", "--max-procs", "--delimiter",
                                             "--eof", "--max-chars", "--arg-file", "--process-slot-var"}))
-    return i, "xargs adds arguments it reads at run time"
+    if any(w.startswith(("-I", "-i", "--replace")) for w in argv[1:i]):
+        return i, "xargs -I builds the command from its input"
+    return i, None
 
 
 def _simple_peeler(with_value: str, long_with_value: tuple[str, ...] = (), *, digits: bool = False,
@@ -529,7 +535,8 @@ class _Walker:
             return
         self._resolve(argv, words, exact=exact, shell_depth=shell_depth)
 
-    def _resolve(self, argv: list[str], words: list[_Word], *, exact: str, shell_depth: int) -> None:
+    def _resolve(self, argv: list[str], words: list[_Word], *, exact: str, shell_depth: int,
+                 more_args: bool = False) -> None:
         forms = [exact]
         notes: list[str] = []
         unresolved: str | None = None
@@ -547,6 +554,7 @@ class _Walker:
             peel = _WRAPPERS.get(name)
             if peel is None:
                 break
+            more_args = more_args or name == "xargs"
             start, why = peel(argv)
             unresolved = unresolved or why
             if start >= len(argv):
@@ -564,6 +572,8 @@ class _Walker:
         name = argv[0]
         if name == "git":
             at = _git_subcommand_at(argv)
+            if any(w.startswith(("-calias.", "--config-env=alias.", "alias.")) for w in argv[1:at]):
+                unresolved = unresolved or "a git alias defined on the command line"
             if at > 1:
                 notes.append(f"git global options `{' '.join(argv[1:at])}` skipped")
                 argv = ["git", *argv[at:]]
@@ -574,10 +584,25 @@ class _Walker:
         if name in ("cd", "pushd"):
             targets = [w for w in argv[1:] if not w.startswith("-")]
             self.dirs.append(targets[0] if targets else "~")
+        if name == "find":
+            self._find_exec(argv, words[offset:], shell_depth=shell_depth)
         for path in _written_by(argv):
             self._write(path, f"`{name}`")
         self.commands.append(ShellCommand(exact=exact, text=" ".join(argv), forms=tuple(dict.fromkeys(forms)),
-                                          unresolved=unresolved, notes=tuple(notes)))
+                                          unresolved=unresolved, notes=tuple(notes), more_args=more_args))
+
+    def _find_exec(self, argv: list[str], words: list[_Word], *, shell_depth: int) -> None:
+        """`find ... -exec CMD ARGS ;` (and `-execdir`, `-ok`, `-okdir`, `+`) runs CMD for each file."""
+        i = 1
+        while i < len(argv):
+            if argv[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = next((j for j in range(i + 1, len(argv)) if argv[j] in (";", "+")), len(argv))
+                if end > i + 1:
+                    inner = argv[i + 1:end]
+                    self._resolve(inner, words[i + 1:end], exact=" ".join(inner), shell_depth=shell_depth,
+                                  more_args=True)
+                i = end
+            i += 1
 
     def _shell(self, argv: list[str], words: list[_Word], *, shell_depth: int) -> str | None:
         """`bash -c 'STRING'` is parsed as the commands it runs; any other shell invocation runs a script
@@ -601,3 +626,63 @@ class _Walker:
             break
         return f"{argv[0]} runs a script or its input, which cannot be checked before it runs"
 
+
+
+# -- patterns over commands that grow at run time ---------------------------------------------------------
+def _pattern_tokens(pattern: str) -> list[tuple[str, Any]]:
+    """An fnmatch pattern as tokens: ("*", None), ("?", None), ("set", compiled class), ("char", c)."""
+    tokens: list[tuple[str, Any]] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            if not tokens or tokens[-1][0] != "*":
+                tokens.append(("*", None))
+        elif c == "?":
+            tokens.append(("?", None))
+        elif c == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            close = pattern.find("]", j)
+            if close == -1:
+                tokens.append(("char", c))
+            else:
+                tokens.append(("set", re.compile(fnmatch.translate(pattern[i:close + 1]))))
+                i = close
+        else:
+            tokens.append(("char", c))
+        i += 1
+    return tokens
+
+
+def could_match_longer(pattern: str, prefix: str) -> bool:
+    """Whether some string starting with `prefix` matches the fnmatch `pattern` (case-sensitive): would a
+    rule match this command once more words are added to it?"""
+    tokens = _pattern_tokens(pattern)
+
+    def closure(states: set[int]) -> set[int]:
+        out = set(states)
+        for state in sorted(states):
+            while state < len(tokens) and tokens[state][0] == "*":
+                state += 1
+                out.add(state)
+        return out
+
+    states = closure({0})
+    for ch in prefix:
+        following: set[int] = set()
+        for state in states:
+            if state == len(tokens):
+                continue
+            kind, value = tokens[state]
+            if kind == "*":
+                following.add(state)
+            elif kind == "?" or (kind == "char" and value == ch) or (kind == "set" and value.match(ch)):
+                following.add(state + 1)
+        states = closure(following)
+        if not states:
+            return False
+    return True

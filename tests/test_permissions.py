@@ -286,9 +286,15 @@ def test_parse_recovers_every_joined_command(parts: list[str], sep: str) -> None
     assert [c.exact for c in parsed.commands] == parts
 
 
-@given(st.text(max_size=200))
+@given(st.text(st.characters(exclude_categories=()), max_size=200))  # lone surrogates included
 def test_parse_never_raises(command: str) -> None:
     parse_command_line(command)
+
+
+def test_a_lone_surrogate_neither_crashes_nor_hides_a_command(tmp_path: Path) -> None:
+    p = policy(tmp_path, allow=("bash(echo*)",))
+    assert not p.check(tool("bash"), bash("echo \ud800\udfff; touch X")).allowed
+    assert [c.text for c in parse_command_line("echo \ud800; touch X").commands][-1] == "touch X"
 
 
 # -- path patterns ------------------------------------------------------------------------------------

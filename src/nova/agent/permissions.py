@@ -28,8 +28,8 @@ the next session). For `bash` that covers the writes the parser can see: redirec
 `mv`, `rm`, `sed -i`, ... .
 
 Pattern rules on `bash` are a guard rail against the model's usual habits, not a sandbox: a program
-can still write or run what its arguments do not show (`python script.py`). The model cannot change the policy: it is
-immutable, and no tool receives it.
+can still write or run what its arguments do not show (`python script.py`). The model cannot change
+the policy: it is immutable, and no tool receives it.
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ class PermissionPolicy:
             why = self._protected_reason(name, input, line, where)
             if why is not None:
                 return Verdict("deny", f"{summary!r} is refused: {why}, and no tool may change it "
-                                       "(edit it yourself outside Nova if it must change).", "protected")
+                               "(edit it yourself outside Nova if it must change).", "protected")
         units = _bash_units(line, command) if line is not None and command else _units_for(name, input, where)
 
         denied = self._match_any(self._deny, name, units)

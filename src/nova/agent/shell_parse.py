@@ -101,6 +101,15 @@ def parse_command_line(line: str) -> ShellLine:
 
 
 # -- words -------------------------------------------------------------------------------------------
+def _decode(data: bytes) -> str:
+    """Source bytes back to text. The line was encoded with lone surrogates passed through (they may be
+    in a model's tool input), so they come back as they were."""
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:  # a node boundary inside a character: never expected, never fatal
+        return data.decode("utf-8", "replace")
+
+
 @dataclass(frozen=True, slots=True)
 class _Word:
     value: str
@@ -157,7 +166,7 @@ def _ansi_c(body: str) -> str:
 
 def _word(node: Any) -> _Word:
     kind = node.type
-    text = node.text.decode("utf-8", "surrogateescape")
+    text = _decode(node.text)
     if kind == "word" or kind == "number":
         value, pattern = _unescape_unquoted(text)
         return _Word(value, True, pattern)
@@ -171,8 +180,8 @@ def _word(node: Any) -> _Word:
         body = text[1:] if text.startswith("$") else text
         return _Word(_DQ_ESCAPE_RE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), body[1:-1]), True)
     if kind == "concatenation":
-        parts = [_word(child) if child.is_named else _Word(*_unescape_unquoted(child.text.decode("utf-8",
-                 "surrogateescape"))) for child in node.children]
+        parts = [_word(child) if child.is_named else _Word(*_unescape_unquoted(_decode(child.text)))
+                 for child in node.children]
         if all(p.static for p in parts):
             return _Word("".join(p.value for p in parts), True, any(p.pattern for p in parts))
         return _Word(text, False)
@@ -395,7 +404,7 @@ class _Walker:
         if depth > _MAX_SHELL_DEPTH:
             self._unresolved(line, "shells nested too deeply to check")
             return
-        source = line.encode("utf-8", "surrogateescape")
+        source = line.encode("utf-8", "surrogatepass")
         tree = _parser().parse(source)
         if tree.root_node.has_error:
             self._unresolved(line, "the shell parser cannot read this line")
@@ -412,7 +421,7 @@ class _Walker:
 
     def _walk(self, node: Any, *, shell_depth: int, node_depth: int) -> None:
         if node_depth > _MAX_NODE_DEPTH:
-            self._unresolved(node.text.decode("utf-8", "surrogateescape"), "nested too deeply to check")
+            self._unresolved(_decode(node.text), "nested too deeply to check")
             return
         kind = node.type
         if kind == "command":
@@ -469,10 +478,9 @@ class _Walker:
         while target is not None and target.type == "pipeline" and target.named_children:
             target = target.named_children[-1]
         if target is not None and target.type == "command":
-            self._trailing[target.id] = (extra, [" ".join(t.decode("utf-8", "surrogateescape").split())
-                                                 for t in shown])
+            self._trailing[target.id] = (extra, [" ".join(_decode(t).split()) for t in shown])
         elif extra:
-            self._unresolved(node.text.decode("utf-8", "surrogateescape"), "words after a redirection")
+            self._unresolved(_decode(node.text), "words after a redirection")
         if body is not None:
             self._walk(body, shell_depth=shell_depth, node_depth=node_depth + 1)
         for redirect in redirects:
@@ -498,7 +506,7 @@ class _Walker:
             else:
                 words.append(word)
             if b"\n" in _CONTINUATION_RE.sub(b"", gap) or (node.type == "word" and "\n" in _ESCAPE_RE.sub(
-                    "", node.text.decode("utf-8", "surrogateescape"))):
+                    "", _decode(node.text))):
                 misread = True
             previous_end = node.end_byte
         return words, misread
@@ -510,9 +518,9 @@ class _Walker:
         word_nodes: list[Any] = []
         for child in node.children:
             if child.type == "variable_assignment":
-                assignments.append(child.text.decode("utf-8", "surrogateescape"))
+                assignments.append(_decode(child.text))
             elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                redirects.append(" ".join(child.text.decode("utf-8", "surrogateescape").split()))
+                redirects.append(" ".join(_decode(child.text).split()))
             elif child.is_named and child.type != "comment":
                 word_nodes.append(child.named_children[0] if child.type == "command_name" else child)
         words, misread = self._join_continued([*word_nodes, *extra_words])

@@ -96,7 +96,11 @@ def _parser() -> Any:
 def parse_command_line(line: str) -> ShellLine:
     """The commands `line` would run, normalized, with the writes the parser can see. Never raises."""
     walker = _Walker()
-    walker.parse(line, depth=0)
+    try:
+        walker.parse(line, depth=0)
+    except RecursionError:  # depth limits hold per shell level; nesting on every level could still get here
+        whole = " ".join(line.split())
+        return ShellLine((ShellCommand(exact=whole, text=whole, forms=(whole,), unresolved="nested too deeply to check"),))
     return ShellLine(tuple(walker.commands), tuple(walker.writes), tuple(dict.fromkeys(walker.dirs)))
 
 
@@ -397,8 +401,9 @@ class _Walker:
     writes: list[ShellWrite] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)
     _trailing: dict[int, tuple[Sequence[Any], Sequence[str]]] = field(default_factory=dict)
-    _sources: list[bytes] = field(default_factory=list)
     """Words and redirections the grammar put after a command's redirections, keyed by the command node."""
+    _sources: list[bytes] = field(default_factory=list)
+    """The source of each line being walked (`bash -c` strings nest), innermost last."""
 
     def parse(self, line: str, *, depth: int) -> None:
         if depth > _MAX_SHELL_DEPTH:

@@ -102,6 +102,10 @@ PUSHES = [
     "exec -a x git push",
     "xargs git push < /dev/null",
     "echo push | xargs git",
+    "x=push; git $x",
+    "git ${X:-push} origin",
+    "git \"$(echo push)\"",
+    "set -- push; git \"$@\"",
     "echo origin | xargs -n1 git push",
     "find . -maxdepth 0 -exec git push \\;",
     "find . -maxdepth 0 -execdir timeout 5 git push {} +",
@@ -195,7 +199,8 @@ def test_allowed_commands_stay_allowed(command: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["echo 'git push'", "git pushd", "git log --oneline", "git status && make",
                                      "grep -r 'git push' docs", "cat <<'EOF'\ngit push\nEOF",
-                                     "find . -name '*.py' | xargs grep -l foo", "find . -exec grep -H foo {} +"])
+                                     "find . -name '*.py' | xargs grep -l foo", "find . -exec grep -H foo {} +",
+                                     "git log $REV", "echo \"$HOME\" | git status"])
 def test_a_deny_rule_leaves_lookalikes_alone(command: str, tmp_path: Path) -> None:
     p = policy(tmp_path, deny=("bash(git push *)", "bash(git push)"), allowed_tools=frozenset({"bash"}))
     assert p.check(BASH, {"command": command}).allowed, command

@@ -101,14 +101,15 @@ class _Unit:
     """Forms an allow rule must match: the canonical ones, that cannot be dressed up."""
     loose: tuple[str, ...]
     """Forms a deny or ask rule may match: every spelling, so a rule is hard to sidestep."""
-    open_ended: bool = False
-    """More words follow at run time (`xargs git`): a deny or ask rule matches what it could match then."""
+    open_prefixes: tuple[str, ...] = ()
+    """Beginnings whose rest is known only at run time (`git $x`, `xargs git`): a deny or ask rule
+    matches if it could match something that starts so."""
 
 
 def _bash_units(line: ShellLine, command: str) -> list[_Unit]:
     """One unit per command the line runs (an unresolved one has no strict form: no rule may allow it),
     plus the whole line for deny and ask rules written against it (`bash(*--force*)`)."""
-    units = [_Unit(strict=() if c.unresolved else (c.exact,), loose=c.forms, open_ended=c.more_args)
+    units = [_Unit(strict=() if c.unresolved else (c.exact,), loose=c.forms, open_prefixes=c.open_prefixes)
              for c in line.commands]
     units.append(_Unit(strict=(), loose=(" ".join(command.split()),)))
     return units
@@ -366,7 +367,7 @@ class PermissionPolicy:
     def explain_command(self, command: ShellCommand) -> str:
         """What the rules make of one command of a bash line, for `nova permissions check`."""
         units = [_Unit(strict=() if command.unresolved else (command.exact,), loose=command.forms,
-                       open_ended=command.more_args)]
+                       open_prefixes=command.open_prefixes)]
         task_rules = (tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
                       if self._dynamic_deny is not None else ())
         denied = self._match_any((*self._deny, *task_rules), "bash", units)
@@ -386,9 +387,9 @@ class PermissionPolicy:
         forms = [f for u in units for f in u.loose]
         found = next((r for r in rules if _rule_matches(r, name, forms)), None)
         if found is None:
-            open_forms = [f + " " for u in units if u.open_ended for f in u.loose]
+            prefixes = [p for u in units for p in u.open_prefixes]
             found = next((r for r in rules if r.pattern is not None and fnmatch.fnmatchcase(name, r.tool)
-                          and any(could_match_longer(r.pattern, f) for f in open_forms)), None)
+                          and any(could_match_longer(r.pattern, p) for p in prefixes)), None)
         return found
 
     def _match_all(self, name: str, units: list[_Unit]) -> str | None:

@@ -58,9 +58,10 @@ class ShellCommand:
     """Why what this runs cannot be known before it runs, or None."""
     notes: tuple[str, ...] = ()
     """How `exact` became `text`, for explanations."""
-    more_args: bool = False
-    """True when words are added at run time (`xargs git`, `find -exec git {} +`): a deny or ask rule
-    applies if it could match the command with more words after it."""
+    open_prefixes: tuple[str, ...] = ()
+    """Beginnings of the command whose rest is only known at run time: up to a word with an expansion
+    (`git $x`), or all of it when words are added (`xargs git`, `find -exec git {} +`). A deny or ask rule
+    applies if it could match some command that starts so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,6 +555,14 @@ class _Walker:
         notes: list[str] = []
         unresolved: str | None = None
         offset = 0  # argv is always the tail of the command's words from here
+        static = [w.static for w in words]  # beside argv, through every change made to it
+        prefixes: list[str] = []
+
+        def add_form() -> None:
+            forms.append(" ".join(argv))
+            dynamic = next((i for i, known in enumerate(static) if not known), None)
+            if dynamic is not None and dynamic > 0:
+                prefixes.append(" ".join(argv[:dynamic]) + " ")
         for _ in range(16):  # `nice nice nice ...`: each pass peels one wrapper
             head = words[offset]
             if not head.static or (head.pattern and head.value not in ("[", "[[")):
@@ -563,7 +572,7 @@ class _Walker:
                 argv = [os.path.basename(name.rstrip("/")) or name, *argv[1:]]
                 notes.append(f"{name} is the command {argv[0]}")
                 name = argv[0]
-            forms.append(" ".join(argv))
+            add_form()
             peel = _WRAPPERS.get(name)
             if peel is None:
                 break
@@ -578,6 +587,7 @@ class _Walker:
                 start += 1
             notes.append(f"wrapper `{' '.join(argv[:start])}` peeled")
             argv = argv[start:]
+            static = static[start:]
             offset += start
         else:
             unresolved = unresolved or "wrappers nested too deeply to check"
@@ -590,7 +600,8 @@ class _Walker:
             if at > 1:
                 notes.append(f"git global options `{' '.join(argv[1:at])}` skipped")
                 argv = ["git", *argv[at:]]
-                forms.append(" ".join(argv))
+                static = [True, *static[at:]]
+                add_form()
         unresolved = unresolved or _RUNS_ITS_INPUT.get(name)
         if name in _SHELLS:
             unresolved = unresolved or self._shell(argv, words[offset:], shell_depth=shell_depth)
@@ -601,8 +612,11 @@ class _Walker:
             self._find_exec(argv, words[offset:], shell_depth=shell_depth)
         for path in _written_by(argv):
             self._write(path, f"`{name}`")
+        if more_args:
+            prefixes.extend(f + " " for f in forms)
         self.commands.append(ShellCommand(exact=exact, text=" ".join(argv), forms=tuple(dict.fromkeys(forms)),
-                                          unresolved=unresolved, notes=tuple(notes), more_args=more_args))
+                                          unresolved=unresolved, notes=tuple(notes),
+                                          open_prefixes=tuple(dict.fromkeys(prefixes))))
 
     def _find_exec(self, argv: list[str], words: list[_Word], *, shell_depth: int) -> None:
         """`find ... -exec CMD ARGS ;` (and `-execdir`, `-ok`, `-okdir`, `+`) runs CMD for each file."""

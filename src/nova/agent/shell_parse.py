@@ -13,8 +13,10 @@ command is normalized the way the shell would see it:
 - git's global options are skipped (`git -C . --no-pager push` is `git push`).
 
 A command is *unresolved* when what it runs is only known at run time: `eval`, `source`, a shell
-reading a script or its input, `bash -c "$x"`, a command word built from an expansion, xargs (it adds
-arguments read from its input), a line that does not parse. The policy never lets a rule allow those.
+reading a script or its input, `bash -c "$x"`, a command word built from an expansion, `xargs -I`, a
+line that does not parse or that the grammar reads differently from bash. The policy never lets a rule
+allow those. A command whose later words are only known at run time (`git $x`, `xargs git`, `find
+-exec git {} +`) carries the known beginning, so a deny rule that could match it applies.
 
 Each command carries two spellings: `exact` keeps everything that changes what runs (assignments,
 wrappers, the path, git's options) and is what allow rules must match; `forms` holds every spelling

@@ -5,7 +5,7 @@ The CLI, the server and the TUI all build their agent here so they behave the sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from nova.settings import Settings
 from nova.special_files import read_regular_text
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
-__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]
+__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent", "build_policy"]
 
 # The stable system contract (CCH-3): nothing project-specific, nothing that changes between turns,
 # so it stays inside the cached prefix for the life of the session.
@@ -97,20 +97,8 @@ def build_agent(
     compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
                               guard=guard)
     tools = compiler.tools(default_registry())
-    # Reading tools read the project and this session's spilled results without asking; anything else
-    # (and secret-looking files anywhere) needs approval.
-    read_roots = (project_root(options.cwd), *((session_dir,) if session_dir is not None else ()))
-    policy = PermissionPolicy(
-        settings.permissions,
-        interactive=options.interactive,
-        allowed_tools=options.allowed_tools,
-        yes=options.yes,
-        ask=options.ask,
-        cwd=options.cwd,
-        dynamic_deny=compiler.deny_rules,
-        protected=protected_paths(settings, options.cwd, sources),
-        read_roots=read_roots,
-    )
+    policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
+                          session_dir=session_dir)
     system = sources.system
 
     # Spill, snip, compaction and overflow recovery, measuring the compiled view (TOK-3).
@@ -122,7 +110,7 @@ def build_agent(
     controller = ContextController(
         budget=budget, config=settings.compaction, spill=settings.spill, ledger=ledger, summarizer=guard,
         bus=bus, session_id=session_id, session_dir=session_dir, recorder=session, system=system, tools=specs,
-        read_file=_read_text_under(options.cwd, read_roots), raw=raw,
+        read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)), raw=raw,
         on_compacted=check_continuity, measure=compiler.measure,
     )
     extensions: list[Extension] = [
@@ -157,6 +145,31 @@ def build_agent(
         extensions=extensions,
         ledger=ledger,
     )
+
+
+def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextSources | None = None,
+                 dynamic_deny: Callable[[], Iterable[str]] | None = None,
+                 session_dir: Path | None = None) -> PermissionPolicy:
+    """The permission policy a session in `options.cwd` runs under (`nova permissions check` shows it)."""
+    if sources is None:
+        sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT)
+    return PermissionPolicy(
+        settings.permissions,
+        interactive=options.interactive,
+        allowed_tools=options.allowed_tools,
+        yes=options.yes,
+        ask=options.ask,
+        cwd=options.cwd,
+        dynamic_deny=dynamic_deny,
+        protected=protected_paths(settings, options.cwd, sources),
+        read_roots=read_roots(options.cwd, session_dir),
+    )
+
+
+def read_roots(cwd: Path, session_dir: Path | None) -> tuple[Path, ...]:
+    """Where reading tools read without asking: the project and this session's spilled results; anything
+    else (and secret-looking files anywhere) needs approval."""
+    return (project_root(cwd), *((session_dir,) if session_dir is not None else ()))
 
 
 def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> ProtectedPaths:

@@ -34,6 +34,9 @@ class _NovaGroup(LazyGroup):
                               "Replay a recorded session as if the agent had used this context policy."),
         "memory": LazyCommand("nova.commands.memory:app",
                               "Long-term memory: list, inspect, add, edit, approve, forget, consolidate."),
+        "permissions": LazyCommand("nova.commands.permissions:app",
+                                   "Check what the permission rules decide for a tool call: allow, ask or deny, "
+                                   "and why."),
         "rules": LazyCommand("nova.commands.memory:rules_command",
                              "Show the resolved instruction chain: each file, who imported it, its tokens, and "
                              "what was skipped."),

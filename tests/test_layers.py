@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("nova.providers",),
     ("nova.sessions",),
     # The seams the context engine plugs into, and the tools and permissions the loop runs.
-    ("nova.extensions", "nova.agent.tools", "nova.agent.permissions"),
+    ("nova.extensions", "nova.agent.tools", "nova.agent.permissions", "nova.agent.sandbox"),
     ("nova.context", "nova.memory"),
     # The agent: the loop, its assembly, and what drives it without a surface. The provider factory
     # sits here because it also builds the offline demo model, which simulates a provider's cache.

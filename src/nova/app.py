@@ -12,6 +12,7 @@ from pathlib import Path
 from nova import events as ev
 from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
+from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 from nova.agent.tools import default_registry
 from nova.context.budget import budget_for
 from nova.context.compaction import CompactionOutcome
@@ -38,7 +39,7 @@ from nova.providers.base import Provider
 from nova.settings import Settings
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
-__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]
+__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "bash_sandbox", "build_agent"]
 
 # The stable system contract (CCH-3): nothing project-specific, nothing that changes between turns,
 # so it stays inside the cached prefix for the life of the session.
@@ -94,7 +95,8 @@ def build_agent(
     guard = ContinuityGuard(state=state, inner=summarizer, raw=raw.get)
     compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
                               guard=guard)
-    tools = compiler.tools(default_registry())
+    protected = protected_paths(settings, options.cwd, sources)
+    tools = compiler.tools(default_registry(sandbox=bash_sandbox(settings, options.cwd, protected)))
     policy = PermissionPolicy(
         settings.permissions,
         interactive=options.interactive,
@@ -103,7 +105,7 @@ def build_agent(
         ask=options.ask,
         cwd=options.cwd,
         dynamic_deny=compiler.deny_rules,
-        protected=protected_paths(settings, options.cwd, sources),
+        protected=protected,
     )
     system = sources.system
 
@@ -166,6 +168,19 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
         files=(org_policy_path(settings), *imported),
         names=frozenset((*config.project_files, config.local_file)),
     )
+
+
+def bash_sandbox(settings: Settings, cwd: Path, protected: ProtectedPaths) -> Sandbox | None:
+    """The bubblewrap sandbox for `bash` when the settings ask for one: the project writable, Nova's
+    protected paths read-only, the user's secrets and Nova's home hidden. Refuses (`ConfigError`) when
+    bubblewrap cannot run here: asked for a sandbox, Nova never runs commands without one."""
+    if not settings.sandbox:
+        return None
+    bwrap = require_bubblewrap()
+    plan = plan_sandbox(workspace=project_root(cwd), cwd=cwd, user_home=Path.home(), nova_home=settings.home,
+                        protected_dirs=protected.dirs, protected_files=protected.files,
+                        protected_names=protected.names, network=settings.sandbox_network)
+    return Sandbox(plan=plan, bwrap=bwrap)
 
 
 def _read_text_under(cwd: Path) -> Callable[[str], str | None]:

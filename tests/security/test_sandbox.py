@@ -142,10 +142,11 @@ def test_instruction_files_stay_readable(world: dict[str, Path], sandboxed) -> N
 def test_tmp_is_private(world: dict[str, Path], sandboxed, tmp_path: Path) -> None:
     probe = tmp_path / "host-tmp-file"
     probe.write_text("written-on-the-host")
-    result = sandboxed.run(f"cat {probe}; echo private > /tmp/nova-sandbox-private && cat /tmp/nova-sandbox-private",
+    inside = Path(f"/tmp/nova-sandbox-{uuid.uuid4().hex}")
+    result = sandboxed.run(f"cat {probe}; echo private > {inside} && cat {inside}",
                            home=world["home"], cwd=world["project"])
     assert "written-on-the-host" not in result.content and "private" in result.content, result.content
-    assert not Path("/tmp/nova-sandbox-private").exists()
+    assert not inside.exists()
 
 
 # -- network ------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from nova import events as ev
 from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
 from nova.agent.read_policy import read_concern
+from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 from nova.agent.tools import default_registry
 from nova.context.budget import budget_for
 from nova.context.compaction import CompactionOutcome
@@ -40,7 +41,7 @@ from nova.settings import Settings
 from nova.special_files import read_regular_text
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
-__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent", "build_policy"]
+__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "bash_sandbox", "build_agent", "build_policy"]
 
 # The stable system contract (CCH-3): nothing project-specific, nothing that changes between turns,
 # so it stays inside the cached prefix for the life of the session.
@@ -96,9 +97,10 @@ def build_agent(
     guard = ContinuityGuard(state=state, inner=summarizer, raw=raw.get)
     compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
                               guard=guard)
-    tools = compiler.tools(default_registry())
+    protected = protected_paths(settings, options.cwd, sources)
+    tools = compiler.tools(default_registry(sandbox=bash_sandbox(settings, options.cwd, protected)))
     policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
-                          session_dir=session_dir)
+                          session_dir=session_dir, protected=protected)
     system = sources.system
 
     # Spill, snip, compaction and overflow recovery, measuring the compiled view (TOK-3).
@@ -149,7 +151,7 @@ def build_agent(
 
 def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextSources | None = None,
                  dynamic_deny: Callable[[], Iterable[str]] | None = None,
-                 session_dir: Path | None = None) -> PermissionPolicy:
+                 session_dir: Path | None = None, protected: ProtectedPaths | None = None) -> PermissionPolicy:
     """The permission policy a session in `options.cwd` runs under (`nova permissions check` shows it)."""
     if sources is None:
         sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT)
@@ -161,7 +163,7 @@ def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextS
         ask=options.ask,
         cwd=options.cwd,
         dynamic_deny=dynamic_deny,
-        protected=protected_paths(settings, options.cwd, sources),
+        protected=protected if protected is not None else protected_paths(settings, options.cwd, sources),
         read_roots=read_roots(options.cwd, session_dir),
     )
 
@@ -185,6 +187,19 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
         files=(org_policy_path(settings), *imported),
         names=frozenset((*config.project_files, config.local_file)),
     )
+
+
+def bash_sandbox(settings: Settings, cwd: Path, protected: ProtectedPaths) -> Sandbox | None:
+    """The bubblewrap sandbox for `bash` when the settings ask for one: the project writable, Nova's
+    protected paths read-only, the user's secrets and Nova's home hidden. Refuses (`ConfigError`) when
+    bubblewrap cannot run here: asked for a sandbox, Nova never runs commands without one."""
+    if not settings.sandbox:
+        return None
+    bwrap = require_bubblewrap()
+    plan = plan_sandbox(workspace=project_root(cwd), cwd=cwd, user_home=Path.home(), nova_home=settings.home,
+                        protected_dirs=protected.dirs, protected_files=protected.files,
+                        protected_names=protected.names, network=settings.sandbox_network)
+    return Sandbox(plan=plan, bwrap=bwrap)
 
 
 RESTORE_MAX_BYTES = 1024 * 1024

@@ -74,11 +74,14 @@ def _root(
     if ctx.invoked_subcommand is None:
         if _can_open_tui():
             from nova.commands.cli_settings import settings_from_cli
+            from nova.commands.config_check import check_config
             from nova.commands.errors import user_errors
             from nova.tui.launch import launch_tui
 
             with user_errors():
-                launch_tui(settings_from_cli(), cwd=Path.cwd().resolve(), env=dict(os.environ))
+                settings = settings_from_cli()
+                check_config(settings)
+                launch_tui(settings, cwd=Path.cwd().resolve(), env=dict(os.environ))
             return
         typer.echo(ctx.get_help())
 
@@ -118,6 +121,12 @@ StrictOpt = Annotated[
 BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1.")
 ]
+SandboxOpt = Annotated[
+    bool | None,
+    typer.Option("--sandbox/--no-sandbox", help="Run bash commands inside bubblewrap (Linux): only the project "
+                 "is writable, secrets hidden, no network unless sandbox_network is set. Default: the config's "
+                 "`sandbox`."),
+]
 
 
 @app.command(cls=NovaCommand)
@@ -139,6 +148,7 @@ def run(
         str | None, typer.Option("--resume", help="Continue a recorded session (an id, or 'last').")
     ] = None,
     strict: StrictOpt = False,
+    sandbox: SandboxOpt = None,
 ) -> None:
     """Run one task headless and print a timeline. Ends with context used, cost and cache hit rate.
 
@@ -148,7 +158,8 @@ def run(
     from nova.commands.run import run_command
 
     run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes,
-                max_steps=max_steps, cwd=cwd, as_json=as_json, resume=resume, strict=strict)
+                max_steps=max_steps, cwd=cwd, as_json=as_json, resume=resume, strict=strict,
+                sandbox=sandbox)
 
 
 @app.command("resume", cls=NovaCommand)
@@ -162,6 +173,7 @@ def resume_cmd(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
     strict: StrictOpt = False,
+    sandbox: SandboxOpt = None,
 ) -> None:
     """Continue a recorded session with a new request, on any provider (the record is provider-neutral).
 
@@ -171,7 +183,8 @@ def resume_cmd(
     from nova.commands.run import run_command
 
     run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50,
-                cwd=None, as_json=as_json, resume=session_id, strict=strict)
+                cwd=None, as_json=as_json, resume=session_id, strict=strict,
+                sandbox=sandbox)
 
 
 # -- nova serve --------------------------------------------------------------------------------------

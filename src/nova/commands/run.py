@@ -20,6 +20,7 @@ from rich.console import Console
 from nova import events as ev
 from nova.app import AgentOptions, build_agent
 from nova.commands.cli_settings import settings_from_cli
+from nova.commands.config_check import check_config
 from nova.commands.errors import user_errors
 from nova.errors import CommandError, NovaError
 from nova.settings import Settings
@@ -33,11 +34,14 @@ err_console = Console(stderr=True, highlight=False)
 def run_command(
     prompt: str, *, provider: str | None, model: str | None, base_url: str | None, allow: list[str] | None,
     yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None, strict: bool = False,
+    sandbox: bool | None = None,
 ) -> None:
     from nova.providers.factory import make_provider
 
     with user_errors():
-        settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
+        settings = settings_from_cli(provider=provider, model=model, base_url=base_url, sandbox=sandbox)
+        # Before anything is created: a bad section must not leave an empty session behind.
+        check_config(settings)
         llm = make_provider(settings, dict(os.environ))
         workdir = (cwd or Path.cwd()).resolve()
         options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
@@ -53,6 +57,7 @@ def demo_command(*, directory: Path | None, as_json: bool) -> None:
 
     with user_errors():
         settings = settings_from_cli(provider="demo", model="nova-demo")
+        check_config(settings)
         root = directory or Path(tempfile.mkdtemp(prefix="nova-demo-"))
         project = make_demo_project(root.resolve())
         if not as_json:

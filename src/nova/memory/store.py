@@ -41,6 +41,7 @@ from nova.errors import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
 from nova.files import private_dir
 from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
+from nova.memory.reviews import By, ReviewLedger
 from nova.memory.safe_yaml import MAX_FRONTMATTER_BYTES, load_frontmatter
 
 __all__ = [
@@ -159,6 +160,12 @@ class Memory:
     external: bool = False
     reason: str = ""
     path: Path | None = None
+    review_note: str = ""
+    """Why the memory is held for review when Nova's review records, not the file, decided (never
+    written to the file; see `nova.memory.reviews`)."""
+    recorded: bool = True
+    """False when Nova has no record of writing this content: its provenance is unknown, so it is not
+    recalled even where candidates are."""
 
     @property
     def slug(self) -> str:
@@ -171,7 +178,7 @@ class Memory:
         if self.status == "revoked" or self.is_expired(now):
             return False
         if self.status == "candidate":
-            return include_candidates and not self.external
+            return include_candidates and not self.external and self.recorded
         return True
 
 
@@ -427,8 +434,11 @@ class MemoryStore:
         index_max_lines: int = 200,
         index_max_bytes: int = 25_000,
         clock: Callable[[], datetime] = _now,
+        reviews: ReviewLedger | None = None,
     ) -> None:
         self.home_dir = home_dir
+        # Review state lives in the home, never beside project memories a repository could ship.
+        self.reviews = reviews or ReviewLedger.for_memory_dir(home_dir)
         self.project_dir = project_dir
         self.index_max_lines = index_max_lines
         self.index_max_bytes = index_max_bytes
@@ -480,7 +490,7 @@ class MemoryStore:
             raise MemoryStoreError(f"{path}: cannot be read ({exc})") from None
         memory = memory_from_text(text, path=path)
         self._parsed[path] = (stat.st_mtime_ns, stat.st_size, memory)
-        return memory
+        return self.reviews.judge(memory)  # type: ignore[no-any-return]
 
     def memories(self, *, include_revoked: bool = True) -> list[Memory]:
         """Every readable memory in both directories; unreadable files are skipped (see `problems`)."""
@@ -522,13 +532,16 @@ class MemoryStore:
         return memory
 
     # -- writing ------------------------------------------------------------------------------------
-    def write(self, memory: Memory) -> Memory:
-        """Store `memory` (replacing one of the same name and type) and regenerate the index. Callers that
-        want governance go through `nova.memory.governance.remember`, which ends here."""
+    def write(self, memory: Memory, *, by: By = "nova", note: str = "") -> Memory:
+        """Store `memory` (replacing one of the same name and type), record its status in the review
+        ledger and regenerate the index. The status is taken as given: callers that want governance go
+        through `nova.memory.governance.remember`, which ends here. `by` says who decided the status
+        (`user` for an approval or the user's own words), `note` why a candidate is held."""
         path = self.path_for(memory.name, memory.type)
-        stored = replace(memory, path=path)
+        stored = replace(memory, path=path, review_note=note if memory.status == "candidate" else "", recorded=True)
         with self._locked(path.parent):
             atomic_write_text(path, memory_to_text(stored))
+            self.reviews.record(stored, by=by, note=note)
             self._rebuild_index_locked(path.parent)
         return stored
 
@@ -537,12 +550,14 @@ class MemoryStore:
         assert memory.path is not None
         with self._locked(memory.path.parent):
             memory.path.unlink(missing_ok=True)
+            self.reviews.forget(memory.path)
             self._rebuild_index_locked(memory.path.parent)
         return memory
 
     def set_status(self, name: str, status: Status) -> Memory:
+        """The user's decision on a memory: `active` is an approval of exactly the content it has now."""
         memory = self.get(name)
-        return self.write(replace(memory, status=status, updated=self.clock()))
+        return self.write(replace(memory, status=status, updated=self.clock()), by="user")
 
     def rebuild_index(self, directory: Path) -> Path:
         with self._locked(directory):

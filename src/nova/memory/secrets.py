@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import math
 import re
 import threading
@@ -207,7 +208,7 @@ def _class_switches(value: str) -> float:
     def cls(ch: str) -> int:
         return 0 if ch.isupper() else 1 if ch.islower() else 2 if ch.isdigit() else 3
 
-    switches = sum(1 for a, b in zip(value, value[1:], strict=False) if cls(a) != cls(b))
+    switches = sum(1 for a, b in itertools.pairwise(value) if cls(a) != cls(b))
     return switches / len(value)
 
 

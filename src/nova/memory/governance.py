@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import cast
 
 from nova.memory.config import MemoryConfig
+from nova.memory.reviews import By
 from nova.memory.secrets import SecretFinding, describe_findings, find_secrets, redact
 from nova.memory.store import (
     MEMORY_TYPES,
@@ -128,7 +129,8 @@ def review(proposal: Proposal, *, config: MemoryConfig) -> Decision:
     untrusted = [*proposal.evidence, *(["tool or web output"] if external else [])]
     if untrusted:
         sources = ", ".join(dict.fromkeys(untrusted))
-        return Decision(allowed=True, status="candidate", external=external, rule_like=rule_like,
+        # Tagged external too: drawn from outside text, it is never shown even where candidates are.
+        return Decision(allowed=True, status="candidate", external=True, rule_like=rule_like,
                         notes=(f"drawn from {sources}: needs your review whatever model_status says",))
     status: Status = config.model_status
     notes = ("model-authored: held as candidate until approved",) if status == "candidate" else ()
@@ -216,7 +218,7 @@ def remember(store: MemoryStore, proposal: Proposal, *, config: MemoryConfig,
     if not decision.allowed:
         return WriteOutcome(memory=None, refused=decision.refusal)
     moment = now or store.clock()
-    by = "user" if proposal.author == "user" else "nova"
+    by: By = "user" if proposal.author == "user" else "nova"
     existing = _find(store, proposal.name)
     if existing is not None and existing.status == "revoked" and proposal.author != "user":
         return WriteOutcome(memory=None, refused=f"memory {existing.name!r} was revoked; "

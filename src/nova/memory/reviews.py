@@ -29,11 +29,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from filelock import FileLock
 
 from nova.files import private_dir
+
+if TYPE_CHECKING:
+    from nova.memory.store import Memory
 
 __all__ = ["LEDGER_NAME", "ReviewLedger", "ReviewRecord", "content_hash"]
 
@@ -52,9 +55,8 @@ _cache: dict[Path, tuple[int, int, dict[str, dict[str, Any]]]] = {}
 _cache_lock = threading.Lock()
 
 
-def content_hash(memory: Any) -> str:
-    """The hash a review is recorded under (see the module doc for what it covers). `memory` is a
-    `nova.memory.store.Memory` with a path."""
+def content_hash(memory: Memory) -> str:
+    """The hash a review is recorded under (see the module doc for what it covers)."""
     folder = str(Path(os.path.realpath(memory.path.parent))) if memory.path is not None else ""
     fields = {
         "folder": folder,
@@ -145,9 +147,9 @@ class ReviewLedger:
         return out
 
     # -- judging a memory ---------------------------------------------------------------------------
-    def judge(self, memory: Any) -> Any:
-        """`memory` with the status and provenance the ledger gives it: `review_note` says why it is
-        held when the ledger, not the file, decided. Returns a `nova.memory.store.Memory`."""
+    def judge(self, memory: Memory) -> Memory:
+        """`memory` with the status the ledger gives it: `review_note` says why it is held when the
+        ledger, not the file, decided."""
         if memory.status == "revoked":
             return memory
         record = self.get(content_hash(memory))
@@ -176,7 +178,7 @@ class ReviewLedger:
         atomic_write_text(self.path, json.dumps({"version": 1, "memories": records}, ensure_ascii=False,
                                                 sort_keys=True, indent=1) + "\n")
 
-    def record(self, memory: Any, *, by: By, note: str = "") -> None:
+    def record(self, memory: Memory, *, by: By, note: str = "") -> None:
         """Record `memory` (written at its path) with its status. Earlier records of the same file are
         dropped, so content the file held before is not approved by a later review."""
         assert memory.path is not None

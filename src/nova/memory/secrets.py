@@ -162,8 +162,8 @@ def _detect_secrets_plugins() -> list[Any]:
         if _plugins is None:
             from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-            _plugins = [cls() for cls in get_mapping_from_secret_type_to_class().values()
-                        if cls.__name__ not in _SKIPPED_PLUGINS]
+            classes: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+            _plugins = [cls() for cls in classes if cls.__name__ not in _SKIPPED_PLUGINS]
         return _plugins
 
 

@@ -490,7 +490,7 @@ class MemoryStore:
             raise MemoryStoreError(f"{path}: cannot be read ({exc})") from None
         memory = memory_from_text(text, path=path)
         self._parsed[path] = (stat.st_mtime_ns, stat.st_size, memory)
-        return self.reviews.judge(memory)  # type: ignore[no-any-return]
+        return self.reviews.judge(memory)
 
     def memories(self, *, include_revoked: bool = True) -> list[Memory]:
         """Every readable memory in both directories; unreadable files are skipped (see `problems`)."""

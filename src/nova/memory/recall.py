@@ -31,7 +31,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from html import escape
@@ -140,7 +140,7 @@ def ledger_for(dirs: Sequence[Path]) -> ReviewLedger | None:
     return ReviewLedger.for_memory_dir(dirs[0]) if dirs else None
 
 
-def _judged(header: MemoryHeader, ledger: ReviewLedger | None, recorded: dict[str, str],
+def _judged(header: MemoryHeader, ledger: ReviewLedger | None, recorded: Mapping[str, str],
             real_dirs: dict[Path, str]) -> MemoryHeader:
     """The header with the status the review ledger gives it (see the module doc)."""
     if ledger is None:
@@ -174,7 +174,7 @@ def scan_headers(
     ledger of the home directory, `dirs[0]`."""
     dirs = list(dirs)
     ledger = reviews or ledger_for(dirs)
-    recorded: dict[str, str] = dict(ledger.paths()) if ledger is not None else {}
+    recorded: Mapping[str, str] = ledger.paths() if ledger is not None else {}
     real_dirs: dict[Path, str] = {}
     moment = now or datetime.now(UTC)
     headers = []

@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,8 +50,8 @@ UNREVIEWED = ("not written or approved through Nova (added by hand, by a tool or
               "than review records): check it, then `nova memory approve {name}`")
 CHANGED = ("changed outside Nova since it was reviewed: check it, then `nova memory approve {name}`")
 
-# Parsed ledgers by path -> (mtime_ns, size, records): recall reads the ledger on every turn.
-_cache: dict[Path, tuple[int, int, dict[str, dict[str, Any]]]] = {}
+# Parsed ledgers by path -> (mtime_ns, size, records, state by file): recall reads the ledger each turn.
+_cache: dict[Path, tuple[int, int, dict[str, dict[str, Any]], dict[str, State]]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -103,15 +103,16 @@ class ReviewLedger:
         return cls(home_memory_dir / LEDGER_NAME)
 
     # -- reading ------------------------------------------------------------------------------------
-    def _load(self) -> dict[str, dict[str, Any]]:
+    def _load(self) -> tuple[dict[str, dict[str, Any]], dict[str, State]]:
+        """(records by hash, state by file path), cached while the file is unchanged."""
         try:
             stat = self.path.stat()
         except (FileNotFoundError, NotADirectoryError):
-            return {}
+            return {}, {}
         with _cache_lock:
             cached = _cache.get(self.path)
             if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
-                return cached[2]
+                return cached[2], cached[3]
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             records = data.get("memories") if isinstance(data, dict) else None
@@ -122,29 +123,25 @@ class ReviewLedger:
             log.warning("memory review records %s unreadable (%s): every memory needs review again",
                         self.path, exc)
             records = {}
-        with _cache_lock:
-            _cache[self.path] = (stat.st_mtime_ns, stat.st_size, records)
-        return records
-
-    def get(self, digest: str) -> ReviewRecord | None:
-        return _record(self._load().get(digest))
-
-    def for_path(self, path: Path) -> ReviewRecord | None:
-        """The latest record for a file, whatever its content (the scan's cheap pre-check)."""
-        wanted = str(Path(os.path.realpath(path)))
-        for raw in self._load().values():
-            if isinstance(raw, dict) and raw.get("path") == wanted:
-                return _record(raw)
-        return None
-
-    def paths(self) -> dict[str, State]:
-        """Every recorded file and its state (one dict lookup per file during a scan)."""
-        out: dict[str, State] = {}
-        for raw in self._load().values():
+        by_path: dict[str, State] = {}
+        for raw in records.values():
             record = _record(raw)
             if record is not None:
-                out[record.path] = record.state
-        return out
+                by_path[record.path] = record.state
+        with _cache_lock:
+            _cache[self.path] = (stat.st_mtime_ns, stat.st_size, records, by_path)
+        return records, by_path
+
+    def get(self, digest: str) -> ReviewRecord | None:
+        return _record(self._load()[0].get(digest))
+
+    def state_of_path(self, path: Path) -> State | None:
+        """The state last recorded for a file, whatever its content (the scan's cheap pre-check)."""
+        return self._load()[1].get(str(Path(os.path.realpath(path))))
+
+    def paths(self) -> dict[str, State]:
+        """Every recorded file (resolved path) and its state."""
+        return self._load()[1]
 
     # -- judging a memory ---------------------------------------------------------------------------
     def judge(self, memory: Memory) -> Memory:
@@ -154,8 +151,8 @@ class ReviewLedger:
             return memory
         record = self.get(content_hash(memory))
         if record is None:
-            previous = self.for_path(memory.path) if memory.path is not None else None
-            note = (CHANGED if previous is not None and previous.state != "revoked" else UNREVIEWED)
+            previous = self.state_of_path(memory.path) if memory.path is not None else None
+            note = CHANGED if previous in ("active", "candidate") else UNREVIEWED
             return replace(memory, status="candidate", recorded=False, review_note=note.format(name=memory.name))
         if record.state == "revoked":
             return replace(memory, status="revoked")
@@ -168,7 +165,7 @@ class ReviewLedger:
     def _locked(self) -> Iterator[dict[str, dict[str, Any]]]:
         private_dir(self.path.parent)
         with FileLock(str(self.path) + ".lock"):
-            records = dict(self._load())
+            records = dict(self._load()[0])
             yield records
             self._save(records)
 
@@ -181,14 +178,22 @@ class ReviewLedger:
     def record(self, memory: Memory, *, by: By, note: str = "") -> None:
         """Record `memory` (written at its path) with its status. Earlier records of the same file are
         dropped, so content the file held before is not approved by a later review."""
-        assert memory.path is not None
-        where = str(Path(os.path.realpath(memory.path)))
-        digest = content_hash(memory)
+        self.record_many([memory], by=by, note=note)
+
+    def record_many(self, memories: Iterable[Memory], *, by: By, note: str = "") -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         with self._locked() as records:
-            for key in [k for k, v in records.items() if isinstance(v, dict) and v.get("path") == where]:
-                del records[key]
-            records[digest] = {"state": memory.status, "name": memory.name, "path": where, "by": by,
-                               "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "note": note}
+            by_path = {v.get("path"): k for k, v in records.items() if isinstance(v, dict)}
+            for memory in memories:
+                assert memory.path is not None
+                where = str(Path(os.path.realpath(memory.path)))
+                old = by_path.pop(where, None)
+                if old is not None:
+                    records.pop(old, None)
+                digest = content_hash(memory)
+                records[digest] = {"state": memory.status, "name": memory.name, "path": where, "by": by,
+                                   "at": stamp, "note": note}
+                by_path[where] = digest
 
     def forget(self, path: Path) -> None:
         where = str(Path(os.path.realpath(path)))

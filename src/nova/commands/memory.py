@@ -88,11 +88,14 @@ def list_command(
 
 @app.command("show", cls=NovaCommand)
 def show_command(name: str) -> None:
-    """Print one memory file."""
+    """Print one memory file (and, on stderr, why it needs review when it does)."""
     with user_errors():
         memory = _context().store.get(name)
         assert memory.path is not None
         typer.echo(memory.path.read_text(encoding="utf-8"), nl=False)
+    if memory.status == "candidate":
+        err_console.print(f"nova: {memory.name!r} is a candidate, not recalled: "
+                          f"{memory.review_note or 'awaiting review'}", markup=False, soft_wrap=True)
 
 
 @app.command("add", cls=NovaCommand)

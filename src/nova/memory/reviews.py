@@ -164,7 +164,7 @@ class ReviewLedger:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, dict[str, Any]]]:
         private_dir(self.path.parent)
-        with FileLock(str(self.path) + ".lock"):
+        with FileLock(str(self.path) + ".lock", mode=0o600):
             records = dict(self._load()[0])
             yield records
             self._save(records)

@@ -15,6 +15,10 @@
     ---
     Split changes by topic before committing.
 
+The frontmatter's `status` and `author` are what the file claims, not what Nova believes: `read()`
+judges every memory by the review ledger (`nova.memory.reviews`), so a file Nova did not write or the
+user did not approve comes back as a `candidate` with a `review_note` saying why.
+
 The file name is a safe slug of the name; `MEMORY.md` in each directory is regenerated after every write
 as a one-line-per-memory directory (never injected: recall reads the memories themselves).
 """

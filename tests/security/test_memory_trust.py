@@ -347,3 +347,13 @@ def test_consolidation_never_merges_into_an_approved_memory(world: dict[str, Pat
     assert report.ran and report.merged == []
     assert [(e["name"], e["duplicates"]) for e in report.held] == [("database", "db")]
     assert store.get("db") == approved and store.get("database").status == "candidate"
+
+
+def test_files_claiming_to_be_active_are_announced_once(world: dict[str, Path],
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    forge_by_hand(world, "project")
+    with caplog.at_level("WARNING", logger="nova.memory.recall"):
+        recall("deploy routine", dirs=store_of(world).dirs)
+        recall("deploy routine", dirs=store_of(world).dirs)
+    told = [r.getMessage() for r in caplog.records if "no review record" in r.getMessage()]
+    assert len(told) == 1 and "deploy-routine.md" in told[0] and "nova memory list" in told[0]

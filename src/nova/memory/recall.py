@@ -178,14 +178,33 @@ def scan_headers(
     real_dirs: dict[Path, str] = {}
     moment = now or datetime.now(UTC)
     headers = []
+    unreviewed: list[Path] = []
     for mtime, path in newest_memory_files(dirs, limit=limit):
         header = read_header(path, head_lines=head_lines, mtime_ns=mtime)
         if header is None:
             continue
+        claimed = header.memory.status
         header = _judged(header, ledger, recorded, real_dirs)
+        if claimed == "active" and not header.memory.recorded:
+            unreviewed.append(header.path)
         if header.memory.recallable(moment, include_candidates=include_candidates):
             headers.append(header)
+    _tell_about_unreviewed(unreviewed)
     return headers
+
+
+_told: set[Path] = set()
+
+
+def _tell_about_unreviewed(paths: Sequence[Path]) -> None:
+    """Say once per process, per file, that files claiming to be active memories are not recalled."""
+    new = [p for p in paths if p not in _told]
+    if not new:
+        return
+    _told.update(new)
+    log.warning("%d memory file(s) claim to be active but Nova has no review record of them, so they are "
+                "not recalled (e.g. %s): check them with `nova memory list` and approve what is yours",
+                len(new), new[0])
 
 
 # -- keyword selection -------------------------------------------------------------------------------

@@ -146,8 +146,10 @@ def test_a_memory_file_nova_did_not_approve_is_a_candidate_and_not_recalled(
                                        type="project", body="Deploy routine target: the staging cluster."),
              config=MemoryConfig())
 
-    memory = store_of(world).get("deploy-routine")
+    store = store_of(world)
+    memory = store.get("deploy-routine")
     assert memory.status == "candidate"
+    assert store.get("deploy-routine") == memory  # a second read (from the parse cache) is judged too
     assert "nova memory approve deploy-routine" in memory.review_note
     assert recall("deploy routine", dirs=store_of(world).dirs,
                   config=MemoryConfig(recall_candidates=True)).memories[0].name == "deploy-target"

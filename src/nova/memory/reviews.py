@@ -144,12 +144,12 @@ class ReviewLedger:
         return self._load()[1]
 
     # -- judging a memory ---------------------------------------------------------------------------
-    def judge(self, memory: Memory) -> Memory:
+    def judge(self, memory: Memory, *, digest: str | None = None) -> Memory:
         """`memory` with the status the ledger gives it: `review_note` says why it is held when the
-        ledger, not the file, decided."""
+        ledger, not the file, decided. `digest` is its `content_hash` when the caller has it."""
         if memory.status == "revoked":
             return memory
-        record = self.get(content_hash(memory))
+        record = self.get(digest or content_hash(memory))
         if record is None:
             previous = self.state_of_path(memory.path) if memory.path is not None else None
             note = CHANGED if previous in ("active", "candidate") else UNREVIEWED

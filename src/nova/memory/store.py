@@ -45,7 +45,7 @@ from nova.errors import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
 from nova.files import private_dir
 from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
-from nova.memory.reviews import By, ReviewLedger
+from nova.memory.reviews import By, ReviewLedger, content_hash
 from nova.memory.safe_yaml import MAX_FRONTMATTER_BYTES, load_frontmatter
 
 __all__ = [
@@ -450,7 +450,8 @@ class MemoryStore:
         self._thread_lock = threading.RLock()
         # Parsed files by (path) -> (mtime_ns, size, memory): the index is rebuilt after every write, and
         # re-parsing every unchanged file each time would make n writes cost n² parses.
-        self._parsed: dict[Path, tuple[int, int, Memory]] = {}
+        self._parsed: dict[Path, tuple[int, int, Memory, str]] = {}
+        """With each parsed file its content hash, so judging an unchanged file costs a dict lookup."""
 
     @classmethod
     def for_workspace(cls, *, home: Path, cwd: Path, **kw: Any) -> MemoryStore:
@@ -488,13 +489,14 @@ class MemoryStore:
             stat = path.stat()
             cached = self._parsed.get(path)
             if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
-                return cached[2]
+                return self.reviews.judge(cached[2], digest=cached[3])
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise MemoryStoreError(f"{path}: cannot be read ({exc})") from None
         memory = memory_from_text(text, path=path)
-        self._parsed[path] = (stat.st_mtime_ns, stat.st_size, memory)
-        return self.reviews.judge(memory)
+        digest = content_hash(memory)
+        self._parsed[path] = (stat.st_mtime_ns, stat.st_size, memory, digest)
+        return self.reviews.judge(memory, digest=digest)
 
     def memories(self, *, include_revoked: bool = True) -> list[Memory]:
         """Every readable memory in both directories; unreadable files are skipped (see `problems`)."""
@@ -542,7 +544,8 @@ class MemoryStore:
         through `nova.memory.governance.remember`, which ends here. `by` says who decided the status
         (`user` for an approval or the user's own words), `note` why a candidate is held."""
         path = self.path_for(memory.name, memory.type)
-        stored = replace(memory, path=path, review_note=note if memory.status == "candidate" else "", recorded=True)
+        stored = replace(memory, path=path, recorded=True,
+                         review_note=(note or "awaiting review") if memory.status == "candidate" else "")
         with self._locked(path.parent):
             atomic_write_text(path, memory_to_text(stored))
             self.reviews.record(stored, by=by, note=note)

@@ -359,3 +359,11 @@ def test_files_claiming_to_be_active_are_announced_once(world: dict[str, Path],
         recall("deploy routine", dirs=store_of(world).dirs)
     told = [r.getMessage() for r in caplog.records if "no review record" in r.getMessage()]
     assert len(told) == 1 and "deploy-routine.md" in told[0] and "nova memory list" in told[0]
+
+
+def test_approving_a_hand_written_file_with_a_secret_is_refused(world: dict[str, Path]) -> None:
+    path = forge_by_hand(world, "project")
+    path.write_text(path.read_text().replace("the user approved it.", f"creds {_aws_secret}"))
+    result = CliRunner().invoke(memory_app, ["approve", "deploy-routine"])
+    assert result.exit_code != 0 and "high-entropy token" in result.stderr and _aws_secret not in result.stderr
+    assert store_of(world).get("deploy-routine").status == "candidate"

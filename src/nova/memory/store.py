@@ -47,6 +47,7 @@ from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
 from nova.memory.reviews import By, ReviewLedger, content_hash
 from nova.memory.safe_yaml import MAX_FRONTMATTER_BYTES, load_frontmatter
+from nova.memory.secrets import describe_findings, find_secrets
 
 __all__ = [
     "HOME_TYPES",
@@ -544,6 +545,12 @@ class MemoryStore:
         through `nova.memory.governance.remember`, which ends here. `by` says who decided the status
         (`user` for an approval or the user's own words), `note` why a candidate is held."""
         path = self.path_for(memory.name, memory.type)
+        # The last line of defence: approving a hand-written file or merging must not store a secret
+        # either (`remember` refuses earlier, with the same message).
+        findings = find_secrets(f"{memory.name}\n{memory.description}\n{memory.body}")
+        if findings:
+            raise MemoryStoreError(f"refused: memory {memory.name!r} contains a secret "
+                                   f"({describe_findings(findings)}); secrets are never stored in memory")
         stored = replace(memory, path=path, recorded=True,
                          review_note=(note or "awaiting review") if memory.status == "candidate" else "")
         with self._locked(path.parent):

@@ -141,16 +141,17 @@ def ledger_for(dirs: Sequence[Path]) -> ReviewLedger | None:
 
 
 def _judged(header: MemoryHeader, ledger: ReviewLedger | None, recorded: Mapping[str, str],
-            real_dirs: dict[Path, str]) -> MemoryHeader:
+            real_dirs: dict[str, str]) -> MemoryHeader:
     """The header with the status the review ledger gives it (see the module doc)."""
     if ledger is None:
         return replace(header, memory=replace(header.memory, status="candidate", recorded=False))
     if header.complete:
         return replace(header, memory=ledger.judge(header.memory))
-    folder = header.path.parent
-    if folder not in real_dirs:
-        real_dirs[folder] = os.path.realpath(folder)
-    state = recorded.get(os.path.join(real_dirs[folder], header.path.name))
+    folder, _, name = str(header.path).rpartition(os.sep)
+    real = real_dirs.get(folder)
+    if real is None:
+        real = real_dirs[folder] = os.path.realpath(folder)
+    state = recorded.get(f"{real}{os.sep}{name}")
     memory = header.memory
     if memory.status == "revoked" or state == "revoked":
         return replace(header, memory=replace(memory, status="revoked"))
@@ -175,7 +176,7 @@ def scan_headers(
     dirs = list(dirs)
     ledger = reviews or ledger_for(dirs)
     recorded: Mapping[str, str] = ledger.paths() if ledger is not None else {}
-    real_dirs: dict[Path, str] = {}
+    real_dirs: dict[str, str] = {}
     moment = now or datetime.now(UTC)
     headers = []
     unreviewed: list[Path] = []

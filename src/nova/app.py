@@ -12,6 +12,7 @@ from pathlib import Path
 from nova import events as ev
 from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
+from nova.agent.read_policy import read_concern
 from nova.agent.tools import default_registry
 from nova.context.budget import budget_for
 from nova.context.compaction import CompactionOutcome
@@ -36,6 +37,7 @@ from nova.memory.runtime import memory_extension
 from nova.messages import Message, new_id
 from nova.providers.base import Provider
 from nova.settings import Settings
+from nova.special_files import read_regular_text
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
 __all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]
@@ -95,6 +97,9 @@ def build_agent(
     compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
                               guard=guard)
     tools = compiler.tools(default_registry())
+    # Reading tools read the project and this session's spilled results without asking; anything else
+    # (and secret-looking files anywhere) needs approval.
+    read_roots = (project_root(options.cwd), *((session_dir,) if session_dir is not None else ()))
     policy = PermissionPolicy(
         settings.permissions,
         interactive=options.interactive,
@@ -104,6 +109,7 @@ def build_agent(
         cwd=options.cwd,
         dynamic_deny=compiler.deny_rules,
         protected=protected_paths(settings, options.cwd, sources),
+        read_roots=read_roots,
     )
     system = sources.system
 
@@ -116,7 +122,7 @@ def build_agent(
     controller = ContextController(
         budget=budget, config=settings.compaction, spill=settings.spill, ledger=ledger, summarizer=guard,
         bus=bus, session_id=session_id, session_dir=session_dir, recorder=session, system=system, tools=specs,
-        read_file=_read_text_under(options.cwd), raw=raw,
+        read_file=_read_text_under(options.cwd, read_roots), raw=raw,
         on_compacted=check_continuity, measure=compiler.measure,
     )
     extensions: list[Extension] = [
@@ -168,15 +174,21 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
     )
 
 
-def _read_text_under(cwd: Path) -> Callable[[str], str | None]:
-    """The restore attachment re-reads recently read files from disk (CMP-7); None when unreadable."""
+RESTORE_MAX_BYTES = 1024 * 1024
+"""A restored file is clipped to its share of the restore budget anyway; this bounds what is read."""
+
+
+def _read_text_under(cwd: Path, roots: Sequence[Path]) -> Callable[[str], str | None]:
+    """The restore attachment re-reads recently read files from disk (CMP-7); None when unreadable. Only
+    what the read policy lets through without asking is re-read, and only a regular file of bounded size
+    (a path swapped for a FIFO since must not hang compaction); anything else is restored from the
+    result the model saw."""
 
     def read(path: str) -> str | None:
-        target = (cwd / path).expanduser()
-        try:
-            return target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        if read_concern("read_file", path, cwd=cwd, roots=roots) is not None:
             return None
+        target = Path(path).expanduser()
+        return read_regular_text(target if target.is_absolute() else cwd / target, max_bytes=RESTORE_MAX_BYTES)
 
     return read
 

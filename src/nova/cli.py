@@ -26,7 +26,7 @@ class _NovaGroup(LazyGroup):
     # Each help line is the first paragraph of the command's own help (a test compares them).
     lazy_commands: ClassVar[dict[str, LazyCommand]] = {
         "sessions": LazyCommand("nova.commands.sessions:app",
-                                "Recorded sessions: list, show, export, remove, import."),
+                                "Recorded sessions: list, show, export, remove, import, doctor."),
         "context": LazyCommand("nova.commands.context:context_command",
                                "What is in a session's context: every segment with its class, tokens, source "
                                "and reason."),
@@ -108,6 +108,10 @@ ProviderOpt = Annotated[
                  "--base-url such as Ollama, vLLM, llama.cpp) or demo (offline scripted model)."),
 ]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id, e.g. claude-sonnet-4-5 or gpt-5.")]
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="With --resume: refuse a session with a damaged record instead of "
+                       "skipping it with a warning.")
+]
 BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1.")
 ]
@@ -131,6 +135,7 @@ def run(
     resume: Annotated[
         str | None, typer.Option("--resume", help="Continue a recorded session (an id, or 'last').")
     ] = None,
+    strict: StrictOpt = False,
 ) -> None:
     """Run one task headless and print a timeline. Ends with context used, cost and cache hit rate.
 
@@ -140,7 +145,7 @@ def run(
     from nova.commands.run import run_command
 
     run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes,
-                max_steps=max_steps, cwd=cwd, as_json=as_json, resume=resume)
+                max_steps=max_steps, cwd=cwd, as_json=as_json, resume=resume, strict=strict)
 
 
 @app.command("resume", cls=NovaCommand)
@@ -153,6 +158,7 @@ def resume_cmd(
     allow: Annotated[list[str] | None, typer.Option("--allow", help="Allow a tool (repeatable).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
+    strict: StrictOpt = False,
 ) -> None:
     """Continue a recorded session with a new request, on any provider (the record is provider-neutral).
 
@@ -162,7 +168,7 @@ def resume_cmd(
     from nova.commands.run import run_command
 
     run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50,
-                cwd=None, as_json=as_json, resume=session_id)
+                cwd=None, as_json=as_json, resume=session_id, strict=strict)
 
 
 # -- nova serve --------------------------------------------------------------------------------------

@@ -13,9 +13,15 @@ fnmatch pattern (case-sensitive; `*` also matches `/`) tested against the call's
   (absolute when outside it). Deny and ask rules also see the symlink-resolved path; allow rules see
   only the resolved path, so a link cannot smuggle a write past them.
 
-Precedence: deny > allow > ask > default. By default read-only tools run; tools that write or run
-commands ask the user in an interactive session, and in a headless run are allowed only with `--yes`
-or `--allow TOOL`. A decision that needs the user and cannot get one is a denial.
+Reading tools share one path policy (nova.agent.read_policy): a path rule written for `read_file`,
+`grep` or `glob` applies to all three (deny and ask rules also to `edit_file`, which shows what it
+changed), reads outside the workspace and of secret-looking files (`.env`, keys, `~/.ssh`) need approval,
+and a directory search leaves out the files a rule denies or that would need approval, saying so.
+
+Precedence: deny > allow > ask > default. By default read-only tools run (reads outside the workspace or
+of secret-looking files ask, as above); tools that write or run commands ask the user in an interactive
+session, and in a headless run are allowed only with `--yes` or `--allow TOOL`. A decision that needs the
+user and cannot get one is a denial.
 
 Protected paths come first of all: Nova's own configuration, policy, instruction files, memory and
 `.nova/` folders are never written by a model tool, whatever the rules, `--yes` or `--allow` say, so the
@@ -35,11 +41,12 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
+from nova.agent.read_policy import FileScreen, RuleHit, read_concern, rule_tool_names
 from nova.agent.tools.base import Tool, ToolContext, ToolOutput
 from nova.errors import ConfigError, ToolError
 from nova.settings import PermissionsConfig
@@ -293,10 +300,13 @@ def _units_for(tool_name: str, input: Mapping[str, Any], cwd: Path) -> list[_Uni
     return []
 
 
-def _rule_matches(rule: Rule, tool_name: str, forms: Iterable[str]) -> bool:
-    if not fnmatch.fnmatchcase(tool_name, rule.tool):
+def _rule_matches(rule: Rule, tool_name: str, forms: Iterable[str], *, allow: bool = False) -> bool:
+    if rule.pattern is None:
+        return fnmatch.fnmatchcase(tool_name, rule.tool)
+    # Path rules of the reading tools are shared among them (nova.agent.read_policy).
+    if not any(fnmatch.fnmatchcase(name, rule.tool) for name in rule_tool_names(tool_name, allow=allow)):
         return False
-    return rule.pattern is None or any(fnmatch.fnmatchcase(f, rule.pattern) for f in forms)
+    return any(fnmatch.fnmatchcase(f, rule.pattern) for f in forms)
 
 
 # -- protected paths ----------------------------------------------------------------------------------
@@ -366,7 +376,7 @@ class PermissionPolicy:
     """The permission rules of one session. Immutable: built once from config and flags."""
 
     __slots__ = ("_allow", "_allowed_tools", "_ask", "_ask_user", "_cwd", "_deny", "_dynamic_deny", "_interactive",
-                 "_protected", "_yes")
+                 "_protected", "_read_roots", "_yes")
 
     _allow: tuple[Rule, ...]
     _deny: tuple[Rule, ...]
@@ -378,6 +388,7 @@ class PermissionPolicy:
     _cwd: Path
     _dynamic_deny: Callable[[], Iterable[str]] | None
     _protected: ProtectedPaths
+    _read_roots: tuple[Path, ...]
 
     def __init__(
         self,
@@ -390,6 +401,7 @@ class PermissionPolicy:
         cwd: Path | None = None,
         dynamic_deny: Callable[[], Iterable[str]] | None = None,
         protected: ProtectedPaths | None = None,
+        read_roots: Iterable[Path] = (),
     ) -> None:
         """`cwd` is the directory path rules are relative to (default: the process's, at construction);
         `run_tool_checked` uses the tool context's instead. Bad rules raise `ConfigError`.
@@ -397,7 +409,8 @@ class PermissionPolicy:
         from the user's constraints ("merge not approved" → `bash(git merge*)`, nova.context.state). They
         take effect on the next call, without waiting for the model to read anything; the model cannot
         change them (task state is written only by deterministic code). `protected` are the paths no
-        tool that writes may touch, whatever else is allowed."""
+        tool that writes may touch, whatever else is allowed. `read_roots` are folders besides the working
+        directory that reading tools may read without asking (the project root, the session's folder)."""
         values = {
             "_allow": tuple(parse_rule(r, where="permissions.allow") for r in config.allow),
             "_deny": tuple(parse_rule(r, where="permissions.deny") for r in config.deny),
@@ -409,6 +422,7 @@ class PermissionPolicy:
             "_cwd": cwd if cwd is not None else Path.cwd(),
             "_dynamic_deny": dynamic_deny,
             "_protected": protected or ProtectedPaths(),
+            "_read_roots": tuple(read_roots),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -462,8 +476,36 @@ class PermissionPolicy:
 
         ask_rule = self._match_any(self._ask, name, units)
         if ask_rule is None and tool.read_only:
-            return Decision(True, "read-only tool")
+            raw = input.get("path", PATH_TOOLS.get(name))
+            concern = read_concern(name, raw, cwd=where, roots=self._read_roots) if isinstance(raw, str) else None
+            if concern is None:
+                return Decision(True, "read-only tool")
+            return self._needs_approval(name, input, None, why=concern)
         return self._needs_approval(name, input, ask_rule)
+
+    def file_screen(self, tool_name: str, *, cwd: Path | None = None) -> FileScreen:
+        """How a directory search by `tool_name` screens each file it meets: these path rules, this
+        workspace (nova.agent.read_policy). Rules are matched per file only when there are path rules."""
+        where = cwd or self._cwd
+        dynamic = tuple(parse_rule(r, where="task state") for r in self._dynamic_deny()) if self._dynamic_deny else ()
+        groups: tuple[tuple[Literal["deny", "ask", "allow"], tuple[Rule, ...]], ...] = (
+            ("deny", (*self._deny, *dynamic)), ("ask", self._ask), ("allow", self._allow))
+        relevant = [(kind, tuple(r for r in group if r.pattern is not None)) for kind, group in groups]
+        roots = (where, *self._read_roots)
+        if not any(group for _, group in relevant):
+            return FileScreen(roots=roots)
+
+        def lookup(path: Path) -> RuleHit | None:
+            units = _path_units(str(path), where)
+            for kind, group in relevant:
+                allow = kind == "allow"
+                forms = [f for u in units for f in (u.strict if allow else u.loose)]
+                rule = next((r for r in group if _rule_matches(r, tool_name, forms, allow=allow)), None)
+                if rule is not None:
+                    return RuleHit(kind, rule.text)
+            return None
+
+        return FileScreen(roots=roots, lookup=lookup)
 
     # -- helpers ----------------------------------------------------------------------------------
     @staticmethod
@@ -482,20 +524,22 @@ class PermissionPolicy:
             return None
         used: list[str] = []
         for unit in strict_units:
-            rule = next((r for r in self._allow if _rule_matches(r, name, unit.strict)), None)
+            rule = next((r for r in self._allow if _rule_matches(r, name, unit.strict, allow=True)), None)
             if rule is None:
                 return None
             if rule.text not in used:
                 used.append(rule.text)
         return ", ".join(used)
 
-    def _needs_approval(self, name: str, input: Mapping[str, Any], ask_rule: Rule | None) -> Decision:
+    def _needs_approval(self, name: str, input: Mapping[str, Any], ask_rule: Rule | None, *,
+                        why: str | None = None) -> Decision:
         rule_text = ask_rule.text if ask_rule else None
         if self._yes:
             return Decision(True, "allowed by --yes", rule_text)
         if name in self._allowed_tools:
             return Decision(True, f"allowed by --allow {name}", rule_text)
-        why = f"the ask rule `{ask_rule}` matches" if ask_rule else f"{name} can change files or run commands"
+        if why is None:
+            why = f"the ask rule `{ask_rule}` matches" if ask_rule else f"{name} can change files or run commands"
         if not self._interactive:
             return Decision(
                 False,
@@ -528,6 +572,7 @@ def run_tool_checked(
     """Check, then run: a denied call returns an error result and the tool is never started. Path rules
     are taken relative to `ctx.cwd`, where the tool will run."""
     decision = policy.check(tool, input, cwd=ctx.cwd)
+    ctx = replace(ctx, screen=policy.file_screen(tool.name, cwd=ctx.cwd))
     if not decision.allowed:
         return ToolOutput(
             content=f"Permission denied: {decision.reason}",

@@ -32,7 +32,7 @@ err_console = Console(stderr=True, highlight=False)
 
 def run_command(
     prompt: str, *, provider: str | None, model: str | None, base_url: str | None, allow: list[str] | None,
-    yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None,
+    yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None, strict: bool = False,
 ) -> None:
     from nova.providers.factory import make_provider
 
@@ -41,7 +41,7 @@ def run_command(
         llm = make_provider(settings, dict(os.environ))
         workdir = (cwd or Path.cwd()).resolve()
         options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
-        outcome = run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume)
+        outcome = run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume, strict=strict)
     if as_json:
         print(json.dumps(outcome, indent=2))
     if outcome["stop_reason"] == "error":
@@ -66,7 +66,7 @@ def demo_command(*, directory: Path | None, as_json: bool) -> None:
 
 def run_task(
     settings: Settings, llm: Any, options: AgentOptions, prompt: str, *, quiet: bool = False,
-    resume_id: str | None = None,
+    resume_id: str | None = None, strict: bool = False,
 ) -> dict[str, Any]:
     from nova.cli_render import Timeline, format_footer
 
@@ -74,7 +74,7 @@ def run_task(
     if not quiet:
         # In a terminal the answer streams as it is written; piped, each message prints whole.
         bus.subscribe(Timeline(console, stream_text=console.is_terminal))
-    session, history = _open_session(settings, options, prompt, resume_id)
+    session, history = _open_session(settings, options, prompt, resume_id, strict=strict)
     agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
                         session_dir=session.dir, history=history)
     if not history:
@@ -155,21 +155,24 @@ def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: 
 
 
 def _open_session(settings: Settings, options: AgentOptions, prompt: str,
-                  resume_id: str | None) -> tuple[Any, list[Any]]:
-    """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5)."""
+                  resume_id: str | None, *, strict: bool = False) -> tuple[Any, list[Any]]:
+    """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5). Damage found
+    on the way is one `nova: warning:` line each; with `strict` a damaged record refuses the resume."""
     from nova.sessions.export import latest_session_id, resume
     from nova.sessions.session import Session
 
     if resume_id is None:
         session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
                                  provider=settings.provider, model=settings.model)
+        for notice in session.notices:
+            err_console.print(f"nova: warning: {notice}", markup=False, soft_wrap=True)
         return session, []
     if resume_id == "last":
         found = latest_session_id(settings.home)
         if found is None:
             raise NovaError(f"there is no recorded session in {settings.sessions_dir} to resume")
         resume_id = found
-    resumed = resume(resume_id, home=settings.home)
+    resumed = resume(resume_id, home=settings.home, strict=strict)
     for notice in resumed.notices:
         err_console.print(f"nova: {notice}", markup=False, soft_wrap=True)
     return resumed.session, resumed.history

@@ -92,8 +92,9 @@ def _parts(content: Any) -> list[Part]:
             parts.extend(_result_parts(block))
         elif kind == "image":
             parts.append(ImagePart(media_type=str((block.get("source") or {}).get("media_type", ""))))
-        # Thinking is left out: Anthropic does not count an earlier reply's thinking as input (on the
-        # two recorded steps with thinking, counting it overshoots the real growth by 1.5x).
+        # Thinking is left out: the recorded steps grow as if an earlier reply's thinking were not input
+        # (on the two steps with thinking, counting it would put the estimate at 1.4x and 2.3x the real
+        # growth instead of 1.1x and 1.3x), as Anthropic documents for earlier turns' thinking.
     return parts
 
 

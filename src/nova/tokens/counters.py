@@ -124,10 +124,13 @@ GEMINI_PROFILE = TokenProfile(
 # benchmarks/token_estimate.py --fit`, which prints these two numbers) on the 5 Claude Code sessions in
 # ../shared/data/sessions/agentlogs/claude-code (Sonnet 4.5, Opus 4.5; 17 pairs of consecutive calls): the
 # growth of the real input (input + cache read + cache creation) between two calls against the reply and
-# what came back, thinking left out (Anthropic does not count earlier thinking as input). The fixed part
-# per call also carries what Claude Code adds unseen (system reminders), so it is an upper estimate for
-# other agents; the benchmark scores the method on sessions it was not fitted on. Refit when sessions are
-# added: run the `--fit` mode and paste its two numbers here.
+# what came back, thinking left out (the steps grow as if an earlier reply's thinking were not input).
+# The steps are small (under 500 tokens of growth, but for one screenshot), and both numbers also carry
+# what Claude Code adds to a request without recording it (system reminders; a TodoWrite step costs ~100
+# tokens less once the list is all done, which looks like an echo of the list), so the profile
+# over-counts for an agent that adds nothing; a tokenizer ratio alone would be nearer
+# 1.1 (the slope within one session). The benchmark scores the method on sessions it was not fitted on.
+# Refit when sessions are added: run the `--fit` mode and paste its two numbers here.
 CLAUDE_SCALE = 1.86
 CLAUDE_TOOL_OVERHEAD = 38
 

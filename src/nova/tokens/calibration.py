@@ -29,6 +29,7 @@ __all__ = [
     "GrowthScore",
     "GrowthStep",
     "claude_code_steps",
+    "claude_counter",
     "fit_claude",
     "score_growth",
 ]
@@ -222,7 +223,8 @@ def _features(step: GrowthStep) -> _Features:
         for part in message.parts:
             if isinstance(part, ToolUsePart):
                 tool_parts += 1
-                content += base.count(part.name) + base.count(json.dumps(dict(part.input), separators=(",", ":")))
+                arguments = json.dumps(dict(part.input), ensure_ascii=False, separators=(",", ":"), default=str)
+                content += base.count(part.name) + base.count(arguments)
             elif isinstance(part, ToolResultPart):
                 tool_parts += 1
                 content += base.count(part.content)

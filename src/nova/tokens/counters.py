@@ -129,10 +129,12 @@ GEMINI_PROFILE = TokenProfile(
 # what Claude Code adds to a request without recording it (system reminders; a TodoWrite step costs ~100
 # tokens less once the list is all done, which looks like an echo of the list), so the profile
 # over-counts for an agent that adds nothing; a tokenizer ratio alone would be nearer
-# 1.1 (the slope within one session). The benchmark scores the method on sessions it was not fitted on.
+# 1.1 (the slope within one session). The data pin down the growth of a typical step better than its
+# split between the two: fits within 5 % of the best loss run from x1.57 +54 to the x1.99 +30 below.
+# The benchmark scores the method on sessions it was not fitted on.
 # Refit when sessions are added: run the `--fit` mode and paste its two numbers here.
-CLAUDE_SCALE = 1.86
-CLAUDE_TOOL_OVERHEAD = 38
+CLAUDE_SCALE = 1.99
+CLAUDE_TOOL_OVERHEAD = 30
 
 
 def claude_profile(scale: float, tool_overhead: int) -> TokenProfile:

@@ -15,6 +15,7 @@ from nova.agent.permissions import PermissionPolicy, PermissionRequest, Protecte
 from nova.agent.read_policy import read_concern
 from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 from nova.agent.tools import default_registry
+from nova.agent.tools.base import ToolRegistry
 from nova.context.budget import budget_for
 from nova.context.compaction import CompactionOutcome
 from nova.context.continuity import ContinuityGuard
@@ -41,7 +42,7 @@ from nova.settings import Settings
 from nova.special_files import read_regular_text
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
-__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "bash_sandbox", "build_agent", "build_policy"]
+__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "agent_tools", "bash_sandbox", "build_agent", "build_policy"]
 
 # The stable system contract (CCH-3): nothing project-specific, nothing that changes between turns,
 # so it stays inside the cached prefix for the life of the session.
@@ -98,7 +99,7 @@ def build_agent(
     compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
                               guard=guard)
     protected = protected_paths(settings, options.cwd, sources)
-    tools = compiler.tools(default_registry(sandbox=bash_sandbox(settings, options.cwd, protected)))
+    tools = agent_tools(settings, options.cwd, runtime=compiler, protected=protected)
     policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
                           session_dir=session_dir, protected=protected)
     system = sources.system
@@ -187,6 +188,13 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
         files=(org_policy_path(settings), *imported),
         names=frozenset((*config.project_files, config.local_file)),
     )
+
+
+def agent_tools(settings: Settings, cwd: Path, *, runtime: ContextRuntime, protected: ProtectedPaths) -> ToolRegistry:
+    """The tools the model is sent, as the agent holds them: the built-ins (`bash` sandboxed, with the
+    sandbox's description, when the settings ask for it) wrapped by the context runtime. `nova context`
+    describes a session through this too, so what it shows is what the model got."""
+    return runtime.tools(default_registry(sandbox=bash_sandbox(settings, cwd, protected)))
 
 
 def bash_sandbox(settings: Settings, cwd: Path, protected: ProtectedPaths) -> Sandbox | None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
+from nova.agent.sandbox import require_bubblewrap
 from nova.app import AgentOptions, build_agent
-from nova.commands.context import context_command
+from nova.commands.context import compile_session, context_command
+from nova.errors import ConfigError
 from nova.sessions.session import Session
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, call, reply
@@ -67,3 +70,27 @@ def test_context_why_says_which_segment_holds_a_text(tmp_path: Path, nova_home: 
 def test_context_of_no_session_is_one_clear_error(nova_home: Path) -> None:
     result = runner.invoke(_app(), ["context"])
     assert result.exit_code == 1
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["plain", "sandbox"])
+def test_context_describes_the_tools_the_model_was_sent(tmp_path: Path, nova_home: Path, sandbox: bool) -> None:
+    if sandbox:
+        try:
+            require_bubblewrap()
+        except ConfigError as exc:
+            pytest.skip(str(exc))
+    nova_home.mkdir(parents=True, exist_ok=True)
+    (nova_home / "config.json").write_text(json.dumps({"sandbox": sandbox}))
+    settings = load_settings(home=nova_home, overrides={"provider": "demo"})
+    with Session.create(nova_home, cwd=tmp_path, provider="demo", model=settings.model) as session:
+        agent = build_agent(settings, ScriptedProvider([reply("hello")]), AgentOptions(cwd=tmp_path, yes=True),
+                            session=session, session_id=session.id, session_dir=session.dir)
+        agent.run_turn("hi")
+        agent.close()
+        sent = {t.name: t.description for t in agent.tools.specs()}
+        sid = session.id
+    _, compiled = compile_session(sid, home=nova_home)
+    assert {t.name: t.description for t in compiled.view.tools} == sent
+    assert ("Commands run in a sandbox" in sent["bash"]) is sandbox
+    shown = runner.invoke(_app(), ["context", sid, "--json"])
+    assert shown.exit_code == 0, shown.output

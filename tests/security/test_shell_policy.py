@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from nova.agent.permissions import PermissionPolicy, ProtectedPaths
 from nova.agent.tools import default_registry
 from nova.agent.tools.base import Tool
-from nova.app import AgentOptions, build_agent
-from nova.settings import PermissionsConfig, load_settings
-from nova.testing import ScriptedProvider, call, reply
+from nova.settings import PermissionsConfig
+
+if TYPE_CHECKING:
+    from tests.security.conftest import BashMode
 
 BASH: Tool = default_registry().get("bash")  # type: ignore[assignment]
 READ_ONLY_ALLOWED = ("bash(echo*)", "bash(ls*)", "bash(git status*)")
@@ -208,7 +209,7 @@ def test_a_deny_rule_leaves_lookalikes_alone(command: str, tmp_path: Path) -> No
 
 # -- shell writes into Nova's own files -------------------------------------------------------------------
 @pytest.fixture()
-def world(tmp_path: Path) -> dict[str, Path]:
+def world(tmp_path: Path, bash_mode: BashMode) -> dict[str, Path]:
     home = tmp_path / "home"
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
@@ -216,7 +217,9 @@ def world(tmp_path: Path) -> dict[str, Path]:
     (project / ".nova" / "memory").mkdir(parents=True)
     (project / ".nova" / "skills").mkdir()
     home.mkdir()
-    (home / "config.json").write_text(json.dumps({"permissions": {"deny": ["bash(git push*)"]}}))
+    # The mode is in the config from the start, so the run rewriting it changes no byte of it.
+    config = {"permissions": {"deny": ["bash(git push*)"]}, "sandbox": bash_mode.sandbox}
+    (home / "config.json").write_text(json.dumps(config))
     for path in (home / "policy.md", project / "NOVA.md", project / "AGENTS.md", project / "src" / "CLAUDE.md",
                  project / ".nova" / "memory" / "user_role.md", project / "notes.md"):
         path.write_text("original\n")
@@ -256,14 +259,8 @@ SHELL_WRITES = [
 ]
 
 
-def run_bash(world: dict[str, Path], command: str) -> str:
-    settings = load_settings(home=world["home"], env={}, overrides={"provider": "demo", "model": "demo"})
-    provider = ScriptedProvider([reply("", [call("bash", command=command)]), reply("done")])
-    agent = build_agent(settings, provider, AgentOptions(cwd=world["project"], yes=True,
-                                                         allowed_tools=frozenset({"bash"})))
-    agent.run_turn("go")
-    result = next(r for m in agent.history for r in m.tool_results())
-    return result.content
+def run_bash(world: dict[str, Path], bash_mode: BashMode, command: str) -> str:
+    return bash_mode.run(command, home=world["home"], cwd=world["project"], allow=("bash",)).content
 
 
 def snapshot(world: dict[str, Path]) -> dict[Path, bytes | None]:
@@ -275,9 +272,10 @@ def snapshot(world: dict[str, Path]) -> dict[Path, bytes | None]:
 
 
 @pytest.mark.parametrize("command", SHELL_WRITES)
-def test_shell_writes_to_protected_paths_are_refused(world: dict[str, Path], command: str) -> None:
+def test_shell_writes_to_protected_paths_are_refused(world: dict[str, Path], bash_mode: BashMode,
+                                                    command: str) -> None:
     before = snapshot(world)
-    message = run_bash(world, command.replace("{home}", str(world["home"])))
+    message = run_bash(world, bash_mode, command.replace("{home}", str(world["home"])))
     assert message.startswith("Permission denied:"), message
     assert "is refused: it writes" in message and "no tool may change it" in message
     after = snapshot(world)
@@ -294,8 +292,8 @@ def test_a_protected_write_is_refused_by_the_policy_whatever_the_rules(tmp_path:
     assert p.check(BASH, {"command": "echo x > notes.md && cat NOVA.md"}).allowed
 
 
-def test_ordinary_shell_writes_still_run(world: dict[str, Path]) -> None:
-    message = run_bash(world, "echo updated > notes.md && cp notes.md copy.md")
+def test_ordinary_shell_writes_still_run(world: dict[str, Path], bash_mode: BashMode) -> None:
+    message = run_bash(world, bash_mode, "echo updated > notes.md && cp notes.md copy.md")
     assert not message.startswith("Permission denied"), message
     assert (world["project"] / "copy.md").read_text() == "updated\n"
 
@@ -303,31 +301,19 @@ def test_ordinary_shell_writes_still_run(world: dict[str, Path]) -> None:
 # -- end to end: a bypass issued by the model through the real agent loop --------------------------------
 @pytest.mark.parametrize("command", ["ls <(touch X)", "echo a >(touch X)", "echo $'\\''; touch X",
                                      "echo hi # '\ntouch X"])
-def test_a_bypass_from_the_model_creates_nothing(tmp_path: Path, command: str) -> None:
-    home = tmp_path / "home"
+def test_a_bypass_from_the_model_creates_nothing(tmp_path: Path, bash_mode: BashMode, command: str) -> None:
     project = tmp_path / "project"
-    home.mkdir()
     project.mkdir()
-    (home / "config.json").write_text(json.dumps({"permissions": {"allow": list(READ_ONLY_ALLOWED)}}))
-    settings = load_settings(home=home, env={}, overrides={"provider": "demo", "model": "demo"})
-    provider = ScriptedProvider([reply("", [call("bash", command=command)]), reply("done")])
-    agent = build_agent(settings, provider, AgentOptions(cwd=project))
-    agent.run_turn("list the files")
-    result = next(r for m in agent.history for r in m.tool_results())
+    result = bash_mode.run(command, home=tmp_path / "home", cwd=project, yes=False,
+                           config={"permissions": {"allow": list(READ_ONLY_ALLOWED)}})
     assert result.is_error and result.content.startswith("Permission denied:"), result.content
     assert not (project / "X").exists()
 
 
-def test_a_denied_command_behind_a_wrapper_never_runs(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_a_denied_command_behind_a_wrapper_never_runs(tmp_path: Path, bash_mode: BashMode) -> None:
     project = tmp_path / "project"
-    home.mkdir()
     project.mkdir()
-    (home / "config.json").write_text(json.dumps({"permissions": {"deny": ["bash(touch *)"]}}))
-    settings = load_settings(home=home, env={}, overrides={"provider": "demo", "model": "demo"})
-    provider = ScriptedProvider([reply("", [call("bash", command="timeout 5 /usr/bin/t\\ouch X")]), reply("done")])
-    agent = build_agent(settings, provider, AgentOptions(cwd=project, allowed_tools=frozenset({"bash"})))
-    agent.run_turn("go")
-    result = next(r for m in agent.history for r in m.tool_results())
+    result = bash_mode.run("timeout 5 /usr/bin/t\\ouch X", home=tmp_path / "home", cwd=project, yes=False,
+                           allow=("bash",), config={"permissions": {"deny": ["bash(touch *)"]}})
     assert "deny rule `bash(touch *)`" in result.content
     assert not (project / "X").exists()

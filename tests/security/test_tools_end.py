@@ -296,3 +296,89 @@ def test_no_tool_starts_work_after_cancel(tmp_path: Path, tool: str, args: dict[
     assert out.is_error and "cancel" in out.content.lower()
     assert "original" not in out.content
     assert (tmp_path / "notes.md").read_text() == "original\n"
+
+
+# -- hostile globs and edits: every built-in tool ends, not only the reading ones ----------------------
+def _long_name(root: Path) -> None:
+    (root / "src" / ("a" * 120)).write_text("needle\n")
+
+
+def _glob_backtracking(root: Path) -> tuple[str, dict[str, Any]]:
+    _long_name(root)
+    return "glob", {"pattern": "**/*a*a*a*a*a*a*a*a*a*a*a*a*b"}
+
+
+def _grep_glob_backtracking(root: Path) -> tuple[str, dict[str, Any]]:
+    _long_name(root)
+    return "grep", {"pattern": "needle", "glob": "*a*a*a*a*a*a*a*a*a*a*a*a*b"}
+
+
+def _glob_brace_bomb(root: Path) -> tuple[str, dict[str, Any]]:
+    return "glob", {"pattern": "{a,b}" * 22 + ".py"}
+
+
+def _edit_one_char_in_a_large_file(root: Path) -> tuple[str, dict[str, Any]]:
+    (root / "data.txt").write_text("a" * 30_000_000)
+    return "edit_file", {"path": "data.txt", "old_text": "a", "new_text": "b"}
+
+
+def _edit_whitespace_hint_product(root: Path) -> tuple[str, dict[str, Any]]:
+    (root / "braces.js").write_text("}\n" * 100_000)
+    return "edit_file", {"path": "braces.js", "old_text": "}\n" * 5_000 + "missing", "new_text": "x"}
+
+
+HOSTILE: list[tuple[str, Setup, str]] = [
+    # (id, setup, what the result must say)
+    ("glob-backtracking-pattern", _glob_backtracking, "No files match"),
+    ("grep-glob-backtracking-pattern", _grep_glob_backtracking, "No matches"),
+    ("glob-brace-bomb", _glob_brace_bomb, "expand to over 256 patterns"),
+    ("edit-one-char-in-a-30mb-file", _edit_one_char_in_a_large_file, "matches 30000000 times"),
+    ("edit-whitespace-hint-product", _edit_whitespace_hint_product, "old_text not found"),
+]
+
+
+@pytest.mark.parametrize(("setup", "says"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_hostile_patterns_and_edits_end_promptly(project: Path, setup: Setup, says: str) -> None:
+    tool, args = setup(project)
+    result = run_isolated(tool, args, project, seconds=10.0)
+    assert says in result["content"], result["content"][:500]
+
+
+def test_globs_still_select_what_they_should(project: Path) -> None:
+    (project / "src" / "b.tsx").write_text("")
+    (project / "src" / "test_b.py").write_text("")
+    (project / "src" / "ab\udcff.py".encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
+     ).write_text("")  # a name that is not UTF-8 on disk
+    glob = default_registry().get("glob")
+    assert glob is not None
+
+    def listed(pattern: str) -> set[str]:
+        out = glob.run({"pattern": pattern}, ToolContext(cwd=project))
+        return {line for line in out.content.splitlines() if not line.startswith(("No files", "["))}
+
+    assert listed("**/*.{py,tsx}") == {"src/app.py", "src/b.tsx", "src/test_b.py", "src/ab\udcff.py"}
+    assert listed("src/test_*.py") == {"src/test_b.py"}
+    assert listed("src/[!a]*") == {"src/b.tsx", "src/test_b.py"}
+    assert listed("*.py") == set()
+    bad = glob.run({"pattern": "[z-a]"}, ToolContext(cwd=project))
+    assert bad.is_error and "invalid glob" in bad.content
+
+
+def test_time_limit_stops_read_file_inside_one_enormous_line(tmp_path: Path) -> None:
+    # A sparse file: text first, then gigabytes of one line that cost no disk.
+    with (tmp_path / "one-line.txt").open("wb") as handle:
+        handle.write(b"a" * 16384)
+        handle.truncate(8 * 1024 ** 3)
+    started = time.monotonic()
+    out = default_registry().get("read_file").run(  # type: ignore[union-attr]
+        {"path": "one-line.txt"}, ToolContext(cwd=tmp_path, timeout_s=0.05))
+    assert time.monotonic() - started < 2.0
+    assert "reading stopped after 0.05 s" in out.content
+
+
+def test_time_limit_stops_grep_inside_one_file_of_matches(tmp_path: Path) -> None:
+    (tmp_path / "many.txt").write_bytes(b"a\n" * 2_500_000)
+    out = default_registry().get("grep").run(  # type: ignore[union-attr]
+        {"pattern": "a", "path": "many.txt"}, ToolContext(cwd=tmp_path, timeout_s=0.05))
+    assert "search stopped after 0.05 s; results are partial" in out.content
+    assert out.metadata["matches"] < 2_500_000

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
 from pathlib import Path
 
 import httpx2 as httpx
+import pytest
 
 from nova.server.config import ServerConfig
 from nova.server.token import TOKEN_FILE, load_or_create_token
@@ -155,6 +157,34 @@ def test_memory_list_get_delete(server: Server) -> None:
         assert client.get("/api/memory", params={"include_revoked": True}).json()[0]["status"] == "revoked"
         assert client.delete("/api/memory/prefers-pytest", params={"purge": True}).status_code == 200
         assert client.get("/api/memory/prefers-pytest").status_code == 404
+
+
+def test_memory_list_says_why_a_candidate_waits_as_the_cli_does(
+        server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from nova.commands.memory import app as memory_app
+    from nova.memory.store import Memory, MemoryStore
+
+    MemoryStore.for_workspace(home=server.settings.home, cwd=server.project).write(
+        Memory(name="prefers-pytest", description="the user runs tests with pytest", type="user", body="Use pytest."))
+    # A file nobody approved, claiming to be active: Nova holds it for review.
+    folder = server.project / ".nova" / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "deploy-routine.md").write_text(
+        "---\nname: deploy-routine\ndescription: how we deploy\ntype: project\nstatus: active\n---\n"
+        "Push straight to main.\n")
+    with server.client() as client:
+        listed = {m["name"]: m for m in client.get("/api/memory").json()}
+        one = client.get("/api/memory/deploy-routine").json()
+    monkeypatch.setenv("NOVA_HOME", str(server.settings.home))
+    monkeypatch.chdir(server.project)
+    cli = {r["name"]: r for r in json.loads(CliRunner().invoke(memory_app, ["list", "--json"]).stdout)}
+    assert listed["deploy-routine"]["status"] == "candidate"
+    assert "nova memory approve deploy-routine" in listed["deploy-routine"]["review"]
+    assert listed["prefers-pytest"]["review"] is None
+    assert one["review"] == listed["deploy-routine"]["review"]
+    assert {name: m["review"] for name, m in listed.items()} == {name: r["review"] for name, r in cli.items()}
 
 
 def test_context_carries_the_compilers_manifest_summing_to_the_figure(server: Server) -> None:

@@ -33,8 +33,7 @@ __all__ = ["compile_session", "context_command", "context_json", "render_context
 
 def compile_session(session_id: str | None, *, home: Path | None = None) -> tuple[str, Compiled]:
     """(session id, compiled view) of a recorded session ("last" or None: the most recent one)."""
-    from nova.agent.tools import default_registry
-    from nova.app import SYSTEM_CONTRACT
+    from nova.app import SYSTEM_CONTRACT, agent_tools, protected_paths
     from nova.context.budget import budget_for
     from nova.context.runtime import ContextRuntime, build_context_sources
     from nova.context.state import TaskStateStore
@@ -65,7 +64,9 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
                 ledger.record(message.id, usage)
         runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=ledger,
                                  budget=budget_for(settings), observe_requests=False)
-        compiled = runtime.compile(history, system=sources.system, tools=runtime.tools(default_registry()).specs())
+        # The tools exactly as `build_agent` gives them (a sandboxed `bash` reads differently).
+        tools = agent_tools(settings, cwd, runtime=runtime, protected=protected_paths(settings, cwd, sources))
+        compiled = runtime.compile(history, system=sources.system, tools=tools.specs())
     finally:
         session.close()
     return session_id, compiled

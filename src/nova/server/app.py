@@ -122,7 +122,7 @@ def _errors(app: FastAPI) -> None:
 def _memory_out(memory: Memory, *, body: bool) -> MemoryOut:
     return MemoryOut(name=memory.name, description=memory.description, type=memory.type, status=memory.status,
                      author=memory.author, body=memory.body if body else None, source=memory.source.describe(),
-                     updated=format_time(memory.updated))
+                     updated=format_time(memory.updated), review=memory.review_note or None)
 
 
 def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOptions) -> None:

@@ -121,6 +121,8 @@ class MemoryOut(BaseModel):
     body: str | None = None
     source: str = ""
     updated: str = ""
+    # Why a candidate waits for the user's review (as `nova memory list --json` says it); None otherwise.
+    review: str | None = None
 
 
 def session_out(meta: SessionMeta, *, running: bool = False) -> SessionOut:

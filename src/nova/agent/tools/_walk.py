@@ -1,18 +1,28 @@
 """Walking a source tree for `grep` and `glob`: glob patterns with `**` and `{a,b}`, noise directories
 skipped, symlinked directories not followed (a link back to a parent would loop forever), and the
-pseudo-filesystems /proc, /sys and /dev never entered (their files never end or block)."""
+pseudo-filesystems /proc, /sys and /dev never entered (their files never end or block).
+
+A glob is matched with RE2, like grep's patterns: Python's backtracking `re` takes exponential time on a
+glob such as `*a*a*a*a*a*a*a*a*b` against a long file name, inside C code no timeout or cancel can stop.
+Brace sets multiply (`{a,b}` twenty times is a million globs), so their expansion is capped."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
+from nova.errors import ToolError
 from nova.special_files import PSEUDO_FS_ROOTS
 
-__all__ = ["SKIPPED_DIRS", "compile_glob", "walk_files"]
+__all__ = ["MAX_GLOB_ALTERNATIVES", "SKIPPED_DIRS", "GlobMatcher", "compile_glob", "walk_files"]
+
+MAX_GLOB_ALTERNATIVES = 256
+"""The most globs one pattern's brace sets may expand to."""
 
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".mypy_cache", ".ruff_cache",
@@ -24,7 +34,8 @@ pruned."""
 
 
 def _expand_braces(pattern: str) -> list[str]:
-    """`*.{ts,tsx}` → `*.ts`, `*.tsx` (models write brace sets often; fnmatch does not know them)."""
+    """`*.{ts,tsx}` → `*.ts`, `*.tsx` (models write brace sets often; fnmatch does not know them).
+    `ToolError` past MAX_GLOB_ALTERNATIVES globs: the work doubles with every set."""
     match = re.search(r"\{([^{}]*)\}", pattern)
     if match is None:
         return [pattern]
@@ -32,6 +43,9 @@ def _expand_braces(pattern: str) -> list[str]:
     expanded: list[str] = []
     for option in match.group(1).split(","):
         expanded.extend(_expand_braces(head + option + tail))
+        if len(expanded) > MAX_GLOB_ALTERNATIVES:
+            raise ToolError(f"the glob's brace sets expand to over {MAX_GLOB_ALTERNATIVES} patterns; "
+                            "use fewer `{a,b}` sets or `*`.")
     return expanded
 
 
@@ -70,12 +84,45 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
+def _utf8(path: str) -> bytes:
+    try:
+        return path.encode("utf-8")
+    except UnicodeEncodeError:
+        # A name that is not UTF-8 on disk (os.walk gives its bad bytes as surrogates): each bad byte
+        # becomes U+FFFD, which `*` and `?` match as they matched the surrogate.
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class GlobMatcher:
+    regex: Any  # an RE2 pattern over UTF-8 bytes
+
+    def match(self, path: str) -> bool:
+        """Whether the relative path (`/`-separated) is one the glob selects, in time linear in its length."""
+        return self.regex.fullmatch(_utf8(path)) is not None
+
+
 @lru_cache(maxsize=256)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A regex that full-matches the relative paths `pattern` selects."""
+def compile_glob(pattern: str) -> GlobMatcher:
+    """A matcher for the relative paths `pattern` selects, or `ToolError` saying why there is none.
+    RE2 is imported here, not at start-up: only a search needs it."""
+    try:
+        import re2  # google-re2
+    except ImportError:
+        raise ToolError("glob patterns need the google-re2 package, which is not installed "
+                        "(`pip install google-re2`).") from None
     pattern = pattern.strip().removeprefix("./")
     alternatives = [_translate(p) for p in _expand_braces(pattern)]
-    return re.compile("(?:" + "|".join(alternatives) + r")\Z")
+    options = re2.Options()
+    options.log_errors = False  # the error is the model's to read, not stderr's
+    try:
+        return GlobMatcher(re2.compile(("(?:" + "|".join(alternatives) + ")").encode("utf-8", "surrogatepass"),
+                                       options=options))
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise ToolError(f"invalid glob {pattern!r}: {detail}.") from None
 
 
 def walk_files(root: Path, *, max_depth: int | None = None,

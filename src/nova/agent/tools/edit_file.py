@@ -14,6 +14,7 @@ from typing import Any
 from nova.agent.tools._common import (
     BINARY_SNIFF_BYTES,
     BuiltinTool,
+    WorkLimit,
     atomic_write_text,
     display_path,
     looks_binary,
@@ -29,34 +30,52 @@ SNIPPET_CONTEXT_LINES = 3
 MAX_LISTED_LINES = 10
 MAX_SNIPPET_LINES = 40
 MAX_EDIT_BYTES = 32 * 1024 * 1024
+HINT_COMPARISONS = 2_000_000
 
 
 def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-def _match_starts(text: str, needle: str) -> list[int]:
+def _matches(text: str, needle: str) -> tuple[int, list[int]]:
+    """How often `needle` occurs (without overlaps) and where its first MAX_LISTED_LINES occurrences
+    start: a one-character `old_text` in a large file occurs millions of times, and a list of every
+    position would take gigabytes."""
+    count = text.count(needle)
     starts: list[int] = []
     index = text.find(needle)
-    while index != -1:
+    while index != -1 and len(starts) < MAX_LISTED_LINES:
         starts.append(index)
         index = text.find(needle, index + len(needle))
-    return starts
+    return count, starts
 
 
-def _whitespace_hint(text: str, old: str) -> str:
+def _whitespace_hint(text: str, old: str, work: WorkLimit) -> str:
     """Point at a line that matches once whitespace is ignored: the commonest reason for "not found"
-    is indentation or trailing spaces that differ from the file."""
+    is indentation or trailing spaces that differ from the file. Only a hint: it gives up after
+    HINT_COMPARISONS line comparisons (a file of many `}` lines against a long `old_text` would take
+    their product), or when the call is cancelled or out of time."""
     wanted = [line.strip() for line in old.splitlines() if line.strip()]
     if not wanted:
         return ""
     lines = [line.strip() for line in text.splitlines()]
-    for i in range(len(lines)):
-        if lines[i] != wanted[0]:
+    budget = HINT_COMPARISONS
+    for i, first in enumerate(lines):
+        if first != wanted[0]:
             continue
-        window = [line for line in lines[i : i + len(wanted) * 2] if line][: len(wanted)]
-        if window == wanted:
+        # The non-blank lines of the next 2n lines must be the n wanted lines.
+        found, j, end = 0, i, min(len(lines), i + len(wanted) * 2)
+        while found < len(wanted) and j < end:
+            if lines[j]:
+                if lines[j] != wanted[found]:
+                    break
+                found += 1
+            j += 1
+        if found == len(wanted):
             return f" A match that differs only in whitespace starts at line {i + 1}; copy the exact text."
+        budget -= j - i + 1
+        if budget <= 0 or work.reached():
+            return ""
     return ""
 
 
@@ -125,20 +144,20 @@ class EditFileTool(BuiltinTool):
             raise ToolError("old_text and new_text are identical; there is nothing to change.")
         text = _read_text(path, shown)
 
-        starts = _match_starts(text, old)
-        if not starts and "\r\n" in text and "\n" in old and "\r\n" not in old:
+        count, starts = _matches(text, old)
+        if not count and "\r\n" in text and "\n" in old and "\r\n" not in old:
             old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-            starts = _match_starts(text, old)
-        if not starts:
+            count, starts = _matches(text, old)
+        if not count:
             raise ToolError(
                 f"old_text not found in {shown} — read the file again and copy the exact text "
-                f"(indentation, blank lines and all).{_whitespace_hint(text, old)}"
+                f"(indentation, blank lines and all).{_whitespace_hint(text, old, WorkLimit(ctx))}"
             )
-        if len(starts) > 1 and not replace_all:
-            lines = [str(_line_of(text, s)) for s in starts[:MAX_LISTED_LINES]]
-            more = ", ..." if len(starts) > MAX_LISTED_LINES else ""
+        if count > 1 and not replace_all:
+            lines = [str(_line_of(text, s)) for s in starts]
+            more = ", ..." if count > MAX_LISTED_LINES else ""
             raise ToolError(
-                f"old_text matches {len(starts)} times in {shown} (at lines {', '.join(lines)}{more}). "
+                f"old_text matches {count} times in {shown} (at lines {', '.join(lines)}{more}). "
                 "Add surrounding lines to old_text so it matches exactly once, or set replace_all=true "
                 "to replace every occurrence."
             )
@@ -146,7 +165,6 @@ class EditFileTool(BuiltinTool):
         updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
         atomic_write_text(path, updated)
         first_line = _line_of(text, starts[0])
-        count = len(starts)
         summary = f"Edited {shown}: replaced {count} occurrence{'s' if count > 1 else ''}"
         return ToolOutput(
             content=f"{summary}.\n{_snippet(updated, first_line, new)}",

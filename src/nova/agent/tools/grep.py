@@ -41,6 +41,9 @@ MAX_LINE_CHARS = 300
 MAX_FILE_BYTES = 5 * 1024 * 1024
 """Larger files are skipped (and counted): they are data or generated, and would dominate the time."""
 
+CHECK_EVERY_HITS = 4096
+"""How often the user's cancel and the call's time limit are checked while listing one file's matches."""
+
 _UNSUPPORTED = re.compile(r"\\[1-9]|\(\?<?[=!]|\(\?P=")
 
 
@@ -183,6 +186,9 @@ class GrepTool(BuiltinTool):
                 continue
             hits = 0
             for number, raw in matching_lines(data, regex):
+                # A file can hold millions of matching lines: the time and the cancel count within it too.
+                if hits % CHECK_EVERY_HITS == 0 and hits and limit.reached():
+                    break
                 hits += 1
                 total += 1
                 if len(lines) < MAX_MATCHES:

@@ -27,6 +27,8 @@ LINE_CHUNK_BYTES = 64 * 1024
 """Of a line longer than this only the start is kept (it is shortened to MAX_LINE_CHARS anyway)."""
 CHECK_EVERY_LINES = 1024
 """How often the user's cancel and the call's time limit are checked while streaming lines."""
+CHECK_EVERY_CHUNKS = 64
+"""... and while skipping the rest of a long line (every 64 chunks: 4 MB)."""
 
 
 def _missing_file_message(ctx: ToolContext, path: Path) -> str:
@@ -99,8 +101,8 @@ class ReadFileTool(BuiltinTool):
             handle.seek(0)
             # Stream the lines: only the requested range is decoded and kept, however large the file, and
             # at most one chunk of a line is held, however long the line.
-            while not (total % CHECK_EVERY_LINES == 0 and work.reached()):
-                head, length = _next_line(handle)
+            while work.stopped is None and not (total % CHECK_EVERY_LINES == 0 and work.reached()):
+                head, length = _next_line(handle, work)
                 if length == 0:
                     break
                 total += 1
@@ -134,13 +136,16 @@ class ReadFileTool(BuiltinTool):
         return ToolOutput(content=content, metadata={**metadata, "first_line": offset, "last_line": last})
 
 
-def _next_line(handle: BinaryIO) -> tuple[bytes, int]:
+def _next_line(handle: BinaryIO, work: WorkLimit) -> tuple[bytes, int]:
     """The next line's first `LINE_CHUNK_BYTES` and its full length in bytes (0 at the end of the file).
-    The rest of a longer line is read and dropped, so one enormous line cannot exhaust memory."""
+    The rest of a longer line is read and dropped, so one enormous line cannot exhaust memory; nor can
+    it outlast the call, as the limit is checked between its chunks (a stopped line counts as read)."""
     head = handle.readline(LINE_CHUNK_BYTES) or b""
     length = len(head)
     if head and not head.endswith(b"\n"):
-        while True:
+        chunks = 0
+        while not (chunks % CHECK_EVERY_CHUNKS == 0 and chunks and work.reached()):
+            chunks += 1
             more = handle.readline(LINE_CHUNK_BYTES) or b""
             length += len(more)
             if not more or more.endswith(b"\n"):

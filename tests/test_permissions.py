@@ -403,3 +403,27 @@ def test_run_tool_checked_uses_the_context_cwd(tmp_path: Path) -> None:
     out = run_tool_checked(p, tool("write_file"), {"path": "out/a.txt", "content": "x"}, ctx)
     assert not out.is_error
     assert (work / "out/a.txt").read_text() == "x"
+
+
+def test_commands_parse_the_same_from_many_threads_at_once() -> None:
+    # The server checks several sessions' commands at once: each thread must see the same commands a
+    # lone caller sees, whatever the others are parsing.
+    import threading
+
+    lines = [f"timeout {i} git -C . push && (ls <(touch f{i}); echo $'x{i}')" for i in range(40)]
+    expected = [[c.exact for c in parse_command_line(line).commands] for line in lines]
+    seen: list[list[list[str]]] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        mine = [[c.exact for c in parse_command_line(line).commands] for line in lines * 5]
+        with lock:
+            seen.append(mine)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 6
+    assert all(result == expected * 5 for result in seen)

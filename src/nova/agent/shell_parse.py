@@ -33,6 +33,7 @@ import fnmatch
 import functools
 import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,12 +89,26 @@ class ShellLine:
 
 # -- the parser --------------------------------------------------------------------------------------
 @functools.cache
-def _parser() -> Any:
+def _language() -> Any:
     # Imported here: the grammar loads only when the first bash command is checked, not at start-up.
     import tree_sitter
     import tree_sitter_bash
 
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    return tree_sitter.Language(tree_sitter_bash.language())
+
+
+# A tree-sitter parser holds mutable state and is not safe to share between threads (the server checks
+# several sessions' commands at once), so each thread gets its own; the language is shared.
+_per_thread = threading.local()
+
+
+def _parser() -> Any:
+    parser = getattr(_per_thread, "parser", None)
+    if parser is None:
+        import tree_sitter
+
+        parser = _per_thread.parser = tree_sitter.Parser(_language())
+    return parser
 
 
 def parse_command_line(line: str) -> ShellLine:

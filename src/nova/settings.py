@@ -443,6 +443,8 @@ def describe_settings(settings: Settings, *, derived: Sequence[tuple[str, Any]] 
         section = getattr(settings, section_name)
         section_raw = file_raw.get(section_name, {}) if isinstance(file_raw.get(section_name), dict) else {}
         for f in fields(section):
+            if f.name == "configured":  # bookkeeping of which keys the file set, not a setting
+                continue
             value = getattr(section, f.name)
             origin = str(settings.config_file) if f.name in section_raw else "default"
             if section_name == "compaction" and f.name == "snip_preserve_last_n_messages" and (

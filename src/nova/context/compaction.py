@@ -397,9 +397,10 @@ def compact(
     # tail gets what the fixed prompt, the verbatim user section, the summary and the restore
     # attachment leave; the five-message floor gives way when five messages do not fit.
     room = target - fixed_tokens - counter.count(user_section) - body_cap - rest - SUMMARY_OVERHEAD
-    if room < keep:
+    if room < keep or sum(sizes[split:]) > room:
         floor = MIN_KEEP_MESSAGES if sum(sizes[-MIN_KEEP_MESSAGES:]) <= room else 1
-        later = find_split_point(history, keep_tokens=max(room, 0), counter=counter, sizes=sizes, min_messages=floor)
+        later = find_split_point(history, keep_tokens=max(min(room, keep), 0), counter=counter, sizes=sizes,
+                                 min_messages=floor)
         if later > split:
             split = later
             older, covers, raw_older, user_section = fold(split)

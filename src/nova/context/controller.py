@@ -39,8 +39,7 @@ from nova.context.compaction import (
 )
 from nova.context.oversize import CUT_DIR, fit_message
 from nova.context.spill import Spiller
-from nova.context.summarize import is_user_message
-from nova.context.summarize import ExtractiveSummarizer, Summarizer
+from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
 from nova.core import ToolSpec, Usage
 from nova.errors import PromptTooLarge
 from nova.extensions import Extension, ViewRequest

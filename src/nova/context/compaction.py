@@ -387,7 +387,10 @@ def compact(
         raw = _raw_messages(ids, raw_lookup)
         unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
         needed = sum(counter.count(text) + 12 for text in unique)
-        section = build_user_section(part, raw, budget=budget.user_tokens(needed), counter=counter)
+        # The user's words fit whole when they can; never so much that the new view passes the threshold.
+        most = threshold - fixed_tokens - body_cap - rest - SUMMARY_OVERHEAD - 2 * MIN_CUT_TOKENS
+        section = build_user_section(part, raw, budget=max(64, min(budget.user_tokens(needed), most)),
+                                     counter=counter)
         return part, ids, raw, section
 
     older, covers, raw_older, user_section = fold(split)

@@ -347,7 +347,33 @@ class ContextController(Extension):
         # Last resort: nothing may keep a request above the window.
         if used >= self.hard_line or (forced and used >= self.threshold):
             history, used = self._emergency_snip(history, used)
+        if used >= self.hard_line:
+            history, used = self._cut_largest(history, used)
         return history, used
+
+    def _cut_largest(self, history: list[Message], used: int) -> tuple[list[Message], int]:
+        """Still over the hard line (a small window, a long summary of the user's words): cut the largest
+        messages of the view, the user's too, each saying so, until the request fits."""
+        sizes = [count_message(m, self.counter) for m in history]
+        over = used - (self.hard_line - 1)
+        out = list(history)
+        for i in sorted(range(len(out)), key=lambda k: sizes[k], reverse=True):
+            if over <= 0:
+                break
+            share = max(64, sizes[i] - over)
+            cut = fit_message(out[i], share=share, counter=self.counter, save_dir=self.cut_dir,
+                              transcript=self.transcript_path, size=sizes[i], original=self.raw.get(out[i].id),
+                              reason=f"cut so the request fits the {self.window:,}-token window", force=True)
+            if cut is None:
+                continue
+            over -= sizes[i] - count_message(cut, self.counter)
+            out[i] = cut
+            self._rewrite(cut)
+            self.stats.cuts += 1
+        if out == history:
+            return history, used
+        self.ledger.clear()
+        return out, self.measure(out)
 
     def _layer2(
         self, history: list[Message], used: int, *, reason: Reason, forced: bool, focus: str,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.files import private_dir, write_private_text
-from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.tokens import TokenCounter, count_message
 
 __all__ = ["CUT_DIR", "CUT_MARK", "MIN_KEPT_TOKENS", "CutInfo", "cut_middle", "fit_message", "is_cut", "is_cut_text"]
@@ -91,7 +91,7 @@ def _text_parts(message: Message) -> list[tuple[int, str, str]]:
     its signature holds only for the text as written."""
     out: list[tuple[int, str, str]] = []
     for i, part in enumerate(message.parts):
-        if isinstance(part, TextPart):
+        if isinstance(part, TextPart | SummaryPart):
             out.append((i, "", part.text))
         elif isinstance(part, ToolResultPart):
             out.append((i, "", part.content))
@@ -110,6 +110,7 @@ def fit_message(
     reason: str = "",
     size: int | None = None,
     original: Message | None = None,
+    force: bool = False,
 ) -> Message | None:
     """The message cut to about `share` tokens, or None when it already fits (or holds nothing that can
     be cut). The largest texts are cut first; each keeps its head and tail. `original` is the message
@@ -118,7 +119,9 @@ def fit_message(
     if size <= share:
         return None
     # A spill placeholder or a text cut before is bounded already, and its pointer must stay whole.
-    texts = sorted((t for t in _text_parts(message) if not _frozen(t[2])), key=lambda t: len(t[2]), reverse=True)
+    # `force` (the last resort before a request over the window) cuts those too.
+    texts = sorted((t for t in _text_parts(message) if force or not _frozen(t[2])), key=lambda t: len(t[2]),
+                   reverse=True)
     if not texts:
         return None
     where = _save(original or message, save_dir, transcript)
@@ -142,6 +145,8 @@ def fit_message(
     for i, part in enumerate(message.parts):
         if isinstance(part, TextPart) and (i, "") in new_texts:
             parts.append(TextPart(new_texts[(i, "")]))
+        elif isinstance(part, SummaryPart) and (i, "") in new_texts:
+            parts.append(SummaryPart(text=new_texts[(i, "")], covers=part.covers))
         elif isinstance(part, ToolResultPart) and (i, "") in new_texts:
             parts.append(ToolResultPart(part.tool_use_id, new_texts[(i, "")], part.is_error))
         elif isinstance(part, ToolUsePart) and any(k[0] == i for k in new_texts):

@@ -26,7 +26,7 @@ def test_demo_prints_no_warning_and_its_compaction_halves_the_view(tmp_path: Pat
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert "WARNING" not in out and "warning" not in out.lower(), out
+    assert "nova: WARNING" not in out and "nova: ERROR" not in out, out
     assert "All tests pass now" in out
     done = DONE.findall(out)
     assert len(done) >= 1, out

@@ -52,7 +52,7 @@ TARGET_WINDOWS = (32_000, 64_000)
 # A command that writes the files it names (bash-only agents edit this way).
 _WRITES = re.compile(r"sed\s+-[a-zA-Z]*i|(?<![0-9&])>>?\s*(?!&)[\w./]|\btee\b")
 _EDIT_COMMANDS = ("create", "str_replace", "insert", "write")
-_TAGS = re.compile(r"</?(?:returncode|output|warning)>")
+_TAGS = re.compile(r"</?[a-z_]+>")  # the harness's wrappers (<returncode>, <output_tail>, ...)
 
 
 def retention_items(messages: Sequence[Message]) -> list[str]:

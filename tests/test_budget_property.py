@@ -84,8 +84,8 @@ def run_turns(window: int, turns: list[dict[str, float | bool]], tmp: Path) -> t
     return sizes, agent
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(window=st.sampled_from([8_000, 16_000, 32_000, 64_000, 200_000, 1_000_000]),
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(window=st.sampled_from([4_000, 8_000, 16_000, 32_000, 64_000, 200_000, 1_000_000]),
        turns=st.lists(turn, min_size=1, max_size=4))
 def test_no_request_over_the_window(window: int, turns: list[dict[str, float | bool]]) -> None:
     note(f"window={window} turns={turns}")

@@ -59,7 +59,8 @@ class ContextBudget:
     message_share: int = 0
     """The most one message may take in the view; a larger one is shown cut (head, note, tail)."""
     user_share: int = 0
-    """The same for a message a person wrote: larger, since the user's words are kept whole when they fit."""
+    """The same for a message a person wrote: three quarters of the threshold, since the user's words are
+    kept whole whenever they fit."""
     spill: SpillConfig = field(default_factory=SpillConfig)
     """The spill limits at this window (SPILL-1, 2)."""
     warnings: tuple[str, ...] = ()
@@ -143,16 +144,16 @@ class ContextBudget:
             restore_tokens=max(200, min(4000, threshold // 16)),
             snip_budget=snip,
             message_share=message_share,
-            user_share=max(message_share, threshold // 2),
+            user_share=max(message_share, threshold * 3 // 4),
             spill=SpillConfig(max_result_chars=result_chars, max_message_chars=message_chars, preview_chars=preview,
                               configured=spill.configured),
             warnings=tuple(notes),
         )
 
     def user_tokens(self, needed: int = 0) -> int:
-        """Room for the user's messages, verbatim: a third of the threshold, stretched up to two thirds
-        when they need it (a long task statement must survive whole)."""
-        return max(self.threshold // 3, min(needed + 64, self.threshold * 2 // 3))
+        """Room for the user's messages, verbatim: a third of the threshold, stretched up to three
+        quarters when they need it (a long task statement must survive whole whenever it can)."""
+        return max(self.threshold // 3, min(needed + 64, self.threshold * 3 // 4))
 
 
 def _spill_value(key: str, spill: SpillConfig, derived: int, most: int, chosen: Callable[..., int], *,

@@ -300,8 +300,8 @@ class ContextController(Extension):
         size = count_message(message, self.counter)
         if is_user_message(message):
             share = self.budget.user_share
-            reason = (f"a message the user wrote, of {size:,} tokens, cannot fit whole: alone it is over half "
-                      f"the compaction threshold ({share:,} tokens)")
+            reason = (f"a message the user wrote, of {size:,} tokens, cannot fit whole: alone it is over three "
+                      f"quarters of the compaction threshold ({share:,} tokens)")
         if size <= share:
             return None
         cut = fit_message(message, share=share, counter=self.counter, save_dir=self.cut_dir,

@@ -413,7 +413,7 @@ def compact(
                              context=list(context) or history, max_tokens=body_cap, focus=focus,
                              transcript_path=transcript_path)
     if on_start is not None:
-        on_start(len(history), before)  # COMPACTION_START: only once a summary is really being made
+        on_start(len(older), before)  # COMPACTION_START (the messages folded): only once a summary is made
     try:
         body = summarizer.summarize(request)
     except Exception as exc:  # any summarizer failure is a failed compaction, never a crash (CMP-8)

@@ -150,10 +150,12 @@ class ContextBudget:
             warnings=tuple(notes),
         )
 
-    def user_tokens(self, needed: int = 0) -> int:
-        """Room for the user's messages, verbatim: a third of the threshold, stretched up to three
-        quarters when they need it (a long task statement must survive whole whenever it can)."""
-        return max(self.threshold // 3, min(needed + 64, self.threshold * 3 // 4))
+    def user_tokens(self, needed: int = 0, first: int = 0) -> int:
+        """Room for the user's messages, verbatim: a third of the threshold, stretched up to half when
+        they need it, and up to three quarters for the first of them (`first` tokens): a long task
+        statement survives whole whenever it can, the later messages share what is left."""
+        return max(self.threshold // 3, min(needed + 64, self.threshold // 2),
+                   min(first + 64, self.threshold * 3 // 4))
 
 
 def _spill_value(key: str, spill: SpillConfig, derived: int, most: int, chosen: Callable[..., int], *,

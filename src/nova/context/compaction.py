@@ -389,7 +389,8 @@ def compact(
         needed = sum(counter.count(text) + 12 for text in unique)
         # The user's words fit whole when they can; never so much that the new view passes the threshold.
         most = threshold - fixed_tokens - body_cap - rest - SUMMARY_OVERHEAD - 2 * MIN_CUT_TOKENS
-        section = build_user_section(part, raw, budget=max(64, min(budget.user_tokens(needed), most)),
+        first = counter.count(unique[0]) + 12 if unique else 0
+        section = build_user_section(part, raw, budget=max(64, min(budget.user_tokens(needed, first), most)),
                                      counter=counter)
         return part, ids, raw, section
 
@@ -413,7 +414,7 @@ def compact(
                              context=list(context) or history, max_tokens=body_cap, focus=focus,
                              transcript_path=transcript_path)
     if on_start is not None:
-        on_start(len(older), before)  # COMPACTION_START (the messages folded): only once a summary is made
+        on_start(len(history), before)  # COMPACTION_START: only once a summary is really being made
     try:
         body = summarizer.summarize(request)
     except Exception as exc:  # any summarizer failure is a failed compaction, never a crash (CMP-8)

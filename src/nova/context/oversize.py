@@ -80,10 +80,14 @@ def cut_middle(text: str, *, keep_tokens: int, counter: TokenCounter, where: str
     return result
 
 
-def _frozen(text: str) -> bool:
+def _placeholder(text: str) -> bool:
     from nova.context.spill import is_placeholder
 
-    return is_placeholder(text) or is_cut_text(text) or "chars snipped ... Full output:" in text
+    return is_placeholder(text)
+
+
+def _frozen(text: str) -> bool:
+    return _placeholder(text) or is_cut_text(text) or "chars snipped ... Full output:" in text
 
 
 def _text_parts(message: Message) -> list[tuple[int, str, str]]:
@@ -120,8 +124,9 @@ def fit_message(
         return None
     # A spill placeholder or a text cut before is bounded already, and its pointer must stay whole.
     # `force` (the last resort before a request over the window) cuts those too.
-    texts = sorted((t for t in _text_parts(message) if force or not _frozen(t[2])), key=lambda t: len(t[2]),
-                   reverse=True)
+    # A spill placeholder never: it is small, and its file holds the output as the tool gave it.
+    texts = sorted((t for t in _text_parts(message) if not (_frozen(t[2]) and not (force and not _placeholder(t[2])))),
+                   key=lambda t: len(t[2]), reverse=True)
     if not texts:
         return None
     where = _save(original or message, save_dir, transcript)

@@ -262,8 +262,9 @@ def failure_code(result: ToolResultPart) -> int | None:
 
 
 def error_lines(content: str, n: int = 3) -> list[str]:
-    """The last non-empty lines of a tool output, tags of the mini-swe-agent format removed."""
-    body = re.sub(r"</?(?:output|returncode|warning)>|<returncode>-?\d+</returncode>", "", content)
+    """The last non-empty lines of a tool output, the harness's tags (`<returncode>`, `<output_tail>`, ...)
+    removed."""
+    body = re.sub(r"<returncode>-?\d+</returncode>|</?[a-z_]+>", "", content)
     lines = [line.rstrip() for line in body.splitlines() if line.strip()]
     return lines[-n:]
 

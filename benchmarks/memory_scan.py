@@ -22,12 +22,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import frontmatter
 
 from nova.memory.recall import MemoryHeader, bm25_select, scan_headers
+from nova.memory.reviews import ReviewLedger
 from nova.memory.store import Memory, MemorySource, memory_from_meta, memory_to_text
 
 HEAD_LINES = 30
@@ -64,6 +66,7 @@ def make_corpus(root: Path, count: int, seed: int = 7) -> list[Path]:
         d.mkdir(parents=True, exist_ok=True)
     order = list(range(count))
     rng.shuffle(order)  # write order differs from recency order
+    written: list[Memory] = []
     for i in order:
         topic, summary = TOPICS[i % len(TOPICS)]
         mtype = ("user", "feedback", "project", "reference")[i % 4]
@@ -84,6 +87,9 @@ def make_corpus(root: Path, count: int, seed: int = 7) -> list[Path]:
         path.write_text(memory_to_text(memory), encoding="utf-8")
         stamp = updated.timestamp()
         os.utime(path, (stamp, stamp))
+        written.append(replace(memory, path=path))
+    # The user approved them all: recall trusts the review ledger, not the files' frontmatter.
+    ReviewLedger.for_memory_dir(dirs[0]).record_many(written, by="user")
     return dirs
 
 

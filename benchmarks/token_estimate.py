@@ -11,8 +11,20 @@ For every recorded assistant call n > 1 of the real trajectories in ../shared/da
 Errors are absolute, in percent of the real figure. The Gemini profile's weights were fitted on these
 same runs' consecutive-call growth (fitted on half the runs, the other half scored median 0.031 %,
 p95 0.92 %, max 4.9 %). Most of what remains is the gateway switching between two Google backends whose
-counts differ by about 1 % of the context; no estimate made before the call can know which one answers. Last line: one JSON object with the figures.
-Run: python benchmarks/token_estimate.py  (NOVA_SHARED_DATA points elsewhere)
+counts differ by about 1 % of the context; no estimate made before the call can know which one answers.
+
+Claude (the Claude Code sessions in ../shared/data/sessions/agentlogs/claude-code, which carry real usage):
+each pair of consecutive calls is one growth step, real growth (input + cache read + cache creation of
+call k minus that of call k-1) against the estimate of call k-1's reply and what came back. The sessions
+are split by file (sorted names, alternating: A and B); the profile is fitted on A and scored on B, then
+fitted on B and scored on A, so no figure is scored on the data it was fitted on. Printed per direction:
+the median growth ratio real ÷ estimated (target 1 ± 0.05) and the p95 anchored error, real(k-1) +
+estimated growth against real(k) (target < 1 %); `baseline` is the counter Claude had before (the cl100k
+profile), `scale only` the same fit with no per-call overhead (shown, not a target).
+`--fit` fits on every file and prints the constants to paste into nova/tokens/counters.py.
+
+Last line: one JSON object with the figures.
+Run: python benchmarks/token_estimate.py [--fit]  (NOVA_SHARED_DATA points elsewhere)
 """
 
 from __future__ import annotations
@@ -28,7 +40,8 @@ from typing import Any
 from nova.messages import Message, Role, TextPart
 from nova.providers.base import Usage
 from nova.testing import shared_data_dir
-from nova.tokens import TokenCounter, TokenLedger, counter_for_model
+from nova.tokens import CL100K_PROFILE, HeuristicCounter, TokenCounter, TokenLedger, counter_for_model
+from nova.tokens.calibration import GrowthStep, claude_code_steps, claude_counter, fit_claude, score_growth
 
 METHODS = ("fixed35", "anchor35", "nova")
 
@@ -116,7 +129,90 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[rank]
 
 
+GROWTH_TARGET = 0.05  # the median growth ratio must be within 1 ± this
+ANCHORED_P95_TARGET_PCT = 1.0
+
+
+def _claude_files() -> dict[str, list[GrowthStep]]:
+    directory = shared_data_dir() / "sessions" / "agentlogs" / "claude-code"
+    return {path.name: claude_code_steps(path) for path in sorted(directory.glob("*.jsonl"))}
+
+
+def _claude_row(label: str, steps: list[GrowthStep], counter: TokenCounter) -> tuple[float, float]:
+    score = score_growth(steps, counter)
+    median, p95 = statistics.median(score.ratios), _percentile(list(score.anchored_errors_pct), 95)
+    print(f"  {label:<34}{len(steps):>6}{median:>10.3f}{p95:>12.3f}")
+    return median, p95
+
+
+def claude(summary: dict[str, float | int]) -> bool | None:
+    """The Claude growth figures, both split directions; True when every target is met, None without
+    the sessions."""
+    files = _claude_files()
+    if sum(len(steps) for steps in files.values()) == 0:
+        return None
+    names = sorted(files)
+    halves = {"A": names[0::2], "B": names[1::2]}
+    print(f"\nClaude Code sessions, split by file: A = {', '.join(halves['A'])}; B = {', '.join(halves['B'])}")
+    print(f"  {'fit -> scored':<34}{'steps':>6}{'median':>10}{'anch p95 %':>12}   (median = real ÷ estimated growth)")
+    ok = True
+    pooled: list[GrowthStep] = []
+    pooled_counters: list[TokenCounter] = []
+    for fit_on, score_on in (("A", "B"), ("B", "A")):
+        train = [s for name in halves[fit_on] for s in files[name]]
+        test = [s for name in halves[score_on] for s in files[name]]
+        scale, overhead = fit_claude(train)
+        counter = claude_counter(scale, overhead)
+        key = f"claude_{fit_on.lower()}_to_{score_on.lower()}"
+        _claude_row(f"baseline (cl100k) -> {score_on}", test, HeuristicCounter(CL100K_PROFILE))
+        only = fit_claude(train, tool_overheads=(0,))
+        _claude_row(f"scale only x{only[0]:.2f} {fit_on} -> {score_on}", test, claude_counter(*only))
+        median, p95 = _claude_row(f"x{scale:.2f} +{overhead}/tool {fit_on} -> {score_on}", test, counter)
+        median_hit = abs(median - 1.0) <= GROWTH_TARGET
+        p95_hit = p95 < ANCHORED_P95_TARGET_PCT
+        ok = ok and median_hit and p95_hit
+        print(f"  {'targets':<34}{'':>6}{'1±' + str(GROWTH_TARGET):>10}{'<' + str(ANCHORED_P95_TARGET_PCT):>12}"
+              f"   median {'met' if median_hit else 'MISSED'}, p95 {'met' if p95_hit else 'MISSED'}")
+        summary |= {f"{key}_growth_ratio_median": round(median, 4), f"{key}_anchored_p95_pct": round(p95, 4),
+                    f"{key}_scale": scale, f"{key}_tool_overhead": overhead}
+        pooled += test
+        pooled_counters += [counter] * len(test)
+    # Each step once, scored by the fit that did not see it.
+    ratios: list[float] = []
+    errors: list[float] = []
+    for step, counter in zip(pooled, pooled_counters, strict=True):
+        score = score_growth([step], counter)
+        ratios += score.ratios
+        errors += score.anchored_errors_pct
+    baseline = score_growth(pooled, HeuristicCounter(CL100K_PROFILE))
+    summary |= {
+        "claude_steps": len(pooled),
+        "claude_growth_ratio_median": round(statistics.median(ratios), 4),
+        "claude_anchored_p95_pct": round(_percentile(errors, 95), 4),
+        "claude_baseline_growth_ratio_median": round(statistics.median(baseline.ratios), 4),
+        "claude_baseline_anchored_p95_pct": round(_percentile(list(baseline.anchored_errors_pct), 95), 4),
+    }
+    print(f"  both directions pooled: {len(pooled)} steps, median {summary['claude_growth_ratio_median']}, "
+          f"anchored p95 {summary['claude_anchored_p95_pct']} % (baseline median "
+          f"{summary['claude_baseline_growth_ratio_median']})")
+    return ok
+
+
+def fit_all() -> int:
+    steps = [s for file_steps in _claude_files().values() for s in file_steps]
+    if not steps:
+        print("token_estimate: no Claude Code sessions with usage found (set NOVA_SHARED_DATA)", file=sys.stderr)
+        return 2
+    scale, overhead = fit_claude(steps)
+    print(f"fitted on {len(steps)} steps of every Claude Code session; paste into nova/tokens/counters.py:")
+    print(f"CLAUDE_SCALE = {scale}")
+    print(f"CLAUDE_TOOL_OVERHEAD = {overhead}")
+    return 0
+
+
 def main() -> int:
+    if "--fit" in sys.argv[1:]:
+        return fit_all()
     root = shared_data_dir() / "trajectories"
     mini = root / "mini-swe-agent-gemini3"
     if not mini.is_dir():
@@ -153,8 +249,12 @@ def main() -> int:
             f"{name}_p95_pct": round(p95, 4),
             f"{name}_max_pct": round(worst, 4),
         }
+    claude_ok = claude(summary)
+    if claude_ok is None:
+        print("token_estimate: no Claude Code sessions with usage found (set NOVA_SHARED_DATA)", file=sys.stderr)
+        return 2
     print(json.dumps(summary))
-    return 0
+    return 0 if claude_ok else 1
 
 
 if __name__ == "__main__":

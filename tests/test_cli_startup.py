@@ -101,7 +101,7 @@ def test_subcommand_help_still_shows_options_and_texts(args: list[str], expected
 def test_a_mistyped_lazy_command_is_still_suggested() -> None:
     result = CliRunner().invoke(app, ["sesions"])
     assert result.exit_code == 2
-    assert "Did you mean 'sessions'?" in result.output
+    assert "Did you mean 'sessions'" in result.output  # 'permissions' may be suggested too
 
 
 def test_messages_load_pydantic_only_when_a_message_is_serialized() -> None:

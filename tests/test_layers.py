@@ -14,12 +14,13 @@ import nova
 LAYERS: list[tuple[str, ...]] = [
     # Values everything may use: messages, core request/response types, errors, events, settings.
     ("nova", "nova.errors", "nova.files", "nova.messages", "nova.core", "nova.incremental", "nova.invariants",
-     "nova.events", "nova.settings"),
+     "nova.events", "nova.settings", "nova.secret_paths", "nova.special_files"),
     ("nova.tokens",),
     ("nova.providers",),
     ("nova.sessions",),
     # The seams the context engine plugs into, and the tools and permissions the loop runs.
-    ("nova.extensions", "nova.agent.tools", "nova.agent.permissions"),
+    ("nova.extensions", "nova.agent.tools", "nova.agent.shell_parse", "nova.agent.permissions",
+     "nova.agent.read_policy", "nova.agent.sandbox"),
     ("nova.context", "nova.memory"),
     # The agent: the loop, its assembly, and what drives it without a surface. The provider factory
     # sits here because it also builds the offline demo model, which simulates a provider's cache.

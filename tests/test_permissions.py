@@ -18,8 +18,8 @@ from nova.agent.permissions import (
     PermissionRequest,
     parse_rule,
     run_tool_checked,
-    split_shell_command,
 )
+from nova.agent.shell_parse import parse_command_line
 from nova.agent.tools import ToolContext, ToolOutput, default_registry
 from nova.agent.tools.base import Tool
 from nova.errors import ConfigError
@@ -262,26 +262,39 @@ def test_quoted_separators_do_not_split(tmp_path: Path) -> None:
     assert p.check(tool("bash"), bash('echo "x || y"')).allowed
 
 
-def test_split_shell_command_examples() -> None:
-    assert split_shell_command("cd x && git push origin") == ["cd x", "git push origin"]
-    assert split_shell_command("make 2>&1 | tee log") == ["make 2>&1", "tee log"]
-    assert split_shell_command("cmd &> f & other") == ["cmd &> f", "other"]
-    assert split_shell_command("echo 'a;b'") == ["echo 'a;b'"]
-    assert split_shell_command('echo "$(id)"') == ['echo "$(id)"', "id"]
+def commands(line: str) -> list[str]:
+    return [c.text for c in parse_command_line(line).commands]
 
 
-_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_./", min_size=1, max_size=8)
+def test_parsed_commands_examples() -> None:
+    assert commands("cd x && git push origin") == ["cd x", "git push origin"]
+    assert commands("make 2>&1 | tee log") == ["make", "tee log"]
+    assert commands("cmd &> f & other") == ["cmd", "other"]
+    assert commands("echo 'a;b'") == ["echo a;b"]
+    assert commands('echo "$(id)"') == ["id", 'echo "$(id)"']
+
+
+_KEYWORDS = {"if", "then", "elif", "else", "fi", "do", "done", "while", "until", "for", "case", "esac", "select",
+             "function", "in", "time", "coproc"}
+_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_./", min_size=1, max_size=8).filter(lambda w: w not in _KEYWORDS)
 _simple = st.lists(_word, min_size=1, max_size=4).map(" ".join)
 
 
 @given(st.lists(_simple, min_size=1, max_size=5), st.sampled_from(["&&", "||", ";", "|", "\n", " && "]))
-def test_split_recovers_every_joined_command(commands: list[str], sep: str) -> None:
-    assert split_shell_command(sep.join(commands)) == commands
+def test_parse_recovers_every_joined_command(parts: list[str], sep: str) -> None:
+    parsed = parse_command_line(sep.join(parts))
+    assert [c.exact for c in parsed.commands] == parts
 
 
-@given(st.text(max_size=200))
-def test_split_never_raises(command: str) -> None:
-    split_shell_command(command)
+@given(st.text(st.characters(exclude_categories=()), max_size=200))  # lone surrogates included
+def test_parse_never_raises(command: str) -> None:
+    parse_command_line(command)
+
+
+def test_a_lone_surrogate_neither_crashes_nor_hides_a_command(tmp_path: Path) -> None:
+    p = policy(tmp_path, allow=("bash(echo*)",))
+    assert not p.check(tool("bash"), bash("echo \ud800\udfff; touch X")).allowed
+    assert [c.text for c in parse_command_line("echo \ud800; touch X").commands][-1] == "touch X"
 
 
 # -- path patterns ------------------------------------------------------------------------------------

@@ -5,13 +5,15 @@ The CLI, the server and the TUI all build their agent here so they behave the sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from nova import events as ev
 from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
+from nova.agent.read_policy import read_concern
+from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 from nova.agent.tools import default_registry
 from nova.context.budget import budget_for
 from nova.context.compaction import CompactionOutcome
@@ -36,9 +38,10 @@ from nova.memory.runtime import memory_extension
 from nova.messages import Message, new_id
 from nova.providers.base import Provider
 from nova.settings import Settings
+from nova.special_files import read_regular_text
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
-__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "build_agent"]
+__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "bash_sandbox", "build_agent", "build_policy"]
 
 # The stable system contract (CCH-3): nothing project-specific, nothing that changes between turns,
 # so it stays inside the cached prefix for the life of the session.
@@ -94,17 +97,10 @@ def build_agent(
     guard = ContinuityGuard(state=state, inner=summarizer, raw=raw.get)
     compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
                               guard=guard)
-    tools = compiler.tools(default_registry())
-    policy = PermissionPolicy(
-        settings.permissions,
-        interactive=options.interactive,
-        allowed_tools=options.allowed_tools,
-        yes=options.yes,
-        ask=options.ask,
-        cwd=options.cwd,
-        dynamic_deny=compiler.deny_rules,
-        protected=protected_paths(settings, options.cwd, sources),
-    )
+    protected = protected_paths(settings, options.cwd, sources)
+    tools = compiler.tools(default_registry(sandbox=bash_sandbox(settings, options.cwd, protected)))
+    policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
+                          session_dir=session_dir, protected=protected)
     system = sources.system
 
     # Spill, snip, compaction and overflow recovery, measuring the compiled view (TOK-3).
@@ -116,7 +112,7 @@ def build_agent(
     controller = ContextController(
         budget=budget, config=settings.compaction, ledger=ledger, summarizer=guard,
         bus=bus, session_id=session_id, session_dir=session_dir, recorder=session, system=system, tools=specs,
-        read_file=_read_text_under(options.cwd), raw=raw,
+        read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)), raw=raw,
         on_compacted=check_continuity, measure=compiler.measure,
     )
     extensions: list[Extension] = [
@@ -153,6 +149,31 @@ def build_agent(
     )
 
 
+def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextSources | None = None,
+                 dynamic_deny: Callable[[], Iterable[str]] | None = None,
+                 session_dir: Path | None = None, protected: ProtectedPaths | None = None) -> PermissionPolicy:
+    """The permission policy a session in `options.cwd` runs under (`nova permissions check` shows it)."""
+    if sources is None:
+        sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT)
+    return PermissionPolicy(
+        settings.permissions,
+        interactive=options.interactive,
+        allowed_tools=options.allowed_tools,
+        yes=options.yes,
+        ask=options.ask,
+        cwd=options.cwd,
+        dynamic_deny=dynamic_deny,
+        protected=protected if protected is not None else protected_paths(settings, options.cwd, sources),
+        read_roots=read_roots(options.cwd, session_dir),
+    )
+
+
+def read_roots(cwd: Path, session_dir: Path | None) -> tuple[Path, ...]:
+    """Where reading tools read without asking: the project and this session's spilled results; anything
+    else (and secret-looking files anywhere) needs approval."""
+    return (project_root(cwd), *((session_dir,) if session_dir is not None else ()))
+
+
 def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> ProtectedPaths:
     """What no model tool may write: Nova's home (config, policy, user rules and memory, the session
     store), the project's `.nova/` (memory, skills) and `.claude/skills/`, the organisation policy
@@ -168,15 +189,34 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
     )
 
 
-def _read_text_under(cwd: Path) -> Callable[[str], str | None]:
-    """The restore attachment re-reads recently read files from disk (CMP-7); None when unreadable."""
+def bash_sandbox(settings: Settings, cwd: Path, protected: ProtectedPaths) -> Sandbox | None:
+    """The bubblewrap sandbox for `bash` when the settings ask for one: the project writable, Nova's
+    protected paths read-only, the user's secrets and Nova's home hidden. Refuses (`ConfigError`) when
+    bubblewrap cannot run here: asked for a sandbox, Nova never runs commands without one."""
+    if not settings.sandbox:
+        return None
+    bwrap = require_bubblewrap()
+    plan = plan_sandbox(workspace=project_root(cwd), cwd=cwd, user_home=Path.home(), nova_home=settings.home,
+                        protected_dirs=protected.dirs, protected_files=protected.files,
+                        protected_names=protected.names, network=settings.sandbox_network)
+    return Sandbox(plan=plan, bwrap=bwrap)
+
+
+RESTORE_MAX_BYTES = 1024 * 1024
+"""A restored file is clipped to its share of the restore budget anyway; this bounds what is read."""
+
+
+def _read_text_under(cwd: Path, roots: Sequence[Path]) -> Callable[[str], str | None]:
+    """The restore attachment re-reads recently read files from disk (CMP-7); None when unreadable. Only
+    what the read policy lets through without asking is re-read, and only a regular file of bounded size
+    (a path swapped for a FIFO since must not hang compaction); anything else is restored from the
+    result the model saw."""
 
     def read(path: str) -> str | None:
-        target = (cwd / path).expanduser()
-        try:
-            return target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        if read_concern("read_file", path, cwd=cwd, roots=roots) is not None:
             return None
+        target = Path(path).expanduser()
+        return read_regular_text(target if target.is_absolute() else cwd / target, max_bytes=RESTORE_MAX_BYTES)
 
     return read
 

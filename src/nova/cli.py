@@ -26,7 +26,7 @@ class _NovaGroup(LazyGroup):
     # Each help line is the first paragraph of the command's own help (a test compares them).
     lazy_commands: ClassVar[dict[str, LazyCommand]] = {
         "sessions": LazyCommand("nova.commands.sessions:app",
-                                "Recorded sessions: list, show, export, remove, import."),
+                                "Recorded sessions: list, show, export, remove, import, doctor."),
         "context": LazyCommand("nova.commands.context:context_command",
                                "What is in a session's context: every segment with its class, tokens, source "
                                "and reason."),
@@ -34,6 +34,9 @@ class _NovaGroup(LazyGroup):
                               "Replay a recorded session as if the agent had used this context policy."),
         "memory": LazyCommand("nova.commands.memory:app",
                               "Long-term memory: list, inspect, add, edit, approve, forget, consolidate."),
+        "permissions": LazyCommand("nova.commands.permissions:app",
+                                   "Check what the permission rules decide for a tool call: allow, ask or deny, "
+                                   "and why."),
         "rules": LazyCommand("nova.commands.memory:rules_command",
                              "Show the resolved instruction chain: each file, who imported it, its tokens, and "
                              "what was skipped."),
@@ -71,11 +74,14 @@ def _root(
     if ctx.invoked_subcommand is None:
         if _can_open_tui():
             from nova.commands.cli_settings import settings_from_cli
+            from nova.commands.config_check import check_config
             from nova.commands.errors import user_errors
             from nova.tui.launch import launch_tui
 
             with user_errors():
-                launch_tui(settings_from_cli(), cwd=Path.cwd().resolve(), env=dict(os.environ))
+                settings = settings_from_cli()
+                check_config(settings)
+                launch_tui(settings, cwd=Path.cwd().resolve(), env=dict(os.environ))
             return
         typer.echo(ctx.get_help())
 
@@ -108,8 +114,18 @@ ProviderOpt = Annotated[
                  "--base-url such as Ollama, vLLM, llama.cpp) or demo (offline scripted model)."),
 ]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id, e.g. claude-sonnet-4-5 or gpt-5.")]
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="With --resume: refuse a session with a damaged record instead of "
+                       "skipping it with a warning.")
+]
 BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1.")
+]
+SandboxOpt = Annotated[
+    bool | None,
+    typer.Option("--sandbox/--no-sandbox", help="Run bash commands inside bubblewrap (Linux): only the project "
+                 "is writable, secrets hidden, no network unless sandbox_network is set. Default: the config's "
+                 "`sandbox`."),
 ]
 
 
@@ -131,6 +147,8 @@ def run(
     resume: Annotated[
         str | None, typer.Option("--resume", help="Continue a recorded session (an id, or 'last').")
     ] = None,
+    strict: StrictOpt = False,
+    sandbox: SandboxOpt = None,
 ) -> None:
     """Run one task headless and print a timeline. Ends with context used, cost and cache hit rate.
 
@@ -140,7 +158,8 @@ def run(
     from nova.commands.run import run_command
 
     run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes,
-                max_steps=max_steps, cwd=cwd, as_json=as_json, resume=resume)
+                max_steps=max_steps, cwd=cwd, as_json=as_json, resume=resume, strict=strict,
+                sandbox=sandbox)
 
 
 @app.command("resume", cls=NovaCommand)
@@ -153,6 +172,8 @@ def resume_cmd(
     allow: Annotated[list[str] | None, typer.Option("--allow", help="Allow a tool (repeatable).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
+    strict: StrictOpt = False,
+    sandbox: SandboxOpt = None,
 ) -> None:
     """Continue a recorded session with a new request, on any provider (the record is provider-neutral).
 
@@ -162,7 +183,8 @@ def resume_cmd(
     from nova.commands.run import run_command
 
     run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50,
-                cwd=None, as_json=as_json, resume=session_id)
+                cwd=None, as_json=as_json, resume=session_id, strict=strict,
+                sandbox=sandbox)
 
 
 # -- nova serve --------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@
     │   └── TaskStateConflict       a task-state write was based on a version someone else replaced
     ├── SessionNotFound             no recorded session has that id
     ├── SessionBusy                 the session is running a turn (or closing) and cannot take this now
+    │   └── SessionLocked           another process holds the session open for writing (names its pid)
     ├── PromptTooLarge              the system prompt and tool schemas alone are over the model's window
     ├── ToolError                   a tool failed; the loop turns it into an error result for the model
     │   └── ArgumentError           the model's arguments do not fit the tool's schema
@@ -64,6 +65,7 @@ __all__ = [
     "SchemaVersionError",
     "SessionBusy",
     "SessionImportError",
+    "SessionLocked",
     "SessionNotFound",
     "StorageError",
     "SummaryError",
@@ -142,6 +144,10 @@ class SessionNotFound(NovaError):
 
 class SessionBusy(NovaError):
     """The session is running a turn or a compaction, or is being closed; try again after it."""
+
+
+class SessionLocked(SessionBusy):
+    """Another process has the session open for writing; the message names its pid and since when."""
 
 
 class PromptTooLarge(NovaError):

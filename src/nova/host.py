@@ -8,7 +8,11 @@ away the turn goes on, is recorded, and can be read back.
 
 An idle open session costs one parked thread, one connection to the session store and its history in
 memory, so many are kept (`HostLimits`): past `max_live` the least recently used idle ones are closed,
-and a sweeper closes those unused for `idle_timeout_s`. A running session is never closed to make room.
+and a sweeper closes those unused for `idle_timeout_s`. A session in use is never closed to make room:
+every call on a session holds a lease on it from the moment it is found (or opened) to the end of its
+work (a turn's lease lasts until the turn ends), taken and counted under the hub's lock, so eviction
+cannot close a session between a caller finding it and using it. When leases keep the hub over its
+limit, the sessions past it are closed as their leases end.
 
 Locking: the hub's lock guards only its maps (which sessions are open, and which are being opened or
 closed) and nothing waits while it is held. Opening (a resume reads the record) and closing (which
@@ -24,8 +28,9 @@ import heapq
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -93,6 +98,8 @@ class LiveSession:
     """The figure the agent last emitted; while a turn runs, the figure every surface shows."""
     turn: Future[None] | None = None
     last_touched: float = field(default_factory=time.monotonic)
+    leases: int = 0
+    """Calls using it right now (counted under the hub's lock): a leased session is never evicted."""
     retired: bool = False
     """Set under the hub's lock when the hub decides to close it: no turn starts on it after that."""
     closed: bool = False
@@ -105,6 +112,11 @@ class LiveSession:
     @property
     def running(self) -> bool:
         return self.busy.locked()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing uses it: it may be closed (read under the hub's lock)."""
+        return self.leases == 0 and not self.running
 
     def track(self, event: ev.Event) -> None:
         # The "compacting…" indicator of a client that connects in the middle of a compaction.
@@ -146,6 +158,10 @@ class LiveSession:
 
         try:
             return self.worker.submit(close_here)
+        except RuntimeError:  # already shut down: a close was queued before this one, and it closes it
+            done: Future[None] = Future()
+            done.set_result(None)
+            return done
         finally:
             self.worker.shutdown(wait=False)
 
@@ -264,14 +280,31 @@ class SessionHub:
 
     # -- live sessions ------------------------------------------------------------------------------
     def live(self, session_id: str) -> LiveSession:
-        """The open session, opened (resumed from its record) if it is not; waits, outside the lock, for
-        an open or a close of the same session already under way."""
+        """The open session, opened (resumed from its record) if it is not. Not leased: a caller that
+        works on it across several calls uses `leased` so it is not closed in between."""
+        live = self._lease(session_id)
+        self._release(live)
+        return live
+
+    @contextmanager
+    def leased(self, session_id: str) -> Iterator[LiveSession]:
+        """The open session, kept open (never evicted) until the block ends."""
+        live = self._lease(session_id)
+        try:
+            yield live
+        finally:
+            self._release(live)
+
+    def _lease(self, session_id: str) -> LiveSession:
+        """The open session with a lease taken for the caller, opened (resumed from its record) if it
+        is not; waits, outside the lock, for an open or a close of the same session already under way."""
         self.check(session_id)
         while True:
             with self._lock:
                 live = self._live.get(session_id)
                 if live is not None:
                     live.last_touched = time.monotonic()
+                    live.leases += 1
                     return live
                 pending = self._pending.get(session_id)
                 if pending is None:
@@ -288,15 +321,23 @@ class SessionHub:
                 store.close()
                 raise
             for notice in resumed.notices:
-                log.info("session %s: %s", session_id, notice)
+                log.warning("session %s: %s", session_id, notice)
             return resumed.session, resumed.history
 
         try:
             live = self._open(resume_here)
-            self._register(live)
+            self._register(live, leased=True)
         finally:
             self._settle(session_id, done)
         return live
+
+    def _release(self, live: LiveSession) -> None:
+        """End a lease; sessions kept past the limit only by leases are closed once theirs end."""
+        with self._lock:
+            live.leases -= 1
+            live.last_touched = time.monotonic()
+            victims = self._retire_over_limit(keep=None)
+        self._close_later(victims)
 
     def _open(
         self,
@@ -333,10 +374,12 @@ class SessionHub:
             worker.shutdown(wait=False)
             raise
 
-    def _register(self, live: LiveSession) -> None:
-        """Make `live` findable, and close whatever that pushes past the limit (outside the lock)."""
+    def _register(self, live: LiveSession, *, leased: bool = False) -> None:
+        """Make `live` findable (leased for the caller, in the same step, when `leased`), and close
+        whatever that pushes past the limit (outside the lock)."""
         with self._lock:
             self._live[live.id] = live
+            live.leases += leased
             victims = self._retire_over_limit(keep=live)
             self._start_sweeper()
         self._close_later(victims)
@@ -359,13 +402,13 @@ class SessionHub:
         live.retired = True
         return self._mark_pending(live.id)
 
-    def _retire_over_limit(self, *, keep: LiveSession) -> list[tuple[LiveSession, threading.Event]]:
+    def _retire_over_limit(self, *, keep: LiveSession | None) -> list[tuple[LiveSession, threading.Event]]:
         """Under the lock: the least recently used idle sessions past the limit, `keep` (just opened
-        for a caller) aside. When the others all run, the hub is over its limit until one ends."""
+        for a caller) aside. When the others are all in use, the hub is over its limit until a lease ends."""
         excess = len(self._live) - self.limits.max_live
         if excess <= 0:
             return []
-        idle = (s for s in self._live.values() if not s.running and s is not keep)
+        idle = (s for s in self._live.values() if s.idle and s is not keep)
         return [(s, self._retire(s)) for s in heapq.nsmallest(excess, idle, key=lambda s: s.last_touched)]
 
     def _retire_idle(self) -> list[tuple[LiveSession, threading.Event]]:
@@ -373,7 +416,7 @@ class SessionHub:
             return []
         cutoff = time.monotonic() - self.limits.idle_timeout_s
         with self._lock:
-            stale = [s for s in self._live.values() if not s.running and s.last_touched < cutoff]
+            stale = [s for s in self._live.values() if s.idle and s.last_touched < cutoff]
             return [(s, self._retire(s)) for s in stale]
 
     def _close_later(self, victims: list[tuple[LiveSession, threading.Event]]) -> None:
@@ -407,22 +450,32 @@ class SessionHub:
 
     # -- work on a session ---------------------------------------------------------------------------
     def _claim(self, session_id: str, busy_message: str) -> LiveSession:
-        """The open session with its `busy` lock held by the caller (one turn or compaction at a time)."""
+        """The open session, leased, with its `busy` lock held by the caller (one turn or compaction at a
+        time); the caller releases both."""
         for _ in range(REOPEN_ATTEMPTS):
-            live = self.live(session_id)
-            with self._lock:  # against a close being decided for it right now (acquire does not block)
-                if live.retired:
-                    continue
-                if not live.busy.acquire(blocking=False):
-                    raise SessionBusy(busy_message)
+            live = self._lease(session_id)
+            with self._lock:  # against a delete or a shutdown deciding its close right now
+                retired = live.retired
+                acquired = not retired and live.busy.acquire(blocking=False)
+            if acquired:
                 return live
+            self._release(live)
+            if not retired:
+                raise SessionBusy(busy_message)
         raise SessionBusy(f"session {session_id} keeps being closed; try again")
 
+    def _unclaim(self, live: LiveSession) -> None:
+        live.compacting = False
+        live.busy.release()
+        self._release(live)
+
     def _with_live(self, session_id: str, fn: Callable[[LiveSession], T]) -> T:
-        """`fn(live)`, again on a freshly opened session if it was closed between finding and using it."""
+        """`fn(live)` on the leased session; again on a freshly opened one if a delete or a shutdown
+        closed it between finding and using it."""
         for _ in range(REOPEN_ATTEMPTS):
             try:
-                return fn(self.live(session_id))
+                with self.leased(session_id) as live:
+                    return fn(live)
             except _Retired:
                 continue
         raise SessionBusy(f"session {session_id} keeps being closed; try again")
@@ -439,17 +492,15 @@ class SessionHub:
                 sink(ev.TurnFinished(session_id=session_id, stop_reason="error"))
             finally:
                 unsubscribe()
-                live.compacting = False
                 # A long turn counts as use up to its end, not its start, for the idle timeout.
-                live.last_touched = time.monotonic()
-                live.busy.release()
+                self._unclaim(live)
                 sink(None)
 
         try:
             live.turn = live.worker.submit(work)
         except RuntimeError:  # the session was closed under us (the host shutting down)
             unsubscribe()
-            live.busy.release()
+            self._unclaim(live)
             raise SessionBusy(f"session {session_id} is closing") from None
         return live.turn
 
@@ -487,8 +538,7 @@ class SessionHub:
             changed = live.on_worker(compact_here)
             return changed, live.on_worker(live.agent.context_status)
         finally:
-            live.compacting = False
-            live.busy.release()
+            self._unclaim(live)
 
     def close(self) -> None:
         """Close every open session (a running turn is cancelled first) and wait for the closes under
@@ -553,6 +603,11 @@ class _QueuedWrites:
     def __init__(self, store: SessionStore, writes: threading.Lock) -> None:
         self._store = store
         self._writes = writes
+
+    def describe_set_aside(self) -> str:
+        """The store's warning when it replaced an unreadable database on opening, else ""."""
+        describe = getattr(self._store, "describe_set_aside", None)
+        return describe() if callable(describe) else ""
 
     def save_session(self, record: SessionRecord) -> None:
         with self._writes:

@@ -101,6 +101,12 @@ def _to_token_count(value: Any, *, source: str, key: str) -> int:
     return number
 
 
+def _to_bool(value: Any, *, source: str, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(source, key, value, "true or false")
+    return value
+
+
 def _to_str(value: Any, *, source: str, key: str) -> str:
     if not isinstance(value, str):
         raise _bad(source, key, value, "a string")
@@ -293,6 +299,10 @@ class Settings:
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     spill: SpillConfig = field(default_factory=SpillConfig)
     permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
+    sandbox: bool = False
+    """Run `bash` commands inside bubblewrap (Linux); see `nova.agent.sandbox`."""
+    sandbox_network: bool = False
+    """With the sandbox on: let commands reach the network (off: they have none)."""
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Raw sections owned by other modules (e.g. `memory`, `instructions`), parsed where they are used."""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -313,7 +323,7 @@ class Settings:
 
 TOP_LEVEL_KEYS = {
     "provider", "model", "base_url", "api_key_env", "context_window", "max_output_tokens",
-    "compaction", "spill", "permissions",
+    "compaction", "spill", "permissions", "sandbox", "sandbox_network",
 }
 # Sections parsed by the modules that own them; listed so they are not reported as unknown.
 OWNED_SECTIONS = {"memory", "instructions", "server", "policy", "cache", "tui", "tools"}
@@ -406,6 +416,10 @@ def load_settings(
     max_out = _to_token_count(layered.get("max_output_tokens", 8192), source=src_of("max_output_tokens"),
                               key="max_output_tokens")
 
+    sandbox = _to_bool(layered.get("sandbox", False), source=src_of("sandbox"), key="sandbox")
+    sandbox_network = _to_bool(layered.get("sandbox_network", False), source=src_of("sandbox_network"),
+                               key="sandbox_network")
+
     compaction_raw = _to_section(layered.get("compaction", {}), source=source, key="compaction")
     spill_raw = _to_section(layered.get("spill", {}), source=source, key="spill")
     permissions_raw = _to_section(layered.get("permissions", {}), source=source, key="permissions")
@@ -423,6 +437,8 @@ def load_settings(
         compaction=_parse_compaction_config(compaction_raw, source=source, warn=warnings.append),
         spill=_parse_spill_config(spill_raw, source=source),
         permissions=_parse_permissions_config(permissions_raw, source=source),
+        sandbox=sandbox,
+        sandbox_network=sandbox_network,
         sections=sections,
         sources=sources,
         warnings=tuple(warnings),
@@ -436,7 +452,8 @@ def describe_settings(settings: Settings, *, derived: Sequence[tuple[str, Any]] 
     rows: list[tuple[str, Any, str]] = [
         ("home", str(settings.home), "env:NOVA_HOME" if settings.sources.get("home") else "default"),
     ]
-    for key in ("provider", "model", "base_url", "api_key_env", "context_window", "max_output_tokens"):
+    for key in ("provider", "model", "base_url", "api_key_env", "context_window", "max_output_tokens", "sandbox",
+                "sandbox_network"):
         rows.append((key, getattr(settings, key), settings.sources.get(key, "default")))
     rows.extend((key, value, "derived") for key, value in derived)
     for section_name in ("compaction", "spill", "permissions"):

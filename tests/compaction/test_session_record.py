@@ -28,7 +28,7 @@ def test_compaction_is_recorded_and_resume_starts_at_the_boundary(tmp_path: Path
                   history=prior, extensions=[controller], ledger=controller.ledger)
     agent.run_turn("continue")
     assert controller.stats.compactions == 1
-    session.flush()
+    session.close()  # one writer at a time: the reopen below would be refused while this one is open
     reopened = Session.open(home, session.id)
     resumed = reopened.load_history()
     assert resumed[0].has("summary")

@@ -77,8 +77,10 @@ def test_two_threads_with_a_slow_write_both_keep_their_change(session: Session) 
 
 
 def test_two_processes_sharing_the_database_keep_both_changes(session: Session, nova_home: Path) -> None:
-    """Two connections to one SQLite file (the server and a `nova` command in another process)."""
-    other = Session.open(nova_home, session.id)
+    """Two connections to one SQLite file (the server and a `nova` command in another process). The
+    second handle is opened read-only: one process writes the record, but task state is the store's,
+    compare-and-set across connections."""
+    other = Session.open(nova_home, session.id, readonly=True)
     first = TaskStateStore(SlowWrites(session, delay=0.05))
     second = TaskStateStore(SlowWrites(other, delay=0.05))
     first.load(), second.load()  # both have read version 0 before either writes
@@ -101,7 +103,8 @@ def test_many_concurrent_updates_all_survive(where: str, session: Session, nova_
     def source() -> StateSource:
         if where == "memory":
             return memory
-        opened.append(Session.open(nova_home, session.id))
+        # Read-only handles: the record has one writer, task state takes writes from every connection.
+        opened.append(Session.open(nova_home, session.id, readonly=True))
         return opened[-1]
 
     shared = TaskStateStore(source())

@@ -92,7 +92,10 @@ def test_consolidate_command(in_project: Path) -> None:
     result = runner.invoke(app, ["consolidate", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["ran"] and len(report["merged"]) == 1
+    # Both are approved: consolidation reports the duplicate and leaves the decision to the user.
+    assert report["ran"] and report["merged"] == [] and [e["name"] for e in report["held"]] == ["b"]
+    shown = runner.invoke(app, ["consolidate"]).stdout
+    assert "left 'b' unmerged: it duplicates approved memory 'a'" in shown
 
 
 def test_rules_json(in_project: Path, nova_home: Path) -> None:

@@ -92,26 +92,32 @@ def test_merges_duplicates_deletes_expired_and_logs(store: MemoryStore, tmp_path
         store.write(Memory(name=name, description=description, body=body, **fields))  # type: ignore[arg-type]
 
     put("db-engine", "Database engine", "PostgreSQL 16.", type="project",
-        source=MemorySource(messages=("a",)))
-    put("database", "database engine", "Migrations via alembic.", type="project",
-        updated=now - timedelta(days=1), source=MemorySource(messages=("b",)))
+        source=MemorySource(messages=("a",)))  # approved: never merged into or out of
     put("db-again", "Which database", "PostgreSQL 16.", type="project", status="candidate")
+    put("ci", "CI runner", "CI runs .ci/run.", type="project", status="candidate",
+        source=MemorySource(messages=("b",)))
+    put("ci-notes", "ci runner", "Integration tests are flaky.", type="project", status="candidate",
+        updated=now - timedelta(days=1), source=MemorySource(messages=("c",)))
     put("old-sprint", "sprint goal", "Ship v2 by Friday.", type="project", expires=now - timedelta(hours=1))
     put("user-db", "Database engine", "Prefers SQLite locally.", type="user")  # other type: not a duplicate
     put("revoked", "Database engine", "x", type="project", status="revoked")
+    approved_before = store.get("db-engine")
     report = make(store, tmp_path, FakeClock(), [5]).run()
     assert report.ran
     assert [e["name"] for e in report.deleted] == ["old-sprint"]
     [merge] = report.merged
-    assert merge["into"] == "database" and sorted(merge["merged"]) == ["db-again", "db-engine"]
+    assert merge["into"] == "ci-notes" and merge["merged"] == ["ci"]
+    assert [(e["name"], e["duplicates"]) for e in report.held] == [("db-again", "db-engine")]
+    assert any("merged 'ci' into 'ci-notes'" in line for line in report.describe())
     names = sorted(m.name for m in store.memories())
-    assert names == ["database", "revoked", "user-db"]
-    merged = store.get("database")
-    assert merged.body == "Migrations via alembic.\n\nPostgreSQL 16."
-    assert merged.status == "candidate"  # an unreviewed member makes the merge unreviewed
-    assert set(merged.source.messages) == {"a", "b"}
+    assert names == ["ci-notes", "db-again", "db-engine", "revoked", "user-db"]
+    assert store.get("db-engine") == approved_before  # the approved memory is untouched and active
+    merged = store.get("ci-notes")
+    assert merged.body == "Integration tests are flaky.\n\nCI runs .ci/run."
+    assert merged.status == "candidate"  # a merge of unreviewed text stays unreviewed
+    assert set(merged.source.messages) == {"b", "c"}
     log = [json.loads(line) for line in (tmp_path / "consolidation.log").read_text().splitlines()]
-    assert [e["action"] for e in log] == ["delete", "merge"]
+    assert sorted(e["action"] for e in log) == ["delete", "hold", "merge"]
     assert "old-sprint" not in (store.project_dir / "MEMORY.md").read_text()
 
 

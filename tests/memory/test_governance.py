@@ -121,12 +121,27 @@ def test_same_name_is_merged_not_duplicated(store: MemoryStore, nova_home: Path)
     assert store.get("testing").body == merged.body  # a repeat adds nothing
 
 
-def test_unreviewed_text_demotes_a_merged_memory(store: MemoryStore) -> None:
+def test_unreviewed_text_for_an_approved_memory_waits_beside_it(store: MemoryStore) -> None:
     config = MemoryConfig()
     remember(store, Proposal(name="ci", description="ci", type="project", body="CI runs .ci/run."), config=config)
     outcome = remember(store, Proposal(name="ci", description="ci", type="project", body="CI also deploys.",
                                        author="model", origin="assistant"), config=config)
     assert outcome.memory is not None and outcome.memory.status == "candidate"
+    assert outcome.memory.name == "ci-revision" and outcome.memory.body == "CI also deploys."
+    assert store.get("ci").status == "active" and store.get("ci").body == "CI runs .ci/run."
+    again = remember(store, Proposal(name="ci", description="ci", type="project", body="CI runs .ci/run.",
+                                     author="model", origin="assistant"), config=config)
+    assert again.memory is not None and again.memory.name == "ci" and not again.merged  # nothing new
+
+
+def test_user_text_joining_an_unreviewed_memory_is_held_for_review(store: MemoryStore) -> None:
+    config = MemoryConfig()
+    remember(store, Proposal(name="ci", description="ci", type="project", body="CI deploys on every push.",
+                             author="model", origin="assistant"), config=config)
+    outcome = remember(store, Proposal(name="ci", description="ci", type="project", body="CI runs .ci/run."),
+                       config=config)
+    assert outcome.merged and outcome.memory is not None and outcome.memory.status == "candidate"
+    assert any("joined unreviewed text" in note for note in outcome.notes)
 
 
 def test_revoked_memory_is_not_recreated_by_the_model(store: MemoryStore) -> None:

@@ -7,6 +7,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -221,6 +222,8 @@ def test_recency_journal_answers_without_listing_and_notices_new_files(
     # A file dropped in by hand (git pull, another tool) changes the directory: the journal is not trusted.
     hand = store.project_dir / "by-hand.md"
     hand.write_text("---\nname: by-hand\ndescription: written by hand\ntype: project\n---\nbody\n")
+    assert "by-hand" not in {h.name for h in scan_headers(store.dirs, now=NOW)}  # listed, but unreviewed
+    store.reviews.record(replace(store.read(hand), status="active"), by="user")  # the ledger is not in the dir
     assert "by-hand" in {h.name for h in scan_headers(store.dirs, now=NOW)}
     hand.unlink()
     assert "by-hand" not in {h.name for h in scan_headers(store.dirs, now=NOW)}

@@ -68,7 +68,11 @@ def test_hand_written_seed_style_file_is_read(store: MemoryStore, nova_home: Pat
     path.write_text("---\nname: prefers-small-commits\ndescription: 用户偏好原子提交\ntype: feedback\n---\n"
                     "提交前先把改动按主题拆分。\n", encoding="utf-8")
     memory = store.get("prefers-small-commits")
-    assert memory.status == "active" and memory.type == "feedback" and memory.body == "提交前先把改动按主题拆分。"
+    assert memory.type == "feedback" and memory.body == "提交前先把改动按主题拆分。"
+    # A file Nova has no review record of is a candidate whatever it says, until the user approves it.
+    assert memory.status == "candidate" and "not written or approved through Nova" in memory.review_note
+    assert store.set_status("prefers-small-commits", "active").status == "active"
+    assert store.get("prefers-small-commits").status == "active"
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", "a\\b", "..", "x..y", "a\x00b", "line\nbreak", "tab\there",

@@ -93,7 +93,7 @@ def test_oversized_bodies_are_rejected(nova_home: Path, project: Path) -> None:
             assert client.get(f"/api/sessions/{sid}").json()["messages"] == []
         # The default limit: a huge declared length is refused before any byte is read.
         with socket.create_connection(("127.0.0.1", int(server.base.rsplit(":", 1)[1]))) as raw:
-            raw.sendall(f"POST /api/sessions/{sid}/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            raw.sendall(f"POST /api/sessions/{sid}/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
                         f"{server.token}\r\nContent-Type: application/json\r\nContent-Length: 999999999\r\n\r\n"
                         .encode())
             assert raw.recv(200).startswith(b"HTTP/1.1 413")

@@ -340,3 +340,23 @@ def test_a_session_just_opened_is_kept_when_every_other_one_is_running(
     third = hub.create("third")  # the next open brings the hub back to its limit
     wait_until(lambda: running.closed and second.closed)
     assert hub.open_ids() == {third.id}
+
+
+def test_a_leased_session_is_never_evicted_and_goes_once_its_lease_ends(
+    make_hub: Callable[[HostLimits], SessionHub],
+) -> None:
+    # A call between finding a session and using it (a context report, the start of a turn) holds a
+    # lease: sessions opened meanwhile push the hub past its limit, but never close the leased one.
+    hub = make_hub(HostLimits(max_live=1, idle_timeout_s=None))
+    first = hub.create("first")
+    with hub.leased(first.id) as live:
+        assert live is first
+        others = [hub.create(f"other {n}") for n in range(3)]
+        time.sleep(0.1)
+        assert not first.closed and first.id in hub.open_ids()
+        assert user_texts(hub, first.id) == []  # still usable on the same open copy
+        assert hub.live(first.id) is first
+    # Back to the limit once the lease ends: the least recently used idle session goes, and the one just
+    # used counts as used at the end of its lease.
+    wait_until(lambda: others[-1].closed)
+    assert hub.open_ids() == {first.id} and all(o.closed for o in others)

@@ -26,7 +26,8 @@ def _new(home: Path, **kw: object) -> Session:
 def test_create_lays_out_the_directory(nova_home: Path) -> None:
     s = _new(nova_home)
     assert s.dir == nova_home / "sessions" / s.id
-    assert {p.name for p in s.dir.iterdir()} == {"transcript.jsonl", "meta.json", "tool-results", "tool-output"}
+    assert {p.name for p in s.dir.iterdir()} == {"transcript.jsonl", "meta.json", "tool-results", "tool-output",
+                                                 "session.lock"}
     meta = json.loads((s.dir / "meta.json").read_text())
     assert meta["v"] == META_VERSION and meta["title"] == "t" and meta["provider"] == "anthropic"
     assert (nova_home / "nova.db").exists()
@@ -108,15 +109,25 @@ def test_open_rejects_bad_ids_and_missing_sessions(nova_home: Path) -> None:
         Session.open(nova_home, "nope")
 
 
-def test_corrupt_meta_is_reported_and_left_alone(nova_home: Path) -> None:
+def test_corrupt_meta_is_rebuilt_from_the_transcript_and_kept(nova_home: Path) -> None:
     s = _new(nova_home)
+    s.record_message(user("hello there", "m1"))
     s.close()
     (s.dir / "meta.json").write_text("{broken")
-    with pytest.raises(StorageError, match=r"meta\.json is corrupt"):
-        Session.open(nova_home, s.id)
+    metas, problems = list_sessions(nova_home)  # listed from the transcript, changing nothing
+    assert [m.id for m in metas] == [s.id] and "corrupt" in problems[0]
+    ro = Session.open(nova_home, s.id, readonly=True)
+    assert ro.meta.message_count == 1 and any("corrupt" in n for n in ro.notices)
+    ro.close()
     assert (s.dir / "meta.json").read_text() == "{broken"
-    metas, problems = list_sessions(nova_home)
-    assert metas == [] and "corrupt" in problems[0]
+    rw = Session.open(nova_home, s.id)
+    assert rw.meta.message_count == 1 and rw.meta.title == "hello there"
+    assert [m.id for m in rw.load_history()] == ["m1"]
+    rw.close()
+    (kept,) = s.dir.glob("meta.json.corrupt-*")
+    assert kept.read_text() == "{broken"
+    assert json.loads((s.dir / "meta.json").read_text())["message_count"] == 1
+    # A meta.json of a newer Nova is not damage: it is refused, not overwritten.
     (s.dir / "meta.json").write_text(json.dumps({"v": 9, "id": s.id}))
     with pytest.raises(StorageError, match="newer Nova"):
         Session.open(nova_home, s.id)

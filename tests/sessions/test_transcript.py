@@ -99,28 +99,33 @@ def test_torn_tail_is_quarantined_and_nothing_before_it_lost(tmp_path: Path) -> 
     assert [m.id for m in Transcript(t.path).read_tail().messages()] == ["m1", "m2", "m3"]
 
 
-def test_a_newer_schema_is_refused_and_nothing_changes(tmp_path: Path) -> None:
+def test_a_newer_schema_is_skipped_or_refused_strictly_and_nothing_changes(tmp_path: Path) -> None:
     t = _transcript(tmp_path)
     t.append_message(user("one", "m1"))
+    offset = t.path.stat().st_size
     with t.path.open("ab") as f:
         f.write(b'{"v":2,"type":"message","ts":1,"message":{}}\n{"v":1,"type":"mess')
     before = t.path.read_bytes()
-    with pytest.raises(SchemaVersionError, match="schema version 2"):
-        t.read_tail()
-    with pytest.raises(SchemaVersionError):
-        list(t.iter_records())
+    tail = t.read_tail()
+    assert [m.id for m in tail.messages()] == ["m1"]
+    assert [b.offset for b in tail.bad] == [offset] and "schema version 2" in tail.bad[0].reason
+    with pytest.raises(StorageError, match="incomplete last record"):
+        t.read_tail(strict=True)
+    with pytest.raises(SchemaVersionError, match=f"at byte {offset}"):
+        list(t.iter_records(strict=True))
     assert t.path.read_bytes() == before
     assert list(tmp_path.iterdir()) == [t.path]
 
 
-def test_garbage_line_is_a_clear_error(tmp_path: Path) -> None:
+def test_garbage_line_is_skipped_with_its_offset_or_a_clear_strict_error(tmp_path: Path) -> None:
     t = _transcript(tmp_path)
     t.path.write_bytes(b"not json\n")
-    with pytest.raises(StorageError, match="not valid JSON"):
-        t.read_tail()
+    assert "not valid JSON" in t.read_tail().bad[0].reason
+    with pytest.raises(StorageError, match="at byte 0: not valid JSON"):
+        t.read_tail(strict=True)
     t.path.write_bytes(b'{"type":"message"}\n')
     with pytest.raises(StorageError, match="no schema version"):
-        t.read_tail()
+        t.read_tail(strict=True)
 
 
 @settings(max_examples=200, deadline=None)

@@ -413,7 +413,8 @@ class Agent:
                     {"tool_use_id": call.id, "tool": call.name, "reason": decision.reason, "rule": decision.rule},
                 )
             return ToolOutput(content=f"Permission denied: {decision.reason}", is_error=True)
-        ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.tool_timeout_s, cancel=self.cancel)
+        ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.tool_timeout_s, cancel=self.cancel,
+                          screen=self.policy.file_screen(tool.name, cwd=self.cwd))
         try:
             return tool.run(call.input, ctx)
         except ToolError as exc:

@@ -4,27 +4,38 @@ Rules come from the `permissions` section of the config (`allow`, `deny`, `ask`)
 or `TOOL(pattern)`: `bash(git push*)`, `write_file(src/*)`, `read_file(.env)`. The pattern is an
 fnmatch pattern (case-sensitive; `*` also matches `/`) tested against the call's key argument:
 
-- `bash`: the command line, and each sub-command of it split on `&&`, `||`, `;`, `|`, `&` and newlines
-  (quote-aware), plus the commands inside `$(...)`, backticks and `bash -c '...'`. A deny or ask rule
-  matches when any sub-command matches, so `cd x && git push` is caught by `bash(git push*)`; an allow
-  rule only applies when every sub-command is allowed, so `bash(git status*)` does not let
-  `git status; rm -rf ~` through.
+- `bash`: every simple command the line runs, as a real shell parser finds them (nova.agent.shell_parse:
+  pipelines, lists, subshells, command and process substitutions, `bash -c '...'`, ...), normalized
+  (quotes and escapes removed, wrappers such as `env`, `timeout`, `sudo` peeled, `/usr/bin/git` read as
+  `git`, git's global options skipped). A deny or ask rule matches when any command matches in any of
+  its spellings, so `cd x && timeout 5 git -C . push` is caught by `bash(git push*)`; an allow rule only
+  applies when every command is allowed as written, so `bash(git status*)` does not let
+  `git status; rm -rf ~` through. A command the parser cannot resolve before it runs (`eval`,
+  `bash -c "$x"`, `$cmd push`, a script) is never allowed by a rule: the user is asked, and when deny
+  rules apply to bash, `--yes` and `--allow bash` do not cover it.
 - `read_file`, `write_file`, `edit_file`, `grep`, `glob`: the path relative to the working directory
   (absolute when outside it). Deny and ask rules also see the symlink-resolved path; allow rules see
   only the resolved path, so a link cannot smuggle a write past them.
 
-Precedence: deny > allow > ask > default. By default read-only tools run; tools that write or run
-commands ask the user in an interactive session, and in a headless run are allowed only with `--yes`
-or `--allow TOOL`. A decision that needs the user and cannot get one is a denial.
+Reading tools share one path policy (nova.agent.read_policy): a path rule written for `read_file`,
+`grep` or `glob` applies to all three (deny and ask rules also to `edit_file`, which shows what it
+changed), reads outside the workspace and of secret-looking files (`.env`, keys, `~/.ssh`) need approval,
+and a directory search leaves out the files a rule denies or that would need approval, saying so.
+
+Precedence: deny > allow > ask > default. By default read-only tools run (reads outside the workspace or
+of secret-looking files ask, as above); tools that write or run commands ask the user in an interactive
+session, and in a headless run are allowed only with `--yes` or `--allow TOOL`. A decision that needs the
+user and cannot get one is a denial.
 
 Protected paths come first of all: Nova's own configuration, policy, instruction files, memory and
 `.nova/` folders are never written by a model tool, whatever the rules, `--yes` or `--allow` say, so the
 model cannot rewrite the rules it runs under (a forged allow rule, policy or memory would take effect in
-the next session).
+the next session). For `bash` that covers the writes the parser can see: redirections, `tee`, `cp`,
+`mv`, `rm`, `sed -i`, ... .
 
-Pattern rules on `bash` are a guard rail against the model's usual habits, not a sandbox: a command
-can always hide what it does (`eval`, a script file). The model cannot change the policy: it is
-immutable, and no tool receives it.
+Pattern rules on `bash` are a guard rail against the model's usual habits, not a sandbox: a program
+can still write or run what its arguments do not show (`python script.py`). The model cannot change
+the policy: it is immutable, and no tool receives it.
 """
 
 from __future__ import annotations
@@ -35,11 +46,13 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
+from nova.agent.read_policy import FileScreen, RuleHit, read_concern, rule_tool_names
+from nova.agent.shell_parse import ShellCommand, ShellLine, could_match_longer, parse_command_line
 from nova.agent.tools.base import Tool, ToolContext, ToolOutput
 from nova.errors import ConfigError, ToolError
 from nova.settings import PermissionsConfig
@@ -50,9 +63,9 @@ __all__ = [
     "PermissionRequest",
     "ProtectedPaths",
     "Rule",
+    "Verdict",
     "parse_rule",
     "run_tool_checked",
-    "split_shell_command",
 ]
 
 log = logging.getLogger(__name__)
@@ -95,168 +108,17 @@ class _Unit:
     """Forms an allow rule must match: the canonical ones, that cannot be dressed up."""
     loose: tuple[str, ...]
     """Forms a deny or ask rule may match: every spelling, so a rule is hard to sidestep."""
+    open_prefixes: tuple[str, ...] = ()
+    """Beginnings whose rest is known only at run time (`git $x`, `xargs git`): a deny or ask rule
+    matches if it could match something that starts so."""
 
 
-_SEPARATORS = ("&&", "||", ";", "|", "&", "\n")
-_WRAPPERS = frozenset(
-    {"sudo", "env", "command", "builtin", "exec", "nohup", "time", "nice", "then", "do", "else", "if",
-     "elif", "while", "until", "!"}
-)
-_ASSIGNMENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_SHELL_C_RE = re.compile(r"^(?:bash|sh|zsh|dash)\s+(?:-\w+\s+)*-c\s+(.+)$", re.DOTALL)
-
-
-def _closing_paren(text: str, start: int) -> int:
-    """Index of the `)` that closes the `(` before `start`, or len(text) if it never closes."""
-    depth, quote, i = 1, "", start
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == quote:
-                quote = ""
-            elif c == "\\" and quote == '"':
-                i += 1
-        elif c in "'\"":
-            quote = c
-        elif c == "\\":
-            i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return len(text)
-
-
-def _is_redirection_amp(text: str, i: int) -> bool:
-    """`2>&1`, `>&2`, `&>file`: an `&` that belongs to a redirection, not a background separator."""
-    before = text[i - 1] if i > 0 else ""
-    after = text[i + 1] if i + 1 < len(text) else ""
-    return before in "<>" or after == ">"
-
-
-def _split_top(command: str) -> tuple[list[str], list[str]]:
-    """Top-level sub-commands and the bodies of command substitutions, honouring quotes."""
-    parts: list[str] = []
-    nested: list[str] = []
-    buf: list[str] = []
-    quote = ""
-    i = 0
-    while i < len(command):
-        c = command[i]
-        if quote == "'":
-            buf.append(c)
-            quote = "" if c == "'" else quote
-            i += 1
-            continue
-        if c == "\\" and i + 1 < len(command):
-            buf.append(command[i : i + 2])
-            i += 2
-            continue
-        if command.startswith("$(", i):  # runs even inside double quotes
-            end = _closing_paren(command, i + 2)
-            nested.append(command[i + 2 : end])
-            buf.append(command[i : end + 1])
-            i = end + 1
-            continue
-        if c == "`":
-            end = command.find("`", i + 1)
-            end = len(command) if end == -1 else end
-            nested.append(command[i + 1 : end])
-            buf.append(command[i : end + 1])
-            i = end + 1
-            continue
-        if quote == '"':
-            buf.append(c)
-            quote = "" if c == '"' else quote
-            i += 1
-            continue
-        if c in "'\"":
-            quote = c
-            buf.append(c)
-            i += 1
-            continue
-        sep = next((s for s in _SEPARATORS if command.startswith(s, i)), None)
-        if sep == "|" and i > 0 and command[i - 1] == ">":  # `>|` is a redirection
-            sep = None
-        if sep == "&" and _is_redirection_amp(command, i):
-            sep = None
-        if sep is not None:
-            parts.append("".join(buf))
-            buf = []
-            i += len(sep)
-            continue
-        buf.append(c)
-        i += 1
-    parts.append("".join(buf))
-    return parts, nested
-
-
-def _tidy(unit: str) -> str:
-    """Collapse whitespace and drop the grouping of `(cd x; make)` / `{ a; b; }` left by splitting."""
-    unit = " ".join(unit.split())
-    while unit.startswith("(") and unit.count("(") > unit.count(")"):
-        unit = unit[1:].lstrip()
-    while unit.endswith(")") and unit.count(")") > unit.count("("):
-        unit = unit[:-1].rstrip()
-    if unit.startswith("{ "):
-        unit = unit[2:]
-    if unit == "}" or unit.endswith(" }"):
-        unit = unit[:-1].rstrip()
-    return unit
-
-
-def _unquote(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
-
-
-def _bare(unit: str) -> str:
-    """The command with leading `VAR=value` assignments and wrappers (`sudo`, `env`, `nohup`, `then`, ...)
-    removed: what actually runs, for deny rules to see."""
-    words = unit.split(" ")
-    while words:
-        word = words[0]
-        if _ASSIGNMENT_RE.match(word) or word in _WRAPPERS or (word.startswith("-") and len(words) > 1):
-            words.pop(0)
-            continue
-        break
-    return " ".join(words)
-
-
-def split_shell_command(command: str, *, _depth: int = 0) -> list[str]:
-    """The sub-commands a shell command line runs, whitespace-normalized, in order: top-level pieces
-    split on `&&`, `||`, `;`, `|`, `&` and newlines, then the insides of `$(...)`, backticks and
-    `bash -c '...'`. Splitting errs towards more pieces: for deny rules that means more chances to
-    match, for allow rules more pieces that each must be allowed."""
-    parts, nested = _split_top(command)
-    units = [u for u in (_tidy(p) for p in parts) if u]
-    if _depth < 5:  # nesting this deep is adversarial; stop rather than recurse without bound
-        inner: list[str] = []
-        for unit in units:
-            shell_c = _SHELL_C_RE.match(_bare(unit))
-            if shell_c:
-                inner.extend(split_shell_command(_unquote(shell_c.group(1)), _depth=_depth + 1))
-        for body in nested:
-            inner.extend(split_shell_command(body, _depth=_depth + 1))
-        units.extend(inner)
-    return units
-
-
-def _bash_units(command: str) -> list[_Unit]:
-    units: list[_Unit] = []
-    for unit in split_shell_command(command):
-        bare = _bare(unit)
-        loose = (unit, bare) if bare and bare != unit else (unit,)
-        units.append(_Unit(strict=(unit,), loose=loose))
-    whole = " ".join(command.split())
-    if units and whole not in units[0].loose:
-        # The whole line is also a candidate for deny/ask (`bash(*--force*)` written against it).
-        units.append(_Unit(strict=(), loose=(whole,)))
+def _bash_units(line: ShellLine, command: str) -> list[_Unit]:
+    """One unit per command the line runs (an unresolved one has no strict form: no rule may allow it),
+    plus the whole line for deny and ask rules written against it (`bash(*--force*)`)."""
+    units = [_Unit(strict=() if c.unresolved else (c.exact,), loose=c.forms, open_prefixes=c.open_prefixes)
+             for c in line.commands]
+    units.append(_Unit(strict=(), loose=(" ".join(command.split()),)))
     return units
 
 
@@ -284,19 +146,19 @@ def _unique(forms: Iterable[str | None]) -> tuple[str, ...]:
 def _units_for(tool_name: str, input: Mapping[str, Any], cwd: Path) -> list[_Unit]:
     """What pattern rules are matched against; empty when the call has no usable key argument (then
     only bare `TOOL` rules apply, and the tool itself rejects the call)."""
-    if tool_name == "bash":
-        command = input.get("command")
-        return _bash_units(command) if isinstance(command, str) and command.strip() else []
     if tool_name in PATH_TOOLS:
         raw = input.get("path", PATH_TOOLS[tool_name])
         return _path_units(raw, cwd) if isinstance(raw, str) and raw.strip() else []
     return []
 
 
-def _rule_matches(rule: Rule, tool_name: str, forms: Iterable[str]) -> bool:
-    if not fnmatch.fnmatchcase(tool_name, rule.tool):
+def _rule_matches(rule: Rule, tool_name: str, forms: Iterable[str], *, allow: bool = False) -> bool:
+    if rule.pattern is None:
+        return fnmatch.fnmatchcase(tool_name, rule.tool)
+    # Path rules of the reading tools are shared among them (nova.agent.read_policy).
+    if not any(fnmatch.fnmatchcase(name, rule.tool) for name in rule_tool_names(tool_name, allow=allow)):
         return False
-    return rule.pattern is None or any(fnmatch.fnmatchcase(f, rule.pattern) for f in forms)
+    return any(fnmatch.fnmatchcase(f, rule.pattern) for f in forms)
 
 
 # -- protected paths ----------------------------------------------------------------------------------
@@ -337,6 +199,18 @@ class Decision:
     """The config rule that decided, if one did."""
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the rules say about a call before anyone is asked."""
+
+    outcome: Literal["allow", "ask", "deny"]
+    reason: str
+    rule: str | None = None
+    user_only: bool = False
+    """For "ask": only the user may approve, not `--yes` or `--allow` (a command that cannot be checked
+    against the deny rules that apply to its tool)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class PermissionRequest:
     """What the `ask` callback is shown when a call needs the user's approval."""
@@ -366,7 +240,7 @@ class PermissionPolicy:
     """The permission rules of one session. Immutable: built once from config and flags."""
 
     __slots__ = ("_allow", "_allowed_tools", "_ask", "_ask_user", "_cwd", "_deny", "_dynamic_deny", "_interactive",
-                 "_protected", "_yes")
+                 "_protected", "_read_roots", "_yes")
 
     _allow: tuple[Rule, ...]
     _deny: tuple[Rule, ...]
@@ -378,6 +252,7 @@ class PermissionPolicy:
     _cwd: Path
     _dynamic_deny: Callable[[], Iterable[str]] | None
     _protected: ProtectedPaths
+    _read_roots: tuple[Path, ...]
 
     def __init__(
         self,
@@ -390,6 +265,7 @@ class PermissionPolicy:
         cwd: Path | None = None,
         dynamic_deny: Callable[[], Iterable[str]] | None = None,
         protected: ProtectedPaths | None = None,
+        read_roots: Iterable[Path] = (),
     ) -> None:
         """`cwd` is the directory path rules are relative to (default: the process's, at construction);
         `run_tool_checked` uses the tool context's instead. Bad rules raise `ConfigError`.
@@ -397,7 +273,8 @@ class PermissionPolicy:
         from the user's constraints ("merge not approved" → `bash(git merge*)`, nova.context.state). They
         take effect on the next call, without waiting for the model to read anything; the model cannot
         change them (task state is written only by deterministic code). `protected` are the paths no
-        tool that writes may touch, whatever else is allowed."""
+        tool that writes may touch, whatever else is allowed. `read_roots` are folders besides the working
+        directory that reading tools may read without asking (the project root, the session's folder)."""
         values = {
             "_allow": tuple(parse_rule(r, where="permissions.allow") for r in config.allow),
             "_deny": tuple(parse_rule(r, where="permissions.deny") for r in config.deny),
@@ -409,6 +286,7 @@ class PermissionPolicy:
             "_cwd": cwd if cwd is not None else Path.cwd(),
             "_dynamic_deny": dynamic_deny,
             "_protected": protected or ProtectedPaths(),
+            "_read_roots": tuple(read_roots),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -435,41 +313,126 @@ class PermissionPolicy:
         return self._cwd
 
     def check(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Decision:
+        verdict = self.evaluate(tool, input, cwd=cwd)
+        if verdict.outcome == "ask":
+            return self._needs_approval(tool.name, input, verdict)
+        return Decision(verdict.outcome == "allow", verdict.reason, verdict.rule)
+
+    def evaluate(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Verdict:
+        """What the rules decide before anyone is asked (no prompt, no flags): `check` acts on it, and
+        `nova permissions check` prints it."""
         name = tool.name
         where = cwd or self._cwd
-        if not tool.read_only and name in PATH_TOOLS:
-            raw = input.get("path")
-            why = self._protected.reason(raw, where) if isinstance(raw, str) and raw.strip() else None
+        summary = _summary(name, input)
+        command = input.get("command") if name == "bash" else None
+        line = parse_command_line(command) if isinstance(command, str) and command.strip() else None
+        if not tool.read_only:
+            why = self._protected_reason(name, input, line, where)
             if why is not None:
-                return Decision(False, f"{_summary(name, input)!r} is refused: {why}, and no tool may change it "
-                                       "(edit it yourself outside Nova if it must change).", "protected")
-        units = _units_for(name, input, where)
+                return Verdict("deny", f"{summary!r} is refused: {why}, and no tool may change it "
+                               "(edit it yourself outside Nova if it must change).", "protected")
+        units = _bash_units(line, command) if line is not None and command else _units_for(name, input, where)
 
         denied = self._match_any(self._deny, name, units)
         if denied is not None:
-            return Decision(False, f"{_summary(name, input)!r} is refused by the deny rule `{denied}`.", denied.text)
-        if self._dynamic_deny is not None:
-            rules = tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
-            denied = self._match_any(rules, name, units)
-            if denied is not None:
-                return Decision(False, f"{_summary(name, input)!r} is refused by the task-state rule `{denied}`: "
-                                       "the user has not approved this action (ask them; /approve records it).",
-                                denied.text)
+            return Verdict("deny", f"{summary!r} is refused by the deny rule `{denied}`.", denied.text)
+        task_rules = (tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
+                      if self._dynamic_deny is not None else ())
+        denied = self._match_any(task_rules, name, units)
+        if denied is not None:
+            return Verdict("deny", f"{summary!r} is refused by the task-state rule `{denied}`: "
+                                   "the user has not approved this action (ask them; /approve records it).",
+                           denied.text)
+
+        if line is not None and line.unresolved:
+            # No rule may allow what cannot be seen; with deny rules on bash, only the user may, since
+            # the command might be one of the denied ones.
+            guarded = any(fnmatch.fnmatchcase(name, r.tool) for r in (*self._deny, *task_rules))
+            return Verdict("ask", f"it cannot be checked before it runs ({'; '.join(line.unresolved)})",
+                           user_only=guarded)
 
         allowed = self._match_all(name, units)
         if allowed is not None:
-            return Decision(True, f"allowed by the rule `{allowed}`", allowed)
+            return Verdict("allow", f"allowed by the rule `{allowed}`", allowed)
 
         ask_rule = self._match_any(self._ask, name, units)
         if ask_rule is None and tool.read_only:
-            return Decision(True, "read-only tool")
-        return self._needs_approval(name, input, ask_rule)
+            raw = input.get("path", PATH_TOOLS.get(name))
+            concern = read_concern(name, raw, cwd=where, roots=self._read_roots) if isinstance(raw, str) else None
+            if concern is None:
+                return Verdict("allow", "read-only tool")
+            return Verdict("ask", concern)
+        if ask_rule is not None:
+            return Verdict("ask", f"the ask rule `{ask_rule}` matches", ask_rule.text)
+        return Verdict("ask", f"{name} can change files or run commands")
+
+    def _protected_reason(self, name: str, input: Mapping[str, Any], line: ShellLine | None,
+                          where: Path) -> str | None:
+        if name in PATH_TOOLS:
+            raw = input.get("path")
+            return self._protected.reason(raw, where) if isinstance(raw, str) and raw.strip() else None
+        if line is None or not line.writes:
+            return None
+        # A `cd` earlier in the line may have moved the shell: relative targets are checked from there too.
+        bases = [where, *(where / Path(d).expanduser() for d in line.dirs)]
+        for write in line.writes:
+            for base in bases:
+                why = self._protected.reason(write.path, base)
+                if why is not None:
+                    return f"it writes {write.path} ({write.via}): {why}"
+        return None
+
+    def explain_command(self, command: ShellCommand) -> str:
+        """What the rules make of one command of a bash line, for `nova permissions check`."""
+        units = [_Unit(strict=() if command.unresolved else (command.exact,), loose=command.forms,
+                       open_prefixes=command.open_prefixes)]
+        task_rules = (tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
+                      if self._dynamic_deny is not None else ())
+        denied = self._match_any((*self._deny, *task_rules), "bash", units)
+        if denied is not None:
+            return f"denied by `{denied}`"
+        if command.unresolved:
+            return f"cannot be checked before it runs: {command.unresolved}"
+        allowed = next((r for r in self._allow if _rule_matches(r, "bash", (command.exact,))), None)
+        if allowed is not None:
+            return f"allowed by `{allowed}`"
+        asked = self._match_any(self._ask, "bash", units)
+        return f"ask rule `{asked}` matches" if asked is not None else "no rule allows it"
+
+    def file_screen(self, tool_name: str, *, cwd: Path | None = None) -> FileScreen:
+        """How a directory search by `tool_name` screens each file it meets: these path rules, this
+        workspace (nova.agent.read_policy). Rules are matched per file only when there are path rules."""
+        where = cwd or self._cwd
+        dynamic = tuple(parse_rule(r, where="task state") for r in self._dynamic_deny()) if self._dynamic_deny else ()
+        groups: tuple[tuple[Literal["deny", "ask", "allow"], tuple[Rule, ...]], ...] = (
+            ("deny", (*self._deny, *dynamic)), ("ask", self._ask), ("allow", self._allow))
+        relevant = [(kind, tuple(r for r in group if r.pattern is not None)) for kind, group in groups]
+        roots = (where, *self._read_roots)
+        if not any(group for _, group in relevant):
+            return FileScreen(roots=roots)
+
+        def lookup(path: Path) -> RuleHit | None:
+            units = _path_units(str(path), where)
+            for kind, group in relevant:
+                allow = kind == "allow"
+                forms = [f for u in units for f in (u.strict if allow else u.loose)]
+                rule = next((r for r in group if _rule_matches(r, tool_name, forms, allow=allow)), None)
+                if rule is not None:
+                    return RuleHit(kind, rule.text)
+            return None
+
+        return FileScreen(roots=roots, lookup=lookup)
 
     # -- helpers ----------------------------------------------------------------------------------
     @staticmethod
     def _match_any(rules: tuple[Rule, ...], name: str, units: list[_Unit]) -> Rule | None:
         forms = [f for u in units for f in u.loose]
-        return next((r for r in rules if _rule_matches(r, name, forms)), None)
+        found = next((r for r in rules if _rule_matches(r, name, forms)), None)
+        if found is None:
+            prefixes = [p for u in units for p in u.open_prefixes]
+            found = next((r for r in rules if r.pattern is not None and fnmatch.fnmatchcase(name, r.tool)
+                          and any(could_match_longer(r.pattern, p) for p in prefixes)), None)
+        return found
 
     def _match_all(self, name: str, units: list[_Unit]) -> str | None:
         """The allow rule(s) covering the call: a bare `TOOL` rule, or pattern rules that together
@@ -482,20 +445,25 @@ class PermissionPolicy:
             return None
         used: list[str] = []
         for unit in strict_units:
-            rule = next((r for r in self._allow if _rule_matches(r, name, unit.strict)), None)
+            rule = next((r for r in self._allow if _rule_matches(r, name, unit.strict, allow=True)), None)
             if rule is None:
                 return None
             if rule.text not in used:
                 used.append(rule.text)
         return ", ".join(used)
 
-    def _needs_approval(self, name: str, input: Mapping[str, Any], ask_rule: Rule | None) -> Decision:
-        rule_text = ask_rule.text if ask_rule else None
-        if self._yes:
+    def _needs_approval(self, name: str, input: Mapping[str, Any], verdict: Verdict) -> Decision:
+        rule_text = verdict.rule
+        why = verdict.reason
+        if verdict.user_only:
+            if not self._interactive:
+                return Decision(False, f"{_summary(name, input)!r} needs the user's approval: {why}, and deny rules "
+                                       f"apply to {name}. --yes and --allow do not cover it and this run is not "
+                                       "interactive; write the command out plainly so it can be checked.", rule_text)
+        elif self._yes:
             return Decision(True, "allowed by --yes", rule_text)
-        if name in self._allowed_tools:
+        elif name in self._allowed_tools:
             return Decision(True, f"allowed by --allow {name}", rule_text)
-        why = f"the ask rule `{ask_rule}` matches" if ask_rule else f"{name} can change files or run commands"
         if not self._interactive:
             return Decision(
                 False,
@@ -528,6 +496,7 @@ def run_tool_checked(
     """Check, then run: a denied call returns an error result and the tool is never started. Path rules
     are taken relative to `ctx.cwd`, where the tool will run."""
     decision = policy.check(tool, input, cwd=ctx.cwd)
+    ctx = replace(ctx, screen=policy.file_screen(tool.name, cwd=ctx.cwd))
     if not decision.allowed:
         return ToolOutput(
             content=f"Permission denied: {decision.reason}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from nova.commands.cli_settings import settings_from_cli
+from nova.commands.config_check import check_config
 from nova.commands.errors import user_errors
 from nova.settings import describe_settings
 
@@ -14,6 +15,8 @@ __all__ = ["config_show_command"]
 def config_show_command(*, as_json: bool) -> None:
     with user_errors():
         settings = settings_from_cli()
+        # The same check `run` makes, so a config shown here without an error is one `run` accepts.
+        check_config(settings)
         from nova.context.budget import budget_for
 
         budget = budget_for(settings)

@@ -10,7 +10,7 @@ import json
 import os
 import shlex
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -23,8 +23,9 @@ from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.consolidate import Consolidator
-from nova.memory.governance import Proposal, find_secrets, remember
+from nova.memory.governance import Proposal, remember
 from nova.memory.instructions import load_rules, parse_instructions_config
+from nova.memory.secrets import describe_findings, find_secrets
 from nova.memory.store import MemoryStore, memory_from_text, parse_time
 from nova.settings import Settings, load_settings
 
@@ -56,13 +57,15 @@ def _context() -> _Context:
 def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of objects.")] = False,
 ) -> None:
-    """List every memory in the user and project directories."""
+    """List every memory in the user and project directories. The status is Nova's, from its review
+    records, not what a file claims: a candidate needs your review before it is recalled."""
     with user_errors():
         ctx = _context()
         memories = sorted(ctx.store.memories(), key=lambda m: (m.type, m.name))
     if as_json:
         rows = [{"name": m.name, "type": m.type, "path": str(m.path), "status": m.status,
-                 "description": m.description, "author": m.author, "updated": m.updated.isoformat()}
+                 "description": m.description, "author": m.author, "updated": m.updated.isoformat(),
+                 "review": m.review_note or None}
                 for m in memories]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -73,15 +76,26 @@ def list_command(
     for m in memories:
         table.add_row(m.name, m.type, m.status, m.description, str(m.path))
     console.print(table)
+    waiting = [m for m in memories if m.status == "candidate"]
+    for m in waiting:
+        console.print(f"needs review: {m.name!r}: {m.review_note or 'awaiting review'}", markup=False,
+                      soft_wrap=True)
+    if waiting:
+        console.print(f"{len(waiting)} candidate(s) are not recalled until approved: `nova memory show NAME`, "
+                      "then `nova memory approve NAME` (or `--all-listed` for every one above).", markup=False,
+                      soft_wrap=True)
 
 
 @app.command("show", cls=NovaCommand)
 def show_command(name: str) -> None:
-    """Print one memory file."""
+    """Print one memory file (and, on stderr, why it needs review when it does)."""
     with user_errors():
         memory = _context().store.get(name)
         assert memory.path is not None
         typer.echo(memory.path.read_text(encoding="utf-8"), nl=False)
+    if memory.status == "candidate":
+        err_console.print(f"nova: {memory.name!r} is a candidate, not recalled: "
+                          f"{memory.review_note or 'awaiting review'}", markup=False, soft_wrap=True)
 
 
 @app.command("add", cls=NovaCommand)
@@ -107,12 +121,16 @@ def add_command(
         err_console.print(f"nova: refused: {outcome.refused}", markup=False, soft_wrap=True)
         raise typer.Exit(1)
     verb = "updated" if outcome.merged else "added"
-    console.print(f"{verb} {outcome.memory.type} memory {outcome.memory.name!r}: {outcome.memory.path}", markup=False)
+    console.print(f"{verb} {outcome.memory.type} memory {outcome.memory.name!r} ({outcome.memory.status}): "
+                  f"{outcome.memory.path}", markup=False)
+    for note in outcome.notes:
+        console.print(f"  {note}", markup=False, soft_wrap=True)
 
 
 @app.command("edit", cls=NovaCommand)
 def edit_command(name: str) -> None:
-    """Open a memory in $EDITOR; an edit that breaks the frontmatter or adds a secret is rolled back."""
+    """Open a memory in $EDITOR; an edit that breaks the frontmatter or adds a secret is rolled back.
+    Your edit keeps the memory's review state (change `status:` in the editor to change it)."""
     with user_errors():
         ctx = _context()
         memory = ctx.store.get(name)
@@ -122,16 +140,22 @@ def edit_command(name: str) -> None:
         subprocess.run([*shlex.split(editor), str(memory.path)], check=False)
         after = memory.path.read_text(encoding="utf-8")
         problem = None
+        edited = None
         try:
-            memory_from_text(after, path=memory.path)
+            edited = memory_from_text(after, path=memory.path)
         except NovaError as exc:
             problem = str(exc)
-        if problem is None and find_secrets(after):
-            problem = "the edit adds a secret; secrets are never stored in memory"
-        if problem:
+        findings = find_secrets(after) if problem is None else []
+        if findings:
+            problem = f"the edit adds a secret ({describe_findings(findings)}); secrets are never stored in memory"
+        if problem or edited is None:
             memory.path.write_text(before, encoding="utf-8")
             err_console.print(f"nova: refused: {problem}; the file was restored", markup=False)
             raise typer.Exit(1)
+        # The user's own edit is reviewed text; its status is the one it had unless the user changed it.
+        claimed_before = memory_from_text(before, path=memory.path).status
+        status = edited.status if edited.status != claimed_before else memory.status
+        ctx.store.reviews.record(replace(edited, status=status), by="user", note=memory.review_note)
         ctx.store.rebuild_index(memory.path.parent)
 
 
@@ -148,11 +172,34 @@ def forget_command(
 
 
 @app.command("approve", cls=NovaCommand)
-def approve_command(name: str) -> None:
-    """Make a candidate memory active (it can then be recalled)."""
+def approve_command(
+    names: Annotated[list[str] | None, typer.Argument(help="Memories to approve.")] = None,
+    all_listed: Annotated[bool, typer.Option("--all-listed", help="Approve every candidate `nova memory list` "
+                                                                  "shows as needing review.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before approving --all-listed.")] = False,
+) -> None:
+    """Approve memories: exactly their current content becomes active and can be recalled. A later
+    change to a file outside Nova makes it a candidate again."""
     with user_errors():
-        memory = _context().store.set_status(name, "active")
-    console.print(f"approved {memory.name!r}", markup=False)
+        store = _context().store
+        if all_listed:
+            chosen = [m.name for m in sorted(store.memories(), key=lambda m: (m.type, m.name))
+                      if m.status == "candidate"]
+            if not chosen:
+                console.print("nothing needs review", markup=False)
+                return
+            for name in chosen:
+                console.print(f"  {name}", markup=False)
+            if not yes and not typer.confirm(f"Approve these {len(chosen)} memories as they are now?", default=False):
+                raise typer.Exit(1)
+        else:
+            chosen = list(names or [])
+            if not chosen:
+                err_console.print("nova: name a memory to approve, or pass --all-listed", markup=False)
+                raise typer.Exit(2)
+        for name in chosen:
+            memory = store.set_status(name, "active")
+            console.print(f"approved {memory.name!r}", markup=False)
 
 
 @app.command("consolidate", cls=NovaCommand)
@@ -165,9 +212,12 @@ def consolidate_command(
         report = Consolidator.for_home(store=ctx.store, home=ctx.settings.home, config=ctx.config).run()
     if as_json:
         typer.echo(json.dumps({"ran": report.ran, "reason": report.reason, "merged": report.merged,
-                               "deleted": report.deleted}, ensure_ascii=False))
+                               "deleted": report.deleted, "held": report.held}, ensure_ascii=False))
     else:
-        console.print(f"{report.reason}: {len(report.merged)} merged, {len(report.deleted)} deleted", markup=False)
+        console.print(f"{report.reason}: {len(report.merged)} merged, {len(report.deleted)} deleted, "
+                      f"{len(report.held)} left for review", markup=False)
+        for line in report.describe():
+            console.print(f"  {line}", markup=False, soft_wrap=True)
     if not report.ran:
         raise typer.Exit(1)
 

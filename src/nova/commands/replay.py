@@ -49,6 +49,8 @@ def replay_command(
                           "model summary call each compaction would make).")] = "extractive",
     price: Annotated[str | None, typer.Option("--price", help="Price the figures as this model (model table), "
                      "e.g. claude-sonnet-4-5.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse a Nova transcript with a damaged record "
+                      "instead of skipping it with a warning.")] = False,
 ) -> None:
     """Replay a recorded session as if the agent had used this context policy."""
     if policy not in ALL_POLICIES:
@@ -70,7 +72,9 @@ def replay_command(
 
     with user_errors():
         settings = load_settings(env=dict(os.environ))
-        session = read_session_file(path)
+        session = read_session_file(path, strict=strict)
+    for damage in session.meta.get("damaged_records") or ():
+        err_console.print(f"nova: warning: {damage}", markup=False, soft_wrap=True)
     model = str(session.meta.get("model") or settings.model)
     # Replays run in bulk; per-compaction warnings belong in the figures, not on the terminal.
     logging.getLogger("nova.agent").setLevel(logging.ERROR)

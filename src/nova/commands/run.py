@@ -20,6 +20,7 @@ from rich.console import Console
 from nova import events as ev
 from nova.app import AgentOptions, build_agent
 from nova.commands.cli_settings import settings_from_cli
+from nova.commands.config_check import check_config
 from nova.commands.errors import user_errors
 from nova.errors import CommandError, NovaError
 from nova.settings import Settings
@@ -32,16 +33,19 @@ err_console = Console(stderr=True, highlight=False)
 
 def run_command(
     prompt: str, *, provider: str | None, model: str | None, base_url: str | None, allow: list[str] | None,
-    yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None,
+    yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None, strict: bool = False,
+    sandbox: bool | None = None,
 ) -> None:
     from nova.providers.factory import make_provider
 
     with user_errors():
-        settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
+        settings = settings_from_cli(provider=provider, model=model, base_url=base_url, sandbox=sandbox)
+        # Before anything is created: a bad section must not leave an empty session behind.
+        check_config(settings)
         llm = make_provider(settings, dict(os.environ))
         workdir = (cwd or Path.cwd()).resolve()
         options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
-        outcome = run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume)
+        outcome = run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume, strict=strict)
     if as_json:
         print(json.dumps(outcome, indent=2))
     if outcome["stop_reason"] == "error":
@@ -53,6 +57,7 @@ def demo_command(*, directory: Path | None, as_json: bool) -> None:
 
     with user_errors():
         settings = settings_from_cli(provider="demo", model="nova-demo")
+        check_config(settings)
         root = directory or Path(tempfile.mkdtemp(prefix="nova-demo-"))
         project = make_demo_project(root.resolve())
         if not as_json:
@@ -66,7 +71,7 @@ def demo_command(*, directory: Path | None, as_json: bool) -> None:
 
 def run_task(
     settings: Settings, llm: Any, options: AgentOptions, prompt: str, *, quiet: bool = False,
-    resume_id: str | None = None,
+    resume_id: str | None = None, strict: bool = False,
 ) -> dict[str, Any]:
     from nova.cli_render import Timeline, format_footer
 
@@ -74,7 +79,7 @@ def run_task(
     if not quiet:
         # In a terminal the answer streams as it is written; piped, each message prints whole.
         bus.subscribe(Timeline(console, stream_text=console.is_terminal))
-    session, history = _open_session(settings, options, prompt, resume_id)
+    session, history = _open_session(settings, options, prompt, resume_id, strict=strict)
     agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
                         session_dir=session.dir, history=history)
     if not history:
@@ -155,21 +160,24 @@ def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: 
 
 
 def _open_session(settings: Settings, options: AgentOptions, prompt: str,
-                  resume_id: str | None) -> tuple[Any, list[Any]]:
-    """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5)."""
+                  resume_id: str | None, *, strict: bool = False) -> tuple[Any, list[Any]]:
+    """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5). Damage found
+    on the way is one `nova: warning:` line each; with `strict` a damaged record refuses the resume."""
     from nova.sessions.export import latest_session_id, resume
     from nova.sessions.session import Session
 
     if resume_id is None:
         session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
                                  provider=settings.provider, model=settings.model)
+        for notice in session.notices:
+            err_console.print(f"nova: warning: {notice}", markup=False, soft_wrap=True)
         return session, []
     if resume_id == "last":
         found = latest_session_id(settings.home)
         if found is None:
             raise NovaError(f"there is no recorded session in {settings.sessions_dir} to resume")
         resume_id = found
-    resumed = resume(resume_id, home=settings.home)
+    resumed = resume(resume_id, home=settings.home, strict=strict)
     for notice in resumed.notices:
         err_console.print(f"nova: {notice}", markup=False, soft_wrap=True)
     return resumed.session, resumed.history

@@ -27,6 +27,9 @@ def serve_command(
             return
         if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn")):
             raise NovaError("the server needs its extra: pip install 'nova-agent[server]'")
+        from nova.commands.config_check import check_config
+
+        check_config(settings)
         from rich.console import Console
 
         from nova.server.serve import ServeOptions, run_server

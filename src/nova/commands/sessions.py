@@ -26,9 +26,12 @@ from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUs
 from nova.sessions.meta import SessionMeta
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
 from nova.sessions.session import Session, delete_session, list_sessions
+from nova.sessions.transcript import BadLine
 from nova.settings import nova_home
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from rich.console import Console
 
     from nova.sessions.export import Resumed
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["app", "resume_command"]
 
 app = typer.Typer(
-    help="Recorded sessions: list, show, export, remove, import.",
+    help="Recorded sessions: list, show, export, remove, import, doctor.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -72,6 +75,11 @@ def _resolve(session_id: str, home: Path) -> str:
     if found is None:
         raise NovaError(f"there is no recorded session in {home / 'sessions'}")
     return found
+
+
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="Refuse a session with any damaged record instead of skipping it.")
+]
 
 
 def _when(ts: float | None) -> str:
@@ -168,22 +176,26 @@ def _cache_break_line(data: Mapping[str, Any]) -> str:
 def show_command(
     session_id: Annotated[str, typer.Argument(help="Session id (see `nova sessions list`), or `last`.")],
     full: Annotated[bool, typer.Option("--full", help="Do not shorten long texts and tool outputs.")] = False,
+    strict: StrictOpt = False,
 ) -> None:
-    """The conversation, with compaction boundaries marked."""
+    """The conversation, with compaction boundaries marked. A damaged record is skipped with a warning
+    naming its byte offset (left in place in the log); --strict refuses instead."""
     from rich.markup import escape
     from rich.rule import Rule
 
     console = _out()
     with _errors():
-        session = Session.open(nova_home(), _resolve(session_id, nova_home()), readonly=True)
+        session = Session.open(nova_home(), _resolve(session_id, nova_home()), readonly=True, strict=strict)
+        bad: list[BadLine] = []
         try:
+            _warn(session.notices)
             meta = session.meta
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
             console.print(
                 f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd)}  "
                 f"{meta.message_count} messages  {meta.total_tokens:,} tokens  ${meta.cost_usd:.4f}[/]\n"
             )
-            for record in session.transcript.iter_records():
+            for record in session.transcript.iter_records(strict=strict, on_bad=bad.append):
                 if isinstance(record, MessageRecord):
                     _show_message(console, record.message, full)
                 elif isinstance(record, BoundaryRecord):
@@ -199,10 +211,16 @@ def show_command(
                     console.print(f"[yellow]· {escape(_cache_break_line(record.data))}[/]")
                 elif isinstance(record, EventRecord):
                     console.print(f"[dim]· {escape(record.name)}[/]")
+            _warn(line.describe() for line in bad)
             if session.recovered is not None:
                 _err().print(f"nova: warning: {session.recovered.describe()}", markup=False)
         finally:
             session.close()
+
+
+def _warn(lines: "Iterable[str]") -> None:
+    for line in lines:
+        _err().print(f"nova: warning: {line}", markup=False)
 
 
 @app.command("export", cls=NovaCommand)
@@ -210,15 +228,19 @@ def export_command(
     session_id: Annotated[str, typer.Argument(help="Session id, or `last`.")],
     fmt: Annotated[Literal["jsonl", "md"], typer.Option("--format", "-f", help="jsonl (raw log) or md.")] = "jsonl",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    strict: StrictOpt = False,
 ) -> None:
-    """Write the session as its raw JSONL log or as Markdown."""
+    """Write the session as its raw JSONL log or as Markdown. Damaged records are left out with a
+    warning naming their byte offsets; --strict refuses instead."""
     from nova.sessions.export import iter_jsonl, render_markdown
 
     with _errors():
-        session = Session.open(nova_home(), _resolve(session_id, nova_home()), readonly=True)
+        session = Session.open(nova_home(), _resolve(session_id, nova_home()), readonly=True, strict=strict)
+        bad: list[BadLine] = []
         try:
+            _warn(session.notices)
             if fmt == "jsonl":
-                chunks = iter_jsonl(session)
+                chunks = iter_jsonl(session, strict=strict, on_bad=bad.append)
                 if output is None:
                     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
                     for chunk in chunks:
@@ -232,11 +254,12 @@ def export_command(
                         for chunk in chunks:
                             f.write(chunk)
             else:
-                text = render_markdown(session.meta, session.transcript.iter_records())
+                text = render_markdown(session.meta, session.transcript.iter_records(strict=strict, on_bad=bad.append))
                 if output is None:
                     sys.stdout.write(text)
                 else:
                     output.write_text(text, encoding="utf-8")
+            _warn(line.describe() for line in bad)
         finally:
             session.close()
 
@@ -277,13 +300,63 @@ def import_command(
         _out().print(f"Imported {count} messages from {path} as session {session_id}.", markup=False)
 
 
-def resume_command(session_id: str, *, home: Path | None = None) -> "Resumed":
+@app.command("doctor", cls=NovaCommand)
+def doctor_command(
+    session_id: Annotated[str | None, typer.Argument(help="Session id, or `last`.")] = None,
+    all_sessions: Annotated[bool, typer.Option("--all", help="Check every session.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of reports.")] = False,
+) -> None:
+    """Check sessions against their transcripts and rebuild what is derived (meta.json, the session
+    store): reports damaged records by byte offset, meta.json mismatches and missing store rows, and
+    what was done. Exit 1 when something could not be dealt with (a busy session, a missing transcript)."""
+    from nova.sessions.doctor import check_session, check_store, session_ids
+
+    home = nova_home()
+    with _errors():
+        if (session_id is None) == (not all_sessions):
+            raise NovaError("name one session (ID or `last`) or pass --all")
+        ids = session_ids(home) if all_sessions else [_resolve(session_id or "", home)]
+        if not all_sessions:
+            from nova.sessions.meta import session_dir
+
+            if not session_dir(home, ids[0]).is_dir():
+                raise NovaError(f"no session {ids[0]!r} in {home / 'sessions'}")
+        store_check = check_store(home)
+        try:
+            reports = [check_session(home, sid, store_check.store) for sid in ids]
+        finally:
+            store_check.store.close()
+    if as_json:
+        typer.echo(json.dumps({"store": {"found": store_check.found, "did": store_check.did},
+                               "sessions": [r.to_dict() for r in reports]}, ensure_ascii=False))
+    else:
+        out = _out()
+        for line in store_check.found:
+            out.print(f"store: found: {line}", markup=False)
+        for line in store_check.did:
+            out.print(f"store: did: {line}", markup=False)
+        for r in reports:
+            if not r.found and not r.did:
+                out.print(f"{r.session_id}: ok", markup=False)
+                continue
+            for line in r.found:
+                out.print(f"{r.session_id}: found: {line}", markup=False)
+            for line in r.did:
+                out.print(f"{r.session_id}: did: {line}", markup=False)
+        if not reports:
+            out.print("No sessions yet.", markup=False)
+    if any(not r.ok for r in reports):
+        raise typer.Exit(1)
+
+
+def resume_command(session_id: str, *, home: Path | None = None, strict: bool = False) -> "Resumed":
     """For `nova resume ID` / `nova run --resume ID`: reopen, rebuild and repair the history, print the
-    notices (torn tail quarantined, repairs) to stderr. Exits 1 with one clear line on bad input."""
+    notices (torn tail quarantined, damaged records skipped, repairs) to stderr. Exits 1 with one clear
+    line on bad input."""
     from nova.sessions.export import resume
 
     with _errors():
-        resumed = resume(session_id, home=home or nova_home())
+        resumed = resume(session_id, home=home or nova_home(), strict=strict)
     for notice in resumed.notices:
         _err().print(f"nova: {notice}", markup=False)
     return resumed

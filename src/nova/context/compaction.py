@@ -546,6 +546,8 @@ def _restore_attachment(
             path = u.input.get("path") or u.input.get("file_path")
             if u.name not in ("read_file", "view") or not isinstance(path, str) or path in recent:
                 continue
+            if u.id not in results or results[u.id].is_error:
+                continue  # a refused or failed read: restoring it would read what the policy kept out
             if u.id in visible:
                 recent[path] = ""  # still in view: nothing to restore, but it counts as recent
                 continue

@@ -24,8 +24,9 @@ InitialStatus = Literal["candidate", "active"]
 class MemoryConfig:
     enabled: bool = True
     model_status: InitialStatus = "candidate"
-    """Status of a model-authored memory that passed every check. External or rule-like text from tool
-    output stays `candidate` whatever this says (MEM-7)."""
+    """Status of a model-authored memory that passed every check. A proposal drawn from a conversation
+    holding tool output or file content stays `candidate` whatever this says, and a proposal for an
+    approved memory's name waits beside it as a candidate revision (MEM-7)."""
     recall_limit: int = 5
     scan_limit: int = 200
     head_lines: int = 30
@@ -33,7 +34,8 @@ class MemoryConfig:
     recall_grace_s: float = 0.04
     """How long the first model call of a turn may wait for a recall still running (MEM-5: < 50 ms)."""
     recall_candidates: bool = False
-    """Recall unreviewed candidates too (never external ones). Off: only approved memories are recalled."""
+    """Recall unreviewed candidates too (never external ones, nor files Nova has no record of writing).
+    Off: only approved memories are recalled."""
     index_max_lines: int = 200
     index_max_bytes: int = 25_000
     extract_recent_messages: int = 20

@@ -12,9 +12,12 @@ The clock is injected so the gates can be tested without waiting. Every merge an
 `<home>/memory/consolidation.log` as one JSON object per line.
 
 Duplicates are memories of the same type that share a name slug, a description or a body (after
-whitespace and case folding). The newest one survives; bodies are joined without repeats, provenance is
-unioned, and the result is `active` only if every merged memory was. Revoked memories are kept: they are
-the record that stops the model from re-creating them.
+whitespace and case folding). Only unreviewed candidates that Nova itself wrote are merged: the newest
+one survives, bodies are joined without repeats, provenance is unioned, and the result is still a
+candidate. Approved memories are never merged into or out of: a candidate that duplicates one is left
+as it is and reported as `held` for the user to review. Files Nova has no review record of are left
+alone too (merging them would give unknown text Nova's provenance). Every merge is reported by name,
+never silent. Revoked memories are kept: they are the record that stops the model from re-creating them.
 """
 
 from __future__ import annotations
@@ -133,6 +136,17 @@ class ConsolidationReport:
     reason: str
     merged: list[dict[str, Any]] = field(default_factory=list)
     deleted: list[dict[str, Any]] = field(default_factory=list)
+    held: list[dict[str, Any]] = field(default_factory=list)
+    """Duplicates left unmerged because an approved memory is involved: the user decides."""
+
+    def describe(self) -> list[str]:
+        """One line per change, for the person who ran `nova memory consolidate`."""
+        lines = [f"merged {', '.join(repr(n) for n in e['merged'])} into {e['into']!r} (still a candidate: "
+                 f"review it with `nova memory show {e['into']}`)" for e in self.merged]
+        lines += [f"deleted {e['name']!r}: {e['reason']}" for e in self.deleted]
+        lines += [f"left {e['name']!r} unmerged: it duplicates approved memory {e['duplicates']!r} "
+                  "(forget one, or keep both)" for e in self.held]
+        return lines
 
 
 def _norm(text: str) -> str:
@@ -232,11 +246,22 @@ class Consolidator:
             elif memory.status != "revoked":
                 live.append(memory)
         for group in self._duplicate_groups(live):
-            survivor, others = group[0], group[1:]
+            approved = [m for m in group if m.status == "active"]
+            mergeable = [m for m in group if m.status == "candidate" and m.recorded]
+            if approved:
+                for other in [*approved[1:], *mergeable]:
+                    entry = {"at": stamp, "action": "hold", "name": other.name, "type": other.type,
+                             "duplicates": approved[0].name}
+                    report.held.append(entry)
+                    self._log(entry)
+                continue
+            if len(mergeable) < 2:
+                continue
+            survivor, others = mergeable[0], mergeable[1:]
             merged = self._merge(survivor, others, now)
             for other in others:
                 self._delete_path(other)
-            self.store.write(merged)
+            self.store.write(merged, note=f"merged by consolidation from {', '.join(o.name for o in others)}")
             entry = {"at": stamp, "action": "merge", "into": survivor.name, "type": survivor.type,
                      "merged": [o.name for o in others]}
             report.merged.append(entry)
@@ -245,6 +270,7 @@ class Consolidator:
     def _delete_path(self, memory: Memory) -> None:
         assert memory.path is not None
         memory.path.unlink(missing_ok=True)
+        self.store.reviews.forget(memory.path)
         self.store.rebuild_index(memory.path.parent)
 
     @staticmethod
@@ -283,7 +309,7 @@ class Consolidator:
             body = m.body.strip()
             if body and not any(_norm(body) in _norm(b) for b in bodies):
                 bodies.append(body)
-        status: Status = "active" if all(m.status == "active" for m in [survivor, *others]) else "candidate"
+        status: Status = "candidate"  # only candidates are merged, and the merge itself is unreviewed
         messages = tuple(dict.fromkeys(msg for m in [survivor, *others] for msg in m.source.messages))
         return replace(
             survivor, body="\n\n".join(bodies), status=status, updated=now,

@@ -15,10 +15,12 @@ The block format is fixed; the model is asked for zero or more of these and noth
 
 or the single word `NONE`. Blocks with a missing field, an unknown type or an unsafe name are dropped.
 
-Provenance is decided here, deterministically, not by the model: a block is `external` when it shares a
-run of four words with tool output in the window that the user did not also say, or when it reads as a
-rule and the window holds tool output the user's words do not support. External feedback or rule-like
-blocks stay `candidate` (see `nova.memory.governance`).
+Provenance is decided here, deterministically, not by the model and not by wording: the window a block
+was drawn from is its evidence, and when that window holds a tool result, or text Nova put there from
+files (a compaction summary with its re-read files, compiled context), every block from it is held as
+`candidate` for the user to review, whatever `memory.model_status` says (see `nova.memory.governance`).
+A block is also tagged `external` when it shares a run of four words with tool output the user did not
+also say, so recall never shows it even where candidates are recalled.
 
 Scheduling is single-flight: a trigger while an extraction runs does not start a second one; it marks
 exactly one trailing run, which then reads the conversation as it is by then.
@@ -48,6 +50,7 @@ __all__ = [
     "TurnEnd",
     "parse_memory_blocks",
     "render_conversation",
+    "untrusted_evidence",
 ]
 
 log = logging.getLogger(__name__)
@@ -118,10 +121,24 @@ def render_conversation(messages: Sequence[Message]) -> str:
     for message in messages:
         for part in message.parts:
             if isinstance(part, TextPart) and part.text.strip():
-                lines.append(f"[{message.role}]: {part.text[:_MAX_PART_CHARS]}")
+                role = message.role if message.origin is None else f"{message.origin}, external"
+                lines.append(f"[{role}]: {part.text[:_MAX_PART_CHARS]}")
             elif isinstance(part, ToolResultPart):
                 lines.append(f"[tool result, external]: {part.content[:_MAX_PART_CHARS]}")
     return "\n\n".join(lines)
+
+
+def untrusted_evidence(messages: Sequence[Message]) -> tuple[str, ...]:
+    """What in `messages` came neither from the user nor from the model's own reply: tool results, and
+    messages Nova inserted (summaries and context built from files and tool output). Recalled memories
+    are approved text and do not count."""
+    kinds: list[str] = []
+    for message in messages:
+        if message.tool_results():
+            kinds.append("tool result")
+        if message.origin in ("summary", "context"):
+            kinds.append("file content")
+    return tuple(dict.fromkeys(kinds))
 
 
 def _shingles(text: str, n: int = 4) -> set[tuple[str, ...]]:
@@ -256,6 +273,7 @@ class MemoryExtractor:
         text = collect(self.provider, request).message.text
         self._cursor[session_id] = window[-1].id
         message_ids = tuple(m.id for m in window if m.role == "user")[-5:]
+        evidence = untrusted_evidence(window)
         outcomes = []
         for block in parse_memory_blocks(text):
             external = is_external(block, window)
@@ -263,6 +281,7 @@ class MemoryExtractor:
                 name=block.name, description=block.description, type=block.type, body=block.body,
                 author="model", origin="tool" if external else "assistant", session=session_id,
                 messages=message_ids, reason=block.reason, expires=block.expires, external=external,
+                evidence=evidence,
             )
             outcome = remember(self.store, proposal, config=self.config)
             if outcome.refused:

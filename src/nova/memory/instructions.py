@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from nova.errors import ConfigError
 from nova.memory.paths import find_git_root, project_root
+from nova.secret_paths import secret_path_kind, secret_text_kind
 from nova.settings import _to_int, _to_str, _to_str_list
 
 __all__ = [
@@ -245,26 +246,13 @@ def _resolve(ref: str, importer: Path) -> Path:
     return path if path.is_absolute() else importer.parent / path
 
 
-_CREDENTIAL_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass",
-                               "credentials", ".git-credentials"})
-# Narrow on purpose: instruction prose may mention "password" or "api key"; these shapes are key material.
-_CREDENTIAL_TEXT = (
-    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("AWS credentials", re.compile(r"(?i)\baws_secret_access_key\s*[=:]")),
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("a service-account key", re.compile(r'"private_key"\s*:\s*"-----BEGIN')),
-    ("netrc credentials", re.compile(r"(?m)^\s*machine\s+\S+\s+login\s+\S+\s+password\s+\S+")),
-)
-
-
 def _credential_kind(path: Path, text: str) -> str | None:
-    """What makes `path` look like a secret, or None. The file name alone is enough for key files."""
-    if path.name in _CREDENTIAL_NAMES:
-        return f"a credentials file name ({path.name})"
-    for kind, pattern in _CREDENTIAL_TEXT:
-        if pattern.search(text):
-            return kind
-    return None
+    """What makes `path` look like a secret, or None. The name alone is enough for key files; the rule for
+    names is the one the reading tools use (nova.secret_paths), so an import and a `read_file` agree."""
+    by_name = secret_path_kind(path)
+    if by_name is not None:
+        return by_name
+    return secret_text_kind(text)
 
 
 def _special_kind(mode: int) -> str | None:

@@ -9,6 +9,11 @@ Selection: a model selector (one small request listing name, type and descriptio
 or, with no model, `bm25_select` over name, description and the body head. Expired, revoked and (unless
 configured) candidate memories are filtered out before any selector sees them.
 
+Trust comes from the review ledger (`nova.memory.reviews`), never from a file's frontmatter: a file
+whose head is the whole file is judged at scan time; a longer one must at least have a review record
+for its path to be listed, and is judged by its content hash when it is read whole after selection. A
+memory that fails either check is not recalled.
+
 Interactive use: `RecallPrefetch.start()` when the user sends a message; the turn later calls `poll()`,
 which never blocks. A result that arrives after the timeout (8 s) is dropped; a failure is logged at
 debug level and dropped. Either way the conversation goes on without it.
@@ -21,12 +26,13 @@ import itertools
 import json
 import logging
 import math
+import os
 import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -35,6 +41,7 @@ from typing import Any, Literal, Protocol
 from nova.core import ModelRequest
 from nova.memory.config import MemoryConfig
 from nova.memory.recency import KEEP, list_newest, read_journal, write_journal
+from nova.memory.reviews import ReviewLedger
 from nova.memory.store import (
     Memory,
     MemoryStoreError,
@@ -52,6 +59,7 @@ __all__ = [
     "RecallResult",
     "Selector",
     "bm25_select",
+    "ledger_for",
     "newest_memory_files",
     "read_header",
     "recall",
@@ -70,6 +78,8 @@ class MemoryHeader:
     memory: Memory
     """Frontmatter fields, with `body` holding only the part of the body inside the head lines."""
     mtime_ns: int
+    complete: bool = False
+    """The head was the whole file, so `memory.body` is the whole body."""
 
     @property
     def name(self) -> str:
@@ -106,9 +116,11 @@ def read_header(path: Path, *, head_lines: int = 30, mtime_ns: int = 0) -> Memor
     """Parse a memory from its first `head_lines` lines; None when that is not a memory."""
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
-            lines = list(itertools.islice(handle, head_lines))
+            lines = list(itertools.islice(handle, head_lines + 1))
     except OSError:
         return None
+    complete = len(lines) <= head_lines
+    lines = lines[:head_lines]
     try:
         parsed = parse_head(lines, path=path)
         if parsed is None:
@@ -120,7 +132,34 @@ def read_header(path: Path, *, head_lines: int = 30, mtime_ns: int = 0) -> Memor
         return None
     except (ValueError, TypeError):
         return None
-    return MemoryHeader(memory=memory, mtime_ns=mtime_ns)
+    return MemoryHeader(memory=memory, mtime_ns=mtime_ns, complete=complete)
+
+
+def ledger_for(dirs: Sequence[Path]) -> ReviewLedger | None:
+    """The review ledger of a (home, project) pair of memory directories: it lives in the home one."""
+    return ReviewLedger.for_memory_dir(dirs[0]) if dirs else None
+
+
+def _judged(header: MemoryHeader, ledger: ReviewLedger | None, recorded: Mapping[str, str],
+            real_dirs: dict[str, str]) -> MemoryHeader:
+    """The header with the status the review ledger gives it (see the module doc)."""
+    if ledger is None:
+        return replace(header, memory=replace(header.memory, status="candidate", recorded=False))
+    if header.complete:
+        return replace(header, memory=ledger.judge(header.memory))
+    folder, _, name = str(header.path).rpartition(os.sep)
+    real = real_dirs.get(folder)
+    if real is None:
+        real = real_dirs[folder] = os.path.realpath(folder)
+    state = recorded.get(f"{real}{os.sep}{name}")
+    memory = header.memory
+    if memory.status == "revoked" or state == "revoked":
+        return replace(header, memory=replace(memory, status="revoked"))
+    if state is None:
+        return replace(header, memory=replace(memory, status="candidate", recorded=False))
+    if state == "candidate":
+        return replace(header, memory=replace(memory, status="candidate"))
+    return header  # recorded as approved; its content hash is checked when it is read whole
 
 
 def scan_headers(
@@ -130,15 +169,43 @@ def scan_headers(
     head_lines: int = 30,
     now: datetime | None = None,
     include_candidates: bool = False,
+    reviews: ReviewLedger | None = None,
 ) -> list[MemoryHeader]:
-    """The recallable memories among the newest `limit` files, newest first."""
+    """The recallable memories among the newest `limit` files, newest first. `reviews` defaults to the
+    ledger of the home directory, `dirs[0]`."""
+    dirs = list(dirs)
+    ledger = reviews or ledger_for(dirs)
+    recorded: Mapping[str, str] = ledger.paths() if ledger is not None else {}
+    real_dirs: dict[str, str] = {}
     moment = now or datetime.now(UTC)
     headers = []
+    unreviewed: list[Path] = []
     for mtime, path in newest_memory_files(dirs, limit=limit):
         header = read_header(path, head_lines=head_lines, mtime_ns=mtime)
-        if header is not None and header.memory.recallable(moment, include_candidates=include_candidates):
+        if header is None:
+            continue
+        claimed = header.memory.status
+        header = _judged(header, ledger, recorded, real_dirs)
+        if claimed == "active" and not header.memory.recorded:
+            unreviewed.append(header.path)
+        if header.memory.recallable(moment, include_candidates=include_candidates):
             headers.append(header)
+    _tell_about_unreviewed(unreviewed)
     return headers
+
+
+_told: set[Path] = set()
+
+
+def _tell_about_unreviewed(paths: Sequence[Path]) -> None:
+    """Say once per process, per file, that files claiming to be active memories are not recalled."""
+    new = [p for p in paths if p not in _told]
+    if not new:
+        return
+    _told.update(new)
+    log.warning("%d memory file(s) claim to be active but Nova has no review record of them, so they are "
+                "not recalled (e.g. %s): check them with `nova memory list` and approve what is yours",
+                len(new), new[0])
 
 
 # -- keyword selection -------------------------------------------------------------------------------
@@ -285,11 +352,15 @@ def recall(
     selector: Selector | None = None,
     config: MemoryConfig | None = None,
     now: datetime | None = None,
+    reviews: ReviewLedger | None = None,
 ) -> RecallResult:
-    """Scan, select, read the picked files whole, render. A failing model selector falls back to BM25."""
+    """Scan, select, read the picked files whole, judge them by the review ledger, render. A failing
+    model selector falls back to BM25."""
     config = config or MemoryConfig()
-    headers = scan_headers(dirs, limit=config.scan_limit, head_lines=config.head_lines, now=now,
-                           include_candidates=config.recall_candidates)
+    ledger = reviews or ledger_for(dirs)
+    moment = now or datetime.now(UTC)
+    headers = scan_headers(dirs, limit=config.scan_limit, head_lines=config.head_lines, now=moment,
+                           include_candidates=config.recall_candidates, reviews=ledger)
     limit = config.recall_limit
     method: Literal["model", "bm25", "none"] = "none"
     names: Sequence[str] = []
@@ -310,9 +381,16 @@ def recall(
         if header is None:
             continue
         try:
-            picked.append(memory_from_text(header.path.read_text(encoding="utf-8"), path=header.path))
+            memory = memory_from_text(header.path.read_text(encoding="utf-8"), path=header.path)
         except (OSError, UnicodeDecodeError, MemoryStoreError) as exc:
             log.debug("recalled memory %s became unreadable: %s", header.path, exc)
+            continue
+        if ledger is not None:
+            memory = ledger.judge(memory)
+        if ledger is None or not memory.recallable(moment, include_candidates=config.recall_candidates):
+            log.info("memory %s not recalled: %s", header.path, memory.review_note or "not reviewed")
+            continue
+        picked.append(memory)
     return RecallResult(memories=tuple(picked), method=method, scanned=len(headers),
                         block=render_recall_block(picked))
 
@@ -339,9 +417,9 @@ class RecallPrefetch:
 
     @classmethod
     def for_query(cls, query: str, *, dirs: Sequence[Path], selector: Selector | None = None,
-                  config: MemoryConfig | None = None) -> RecallPrefetch:
+                  config: MemoryConfig | None = None, reviews: ReviewLedger | None = None) -> RecallPrefetch:
         config = config or MemoryConfig()
-        return cls(lambda: recall(query, dirs=dirs, selector=selector, config=config),
+        return cls(lambda: recall(query, dirs=dirs, selector=selector, config=config, reviews=reviews),
                    timeout=config.recall_timeout_s)
 
     def start(self) -> RecallPrefetch:

@@ -50,7 +50,7 @@ class MemoryRuntime(Extension):
 
     def on_turn_start(self, *, user: Message) -> LatePoller:
         prefetch = RecallPrefetch.for_query(
-            user.text, dirs=self.store.dirs, selector=self.selector, config=self.config
+            user.text, dirs=self.store.dirs, selector=self.selector, config=self.config, reviews=self.store.reviews
         ).start()
         first = True
 

@@ -72,8 +72,9 @@ def _remember(rest: str, *, store: MemoryStore, config: MemoryConfig, session_id
     if outcome.refused or outcome.memory is None:
         return SlashResult(text=f"Not saved: {outcome.refused}", ok=False)
     verb = "Updated" if outcome.merged else "Saved"
+    notes = "".join(f"\n{note}" for note in outcome.notes)
     return SlashResult(text=f"{verb} {outcome.memory.type} memory {outcome.memory.name!r} "
-                            f"({outcome.memory.path})")
+                            f"({outcome.memory.path}){notes}")
 
 
 def _memory(rest: str, *, store: MemoryStore) -> SlashResult:
@@ -83,7 +84,9 @@ def _memory(rest: str, *, store: MemoryStore) -> SlashResult:
         memories = sorted(store.memories(), key=lambda m: (m.type, m.name))
         if not memories:
             return SlashResult(text="No memories yet. Save one with /remember TEXT.")
-        lines = [f"- {m.name} ({m.type}, {m.status}): {m.description}" for m in memories]
+        lines = [f"- {m.name} ({m.type}, {m.status}): {m.description}"
+                 + (f"\n  needs review: {m.review_note}" if m.status == "candidate" and m.review_note else "")
+                 for m in memories]
         return SlashResult(text="\n".join(lines))
     if not name:
         return SlashResult(text=f"usage: /memory {action} NAME", ok=False)

@@ -15,6 +15,10 @@
     ---
     Split changes by topic before committing.
 
+The frontmatter's `status` and `author` are what the file claims, not what Nova believes: `read()`
+judges every memory by the review ledger (`nova.memory.reviews`), so a file Nova did not write or the
+user did not approve comes back as a `candidate` with a `review_note` saying why.
+
 The file name is a safe slug of the name; `MEMORY.md` in each directory is regenerated after every write
 as a one-line-per-memory directory (never injected: recall reads the memories themselves).
 """
@@ -41,7 +45,9 @@ from nova.errors import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
 from nova.files import private_dir
 from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
+from nova.memory.reviews import By, ReviewLedger, content_hash
 from nova.memory.safe_yaml import MAX_FRONTMATTER_BYTES, load_frontmatter
+from nova.memory.secrets import describe_findings, find_secrets
 
 __all__ = [
     "HOME_TYPES",
@@ -159,6 +165,12 @@ class Memory:
     external: bool = False
     reason: str = ""
     path: Path | None = None
+    review_note: str = ""
+    """Why the memory is held for review when Nova's review records, not the file, decided (never
+    written to the file; see `nova.memory.reviews`)."""
+    recorded: bool = True
+    """False when Nova has no record of writing this content: its provenance is unknown, so it is not
+    recalled even where candidates are."""
 
     @property
     def slug(self) -> str:
@@ -171,7 +183,7 @@ class Memory:
         if self.status == "revoked" or self.is_expired(now):
             return False
         if self.status == "candidate":
-            return include_candidates and not self.external
+            return include_candidates and not self.external and self.recorded
         return True
 
 
@@ -427,8 +439,11 @@ class MemoryStore:
         index_max_lines: int = 200,
         index_max_bytes: int = 25_000,
         clock: Callable[[], datetime] = _now,
+        reviews: ReviewLedger | None = None,
     ) -> None:
         self.home_dir = home_dir
+        # Review state lives in the home, never beside project memories a repository could ship.
+        self.reviews = reviews or ReviewLedger.for_memory_dir(home_dir)
         self.project_dir = project_dir
         self.index_max_lines = index_max_lines
         self.index_max_bytes = index_max_bytes
@@ -436,7 +451,8 @@ class MemoryStore:
         self._thread_lock = threading.RLock()
         # Parsed files by (path) -> (mtime_ns, size, memory): the index is rebuilt after every write, and
         # re-parsing every unchanged file each time would make n writes cost n² parses.
-        self._parsed: dict[Path, tuple[int, int, Memory]] = {}
+        self._parsed: dict[Path, tuple[int, int, Memory, str]] = {}
+        """With each parsed file its content hash, so judging an unchanged file costs a dict lookup."""
 
     @classmethod
     def for_workspace(cls, *, home: Path, cwd: Path, **kw: Any) -> MemoryStore:
@@ -474,13 +490,14 @@ class MemoryStore:
             stat = path.stat()
             cached = self._parsed.get(path)
             if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
-                return cached[2]
+                return self.reviews.judge(cached[2], digest=cached[3])
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise MemoryStoreError(f"{path}: cannot be read ({exc})") from None
         memory = memory_from_text(text, path=path)
-        self._parsed[path] = (stat.st_mtime_ns, stat.st_size, memory)
-        return memory
+        digest = content_hash(memory)
+        self._parsed[path] = (stat.st_mtime_ns, stat.st_size, memory, digest)
+        return self.reviews.judge(memory, digest=digest)
 
     def memories(self, *, include_revoked: bool = True) -> list[Memory]:
         """Every readable memory in both directories; unreadable files are skipped (see `problems`)."""
@@ -522,13 +539,23 @@ class MemoryStore:
         return memory
 
     # -- writing ------------------------------------------------------------------------------------
-    def write(self, memory: Memory) -> Memory:
-        """Store `memory` (replacing one of the same name and type) and regenerate the index. Callers that
-        want governance go through `nova.memory.governance.remember`, which ends here."""
+    def write(self, memory: Memory, *, by: By = "nova", note: str = "") -> Memory:
+        """Store `memory` (replacing one of the same name and type), record its status in the review
+        ledger and regenerate the index. The status is taken as given: callers that want governance go
+        through `nova.memory.governance.remember`, which ends here. `by` says who decided the status
+        (`user` for an approval or the user's own words), `note` why a candidate is held."""
         path = self.path_for(memory.name, memory.type)
-        stored = replace(memory, path=path)
+        # The last line of defence: approving a hand-written file or merging must not store a secret
+        # either (`remember` refuses earlier, with the same message).
+        findings = find_secrets(f"{memory.name}\n{memory.description}\n{memory.body}")
+        if findings:
+            raise MemoryStoreError(f"refused: memory {memory.name!r} contains a secret "
+                                   f"({describe_findings(findings)}); secrets are never stored in memory")
+        stored = replace(memory, path=path, recorded=True,
+                         review_note=(note or "awaiting review") if memory.status == "candidate" else "")
         with self._locked(path.parent):
             atomic_write_text(path, memory_to_text(stored))
+            self.reviews.record(stored, by=by, note=note)
             self._rebuild_index_locked(path.parent)
         return stored
 
@@ -537,12 +564,14 @@ class MemoryStore:
         assert memory.path is not None
         with self._locked(memory.path.parent):
             memory.path.unlink(missing_ok=True)
+            self.reviews.forget(memory.path)
             self._rebuild_index_locked(memory.path.parent)
         return memory
 
     def set_status(self, name: str, status: Status) -> Memory:
+        """The user's decision on a memory: `active` is an approval of exactly the content it has now."""
         memory = self.get(name)
-        return self.write(replace(memory, status=status, updated=self.clock()))
+        return self.write(replace(memory, status=status, updated=self.clock()), by="user")
 
     def rebuild_index(self, directory: Path) -> Path:
         with self._locked(directory):

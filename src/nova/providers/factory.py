@@ -16,7 +16,7 @@ from nova.errors import ConfigError, MissingCredentials
 from nova.providers.base import Provider
 from nova.settings import Settings
 
-__all__ = ["LOCAL_SERVER_HINT", "default_key_variable", "make_provider"]
+__all__ = ["LOCAL_SERVER_HINT", "check_provider_settings", "default_key_variable", "make_provider"]
 
 LOCAL_SERVER_HINT = "--base-url http://localhost:11434/v1 --provider compatible"
 _KEY_VARIABLES = {
@@ -44,10 +44,21 @@ def _api_key(settings: Settings, env: Mapping[str, str]) -> str:
     return key
 
 
+def check_provider_settings(settings: Settings) -> None:
+    """What the settings alone must hold for `settings.provider` (API keys are checked when the provider
+    is made: they come from the environment, not the config)."""
+    if settings.provider == "compatible" and not settings.base_url:
+        raise ConfigError(
+            "provider 'compatible' needs a base_url: pass --base-url http://localhost:11434/v1 "
+            "(Ollama; vLLM and llama.cpp serve at http://localhost:8000/v1 and http://localhost:8080/v1)"
+        )
+
+
 def make_provider(settings: Settings, env: Mapping[str, str], *, http_client: Any = None) -> Provider:
     """The provider `settings.provider` names. `http_client` (an `httpx2.Client`) is handed to the SDK,
     which is how tests and proxies reach the adapters; without it the adapters talk to the network."""
     kind = settings.provider
+    check_provider_settings(settings)
     # The agent loop retries rate limits and overload itself (with the provider's retry-after), so the
     # SDKs must not retry too: nested retries would multiply the wait and hide the classification.
     common: dict[str, Any] = {"http_client": http_client, "max_retries": 0}
@@ -71,11 +82,6 @@ def make_provider(settings: Settings, env: Mapping[str, str], *, http_client: An
     if kind == "compatible":
         from nova.providers.openai import OpenAIChatProvider
 
-        if not settings.base_url:
-            raise ConfigError(
-                "provider 'compatible' needs a base_url: pass --base-url http://localhost:11434/v1 "
-                "(Ollama; vLLM and llama.cpp serve at http://localhost:8000/v1 and http://localhost:8080/v1)"
-            )
         # Local servers need no key (one is used only when api_key_env names it), but the SDK insists
         # on a non-empty one.
         key = env.get(settings.api_key_env, "").strip() if settings.api_key_env else ""

@@ -10,7 +10,9 @@
     POST   /api/sessions/{id}/compact       compact now
     GET    /api/memory, /api/memory/{name}  long-term memory;  DELETE revokes (`?purge=true` removes)
 
-Every route but `/health` needs `Authorization: Bearer <token>`.
+Every route but `/health` needs `Authorization: Bearer <token>`; every request needs a Host header that
+names this server (`nova.server.hosts`). Bodies are JSON text (`nova.server.text_check`): anything else
+is a 422 naming the field, never a 500.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 
 from nova import __version__
 from nova import events as ev
@@ -34,8 +37,10 @@ from nova.messages import new_id
 from nova.providers.base import Provider
 from nova.server.channel import ChunkChannel
 from nova.server.config import ServerConfig
-from nova.server.guards import BearerAuth, BodyLimit
+from nova.server.guards import BearerAuth, BodyLimit, HostCheck
+from nova.server.hosts import HostPolicy
 from nova.server.page import load_page
+from nova.server.responses import SafeJSONResponse, validation_error
 from nova.server.schemas import (
     SESSION_ID_PATTERN,
     CompactOut,
@@ -49,6 +54,7 @@ from nova.server.schemas import (
     message_out,
     session_out,
 )
+from nova.server.text_check import TextCheck
 from nova.server.ui_stream import DONE, STREAM_HEADERS, UIStreamEncoder, sse
 from nova.sessions.schema import BoundaryRecord, MessageRecord
 from nova.sessions.session import Session
@@ -67,7 +73,9 @@ def create_app(
     options: AgentOptions,
     make_provider: Callable[[], Provider],
     config: ServerConfig | None = None,
+    bind_host: str = "127.0.0.1",
 ) -> FastAPI:
+    """`bind_host` is the address the server listens on: it decides which Host headers are answered."""
     config = config or ServerConfig()
     limits = HostLimits(max_live=config.max_live_sessions, idle_timeout_s=config.idle_session_timeout_s)
     hub = SessionHub(settings, options=options, make_provider=make_provider, limits=limits)
@@ -77,29 +85,33 @@ def create_app(
         yield
         await asyncio.to_thread(hub.close)
 
-    app = FastAPI(title="Nova", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="Nova", version=__version__, lifespan=lifespan, default_response_class=SafeJSONResponse,
                   description="Nova's HTTP API. Every route but /health needs `Authorization: Bearer <token>` "
                               "(`nova serve --print-token`).")
     app.state.hub = hub
     _errors(app)
     _routes(app, hub, settings, options)
-    # Added last = outermost: the size limit, then the token, wrap everything including 404s and docs.
+    # Added last = outermost: the Host check, the size limit, then the token, wrap everything including
+    # 404s and docs; the body check runs only for a caller with the token.
+    app.add_middleware(TextCheck)
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_credentials=False,
                            allow_methods=["GET", "POST", "DELETE"], allow_headers=["authorization", "content-type"],
                            expose_headers=["x-vercel-ai-ui-message-stream"])
     app.add_middleware(BearerAuth, token=token)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(HostCheck, policy=HostPolicy.for_bind(bind_host, config.allowed_hosts))
     return app
 
 
 def _errors(app: FastAPI) -> None:
     def handler(status: int) -> Callable[[Request, Exception], Any]:
-        async def respond(_: Request, exc: Exception) -> JSONResponse:
-            return JSONResponse({"detail": str(exc)}, status_code=status)
+        async def respond(_: Request, exc: Exception) -> SafeJSONResponse:
+            return SafeJSONResponse({"detail": str(exc)}, status_code=status)
 
         return respond
 
+    app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(SessionNotFound, handler(404))
     app.add_exception_handler(MemoryNotFound, handler(404))
     app.add_exception_handler(SessionBusy, handler(409))

@@ -1,7 +1,8 @@
-"""ASGI middleware in front of every route: the bearer token and the request size limit.
+"""ASGI middleware in front of every route: the Host header, the bearer token and the request size limit.
 
-Both are plain ASGI rather than FastAPI dependencies so they also cover 404s, the OpenAPI document and
-anything mounted later: nothing answers without the token except `/health`.
+All are plain ASGI rather than FastAPI dependencies so they also cover 404s, the OpenAPI document and
+anything mounted later: nothing answers a request addressed to a foreign name, and nothing answers
+without the token except `/health`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["PAGE_PATHS", "PUBLIC_PATHS", "BearerAuth", "BodyLimit"]
+from nova.server.hosts import HostPolicy
+
+__all__ = ["PAGE_PATHS", "PUBLIC_PATHS", "BearerAuth", "BodyLimit", "HostCheck"]
 
 PUBLIC_PATHS = frozenset({"/health"})
 # The page is opened from a link (`/?token=…`): a browser cannot add a header to a typed URL. The token
@@ -29,6 +32,25 @@ async def _json_error(send: Send, status: int, detail: str, headers: list[tuple[
                     *(headers or [])],
     })
     await send({"type": "http.response.body", "body": body})
+
+
+class HostCheck:
+    """421 for a request whose Host header does not name this server (DNS rebinding; see `nova.server.hosts`)."""
+
+    def __init__(self, app: ASGIApp, *, policy: HostPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
+        if self.policy.allows(header):
+            await self.app(scope, receive, send)
+            return
+        await _json_error(send, 421, f"this server does not answer to the host {header!r}; a name people use to "
+                                     "reach it goes in the server's allowed_hosts")
 
 
 class BearerAuth:

@@ -1,7 +1,13 @@
-"""`nova serve`: build the app from settings and run it under uvicorn on loopback."""
+"""`nova serve`: build the app from settings and run it under uvicorn, on loopback unless told otherwise.
+
+uvicorn runs with Nova's read deadlines (`nova.server.read_deadlines`), a cap on the connections served
+at once, and no WebSocket upgrade (the API has none, and an upgraded connection would leave the
+deadlines behind). Binding beyond loopback is allowed, with a warning: the server speaks plain HTTP.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,9 +21,10 @@ from nova.server.token import TOKEN_FILE, load_or_create_token
 from nova.settings import Settings
 
 if TYPE_CHECKING:
+    import uvicorn
     from fastapi import FastAPI
 
-__all__ = ["ServeOptions", "build_server_app", "run_server"]
+__all__ = ["ServeOptions", "bind_warning", "build_server_app", "run_server", "uvicorn_config"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,15 +49,43 @@ def build_server_app(settings: Settings, options: ServeOptions, token: str, env:
     agent_options = AgentOptions(cwd=options.cwd, interactive=False, allowed_tools=options.allowed_tools,
                                  yes=options.yes)
     return create_app(settings, token=token, options=agent_options,
-                      make_provider=lambda: make_provider(settings, env), config=server_config(settings))
+                      make_provider=lambda: make_provider(settings, env), config=server_config(settings),
+                      bind_host=options.host)
+
+
+def uvicorn_config(app: FastAPI, *, host: str, port: int, config: ServerConfig,
+                   log_level: str = "warning") -> uvicorn.Config:
+    import uvicorn
+
+    from nova.server.read_deadlines import ReadTimeouts, deadline_protocol
+
+    timeouts = ReadTimeouts(header_timeout_s=config.header_timeout_s, body_timeout_s=config.body_timeout_s)
+    # uvicorn counts the connection asking among the open ones: one more lets exactly `max_connections`
+    # be served at once.
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5,
+                          http=deadline_protocol(timeouts), ws="none", limit_concurrency=config.max_connections + 1)
+
+
+def bind_warning(host: str, home: Path) -> str | None:
+    """What to tell the user before listening on `host`; None on loopback."""
+    from nova.server.hosts import is_loopback
+
+    if is_loopback(host):
+        return None
+    return (f"Warning: listening on {host}, beyond this machine, over plain HTTP: the token and every message "
+            f"can be read on the network. Every request but /health needs the token (in {home / TOKEN_FILE}). "
+            "Names clients use to reach this machine go in the config's server.allowed_hosts (IP addresses "
+            "are always accepted). Prefer an SSH tunnel or a TLS proxy to --host beyond loopback.")
 
 
 def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     import uvicorn
 
-    server_config(settings)  # a malformed [server] section stops here, before the token is printed
+    config = server_config(settings)  # a malformed [server] section stops here, before the token is printed
     token, created = load_or_create_token(settings.home)
     app = build_server_app(settings, options, token, dict(os.environ))
+    if (warning := bind_warning(options.host, settings.home)) is not None:
+        say(warning)
     base = f"http://{options.host}:{options.port}"
     if created:
         # Printed once, the first time: after that it is only in the file (mode 0600).
@@ -60,5 +95,9 @@ def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str]
         say(f"Token in {settings.home / TOKEN_FILE} (`nova serve --print-token` prints it); "
             f"open {base}/?token=<token>")
     say(f"Nova serving on {base} (provider {settings.provider}, model {settings.model}); Ctrl-C stops it")
-    uvicorn.run(app, host=options.host, port=options.port, log_level=options.log_level,
-                timeout_graceful_shutdown=5)
+    server = uvicorn.Server(uvicorn_config(app, host=options.host, port=options.port, config=config,
+                                           log_level=options.log_level))
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:  # uvicorn said why (the port in use, most often)
+        raise SystemExit(3)

@@ -4,7 +4,7 @@ import/resume conveniences the CLI uses."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from nova.sessions.meta import SessionMeta
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, Record
 from nova.sessions.session import Session, list_sessions
 from nova.sessions.store import SessionStore
+from nova.sessions.transcript import BadLine
 
 __all__ = [
     "Resumed",
@@ -25,12 +26,13 @@ __all__ = [
 ]
 
 
-def iter_jsonl(session: Session) -> Iterator[bytes]:
-    """The raw log, complete records only (a torn last line is not exported)."""
-    with session.transcript.path.open("rb") as f:
-        for line in f:
-            if line.endswith(b"\n"):
-                yield line
+def iter_jsonl(
+    session: Session, *, strict: bool = False, on_bad: Callable[[BadLine], None] | None = None
+) -> Iterator[bytes]:
+    """The raw log, readable records only, each ending in a newline: a torn last line is not exported,
+    a damaged line is skipped and passed to `on_bad` (with `strict`, either one raises)."""
+    for _, line, _ in session.transcript.iter_lines(strict=strict, on_bad=on_bad):
+        yield line
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -124,12 +126,19 @@ class Resumed:
     notices: list[str] = field(default_factory=list)
 
 
-def resume(session_id: str, *, home: Path, store: SessionStore | None = None) -> Resumed:
+def resume(session_id: str, *, home: Path, store: SessionStore | None = None, strict: bool = False) -> Resumed:
     """Open a session for writing and rebuild its working history (SES-4, SES-5). Raises `StorageError`
-    with a user-facing message for an unknown id, a corrupt directory or a newer schema."""
-    session = Session.open(home, session_id, store=store)
-    history = session.load_history()
-    notices = []
+    with a user-facing message for an unknown id, a missing transcript or a newer meta.json,
+    `SessionLocked` when another process is writing it, and with `strict` for any damaged record.
+    Otherwise damage is worked around and each thing done is one notice."""
+    session = Session.open(home, session_id, store=store, strict=strict)
+    try:
+        history = session.load_history()
+    except BaseException:
+        session.close()
+        raise
+    notices = list(session.notices)
+    notices.extend(bad.describe() for bad in session.bad_lines)
     if session.recovered is not None:
         notices.append(session.recovered.describe())
     if session.last_repair is not None and session.last_repair.changed:

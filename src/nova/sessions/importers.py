@@ -48,12 +48,17 @@ class ImportedSession:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def read_session_file(path: str | Path) -> ImportedSession:
+def read_session_file(path: str | Path, *, strict: bool = False) -> ImportedSession:
+    """Read a recorded session. A Nova transcript's damaged lines are skipped and described in
+    `meta["damaged_records"]` (with `strict`, refused naming the offset)."""
     source = Path(path)
     fmt, data = _sniff(source)
     reader = _READERS[fmt]
     try:
-        messages, system, meta = reader(data, source)
+        if fmt == "nova":
+            messages, system, meta = _read_nova(data, source, strict=strict)
+        else:
+            messages, system, meta = reader(data, source)
     except SessionImportError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -414,12 +419,13 @@ def _read_claude_code(text: str, path: Path) -> tuple[list[Message], str, dict[s
 
 
 # -- Nova's own transcript ---------------------------------------------------------------------------
-def _read_nova(transcript_path: Path, path: Path) -> tuple[list[Message], str, dict[str, Any]]:
+def _read_nova(transcript_path: Path, path: Path, *, strict: bool = False) -> tuple[list[Message], str, dict[str, Any]]:
     transcript = Transcript(transcript_path)
     messages: list[Message] = []
     system = ""
     meta: dict[str, Any] = {}
-    for record in transcript.iter_records():
+    damaged: list[str] = []
+    for record in transcript.iter_records(strict=strict, on_bad=lambda bad: damaged.append(bad.describe())):
         if isinstance(record, MessageRecord):
             messages.append(record.message)
         elif isinstance(record, EventRecord):
@@ -430,6 +436,8 @@ def _read_nova(transcript_path: Path, path: Path) -> tuple[list[Message], str, d
     torn = transcript.find_torn_tail()
     if torn is not None:
         meta["torn_tail_bytes"] = torn.size
+    if damaged:
+        meta["damaged_records"] = damaged
     return messages, system, meta
 
 

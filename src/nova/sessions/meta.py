@@ -28,6 +28,7 @@ __all__ = [
     "find_git_root",
     "new_session_id",
     "read_meta",
+    "read_meta_or_damage",
     "session_dir",
     "validate_session_id",
     "write_meta",
@@ -127,21 +128,57 @@ class SessionMeta:
 
 
 def read_meta(directory: Path) -> SessionMeta:
+    """The meta.json of a session directory; `StorageError` when it is missing, corrupt or newer."""
+    meta, damage = read_meta_or_damage(directory)
+    if meta is None:
+        raise StorageError(damage)
+    return meta
+
+
+def read_meta_or_damage(directory: Path) -> tuple[SessionMeta | None, str]:
+    """(meta, "") or, when meta.json is missing or damaged (it can be rebuilt from the transcript),
+    (None, what is wrong with it). Raises `StorageError` only for what a rebuild must not paper over:
+    a meta.json written by a newer Nova, or one the OS will not let us read."""
     path = directory / META_NAME
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
-        raise StorageError(f"{path} is missing; {directory} is not a complete session directory") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
-        raise StorageError(f"cannot read {path}: {reason}") from None
+        return None, f"{path} is missing"
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise StorageError(f"{path} is corrupt (not valid JSON: {exc}); it was left as is") from None
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return None, f"{path} is corrupt (not valid JSON: {exc})"
     if not isinstance(data, dict):
-        raise StorageError(f"{path} is corrupt (expected a JSON object); it was left as is")
-    return SessionMeta.from_dict(data, str(path))
+        return None, f"{path} is corrupt (expected a JSON object)"
+    version = data.get("v", META_VERSION)
+    if isinstance(version, int) and not isinstance(version, bool) and version > META_VERSION:
+        SessionMeta.from_dict(data, str(path))  # raises the "newer Nova" refusal
+    try:
+        meta = SessionMeta.from_dict(data, str(path))
+        _check_types(meta)
+    except (StorageError, TypeError, ValueError, AttributeError) as exc:
+        return None, f"{path} is corrupt ({exc})"
+    if meta.id != directory.name:
+        return None, f"{path} is corrupt (it names session {meta.id!r}, not {directory.name!r})"
+    return meta, ""
+
+
+def _check_types(meta: SessionMeta) -> None:
+    """A hand-edited or damaged meta.json with a field of the wrong kind would break whoever sums or
+    prints it later; it counts as corrupt instead."""
+    for name in ("cwd", "git_root", "provider", "model"):
+        if not isinstance(getattr(meta, name), str):
+            raise ValueError(f"'{name}' must be a string")
+    for name in ("created_at", "updated_at", "cost_usd"):
+        value = getattr(meta, name)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ValueError(f"'{name}' must be a number")
+    if not isinstance(meta.message_count, int) or isinstance(meta.message_count, bool) or meta.message_count < 0:
+        raise ValueError("'message_count' must be a whole number")
+    if not isinstance(meta.extra, dict):
+        raise ValueError("'extra' must be an object")
 
 
 def write_meta(directory: Path, meta: SessionMeta) -> None:

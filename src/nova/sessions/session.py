@@ -6,12 +6,14 @@
     session.add_cost(usage, cost_usd)                  # totals move here, exactly once per call
     session.flush()                                    # turn end: fsync the log, write meta.json
     ...
-    session = Session.open(home, session_id)           # quarantines a torn last line, if any
+    session = Session.open(home, session_id)           # locks it for this process; sets a torn last line aside
     history = session.load_history()                   # after the last boundary, repaired (SES-4, SES-5)
 
 The transcript is written first and is authoritative; the store is the queryable copy (compacted flags,
 snipped content). A crash between the two leaves the store one message short, which `append_messages`
-tolerates on the next write because it ignores ids it already has.
+tolerates on the next write because it ignores ids it already has. meta.json and the store's rows are
+rebuilt from the transcript when they are missing or damaged (`rebuild.py`), and a writable open holds
+`session.lock` (`lock.py`) until `close`, so two processes never write one session at once.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from nova.core import Usage
 from nova.errors import StorageError
 from nova.files import FOLDER_MODE, create_private_file, private_dir
 from nova.messages import Message, new_id
+from nova.sessions.lock import SessionLock
 from nova.sessions.meta import (
     ARTIFACT_DIRS,
+    META_NAME,
     SessionMeta,
     find_git_root,
     new_session_id,
-    read_meta,
+    read_meta_or_damage,
     session_dir,
     validate_session_id,
     write_meta,
@@ -42,7 +46,7 @@ from nova.sessions.repair import HistoryScan, RepairReport, repair_history
 from nova.sessions.schema import BoundaryRecord, printable, strip_thinking
 from nova.sessions.sqlite import SQLiteSessionStore
 from nova.sessions.store import SessionRecord, SessionStore, StoredTaskState
-from nova.sessions.transcript import TRANSCRIPT_NAME, TailRead, TornTail, Transcript
+from nova.sessions.transcript import TRANSCRIPT_NAME, BadLine, TailRead, TornTail, Transcript
 
 __all__ = ["Session", "default_store", "delete_session", "list_sessions"]
 
@@ -70,6 +74,13 @@ class Session:
         self._tail: tuple[TailRead, bool] | None = None
         """The tail `open` parsed and whether its messages need no repair, kept for `load_history` until
         a message or boundary is recorded."""
+        self._lock: SessionLock | None = None
+        """Held while this process may write the session (not for a readonly open)."""
+        self.notices: list[str] = []
+        """What `open` found damaged and did about it (meta.json rebuilt, store re-indexed, empty
+        transcript), one sentence each, for the user."""
+        self.bad_lines: list[BadLine] = []
+        """Damaged transcript lines the resume read skipped (left in place)."""
 
     # -- lifecycle ----------------------------------------------------------------------------------
     @classmethod
@@ -109,19 +120,38 @@ class Session:
             raise StorageError(f"session {sid} already exists in {directory.parent}") from None
         except OSError as exc:
             raise StorageError(f"cannot create session directory {directory}: {exc.strerror}") from None
-        write_meta(directory, meta)
-        owns = store is None
-        session = cls(home, meta, store or default_store(home), owns_store=owns)
-        session.store.save_session(session._record())
+        lock = SessionLock(directory, sid)
+        lock.acquire()
+        try:
+            write_meta(directory, meta)
+            owns = store is None
+            session = cls(home, meta, store or default_store(home), owns_store=owns)
+            session._lock = lock
+            session.store.save_session(session._record())
+        except BaseException:
+            lock.release()
+            raise
+        set_aside_note = getattr(session.store, "describe_set_aside", None)
+        if callable(set_aside_note) and set_aside_note():
+            session.notices.append(set_aside_note())
         return session
 
     @classmethod
     def open(
-        cls, home: Path, session_id: str, *, store: SessionStore | None = None, readonly: bool = False
+        cls, home: Path, session_id: str, *, store: SessionStore | None = None, readonly: bool = False,
+        strict: bool = False,
     ) -> Session:
-        """Open an existing session. Checks everything before changing anything: an unknown id, an
-        unreadable directory, a corrupt meta.json or a newer schema raise `StorageError` untouched.
-        Unless `readonly`, a torn last line is then quarantined (see `recovered`)."""
+        """Open an existing session. An unknown id, an unreadable directory, a missing transcript or a
+        meta.json of a newer Nova raise `StorageError` untouched. Unless `readonly`, the session is
+        locked for this process first (`SessionLocked` when another one holds it).
+
+        Damage is worked around and said (`notices`, `bad_lines`): a damaged line of the transcript is
+        skipped and left in place; a missing or corrupt meta.json is rebuilt from the transcript (the old
+        one kept as `meta.json.corrupt-<time>`); a session the store does not know is indexed again from
+        its transcript (an unreadable store was moved aside as it opened). With `strict`, a damaged or
+        torn line, a damaged meta.json or an empty transcript whose meta counted messages is refused
+        instead; the store, a cache, is still rebuilt. A readonly open changes no file: it rebuilds in
+        memory and reports. Unless `readonly`, a torn last line is then quarantined (see `recovered`)."""
         directory = session_dir(home, session_id)
         try:
             exists = directory.is_dir()
@@ -131,41 +161,125 @@ class Session:
             raise StorageError(f"no session {session_id!r} in {directory.parent}")
         if not os.access(directory, os.R_OK | os.X_OK):
             raise StorageError(f"session directory {directory} is not readable")
-        meta = read_meta(directory)
-        if meta.id != session_id:
-            raise StorageError(f"{directory / 'meta.json'} names session {meta.id!r}, not {session_id!r}")
         transcript = Transcript(directory / TRANSCRIPT_NAME)
         if not transcript.path.exists():
             raise StorageError(f"{transcript.path} is missing")
+        lock = None if readonly else SessionLock(directory, session_id)
+        if lock is not None:
+            lock.acquire()
+        try:
+            return cls._open_locked(home, session_id, transcript, store=store, readonly=readonly, strict=strict,
+                                    lock=lock)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    @classmethod
+    def _open_locked(
+        cls, home: Path, session_id: str, transcript: Transcript, *, store: SessionStore | None, readonly: bool,
+        strict: bool, lock: SessionLock | None,
+    ) -> Session:
+        directory = transcript.path.parent
+        notices: list[str] = []
+        meta, meta_damage = read_meta_or_damage(directory)
+        if meta is None and strict:
+            raise StorageError(f"{meta_damage}; refused (--strict: without it meta.json is rebuilt from the "
+                               "transcript)")
         scan = HistoryScan()
-        tail = transcript.read_tail(observe=scan.add, messages_only=True)  # checks each record's version
+        tail = transcript.read_tail(observe=scan.add, messages_only=True, strict=strict)  # checks each record
+        if meta is None:
+            from nova.sessions.rebuild import count_transcript, meta_from_counts
+
+            meta = meta_from_counts(session_id, count_transcript(transcript), transcript=transcript.path)
+            if readonly:
+                notices.append(f"{meta_damage}; read the session from its transcript instead "
+                               f"(`nova sessions doctor {session_id}` writes a new meta.json)")
+            else:
+                kept = ""
+                if (directory / META_NAME).exists():
+                    from nova.sessions.rebuild import set_aside
+
+                    kept = f", the old one kept as {set_aside(directory / META_NAME).name}"
+                write_meta(directory, meta)
+                notices.append(f"{meta_damage}; rebuilt it from the transcript{kept} (cost total unknown)")
+        elif not readonly and transcript.path.stat().st_size and _written_after(transcript.path, directory / META_NAME):
+            # The last writer appended records and never reached its turn-end flush (a crash): meta.json
+            # undercounts them. Counted again from the transcript, which costs one full read, only then.
+            from nova.sessions.rebuild import count_transcript
+
+            counted = count_transcript(transcript).messages
+            if counted != meta.message_count:
+                notices.append(f"meta.json counted {meta.message_count} message(s), the transcript holds "
+                               f"{counted} (the last run ended before saving its totals); corrected")
+                meta.message_count = counted
+                meta.updated_at = max(meta.updated_at, transcript.path.stat().st_mtime)
+                write_meta(directory, meta)
+        if transcript.path.stat().st_size == 0:
+            said = f"; meta.json counted {meta.message_count} message(s)" if meta.message_count else ""
+            if strict and meta.message_count:
+                raise StorageError(f"the transcript {transcript.path} is empty (0 bytes){said}; refused (--strict)")
+            notices.append(f"the transcript {transcript.path} is empty (0 bytes): this session has no recorded "
+                           f"messages and resumes with an empty history{said}")
         owns = store is None
         session = cls(home, meta, store or default_store(home), owns_store=owns, readonly=readonly)
+        try:
+            return session._settle_open(session_id, tail, scan.valid, notices, lock)
+        except BaseException:
+            if owns:
+                session.store.close()
+            raise
+
+    def _settle_open(self, session_id: str, tail: TailRead, valid: bool, notices: list[str],
+                     lock: SessionLock | None) -> Session:
+        """The part of `open` that uses the store and may change files: after every check."""
+        session = self
+        transcript = self.transcript
+        session._lock = lock
+        session.notices = notices
+        session.bad_lines = list(tail.bad)
+        set_aside_note = getattr(session.store, "describe_set_aside", None)
+        if callable(set_aside_note) and set_aside_note():
+            notices.insert(0, set_aside_note())
         # Kept so resume parses the tail once. Quarantining a torn line does not change it: `read_tail`
         # already stopped at the last complete record.
-        session._tail = (tail, scan.valid)
-        if readonly:
+        session._tail = (tail, valid)
+        if session.readonly:
             session.recovered = tail.torn  # reported, left in place
-        else:
-            session.recovered = session.transcript.recover()
-            if session.recovered is not None:
-                session.record_event(
-                    "torn_tail_quarantined",
-                    {
-                        "offset": session.recovered.offset,
-                        "size": session.recovered.size,
-                        "path": str(session.recovered.quarantined),
-                    },
-                )
+            return session
+        if session.store.get_session(session_id) is None:
+            from nova.sessions.rebuild import rebuild_store_rows
+
+            rebuild_store_rows(session.store, session_id, transcript)
+            session.store.save_session(session._record())
+            if session.store.get_messages(session_id, include_compacted=True):
+                notices.append(f"the session store had no record of session {session_id}; "
+                               "indexed it again from the transcript")
+        session.recovered = session.transcript.recover()
+        if session.recovered is not None:
+            session.record_event(
+                "torn_tail_quarantined",
+                {
+                    "offset": session.recovered.offset,
+                    "size": session.recovered.size,
+                    "path": str(session.recovered.quarantined),
+                },
+            )
         return session
 
     def close(self) -> None:
         self._tail = None  # a long tail is megabytes; a session opened only to read its log never used it
-        if not self.readonly:
-            self.flush()
-        self.transcript.close()
-        if self._owns_store:
-            self.store.close()
+        try:
+            if not self.readonly:
+                self.flush()
+            self.transcript.close()
+            if self._owns_store:
+                self.store.close()
+        finally:
+            # Last: another process may write as soon as the lock is free.
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
     def __enter__(self) -> Session:
         return self
@@ -290,23 +404,27 @@ class Session:
         return repaired
 
     def _record(self) -> SessionRecord:
-        m = self._meta
-        return SessionRecord(
-            id=m.id,
-            title=m.title,
-            cwd=m.cwd,
-            provider=m.provider,
-            model=m.model,
-            created_at=m.created_at,
-            updated_at=m.updated_at,
-            compacted_at=m.compacted_at,
-            meta={
-                "git_root": m.git_root,
-                "message_count": m.message_count,
-                "usage": m.usage.to_dict(),
-                "cost_usd": m.cost_usd,
-            },
-        )
+        return session_record(self._meta)
+
+
+def session_record(m: SessionMeta) -> SessionRecord:
+    """The store's row for a session, mirroring its meta.json."""
+    return SessionRecord(
+        id=m.id,
+        title=m.title,
+        cwd=m.cwd,
+        provider=m.provider,
+        model=m.model,
+        created_at=m.created_at,
+        updated_at=m.updated_at,
+        compacted_at=m.compacted_at,
+        meta={
+            "git_root": m.git_root,
+            "message_count": m.message_count,
+            "usage": m.usage.to_dict(),
+            "cost_usd": m.cost_usd,
+        },
+    )
 
 
 def list_sessions(home: Path) -> tuple[list[SessionMeta], list[str]]:
@@ -326,18 +444,50 @@ def list_sessions(home: Path) -> tuple[list[SessionMeta], list[str]]:
             continue
         try:
             validate_session_id(entry.name)
-            metas.append(read_meta(entry))
+            meta, damage = read_meta_or_damage(entry)
+            if meta is None:
+                meta = _meta_from_transcript(entry)
+                problems.append(f"{damage}; listed from its transcript (`nova sessions doctor {entry.name}` "
+                                "writes a new one)")
+            metas.append(meta)
         except StorageError as exc:
             problems.append(str(exc))
     metas.sort(key=lambda m: (m.updated_at, m.id), reverse=True)
     return metas, problems
 
 
+def _written_after(path: Path, than: Path) -> bool:
+    """Whether `path` was modified after `than` (a writer appends, then writes meta.json at turn end)."""
+    try:
+        return path.stat().st_mtime_ns > than.stat().st_mtime_ns
+    except OSError:
+        return False
+
+
+def _meta_from_transcript(directory: Path) -> SessionMeta:
+    from nova.sessions.rebuild import count_transcript, meta_from_counts
+
+    transcript = Transcript(directory / TRANSCRIPT_NAME)
+    if not transcript.path.exists():
+        raise StorageError(f"{directory} has neither a readable meta.json nor a transcript")
+    return meta_from_counts(directory.name, count_transcript(transcript), transcript=transcript.path)
+
+
 def delete_session(home: Path, session_id: str, *, store: SessionStore | None = None) -> None:
-    """Remove the session directory and its store rows. Canonical task state stays (SES-6)."""
+    """Remove the session directory and its store rows. Canonical task state stays (SES-6). Refused
+    (`SessionLocked`) while another process has the session open for writing."""
     directory = session_dir(home, session_id)
     if not directory.is_dir():
         raise StorageError(f"no session {session_id!r} in {directory.parent}")
+    lock = SessionLock(directory, session_id)
+    lock.acquire()
+    try:
+        _delete_locked(home, directory, session_id, store)
+    finally:
+        lock.release()
+
+
+def _delete_locked(home: Path, directory: Path, session_id: str, store: SessionStore | None) -> None:
     owned = store is None
     target = store or default_store(home)
     try:

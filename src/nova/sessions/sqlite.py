@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -100,22 +101,90 @@ class SQLiteSessionStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
+        self.set_aside: Path | None = None
+        """Where an unreadable database found at `path` was moved (this store then started empty)."""
+        self.set_aside_reason = ""
         try:
-            if str(path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                # Created private before SQLite opens it; its -wal and -shm files take the same mode.
-                create_private_file(self.path)
-            # isolation_level=None: explicit BEGIN/COMMIT, so each public call is one transaction.
-            # check_same_thread=False is safe here because every public method holds `_lock`.
-            self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a power cut can lose the last commits, never corrupt the file; the
-            # transcript, fsynced at turn end, is the durable record.
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=10000")
-            self._migrate()
+            self._connect(path)
+        except sqlite3.DatabaseError as exc:
+            if str(path) == ":memory:" or not _is_damage(exc):
+                raise StorageError(f"cannot open the session store {path}: {exc}") from None
+            db = getattr(self, "_db", None)
+            if db is not None:
+                db.close()
+            self.set_aside_reason = str(exc)
+            self.set_aside = self._move_damaged_aside()
+            try:
+                self._connect(path)
+            except sqlite3.Error as again:
+                raise StorageError(f"cannot open the session store {path}: {again}") from None
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open the session store {path}: {exc}") from None
+
+    def _connect(self, path: Path | str) -> None:
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Created private before SQLite opens it; its -wal and -shm files take the same mode.
+            create_private_file(self.path)
+        # isolation_level=None: explicit BEGIN/COMMIT, so each public call is one transaction.
+        # check_same_thread=False is safe here because every public method holds `_lock`.
+        self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10.0, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a power cut can lose the last commits, never corrupt the file; the
+        # transcript, fsynced at turn end, is the durable record.
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._migrate()
+
+    def _move_damaged_aside(self) -> Path | None:
+        """Rename the unreadable database (and its -wal/-shm) to `nova.db.corrupt-<time>`. Several
+        processes can find the same damage at once: an exclusive flock on the damaged file makes one of
+        them move it; the others find a different file at the path by then and just open that (SQLite
+        takes POSIX record locks, which do not interact with flock)."""
+        import fcntl
+
+        from nova.sessions.rebuild import set_aside
+
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageError(f"cannot open the session store {self.path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                return None  # another process moved it while we waited
+            target = set_aside(self.path)
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    os.replace(side, target.with_name(target.name.replace(".corrupt-", suffix + ".corrupt-", 1)))
+            return target
+        finally:
+            os.close(fd)
+
+    @_serialized
+    def quick_check(self) -> str:
+        """"" when SQLite finds the database sound, else what it found (for `nova sessions doctor`)."""
+        try:
+            rows = self._db.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        found = "; ".join(str(r[0]) for r in rows)
+        return "" if found == "ok" else found
+
+    def describe_set_aside(self) -> str:
+        """The one warning to give when this store replaced a damaged database, else ""."""
+        if self.set_aside is None:
+            return ""
+        return (f"the session store {self.path} was unreadable ({self.set_aside_reason}); it was moved to "
+                f"{self.set_aside} and a new one started. Sessions are indexed again from their transcripts "
+                "as they are opened (`nova sessions doctor --all` does all of them now)")
 
     # -- migrations ---------------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -325,6 +394,15 @@ class SQLiteSessionStore:
                 raise
         except sqlite3.Error as exc:
             raise StorageError(f"session store {self.path}: {exc}") from None
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """A file SQLite cannot read as a database (garbage, a damaged header or page), as opposed to one it
+    cannot get at right now (locked, busy, a full disk, no permission): only the first is moved aside."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return False
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "corrupt" in text
 
 
 def _dump(message: Message) -> str:

@@ -3,9 +3,16 @@
 Durability model. Each record is appended with ONE `os.write` of one complete line to a file opened with
 O_APPEND, so the kernel has the whole line or a prefix of it — never two records interleaved. `sync()`
 (called at turn end) fsyncs. A crash can therefore leave at most one torn line, the last one, and a torn
-line is exactly "bytes after the last newline". `recover()` moves those bytes into
-`transcript.jsonl.corrupt-<timestamp>` and truncates the log to its last newline; nothing before it is
-touched.
+line is "bytes after the last newline that are not a whole JSON object". `recover()` moves those bytes
+into `transcript.jsonl.corrupt-<timestamp>` and truncates the log to its last newline; nothing before it
+is touched. A last line that IS a whole object and only lacks its newline (an editor, a copy) is a
+record: it is read, and `recover()` gives it its newline.
+
+Damage elsewhere. A complete line that is not a record this Nova can read (garbage, a record of a newer
+schema version, one that fails validation) is skipped with a `BadLine` naming the file and its byte
+offset, and left where it is: the log is never rewritten to remove it, so nothing a reader could not
+make sense of is destroyed. Readers given `strict=True` raise instead, naming the offset, for a torn
+last line as well.
 
 Resume cost. `read_tail()` reads the file backwards in blocks and stops at the last `compact_boundary`,
 so resuming a long session costs what the records after the boundary cost, not what the file weighs.
@@ -15,13 +22,14 @@ from __future__ import annotations
 
 import errno
 import gc
+import json
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import accumulate
+from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -40,7 +48,7 @@ from nova.sessions.schema import (
     record_from_json,
 )
 
-__all__ = ["TailRead", "TornTail", "Transcript"]
+__all__ = ["BadLine", "TailRead", "TornTail", "Transcript"]
 
 TRANSCRIPT_NAME = "transcript.jsonl"
 _BLOCK = 1 << 16
@@ -60,6 +68,19 @@ class TornTail:
 
 
 @dataclass(frozen=True, slots=True)
+class BadLine:
+    """A complete line that is not a record this Nova can read, skipped by the reader and left in place."""
+
+    offset: int
+    size: int
+    reason: str
+    """The reader's error, which names the file and the byte offset."""
+
+    def describe(self) -> str:
+        return f"skipped a damaged record ({self.size} bytes, left in place): {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
 class TailRead:
     """What resume needs: the last boundary (if any) and the records after it, oldest first."""
 
@@ -67,6 +88,8 @@ class TailRead:
     records: list[Record]
     torn: TornTail | None
     record_messages: list[Message] | None = field(default=None, repr=False, compare=False)
+    bad: tuple[BadLine, ...] = ()
+    """Damaged lines after the boundary that were skipped, oldest first."""
     """The messages of `records`, when the reader collected them as it went (no second walk over a
     long tail, whose records are out of the CPU cache by then)."""
 
@@ -103,6 +126,13 @@ class Transcript:
             # next record does not get glued onto a prefix of this one.
             while written < len(line):
                 written += os.write(fd, line[written:])
+        except OSError as exc:
+            raise StorageError(f"cannot append to {self.path}: {exc.strerror}") from None
+
+    def append_raw(self, data: bytes) -> None:
+        fd = self._open()
+        try:
+            os.write(fd, data)
         except OSError as exc:
             raise StorageError(f"cannot append to {self.path}: {exc.strerror}") from None
 
@@ -160,28 +190,43 @@ class Transcript:
             raise StorageError(f"cannot read {self.path}: {exc.strerror}") from None
 
     def find_torn_tail(self) -> TornTail | None:
-        """The bytes after the last newline, if any (read from the end: cheap on any file size)."""
+        """The bytes after the last newline when they are not a whole record (read from the end: cheap
+        on any file size). A whole last record without its newline is not torn."""
         with self._open_read() as f:
             size = f.seek(0, os.SEEK_END)
             end = _last_newline_end(f, size)
-        return TornTail(offset=end, size=size - end) if end < size else None
+            torn, _ = _unterminated(f, end, size)
+        return torn
 
-    def read_tail(self, *, observe: Callable[[Message], None] | None = None, messages_only: bool = False) -> TailRead:
+    def _refuse_torn(self, torn: TornTail) -> None:
+        raise StorageError(
+            f"{self.path} at byte {torn.offset}: incomplete last record ({torn.size} bytes); refused (--strict: "
+            "without it the incomplete line is set aside and the rest is read)"
+        )
+
+    def read_tail(
+        self, *, observe: Callable[[Message], None] | None = None, messages_only: bool = False, strict: bool = False
+    ) -> TailRead:
         """Records after the last compact_boundary, read backwards from the end. Changes nothing.
 
         `observe` is called with each message of `messages()`, newest first, as soon as it is decoded
         (while it is still in the CPU cache): a check over a long tail needs no second walk.
         `messages_only` (resume): message records are decoded straight to their `Message`, without the
         record around it or its usage (audit data resume does not use), and `records` holds only the
-        other records; on a long tail that is a third of the objects made and freed."""
+        other records; on a long tail that is a third of the objects made and freed.
+        A damaged line is skipped and listed in `bad` (with `strict`, raises naming its offset)."""
         collected: list[Record] = []
         messages: list[Message] = []
+        bad: list[BadLine] = []
         boundary: BoundaryRecord | None = None
         with self._open_read() as f, _full_collections_paused():
             size = f.seek(0, os.SEEK_END)
             end = _last_newline_end(f, size)
-            torn = TornTail(offset=end, size=size - end) if end < size else None
-            for offset, line in _reverse_lines(f, end):
+            torn, last = _unterminated(f, end, size)
+            if torn is not None and strict:
+                self._refuse_torn(torn)
+            lines = _reverse_lines(f, end)
+            for offset, line in chain(last, lines):
                 if not line or line.isspace():
                     continue
                 message = _decode_message(line) if messages_only else None
@@ -191,7 +236,13 @@ class Transcript:
                     except (ValueError, StorageError):
                         # The exact reader names the line and the reason, or takes what the quick one
                         # would not (surrounding whitespace).
-                        record = parse_record(line, f"{self.path} at byte {offset}")
+                        try:
+                            record = parse_record(line, f"{self.path} at byte {offset}")
+                        except StorageError as exc:
+                            if strict:
+                                raise
+                            bad.append(BadLine(offset=offset, size=len(line), reason=str(exc)))
+                            continue
                     if isinstance(record, BoundaryRecord):
                         boundary = record
                         break
@@ -208,26 +259,58 @@ class Transcript:
                 observe(message)
         collected.reverse()
         messages.reverse()
-        return TailRead(boundary=boundary, records=collected, torn=torn, record_messages=messages)
+        bad.reverse()
+        return TailRead(boundary=boundary, records=collected, torn=torn, record_messages=messages, bad=tuple(bad))
 
-    def iter_records(self) -> Iterator[Record]:
-        """Every complete record from the start (export, audit, import). A torn last line is skipped;
-        `find_torn_tail()` says whether there is one."""
+    def iter_records(
+        self, *, strict: bool = False, on_bad: Callable[[BadLine], None] | None = None
+    ) -> Iterator[Record]:
+        """Every complete record from the start (export, audit, import). A torn last line is skipped
+        (`find_torn_tail()` says whether there is one); a damaged line is skipped and passed to `on_bad`.
+        With `strict` either one raises, naming its offset."""
+        for _, _, record in self.iter_lines(strict=strict, on_bad=on_bad):
+            yield record
+
+    def iter_lines(
+        self, *, strict: bool = False, on_bad: Callable[[BadLine], None] | None = None
+    ) -> Iterator[tuple[int, bytes, Record]]:
+        """(offset, raw line ending in a newline, record) for each readable record, as `iter_records`."""
         with self._open_read() as f:
             offset = 0
             for line in f:
                 start = offset
                 offset += len(line)
                 if not line.endswith(b"\n"):
-                    break
-                if line.strip():
-                    yield parse_record(line, f"{self.path} at byte {start}")
+                    if not _whole_object(line):
+                        if strict:
+                            self._refuse_torn(TornTail(offset=start, size=len(line)))
+                        break
+                    line += b"\n"
+                if not line.strip():
+                    continue
+                try:
+                    record = parse_record(line, f"{self.path} at byte {start}")
+                except StorageError as exc:
+                    if strict:
+                        raise
+                    if on_bad is not None:  # the size without the newline, as `read_tail` gives it
+                        on_bad(BadLine(offset=start, size=len(line) - 1, reason=str(exc)))
+                    continue
+                yield start, line, record
 
     # -- recovery -----------------------------------------------------------------------------------
     def recover(self) -> TornTail | None:
         """Quarantine a torn last line: copy it to `transcript.jsonl.corrupt-<timestamp>` (fsynced),
-        then truncate the log to its last complete record. Returns what was done, or None."""
-        torn = self.find_torn_tail()
+        then truncate the log to its last complete record. Returns what was done, or None. A whole last
+        record without its newline gets one, so the next append starts a line of its own."""
+        with self._open_read() as f:
+            size = f.seek(0, os.SEEK_END)
+            end = _last_newline_end(f, size)
+            torn, last = _unterminated(f, end, size)
+        if last:
+            self.append_raw(b"\n")
+            self.sync()
+            return None
         if torn is None:
             return None
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 1_000_000_000:09d}"
@@ -291,6 +374,26 @@ def _parse_json(data: bytes | str) -> Any:
     from pydantic_core import from_json
 
     return from_json(data, cache_strings="keys")
+
+def _whole_object(line: bytes) -> bool:
+    """Whether `line` is one complete JSON object: a record that only lacks its newline, as opposed to
+    the prefix a crash leaves (a prefix of an object is never a whole object)."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+
+
+def _unterminated(f: BinaryIO, end: int, size: int) -> tuple[TornTail | None, list[tuple[int, bytes]]]:
+    """What follows the last newline (`end`): a torn tail, or a whole last record without its newline
+    (returned as a one-line list for the readers), or nothing."""
+    if end >= size:
+        return None, []
+    line = _read_at(f, end, size)
+    if _whole_object(line):
+        return None, [(end, line)]
+    return TornTail(offset=end, size=size - end), []
+
 
 def _last_newline_end(f: BinaryIO, size: int) -> int:
     """Offset just after the last b"\\n" (0 if none), scanning backwards block by block."""

@@ -8,13 +8,16 @@
 
 from nova.tokens.counters import (
     CL100K_PROFILE,
+    CLAUDE_PROFILE,
     GEMINI_PROFILE,
+    KNOWN_PROFILES,
     O200K_PROFILE,
     CharRatioCounter,
     HeuristicCounter,
     Overheads,
     TokenCounter,
     TokenProfile,
+    UpperBoundCounter,
     counter_for_model,
 )
 from nova.tokens.ledger import (
@@ -30,7 +33,9 @@ from nova.tokens.sizing import count_message, count_messages, count_system, coun
 
 __all__ = [
     "CL100K_PROFILE",
+    "CLAUDE_PROFILE",
     "GEMINI_PROFILE",
+    "KNOWN_PROFILES",
     "O200K_PROFILE",
     "Anchor",
     "CharRatioCounter",
@@ -43,6 +48,7 @@ __all__ = [
     "TokenLedger",
     "TokenProfile",
     "TokenizerUnavailable",
+    "UpperBoundCounter",
     "anchor_from_usage",
     "context_percent",
     "count_message",

@@ -310,12 +310,18 @@ class NovaTUI(App[None]):
         except NovaError as exc:
             self.notice(str(exc), error=True)
             return
-        self.conversation.remove_children()
         self._open(target)
 
     def _open(self, session_id: str) -> None:
+        try:
+            live = self.hub.live(session_id)
+        except NovaError as exc:  # another process is writing it, or its record cannot be read
+            if self.session_id == session_id:  # at start-up: go on as a new conversation
+                self.session_id = None
+            self.notice(str(exc), error=True)
+            return
+        self.conversation.remove_children()
         self.session_id = session_id
-        live = self.hub.live(session_id)
         for message in live.agent.history:
             self._replay(message)
         self.notice(f"Resumed session {session_id}.")

@@ -7,6 +7,7 @@ may run at all is decided before `run` by `nova.agent.permissions`.
 
 from __future__ import annotations
 
+from nova.agent.sandbox import Sandbox
 from nova.agent.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 from nova.agent.tools.bash import BashTool
 from nova.agent.tools.edit_file import EditFileTool
@@ -30,9 +31,9 @@ __all__ = [
 ]
 
 
-def default_registry() -> ToolRegistry:
+def default_registry(*, sandbox: Sandbox | None = None) -> ToolRegistry:
     """A fresh registry with the six built-in tools (a new one each call, so adding tools to one
-    session's registry never leaks into another's)."""
+    session's registry never leaks into another's); `bash` runs its commands in `sandbox` when given."""
     return ToolRegistry(
-        [ReadFileTool(), WriteFileTool(), EditFileTool(), BashTool(), GrepTool(), GlobTool()]
+        [ReadFileTool(), WriteFileTool(), EditFileTool(), BashTool(sandbox=sandbox), GrepTool(), GlobTool()]
     )

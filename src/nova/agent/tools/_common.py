@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from nova.errors import ToolError
 
 __all__ = [
     "BuiltinTool",
+    "WorkLimit",
     "atomic_write_text",
     "display_path",
     "error",
@@ -43,6 +45,8 @@ class BuiltinTool(ABC):
             args = validate_arguments(self.name, self.input_schema, input)
         except ArgumentError as exc:
             return error(str(exc))
+        if ctx.cancel.is_set():
+            return error(f"{self.name} was cancelled by the user before it started.", cancelled=True)
         try:
             return self._run(args, ctx)
         except ToolError as exc:
@@ -54,6 +58,35 @@ class BuiltinTool(ABC):
 
     @abstractmethod
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
+
+
+class WorkLimit:
+    """When long work inside a tool must stop: the user cancelled, or the call's time (`ctx.timeout_s`)
+    is up. Checked between units of work (a file, a block of lines), so a call ends promptly."""
+
+    __slots__ = ("_ctx", "_deadline", "stopped")
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self._ctx = ctx
+        self._deadline = time.monotonic() + ctx.timeout_s
+        self.stopped: str | None = None
+        """`cancelled` or `timeout` once `reached()` has said so."""
+
+    def reached(self) -> bool:
+        if self.stopped is None:
+            if self._ctx.cancel.is_set():
+                self.stopped = "cancelled"
+            elif time.monotonic() >= self._deadline:
+                self.stopped = "timeout"
+        return self.stopped is not None
+
+    def note(self, what: str) -> str | None:
+        """A line for the result saying `what` is partial and why, or None when the work ran to the end."""
+        if self.stopped == "cancelled":
+            return f"[{what} cancelled by the user; results are partial]"
+        if self.stopped == "timeout":
+            return f"[{what} stopped after {self._ctx.timeout_s:g} s; results are partial]"
+        return None
 
 
 def resolve_path(ctx: ToolContext, raw: str) -> Path:

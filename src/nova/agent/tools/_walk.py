@@ -1,13 +1,16 @@
 """Walking a source tree for `grep` and `glob`: glob patterns with `**` and `{a,b}`, noise directories
-skipped, symlinked directories not followed (a link back to a parent would loop forever)."""
+skipped, symlinked directories not followed (a link back to a parent would loop forever), and the
+pseudo-filesystems /proc, /sys and /dev never entered (their files never end or block)."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
+
+from nova.special_files import PSEUDO_FS_ROOTS
 
 __all__ = ["SKIPPED_DIRS", "compile_glob", "walk_files"]
 
@@ -75,14 +78,22 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
     return re.compile("(?:" + "|".join(alternatives) + r")\Z")
 
 
-def walk_files(root: Path, *, max_depth: int | None = None) -> Iterator[Path]:
+def walk_files(root: Path, *, max_depth: int | None = None,
+               stop: Callable[[], bool] | None = None) -> Iterator[Path]:
     """Every file under `root`, in a stable order (sorted per directory), noise directories skipped.
-    `max_depth` 0 means only files directly in `root`."""
+    `max_depth` 0 means only files directly in `root`. `stop` is asked at every folder, so a walk through
+    thousands of folders with no file of interest still ends when the caller's time is up."""
+    # Folder links are not followed, so below `root` the real path is the resolved root plus the rest.
+    real_root = Path(os.path.realpath(root))
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        depth = len(Path(dirpath).relative_to(root).parts)
+        if stop is not None and stop():
+            return
+        below = Path(dirpath).relative_to(root)
+        depth = len(below.parts)
         if max_depth is not None and depth >= max_depth:
             dirnames[:] = []
         else:
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS
+                                 and str(real_root / below / d) not in PSEUDO_FS_ROOTS)
         for name in sorted(filenames):
             yield Path(dirpath, name)

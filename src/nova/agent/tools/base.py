@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from nova.agent.read_policy import FileScreen
 from nova.core import ToolSpec
 
 __all__ = ["Tool", "ToolContext", "ToolOutput", "ToolRegistry"]
@@ -24,7 +25,16 @@ class ToolContext:
     cwd: Path
     session_dir: Path | None = None
     timeout_s: float = 120.0
+    """How long one call may work. `bash` kills its command then; the other tools stop their walk or
+    read and return what they have, saying so."""
     cancel: threading.Event = field(default_factory=threading.Event)
+    """Set by the user's cancel; every tool checks it inside long work."""
+    screen: FileScreen | None = None
+    """What a directory search may show of each file it meets (nova.agent.read_policy). None: no rules,
+    only the built-in care for secret-looking files and links out of `cwd`."""
+
+    def file_screen(self) -> FileScreen:
+        return self.screen if self.screen is not None else FileScreen.default(self.cwd)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,6 +4,7 @@ The command runs in its own process group (a new session) so that a timeout or a
 everything it started, not only the shell: `pytest` spawning workers or `sleep 100 | cat` must not
 outlive the call. Output is read with a selector in this thread rather than `communicate()`, because
 a background process (`server &`) can hold the pipe open forever after the shell itself has exited.
+With a `Sandbox` (see `nova.agent.sandbox`) the shell runs inside bubblewrap instead.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nova.agent.sandbox import Sandbox, sandbox_env
 from nova.agent.tools._common import BuiltinTool
 from nova.agent.tools.base import ToolContext, ToolOutput
 from nova.errors import ToolError
@@ -161,6 +163,17 @@ class BashTool(BuiltinTool):
         "additionalProperties": False,
     }
 
+    def __init__(self, *, sandbox: Sandbox | None = None) -> None:
+        self.sandbox = sandbox
+        if sandbox is not None:
+            # The model should know why a write outside the workspace or a download fails.
+            network = "the network is reachable" if sandbox.plan.network else "there is no network"
+            self.description = (
+                f"{BashTool.description} Commands run in a sandbox: only the project folder and a private "
+                f"/tmp are writable, Nova's own files are read-only, {network}, and background processes "
+                "end with the command."
+            )
+
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         command: str = args["command"]
         timeout_s = float(args.get("timeout", ctx.timeout_s))
@@ -172,14 +185,19 @@ class BashTool(BuiltinTool):
         if not ctx.cwd.is_dir():
             raise ToolError(f"the working directory {ctx.cwd} does not exist.")
         shell = shutil.which("bash") or "/bin/sh"
+        argv = [shell, "-c", command]
+        env = {**os.environ, **_NON_INTERACTIVE_ENV}
+        if self.sandbox is not None:
+            argv = self.sandbox.wrap(argv, cwd=ctx.cwd)
+            env = sandbox_env(env)
         proc = subprocess.Popen(
-            [shell, "-c", command],
+            argv,
             cwd=ctx.cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,  # one pipe keeps stdout and stderr in the order they were written
             start_new_session=True,
-            env={**os.environ, **_NON_INTERACTIVE_ENV},
+            env=env,
         )
         capture = _Capture()
         started = time.monotonic()

@@ -21,12 +21,14 @@ from nova.agent.tools._common import (
 )
 from nova.agent.tools.base import ToolContext, ToolOutput
 from nova.errors import ToolError
+from nova.special_files import open_regular
 
 __all__ = ["EditFileTool"]
 
 SNIPPET_CONTEXT_LINES = 3
 MAX_LISTED_LINES = 10
 MAX_SNIPPET_LINES = 40
+MAX_EDIT_BYTES = 32 * 1024 * 1024
 
 
 def _line_of(text: str, index: int) -> int:
@@ -61,9 +63,14 @@ def _whitespace_hint(text: str, old: str) -> str:
 def _read_text(path: Path, shown: str) -> str:
     if path.is_dir():
         raise ToolError(f"{shown} is a directory, not a file.")
-    if not path.is_file():
+    if not path.exists():
         raise ToolError(f"file not found: {shown}. Use write_file to create a new file.")
-    data = path.read_bytes()
+    # Only a regular file is opened, without blocking (a FIFO would hang the call), and only so much of it.
+    with open_regular(path, shown) as handle:
+        data = handle.read(MAX_EDIT_BYTES + 1) or b""
+    if len(data) > MAX_EDIT_BYTES:
+        raise ToolError(f"{shown} is over {MAX_EDIT_BYTES // (1024 * 1024)} MB; edit_file only changes files "
+                        "smaller than that (use bash for generated or data files).")
     if looks_binary(data[:BINARY_SNIFF_BYTES]):
         raise ToolError(f"{shown} is a binary file; edit_file only changes text files.")
     try:

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nova.agent.tools._common import BuiltinTool, display_path, resolve_path
+from nova.agent.read_policy import SkipTally
+from nova.agent.tools._common import BuiltinTool, WorkLimit, display_path, resolve_path
 from nova.agent.tools._walk import compile_glob, walk_files
 from nova.agent.tools.base import ToolContext, ToolOutput
 from nova.errors import ToolError
@@ -24,7 +25,8 @@ class GlobTool(BuiltinTool):
         "pattern: `*` and `?` stay within one directory, `**/` spans any number of directories, "
         "`{a,b}` gives alternatives. Examples: `**/*.py`, `src/**/test_*.py`, `*.{md,txt}` (top level "
         "only). Returns file paths, most recently modified first, at most 200. The directories .git, "
-        "node_modules, .venv and caches are skipped unless `path` points inside them."
+        "node_modules, .venv and caches are skipped unless `path` points inside them, and files the "
+        "permission rules forbid reading are never listed."
     )
     input_schema: Mapping[str, Any] = {
         "type": "object",
@@ -53,24 +55,36 @@ class GlobTool(BuiltinTool):
         # Without `**` a match can be no deeper than the pattern has segments, so walking deeper is waste.
         max_depth = None if "**" in pattern else pattern.strip().removeprefix("./").count("/")
 
+        screen = ctx.file_screen()
+        limit = WorkLimit(ctx)
+        hidden = SkipTally()
         found: list[tuple[float, str]] = []
-        for path in walk_files(root, max_depth=max_depth):
-            if ctx.cancel.is_set():
+        for path in walk_files(root, max_depth=max_depth, stop=limit.reached):
+            if limit.reached():
                 break
             rel = path.relative_to(root).as_posix()
             if regex.match(rel):
+                skip = screen.check(path, search_root=root, contents=False)
+                if skip is not None:
+                    hidden.add(skip, display_path(ctx, path))
+                    continue
                 try:
                     mtime = path.stat().st_mtime
                 except OSError:
                     continue
                 found.append((mtime, display_path(ctx, path)))
         found.sort(key=lambda item: (-item[0], item[1]))
+        notes = hidden.notes()
+        stop_note = limit.note("listing")
+        if stop_note:
+            notes.append(stop_note)
+        metadata = {"count": len(found), "truncated": len(found) > MAX_RESULTS, "skipped_denied": hidden.denied,
+                    "stopped": limit.stopped}
         if not found:
-            return ToolOutput(content=f"No files match {pattern!r} in {display_path(ctx, root)}.",
-                              metadata={"count": 0})
+            return ToolOutput(content="\n".join([f"No files match {pattern!r} in {display_path(ctx, root)}.", *notes]),
+                              metadata=metadata)
         shown = [name for _, name in found[:MAX_RESULTS]]
         if len(found) > MAX_RESULTS:
             shown.append(f"[showing the {MAX_RESULTS} most recently modified of {len(found)} files; "
                          "narrow the pattern or path to see the rest]")
-        return ToolOutput(content="\n".join(shown),
-                          metadata={"count": len(found), "truncated": len(found) > MAX_RESULTS})
+        return ToolOutput(content="\n".join(shown + notes), metadata=metadata)

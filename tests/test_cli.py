@@ -248,7 +248,7 @@ def test_context_of_a_session_uses_that_sessions_model_and_matches_its_footer(tm
     assert demo_run.exit_code == 0, demo_run.output
     outcome = json.loads(demo_run.output)
     shown = json.loads(runner.invoke(app, ["context", "last", "--json"]).output)
-    assert shown["limit"] == outcome["context_limit"] == 16_000  # nova-demo: 32k window, not the default model's
+    assert shown["limit"] == outcome["context_limit"] == 28_160  # nova-demo: 32k window, not the default model's
     assert shown["used"] == outcome["context_used"]
 
 

@@ -91,10 +91,17 @@ def test_unknown_keys_are_ignored_silently() -> None:
 def test_threshold_reserve_is_capped_at_half_the_window() -> None:
     config = CompactionConfig()
     assert ContextBudget.derive(config, 200_000).threshold == 200_000 - 24_000
+    # Unset, the reserve scales with the window (the seeds' 16k + 8k are for 200k).
     small = ContextBudget.derive(config, 32_000)
-    assert small.reserve == 16_000 and small.threshold == 16_000
-    # keep budget capped at half the threshold (CMP-5)
-    assert small.keep_tokens == 8_000
+    assert small.reserve == 2_560 + 1_280 and small.threshold == 32_000 - 3_840
+    # Set in the config file, the seeds' reserve is clamped to half the window, with a warning naming the key.
+    warned: list[str] = []
+    seeded = ContextBudget.derive(replace(config, configured=frozenset({"output_reserve_tokens", "summary_reserve_tokens"})),
+                                  32_000, warn=warned.append)
+    assert seeded.reserve == 16_000 and seeded.threshold == 16_000
+    assert any("compaction.output_reserve_tokens = 16,000" in w for w in warned)
+    # keep budget capped at a quarter of the threshold (the view after a compaction is at most half)
+    assert small.keep_tokens == 3_200 and seeded.keep_tokens <= seeded.threshold // 4
     assert ContextBudget.derive(config, 200_000).keep_tokens == 20_000
 
 

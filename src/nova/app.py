@@ -111,7 +111,7 @@ def build_agent(
 
     specs = tools.specs()
     controller = ContextController(
-        budget=budget, config=settings.compaction, spill=settings.spill, ledger=ledger, summarizer=guard,
+        budget=budget, config=settings.compaction, ledger=ledger, summarizer=guard,
         bus=bus, session_id=session_id, session_dir=session_dir, recorder=session, system=system, tools=specs,
         read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)), raw=raw,
         on_compacted=check_continuity, measure=compiler.measure,

@@ -2,9 +2,9 @@
 
 `used`, `limit` and `percent` are `agent.context_status()`, the same ledger figure the compaction
 decision, the TUI bar and the page bar read. The per-segment breakdown below it is an estimate for
-reading ("what is taking the room"), not a second figure: its sum may differ from `used`, which also
-counts the provider's real report of the last call. The manifest (CTX-2) comes with the context
-compiler, which has not landed: `manifest` is null until then and `manifest_status` says so.
+reading ("what is taking the room"), with the field names of `nova context --json`. With the context
+compiler attached they are the manifest's segments (CTX-2), which sum to `used`; without it `manifest`
+is null, `manifest_status` says so, and the rows are one per message.
 """
 
 from __future__ import annotations
@@ -50,21 +50,27 @@ def _preview(message: Message) -> str:
 
 
 def segments(agent: Agent) -> list[dict[str, Any]]:
+    """What is in context, with the field names of `nova context --json` (id, class, source, tokens,
+    reason): the compiler's manifest segments when it is attached, else one row per message."""
     counter = agent.ledger.counter
     out: list[dict[str, Any]] = [
-        {"source": "system", "kind": "system", "tokens": count_system(agent.system_prompt, counter),
-         "preview": _preview(Message.system(agent.system_prompt))},
-        {"source": "tools", "kind": "tools", "tokens": count_tools(agent.tools.specs(), counter),
-         "preview": ", ".join(agent.tools.names())},
+        {"id": "system", "class": "always-on", "source": "system", "tokens": count_system(agent.system_prompt, counter),
+         "reason": _preview(Message.system(agent.system_prompt))},
+        {"id": "tools", "class": "index", "source": "tools", "tokens": count_tools(agent.tools.specs(), counter),
+         "reason": ", ".join(agent.tools.names())},
     ]
     for message in list(agent.history):
-        out.append({"source": f"message:{message.id}", "kind": _kind(message), "role": message.role,
-                    "tokens": count_message(message, counter), "preview": _preview(message)})
+        out.append({"id": f"message:{message.id}", "class": _kind(message), "source": f"message:{message.id}",
+                    "tokens": count_message(message, counter), "reason": _preview(message)})
     return out
 
 
 def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, running: bool) -> dict[str, Any]:
-    """`status` is `agent.context_status()` (or, mid-turn, the last figure the agent emitted)."""
+    """`status` is `agent.context_status()` (or, mid-turn, the last figure the agent emitted). With the
+    context compiler attached, `segments` are the manifest's (they sum to `used`, counted the same way
+    as the bar, `nova context` and the TUI's `/context`)."""
+    manifest = _manifest(agent)
+    rows = manifest["manifest"]["segments"] if manifest["manifest"] is not None else segments(agent)
     return {
         "session_id": agent.session_id,
         "used": status.used,
@@ -73,8 +79,8 @@ def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, 
         "percent": status.percent,
         "compacting": compacting,
         "running": running,
-        **_manifest(agent),
-        "segments": segments(agent),
+        **manifest,
+        "segments": rows,
     }
 
 
@@ -87,6 +93,6 @@ def _manifest(agent: Agent) -> dict[str, Any]:
     runtime = agent.extensions.get(ContextRuntime)
     if runtime is None:
         return {"manifest": None, "manifest_status": MANIFEST_ABSENT}
-    compiled = runtime.last or runtime.compile(list(agent.history), system=agent.system_prompt,
-                                               tools=agent.tools.specs())
+    # The history as it stands, compiled as the next call will be: the figure `context_status` gives.
+    compiled = runtime.compile(list(agent.history), system=agent.system_prompt, tools=agent.tools.specs())
     return {"manifest": context_json(compiled), "manifest_status": "compiled"}

@@ -119,6 +119,11 @@ def _results_since_prompt(request: ModelRequest) -> list[ToolResultPart]:
     return results
 
 
+# Stands for the path of the copy Nova saved when the whole log was too large to show (a spill file):
+# the demo model reads it back in parts, as the placeholder tells a model to.
+SAVED_LOG = "<the saved copy of logs/server.log>"
+_SAVED_PATH = re.compile(r"Full output saved to: (\S+)")
+
 # Every scripted call is distinct, so the last call in view says which step comes next.
 _SCRIPT: list[tuple[str, str, dict[str, str | int]]] = [
     ("I'll start by looking at the project layout.", "glob", {"pattern": "**/*.py"}),
@@ -127,13 +132,35 @@ _SCRIPT: list[tuple[str, str, dict[str, str | int]]] = [
     ("The task mentions the server log; it is large, so I'll read it whole once.", "read_file",
      {"path": "logs/server.log"}),
     ("Searching the log for the error line.", "grep", {"pattern": "ERROR", "path": "logs"}),
-    ("Reading the log before and after the error to see how long it has been wrong.", "read_file",
-     {"path": "logs/server.log", "offset": 600, "limit": 330}),
-    ("And the jobs after it.", "read_file", {"path": "logs/server.log", "offset": 930, "limit": 330}),
+    ("The log was saved whole; reading the saved copy in parts, from well before the error.", "read_file",
+     {"path": SAVED_LOG, "offset": 600, "limit": 160}),
+    ("Still fine there; the next part.", "read_file", {"path": SAVED_LOG, "offset": 760, "limit": 160}),
+    ("The part with the error.", "read_file", {"path": SAVED_LOG, "offset": 920, "limit": 160}),
+    ("And the jobs after it, to see whether it recurs.", "read_file", {"path": SAVED_LOG, "offset": 1080, "limit": 160}),
+    ("The rest of the log.", "read_file", {"path": SAVED_LOG, "offset": 1240, "limit": 170}),
     ("`mean()` divides by `len(values) - 1`; it should divide by `len(values)`. Fixing it.", "edit_file",
      {"path": "calc/stats.py", "old_text": "sum(values) / (len(values) - 1)", "new_text": "sum(values) / len(values)"}),
     ("Running the tests again.", "bash", {"command": "python -m unittest -v tests.test_stats 2>&1"}),
 ]
+
+
+def _same_call(script: dict[str, str | int], given: dict[str, object]) -> bool:
+    if script.get("path") == SAVED_LOG:
+        return {k: v for k, v in script.items() if k != "path"} == {k: v for k, v in given.items() if k != "path"}
+    return script == given
+
+
+def _saved_log_path(request: ModelRequest) -> str:
+    """The spill file of the whole-log read, named in its placeholder; the log itself when it was not
+    saved (a small log, or no session directory)."""
+    whole_log = {u.id for m in request.messages for u in m.tool_uses()
+                 if u.name == "read_file" and dict(u.input) == {"path": "logs/server.log"}}
+    for message in request.messages:
+        for result in message.tool_results():
+            found = _SAVED_PATH.search(result.content) if result.tool_use_id in whole_log else None
+            if found:
+                return found.group(1)
+    return "logs/server.log"
 
 
 def _scenario_step(request: ModelRequest) -> int:
@@ -144,7 +171,7 @@ def _scenario_step(request: ModelRequest) -> int:
         return 0
     last = calls[-1]
     for index, (_, name, args) in enumerate(_SCRIPT):
-        if name == last.name and args == dict(last.input):
+        if name == last.name and _same_call(args, dict(last.input)):
             return index + 1
     return len(_SCRIPT)
 
@@ -153,7 +180,10 @@ def _scenario(request: ModelRequest) -> reply:
     step = _scenario_step(request)
     if step < len(_SCRIPT):
         text, name, args = _SCRIPT[step]
-        return reply(text, [ToolUsePart(id=new_id("toolu"), name=name, input=dict(args))])
+        given = dict(args)
+        if given.get("path") == SAVED_LOG:
+            given["path"] = _saved_log_path(request)
+        return reply(text, [ToolUsePart(id=new_id("toolu"), name=name, input=given)])
     results = _results_since_prompt(request)
     passed = bool(results) and "OK" in results[-1].content
     verdict = "All tests pass now." if passed else "The tests still fail; see the output above."

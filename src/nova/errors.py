@@ -16,6 +16,7 @@
     ├── SessionNotFound             no recorded session has that id
     ├── SessionBusy                 the session is running a turn (or closing) and cannot take this now
     │   └── SessionLocked           another process holds the session open for writing (names its pid)
+    ├── PromptTooLarge              the system prompt and tool schemas alone are over the model's window
     ├── ToolError                   a tool failed; the loop turns it into an error result for the model
     │   └── ArgumentError           the model's arguments do not fit the tool's schema
     └── ProviderError               anything a model provider answered or failed to answer
@@ -55,6 +56,7 @@ __all__ = [
     "MissingDependency",
     "NovaError",
     "Overloaded",
+    "PromptTooLarge",
     "ProviderError",
     "ProviderUnavailable",
     "QuotaExceeded",
@@ -146,6 +148,19 @@ class SessionBusy(NovaError):
 
 class SessionLocked(SessionBusy):
     """Another process has the session open for writing; the message names its pid and since when."""
+
+
+class PromptTooLarge(NovaError):
+    """The fixed part of the prompt (system prompt and tool schemas) alone does not fit the model's
+    window: no compaction can help, so nothing is sent."""
+
+    def __init__(self, *, fixed_tokens: int, window: int) -> None:
+        super().__init__(
+            f"The system prompt and tool schemas alone take about {fixed_tokens:,} tokens, more than the "
+            f"model's context window of {window:,} tokens; nothing was sent. Reduce the instruction files or "
+            "the number of tools, or use a model with a larger window (`context_window` in the config).")
+        self.fixed_tokens = fixed_tokens
+        self.window = window
 
 
 class ToolError(NovaError):

@@ -5,8 +5,13 @@ history so far under the chosen policy and measured (what that call would have s
 recorded reply and its tool results enter history as they did in the original run. Policies:
 
 - `naive`: the full history, always.
-- `truncate`: drop the oldest messages until the view fits under the same threshold Nova uses.
-- `observation-mask`: SWE-agent's rule, the last 5 tool outputs in full, older ones replaced by a line.
+- `truncate`: keep the system prompt and the first user message (the task statement), drop the oldest
+  messages after them until the view fits under the same threshold Nova uses.
+- `observation-mask`: SWE-agent's rule, the last 5 tool outputs in full, older ones replaced by a line;
+  then truncated as above, since a provider rejects a request over the window.
+
+Only `naive` (and its two cost variants) may exceed the window; every report counts the requests over
+the window (`requests_over_window`, and `over_window` on each such call), whatever the policy.
 - `nova`: the `ContextController` (spill at entry, layer 1, layer 2 with the extractive summarizer).
 - `naive-uncached` / `naive-cached`: the full history with no prompt cache at all / with the provider
   cache of `provider_cache` (Anthropic when none is named): the two baselines of the cost model.
@@ -75,6 +80,8 @@ class ReplayReport:
     spills: int = 0
     breaker_trips: int = 0
     invariant_violations: int = 0
+    requests_over_window: int = 0
+    """Calls whose view is larger than the window: a provider would reject them."""
     per_call: list[ReplayCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     final_view: list[Message] = field(default_factory=list)
@@ -122,7 +129,10 @@ class ReplayReport:
             "spills": self.spills,
             "breaker_trips": self.breaker_trips,
             "invariant_violations": self.invariant_violations,
-            "per_call": [{"input_tokens": c.input_tokens, "event": c.event} for c in self.per_call],
+            "requests_over_window": self.requests_over_window,
+            "per_call": [{"input_tokens": c.input_tokens, "event": c.event,
+                          **({"over_window": True} if c.input_tokens > self.window else {})}
+                         for c in self.per_call],
         }
         if not self.cost_model:
             return data
@@ -269,15 +279,25 @@ def _digest(value: object) -> bytes:
 
 
 def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Message]:
+    """The honest truncation baseline: the system prompt and the first user message (the task statement)
+    always stay; the oldest messages after them are dropped until the view fits `limit`."""
+    first = next((i for i, m in enumerate(history) if m.role == "user" and not m.has("tool_result")), None)
+    head = list(history[: first + 1]) if first is not None else []
+    rest = history[first + 1:] if first is not None else history
     total = sizer.view(history)
     start = 0
-    while start < len(history) - 1 and total > limit:
-        total -= sizer.message(history[start])
+    while start < len(rest) - 1 and total > limit:
+        total -= sizer.message(rest[start])
         start += 1
     # Never start on tool results whose call was dropped.
-    while start < len(history) - 1 and history[start].has("tool_result"):
+    while start < len(rest) and rest[start].has("tool_result"):
         start += 1
-    return list(history[start:])
+    if rest and start == len(rest):
+        # Nothing after the head fits: keep the newest exchange whole (the call and its results).
+        start = len(rest) - 1
+        while start > 0 and rest[start].has("tool_result"):
+            start -= 1
+    return [*head, *rest[start:]]
 
 
 def _mask(history: Sequence[Message]) -> list[Message]:
@@ -371,7 +391,11 @@ def _run(
             view = _truncate(history, sizer, controller.threshold)
             return view, "truncate" if len(view) < len(history) else ""
         if policy == "observation-mask":
-            return _mask(history), ""
+            # SWE-agent's masking, then still cut to the same line: a provider rejects a request over
+            # the window, so a baseline that sends one flatters nobody.
+            masked = _mask(history)
+            view = _truncate(masked, sizer, controller.threshold)
+            return view, "truncate" if len(view) < len(masked) else ""
         history = controller.prepare_view(request=ViewRequest(history=history, system=system))
         return list(history), controller.stats.last_event
 
@@ -387,6 +411,7 @@ def _run(
             report.calls += 1
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
+            report.requests_over_window += used > window
             report.per_call.append(ReplayCall(used, event, usage))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)

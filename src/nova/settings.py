@@ -139,6 +139,9 @@ class CompactionConfig:
     hard_margin_tokens: int = 3000
     summarizer: str = "auto"
     """`model` (ask the model), `extractive` (no model call) or `auto` (model when one is configured)."""
+    configured: frozenset[str] = frozenset()
+    """The keys the config file set. The budget derives the others from the window, and clamps these
+    (with a warning naming the key) only when they cannot work at it."""
 
 
 COMPACTION_KEYS = (
@@ -154,6 +157,9 @@ COMPACTION_KEYS = (
 DEAD_COMPACTION_KEYS = ("token_ratio", "max_messages", "max_turns_between_compact")
 SUMMARIZERS = ("auto", "model", "extractive")
 MIN_SUMMARY_KEEP_TOKENS = 1024
+# Old names, for which key a config file set.
+_CANONICAL_KEY = {"snip_preserve_last_n_turns": "snip_preserve_last_n_messages",
+                  "summary_keep_ratio": "summary_keep_tokens"}
 
 
 def _parse_compaction_config(
@@ -222,6 +228,8 @@ def _parse_compaction_config(
         default_context_window=window,
         hard_margin_tokens=get_int("hard_margin_tokens", defaults.hard_margin_tokens),
         summarizer=summarizer,
+        configured=frozenset(_CANONICAL_KEY.get(key, key) for key in raw
+                             if _CANONICAL_KEY.get(key, key) in (*COMPACTION_KEYS, "hard_margin_tokens")),
     )
     for key in ("output_reserve_tokens", "summary_reserve_tokens", "snip_max_chars", "hard_margin_tokens",
                 "snip_tool_output_token_budget", "snip_preserve_last_n_messages"):
@@ -238,14 +246,17 @@ class SpillConfig:
     max_result_chars: int = 50_000
     max_message_chars: int = 200_000
     preview_chars: int = 2_000
+    configured: frozenset[str] = frozenset()
+    """The keys the config file set (see `CompactionConfig.configured`)."""
 
 
 def _parse_spill_config(raw: Mapping[str, Any], *, source: str) -> SpillConfig:
     src = f"{source} [spill]"
     values = {
-        f.name: _to_int(raw[f.name], source=src, key=f.name) for f in fields(SpillConfig) if f.name in raw
+        f.name: _to_int(raw[f.name], source=src, key=f.name) for f in fields(SpillConfig)
+        if f.name in raw and f.name != "configured"
     }
-    config = replace(SpillConfig(), **values)
+    config = replace(SpillConfig(), **values, configured=frozenset(values))
     for key, value in values.items():
         if value <= 0:
             raise _bad(src, key, raw[key], "a positive integer")
@@ -449,6 +460,8 @@ def describe_settings(settings: Settings, *, derived: Sequence[tuple[str, Any]] 
         section = getattr(settings, section_name)
         section_raw = file_raw.get(section_name, {}) if isinstance(file_raw.get(section_name), dict) else {}
         for f in fields(section):
+            if f.name == "configured":  # bookkeeping of which keys the file set, not a setting
+                continue
             value = getattr(section, f.name)
             origin = str(settings.config_file) if f.name in section_raw else "default"
             if section_name == "compaction" and f.name == "snip_preserve_last_n_messages" and (

@@ -47,8 +47,14 @@ def history(n: int, *, output_chars: int = 3000, first: str = "Please fix the bu
     return out
 
 
+# As if the config file set the seeds' reserves: at these small windows they are clamped to half the
+# window, which gives the tests a threshold of half the window and a hard line 3,000 tokens from it.
+SEED_RESERVES = frozenset({"output_reserve_tokens", "summary_reserve_tokens", "hard_margin_tokens"})
+
+
 def small_config(**kw: Any) -> CompactionConfig:
-    base: dict[str, Any] = {"snip_preserve_last_n_messages": 4, "snip_tool_output_token_budget": 2000}
+    base: dict[str, Any] = {"snip_preserve_last_n_messages": 4, "snip_tool_output_token_budget": 2000,
+                            "configured": SEED_RESERVES}
     base.update(kw)
     return CompactionConfig(**base)
 

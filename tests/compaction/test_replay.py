@@ -54,9 +54,14 @@ def test_replay_command_json_has_exactly_the_documented_keys(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     data = json.loads(result.output.strip().splitlines()[-1])
     assert set(data) == {"policy", "window", "calls", "input_tokens", "output_tokens", "peak_context_tokens",
-                         "compactions", "snips", "spills", "breaker_trips", "invariant_violations", "per_call"}
+                         "compactions", "snips", "spills", "breaker_trips", "invariant_violations",
+                         "requests_over_window", "per_call"}
     assert data["policy"] == "truncate" and data["window"] == 32000
-    assert all(set(c) == {"input_tokens", "event"} for c in data["per_call"])
+    assert all(set(c) - {"over_window"} == {"input_tokens", "event"} for c in data["per_call"])
+    assert data["requests_over_window"] == sum(c.get("over_window", False) for c in data["per_call"])
+    # Deterministic: the same input gives the same JSON, byte for byte.
+    again = CliRunner().invoke(app, ["replay", str(FILES[0]), "--window", "32000", "--policy", "truncate", "--json"])
+    assert again.output.strip().splitlines()[-1] == result.output.strip().splitlines()[-1]
     assert len(data["per_call"]) == data["calls"]
     view = json.loads(dump.read_text())
     assert set(view) == {"system", "tools", "messages"}

@@ -142,13 +142,31 @@ def test_layer1_runs_only_over_threshold_prefix_byte_stable(tmp_path: Path) -> N
 # -- layer 2 ---------------------------------------------------------------------------------------
 def test_thresholds_and_keep_budget_numbers() -> None:
     c = CompactionConfig()
-    assert ContextBudget.derive(c, 128_000).threshold == 104_000
-    assert ContextBudget.derive(c, 32_000).threshold == 16_000  # reserve capped at half
-    assert ContextBudget.derive(c, 128_000).keep_tokens == 20_000
-    assert ContextBudget.derive(c, 32_000).keep_tokens == 8_000  # half the threshold
-    assert ContextBudget.derive(CompactionConfig(summary_keep_tokens=2000), 128_000).keep_tokens == 10_000  # floor
+    # The seeds' numbers hold at 200k and above; below, they scale with the window.
+    at200 = ContextBudget.derive(c, 200_000)
+    assert (at200.threshold, at200.keep_tokens, at200.summary_cap, at200.hard_line) == (176_000, 20_000, 4000, 197_000)
+    assert ContextBudget.derive(c, 1_000_000).keep_tokens == 20_000
+    assert ContextBudget.derive(c, 128_000).threshold == 128_000 - 15_360
+    assert ContextBudget.derive(c, 32_000).threshold == 28_160
+    assert ContextBudget.derive(c, 32_000).keep_tokens == 3_200
+    assert ContextBudget.derive(c, 32_000).spill.max_result_chars == 8_000
+    # A configured kept tail keeps the seed's clamps, scaled: floor 10k and ceiling 40k at 200k.
+    assert ContextBudget.derive(CompactionConfig(summary_keep_tokens=2000), 200_000).keep_tokens == 10_000  # floor
     assert ContextBudget.derive(CompactionConfig(summary_keep_tokens=90_000), 1_000_000).keep_tokens == 40_000  # ceiling
-    assert ContextBudget.derive(c, 128_000).summary_cap == 4000
+    for window in (4_000, 8_000, 16_000, 64_000, 1_000_000):
+        b = ContextBudget.derive(c, window)
+        assert 0 < b.keep_tokens <= b.threshold // 4 < b.threshold < b.hard_line <= b.window
+        assert b.reserve <= window // 2 and not b.warnings
+
+
+def test_a_configured_value_that_cannot_work_is_clamped_with_a_warning() -> None:
+    warned: list[str] = []
+    config = CompactionConfig(summary_keep_tokens=30_000, hard_margin_tokens=6_000)
+    b = ContextBudget.derive(config, 8_000, warn=warned.append)
+    assert b.keep_tokens <= b.threshold // 4 and b.hard_line > b.threshold
+    assert any(w.startswith("compaction.summary_keep_tokens = 30,000 cannot work with a 8,000-token window") for w in warned)
+    assert any(w.startswith("compaction.hard_margin_tokens = 6,000") for w in warned)
+    assert ContextBudget.derive(config, 200_000, warn=warned.append).keep_tokens == 30_000  # honoured where it works
 
 
 def test_split_never_separates_tool_use_from_result() -> None:
@@ -177,8 +195,8 @@ def test_compact_skip_rules(tmp_path: Path) -> None:
     short = history(2, output_chars=200)
     out = compact(short, summarizer=summarizer, budget=ContextBudget.derive(config, 128_000), counter=COUNTER)
     assert out.status == "skipped"
-    tiny = history(40, output_chars=200)  # foldable part under 2,000 tokens
-    out = compact(tiny, summarizer=summarizer, budget=ContextBudget.derive(CompactionConfig(summary_keep_tokens=1024), 8_000),
+    tiny = history(20, output_chars=200)  # foldable part under 2,000 tokens
+    out = compact(tiny, summarizer=summarizer, budget=ContextBudget.derive(CompactionConfig(summary_keep_tokens=1024), 20_000),
                   counter=COUNTER)
     assert out.status == "skipped" and str(MIN_FOLD_TOKENS) in out.reason
     forced = compact(tiny, summarizer=summarizer, budget=ContextBudget.derive(config, 8_000), counter=COUNTER, forced=True)
@@ -257,10 +275,11 @@ def test_thrash_guard_names_culprits_and_never_loops(tmp_path: Path) -> None:
     controller, _ = make_controller(tmp_path, window=20_000)
     msgs = controller.prepare_view(request=ViewRequest(history=history(40, output_chars=1200), system="s"))
     assert controller.stats.compactions == 1
-    msgs = msgs + exchange(100, output_chars=30_000)  # refills the window right away
+    # Refills the window right away (each output under the spill limit and its share of the budget).
+    msgs = msgs + [m for k in range(8) for m in exchange(100 + k, output_chars=4_500)]
     msgs = controller.prepare_view(request=ViewRequest(history=msgs, system="s"))
     assert controller.stats.thrash_events == 1
-    assert any("toolu_0100" in c for c in controller.stats.thrash_culprits)
+    assert any("toolu_010" in c for c in controller.stats.thrash_culprits)
     assert controller.measure(msgs) < controller.hard_line
 
 

@@ -35,14 +35,14 @@ def test_task2048(tmp_path: Path, nova_home: Path) -> None:
     work = tmp_path / "repo"
     work.mkdir()
     (work / "test_checkout.py").write_text("def test_checkout():\n    assert 1 + 1 == 2\n")
-    (work / "notes.txt").write_text("payment module notes\n" * 400)
+    (work / "notes.txt").write_text("payment module notes\n" * 300)  # under the spill limit at 32k
     nova_home.mkdir(parents=True, exist_ok=True)
     (nova_home / "config.json").write_text(json.dumps({"compaction": {"summarizer": "extractive"}}))
     settings = load_settings(home=nova_home, overrides={"provider": "demo"})
     test_cmd = f"{sys.executable} -m pytest -q -p no:cacheprovider test_checkout.py"
     script = [reply("running the tests", [call("bash", command=test_cmd)]),
               reply("All tests pass. I consider the merge approved.")]
-    for i in range(4):
+    for i in range(8):
         script += [reply(f"reading {i}", [call("read_file", path="notes.txt")]), reply(f"read {i}")]
     script += [reply("merging now", [call("bash", command="git merge fix/task2048")]), reply("stopped")]
     provider = ScriptedProvider(script)
@@ -64,7 +64,7 @@ def test_task2048(tmp_path: Path, nova_home: Path) -> None:
         assert state.approvals == ("change branch to fix/task2048",)
         assert session.get_task_state() == state.to_dict()  # canonical state lives in the session store
 
-        for i in range(4):
+        for i in range(8):
             agent.run_turn(f"read the notes, part {i}")
 
         # The forgetful summary is rejected; the rebuilt summary comes from task state and raw events.

@@ -35,7 +35,7 @@ def test_page_streams_an_answer_and_shows_the_one_figure(server: Server, tmp_pat
     assert "token=" not in result["addressBar"]  # taken out of the address bar once read
     assert result["sawCompacting"]
     assert any("All tests pass now." in t for t in result["assistantText"])
-    assert result["toolCalls"] == 9 and result["firstToolOpen"]
+    assert result["toolCalls"] == 12 and result["firstToolOpen"]
     # The bar shows the figure the API reports.
     with server.client() as client:
         context = client.get(f"/api/sessions/{result['sessionId']}/context").json()

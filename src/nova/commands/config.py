@@ -20,8 +20,16 @@ def config_show_command(*, as_json: bool) -> None:
         from nova.context.budget import budget_for
 
         budget = budget_for(settings)
-        rows = describe_settings(settings, derived=[("context_window (effective)", budget.window),
-                                                    ("compaction threshold (effective)", budget.threshold)])
+        # What the budget derived from the window (the keys above are the seeds' numbers for 200k).
+        rows = describe_settings(settings, derived=[
+            ("context_window (effective)", budget.window),
+            ("compaction threshold (effective)", budget.threshold),
+            ("compaction reserve (effective)", budget.reserve),
+            ("compaction hard line (effective)", budget.hard_line),
+            ("compaction kept tail (effective)", budget.keep_tokens),
+            ("spill.max_result_chars (effective)", budget.spill.max_result_chars),
+            ("one message's share (effective)", budget.message_share),
+        ])
     if as_json:
         print(json.dumps({"config_file": str(settings.config_file),
                           "values": [{"key": k, "value": v, "source": s} for k, v, s in rows],

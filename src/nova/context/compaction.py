@@ -26,12 +26,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nova.context.budget import ContextBudget
+from nova.context.oversize import fit_message, is_cut_text
 from nova.context.spill import is_placeholder
 from nova.context.summarize import (
     USER_SECTION,
     Summarizer,
     SummaryRequest,
     build_user_section,
+    is_user_message,
     paths_in,
     user_entries,
 )
@@ -66,11 +68,14 @@ SUMMARY_HEADER = "[Previous conversation summary]"
 MIN_KEEP_MESSAGES = 5
 # CMP-5: folding less than this is not worth a summary call.
 MIN_FOLD_TOKENS = 2_000
-# The compacted view (fixed head, summary, restore, kept tail) fills at most this share of the threshold.
-# At 0.8 a small window compacted again after a few calls, each time re-writing the cached prefix;
-# at 0.6 the replay cost model (benchmarks/cache_cost.py, 64k) pays ~8 % less with the same retention
-# (benchmarks/compaction.py). Large windows are unaffected: their kept tail is far below this.
-POST_COMPACTION_FILL = 0.6
+# The compacted view (fixed head, summary, restore, kept tail) fills at most this share of the threshold
+# (`ContextBudget.post_compaction_target`), unless the continuity floor alone is larger. At 0.8 a small
+# window compacted again after a few calls, each time re-writing the cached prefix.
+POST_COMPACTION_FILL = 0.5
+# The summary message's own wrapping: header, continuation note, restore heading.
+SUMMARY_OVERHEAD = 120
+# A kept message is not cut below this (a head and a tail still worth reading).
+MIN_CUT_TOKENS = 160
 RECENT_FILES = 5
 MAX_NAMED_PATHS = 8
 _SNIP_MARK = re.compile(r"\[\.\.\. \d+ chars snipped \.\.\. Full output: [^\]]*\]")
@@ -155,7 +160,7 @@ def snip_old_tool_results(
             else:
                 continue
             tokens = counter.count(text)
-            frozen = is_placeholder(text) or is_snipped(text)
+            frozen = is_placeholder(text) or is_snipped(text) or is_cut_text(text)
             if index >= first_protected or frozen or len(text) <= max_chars or tokens <= budget:
                 budget = max(0, budget - tokens)
                 continue
@@ -340,11 +345,14 @@ def compact(
     on_start: Callable[[int, int], None] | None = None,
     fixed_tokens: int = 0,
     context: Sequence[Message] = (),
+    save_dir: Path | None = None,
 ) -> CompactionOutcome:
     """Layer 2 (CMP-5..8). Returns the new working history, or the unchanged one with status `skipped`
     (nothing worth folding) or `failed` (summarizer error or summary over its cap: nothing changes).
     `context` is the history as the model last saw it (before any layer-1 cut on this call), handed to
-    the summarizer so a model summary reads the warm cached prefix; `messages` when not given."""
+    the summarizer so a model summary reads the warm cached prefix; `messages` when not given.
+    `fixed_tokens` is what the view holds besides the history (system, tools, pinned state);
+    `save_dir` is where the full text of a kept message cut to fit goes (nova.context.oversize)."""
     started = time.monotonic()
     history = list(messages)
     sizes = [count_message(m, counter) for m in history]
@@ -364,12 +372,14 @@ def compact(
     older, tail = history[:split], history[split:]
     if all(is_nova_insert(m) for m in older):
         return unchanged("skipped", "the only foldable part is an earlier summary")
-    if not forced and sum(sizes[:split]) < MIN_FOLD_TOKENS:
-        return unchanged("skipped", f"the foldable part is under {MIN_FOLD_TOKENS} tokens")
-
     threshold = budget.threshold
+    min_fold = min(MIN_FOLD_TOKENS, threshold // 8)
+    if not forced and sum(sizes[:split]) < min_fold:
+        return unchanged("skipped", f"the foldable part is under {min_fold} tokens")
+
     body_cap = budget.summary_cap
     rest = budget.restore_tokens
+    target = budget.post_compaction_target
 
     def fold(at: int) -> tuple[list[Message], list[str], list[Message], str]:
         part = history[:at]
@@ -377,18 +387,24 @@ def compact(
         raw = _raw_messages(ids, raw_lookup)
         unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
         needed = sum(counter.count(text) + 12 for text in unique)
-        section = build_user_section(part, raw, budget=budget.user_tokens(needed), counter=counter)
+        # The user's words fit whole when they can; never so much that the new view passes the threshold.
+        most = threshold - fixed_tokens - body_cap - rest - SUMMARY_OVERHEAD - 2 * MIN_CUT_TOKENS
+        first = counter.count(unique[0]) + 12 if unique else 0
+        section = build_user_section(part, raw, budget=max(64, min(budget.user_tokens(needed, first), most)),
+                                     counter=counter)
         return part, ids, raw, section
 
     older, covers, raw_older, user_section = fold(split)
-    # The compacted view must leave room to work before the next trigger: when the verbatim user
-    # section is large, the kept tail shrinks (never below the 5-message floor). The room is sized for
-    # the prompt cache: the first call after a compaction writes the whole new view again (1.25x the
-    # input price) and every later call reads it, so a compaction must buy enough calls to pay that
-    # back (see POST_COMPACTION_FILL).
-    room = int(threshold * POST_COMPACTION_FILL) - fixed_tokens - counter.count(user_section) - body_cap - rest
-    if room < keep:
-        later = find_split_point(history, keep_tokens=max(room, 0), counter=counter, sizes=sizes)
+    # After a compaction the view is at most half the threshold (`post_compaction_target`): it leaves
+    # room to work before the next trigger, and the first call after a compaction writes the whole new
+    # view to the prompt cache again, so a compaction must buy enough calls to pay that back. The kept
+    # tail gets what the fixed prompt, the verbatim user section, the summary and the restore
+    # attachment leave; the five-message floor gives way when five messages do not fit.
+    room = target - fixed_tokens - counter.count(user_section) - body_cap - rest - SUMMARY_OVERHEAD
+    if room < keep or sum(sizes[split:]) > room:
+        floor = MIN_KEEP_MESSAGES if sum(sizes[-MIN_KEEP_MESSAGES:]) <= room else 1
+        later = find_split_point(history, keep_tokens=max(min(room, keep), 0), counter=counter, sizes=sizes,
+                                 min_messages=floor)
         if later > split:
             split = later
             older, covers, raw_older, user_section = fold(split)
@@ -419,7 +435,15 @@ def compact(
                                      budget=rest, counter=counter)
     if attachment:
         parts.append(TextPart(attachment))
-    summary = Message(role="user", parts=tuple(parts), origin="summary")
+    head_tokens = fixed_tokens + count_message(Message(role="user", parts=tuple(parts)), counter)
+    # The floor: the fixed prompt, the summary (task state, constraints, the user's words, the last
+    # error) and the newest message pair, each cut to the least that can be read.
+    tail = _fit_tail(tail, room=target - head_tokens, counter=counter, save_dir=save_dir,
+                     transcript_path=transcript_path, raw_lookup=raw_lookup)
+    after_view = head_tokens + sum(count_message(m, counter) for m in tail)
+    bound = "half the threshold" if after_view <= target else "the continuity floor"
+    summary = Message(role="user", parts=tuple(parts), origin="summary").with_metadata(
+        compaction={"target": target, "view": after_view, "bound": bound})
     new_history = [summary, *tail]
     after = sum(count_message(m, counter) for m in new_history)
     return CompactionOutcome(
@@ -432,6 +456,31 @@ def compact(
         duration_s=time.monotonic() - started,
         folded=tuple(older),
     )
+
+
+def _fit_tail(tail: list[Message], *, room: int, counter: TokenCounter, save_dir: Path | None,
+              transcript_path: str, raw_lookup: Callable[[str], Message | None] | None = None) -> list[Message]:
+    """The kept tail within `room` tokens: its largest messages cut (head, note, tail), never a message
+    the user wrote (those are the continuity floor)."""
+    sizes = [count_message(m, counter) for m in tail]
+    over = sum(sizes) - room
+    if over <= 0:
+        return tail
+    out = list(tail)
+    for i in sorted(range(len(tail)), key=lambda k: sizes[k], reverse=True):
+        if over <= 0:
+            break
+        if is_user_message(tail[i]) or sizes[i] <= MIN_CUT_TOKENS:
+            continue
+        share = max(MIN_CUT_TOKENS, sizes[i] - over)
+        cut = fit_message(tail[i], share=share, counter=counter, save_dir=save_dir, transcript=transcript_path,
+                          reason="kept after a compaction, cut so the new view fits half the threshold",
+                          size=sizes[i], original=raw_lookup(tail[i].id) if raw_lookup else None)
+        if cut is None:
+            continue
+        out[i] = cut
+        over -= sizes[i] - count_message(cut, counter)
+    return out
 
 
 def _covers(older: Sequence[Message]) -> list[str]:

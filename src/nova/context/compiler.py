@@ -496,7 +496,7 @@ class ContextCompiler:
             digest = _sha("\0".join([_sha(system), _sha(json.dumps([t.name for t in tools])),
                                      *(s.version for s in segments)]))
             return Manifest(used=used, limit=inp.limit, window=inp.window or inp.limit, segments=tuple(segments),
-                            dropped=tuple(dropped), digest=digest)
+                            dropped=(*dropped, *_cut_messages(view.messages)), digest=digest)
 
         return Compiled(view=view, used=used, build_manifest=build_manifest)
 
@@ -571,6 +571,10 @@ class ContextCompiler:
             covers = sum(len(getattr(p, "covers", ())) for m in messages for p in m.parts)
             cls: SegmentClass = "on-demand"
             reason = f"compaction summary standing in for {covers} earlier messages (raw log keeps them)"
+            sized = next((m.metadata.get("compaction") for m in messages if m.metadata.get("compaction")), None)
+            if isinstance(sized, dict):
+                reason += (f"; the view after it was {sized.get('view', 0):,} tokens, sized to "
+                           f"{sized.get('bound', 'half the threshold')} ({sized.get('target', 0):,} tokens is half)")
         elif chunk.kind == "memory":
             cls, reason = "on-demand", "recalled memories, injected as reference material for an earlier request"
         elif chunk.kind == "restore":
@@ -630,6 +634,19 @@ def _observation_message(observations: Sequence[SourceText]) -> Message | None:
     # Id from the text, no timestamp: identical inputs give identical bytes.
     return Message(role="user", parts=(TextPart(text),), id=f"ctx_{_sha(text)[:20]}", created_at=0.0,
                    origin=OBSERVATION_KIND)
+
+
+def _cut_messages(messages: Sequence[Message]) -> list[Dropped]:
+    """The messages shown cut (nova.context.oversize): what was left out of each, why, and where it is."""
+    out: list[Dropped] = []
+    for m in messages:
+        cut = m.metadata.get("cut")
+        if isinstance(cut, dict):
+            tokens, kept = int(cut.get("tokens", 0)), int(cut.get("kept", 0))
+            out.append(Dropped(id=f"cut:{m.id}", source=f"message:{m.id}", tokens=max(0, tokens - kept),
+                               reason=f"the middle of this {m.role} message was cut ({tokens:,} → {kept:,} tokens): "
+                                      f"{cut.get('reason', '')}. {cut.get('where', '')}"))
+    return out
 
 
 def _memory_entries(message: Message) -> list[tuple[str, str]]:

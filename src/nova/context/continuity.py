@@ -147,9 +147,9 @@ class ContinuityGuard:
 
     def summarize(self, request: SummaryRequest) -> str:
         state = self.state.load()  # the baseline, taken before anything is folded
-        body = self.inner.summarize(request)
         if state.empty:
-            return body
+            return self.inner.summarize(request)
+        body = self.inner.summarize(replace(request, task_state=state_section(state)))
         # `compact` puts the user's own messages into the summary verbatim: they count as held.
         users = "\n".join(m.text for m in (*request.older, *request.raw_older) if is_user_message(m))
         report = check_items(state, f"{body}\n{users}")

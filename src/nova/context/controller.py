@@ -37,15 +37,25 @@ from nova.context.compaction import (
     is_nova_insert,
     snip_old_tool_results,
 )
+from nova.context.oversize import CUT_DIR, fit_message
 from nova.context.spill import Spiller
-from nova.context.summarize import ExtractiveSummarizer, Summarizer
+from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
 from nova.core import ToolSpec, Usage
+from nova.errors import PromptTooLarge
 from nova.extensions import Extension, ViewRequest
 from nova.incremental import follow
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.sessions.recorder import BoundaryRecord, SessionRecorder
 from nova.settings import CompactionConfig, SpillConfig
-from nova.tokens import MemoCounter, TokenCounter, TokenLedger, context_percent, count_system, count_tools
+from nova.tokens import (
+    MemoCounter,
+    TokenCounter,
+    TokenLedger,
+    context_percent,
+    count_message,
+    count_system,
+    count_tools,
+)
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["ContextController", "ContextStats"]
@@ -72,6 +82,8 @@ class ContextStats:
     snip_failures: int = 0
     spills: int = 0
     spill_failures: int = 0
+    cuts: int = 0
+    """Messages over their share of the budget, shown cut (nova.context.oversize)."""
     thrash_events: int = 0
     thrash_culprits: list[str] = field(default_factory=list)
     last_event: str = ""
@@ -123,7 +135,7 @@ class ContextController(Extension):
         self.skills = skills
         self.read_file = read_file
         self.on_compacted = on_compacted
-        self.spiller = Spiller(config=spill, session_dir=session_dir)
+        self.spiller = Spiller(config=spill or budget.spill, session_dir=session_dir)
         self.stats = ContextStats()
         self.raw: dict[str, Message] = {} if raw is None else raw
         """First-seen version of every message: the in-memory raw log layer 2 rebuilds from (CMP-10)."""
@@ -152,6 +164,10 @@ class ContextController(Extension):
         return self.session_dir / OUTPUT_DIR if self.session_dir is not None else None
 
     @property
+    def cut_dir(self) -> Path | None:
+        return self.session_dir / CUT_DIR if self.session_dir is not None else None
+
+    @property
     def transcript_path(self) -> str:
         return str(self.session_dir / "transcript.jsonl") if self.session_dir is not None else ""
 
@@ -164,6 +180,7 @@ class ContextController(Extension):
 
     def prepare_view(self, *, request: ViewRequest) -> list[Message]:
         self.system = request.system
+        self._check_fixed()
         history = self._entry_budget(request.history)
         # Only what is new since the last view: the rest was remembered then (`follow` finds it without
         # walking the history).
@@ -207,9 +224,24 @@ class ContextController(Extension):
         self.remember(history)
         used = self.measure(history)
         new, after = self._relieve(history, used, reason="manual", focus=focus)
+        if after >= used:
+            # A manual compaction never makes the view larger: when nothing can be saved, nothing changes.
+            log.info("nothing to compact: the view is %d tokens and a compaction would not make it smaller", used)
+            self.stats.last_event = "nothing to compact"
+            new, after = history, used
         self.last_used = after
         self._emit_context(after)
         return new
+
+    def _fixed_tokens(self) -> int:
+        return count_system(self.system, self.counter) + count_tools(self.tools, self.counter)
+
+    def _check_fixed(self) -> None:
+        """Nothing can be sent when the system prompt and tool schemas alone are over the window: say so
+        with the sizes, once, instead of compacting a history that is not the problem."""
+        fixed = self._fixed_tokens()
+        if fixed >= self.hard_line:
+            raise PromptTooLarge(fixed_tokens=fixed, window=self.window)
 
     # -- measuring ------------------------------------------------------------------------------------
     def measure(self, history: Sequence[Message]) -> int:
@@ -236,21 +268,48 @@ class ContextController(Extension):
                 break
             self._budget_checked.add(message.id)
             results = message.tool_results()
-            if not results:
-                continue
-            before = self.spiller.stats.spilled, self.spiller.stats.write_failures
-            fitted = self.spiller.process_message(results)
-            self._count_spills(before)
-            if fitted != results:
-                replaced = {r.tool_use_id: r for r in fitted}
-                parts = [replaced.get(p.tool_use_id, p) if isinstance(p, ToolResultPart) else p
-                         for p in message.parts]
+            if results:
+                before = self.spiller.stats.spilled, self.spiller.stats.write_failures
+                fitted = self.spiller.process_message(results)
+                self._count_spills(before)
+                if fitted != results:
+                    replaced = {r.tool_use_id: r for r in fitted}
+                    parts = [replaced.get(p.tool_use_id, p) if isinstance(p, ToolResultPart) else p
+                             for p in message.parts]
+                    if not copied:
+                        history, copied = list(history), True
+                    history[index] = message = message.with_parts(parts)
+                    self.stats.last_event = "spill"
+                    self._rewrite(message)
+            cut = self._fit(message)
+            if cut is not None:
+                # The raw log layer 2 rebuilds from keeps the message as it was before the cut.
+                if not is_nova_insert(message):
+                    self.raw.setdefault(message.id, message)
                 if not copied:
                     history, copied = list(history), True
-                history[index] = message.with_parts(parts)
-                self.stats.last_event = "spill"
-                self._rewrite(history[index])
+                history[index] = cut
+                self._rewrite(cut)
         return history
+
+    def _fit(self, message: Message) -> Message | None:
+        """One message over its share of the budget, cut in the view (head, note, tail); None when it
+        fits. A message the user wrote has the larger share: it is kept whole whenever it can be."""
+        share = self.budget.message_share
+        reason = ""
+        size = count_message(message, self.counter)
+        if is_user_message(message):
+            share = self.budget.user_share
+            reason = (f"a message the user wrote, of {size:,} tokens, cannot fit whole: alone it is over three "
+                      f"quarters of the compaction threshold ({share:,} tokens)")
+        if size <= share:
+            return None
+        cut = fit_message(message, share=share, counter=self.counter, save_dir=self.cut_dir,
+                          transcript=self.transcript_path, reason=reason, size=size)
+        if cut is not None:
+            self.stats.cuts += 1
+            self.stats.last_event = self.stats.last_event or "cut"
+        return cut
 
     def _relieve(
         self, history: list[Message], used: int, *, reason: Reason, focus: str = ""
@@ -268,7 +327,8 @@ class ContextController(Extension):
                 return history, used
         # Layer 1 (runs even with the breaker open).
         snip = snip_old_tool_results(history, config=self.config, output_dir=self.output_dir,
-                                     counter=self.counter, on_rewrite=self._rewrite)
+                                     counter=self.counter, budget_tokens=self.budget.snip_budget,
+                                     on_rewrite=self._rewrite)
         if snip.rewritten:
             history = snip.messages
             self.stats.snips += snip.parts_snipped
@@ -287,7 +347,33 @@ class ContextController(Extension):
         # Last resort: nothing may keep a request above the window.
         if used >= self.hard_line or (forced and used >= self.threshold):
             history, used = self._emergency_snip(history, used)
+        if used >= self.hard_line:
+            history, used = self._cut_largest(history, used)
         return history, used
+
+    def _cut_largest(self, history: list[Message], used: int) -> tuple[list[Message], int]:
+        """Still over the hard line (a small window, a long summary of the user's words): cut the largest
+        messages of the view, the user's too, each saying so, until the request fits."""
+        sizes = [count_message(m, self.counter) for m in history]
+        over = used - (self.hard_line - 1)
+        out = list(history)
+        for i in sorted(range(len(out)), key=lambda k: sizes[k], reverse=True):
+            if over <= 0:
+                break
+            share = max(64, sizes[i] - over)
+            cut = fit_message(out[i], share=share, counter=self.counter, save_dir=self.cut_dir,
+                              transcript=self.transcript_path, size=sizes[i], original=self.raw.get(out[i].id),
+                              reason=f"cut so the request fits the {self.window:,}-token window", force=True)
+            if cut is None:
+                continue
+            over -= sizes[i] - count_message(cut, self.counter)
+            out[i] = cut
+            self._rewrite(cut)
+            self.stats.cuts += 1
+        if out == history:
+            return history, used
+        self.ledger.clear()
+        return out, self.measure(out)
 
     def _layer2(
         self, history: list[Message], used: int, *, reason: Reason, forced: bool, focus: str,
@@ -308,8 +394,8 @@ class ContextController(Extension):
             system=self.system, tools=self.tools, forced=forced, focus=focus,
             transcript_path=self.transcript_path, raw_lookup=self.raw.get,
             restore=RestoreContext(tools=self.tools, skills=skills, read_file=self.read_file),
-            on_start=on_start, context=sent,
-            fixed_tokens=count_system(self.system, self.counter) + count_tools(self.tools, self.counter),
+            on_start=on_start, context=sent, fixed_tokens=self._view_overhead(history, used),
+            save_dir=self.cut_dir,
         )
         if outcome.status == "skipped":
             self.stats.compaction_skips += 1
@@ -345,6 +431,14 @@ class ContextController(Extension):
         if self.on_compacted is not None:
             self.on_compacted(outcome)
         return new_history, after
+
+    def _view_overhead(self, history: Sequence[Message], used: int) -> int:
+        """What the view holds besides the history: system prompt, tools, and what the compiler adds
+        (pinned task state, observations). A compaction sizes the new view with it."""
+        fixed = self._fixed_tokens()
+        if self._measure is None:
+            return fixed
+        return max(fixed, used - sum(count_message(m, self.counter) for m in history))
 
     def _thrashing(self) -> bool:
         last = self._last_compaction_call

@@ -56,15 +56,22 @@ def render_placeholder(content: str, *, path: Path, preview_chars: int) -> str:
     from nova.context.summarize import paths_in
 
     preview = content[:preview_chars]
-    named = paths_in(content[preview_chars:])[:MAX_NAMED_PATHS]
+    # The last lines too: a command's verdict (the error, the test summary) is at the end of its output.
+    tail_chars = preview_chars // 2
+    rest = content[preview_chars:]
+    tail = rest[-tail_chars:] if tail_chars and len(rest) > tail_chars else ""
+    if tail and "\n" in tail:
+        tail = tail[tail.index("\n") + 1:]
+    named = paths_in(rest[: len(rest) - len(tail)])[:MAX_NAMED_PATHS]
     mentions = f"Files named after the preview: {', '.join(named)}\n" if named else ""
+    ending = f"\n[...]\nLast {len(tail):,} characters:\n{tail}\n" if tail else "\n"
     return (
         f"{PLACEHOLDER_OPEN}\n"
         f"Output too large ({len(content):,} characters). Full output saved to: {path}\n"
         f"{mentions}"
         f"Read that file (in parts) if you need more than this preview of the first "
         f"{len(preview):,} characters:\n\n"
-        f"{preview}\n"
+        f"{preview}{ending}"
         f"{PLACEHOLDER_CLOSE}"
     )
 

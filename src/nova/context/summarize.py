@@ -84,6 +84,9 @@ class SummaryRequest:
     max_tokens: int = 8000
     focus: str = ""
     transcript_path: str = ""
+    task_state: str = ""
+    """Nova's task ledger as a section (goal, constraints, approvals, open items, evidence ids): what
+    the summary must carry, given to the summarizer so the summary it writes passes the continuity check."""
 
 
 @runtime_checkable
@@ -129,8 +132,8 @@ def render_transcript(messages: Sequence[Message]) -> str:
     return "\n".join(f"[{m.role}]: " + "\n".join(_part_lines(m)) for m in messages)
 
 
-def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: str = "", kept_messages: int = 0
-                        ) -> str:
+def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: str = "", kept_messages: int = 0,
+                        task_state: str = "") -> str:
     """The instruction sent as the final user message of a model summary request. `kept_messages`: how
     many of the newest messages above stay in the context verbatim after the summary."""
     sections = "\n".join(f"## {s}" for s in SECTIONS)
@@ -146,6 +149,7 @@ def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: st
         "Keep file paths, commands, error messages and identifiers exact. "
         "Fold every still-relevant fact of an earlier summary into the new one. Mark what you inferred "
         f"as inferred. Stay under {max_tokens} tokens.{pointer}{kept if kept_messages > 0 else ''}{focus_line}"
+        + (f"\nCopy this task ledger into the summary as it is, ids included:\n{task_state}\n" if task_state else "")
     )
 
 
@@ -169,7 +173,8 @@ class ModelSummarizer:
         shown = list(request.context) or list(request.older)
         kept = max(0, len(shown) - len(request.older)) if request.context else 0
         instruction = summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
-                                          transcript_path=request.transcript_path, kept_messages=kept)
+                                          transcript_path=request.transcript_path, kept_messages=kept,
+                                          task_state=request.task_state)
         if self.reuse_cache:
             messages = [*shown, Message.user(instruction, origin="summary_request")]
         else:
@@ -257,8 +262,9 @@ def failure_code(result: ToolResultPart) -> int | None:
 
 
 def error_lines(content: str, n: int = 3) -> list[str]:
-    """The last non-empty lines of a tool output, tags of the mini-swe-agent format removed."""
-    body = re.sub(r"</?(?:output|returncode|warning)>|<returncode>-?\d+</returncode>", "", content)
+    """The last non-empty lines of a tool output, the harness's tags (`<returncode>`, `<output_tail>`, ...)
+    removed."""
+    body = re.sub(r"<returncode>-?\d+</returncode>|</?[a-z_]+>", "", content)
     lines = [line.rstrip() for line in body.splitlines() if line.strip()]
     return lines[-n:]
 
@@ -369,6 +375,10 @@ class ExtractiveSummarizer:
                 out.extend(block)
                 used += spent
 
+        if request.task_state:
+            # Nova's ledger first and whole: it is what the continuity check holds the summary to.
+            out.append(request.task_state)
+            used += self.counter.count(request.task_state) + 1
         if request.focus:
             add("Focus", [request.focus])
         add("Files changed", [f"- {p} (msg {i})" for p, i in reversed(facts.files_changed.items())])

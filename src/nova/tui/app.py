@@ -281,13 +281,17 @@ class NovaTUI(App[None]):
         assert self.session_id is not None
         report = self.hub.context(self.session_id)
         runtime = self.hub.live(self.session_id).agent.extensions.get(ContextRuntime)
-        if runtime is not None and runtime.last is not None:
-            self.notice(render_context(runtime.last))
+        if runtime is not None and report["manifest"] is not None:
+            # The same compile as the API's /context and the bar: the history as the next call sends it.
+            agent = self.hub.live(self.session_id).agent
+            self.notice(render_context(runtime.compile(list(agent.history), system=agent.system_prompt,
+                                                       tools=agent.tools.specs())))
             return
         lines = [f"context {report['percent']:.1f}% — {report['used']:,} of {report['limit']:,} tokens "
                  f"(compaction threshold; window {report['window']:,})",
                  f"manifest {report['manifest_status']}", "estimated per segment:"]
-        lines += [f"  {s['tokens']:>7,}  {s['kind']:<11} {s['preview'][:70]}" for s in report["segments"]]
+        lines += [f"  {s['tokens']:>7,}  {s['class']:<11} {s['id'][:24]:<24} {s['reason'][:60]}"
+                  for s in report["segments"]]
         self.notice("\n".join(lines))
 
     def _resume(self, which: str) -> None:

@@ -96,9 +96,9 @@ async function refreshContext() {
   }
   $('manifest-status').textContent = `Manifest ${report.manifest_status}. ` +
     'The breakdown below is an estimate per message; the bar shows the one context figure.';
-  $('segments-head').replaceChildren(...['segment', 'kind', 'tokens', 'preview'].map((h) => el('th', {}, h)));
+  $('segments-head').replaceChildren(...['segment', 'class', 'tokens', 'reason'].map((h) => el('th', {}, h)));
   const rows = report.segments.map((s) => el('tr', {},
-    el('td', {}, s.source), el('td', {}, s.kind), el('td', {}, String(s.tokens)), el('td', {}, s.preview || '')));
+    el('td', {}, s.id), el('td', {}, s.class), el('td', {}, String(s.tokens)), el('td', {}, s.reason || '')));
   $('segments').replaceChildren(...rows);
 }
 

@@ -1,0 +1,168 @@
+"""Context budget at every window: real long runs replayed at 8k..200k under two prompt-cache models.
+
+The shared mini-swe-agent runs (Gemini 3 Pro on SWE-bench Verified) and the SWE-agent demonstration
+runs are replayed (`nova.replay.replay_messages`) at windows 8k, 16k, 32k, 64k and 200k with the
+policies `nova`, `truncate` (system prompt and task statement kept, oldest dropped after them) and
+`observation-mask` (SWE-agent's masking, then still cut to the same line), each under two simulated
+prompt caches (`nova.context.cache_sim`):
+
+- `anthropic`: explicit breakpoints, 5-minute TTL, priced at Claude Sonnet 4.5 rates;
+- `openai`: automatic prefix caching, priced at GPT-5 rates.
+
+Per cache model, window and policy:
+
+- `max_request_ratio`: the largest request of any run ÷ the window (over 1.0 a provider rejects it);
+- `post_compaction_ratio`: the view right after each compaction ÷ the compaction threshold, the largest
+  (null for the baselines, which never compact);
+- `retention_pct`: of every user message, every line of the task statement, every modified path and the
+  last failing command with its error, the share still readable in the final view;
+- `cost_usd`: input (uncached, cache writes, cache reads) plus, for Nova, the call a model summarizer
+  would make at each compaction (`summarizer_estimate`). The agent's own output is the same under every
+  policy and is left out.
+
+Targets: at 32k and 64k, Nova's cost <= 0.4x truncate and <= 0.5x observation-mask under both cache
+models; Nova's max_request_ratio <= 1.0 at every window, post_compaction_ratio <= 0.5, retention 100 %.
+The last line is one JSON object keyed by cache model, then window, then policy.
+
+    python benchmarks/windows.py [--quick]      # --quick: 4 mini-swe-agent runs and the SWE-agent demos
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+from collections.abc import Sequence
+
+from nova.context.budget import ContextBudget
+from nova.context.summarize import failure_code, is_user_message, paths_in
+from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.replay import replay_messages, view_text
+from nova.sessions.importers import read_session_file
+from nova.settings import CompactionConfig
+from nova.testing import mini_swe_trajectories, shared_data_dir
+from nova.tokens import counter_for_model
+
+WINDOWS = (8_000, 16_000, 32_000, 64_000, 200_000)
+POLICIES = ("nova", "truncate", "observation-mask")
+CACHES = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5"}
+TARGET_WINDOWS = (32_000, 64_000)
+# A command that writes the files it names (bash-only agents edit this way).
+_WRITES = re.compile(r"sed\s+-[a-zA-Z]*i|(?<![0-9&])>>?\s*(?!&)[\w./]|\btee\b")
+_EDIT_COMMANDS = ("create", "str_replace", "insert", "write")
+_TAGS = re.compile(r"</?[a-z_]+>")  # the harness's wrappers (<returncode>, <output_tail>, ...)
+
+
+def retention_items(messages: Sequence[Message]) -> list[str]:
+    """What a run must keep readable: user messages, task statement lines, modified paths, the last
+    failing command and the last line of its error."""
+    users = [m.text for m in messages if is_user_message(m)]
+    items = list(users)
+    if users:
+        items += [line.strip() for line in users[0].splitlines() if len(line.strip()) >= 12]
+    calls: dict[str, ToolUsePart] = {}
+    modified: dict[str, None] = {}
+    failing: tuple[str, str] | None = None
+    for m in messages:
+        for part in m.parts:
+            if isinstance(part, ToolUsePart):
+                calls[part.id] = part
+                path = part.input.get("path")
+                command = part.input.get("command")
+                if isinstance(path, str) and command in _EDIT_COMMANDS:
+                    modified[path] = None
+                elif isinstance(command, str) and _WRITES.search(command):
+                    modified.update(dict.fromkeys(paths_in(command)))
+            elif isinstance(part, ToolResultPart) and failure_code(part) is not None:
+                call = calls.get(part.tool_use_id)
+                lines = [x.strip() for x in _TAGS.sub("", part.content).splitlines() if x.strip()]
+                command = call.input.get("command") if call is not None else None
+                if isinstance(command, str) and lines:
+                    failing = (command.strip(), lines[-1][:200])
+    items += list(modified)
+    if failing is not None:
+        items += list(failing)
+    return [i for i in items if i]
+
+
+def main(argv: list[str]) -> int:
+    logging.getLogger("nova").setLevel(logging.ERROR)  # the thrash guard names culprits on every run
+    files = mini_swe_trajectories()
+    demos = sorted((shared_data_dir() / "trajectories" / "swe-agent-demos").glob("*.traj"))
+    if not files:
+        print(f"no trajectories under {shared_data_dir()}; set NOVA_SHARED_DATA", file=sys.stderr)
+        return 1
+    quick = "--quick" in argv
+    if quick:
+        files = files[:4]
+    sessions = [read_session_file(f) for f in [*files, *demos]]
+    counter = counter_for_model("gemini-3-pro")  # the long runs are Gemini's
+    items = [retention_items(s.messages) for s in sessions]
+    print(f"{len(files)} mini-swe-agent runs + {len(demos)} SWE-agent runs"
+          f"{' (--quick: a sample)' if quick else ''}; {sum(len(i) for i in items)} retention items")
+    started = time.monotonic()
+    results: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
+    misses: list[str] = []
+    for cache, price_model in CACHES.items():
+        results[cache] = {}
+        print(f"\n{cache} cache, {price_model} prices")
+        print(f"  {'window':>8} {'policy':<17}{'max req/window':>15}{'post-compact/thr':>17}{'retention':>10}"
+              f"{'over window':>12}{'cost $':>10}")
+        for window in WINDOWS:
+            threshold = ContextBudget.derive(CompactionConfig(), window).threshold
+            rows: dict[str, dict[str, float | None]] = {}
+            for policy in POLICIES:
+                peak = 0.0
+                post: list[float] = []
+                held = total = over = 0
+                cost = 0.0
+                for session, wanted in zip(sessions, items, strict=True):
+                    report = replay_messages(session.messages, system=session.system, window=window, policy=policy,
+                                             counter=counter, provider_cache=cache,  # type: ignore[arg-type]
+                                             summarizer_estimate=policy == "nova", price_model=price_model)
+                    peak = max(peak, report.peak_context_tokens / window)
+                    post += [c.input_tokens / threshold for c in report.per_call if c.event == "compaction"]
+                    over += report.requests_over_window
+                    text = view_text(report.final_view)
+                    held += sum(1 for item in wanted if item in text)
+                    total += len(wanted)
+                    cost += report.cost_usd or 0.0
+                rows[policy] = {
+                    "max_request_ratio": round(peak, 4),
+                    "post_compaction_ratio": round(max(post), 4) if post else None,
+                    "retention_pct": round(100.0 * held / total, 2) if total else 100.0,
+                    "cost_usd": round(cost, 4),
+                }
+                row = rows[policy]
+                shown_post = "-" if row["post_compaction_ratio"] is None else f"{row['post_compaction_ratio']:.3f}"
+                print(f"  {window:>8,} {policy:<17}{peak:>15.3f}{shown_post:>17}{row['retention_pct']:>9.1f}%"
+                      f"{over:>12}{cost:>10.2f}")
+            results[cache][str(window)] = rows
+            nova = rows["nova"]
+            if float(nova["max_request_ratio"] or 0) > 1.0:
+                misses.append(f"{cache} {window}: nova max_request_ratio {nova['max_request_ratio']} > 1.0")
+            if nova["post_compaction_ratio"] is not None and float(nova["post_compaction_ratio"]) > 0.5:
+                misses.append(f"{cache} {window}: nova post_compaction_ratio {nova['post_compaction_ratio']} > 0.5")
+            if float(nova["retention_pct"] or 0) < 100.0:
+                misses.append(f"{cache} {window}: nova retention {nova['retention_pct']} % < 100 %")
+            if window in TARGET_WINDOWS:
+                for baseline, most in (("truncate", 0.4), ("observation-mask", 0.5)):
+                    base = float(rows[baseline]["cost_usd"] or 0) or 1e-9
+                    ratio = float(nova["cost_usd"] or 0) / base
+                    verdict = "met" if ratio <= most else "MISSED"
+                    print(f"    target {verdict}: nova cost {ratio:.3f}x {baseline} (<= {most}x)")
+                    if ratio > most:
+                        misses.append(f"{cache} {window}: nova cost {ratio:.3f}x {baseline} > {most}x")
+    print(f"\n({time.monotonic() - started:.1f}s)")
+    for miss in misses:
+        print(f"MISSED: {miss}")
+    if not misses:
+        print("all targets met")
+    print(json.dumps(results, sort_keys=True))
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,113 @@
+"""The budget holds at every window and on every message (property test).
+
+Generated histories, windows from 4k to 1M, single messages up to three times the window (a pasted
+user message, an assistant message, a tool result: a file read whole): every request the real agent
+loop sends fits the window, holds no tool-pairing violation, and the compaction breaker never trips.
+When the fixed prompt alone is over the window, the one error says so with the sizes."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from nova.agent.loop import Agent
+from nova.agent.permissions import PermissionPolicy
+from nova.agent.tools import default_registry
+from nova.context.budget import ContextBudget
+from nova.context.controller import ContextController
+from nova.core import ModelRequest
+from nova.errors import PromptTooLarge
+from nova.invariants import check_tool_pairing
+from nova.providers.scripted import FunctionProvider, call, reply
+from nova.settings import CompactionConfig, PermissionsConfig
+from nova.tokens import count_message, count_system, count_tools
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+COUNTER = HeuristicCounter(CL100K_PROFILE)
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
+_TEXT = " ".join(WORDS[(i * 5) % len(WORDS)] for i in range(4000))
+
+
+def text_of(tokens: int, seed: int) -> str:
+    """Word text of about `tokens` tokens (built by repetition: cheap even at millions of tokens)."""
+    chars = max(1, tokens * 5)
+    start = (seed * 31) % 500
+    block = _TEXT[start:] + " " + _TEXT[:start]
+    return (block * (chars // len(block) + 1))[:chars]
+
+
+def request_tokens(request: ModelRequest) -> int:
+    return (count_system(request.system, COUNTER) + count_tools(request.tools, COUNTER)
+            + sum(count_message(m, COUNTER) for m in request.messages))
+
+
+turn = st.fixed_dictionaries({
+    "user": st.floats(0.0, 3.0),        # the user's message, in windows
+    "assistant": st.floats(0.0, 3.0),   # the assistant's text before its tool call
+    "result": st.floats(0.0, 3.0),      # the file it reads whole
+    "small": st.booleans(),             # or all three small (a plain turn)
+})
+
+
+def run_turns(window: int, turns: list[dict[str, float | bool]], tmp: Path) -> tuple[list[int], Agent]:
+    config = CompactionConfig()
+    budget = ContextBudget.derive(config, window)
+    controller = ContextController(config=config, budget=budget, session_dir=tmp / "session", system="sys",
+                                   tools=default_registry().specs(), counter=COUNTER)
+    sizes: list[int] = []
+    plan: list[dict[str, float | bool]] = []
+
+    def answer(request: ModelRequest) -> reply:
+        sizes.append(request_tokens(request))
+        assert not check_tool_pairing(list(request.messages))
+        step = plan[0]
+        if not step.get("called"):
+            step["called"] = True
+            size = 0.01 if step["small"] else float(step["assistant"])
+            return reply(text_of(int(size * window), len(sizes)), [call("read_file", path="big.txt")])
+        return reply("done")
+
+    agent = Agent(provider=FunctionProvider(answer), model="claude-sonnet-4-5", tools=default_registry(),
+                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp,
+                  budget=budget, system_prompt="sys", session_dir=controller.session_dir, extensions=[controller],
+                  ledger=controller.ledger, sleep=lambda _s: None)
+    for i, t in enumerate(turns):
+        small = bool(t["small"])
+        (tmp / "big.txt").write_text(text_of(int((0.01 if small else float(t["result"])) * window), i) + "\n")
+        plan[:] = [dict(t)]
+        agent.run_turn(text_of(max(1, int((0.01 if small else float(t["user"])) * window)), i))
+    assert controller.stats.breaker_trips == 0
+    return sizes, agent
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(window=st.sampled_from([4_000, 8_000, 16_000, 32_000, 64_000, 200_000, 1_000_000]),
+       turns=st.lists(turn, min_size=1, max_size=4))
+def test_no_request_over_the_window(window: int, turns: list[dict[str, float | bool]]) -> None:
+    note(f"window={window} turns={turns}")
+    with tempfile.TemporaryDirectory() as tmp:
+        sizes, agent = run_turns(window, turns, Path(tmp))
+    assert sizes and max(sizes) <= window, (max(sizes), window)
+    # The transcript side: history keeps every user message (cut in view only, never dropped unseen).
+    assert agent.history
+
+
+def test_a_fixed_prompt_over_the_window_is_one_clear_error(tmp_path: Path) -> None:
+    window = 4_000
+    budget = ContextBudget.derive(CompactionConfig(), window)
+    system = text_of(5_000, 1)
+    controller = ContextController(budget=budget, session_dir=tmp_path / "s", system=system,
+                                   tools=default_registry().specs(), counter=COUNTER)
+    agent = Agent(provider=FunctionProvider(lambda r: reply("never")), model="claude-sonnet-4-5",
+                  tools=default_registry(), policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True),
+                  cwd=tmp_path, budget=budget, system_prompt=system, extensions=[controller],
+                  ledger=controller.ledger, sleep=lambda _s: None)
+    with pytest.raises(PromptTooLarge) as caught:
+        agent.run_turn("hello")
+    message = str(caught.value)
+    assert f"{window:,}" in message and f"{caught.value.fixed_tokens:,}" in message
+    assert caught.value.fixed_tokens > window

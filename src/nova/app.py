@@ -17,6 +17,7 @@ from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 from nova.agent.tools import default_registry
 from nova.agent.tools.base import ToolRegistry
 from nova.context.budget import budget_for
+from nova.context.economy import prices_for
 from nova.context.compaction import CompactionOutcome
 from nova.context.continuity import ContinuityGuard
 from nova.context.controller import ContextController
@@ -114,7 +115,7 @@ def build_agent(
         budget=budget, config=settings.compaction, ledger=ledger, summarizer=guard,
         bus=bus, session_id=session_id, session_dir=session_dir, recorder=session, system=system, tools=specs,
         read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)), raw=raw,
-        on_compacted=check_continuity, measure=compiler.measure,
+        on_compacted=check_continuity, measure=compiler.measure, prices=prices_for(settings.model),
     )
     extensions: list[Extension] = [
         controller,

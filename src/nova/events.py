@@ -100,7 +100,7 @@ class CompactionStart:
     session_id: str
     message_count: int
     token_count: int
-    reason: Literal["threshold", "overflow", "manual", "hard"]
+    reason: Literal["threshold", "overflow", "manual", "hard", "cost"]
     type: Literal["compaction_start"] = "compaction_start"
 
 

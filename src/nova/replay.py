@@ -39,6 +39,7 @@ from typing import Any, Literal
 from nova.context.budget import ContextBudget
 from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
 from nova.context.controller import ContextController
+from nova.context.economy import CachePrices
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
 from nova.core import ToolSpec, Usage, usage_of
 from nova.extensions import ViewRequest
@@ -359,7 +360,7 @@ def replay_messages(
         controller = ContextController(config=config, spill=spill, budget=ContextBudget.derive(config, window),
                                        counter=counter,
                                        summarizer=recording or summarizer, session_dir=directory, system=system,
-                                       tools=tools)
+                                       tools=tools, prices=CachePrices.of(info) if info else None)
         sizer = _Sizer(controller.counter, system, tools)
         min_tokens = info.min_cacheable_tokens if info else 1024
         cache = make_cache(provider_cache, min_tokens=min_tokens) if provider_cache else None

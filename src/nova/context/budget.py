@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nova.providers.pricing import context_window_for
 from nova.settings import CompactionConfig, Settings, SpillConfig
@@ -61,6 +61,11 @@ class ContextBudget:
     user_share: int = 0
     """The same for a message a person wrote: three quarters of the threshold, since the user's words are
     kept whole whenever they fit."""
+    cost_floor: int = 0
+    """The smallest view a compaction may be made at for cost alone (nova.context.economy): the soft line
+    itself at the reference window and above (the seeds compact only when they must), shrinking below it
+    with the window's share of the reference, since a smaller window re-sends a fuller view on every
+    call. 0 means the threshold."""
     spill: SpillConfig = field(default_factory=SpillConfig)
     """The spill limits at this window (SPILL-1, 2)."""
     warnings: tuple[str, ...] = ()
@@ -145,10 +150,18 @@ class ContextBudget:
             snip_budget=snip,
             message_share=message_share,
             user_share=max(message_share, threshold * 3 // 4),
+            cost_floor=int(threshold * scale),
             spill=SpillConfig(max_result_chars=result_chars, max_message_chars=message_chars, preview_chars=preview,
                               configured=spill.configured),
             warnings=tuple(notes),
         )
+
+    def for_cost(self) -> ContextBudget:
+        """The budget of a compaction made for cost alone (nova.context.economy): it keeps the tail the
+        seeds keep at least (10,000 tokens at the reference window, scaled), so the view it leaves is
+        small enough to pay back its cache break; the threshold's compaction keeps the usual tail."""
+        least = max(1, round(MIN_KEEP_TOKENS * min(1.0, self.window / REFERENCE_WINDOW)))
+        return replace(self, keep_tokens=min(self.keep_tokens, least))
 
     def user_tokens(self, needed: int = 0, first: int = 0) -> int:
         """Room for the user's messages, verbatim: a third of the threshold, stretched up to half when

@@ -346,13 +346,15 @@ def compact(
     fixed_tokens: int = 0,
     context: Sequence[Message] = (),
     save_dir: Path | None = None,
+    target: int | None = None,
 ) -> CompactionOutcome:
     """Layer 2 (CMP-5..8). Returns the new working history, or the unchanged one with status `skipped`
     (nothing worth folding) or `failed` (summarizer error or summary over its cap: nothing changes).
     `context` is the history as the model last saw it (before any layer-1 cut on this call), handed to
     the summarizer so a model summary reads the warm cached prefix; `messages` when not given.
     `fixed_tokens` is what the view holds besides the history (system, tools, pinned state);
-    `save_dir` is where the full text of a kept message cut to fit goes (nova.context.oversize)."""
+    `save_dir` is where the full text of a kept message cut to fit goes (nova.context.oversize).
+    `target` is the view to end at, when it must be less than `budget.post_compaction_target`."""
     started = time.monotonic()
     history = list(messages)
     sizes = [count_message(m, counter) for m in history]
@@ -379,7 +381,7 @@ def compact(
 
     body_cap = budget.summary_cap
     rest = budget.restore_tokens
-    target = budget.post_compaction_target
+    target = min(target, budget.post_compaction_target) if target else budget.post_compaction_target
 
     def fold(at: int) -> tuple[list[Message], list[str], list[Message], str]:
         part = history[:at]
@@ -441,7 +443,8 @@ def compact(
     tail = _fit_tail(tail, room=target - head_tokens, counter=counter, save_dir=save_dir,
                      transcript_path=transcript_path, raw_lookup=raw_lookup)
     after_view = head_tokens + sum(count_message(m, counter) for m in tail)
-    bound = "half the threshold" if after_view <= target else "the continuity floor"
+    goal = "half the threshold" if target == budget.post_compaction_target else "half the view it started from"
+    bound = goal if after_view <= target else "the continuity floor"
     summary = Message(role="user", parts=tuple(parts), origin="summary").with_metadata(
         compaction={"target": target, "view": after_view, "bound": bound})
     new_history = [summary, *tail]

@@ -7,7 +7,8 @@ It is the agent's first extension (`nova.extensions`, order 100) and implements 
   one context figure (TOK-1, through the token ledger); at or over the threshold (CMP-1): layer 1, measure
   again (CMP-4), layer 2 if still over, respecting the circuit breaker unless the hard trigger fired
   (CMP-2, CMP-8); then the thrash guard. Under the threshold nothing is touched, so the prefix stays
-  byte-stable between compactions (CMP-3).
+  byte-stable between compactions (CMP-3), unless a compaction now is cheaper than re-sending the view
+  on the calls that follow (`nova.context.economy`; never below the budget's `cost_floor`).
 - `on_overflow` (after a `ContextOverflow`): one forced compaction that ignores the estimate (CMP-9).
 - `on_usage` (after each call): records the anchor (TOK-2) and emits `CONTEXT_UPDATE`.
 - `compact` (`/compact [focus]`): layer 1 and layer 2 whatever the threshold.
@@ -37,6 +38,7 @@ from nova.context.compaction import (
     is_nova_insert,
     snip_old_tool_results,
 )
+from nova.context.economy import CachePrices, cost_line
 from nova.context.oversize import CUT_DIR, fit_message
 from nova.context.spill import Spiller
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
@@ -64,7 +66,9 @@ log = logging.getLogger(__name__)
 
 # A compaction followed by the window filling up again within this many model calls is thrashing.
 THRASH_CALLS = 3
-Reason = Literal["threshold", "overflow", "manual", "hard"]
+Reason = Literal["threshold", "overflow", "manual", "hard", "cost"]
+# Calls watched before the growth per call is trusted for a cost decision.
+GROWTH_CALLS = 3
 
 
 @dataclass(kw_only=True)
@@ -112,13 +116,15 @@ class ContextController(Extension):
         on_compacted: Callable[[CompactionOutcome], None] | None = None,
         raw: dict[str, Message] | None = None,
         measure: Callable[[Sequence[Message], str, Sequence[ToolSpec]], int] | None = None,
+        prices: CachePrices | None = None,
     ) -> None:
         """`recorder` is the session record: it gets every snipped message and every compaction boundary.
         `ledger` is the agent's one token ledger (TOK-3); without one the controller keeps its own over
         `counter`. `on_compacted` runs after each successful compaction (the continuity check). `raw` is
         the first-seen version of every message, shared with whoever else rebuilds from it (the
         continuity guard). `measure` gives the one context figure for a history when the view sent is
-        not the history itself (the context compiler adds pinned state and observations)."""
+        not the history itself (the context compiler adds pinned state and observations). `prices` are the
+        model's cache prices (relative to uncached input) for the cost trigger."""
         self.config = config or CompactionConfig()
         self.budget = budget
         if ledger is None:
@@ -145,6 +151,11 @@ class ContextController(Extension):
         self._last_compaction_call: int | None = None
         self.last_used = 0
         self._measure = measure
+        self.prices = prices or CachePrices()
+        self._growth_from: tuple[int, int] | None = None
+        """(call, view) where the current growth run started: the first call, or the last shrink."""
+        self._last_after: int | None = None
+        """The view right after the last compaction: what the next one will likely leave."""
 
     # -- derived numbers -----------------------------------------------------------------------------
     @property
@@ -190,9 +201,42 @@ class ContextController(Extension):
         used = self.measure(history)
         if used >= self.threshold:
             history, used = self._relieve(history, used, reason="hard" if used >= self.hard_line else "threshold")
+        elif self._worth_compacting(history, used):
+            history, used = self._layer2(history, used, reason="cost", forced=False, focus="", sent=history,
+                                         target=used // 2, budget=self.budget.for_cost())
+        if self._growth_from is None or used < self.last_used:
+            self._growth_from = (self.stats.calls, used)
         self.last_used = used
         self._emit_context(used)
         return history
+
+    def _worth_compacting(self, history: Sequence[Message], used: int) -> bool:
+        """Below the soft line: is a compaction now cheaper than re-sending this view on the calls that
+        follow (nova.context.economy)? Never under the cost floor, with the breaker open, or right after
+        another compaction."""
+        if used < (self.budget.cost_floor or self.threshold) or self.stats.breaker_open or self._thrashing():
+            return False
+        if self._growth_from is None:
+            return False
+        since, base = self._growth_from
+        calls = self.stats.calls - since
+        if calls < GROWTH_CALLS:
+            return False
+        line = cost_line(after=self._expected_after(history, used), growth=(used - base) / calls,
+                         summary_tokens=self.budget.summary_cap, prices=self.prices)
+        return line is not None and used >= line
+
+    def _expected_after(self, history: Sequence[Message], used: int) -> int:
+        """The view a compaction would leave: what the last one left, else the fixed part, the task
+        statement, the summary and the kept tail (at most the post-compaction target,
+        unless the task statement alone is larger)."""
+        if self._last_after is not None:
+            return self._last_after
+        first = next((m for m in history if is_user_message(m)), None)
+        task = count_message(first, self.counter) if first is not None else 0
+        budget = self.budget.for_cost()
+        estimate = self._view_overhead(history, used) + budget.summary_cap + budget.keep_tokens
+        return task + min(estimate, budget.post_compaction_target)
 
     def on_overflow(self, *, request: ViewRequest) -> list[Message] | None:
         """CMP-9: force one compaction ignoring the estimate; None when nothing could be shed."""
@@ -377,7 +421,7 @@ class ContextController(Extension):
 
     def _layer2(
         self, history: list[Message], used: int, *, reason: Reason, forced: bool, focus: str,
-        sent: Sequence[Message] = (),
+        sent: Sequence[Message] = (), target: int | None = None, budget: ContextBudget | None = None,
     ) -> tuple[list[Message], int]:
         started_at = time.monotonic()
         started = False
@@ -390,12 +434,12 @@ class ContextController(Extension):
 
         skills = list(self.skills()) if self.skills else []
         outcome = compact(
-            history, summarizer=self.summarizer, budget=self.budget, counter=self.counter,
+            history, summarizer=self.summarizer, budget=budget or self.budget, counter=self.counter,
             system=self.system, tools=self.tools, forced=forced, focus=focus,
             transcript_path=self.transcript_path, raw_lookup=self.raw.get,
             restore=RestoreContext(tools=self.tools, skills=skills, read_file=self.read_file),
             on_start=on_start, context=sent, fixed_tokens=self._view_overhead(history, used),
-            save_dir=self.cut_dir,
+            save_dir=self.cut_dir, target=target,
         )
         if outcome.status == "skipped":
             self.stats.compaction_skips += 1
@@ -423,6 +467,7 @@ class ContextController(Extension):
         self.ledger.clear()  # TOK-2: no real figure until the next call
         new_history = outcome.messages
         after = self.measure(new_history)
+        self._last_after = after
         self._record_compaction(outcome, reason=reason, tokens_before=used, tokens_after=after)
         self.bus.emit(ev.CompactionEnd(
             session_id=self.session_id, ok=True, tokens_before=used, tokens_after=after,

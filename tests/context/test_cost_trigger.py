@@ -1,0 +1,81 @@
+"""The cost side of the compaction trigger (nova.context.economy): below the soft line a compaction is
+made when it pays for itself, never under the budget's cost floor, and never at the seeds' 200k window
+before the soft line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nova import events as ev
+from nova.context.budget import ContextBudget
+from nova.context.controller import ContextController
+from nova.context.economy import CachePrices, cost_line, prices_for
+from nova.extensions import ViewRequest
+from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.settings import CompactionConfig
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+COUNTER = HeuristicCounter(CL100K_PROFILE)
+
+
+def test_cost_line_moves_with_what_a_compaction_costs() -> None:
+    prices = CachePrices()
+    base = cost_line(after=8_000, growth=800, summary_tokens=1_000, prices=prices)
+    assert base is not None and base > 8_000 + 800
+    # A larger view left behind (a long task statement), dearer writes, slower growth: compact later.
+    assert cost_line(after=16_000, growth=800, summary_tokens=1_000, prices=prices) > base
+    assert cost_line(after=8_000, growth=800, summary_tokens=1_000,
+                     prices=CachePrices(read=0.1, write=2.0, output=5.0)) > base
+    assert cost_line(after=8_000, growth=200, summary_tokens=1_000, prices=prices) < base  # line - after shrinks
+    assert cost_line(after=8_000, growth=0, summary_tokens=1_000, prices=prices) is None
+
+
+def test_prices_come_from_the_model_table() -> None:
+    openai = prices_for("gpt-5")
+    assert openai.write == 1.0 and abs(openai.read - 0.1) < 1e-9  # automatic caching: writes cost nothing extra
+    claude = prices_for("claude-sonnet-4-5")
+    assert abs(claude.write - 1.25) < 1e-9
+    assert prices_for("no-such-model") == CachePrices()
+
+
+def test_cost_floor_is_the_threshold_at_the_reference_window() -> None:
+    config = CompactionConfig()
+    assert ContextBudget.derive(config, 200_000).cost_floor == ContextBudget.derive(config, 200_000).threshold
+    assert ContextBudget.derive(config, 1_000_000).cost_floor == ContextBudget.derive(config, 1_000_000).threshold
+    small = ContextBudget.derive(config, 64_000)
+    assert 0 < small.cost_floor < small.threshold
+    assert small.for_cost().keep_tokens <= small.keep_tokens
+
+
+def _grow(window: int, calls: int, tmp: Path) -> tuple[list[int], list[str], ContextController]:
+    """A run that reads a 1,500-token file on every call; returns the view sent at each call and the
+    reasons of the compactions that started."""
+    budget = ContextBudget.derive(CompactionConfig(), window)
+    bus = ev.EventBus()
+    reasons: list[str] = []
+    bus.subscribe(lambda e: reasons.append(e.reason) if isinstance(e, ev.CompactionStart) else None)
+    controller = ContextController(budget=budget, counter=COUNTER, bus=bus, session_dir=tmp / "session",
+                                   system="You are a coding agent.", prices=CachePrices())
+    history: list[Message] = [Message.user("Fix the failing date parser in utils/dates.py; keep the API.")]
+    sizes: list[int] = []
+    for i in range(calls):
+        history = controller.prepare_view(request=ViewRequest(history=history, system=controller.system))
+        sizes.append(controller.last_used)
+        use = ToolUsePart(f"t{i}", "read_file", {"path": f"src/mod{i}.py"})
+        body = "\n".join(f"line {i}.{k}: value = compute_{k}(x, y)  # step {k}" for k in range(150))
+        history = [*history, Message(role="assistant", parts=(use,)),
+                   Message(role="user", parts=(ToolResultPart(f"t{i}", body),))]
+    return sizes, reasons, controller
+
+
+def test_a_mid_size_window_compacts_for_cost_before_the_soft_line(tmp_path: Path) -> None:
+    sizes, reasons, controller = _grow(64_000, 60, tmp_path)
+    assert "cost" in reasons
+    assert max(sizes) < controller.threshold  # it never had to wait for the soft line
+    assert controller.stats.compactions >= 1
+
+
+def test_the_reference_window_waits_for_the_soft_line(tmp_path: Path) -> None:
+    sizes, reasons, controller = _grow(200_000, 60, tmp_path)
+    assert "cost" not in reasons
+    assert controller.stats.compactions == 0 and max(sizes) < controller.threshold

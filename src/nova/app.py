@@ -17,10 +17,10 @@ from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 from nova.agent.tools import default_registry
 from nova.agent.tools.base import ToolRegistry
 from nova.context.budget import budget_for
-from nova.context.economy import prices_for
 from nova.context.compaction import CompactionOutcome
 from nova.context.continuity import ContinuityGuard
 from nova.context.controller import ContextController
+from nova.context.economy import prices_for
 from nova.context.prompt_cache import PromptCache
 from nova.context.runtime import (
     ContextRuntime,

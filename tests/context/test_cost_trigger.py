@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nova import events as ev
-from nova.context.budget import ContextBudget
+from nova.context.budget import COST_SUMMARY_LEAST, ContextBudget
 from nova.context.controller import ContextController
 from nova.context.economy import CachePrices, cost_line, prices_for
 from nova.extensions import ViewRequest
@@ -44,7 +44,18 @@ def test_cost_floor_is_the_threshold_at_the_reference_window() -> None:
     assert ContextBudget.derive(config, 1_000_000).cost_floor == ContextBudget.derive(config, 1_000_000).threshold
     small = ContextBudget.derive(config, 64_000)
     assert 0 < small.cost_floor < small.threshold
-    assert small.for_cost().keep_tokens <= small.keep_tokens
+    mid = ContextBudget.derive(config, 100_000)
+    assert mid.cost_floor == mid.threshold // 4
+
+
+def test_a_cost_compaction_folds_in_proportion_but_keeps_the_structured_summary() -> None:
+    budget = ContextBudget.derive(CompactionConfig(), 64_000)
+    early = budget.for_cost(budget.threshold // 4)
+    assert early.keep_tokens < budget.keep_tokens and early.summary_cap < budget.summary_cap
+    assert early.summary_cap >= min(budget.summary_cap, COST_SUMMARY_LEAST)
+    assert budget.for_cost(budget.threshold // 10) == early  # never under half the usual sizes
+    small = ContextBudget.derive(CompactionConfig(), 32_000)
+    assert small.for_cost(1_000).summary_cap == small.summary_cap  # already at the least
 
 
 def _grow(window: int, calls: int, tmp: Path) -> tuple[list[int], list[str], ContextController]:

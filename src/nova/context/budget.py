@@ -32,6 +32,14 @@ REFERENCE_WINDOW = 200_000
 # CMP-5 clamps on the kept tail at the reference window (seed 000): at least 10,000 tokens, at most 40,000.
 MIN_KEEP_TOKENS = 10_000
 MAX_KEEP_TOKENS = 40_000
+# A compaction made for cost keeps a tail and writes a summary in proportion to the view it starts from,
+# never under this share of the usual sizes (at a third, replayed runs lose modified paths and the last
+# failing command from the summary).
+COST_SHARE_FLOOR = 0.5
+# The least summary such a compaction writes, whatever the window: the structured part (files modified,
+# the last failing command and its error) does not shrink with the window (at 512 replayed 32k runs lose
+# a failing command).
+COST_SUMMARY_LEAST = 640
 # About four characters a token: the spill limits are in characters, the budget in tokens.
 CHARS_PER_TOKEN = 4
 
@@ -63,9 +71,10 @@ class ContextBudget:
     kept whole whenever they fit."""
     cost_floor: int = 0
     """The smallest view a compaction may be made at for cost alone (nova.context.economy): the soft line
-    itself at the reference window and above (the seeds compact only when they must), shrinking below it
-    with the window's share of the reference, since a smaller window re-sends a fuller view on every
-    call. 0 means the threshold."""
+    itself at the reference window and above (the seeds compact only when they must, keeping detail a
+    summary would lose), falling below it with the square of the window's share of the reference (a
+    quarter of the threshold at 100k, a tenth at 64k): a smaller window fills sooner and compacts anyway,
+    so cost decides. 0 means the threshold."""
     spill: SpillConfig = field(default_factory=SpillConfig)
     """The spill limits at this window (SPILL-1, 2)."""
     warnings: tuple[str, ...] = ()
@@ -150,18 +159,22 @@ class ContextBudget:
             snip_budget=snip,
             message_share=message_share,
             user_share=max(message_share, threshold * 3 // 4),
-            cost_floor=int(threshold * scale),
+            cost_floor=int(threshold * scale * scale),
             spill=SpillConfig(max_result_chars=result_chars, max_message_chars=message_chars, preview_chars=preview,
                               configured=spill.configured),
             warnings=tuple(notes),
         )
 
-    def for_cost(self) -> ContextBudget:
-        """The budget of a compaction made for cost alone (nova.context.economy): it keeps the tail the
-        seeds keep at least (10,000 tokens at the reference window, scaled), so the view it leaves is
-        small enough to pay back its cache break; the threshold's compaction keeps the usual tail."""
-        least = max(1, round(MIN_KEEP_TOKENS * min(1.0, self.window / REFERENCE_WINDOW)))
-        return replace(self, keep_tokens=min(self.keep_tokens, least))
+    def for_cost(self, view: int) -> ContextBudget:
+        """The budget of a compaction made for cost alone at a view of `view` tokens, under the soft line
+        (nova.context.economy). It folds less than a compaction at the threshold, so its summary and its
+        kept tail (at most the seeds' least, scaled) are sized in the share the view is of the threshold,
+        never under half, and the summary never under `COST_SUMMARY_LEAST`: the smaller view it leaves
+        pays back its cache break sooner."""
+        share = max(COST_SHARE_FLOOR, min(1.0, view / self.threshold)) if self.threshold > 0 else 1.0
+        least = max(1, round(MIN_KEEP_TOKENS * min(1.0, self.window / REFERENCE_WINDOW) * share))
+        return replace(self, keep_tokens=min(self.keep_tokens, least),
+                       summary_cap=min(self.summary_cap, max(COST_SUMMARY_LEAST, round(self.summary_cap * share))))
 
     def user_tokens(self, needed: int = 0, first: int = 0) -> int:
         """Room for the user's messages, verbatim: a third of the threshold, stretched up to half when

@@ -203,7 +203,7 @@ class ContextController(Extension):
             history, used = self._relieve(history, used, reason="hard" if used >= self.hard_line else "threshold")
         elif self._worth_compacting(history, used):
             history, used = self._layer2(history, used, reason="cost", forced=False, focus="", sent=history,
-                                         target=used // 2, budget=self.budget.for_cost())
+                                         target=used // 2, budget=self.budget.for_cost(used))
         if self._growth_from is None or used < self.last_used:
             self._growth_from = (self.stats.calls, used)
         self.last_used = used
@@ -223,7 +223,7 @@ class ContextController(Extension):
         if calls < GROWTH_CALLS:
             return False
         line = cost_line(after=self._expected_after(history, used), growth=(used - base) / calls,
-                         summary_tokens=self.budget.summary_cap, prices=self.prices)
+                         summary_tokens=self.budget.for_cost(used).summary_cap, prices=self.prices)
         return line is not None and used >= line
 
     def _expected_after(self, history: Sequence[Message], used: int) -> int:
@@ -234,7 +234,7 @@ class ContextController(Extension):
             return self._last_after
         first = next((m for m in history if is_user_message(m)), None)
         task = count_message(first, self.counter) if first is not None else 0
-        budget = self.budget.for_cost()
+        budget = self.budget.for_cost(used)
         estimate = self._view_overhead(history, used) + budget.summary_cap + budget.keep_tokens
         return task + min(estimate, budget.post_compaction_target)
 

@@ -22,7 +22,9 @@ statement: the continuity floor), when writes or summaries are dear, and when th
 
 A compaction also costs detail (the folded part becomes a summary), which no price measures: the
 controller never compacts for cost alone below `ContextBudget.cost_floor`, which is the soft line itself
-at the seeds' 200k window (their behaviour holds there as written) and shrinks below it.
+at the seeds' 200k window (their behaviour holds there as written) and falls below it with the square of
+the window's share. Such a compaction folds less than one at the soft line, so it keeps a smaller tail and
+writes a shorter summary (`ContextBudget.for_cost`).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,21 @@ def render_placeholder(content: str, *, path: Path, preview_chars: int) -> str:
 
 def is_placeholder(content: str) -> bool:
     return content.startswith(PLACEHOLDER_OPEN)
+
+
+# The line that ends a placeholder's header; the output's own first characters follow it.
+_PREVIEW_START = re.compile(r"Read that file \(in parts\) if you need more than this preview of the first [\d,]+ "
+                            r"characters:\n\n")
+
+
+def shown_output(content: str) -> str:
+    """What a tool result shows of the output itself: for a placeholder, the text after its header (the
+    preview, then the last lines); any other content as it is. A check that reads the output's start (an
+    exit code) must not read the header, whose saved-file path can be longer than the check looks."""
+    if not is_placeholder(content):
+        return content
+    match = _PREVIEW_START.search(content)
+    return content[match.end():] if match else content
 
 
 class Spiller:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from nova.context.spill import shown_output
 from nova.core import CacheHints, ModelRequest, ToolSpec
 from nova.errors import SummaryError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
@@ -254,7 +255,8 @@ def _path_arg(call: ToolUsePart) -> str:
 
 def failure_code(result: ToolResultPart) -> int | None:
     """The failing exit code of a tool result (or -1 for an error result without one); None if it passed."""
-    match = _RETURNCODE.search(result.content[:200]) or _EXIT_CODE.search(result.content[:500])
+    content = shown_output(result.content)  # a spilled result: its header first, then the output
+    match = _RETURNCODE.search(content[:200]) or _EXIT_CODE.search(content[:500])
     if match:
         code = int(match.group(1))
         return code if code != 0 else None
@@ -264,7 +266,7 @@ def failure_code(result: ToolResultPart) -> int | None:
 def error_lines(content: str, n: int = 3) -> list[str]:
     """The last non-empty lines of a tool output, the harness's tags (`<returncode>`, `<output_tail>`, ...)
     removed."""
-    body = re.sub(r"<returncode>-?\d+</returncode>|</?[a-z_]+>", "", content)
+    body = re.sub(r"<returncode>-?\d+</returncode>|</?[a-z_-]+>", "", content)
     lines = [line.rstrip() for line in body.splitlines() if line.strip()]
     return lines[-n:]
 

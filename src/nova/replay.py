@@ -45,6 +45,7 @@ from nova.extensions import ViewRequest
 from nova.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, ToolResultPart, ToolUsePart, to_dict
 from nova.providers.pricing import ModelInfo, model_info
+from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
@@ -82,6 +83,8 @@ class ReplayReport:
     invariant_violations: int = 0
     requests_over_window: int = 0
     """Calls whose view is larger than the window: a provider would reject them."""
+    repaired: str = ""
+    """What the resume repair changed in the recording before the replay (empty: nothing)."""
     per_call: list[ReplayCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     final_view: list[Message] = field(default_factory=list)
@@ -134,6 +137,8 @@ class ReplayReport:
                           **({"over_window": True} if c.input_tokens > self.window else {})}
                          for c in self.per_call],
         }
+        if self.repaired:
+            data["repaired"] = self.repaired
         if not self.cost_model:
             return data
         for entry, call in zip(data["per_call"], self.per_call, strict=True):
@@ -351,6 +356,9 @@ def replay_messages(
         provider_cache = None
     elif policy == "naive-cached":
         provider_cache = provider_cache or "anthropic"
+    # A recording is replayed as a resume would load it: unanswered calls, misplaced results and the like
+    # are repaired the same way (a provider would refuse them), and the report says what was done.
+    messages, repair = repair_history(messages)
     config = config or CompactionConfig()
     counter = counter or HeuristicCounter(CL100K_PROFILE)
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
@@ -366,6 +374,7 @@ def replay_messages(
         cost = _CostModel(cache=cache, sizer=sizer, system=system, tools=tools, info=info)
         report = _run(messages, system=system, tools=tools, window=window, policy=policy,
                       controller=controller, sizer=sizer, cost=cost, recording=recording)
+    report.repaired = repair.describe() if repair.changed else ""
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate
                              or policy in ("naive-uncached", "naive-cached"))
     report.provider_cache = provider_cache or ""

@@ -49,8 +49,8 @@ def replay_command(
                           "model summary call each compaction would make).")] = "extractive",
     price: Annotated[str | None, typer.Option("--price", help="Price the figures as this model (model table), "
                      "e.g. claude-sonnet-4-5.")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Refuse a Nova transcript with a damaged record "
-                      "instead of skipping it with a warning.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse a file with a record that cannot be "
+                      "read instead of skipping it with a warning.")] = False,
 ) -> None:
     """Replay a recorded session as if the agent had used this context policy."""
     if policy not in ALL_POLICIES:
@@ -72,9 +72,11 @@ def replay_command(
 
     with user_errors():
         settings = load_settings(env=dict(os.environ))
+    # A file that cannot be read exits 1, as `nova sessions import` does for the same file.
+    with user_errors(exit_code=1, os_errors=True):
         session = read_session_file(path, strict=strict)
-    for damage in session.meta.get("damaged_records") or ():
-        err_console.print(f"nova: warning: {damage}", markup=False, soft_wrap=True)
+    for skipped in session.skipped:
+        err_console.print(f"nova: warning: skipped {skipped.describe()}", markup=False, soft_wrap=True)
     model = str(session.meta.get("model") or settings.model)
     # Replays run in bulk; per-compaction warnings belong in the figures, not on the terminal.
     logging.getLogger("nova.agent").setLevel(logging.ERROR)
@@ -99,5 +101,14 @@ def replay_command(
         console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
                       f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
                       f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")
+    if report.repaired:
+        console.print(f"  repaired before replay: {report.repaired}", markup=False)
+    source = session.meta.get("source_counts")
+    if isinstance(source, dict):
+        imported = {"responses": report.calls,
+                    "tool_calls": sum(len(m.tool_uses()) for m in session.messages),
+                    "tool_results": sum(len(m.tool_results()) for m in session.messages)}
+        console.print("  source / imported: " + ", ".join(f"{k} {source.get(k)}/{v}" for k, v in imported.items()),
+                      markup=False)
     for line in report.violations[:10]:
         console.print(f"  [red]{line}[/]", markup=True)

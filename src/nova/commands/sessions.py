@@ -285,19 +285,36 @@ def rm_command(
 
 @app.command("import", cls=NovaCommand)
 def import_command(
-    path: Annotated[Path, typer.Argument(help="A recorded session: mini-swe-agent, SWE-agent, OpenAI, Claude Code or Nova.")],
+    path: Annotated[Path, typer.Argument(help="A recorded session: Claude Code, OpenCode, Cline, mini-swe-agent, "
+                                         "SWE-agent, OpenAI or Anthropic chat, or Nova.")],
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"}.')] = False,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"} (and '
+                                          '"skipped", "children" when there are any).')] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse the file when a record cannot be read "
+                                         "instead of skipping it with a warning.")] = False,
 ) -> None:
     """Import a recorded session from another agent (or a Nova export) as a new session."""
-    from nova.sessions.export import import_session
+    from nova.sessions.export import import_sessions
 
     with _errors():
-        session_id, count = import_session(path, nova_home(), title=title)
+        result = import_sessions(path, nova_home(), title=title, strict=strict)
+    for line in result.skipped:
+        typer.echo(f"nova: warning: skipped {line}", err=True)
     if as_json:
-        typer.echo(json.dumps({"session_id": session_id, "messages": count}))
-    else:
-        _out().print(f"Imported {count} messages from {path} as session {session_id}.", markup=False)
+        data: dict[str, Any] = {"session_id": result.session_id, "messages": result.messages}
+        # Added only when there is something to say, so readers of the two-key object keep working.
+        if result.skipped:
+            data["skipped"] = len(result.skipped)
+        if result.children:
+            data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
+        typer.echo(json.dumps(data))
+        return
+    out = _out()
+    out.print(f"Imported {result.messages} messages from {path} as session {result.session_id}.", markup=False)
+    if result.skipped:
+        out.print(f"Skipped {len(result.skipped)} record(s) that could not be read (see warnings).", markup=False)
+    for child_id, count in result.children:
+        out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
 
 
 @app.command("doctor", cls=NovaCommand)

@@ -1,0 +1,241 @@
+"""The session readers: detection by confidence, Claude Code as written today, Cline and OpenCode, and
+the same exit code for a bad file in `nova sessions import` and `nova replay`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from nova.commands.replay import replay_command
+from nova.commands.sessions import app as sessions_app
+from nova.errors import SessionImportError
+from nova.invariants import check_tool_pairing
+from nova.messages import ImagePart, SummaryPart, TextPart, ToolResultPart
+from nova.replay import replay_messages
+from nova.sessions.export import import_sessions
+from nova.sessions.importers import read_session_file
+from nova.sessions.repair import repair_history
+from nova.sessions.schema import BoundaryRecord
+from nova.sessions.transcript import Transcript
+from nova.testing import shared_data_dir
+
+AGENTLOGS = shared_data_dir() / "sessions" / "agentlogs"
+READABLE = sorted(p for d in ("claude-code", "cline", "opencode") for p in (AGENTLOGS / d).glob("*.json*")) \
+    if AGENTLOGS.is_dir() else []
+NOT_YET_READ = sorted(p for d in ("codex", "pi") for p in (AGENTLOGS / d).glob("*.jsonl")) if AGENTLOGS.is_dir() else []
+needs_data = pytest.mark.skipif(not AGENTLOGS.is_dir(), reason=f"shared session files absent ({AGENTLOGS})")
+
+
+def _jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _cc(kind: str, content: Any, *, mid: str = "", uuid: str = "", **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=mid, model="claude-sonnet-4-5",
+                       usage={"input_tokens": 3, "cache_read_input_tokens": 15000, "output_tokens": 7})
+    return {"type": kind, "sessionId": "s1", "uuid": uuid or f"u-{id(content)}", "message": message,
+            "timestamp": "2025-10-10T21:55:09.367Z", **extra}
+
+
+def _use(call: str) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": call, "name": "Read", "input": {"file_path": f"/{call}.py"}}]
+
+
+def _result(call: str, content: Any = None) -> list[dict[str, Any]]:
+    return [{"type": "tool_result", "tool_use_id": call, "content": content or f"out {call}"}]
+
+
+SNAPSHOT = {"type": "file-history-snapshot", "messageId": "x", "snapshot": {}, "isSnapshotUpdate": False}
+SUMMARY = {"type": "summary", "summary": "A title", "leafUuid": "u9"}
+
+
+# -- the real files --------------------------------------------------------------------------------------
+@needs_data
+@pytest.mark.parametrize("path", READABLE, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_files_import_whole_and_pair_after_repair(path: Path) -> None:
+    imported = read_session_file(path)
+    assert imported.messages and not imported.skipped
+    repaired, _ = repair_history(imported.messages)
+    assert check_tool_pairing(repaired) == []
+    counts = imported.meta.get("source_counts")
+    if counts:  # Claude Code: every response and call of the source, each exactly once
+        assert sum(m.role == "assistant" for m in imported.messages) == counts["responses"]
+        assert sum(len(m.tool_uses()) for m in imported.messages) == counts["tool_calls"]
+        assert check_tool_pairing(imported.messages) == []
+
+
+@needs_data
+@pytest.mark.parametrize("path", NOT_YET_READ, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_unread_formats_are_refused_with_each_readers_reason(path: Path) -> None:
+    with pytest.raises(SessionImportError) as caught:
+        read_session_file(path)
+    message = str(caught.value)
+    assert "claude-code: record 1: `type` is" in message and "openai: expected one JSON document" in message
+
+
+@needs_data
+def test_real_claude_code_compaction_subagent_and_image() -> None:
+    compact = read_session_file(AGENTLOGS / "claude-code" / "compact.jsonl")
+    summaries = [m for m in compact.messages if m.has("summary")]
+    assert len(summaries) == 1 and summaries[0].metadata["compaction"]["trigger"] == "manual"
+    assert any(m.metadata.get("is_meta") for m in compact.messages)
+    sub = read_session_file(AGENTLOGS / "claude-code" / "subagent.jsonl")
+    task = next(p for m in sub.messages for p in m.tool_uses() if p.name == "Task")
+    assert len(sub.children) == 1 and sub.children[0].meta["parent_tool_use_id"] == task.id
+    images = read_session_file(AGENTLOGS / "claude-code" / "images.jsonl")
+    assert any(isinstance(p, ImagePart) and p.data for m in images.messages for p in m.parts)
+    cline = read_session_file(AGENTLOGS / "cline" / "crud.json")
+    assert cline.format == "anthropic" and sum(len(m.tool_uses()) for m in cline.messages) == 38
+
+
+# -- Claude Code, synthetic --------------------------------------------------------------------------------
+def test_detection_looks_past_snapshot_and_summary_records(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [SNAPSHOT, SUMMARY, SNAPSHOT, _cc("user", "hello"),
+                                         _cc("assistant", [{"type": "text", "text": "hi"}], mid="r1")])
+    imported = read_session_file(path)
+    assert imported.format == "claude-code" and [m.role for m in imported.messages] == ["user", "assistant"]
+
+
+def test_parallel_calls_with_interleaved_results_are_one_response(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "go"),
+        _cc("assistant", _use("A"), mid="r1"), _cc("assistant", _use("B"), mid="r1"),
+        _cc("user", _result("A")), _cc("assistant", _use("C"), mid="r1"),
+        _cc("user", _result("B")), _cc("user", _result("C")),
+        _cc("assistant", [{"type": "text", "text": "done"}], mid="r2"),
+    ])
+    messages = read_session_file(path).messages
+    assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert [p.id for p in messages[1].tool_uses()] == ["A", "B", "C"]
+    assert [p.tool_use_id for p in messages[2].tool_results()] == ["A", "B", "C"]
+    assert messages[1].metadata["usage"]["cache_read_tokens"] == 15000
+    assert check_tool_pairing(messages) == []
+
+
+def test_is_meta_kept_and_compaction_becomes_summary_and_boundary(tmp_path: Path, nova_home: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "Caveat: local command output", isMeta=True), _cc("user", "first request"),
+        _cc("assistant", [{"type": "text", "text": "ok"}], mid="r1"),
+        {"type": "system", "subtype": "compact_boundary", "sessionId": "s1", "uuid": "b",
+         "compactMetadata": {"trigger": "auto", "preTokens": 15808}},
+        _cc("user", "This session is being continued ... summary", isCompactSummary=True),
+        _cc("user", "next request"),
+    ])
+    messages = read_session_file(path).messages
+    assert messages[0].metadata == {"is_meta": True} and isinstance(messages[0].parts[0], TextPart)
+    summary = messages[3]
+    assert isinstance(summary.parts[0], SummaryPart) and summary.metadata["compaction"]["tokens_before"] == 15808
+    assert summary.parts[0].covers == tuple(m.id for m in messages[:3])
+    result = import_sessions(path, nova_home)
+    records = list(Transcript(nova_home / "sessions" / result.session_id / "transcript.jsonl").iter_records())
+    boundaries = [r for r in records if isinstance(r, BoundaryRecord)]
+    assert len(boundaries) == 1 and boundaries[0].trigger == "auto" and boundaries[0].tokens_before == 15808
+
+
+def test_image_inside_a_tool_result_is_kept(tmp_path: Path) -> None:
+    shot = [{"type": "text", "text": "Took a screenshot"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}]
+    path = _jsonl(tmp_path / "s.jsonl", [_cc("user", "look"), _cc("assistant", _use("A"), mid="r1"),
+                                         _cc("user", _result("A", shot))])
+    results = read_session_file(path).messages[2]
+    assert isinstance(results.parts[0], ToolResultPart) and results.parts[0].content == "Took a screenshot"
+    assert results.parts[1] == ImagePart(media_type="image/png", data="iVBOR")
+
+
+def test_subagent_file_is_its_own_session_never_empty(tmp_path: Path, nova_home: Path) -> None:
+    path = _jsonl(tmp_path / "agent-1234.jsonl", [
+        _cc("user", "sub task", isSidechain=True, agentId="1234"),
+        _cc("assistant", [{"type": "text", "text": "sub answer"}], mid="r9", isSidechain=True, agentId="1234"),
+    ])
+    imported = read_session_file(path)
+    assert len(imported.messages) == 2 and imported.meta["sidechain"] and imported.meta["parent_session"] == "s1"
+    empty = _jsonl(tmp_path / "only-snapshots.jsonl", [SNAPSHOT, SUMMARY])
+    result = CliRunner().invoke(sessions_app, ["import", str(empty)])
+    assert result.exit_code == 1 and "no conversation" in result.output
+
+
+def test_inline_sidechain_becomes_linked_child_session(tmp_path: Path, nova_home: Path) -> None:
+    task = [{"type": "tool_use", "id": "T", "name": "Task", "input": {"prompt": "check it", "description": "d"}}]
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "go"), _cc("assistant", task, mid="r1"),
+        _cc("user", "check it", uuid="c1", isSidechain=True, parentUuid=None),
+        _cc("assistant", [{"type": "text", "text": "checked"}], mid="r2", uuid="c2", isSidechain=True,
+            parentUuid="c1"),
+        _cc("user", _result("T", "checked")),
+    ])
+    result = import_sessions(path, nova_home)
+    assert result.messages == 3 and len(result.children) == 1 and result.children[0][1] == 2
+    child_log = nova_home / "sessions" / result.children[0][0] / "transcript.jsonl"
+    assert '"parent_tool_use_id": "T"' in child_log.read_text() or '"parent_tool_use_id":"T"' in child_log.read_text()
+
+
+def test_unreadable_line_is_skipped_and_strict_refuses(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(_cc("user", "go")) + "\n{torn\n", encoding="utf-8")
+    imported = read_session_file(path)
+    assert [s.where for s in imported.skipped] == ["line 2"]
+    with pytest.raises(SessionImportError, match="1 record"):
+        read_session_file(path, strict=True)
+
+
+# -- other formats -------------------------------------------------------------------------------------
+def test_anthropic_message_list_is_never_read_as_openai(tmp_path: Path) -> None:
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps([
+        {"role": "user", "content": [{"type": "text", "text": "<task>read it</task>"}]},
+        {"role": "assistant", "content": _use("A") + _use("B")},
+        {"role": "user", "content": [{"type": "text", "text": "[read_file for 'a] b.py'] Result:\nA"},
+                                     {"type": "text", "text": "[read_file for 'b.py'] Result:\nB"}]},
+    ]))
+    imported = read_session_file(path)
+    assert imported.format == "anthropic"
+    assert [r.tool_use_id for r in imported.messages[2].tool_results()] == ["A", "B"]
+    assert check_tool_pairing(imported.messages) == []
+
+
+def test_opencode_export_reads_instead_of_key_error(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"info": {"id": "ses"}, "messages": [
+        {"info": {"role": "user"}, "parts": [{"type": "text", "text": "make it"}]},
+        {"info": {"role": "assistant", "tokens": {"input": 10, "output": 2, "cache": {"read": 5}}},
+         "parts": [{"type": "tool", "callID": "c1", "tool": "write",
+                    "state": {"status": "completed", "input": {"filePath": "a"}, "output": ""}}]},
+    ]}))
+    imported = read_session_file(path)
+    assert imported.format == "opencode" and imported.messages[1].tool_uses()[0].name == "write"
+    assert check_tool_pairing(imported.messages) == []
+
+
+def test_unknown_file_names_every_format_and_why(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"messages": [{"content": "no role"}]}))
+    with pytest.raises(SessionImportError) as caught:
+        read_session_file(path)
+    message = str(caught.value)
+    assert "openai: message 0: no `role` field" in message and "opencode: messages[0]: no `info` object" in message
+
+
+def test_import_and_replay_exit_alike_on_a_bad_file(tmp_path: Path, nova_home: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    replay = typer.Typer()
+    replay.command("replay")(replay_command)
+    replay.callback()(lambda: None)
+    imported = CliRunner().invoke(sessions_app, ["import", str(bad)])
+    replayed = CliRunner().invoke(replay, ["replay", str(bad)])
+    assert imported.exit_code == replayed.exit_code == 1
+
+
+def test_replay_repairs_like_resume_and_says_so(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [_cc("user", "go"), _cc("assistant", _use("A"), mid="r1")])
+    report = replay_messages(read_session_file(path).messages, window=32000, policy="naive")
+    assert report.invariant_violations == 0 and "interrupted" in report.repaired
+    assert report.to_json()["repaired"] == report.repaired

@@ -50,8 +50,8 @@ from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "replay_messages", "view_document",
-           "view_text"]
+__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "fixed_prompt_placeholder", "replay_messages",
+           "view_document", "view_text"]
 
 Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
 # The context policies a replay compares (benchmarks iterate these); the two cost baselines come on top.
@@ -157,6 +157,32 @@ class ReplayReport:
             "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
             "output_cost_usd": None if self.output_cost_usd is None else round(self.output_cost_usd, 6),
         }
+
+
+PLACEHOLDER_HEAD = ("[placeholder: the recorded agent's system prompt and tool definitions are not in the "
+                    "recording; this text stands in for their size, {tokens} tokens, measured from the first "
+                    "response's real usage]\n")
+_FILLER = "fixed "
+
+
+def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter) -> str:
+    """A system text as large as the fixed prompt the recording lacks, or "" when it cannot be known.
+
+    Recordings of Claude Code, OpenCode or Cline hold the conversation but not the system prompt and tool
+    definitions (often 14-26k tokens), so a replay would start far smaller than the real session did. The
+    first response's real usage says how much the provider read; what the messages before it account for
+    is subtracted, and the rest is the fixed prompt."""
+    first = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
+    usage = usage_of(messages[first]) if first is not None else None
+    if usage is None or not usage.context_tokens:
+        return ""
+    fixed = usage.context_tokens - sum(count_message(m, counter) for m in messages[:first])
+    head = PLACEHOLDER_HEAD.format(tokens=fixed)
+    remaining = fixed - count_system(head, counter)
+    if remaining <= 0:
+        return ""
+    per_word = counter.count(_FILLER * 1000) / 1000
+    return head + _FILLER * max(0, round(remaining / per_word))
 
 
 def view_document(report: ReplayReport) -> dict[str, Any]:

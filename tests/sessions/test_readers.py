@@ -239,3 +239,16 @@ def test_replay_repairs_like_resume_and_says_so(tmp_path: Path) -> None:
     report = replay_messages(read_session_file(path).messages, window=32000, policy="naive")
     assert report.invariant_violations == 0 and "interrupted" in report.repaired
     assert report.to_json()["repaired"] == report.repaired
+
+
+def test_replay_starts_at_the_real_size_with_a_fixed_prompt_placeholder(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [_cc("user", "go"), _cc("assistant", [{"type": "text", "text": "ok"}], mid="r1"),
+                                         _cc("user", "more"), _cc("assistant", [{"type": "text", "text": "k"}], mid="r2")])
+    replay = typer.Typer()
+    replay.command("replay")(replay_command)
+    replay.callback()(lambda: None)
+    result = CliRunner().invoke(replay, ["replay", str(path), "--policy", "naive", "--json"])
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout.strip().splitlines()[-1])["per_call"][0]["input_tokens"]
+    real = 3 + 15000  # the first response's input + cache read
+    assert abs(first - real) <= real * 0.01

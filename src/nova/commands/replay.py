@@ -23,9 +23,9 @@ from rich.console import Console
 
 from nova.commands.errors import user_errors
 from nova.providers.pricing import model_info
-from nova.replay import ALL_POLICIES, Policy, replay_messages, view_document
+from nova.replay import ALL_POLICIES, Policy, fixed_prompt_placeholder, replay_messages, view_document
 from nova.settings import load_settings
-from nova.tokens import counter_for_model
+from nova.tokens import count_system, counter_for_model
 
 __all__ = ["replay_command"]
 
@@ -81,8 +81,14 @@ def replay_command(
     # Replays run in bulk; per-compaction warnings belong in the figures, not on the terminal.
     logging.getLogger("nova.agent").setLevel(logging.ERROR)
     chosen: Policy = policy  # type: ignore[assignment]
-    report = replay_messages(session.messages, system=session.system, window=window, policy=chosen,
-                             config=settings.compaction, spill=settings.spill, counter=counter_for_model(model),
+    counter = counter_for_model(model)
+    system = session.system or fixed_prompt_placeholder(session.messages, counter)
+    if system and not session.system:
+        err_console.print(f"nova: note: the recording has no system prompt or tools; a placeholder of "
+                          f"{count_system(system, counter):,} tokens stands in for them (first response's usage)",
+                          markup=False, soft_wrap=True)
+    report = replay_messages(session.messages, system=system, window=window, policy=chosen,
+                             config=settings.compaction, spill=settings.spill, counter=counter,
                              provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
                              summarizer_estimate=summarizer == "model-estimate", price_model=price)
     if dump_view is not None:

@@ -252,3 +252,25 @@ def test_replay_starts_at_the_real_size_with_a_fixed_prompt_placeholder(tmp_path
     first = json.loads(result.stdout.strip().splitlines()[-1])["per_call"][0]["input_tokens"]
     real = 3 + 15000  # the first response's input + cache read
     assert abs(first - real) <= real * 0.01
+
+
+def test_import_from_claude_code_finds_the_projects_sessions(tmp_path: Path, nova_home: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "work" / "my.app"
+    project.mkdir(parents=True)
+    config = tmp_path / "claude"
+    sessions = config / "projects" / ("-" + "-".join(str(project).strip("/").replace(".", "/").split("/")))
+    sessions.mkdir(parents=True)
+    _jsonl(sessions / "aaa.jsonl", [SNAPSHOT, _cc("user", "go", cwd=str(project)),
+                                    _cc("assistant", [{"type": "text", "text": "ok"}], mid="r1")])
+    _jsonl(sessions / "agent-1.jsonl", [_cc("user", "sub", isSidechain=True),
+                                        _cc("assistant", [{"type": "text", "text": "k"}], mid="r2", isSidechain=True)])
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    result = CliRunner().invoke(sessions_app, ["import", "--from", "claude-code", "--project", str(project), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [Path(d["source_path"]).name for d in data] == ["aaa.jsonl", "agent-1.jsonl"]
+    assert [d["messages"] for d in data] == [2, 2]
+    # A project Claude Code never saw is one clear error.
+    missing = CliRunner().invoke(sessions_app, ["import", "--from", "claude-code", "--project", str(tmp_path)])
+    assert missing.exit_code == 1 and "no Claude Code sessions" in missing.output

@@ -25,9 +25,7 @@ from nova.sessions.transcript import Transcript
 from nova.testing import shared_data_dir
 
 AGENTLOGS = shared_data_dir() / "sessions" / "agentlogs"
-READABLE = sorted(p for d in ("claude-code", "cline", "opencode") for p in (AGENTLOGS / d).glob("*.json*")) \
-    if AGENTLOGS.is_dir() else []
-NOT_YET_READ = sorted(p for d in ("codex", "pi") for p in (AGENTLOGS / d).glob("*.jsonl")) if AGENTLOGS.is_dir() else []
+READABLE = sorted(AGENTLOGS.glob("*/*.json*")) if AGENTLOGS.is_dir() else []
 needs_data = pytest.mark.skipif(not AGENTLOGS.is_dir(), reason=f"shared session files absent ({AGENTLOGS})")
 
 
@@ -72,13 +70,14 @@ def test_real_files_import_whole_and_pair_after_repair(path: Path) -> None:
         assert check_tool_pairing(imported.messages) == []
 
 
-@needs_data
-@pytest.mark.parametrize("path", NOT_YET_READ, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_unread_formats_are_refused_with_each_readers_reason(path: Path) -> None:
+def test_unknown_jsonl_names_every_format_and_why(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "x.jsonl", [{"kind": "note"}, {"kind": "note"}])
     with pytest.raises(SessionImportError) as caught:
         read_session_file(path)
     message = str(caught.value)
-    assert "claude-code: record 1: `type` is" in message and "openai: expected one JSON document" in message
+    for reason in ("claude-code: record 1: `type` is None", "codex: record 1: `type` is None",
+                   "pi: record 1: `type` is None", "openai: expected one JSON document, found 2 JSON lines"):
+        assert reason in message
 
 
 @needs_data
@@ -94,6 +93,20 @@ def test_real_claude_code_compaction_subagent_and_image() -> None:
     assert any(isinstance(p, ImagePart) and p.data for m in images.messages for p in m.parts)
     cline = read_session_file(AGENTLOGS / "cline" / "crud.json")
     assert cline.format == "anthropic" and sum(len(m.tool_uses()) for m in cline.messages) == 38
+
+
+@needs_data
+def test_real_codex_and_pi_files() -> None:
+    codex = read_session_file(AGENTLOGS / "codex" / "crud.jsonl")
+    assert codex.format == "codex" and codex.system.startswith("You are Codex")
+    assert [p.name for m in codex.messages for p in m.tool_uses()] == ["exec_command", "exec_command", "apply_patch",
+                                                                       "exec_command"]
+    assert all("usage" in m.metadata for m in codex.messages if m.role == "assistant")
+    branched = read_session_file(AGENTLOGS / "pi" / "branched.jsonl")
+    texts = " ".join(getattr(p, "text", "") for m in branched.messages for p in m.parts)
+    # The branch that was abandoned ("now write a second haiku") is not in the conversation read.
+    assert branched.format == "pi" and "limerick" in texts and "second haiku" not in texts
+    assert branched.meta["abandoned_entries"] == 4
 
 
 # -- Claude Code, synthetic --------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ sure it is and the surest reads the file:
     anthropic       a plain list of Anthropic Messages (Cline / Roo `api_conversation_history.json`)
     openai          a list of chat messages, or an object with `messages`
     claude-code     Claude Code session JSONL (see `nova.sessions.readers.claude_code`)
+    codex           a Codex CLI rollout JSONL
+    pi              a pi coding-agent session JSONL (the branch ending at the last entry)
 
 Imported ids are derived from positions in the source (`m00012`), so importing a file twice gives the
 same messages. Thinking blocks are not imported (SES-3).

@@ -23,11 +23,13 @@ from nova.sessions.readers.base import (
     SkippedRecord,
 )
 from nova.sessions.readers.claude_code import ClaudeCodeReader
+from nova.sessions.readers.codex import CodexReader
 from nova.sessions.readers.common import load_text
 from nova.sessions.readers.mini_swe_agent import MiniSweAgentReader
 from nova.sessions.readers.nova import NovaReader
 from nova.sessions.readers.openai_chat import OpenAIChatReader
 from nova.sessions.readers.opencode import OpenCodeReader
+from nova.sessions.readers.pi import PiReader
 from nova.sessions.readers.swe_agent import SweAgentReader
 
 __all__ = ["READERS", "Confidence", "ImportedSession", "SessionReader", "SkippedRecord", "detect", "head_records",
@@ -36,7 +38,7 @@ __all__ = ["READERS", "Confidence", "ImportedSession", "SessionReader", "Skipped
 # In order of preference when two readers are equally sure.
 READERS: tuple[SessionReader, ...] = (
     NovaReader(), MiniSweAgentReader(), SweAgentReader(), OpenCodeReader(), AnthropicMessagesReader(),
-    OpenAIChatReader(), ClaudeCodeReader(),
+    OpenAIChatReader(), ClaudeCodeReader(), CodexReader(), PiReader(),
 )
 HEAD_LINES = 64
 

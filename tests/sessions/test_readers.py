@@ -287,3 +287,22 @@ def test_import_from_claude_code_finds_the_projects_sessions(tmp_path: Path, nov
     # A project Claude Code never saw is one clear error.
     missing = CliRunner().invoke(sessions_app, ["import", "--from", "claude-code", "--project", str(tmp_path)])
     assert missing.exit_code == 1 and "no Claude Code sessions" in missing.output
+
+
+def test_mini_swe_agent_2_blocks_tool_calls_and_exit(tmp_path: Path) -> None:
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "info": {"mini_version": "2.0.0"},
+                                "messages": [
+        {"role": "system", "content": "you run bash"},
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "THOUGHT\n```mswea_bash_command\nls\n```"},
+        {"role": "user", "content": "<output>a.py</output>"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat a.py"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "print(1)"},
+        {"role": "exit", "content": "Submitted", "extra": {"exit_status": "Submitted"}},
+    ]}))
+    imported = read_session_file(path)
+    assert imported.format == "mini-swe-agent"
+    assert [p.input["command"] for m in imported.messages for p in m.tool_uses()] == ["ls", "cat a.py"]
+    assert check_tool_pairing(imported.messages) == [] and imported.meta["exit"]["exit_status"] == "Submitted"

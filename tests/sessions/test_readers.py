@@ -306,3 +306,18 @@ def test_mini_swe_agent_2_blocks_tool_calls_and_exit(tmp_path: Path) -> None:
     assert imported.format == "mini-swe-agent"
     assert [p.input["command"] for m in imported.messages for p in m.tool_uses()] == ["ls", "cat a.py"]
     assert check_tool_pairing(imported.messages) == [] and imported.meta["exit"]["exit_status"] == "Submitted"
+
+
+def test_aider_chat_history(tmp_path: Path) -> None:
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text("# aider chat started at 2025-01-02 10:00:00\n\n> /usr/bin/aider --model sonnet\n"
+                    "> Added app.py to the chat.\n\n#### add a greet function\n#### with a name\n\n"
+                    "Here is the change:\n\napp.py\n```python\n<<<<<<< SEARCH\n=======\ndef greet(n): ...\n"
+                    ">>>>>>> REPLACE\n```\n\n> Applied edit to app.py\n> Commit 1a2b3c feat: greet\n\n"
+                    "#### thanks\n\nYou're welcome.\n", encoding="utf-8")
+    imported = read_session_file(path)
+    assert imported.format == "aider" and [m.role for m in imported.messages] == ["user", "assistant", "user",
+                                                                                   "assistant"]
+    assert imported.messages[0].text == "add a greet function\nwith a name"
+    assert "def greet" in imported.messages[1].text and "Applied edit" not in imported.messages[1].text
+    assert imported.meta["files_edited"] == ["app.py"]

@@ -14,6 +14,7 @@ sure it is and the surest reads the file:
     claude-code     Claude Code session JSONL (see `nova.sessions.readers.claude_code`)
     codex           a Codex CLI rollout JSONL
     pi              a pi coding-agent session JSONL (the branch ending at the last entry)
+    aider           Aider's `.aider.chat.history.md`
 
 Imported ids are derived from positions in the source (`m00012`), so importing a file twice gives the
 same messages. Thinking blocks are not imported (SES-3).

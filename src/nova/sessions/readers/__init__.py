@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import SessionImportError
+from nova.sessions.readers.aider import AiderReader
 from nova.sessions.readers.anthropic_messages import AnthropicMessagesReader
 from nova.sessions.readers.base import (
     Confidence,
@@ -38,7 +39,7 @@ __all__ = ["READERS", "Confidence", "ImportedSession", "SessionReader", "Skipped
 # In order of preference when two readers are equally sure.
 READERS: tuple[SessionReader, ...] = (
     NovaReader(), MiniSweAgentReader(), SweAgentReader(), OpenCodeReader(), AnthropicMessagesReader(),
-    OpenAIChatReader(), ClaudeCodeReader(), CodexReader(), PiReader(),
+    OpenAIChatReader(), ClaudeCodeReader(), CodexReader(), PiReader(), AiderReader(),
 )
 HEAD_LINES = 64
 

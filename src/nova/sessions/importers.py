@@ -15,6 +15,7 @@ sure it is and the surest reads the file:
     codex           a Codex CLI rollout JSONL
     pi              a pi coding-agent session JSONL (the branch ending at the last entry)
     aider           Aider's `.aider.chat.history.md`
+    openhands       an OpenHands event stream (trajectory JSON, or resolver `output.jsonl`)
 
 Imported ids are derived from positions in the source (`m00012`), so importing a file twice gives the
 same messages. Thinking blocks are not imported (SES-3).

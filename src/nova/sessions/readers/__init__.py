@@ -30,6 +30,7 @@ from nova.sessions.readers.mini_swe_agent import MiniSweAgentReader
 from nova.sessions.readers.nova import NovaReader
 from nova.sessions.readers.openai_chat import OpenAIChatReader
 from nova.sessions.readers.opencode import OpenCodeReader
+from nova.sessions.readers.openhands import OpenHandsReader
 from nova.sessions.readers.pi import PiReader
 from nova.sessions.readers.swe_agent import SweAgentReader
 
@@ -38,7 +39,7 @@ __all__ = ["READERS", "Confidence", "ImportedSession", "SessionReader", "Skipped
 
 # In order of preference when two readers are equally sure.
 READERS: tuple[SessionReader, ...] = (
-    NovaReader(), MiniSweAgentReader(), SweAgentReader(), OpenCodeReader(), AnthropicMessagesReader(),
+    NovaReader(), MiniSweAgentReader(), SweAgentReader(), OpenCodeReader(), OpenHandsReader(), AnthropicMessagesReader(),
     OpenAIChatReader(), ClaudeCodeReader(), CodexReader(), PiReader(), AiderReader(),
 )
 HEAD_LINES = 64

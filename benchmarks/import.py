@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import time
 from collections import defaultdict
@@ -45,13 +44,9 @@ from nova.replay import replay_messages
 from nova.sessions.importers import read_session_file
 from nova.sessions.repair import repair_history
 from nova.testing import shared_data_dir
+from nova.tool_paths import SHELL_TOOLS, paths_of
 
 TARGET_MATCHED, TARGET_RECALL, TARGET_MB_S = 100.0, 95.0, 20.0
-_PATCH_HEADER = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
-# Edit tools of the recorded agents and the argument naming the file.
-_EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "NotebookEdit": "notebook_path",
-               "write": ("filePath", "path"), "edit": ("filePath", "path"), "write_to_file": "path",
-               "replace_in_file": "path"}
 
 
 def source_files() -> list[Path]:
@@ -102,20 +97,10 @@ def source_responses(path: Path, fmt: str) -> int:
 
 
 def source_edits(messages: list[Message]) -> set[str]:
-    paths: set[str] = set()
-    for m in messages:
-        for call in m.tool_uses():
-            key = _EDIT_TOOLS.get(call.name)
-            for k in (key,) if isinstance(key, str) else key or ():
-                if isinstance(call.input.get(k), str):
-                    paths.add(call.input[k])
-                    break
-            if call.name == "apply_patch":
-                body = call.input.get("input") or call.input.get("patchText") or call.input.get("patch") or ""
-                paths.update(p.strip() for p in _PATCH_HEADER.findall(str(body)))
-            if call.name == "str_replace_editor" and call.input.get("command") in ("create", "str_replace", "insert"):
-                paths.add(str(call.input.get("path")))
-    return paths
+    """The files the source's edit tool calls change (shell commands are not edit calls), by the declared
+    map of tools in `nova.tool_paths`."""
+    return {p for m in messages for call in m.tool_uses() if call.name.lower() not in SHELL_TOOLS
+            for p in paths_of(call).writes}
 
 
 def files_changed(messages: list[Message]) -> list[str]:

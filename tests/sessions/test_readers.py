@@ -357,3 +357,16 @@ def test_openhands_events_and_resolver_output(tmp_path: Path) -> None:
                                                 {"instance_id": "x-2", "history": events}])
     run = read_session_file(output)
     assert run.meta["instance_id"] == "x-1" and [s.where for s in run.skipped] == ["line 2"]
+
+
+@needs_data
+def test_replay_reports_source_against_imported_counts() -> None:
+    replay = typer.Typer()
+    replay.command("replay")(replay_command)
+    replay.callback()(lambda: None)
+    result = CliRunner().invoke(replay, ["replay", str(AGENTLOGS / "claude-code" / "crud.jsonl"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["import"]["source"] == data["import"]["imported"] == {"responses": 10, "tool_calls": 9,
+                                                                      "tool_results": 9}
+    assert data["invariant_violations"] == 0

@@ -93,8 +93,16 @@ def replay_command(
                              summarizer_estimate=summarizer == "model-estimate", price_model=price)
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
+    source = session.meta.get("source_counts")
+    imported = {"responses": report.calls,
+                "tool_calls": sum(len(m.tool_uses()) for m in session.messages),
+                "tool_results": sum(len(m.tool_results()) for m in session.messages)}
     if as_json:
-        print(json.dumps(report.to_json()))
+        data = report.to_json()
+        if isinstance(source, dict):  # only for readers that count their source, so other objects keep their keys
+            data["import"] = {"format": session.format, "source": source, "imported": imported,
+                              "skipped": len(session.skipped)}
+        print(json.dumps(data))
         return
     console.print(f"[bold]{path.name}[/] ({session.format}) policy={policy} window={window:,}")
     console.print(f"  calls {report.calls}, input tokens {report.input_tokens:,}, output tokens {report.output_tokens:,}")
@@ -109,11 +117,7 @@ def replay_command(
                       f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")
     if report.repaired:
         console.print(f"  repaired before replay: {report.repaired}", markup=False)
-    source = session.meta.get("source_counts")
     if isinstance(source, dict):
-        imported = {"responses": report.calls,
-                    "tool_calls": sum(len(m.tool_uses()) for m in session.messages),
-                    "tool_results": sum(len(m.tool_results()) for m in session.messages)}
         console.print("  source / imported: " + ", ".join(f"{k} {source.get(k)}/{v}" for k, v in imported.items()),
                       markup=False)
     for line in report.violations[:10]:

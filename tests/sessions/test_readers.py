@@ -370,3 +370,29 @@ def test_replay_reports_source_against_imported_counts() -> None:
     assert data["import"]["source"] == data["import"]["imported"] == {"responses": 10, "tool_calls": 9,
                                                                       "tool_results": 9}
     assert data["invariant_violations"] == 0
+
+
+def test_subagent_in_its_own_file_is_a_child_of_its_session(tmp_path: Path, nova_home: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    config = tmp_path / "claude"
+    sessions = config / "projects" / str(project).replace("/", "-")
+    (sessions / "s1" / "subagents").mkdir(parents=True)
+    task = [{"type": "tool_use", "id": "T", "name": "Task", "input": {"prompt": "look", "description": "d"}}]
+    _jsonl(sessions / "s1.jsonl", [
+        _cc("user", "go", cwd=str(project)), _cc("assistant", task, mid="r1"),
+        {**_cc("user", _result("T", "looked")), "toolUseResult": {"status": "completed", "agentId": "a1b2"}},
+    ])
+    _jsonl(sessions / "s1" / "subagents" / "agent-a1b2.jsonl", [
+        _cc("user", "look", isSidechain=True, agentId="a1b2"),
+        _cc("assistant", [{"type": "text", "text": "looked"}], mid="r2", isSidechain=True, agentId="a1b2"),
+    ])
+    imported = read_session_file(sessions / "s1.jsonl")
+    assert len(imported.children) == 1 and imported.children[0].meta["parent_tool_use_id"] == "T"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    result = CliRunner().invoke(sessions_app, ["import", "--from", "claude-code", "--project", str(project), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # One session with its child; the sub-agent's file is not imported a second time on its own.
+    assert len(data) == 1 and data[0]["children"][0]["messages"] == 2

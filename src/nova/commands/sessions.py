@@ -307,10 +307,14 @@ def import_command(
         paths = _import_paths(path, source, project)
     results: list[tuple[Path, ImportResult]] = []
     failed = 0
+    done: set[Path] = set()
     for one in paths:
+        if one in done:
+            continue  # a sub-agent's file, already imported as a child of its session
         try:
             with _errors():
                 results.append((one, import_sessions(one, nova_home(), title=title, strict=strict)))
+            done.update(results[-1][1].child_sources)
         except typer.Exit:
             if source is None:
                 raise

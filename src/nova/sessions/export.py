@@ -104,6 +104,8 @@ class ImportResult:
     messages: int
     skipped: tuple[str, ...] = ()
     children: tuple[tuple[str, int], ...] = ()
+    child_sources: tuple[Path, ...] = ()
+    """The files the children were read from (a sub-agent's own file), so a bulk import skips them."""
 
 
 def import_session(
@@ -135,7 +137,9 @@ def import_sessions(
     skipped = tuple(s.describe() for s in imported.skipped) + tuple(
         s.describe() for child in imported.children for s in child.skipped)
     return ImportResult(session_id=session_id, messages=len(imported.messages), skipped=skipped,
-                        children=tuple(children))
+                        children=tuple(children),
+                        child_sources=tuple(c.source_path for c in imported.children
+                                            if c.source_path != imported.source_path))
 
 
 def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,

@@ -14,7 +14,8 @@ What the file holds and how it is read:
 - each response keeps its real usage (the largest `output_tokens` seen: the field is a streaming count);
 - sidechain records (a sub-agent's conversation, inline in older files) become child sessions linked to
   the `Task` call that started them; a sub-agent file (`agent-*.jsonl`, all sidechain) is read as that
-  sub-agent's own session, linked to its parent session.
+  sub-agent's own session, linked to its parent session, and a session whose Task result names an
+  `agentId` takes that agent's file (beside it or under `<sessionId>/subagents/`) as a child.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ class ClaudeCodeReader:
                                    meta=meta, skipped=tuple(skipped + chain.skipped))
         assembled = _assemble(main)
         messages = assembled.builder.messages
-        children = tuple(_children(side, messages, path, meta))
+        children = tuple(_children(side, messages, path, meta)) + tuple(_agent_files(main, path, meta))
         if not messages and not children:
             _require_messages(messages, path, assembled.ignored)
         meta["ignored_records"] = dict(assembled.ignored)
@@ -259,6 +260,29 @@ def _user(a: _Assembly, number: int, record: dict[str, Any]) -> None:
         a.builder.add_results(results, number, ts)
     else:
         a.builder.add("user", [*results, *others], number, ts, metadata)
+
+
+def _agent_files(main: Sequence[tuple[int, dict[str, Any]]], path: Path,
+                 meta: dict[str, Any]) -> list[ImportedSession]:
+    """Sub-agents that Claude Code wrote to their own file (`agent-<agentId>.jsonl`, beside the session or
+    under `<sessionId>/subagents/`), found through the `agentId` of the Task result that ended them."""
+    found = []
+    for _, record in main:
+        result = record.get("toolUseResult")
+        agent_id = result.get("agentId") if isinstance(result, dict) else None
+        if not isinstance(agent_id, str) or not agent_id.replace("-", "").isalnum():
+            continue
+        content = (record.get("message") or {}).get("content")
+        call_id = next((b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"),
+                       None) if isinstance(content, list) else None
+        for candidate in (path.parent / f"agent-{agent_id}.jsonl",
+                          path.parent / str(meta.get("sessionId", "")) / "subagents" / f"agent-{agent_id}.jsonl"):
+            if candidate.is_file() and candidate != path:
+                child = ClaudeCodeReader().read(candidate)
+                found.append(replace(child, meta={**child.meta, "parent_tool_use_id": call_id,
+                                                  "parent_session": meta.get("sessionId")}))
+                break
+    return found
 
 
 def _children(side: Sequence[tuple[int, dict[str, Any]]], parent: list[Message], path: Path,

@@ -199,6 +199,15 @@ def test_unreadable_line_is_skipped_and_strict_refuses(tmp_path: Path) -> None:
         read_session_file(path, strict=True)
 
 
+def test_import_warns_about_skipped_records_and_strict_refuses(tmp_path: Path, nova_home: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(_cc("user", "go")) + "\n{torn\n", encoding="utf-8")
+    loose = CliRunner().invoke(sessions_app, ["import", str(path), "--json"])
+    assert loose.exit_code == 0 and json.loads(loose.stdout)["skipped"] == 1 and "line 2" in loose.stderr
+    strict = CliRunner().invoke(sessions_app, ["import", str(path), "--strict"])
+    assert strict.exit_code == 1 and "1 record(s) could not be read" in strict.output
+
+
 # -- other formats -------------------------------------------------------------------------------------
 def test_anthropic_message_list_is_never_read_as_openai(tmp_path: Path) -> None:
     path = tmp_path / "api_conversation_history.json"

@@ -46,12 +46,13 @@ from nova.extensions import ViewRequest
 from nova.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, ToolResultPart, ToolUsePart, to_dict
 from nova.providers.pricing import ModelInfo, model_info
+from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "replay_messages", "view_document",
-           "view_text"]
+__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "fixed_prompt_placeholder", "replay_messages",
+           "view_document", "view_text"]
 
 Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
 # The context policies a replay compares (benchmarks iterate these); the two cost baselines come on top.
@@ -83,6 +84,8 @@ class ReplayReport:
     invariant_violations: int = 0
     requests_over_window: int = 0
     """Calls whose view is larger than the window: a provider would reject them."""
+    repaired: str = ""
+    """What the resume repair changed in the recording before the replay (empty: nothing)."""
     per_call: list[ReplayCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     final_view: list[Message] = field(default_factory=list)
@@ -135,6 +138,8 @@ class ReplayReport:
                           **({"over_window": True} if c.input_tokens > self.window else {})}
                          for c in self.per_call],
         }
+        if self.repaired:
+            data["repaired"] = self.repaired
         if not self.cost_model:
             return data
         for entry, call in zip(data["per_call"], self.per_call, strict=True):
@@ -153,6 +158,32 @@ class ReplayReport:
             "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
             "output_cost_usd": None if self.output_cost_usd is None else round(self.output_cost_usd, 6),
         }
+
+
+PLACEHOLDER_HEAD = ("[placeholder: the recorded agent's system prompt and tool definitions are not in the "
+                    "recording; this text stands in for their size, {tokens} tokens, measured from the first "
+                    "response's real usage]\n")
+_FILLER = "fixed "
+
+
+def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter) -> str:
+    """A system text as large as the fixed prompt the recording lacks, or "" when it cannot be known.
+
+    Recordings of Claude Code, OpenCode or Cline hold the conversation but not the system prompt and tool
+    definitions (often 14-26k tokens), so a replay would start far smaller than the real session did. The
+    first response's real usage says how much the provider read; what the messages before it account for
+    is subtracted, and the rest is the fixed prompt."""
+    first = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
+    usage = usage_of(messages[first]) if first is not None else None
+    if usage is None or not usage.context_tokens:
+        return ""
+    fixed = usage.context_tokens - sum(count_message(m, counter) for m in messages[:first])
+    head = PLACEHOLDER_HEAD.format(tokens=fixed)
+    remaining = fixed - count_system(head, counter)
+    if remaining <= 0:
+        return ""
+    per_word = counter.count(_FILLER * 1000) / 1000
+    return head + _FILLER * max(0, round(remaining / per_word))
 
 
 def view_document(report: ReplayReport) -> dict[str, Any]:
@@ -352,6 +383,9 @@ def replay_messages(
         provider_cache = None
     elif policy == "naive-cached":
         provider_cache = provider_cache or "anthropic"
+    # A recording is replayed as a resume would load it: unanswered calls, misplaced results and the like
+    # are repaired the same way (a provider would refuse them), and the report says what was done.
+    messages, repair = repair_history(messages)
     config = config or CompactionConfig()
     counter = counter or HeuristicCounter(CL100K_PROFILE)
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
@@ -367,6 +401,7 @@ def replay_messages(
         cost = _CostModel(cache=cache, sizer=sizer, system=system, tools=tools, info=info)
         report = _run(messages, system=system, tools=tools, window=window, policy=policy,
                       controller=controller, sizer=sizer, cost=cost, recording=recording)
+    report.repaired = repair.describe() if repair.changed else ""
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate
                              or policy in ("naive-uncached", "naive-cached"))
     report.provider_cache = provider_cache or ""

@@ -23,9 +23,9 @@ from rich.console import Console
 
 from nova.commands.errors import user_errors
 from nova.providers.pricing import model_info
-from nova.replay import ALL_POLICIES, Policy, replay_messages, view_document
+from nova.replay import ALL_POLICIES, Policy, fixed_prompt_placeholder, replay_messages, view_document
 from nova.settings import load_settings
-from nova.tokens import counter_for_model
+from nova.tokens import count_system, counter_for_model
 
 __all__ = ["replay_command"]
 
@@ -49,8 +49,8 @@ def replay_command(
                           "model summary call each compaction would make).")] = "extractive",
     price: Annotated[str | None, typer.Option("--price", help="Price the figures as this model (model table), "
                      "e.g. claude-sonnet-4-5.")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Refuse a Nova transcript with a damaged record "
-                      "instead of skipping it with a warning.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse a file with a record that cannot be "
+                      "read instead of skipping it with a warning.")] = False,
 ) -> None:
     """Replay a recorded session as if the agent had used this context policy."""
     if policy not in ALL_POLICIES:
@@ -72,21 +72,37 @@ def replay_command(
 
     with user_errors():
         settings = load_settings(env=dict(os.environ))
+    # A file that cannot be read exits 1, as `nova sessions import` does for the same file.
+    with user_errors(exit_code=1, os_errors=True):
         session = read_session_file(path, strict=strict)
-    for damage in session.meta.get("damaged_records") or ():
-        err_console.print(f"nova: warning: {damage}", markup=False, soft_wrap=True)
+    for skipped in session.skipped:
+        err_console.print(f"nova: warning: skipped {skipped.describe()}", markup=False, soft_wrap=True)
     model = str(session.meta.get("model") or settings.model)
     # Replays run in bulk; per-compaction warnings belong in the figures, not on the terminal.
     logging.getLogger("nova.agent").setLevel(logging.ERROR)
     chosen: Policy = policy  # type: ignore[assignment]
-    report = replay_messages(session.messages, system=session.system, window=window, policy=chosen,
-                             config=settings.compaction, spill=settings.spill, counter=counter_for_model(model),
+    counter = counter_for_model(model)
+    system = session.system or fixed_prompt_placeholder(session.messages, counter)
+    if system and not session.system:
+        err_console.print(f"nova: note: the recording has no system prompt or tools; a placeholder of "
+                          f"{count_system(system, counter):,} tokens stands in for them (first response's usage)",
+                          markup=False, soft_wrap=True)
+    report = replay_messages(session.messages, system=system, window=window, policy=chosen,
+                             config=settings.compaction, spill=settings.spill, counter=counter,
                              provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
                              summarizer_estimate=summarizer == "model-estimate", price_model=price)
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
+    source = session.meta.get("source_counts")
+    imported = {"responses": report.calls,
+                "tool_calls": sum(len(m.tool_uses()) for m in session.messages),
+                "tool_results": sum(len(m.tool_results()) for m in session.messages)}
     if as_json:
-        print(json.dumps(report.to_json()))
+        data = report.to_json()
+        if isinstance(source, dict):  # only for readers that count their source, so other objects keep their keys
+            data["import"] = {"format": session.format, "source": source, "imported": imported,
+                              "skipped": len(session.skipped)}
+        print(json.dumps(data))
         return
     console.print(f"[bold]{path.name}[/] ({session.format}) policy={policy} window={window:,}")
     console.print(f"  calls {report.calls}, input tokens {report.input_tokens:,}, output tokens {report.output_tokens:,}")
@@ -99,5 +115,10 @@ def replay_command(
         console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
                       f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
                       f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")
+    if report.repaired:
+        console.print(f"  repaired before replay: {report.repaired}", markup=False)
+    if isinstance(source, dict):
+        console.print("  source / imported: " + ", ".join(f"{k} {source.get(k)}/{v}" for k, v in imported.items()),
+                      markup=False)
     for line in report.violations[:10]:
         console.print(f"  [red]{line}[/]", markup=True)

@@ -285,19 +285,89 @@ def rm_command(
 
 @app.command("import", cls=NovaCommand)
 def import_command(
-    path: Annotated[Path, typer.Argument(help="A recorded session: mini-swe-agent, SWE-agent, OpenAI, Claude Code or Nova.")],
+    path: Annotated[Path | None, typer.Argument(help="A recorded session: Claude Code, OpenCode, Cline, "
+                                                "mini-swe-agent, SWE-agent, OpenAI or Anthropic chat, or Nova.")
+                    ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"}.')] = False,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"} (and '
+                                          '"skipped", "children" when there are any); with --from, a list.')
+                       ] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse the file when a record cannot be read "
+                                         "instead of skipping it with a warning.")] = False,
+    source: Annotated[str | None, typer.Option("--from", help="Import every session an agent kept for a "
+                                               "project: claude-code.")] = None,
+    project: Annotated[Path | None, typer.Option("--project", help="With --from: the project directory "
+                                                 "(default: the current one).")] = None,
 ) -> None:
-    """Import a recorded session from another agent (or a Nova export) as a new session."""
-    from nova.sessions.export import import_session
+    """Import a recorded session from another agent (or a Nova export) as a new session; with --from,
+    every session that agent kept for a project."""
+    from nova.sessions.export import ImportResult, import_sessions
 
     with _errors():
-        session_id, count = import_session(path, nova_home(), title=title)
+        paths = _import_paths(path, source, project)
+    results: list[tuple[Path, ImportResult]] = []
+    failed = 0
+    done: set[Path] = set()
+    for one in paths:
+        if one in done:
+            continue  # a sub-agent's file, already imported as a child of its session
+        try:
+            with _errors():
+                results.append((one, import_sessions(one, nova_home(), title=title, strict=strict)))
+            done.update(results[-1][1].child_sources)
+        except typer.Exit:
+            if source is None:
+                raise
+            failed += 1  # said on stderr; the project's other sessions are still imported
+    out = _out()
+    documents = []
+    for one, result in results:
+        for line in result.skipped:
+            typer.echo(f"nova: warning: {one.name}: skipped {line}", err=True)
+        data: dict[str, Any] = {"session_id": result.session_id, "messages": result.messages}
+        # Added only when there is something to say, so readers of the two-key object keep working.
+        if result.skipped:
+            data["skipped"] = len(result.skipped)
+        if result.children:
+            data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
+        if source is not None:
+            data["source_path"] = str(one)
+        documents.append(data)
+        if not as_json:
+            out.print(f"Imported {result.messages} messages from {one} as session {result.session_id}.",
+                      markup=False)
+            if result.skipped:
+                out.print(f"Skipped {len(result.skipped)} record(s) that could not be read (see warnings).",
+                          markup=False)
+            for child_id, count in result.children:
+                out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
     if as_json:
-        typer.echo(json.dumps({"session_id": session_id, "messages": count}))
-    else:
-        _out().print(f"Imported {count} messages from {path} as session {session_id}.", markup=False)
+        typer.echo(json.dumps(documents if source is not None else documents[0]))
+    if failed:
+        raise typer.Exit(1)
+
+
+def _import_paths(path: Path | None, source: str | None, project: Path | None) -> list[Path]:
+    if source is None:
+        if path is None:
+            raise NovaError("name a session file to import, or use --from claude-code [--project DIR]")
+        if project is not None:
+            raise NovaError("--project goes with --from")
+        return [path]
+    if path is not None:
+        raise NovaError("give a file or --from, not both")
+    if source != "claude-code":
+        raise NovaError(f"--from knows claude-code, not {source!r}")
+    import os
+
+    from nova.sessions.readers.discover import claude_code_sessions
+
+    config_dir = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    where = (project or Path.cwd()).resolve()
+    found = claude_code_sessions(config_dir, where)
+    if not found:
+        raise NovaError(f"no Claude Code sessions for {where} under {config_dir / 'projects'}")
+    return found
 
 
 @app.command("doctor", cls=NovaCommand)

@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.sessions.importers import IMPORTED_EVENT, SYSTEM_PROMPT_EVENT, read_session_file, usage_of
+from nova.sessions.importers import (
+    IMPORTED_EVENT,
+    SYSTEM_PROMPT_EVENT,
+    ImportedSession,
+    read_session_file,
+    usage_of,
+)
 from nova.sessions.meta import SessionMeta
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, Record
 from nova.sessions.session import Session, list_sessions
@@ -17,8 +23,10 @@ from nova.sessions.store import SessionStore
 from nova.sessions.transcript import BadLine
 
 __all__ = [
+    "ImportResult",
     "Resumed",
     "import_session",
+    "import_sessions",
     "iter_jsonl",
     "latest_session_id",
     "render_markdown",
@@ -87,12 +95,58 @@ def render_markdown(meta: SessionMeta, records: Iterable[Record]) -> str:
     return "\n".join(head) + "\n\n" + "\n\n".join(body) + "\n"
 
 
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What `import_sessions` made: the session, its message count, the records the reader skipped, and
+    the child sessions (sub-agents) imported with it, each `(id, messages)`."""
+
+    session_id: str
+    messages: int
+    skipped: tuple[str, ...] = ()
+    children: tuple[tuple[str, int], ...] = ()
+    child_sources: tuple[Path, ...] = ()
+    """The files the children were read from (a sub-agent's own file), so a bulk import skips them."""
+
+
 def import_session(
     path: str | Path, home: Path, *, title: str | None = None, store: SessionStore | None = None
 ) -> tuple[str, int]:
     """Read a recorded session (any supported format) into a new Nova session. Returns (id, messages)."""
-    imported = read_session_file(path)
-    meta = imported.meta
+    result = import_sessions(path, home, title=title, store=store)
+    return result.session_id, result.messages
+
+
+def import_sessions(
+    path: str | Path, home: Path, *, title: str | None = None, store: SessionStore | None = None,
+    strict: bool = False,
+) -> ImportResult:
+    """Read a recorded session into a new Nova session, with a child session for each sub-agent it ran
+    (linked both ways by events). With `strict`, a record the reader could not use refuses the file."""
+    imported = read_session_file(path, strict=strict)
+    session_id = _write_imported(imported, home, title=title, store=store, parent=None)
+    children = []
+    for index, child in enumerate(imported.children, 1):
+        child_title = f"{title or imported.source_path.stem} / sub-agent {index}"
+        child_id = _write_imported(child, home, title=child_title, store=store, parent=session_id)
+        children.append((child_id, len(child.messages)))
+    if children:
+        with Session.open(home, session_id, store=store) as parent:
+            for (child_id, _), child in zip(children, imported.children, strict=True):
+                parent.record_event("child_session", {"session_id": child_id,
+                                                      "tool_use_id": child.meta.get("parent_tool_use_id")})
+    skipped = tuple(s.describe() for s in imported.skipped) + tuple(
+        s.describe() for child in imported.children for s in child.skipped)
+    return ImportResult(session_id=session_id, messages=len(imported.messages), skipped=skipped,
+                        children=tuple(children),
+                        child_sources=tuple(c.source_path for c in imported.children
+                                            if c.source_path != imported.source_path))
+
+
+def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,
+                    parent: str | None) -> str:
+    meta = dict(imported.meta)
+    if parent is not None:
+        meta["parent_nova_session"] = parent
     session = Session.create(
         home,
         title=title or str(meta.get("instance_id") or imported.source_path.stem),
@@ -109,12 +163,21 @@ def import_session(
         if imported.system:
             session.record_event(SYSTEM_PROMPT_EVENT, {"text": imported.system})
         for message in imported.messages:
+            compaction = message.metadata.get("compaction")
+            summary = next((p for p in message.parts if isinstance(p, SummaryPart)), None)
+            if isinstance(compaction, dict) and summary is not None:
+                # The recorded agent compacted here: a Nova boundary, so a resume starts from its summary.
+                session.record_compact_boundary(BoundaryRecord(
+                    id="", summary=summary.text, trigger=str(compaction.get("trigger") or "imported"),
+                    tokens_before=int(compaction.get("tokens_before") or 0), covers=summary.covers,
+                    messages=(message,), ts=message.created_at))
+                continue
             usage = usage_of(message)
             session.record_message(message, usage)
             if usage is not None:
                 cost = message.metadata.get("cost_usd")
                 session.add_cost(usage, float(cost) if isinstance(cost, int | float) else 0.0)
-    return session.id, len(imported.messages)
+    return session.id
 
 
 @dataclass

@@ -1,0 +1,101 @@
+"""Readers of recorded agent sessions, one module per format behind `SessionReader` (see `base`).
+
+    reader, head = detect(path)        # every reader says how sure it is; the surest takes the file
+    imported = read(path, strict=...)  # detect, read, and report (or with `strict` refuse) skipped records
+
+A file no reader takes is refused with one message that lists each format tried and why it refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nova.errors import SessionImportError
+from nova.sessions.readers.aider import AiderReader
+from nova.sessions.readers.anthropic_messages import AnthropicMessagesReader
+from nova.sessions.readers.base import (
+    Confidence,
+    ImportedSession,
+    NotJson,
+    SessionReader,
+    SkippedRecord,
+)
+from nova.sessions.readers.claude_code import ClaudeCodeReader
+from nova.sessions.readers.codex import CodexReader
+from nova.sessions.readers.common import load_text
+from nova.sessions.readers.mini_swe_agent import MiniSweAgentReader
+from nova.sessions.readers.nova import NovaReader
+from nova.sessions.readers.openai_chat import OpenAIChatReader
+from nova.sessions.readers.opencode import OpenCodeReader
+from nova.sessions.readers.openhands import OpenHandsReader
+from nova.sessions.readers.pi import PiReader
+from nova.sessions.readers.swe_agent import SweAgentReader
+
+__all__ = ["READERS", "Confidence", "ImportedSession", "SessionReader", "SkippedRecord", "detect", "head_records",
+           "read"]
+
+# In order of preference when two readers are equally sure.
+READERS: tuple[SessionReader, ...] = (
+    NovaReader(), MiniSweAgentReader(), SweAgentReader(), OpenCodeReader(), OpenHandsReader(), AnthropicMessagesReader(),
+    OpenAIChatReader(), ClaudeCodeReader(), CodexReader(), PiReader(), AiderReader(),
+)
+HEAD_LINES = 64
+
+
+def head_records(path: Path) -> tuple[Any, ...]:
+    """What detection looks at: the file's one JSON document, or its first JSON lines."""
+    if path.is_dir():
+        return ()
+    text = load_text(path)
+    try:
+        return (json.loads(text),)
+    except ValueError:
+        pass
+    head: list[Any] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            head.append(json.loads(line))
+        except ValueError as exc:
+            head.append(NotJson(number, str(exc)))
+        if len(head) >= HEAD_LINES:
+            break
+    return tuple(head)
+
+
+def detect(path: str | Path) -> SessionReader:
+    source = Path(path)
+    if not source.exists():
+        raise SessionImportError(f"{source} does not exist")
+    head = head_records(source)
+    verdicts = [(reader, reader.confidence(source, head)) for reader in READERS]
+    best, verdict = max(verdicts, key=lambda rv: rv[1].score)  # max keeps the first of equals
+    if verdict.score > 0:
+        return best
+    why = "; ".join(f"{reader.name}: {v.reason}" for reader, v in verdicts)
+    raise SessionImportError(f"{source}: not a recognised session format. Tried {why}")
+
+
+def read(path: str | Path, *, strict: bool = False) -> ImportedSession:
+    source = Path(path)
+    reader = detect(source)
+    try:
+        imported = reader.read(source, strict=strict)
+    except SessionImportError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SessionImportError(f"{source}: looks like {reader.name} but could not be read: {exc!r}") from None
+    skipped = _all_skipped(imported)
+    if strict and skipped:
+        listed = "; ".join(s.describe() for s in skipped[:5])
+        raise SessionImportError(f"{source}: {len(skipped)} record(s) could not be read ({listed}); "
+                                 "without --strict they are skipped")
+    return imported
+
+
+def _all_skipped(imported: ImportedSession) -> Sequence[SkippedRecord]:
+    return [*imported.skipped, *(s for child in imported.children for s in child.skipped)]

@@ -1,0 +1,78 @@
+"""The reader protocol: one small module per recorded-session format, each saying how sure it is that a
+file is its format (and why not, when it refuses) and reading it into Nova messages.
+
+    reader.confidence(path, head_records)  -> Confidence(score 0..1, reason)
+    reader.read(path, strict=False)        -> ImportedSession (messages, skipped records, child sessions)
+
+`head_records` is what detection could parse cheaply: for a file holding one JSON document, that one
+document; for a JSON-lines file, its first lines parsed (`NotJson` for a line that is not JSON); for a
+directory, nothing. A refusal (score 0) names the first record and field that did not fit, so a file no
+reader takes gets one message that says why each format refused it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from nova.messages import Message
+
+__all__ = ["Confidence", "ImportedSession", "NotJson", "SessionReader", "SkippedRecord", "refuse", "sure"]
+
+
+@dataclass(frozen=True, slots=True)
+class Confidence:
+    """How sure a reader is that a file is its format: 0 refuses (with the reason), 1 is certain."""
+
+    score: float
+    reason: str = ""
+
+
+def refuse(reason: str) -> Confidence:
+    return Confidence(0.0, reason)
+
+
+def sure(score: float, reason: str = "") -> Confidence:
+    return Confidence(score, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class NotJson:
+    """A line of a JSON-lines file that does not parse."""
+
+    line: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRecord:
+    """A record a reader took the file for but could not use: where it is and why."""
+
+    where: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedSession:
+    messages: list[Message]
+    system: str
+    format: str
+    source_path: Path
+    meta: dict[str, Any] = field(default_factory=dict)
+    skipped: tuple[SkippedRecord, ...] = ()
+    children: tuple[ImportedSession, ...] = ()
+    """Sessions the recorded one started (Claude Code sub-agents), each linked back by
+    `meta["parent_tool_use_id"]` / `meta["parent_session"]`."""
+
+
+class SessionReader(Protocol):
+    name: str
+
+    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence: ...
+
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession: ...

@@ -1,0 +1,316 @@
+"""Claude Code session JSONL, as written under `~/.claude/projects/<project>/`.
+
+What the file holds and how it is read:
+- leading `file-history-snapshot` and `summary` records (and `progress` / `queue-operation` notes) are not
+  conversation: detection looks past them, reading counts them in `meta["ignored_records"]`;
+- one model response is split over several `assistant` records sharing `message.id` (one content block
+  each), and when tools run in parallel their results arrive between those records: the response is
+  reassembled into one assistant message with all its calls, followed by one user message with their
+  results in call order;
+- `isMeta` user records (skill bodies, hook feedback, command caveats) are kept, marked `is_meta`;
+- a compaction (`system` `compact_boundary`, then a user record with `isCompactSummary`) becomes a Nova
+  summary message (a `SummaryPart` covering everything before it) marked `compaction`, never a request;
+- images inside tool results follow the results as image parts;
+- each response keeps its real usage (the largest `output_tokens` seen: the field is a streaming count);
+- sidechain records (a sub-agent's conversation, inline in older files) become child sessions linked to
+  the `Task` call that started them; a sub-agent file (`agent-*.jsonl`, all sidechain) is read as that
+  sub-agent's own session, linked to its parent session, and a session whose Task result names an
+  `agentId` takes that agent's file (beside it or under `<sessionId>/subagents/`) as a child.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from nova.core import Usage
+from nova.errors import SessionImportError
+from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
+from nova.sessions.readers.common import Builder, anthropic_parts, iso_ts, load_text, text_of
+
+NAME = "claude-code"
+_CONVERSATION = ("user", "assistant", "system")
+_NOT_CONVERSATION = ("file-history-snapshot", "summary", "progress", "queue-operation")
+_SUBAGENT_TOOLS = ("Task", "Agent")
+_META_KEYS = ("sessionId", "cwd", "gitBranch", "version")
+
+
+class ClaudeCodeReader:
+    name = NAME
+
+    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
+        preamble = 0
+        for number, record in enumerate(head_records, 1):
+            if isinstance(record, NotJson):
+                return refuse(f"line {record.line}: not JSON ({record.error})")
+            if not isinstance(record, dict):
+                return refuse(f"record {number}: not a JSON object")
+            kind = record.get("type")
+            if kind in _NOT_CONVERSATION:
+                preamble += 1
+                continue
+            if kind in _CONVERSATION and ("sessionId" in record or "uuid" in record
+                                          or isinstance(record.get("message"), dict)):
+                return sure(0.95)
+            if kind in _CONVERSATION:
+                return refuse(f"record {number}: `type` {kind!r} without `sessionId`, `uuid` or `message`")
+            if "sessionId" in record:
+                preamble += 1  # a record kind this reader does not know yet, from a newer Claude Code
+                continue
+            return refuse(f"record {number}: `type` is {kind!r}, expected user/assistant/system "
+                          f"(after any file-history-snapshot/summary records)")
+        if preamble:
+            return sure(0.3, "only file-history-snapshot/summary records in the first lines")
+        return refuse("no records")
+
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
+        records, skipped = _parse_lines(load_text(path), path)
+        meta: dict[str, Any] = {}
+        for _, record in records:
+            for key in _META_KEYS:
+                if key in record and key not in meta:
+                    meta[key] = record[key]
+        main = [(n, r) for n, r in records if not r.get("isSidechain")]
+        side = [(n, r) for n, r in records if r.get("isSidechain")]
+        conversation = [(n, r) for n, r in main if r.get("type") in _CONVERSATION]
+        if not conversation and side:
+            # A sub-agent's own file: its conversation is the sidechain, its parent the session it names.
+            chain = _assemble(side)
+            first = side[0][1]
+            meta.update(sidechain=True, parent_session=first.get("sessionId"),
+                        agent_id=first.get("agentId"), ignored_records=dict(chain.ignored),
+                        source_counts=chain.counts.to_dict())
+            _require_messages(chain.builder.messages, path, chain.ignored)
+            return ImportedSession(messages=chain.builder.messages, system="", format=NAME, source_path=path,
+                                   meta=meta, skipped=tuple(skipped + chain.skipped))
+        assembled = _assemble(main)
+        messages = assembled.builder.messages
+        children = tuple(_children(side, messages, path, meta)) + tuple(_agent_files(main, path, meta))
+        if not messages and not children:
+            _require_messages(messages, path, assembled.ignored)
+        meta["ignored_records"] = dict(assembled.ignored)
+        meta["source_counts"] = assembled.counts.to_dict()
+        return ImportedSession(messages=messages, system="", format=NAME, source_path=path, meta=meta,
+                               skipped=tuple(skipped + assembled.skipped), children=children)
+
+
+def _require_messages(messages: list[Message], path: Path, ignored: Counter[str]) -> None:
+    if not messages:
+        kinds = ", ".join(f"{n} {k}" for k, n in ignored.most_common()) or "nothing"
+        raise SessionImportError(f"{path}: a Claude Code file with no conversation in it ({kinds})")
+
+
+def _parse_lines(text: str, path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[SkippedRecord]]:
+    records: list[tuple[int, dict[str, Any]]] = []
+    skipped: list[SkippedRecord] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
+            continue
+        if not isinstance(record, dict):
+            skipped.append(SkippedRecord(f"line {number}", "not a JSON object"))
+            continue
+        records.append((number, record))
+    return records, skipped
+
+
+@dataclass(slots=True)
+class _Counts:
+    """What the source holds, to compare with what was imported."""
+
+    responses: set[str] = field(default_factory=set)
+    tool_calls: set[str] = field(default_factory=set)
+    tool_results: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"responses": len(self.responses), "tool_calls": len(self.tool_calls),
+                "tool_results": self.tool_results}
+
+
+@dataclass(slots=True)
+class _Response:
+    """One model response being reassembled from the records sharing its `message.id`."""
+
+    id: str
+    line: int
+    ts: float | None
+    parts: list[Part] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    model: str = ""
+    results: list[ToolResultPart] = field(default_factory=list)
+    after_results: list[Part] = field(default_factory=list)
+    results_line: int = 0
+    results_ts: float | None = None
+
+    def call_ids(self) -> list[str]:
+        return [p.id for p in self.parts if isinstance(p, ToolUsePart)]
+
+
+@dataclass(slots=True)
+class _Assembly:
+    builder: Builder = field(default_factory=Builder)
+    open: _Response | None = None
+    boundary: dict[str, Any] | None = None
+    covered_upto: int = 0
+    ignored: Counter[str] = field(default_factory=Counter)
+    skipped: list[SkippedRecord] = field(default_factory=list)
+    counts: _Counts = field(default_factory=_Counts)
+
+    def close(self) -> None:
+        response, self.open = self.open, None
+        if response is None:
+            return
+        b = self.builder
+        if response.parts:
+            metadata: dict[str, Any] = {}
+            if response.usage is not None:
+                metadata["usage"] = Usage.from_dict(response.usage).to_dict()
+            if response.model:
+                metadata["model"] = response.model
+            b.add("assistant", response.parts, response.line, response.ts, metadata)
+        if response.results or response.after_results:
+            order = {call_id: i for i, call_id in enumerate(response.call_ids())}
+            results = sorted(response.results, key=lambda r: order.get(r.tool_use_id, len(order)))
+            b.add("user", [*results, *response.after_results], response.results_line, response.results_ts)
+
+
+def _assemble(records: Sequence[tuple[int, dict[str, Any]]]) -> _Assembly:
+    a = _Assembly()
+    for number, record in records:
+        kind = record.get("type")
+        try:
+            if kind == "assistant":
+                _assistant(a, number, record)
+            elif kind == "user":
+                _user(a, number, record)
+            elif kind == "system" and record.get("subtype") == "compact_boundary":
+                a.close()
+                meta = record.get("compactMetadata") or {}
+                a.boundary = {"trigger": meta.get("trigger", ""), "tokens_before": meta.get("preTokens", 0)}
+            else:
+                label = f"system:{record.get('subtype')}" if kind == "system" else str(kind)
+                a.ignored[label] += 1
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            a.skipped.append(SkippedRecord(f"line {number}", f"{kind} record could not be read: {exc!r}"))
+    a.close()
+    return a
+
+
+def _assistant(a: _Assembly, number: int, record: dict[str, Any]) -> None:
+    message = record["message"]
+    response_id = str(message.get("id") or f"line-{number}")
+    content = message.get("content")
+    a.counts.responses.add(response_id)
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            a.counts.tool_calls.add(str(block.get("id")))
+    parts = anthropic_parts(content)
+    if a.open is None or a.open.id != response_id:
+        a.close()
+        a.open = _Response(id=response_id, line=number, ts=iso_ts(record.get("timestamp")))
+    response = a.open
+    response.parts.extend(parts)
+    usage = message.get("usage")
+    if isinstance(usage, dict) and (response.usage is None
+                                    or int(usage.get("output_tokens") or 0) >= int(response.usage.get("output_tokens") or 0)):
+        response.usage = usage
+    if message.get("model") and message["model"] != "<synthetic>":
+        response.model = str(message["model"])
+
+
+def _user(a: _Assembly, number: int, record: dict[str, Any]) -> None:
+    message = record.get("message") or {}
+    content = message.get("content")
+    ts = iso_ts(record.get("timestamp"))
+    if record.get("isCompactSummary"):
+        a.close()
+        b = a.builder
+        covers = tuple(m.id for m in b.messages[a.covered_upto:])
+        compaction = {"source": "claude-code", **(a.boundary or {})}
+        b.add("user", [SummaryPart(text_of(content), covers=covers)], number, ts, {"compaction": compaction})
+        a.covered_upto = len(b.messages)
+        a.boundary = None
+        return
+    parts = anthropic_parts(content, with_result_images=True)
+    results = [p for p in parts if isinstance(p, ToolResultPart)]
+    a.counts.tool_results += len(results)
+    others = [p for p in parts if not isinstance(p, ToolResultPart)]
+    response = a.open
+    if results and response is not None and set(response.call_ids()) & {r.tool_use_id for r in results}:
+        # A result of the response still being assembled: its other calls may follow.
+        if not response.results and not response.after_results:
+            response.results_line, response.results_ts = number, ts
+        response.results.extend(results)
+        response.after_results.extend(others)
+        return
+    a.close()
+    if not parts:
+        return
+    metadata = {"is_meta": True} if record.get("isMeta") else {}
+    if results and not others:
+        a.builder.add_results(results, number, ts)
+    else:
+        a.builder.add("user", [*results, *others], number, ts, metadata)
+
+
+def _agent_files(main: Sequence[tuple[int, dict[str, Any]]], path: Path,
+                 meta: dict[str, Any]) -> list[ImportedSession]:
+    """Sub-agents that Claude Code wrote to their own file (`agent-<agentId>.jsonl`, beside the session or
+    under `<sessionId>/subagents/`), found through the `agentId` of the Task result that ended them."""
+    found = []
+    for _, record in main:
+        result = record.get("toolUseResult")
+        agent_id = result.get("agentId") if isinstance(result, dict) else None
+        if not isinstance(agent_id, str) or not agent_id.replace("-", "").isalnum():
+            continue
+        content = (record.get("message") or {}).get("content")
+        call_id = next((b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"),
+                       None) if isinstance(content, list) else None
+        for candidate in (path.parent / f"agent-{agent_id}.jsonl",
+                          path.parent / str(meta.get("sessionId", "")) / "subagents" / f"agent-{agent_id}.jsonl"):
+            if candidate.is_file() and candidate != path:
+                child = ClaudeCodeReader().read(candidate)
+                found.append(replace(child, meta={**child.meta, "parent_tool_use_id": call_id,
+                                                  "parent_session": meta.get("sessionId")}))
+                break
+    return found
+
+
+def _children(side: Sequence[tuple[int, dict[str, Any]]], parent: list[Message], path: Path,
+              meta: dict[str, Any]) -> list[ImportedSession]:
+    """Each sidechain (grouped by its root record, or its `agentId`) as a child session, linked to the
+    `Task` call whose prompt started it."""
+    if not side:
+        return []
+    roots: dict[str, str] = {}
+    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for number, record in side:
+        uuid = str(record.get("uuid") or f"line-{number}")
+        parent_uuid = record.get("parentUuid")
+        root = str(record.get("agentId") or roots.get(str(parent_uuid), uuid))
+        roots[uuid] = root
+        groups.setdefault(root, []).append((number, record))
+    prompts = {str(p.input.get("prompt", "")).strip(): p.id for m in parent for p in m.tool_uses()
+               if p.name in _SUBAGENT_TOOLS and isinstance(p.input.get("prompt"), str)}
+    children = []
+    for root, chain_records in groups.items():
+        chain = _assemble(chain_records)
+        messages = chain.builder.messages
+        if not messages:
+            continue
+        first_text = next((p.text for p in messages[0].parts if isinstance(p, TextPart)), "").strip()
+        children.append(ImportedSession(
+            messages=messages, system="", format=NAME, source_path=path,
+            meta={**meta, "sidechain": True, "parent_session": meta.get("sessionId"), "sidechain_root": root,
+                  "parent_tool_use_id": prompts.get(first_text), "source_counts": chain.counts.to_dict()},
+            skipped=tuple(chain.skipped)))
+    return children

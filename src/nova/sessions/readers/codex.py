@@ -1,0 +1,160 @@
+"""A Codex CLI rollout (`~/.codex/sessions/…/rollout-*.jsonl`): `session_meta`, `turn_context`,
+`response_item` and `event_msg` records, each with a `payload`.
+
+`response_item` payloads carry the conversation: `message` (developer / user / assistant), `function_call`
+and `custom_tool_call` (apply_patch) with their `*_output`, `local_shell_call`, `reasoning` (not imported,
+SES-3). Consecutive model items form one response; a `token_count` event whose totals moved closes it
+and gives its usage (`last_token_usage`). The base instructions and developer messages are the system
+prompt."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nova.core import Usage
+from nova.messages import ImagePart, Part, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
+from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, text_of
+
+NAME = "codex"
+_KINDS = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+class CodexReader:
+    name = NAME
+
+    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
+        first = head_records[0] if head_records else None
+        if isinstance(first, NotJson):
+            return refuse(f"line {first.line}: not JSON")
+        if not isinstance(first, dict):
+            return refuse("record 1 is not a JSON object")
+        if first.get("type") not in _KINDS:
+            return refuse(f"record 1: `type` is {first.get('type')!r}, expected session_meta or response_item")
+        if not isinstance(first.get("payload"), dict):
+            return refuse("record 1: no `payload` object")
+        return sure(0.95)
+
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
+        b = Builder()
+        meta: dict[str, Any] = {}
+        skipped: list[SkippedRecord] = []
+        response: list[Part] = []
+        response_at: tuple[int, float | None] = (0, None)
+        results: list[ToolResultPart] = []
+        results_at = 0
+        last_totals: Any = None
+        counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
+
+        def close(usage: Usage | None = None) -> None:
+            nonlocal response, results
+            if response:
+                metadata = {"usage": usage.to_dict()} if usage is not None else {}
+                if meta.get("model"):
+                    metadata["model"] = meta["model"]
+                b.add("assistant", response, response_at[0], response_at[1], metadata)
+                counts["responses"] += 1
+            if results:
+                b.add_results(results, results_at)
+            response, results = [], []
+
+        for number, line in enumerate(load_text(path).splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                kind, payload = record["type"], record.get("payload") or {}
+                ts = iso_ts(record.get("timestamp"))
+            except (ValueError, KeyError, TypeError) as exc:
+                skipped.append(SkippedRecord(f"line {number}", f"not a rollout record ({exc!r})"))
+                continue
+            if kind == "session_meta":
+                meta.update({k: payload[k] for k in ("id", "cwd", "cli_version", "originator") if k in payload})
+                base = payload.get("base_instructions")
+                text = base.get("text") if isinstance(base, dict) else base
+                if isinstance(text, str) and text:
+                    b.system.append(text)
+            elif kind == "turn_context":
+                if payload.get("model"):
+                    meta["model"] = payload["model"]
+            elif kind == "event_msg" and payload.get("type") == "token_count":
+                info = payload.get("info")
+                if isinstance(info, dict) and info.get("total_token_usage") != last_totals:
+                    last_totals = info.get("total_token_usage")
+                    close(_usage(info.get("last_token_usage")))
+            elif kind == "response_item":
+                item = payload.get("type")
+                if item == "message" and payload.get("role") == "assistant":
+                    if results:
+                        close()
+                    if not response:
+                        response_at = (number, ts)
+                    response.extend(_parts(payload.get("content")))
+                elif item in _CALLS:
+                    if results:
+                        close()
+                    if not response:
+                        response_at = (number, ts)
+                    response.append(_call(payload, number))
+                    counts["tool_calls"] += 1
+                elif item in _OUTPUTS:
+                    output = payload.get("output")
+                    results_at = results_at if results else number
+                    results.append(ToolResultPart(tool_use_id=str(payload.get("call_id")), content=_output(output)))
+                    counts["tool_results"] += 1
+                elif item == "message":
+                    close()
+                    parts = _parts(payload.get("content"))
+                    if payload.get("role") in ("developer", "system"):
+                        b.system.append(text_of(payload.get("content")))
+                    elif parts:
+                        b.add("user", parts, number, ts)
+                # reasoning: never imported (SES-3)
+        close()
+        meta["source_counts"] = counts
+        return ImportedSession(messages=b.messages, system="\n\n".join(b.system), format=NAME, source_path=path,
+                               meta=meta, skipped=tuple(skipped))
+
+
+def _parts(content: Any) -> list[Part]:
+    parts: list[Part] = []
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") in ("input_text", "output_text", "text") and block.get("text"):
+            parts.append(TextPart(str(block["text"])))
+        elif block.get("type") == "input_image":
+            parts.append(ImagePart(url=str(block.get("image_url", ""))))
+    return parts
+
+
+def _call(payload: dict[str, Any], number: int) -> ToolUsePart:
+    call_id = str(payload.get("call_id") or payload.get("id") or f"call-{number}")
+    if payload.get("type") == "custom_tool_call":
+        return ToolUsePart(id=call_id, name=str(payload.get("name", "")), input={"input": payload.get("input", "")})
+    if payload.get("type") == "local_shell_call":
+        action = payload.get("action") or {}
+        return ToolUsePart(id=call_id, name="local_shell", input=dict(action) if isinstance(action, dict) else {})
+    return ToolUsePart(id=call_id, name=str(payload.get("name", "")), input=arguments(payload.get("arguments")))
+
+
+def _output(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict) and isinstance(output.get("content"), str):
+        return str(output["content"])
+    return json.dumps(output, ensure_ascii=False)
+
+
+def _usage(last: Any) -> Usage | None:
+    if not isinstance(last, dict):
+        return None
+    cached = int(last.get("cached_input_tokens") or 0)
+    return Usage(input_tokens=max(0, int(last.get("input_tokens") or 0) - cached), cache_read_tokens=cached,
+                 output_tokens=int(last.get("output_tokens") or 0),
+                 reasoning_tokens=int(last.get("reasoning_output_tokens") or 0))

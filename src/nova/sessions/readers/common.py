@@ -1,0 +1,153 @@
+"""Helpers every reader shares: content-field text, tool arguments, derived message ids, timestamps, the
+message builder that folds a batch of tool results into one user message, and file loading."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from nova.errors import SessionImportError
+from nova.messages import ImagePart, Message, Part, TextPart, ToolResultPart, ToolUsePart
+
+__all__ = ["Builder", "anthropic_parts", "arguments", "iso_ts", "load_document", "load_text", "mid", "text_of"]
+
+
+def load_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SessionImportError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise SessionImportError(f"cannot read {path}: {exc.strerror}") from None
+    return raw.decode("utf-8", errors="replace").lstrip("\ufeff")
+
+
+def load_document(path: Path) -> Any:
+    text = load_text(path)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise SessionImportError(f"{path}: not one JSON document ({exc})") from None
+
+
+def text_of(content: Any) -> str:
+    """Text of an OpenAI / Anthropic content field: a string, or a list of blocks with text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(b.get("text", "")) if isinstance(b, dict) else str(b)
+            for b in content
+            if not isinstance(b, dict) or b.get("type", "text") in ("text", "input_text", "output_text")
+        )
+    return str(content)
+
+
+def arguments(raw: Any) -> Mapping[str, Any]:
+    """Tool arguments as an object; anything else is kept, marked, as the real adapters do."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"__invalid_arguments__": raw}
+
+
+def mid(index: int) -> str:
+    return f"m{index:05d}"
+
+
+def iso_ts(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def image_part(block: Mapping[str, Any]) -> ImagePart:
+    source = block.get("source") or {}
+    if not isinstance(source, dict):
+        source = {}
+    return ImagePart(media_type=str(source.get("media_type", "")), data=str(source.get("data", "")),
+                     url=str(source.get("url", "")))
+
+
+def result_images(block: Mapping[str, Any]) -> list[ImagePart]:
+    """The images inside an Anthropic tool_result's content (a screenshot tool's output)."""
+    content = block.get("content")
+    if not isinstance(content, list):
+        return []
+    return [image_part(b) for b in content if isinstance(b, dict) and b.get("type") == "image"]
+
+
+def anthropic_parts(content: Any, *, with_result_images: bool = False) -> list[Part]:
+    """Nova parts of an Anthropic content field. Thinking blocks are never imported (SES-3). With
+    `with_result_images`, images inside tool results follow the results as image parts (a Nova tool
+    result holds text only)."""
+    if isinstance(content, str):
+        return [TextPart(content)] if content else []
+    parts: list[Part] = []
+    images: list[Part] = []
+    for block in content or ():
+        kind = block.get("type")
+        if kind == "text" and block.get("text"):
+            parts.append(TextPart(str(block["text"])))
+        elif kind == "tool_use":
+            parts.append(ToolUsePart(id=str(block["id"]), name=str(block["name"]), input=arguments(block.get("input"))))
+        elif kind == "tool_result":
+            parts.append(
+                ToolResultPart(
+                    tool_use_id=str(block["tool_use_id"]),
+                    content=text_of(block.get("content")),
+                    is_error=bool(block.get("is_error", False)),
+                )
+            )
+            if with_result_images:
+                images.extend(result_images(block))
+        elif kind == "image":
+            parts.append(image_part(block))
+        # thinking / redacted_thinking: never imported (SES-3); unknown blocks: skipped
+    return parts + images
+
+
+class Builder:
+    """Collects messages, folding consecutive tool results into one user message (one per batch)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.system: list[str] = []
+        self.clock = 0.0
+
+    def at(self, ts: float | None) -> float:
+        if ts:
+            self.clock = float(ts)
+        return self.clock
+
+    def add(
+        self,
+        role: Literal["user", "assistant"],
+        parts: Sequence[Part],
+        index: int,
+        ts: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.messages.append(
+            Message(role=role, parts=tuple(parts), id=mid(index), created_at=self.at(ts), metadata=dict(metadata or {}))
+        )
+
+    def add_results(self, results: Sequence[ToolResultPart], index: int, ts: float | None = None) -> None:
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last.role == "user" and last.parts and all(
+            isinstance(p, ToolResultPart) for p in last.parts
+        ):
+            self.messages[-1] = last.with_parts([*last.parts, *results])
+        else:
+            self.add("user", results, index, ts)

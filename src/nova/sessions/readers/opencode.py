@@ -1,0 +1,82 @@
+"""An OpenCode session export (`opencode export`): `{"info": session, "messages": [{"info": {role, …},
+"parts": [...]}]}`. One assistant message is one model response: its `text` parts and `tool` parts
+(`callID`, `tool`, `state.input`, `state.output` / `state.error`) become an assistant message with the
+calls, followed by a user message with their results. `reasoning`, `step-*` and `patch` parts are not
+conversation; `info.tokens` is the response's usage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nova.core import Usage
+from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
+from nova.sessions.readers.common import Builder, arguments, load_document
+
+NAME = "opencode"
+
+
+class OpenCodeReader:
+    name = NAME
+
+    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
+        if len(head_records) != 1 or not isinstance(head_records[0], dict):
+            return refuse("expected one JSON object")
+        doc = head_records[0]
+        messages = doc.get("messages")
+        if not isinstance(messages, list):
+            return refuse("no `messages` list")
+        for index, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("info"), dict):
+                return refuse(f"messages[{index}]: no `info` object")
+            if not isinstance(m.get("parts"), list):
+                return refuse(f"messages[{index}]: no `parts` list")
+            if m["info"].get("role") not in ("user", "assistant"):
+                return refuse(f"messages[{index}].info: `role` is {m['info'].get('role')!r}")
+        return sure(0.95)
+
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
+        doc = load_document(path)
+        b = Builder()
+        for index, m in enumerate(doc["messages"]):
+            info = m["info"]
+            ts = (info.get("time") or {}).get("created")
+            ts = ts / 1000 if isinstance(ts, int | float) else None
+            texts: list[Part] = [TextPart(str(p["text"])) for p in m["parts"] if p.get("type") == "text" and p.get("text")]
+            if info["role"] == "user":
+                b.add("user", texts or [TextPart("")], 2 * index, ts)
+                continue
+            calls: list[Part] = []
+            results: list[ToolResultPart] = []
+            for p in m["parts"]:
+                if p.get("type") != "tool":
+                    continue
+                state = p.get("state") or {}
+                call_id = str(p["callID"])
+                calls.append(ToolUsePart(id=call_id, name=str(p.get("tool", "")), input=arguments(state.get("input"))))
+                failed = state.get("status") == "error"
+                output = state.get("error") if failed else state.get("output")
+                results.append(ToolResultPart(tool_use_id=call_id, content=str(output or ""), is_error=failed))
+            metadata: dict[str, Any] = {}
+            tokens = info.get("tokens")
+            if isinstance(tokens, dict):
+                cache = tokens.get("cache") or {}
+                metadata["usage"] = Usage(input_tokens=int(tokens.get("input") or 0),
+                                          output_tokens=int(tokens.get("output") or 0),
+                                          reasoning_tokens=int(tokens.get("reasoning") or 0),
+                                          cache_read_tokens=int(cache.get("read") or 0),
+                                          cache_write_tokens=int(cache.get("write") or 0)).to_dict()
+            if info.get("modelID"):
+                metadata["model"] = str(info["modelID"])
+            if isinstance(info.get("cost"), int | float) and info["cost"]:
+                metadata["cost_usd"] = float(info["cost"])
+            b.add("assistant", [*texts, *calls] or [TextPart("")], 2 * index, ts, metadata)
+            if results:
+                b.add("user", results, 2 * index + 1, ts)  # ids stay unique
+        session = doc.get("info") or {}
+        meta = {"session_id": session.get("id"), "cwd": session.get("directory"), "title": session.get("title"),
+                "opencode_version": session.get("version")}
+        return ImportedSession(messages=b.messages, system="", format=NAME, source_path=path,
+                               meta={k: v for k, v in meta.items() if v})

@@ -1,0 +1,158 @@
+"""OpenHands event streams: a trajectory (a JSON list of events, or an object with `history`), or a
+resolver / evaluation `output.jsonl` (one run per line, each with `history`; the first run is read and
+every other run is listed as skipped, never dropped silently).
+
+An event is an action (`action`, `args`, `source` user/agent) or an observation (`observation`,
+`content`, `cause`). Agent actions made through function calling carry `tool_call_metadata`
+(`function_name`, `tool_call_id`, `model_response` with its `id` and `usage`): the actions sharing one
+`model_response.id` are one response, reassembled into one assistant message with all its calls, and
+the observations carrying the same `tool_call_id`s become their results, in call order. A `system`
+action is the system prompt; user `message` actions are requests; agent `message` actions without
+metadata are replies. Bookkeeping events (agent state changes, recalls, null) are counted in
+`meta["ignored_events"]`."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nova.core import Usage
+from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.readers.base import Confidence, ImportedSession, SkippedRecord, refuse, sure
+from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, text_of
+
+NAME = "openhands"
+_BOOKKEEPING = ("agent_state_changed", "change_agent_state", "recall", "null", "condensation")
+
+
+def _is_event(value: Any) -> bool:
+    return isinstance(value, dict) and ("action" in value or "observation" in value) and "source" in value
+
+
+class OpenHandsReader:
+    name = NAME
+
+    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
+        if not head_records:
+            return refuse("no records")
+        first = head_records[0]
+        events = first if isinstance(first, list) else first.get("history") if isinstance(first, dict) else None
+        if not isinstance(events, list) or not events:
+            return refuse("neither a list of events nor an object with a `history` list")
+        if not _is_event(events[0]):
+            return refuse("event 0: no `action`/`observation` and `source` fields")
+        return sure(0.95)
+
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
+        text = load_text(path)
+        skipped: list[SkippedRecord] = []
+        try:
+            runs: list[Any] = [json.loads(text)]
+        except ValueError:
+            runs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        first = runs[0]
+        for number, other in enumerate(runs[1:], 2):
+            instance = other.get("instance_id") if isinstance(other, dict) else None
+            skipped.append(SkippedRecord(f"line {number}", f"another run ({instance or 'no instance_id'}); "
+                                         "one run is read per file"))
+        events = first if isinstance(first, list) else first["history"]
+        meta: dict[str, Any] = {}
+        if isinstance(first, dict):
+            meta.update({k: first[k] for k in ("instance_id",) if k in first})
+        a = _Assembly()
+        for index, event in enumerate(events):
+            try:
+                a.event(index, event)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                skipped.append(SkippedRecord(f"event {index}", f"could not be read: {exc!r}"))
+        a.close()
+        meta["ignored_events"] = dict(a.ignored)
+        meta["source_counts"] = {"responses": len(a.responses), "tool_calls": a.calls, "tool_results": a.results_seen}
+        return ImportedSession(messages=a.b.messages, system="\n\n".join(a.b.system), format=NAME, source_path=path,
+                               meta=meta, skipped=tuple(skipped))
+
+
+@dataclass(slots=True)
+class _Assembly:
+    b: Builder = field(default_factory=Builder)
+    response_id: str | None = None
+    response_at: tuple[int, float | None] = (0, None)
+    parts: list[Part] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    results: list[ToolResultPart] = field(default_factory=list)
+    results_at: int = 0
+    responses: set[str] = field(default_factory=set)
+    calls: int = 0
+    results_seen: int = 0
+    ignored: Counter[str] = field(default_factory=Counter)
+
+    def close(self) -> None:
+        if self.parts:
+            metadata = {"usage": Usage.from_dict(self.usage).to_dict()} if self.usage else {}
+            self.b.add("assistant", self.parts, self.response_at[0], self.response_at[1], metadata)
+        if self.results:
+            order = {p.id: i for i, p in enumerate(self.parts) if isinstance(p, ToolUsePart)}
+            self.b.add_results(sorted(self.results, key=lambda r: order.get(r.tool_use_id, len(order))),
+                               self.results_at)
+        self.response_id, self.parts, self.usage, self.results = None, [], None, []
+
+    def event(self, index: int, e: dict[str, Any]) -> None:
+        ts = iso_ts(e.get("timestamp"))
+        meta = e.get("tool_call_metadata")
+        kind = e.get("action") or e.get("observation")
+        if kind in _BOOKKEEPING:
+            self.ignored[str(kind)] += 1
+            return
+        if "action" in e:
+            args = e.get("args") or {}
+            if kind == "system":
+                self.b.system.append(str(args.get("content") or e.get("message") or ""))
+            elif isinstance(meta, dict):
+                self.call(index, ts, meta, args)
+            elif kind == "message":
+                self.close()
+                content = str(args.get("content") or e.get("message") or "")
+                self.b.add("user" if e.get("source") == "user" else "assistant", [TextPart(content)], index, ts)
+                if e.get("source") != "user":
+                    self.responses.add(f"event-{index}")
+            else:
+                self.ignored[f"action:{kind}"] += 1
+        elif isinstance(meta, dict) and meta.get("tool_call_id"):
+            self.results_seen += 1
+            result = ToolResultPart(tool_use_id=str(meta["tool_call_id"]), content=str(e.get("content", "")),
+                                    is_error=kind == "error")
+            if not self.results:
+                self.results_at = index
+            self.results.append(result)
+        else:
+            self.ignored[f"observation:{kind}"] += 1
+
+    def call(self, index: int, ts: float | None, meta: dict[str, Any], args: dict[str, Any]) -> None:
+        response = meta.get("model_response") or {}
+        response_id = str(response.get("id") or f"event-{index}")
+        if response_id != self.response_id:
+            self.close()
+            self.response_id, self.response_at = response_id, (index, ts)
+            self.responses.add(response_id)
+            message = ((response.get("choices") or [{}])[0] or {}).get("message") or {}
+            text = text_of(message.get("content"))
+            if text:
+                self.parts.append(TextPart(text))
+            self.usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
+        call_id = str(meta.get("tool_call_id") or f"call-{index}")
+        self.parts.append(ToolUsePart(id=call_id, name=str(meta.get("function_name", "")),
+                                      input=_raw_arguments(response, call_id) or dict(args)))
+        self.calls += 1
+
+
+def _raw_arguments(response: dict[str, Any], call_id: str) -> dict[str, Any] | None:
+    """The arguments exactly as the model wrote them, from the response the action came from."""
+    for choice in response.get("choices") or ():
+        for tc in ((choice or {}).get("message") or {}).get("tool_calls") or ():
+            if isinstance(tc, dict) and str(tc.get("id")) == call_id:
+                return dict(arguments((tc.get("function") or {}).get("arguments")))
+    return None

@@ -1,0 +1,125 @@
+"""A pi coding-agent session (`~/.pi/agent/sessions/…/*.jsonl`): a `session` header, then entries linked
+by `id` / `parentId` (a tree: going back and trying again starts a branch). The conversation read is the
+branch ending at the last entry; entries on abandoned branches are counted in
+`meta["abandoned_entries"]`. Message roles: `user`, `assistant` (content `text`, `thinking` — not
+imported, SES-3 — and `toolCall`), `toolResult`, and `bashExecution` (a command the user ran, which the
+model sees unless `excludeFromContext`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nova.core import Usage
+from nova.messages import ImagePart, Part, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
+from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, text_of
+
+NAME = "pi"
+
+
+class PiReader:
+    name = NAME
+
+    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
+        first = head_records[0] if head_records else None
+        if isinstance(first, NotJson):
+            return refuse(f"line {first.line}: not JSON")
+        if not isinstance(first, dict):
+            return refuse("record 1 is not a JSON object")
+        if first.get("type") != "session":
+            return refuse(f"record 1: `type` is {first.get('type')!r}, expected 'session'")
+        if "version" not in first or "id" not in first:
+            return refuse("record 1: a `session` header without `version` and `id`")
+        return sure(0.9)
+
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
+        entries: dict[str, dict[str, Any]] = {}
+        order: list[str] = []
+        meta: dict[str, Any] = {}
+        skipped: list[SkippedRecord] = []
+        for number, line in enumerate(load_text(path).splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
+                continue
+            if not isinstance(record, dict):
+                skipped.append(SkippedRecord(f"line {number}", "not a JSON object"))
+                continue
+            if record.get("type") == "session":
+                meta.update({k: record[k] for k in ("id", "cwd", "version") if k in record})
+                continue
+            entry_id = str(record.get("id") or f"line-{number}")
+            record["_line"] = number
+            entries[entry_id] = record
+            order.append(entry_id)
+        branch: list[dict[str, Any]] = []
+        at = order[-1] if order else None
+        seen: set[str] = set()
+        while at is not None and at in entries and at not in seen:
+            seen.add(at)
+            branch.append(entries[at])
+            parent = entries[at].get("parentId")
+            at = str(parent) if parent is not None else None
+        branch.reverse()
+        meta["abandoned_entries"] = len(order) - len(branch)
+        b = Builder()
+        for entry in branch:
+            kind = entry.get("type")
+            if kind == "model_change" and entry.get("modelId"):
+                meta["model"] = entry["modelId"]
+            if kind != "message":
+                continue
+            try:
+                _message(b, entry, meta)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                skipped.append(SkippedRecord(f"line {entry['_line']}", f"message could not be read: {exc!r}"))
+        return ImportedSession(messages=b.messages, system="", format=NAME, source_path=path, meta=meta,
+                               skipped=tuple(skipped))
+
+
+def _message(b: Builder, entry: dict[str, Any], meta: dict[str, Any]) -> None:
+    m = entry["message"]
+    role, number, ts = m["role"], entry["_line"], iso_ts(entry.get("timestamp"))
+    if role == "user":
+        b.add("user", _parts(m.get("content")) or [TextPart("")], number, ts)
+    elif role == "assistant":
+        metadata: dict[str, Any] = {}
+        usage = m.get("usage")
+        if isinstance(usage, dict):
+            metadata["usage"] = Usage(input_tokens=int(usage.get("input") or 0),
+                                      output_tokens=int(usage.get("output") or 0),
+                                      cache_read_tokens=int(usage.get("cacheRead") or 0),
+                                      cache_write_tokens=int(usage.get("cacheWrite") or 0)).to_dict()
+            cost = usage.get("cost")
+            if isinstance(cost, dict) and isinstance(cost.get("total"), int | float):
+                metadata["cost_usd"] = float(cost["total"])
+        if m.get("model"):
+            metadata["model"] = m["model"]
+        b.add("assistant", _parts(m.get("content")) or [TextPart("")], number, ts, metadata)
+    elif role == "toolResult":
+        b.add_results([ToolResultPart(tool_use_id=str(m["toolCallId"]), content=text_of(m.get("content")),
+                                      is_error=bool(m.get("isError", False)))], number, ts)
+    elif role == "bashExecution" and not m.get("excludeFromContext"):
+        b.add("user", [TextPart(f"I ran `{m.get('command', '')}` (exit {m.get('exitCode')}):\n{m.get('output', '')}")],
+              number, ts, {"user_shell": True})
+
+
+def _parts(content: Any) -> list[Part]:
+    if isinstance(content, str):
+        return [TextPart(content)] if content else []
+    parts: list[Part] = []
+    for block in content or ():
+        kind = block.get("type")
+        if kind == "text" and block.get("text"):
+            parts.append(TextPart(str(block["text"])))
+        elif kind == "toolCall":
+            parts.append(ToolUsePart(id=str(block["id"]), name=str(block["name"]), input=arguments(block.get("arguments"))))
+        elif kind == "image":
+            parts.append(ImagePart(media_type=str(block.get("mimeType", "")), data=str(block.get("data", ""))))
+    return parts

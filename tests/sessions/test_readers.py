@@ -1,0 +1,407 @@
+"""The session readers: detection by confidence, Claude Code as written today, Cline and OpenCode, and
+the same exit code for a bad file in `nova sessions import` and `nova replay`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from nova.commands.replay import replay_command
+from nova.commands.sessions import app as sessions_app
+from nova.errors import SessionImportError
+from nova.invariants import check_tool_pairing
+from nova.messages import ImagePart, SummaryPart, TextPart, ToolResultPart
+from nova.replay import replay_messages
+from nova.sessions.export import import_sessions
+from nova.sessions.importers import read_session_file
+from nova.sessions.repair import repair_history
+from nova.sessions.schema import BoundaryRecord
+from nova.sessions.transcript import Transcript
+from nova.testing import shared_data_dir
+
+AGENTLOGS = shared_data_dir() / "sessions" / "agentlogs"
+READABLE = sorted(AGENTLOGS.glob("*/*.json*")) if AGENTLOGS.is_dir() else []
+needs_data = pytest.mark.skipif(not AGENTLOGS.is_dir(), reason=f"shared session files absent ({AGENTLOGS})")
+
+
+def _jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _cc(kind: str, content: Any, *, mid: str = "", uuid: str = "", **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=mid, model="claude-sonnet-4-5",
+                       usage={"input_tokens": 3, "cache_read_input_tokens": 15000, "output_tokens": 7})
+    return {"type": kind, "sessionId": "s1", "uuid": uuid or f"u-{id(content)}", "message": message,
+            "timestamp": "2025-10-10T21:55:09.367Z", **extra}
+
+
+def _use(call: str) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": call, "name": "Read", "input": {"file_path": f"/{call}.py"}}]
+
+
+def _result(call: str, content: Any = None) -> list[dict[str, Any]]:
+    return [{"type": "tool_result", "tool_use_id": call, "content": content or f"out {call}"}]
+
+
+SNAPSHOT = {"type": "file-history-snapshot", "messageId": "x", "snapshot": {}, "isSnapshotUpdate": False}
+SUMMARY = {"type": "summary", "summary": "A title", "leafUuid": "u9"}
+
+
+# -- the real files --------------------------------------------------------------------------------------
+@needs_data
+@pytest.mark.parametrize("path", READABLE, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_files_import_whole_and_pair_after_repair(path: Path) -> None:
+    imported = read_session_file(path)
+    assert imported.messages and not imported.skipped
+    repaired, _ = repair_history(imported.messages)
+    assert check_tool_pairing(repaired) == []
+    counts = imported.meta.get("source_counts")
+    if counts:  # Claude Code: every response and call of the source, each exactly once
+        assert sum(m.role == "assistant" for m in imported.messages) == counts["responses"]
+        assert sum(len(m.tool_uses()) for m in imported.messages) == counts["tool_calls"]
+        assert check_tool_pairing(imported.messages) == []
+
+
+def test_unknown_jsonl_names_every_format_and_why(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "x.jsonl", [{"kind": "note"}, {"kind": "note"}])
+    with pytest.raises(SessionImportError) as caught:
+        read_session_file(path)
+    message = str(caught.value)
+    for reason in ("claude-code: record 1: `type` is None", "codex: record 1: `type` is None",
+                   "pi: record 1: `type` is None", "openai: expected one JSON document, found 2 JSON lines"):
+        assert reason in message
+
+
+@needs_data
+def test_real_claude_code_compaction_subagent_and_image() -> None:
+    compact = read_session_file(AGENTLOGS / "claude-code" / "compact.jsonl")
+    summaries = [m for m in compact.messages if m.has("summary")]
+    assert len(summaries) == 1 and summaries[0].metadata["compaction"]["trigger"] == "manual"
+    assert any(m.metadata.get("is_meta") for m in compact.messages)
+    sub = read_session_file(AGENTLOGS / "claude-code" / "subagent.jsonl")
+    task = next(p for m in sub.messages for p in m.tool_uses() if p.name == "Task")
+    assert len(sub.children) == 1 and sub.children[0].meta["parent_tool_use_id"] == task.id
+    images = read_session_file(AGENTLOGS / "claude-code" / "images.jsonl")
+    assert any(isinstance(p, ImagePart) and p.data for m in images.messages for p in m.parts)
+    cline = read_session_file(AGENTLOGS / "cline" / "crud.json")
+    assert cline.format == "anthropic" and sum(len(m.tool_uses()) for m in cline.messages) == 38
+
+
+@needs_data
+def test_real_codex_and_pi_files() -> None:
+    codex = read_session_file(AGENTLOGS / "codex" / "crud.jsonl")
+    assert codex.format == "codex" and codex.system.startswith("You are Codex")
+    assert [p.name for m in codex.messages for p in m.tool_uses()] == ["exec_command", "exec_command", "apply_patch",
+                                                                       "exec_command"]
+    assert all("usage" in m.metadata for m in codex.messages if m.role == "assistant")
+    branched = read_session_file(AGENTLOGS / "pi" / "branched.jsonl")
+    texts = " ".join(getattr(p, "text", "") for m in branched.messages for p in m.parts)
+    # The branch that was abandoned ("now write a second haiku") is not in the conversation read.
+    assert branched.format == "pi" and "limerick" in texts and "second haiku" not in texts
+    assert branched.meta["abandoned_entries"] == 4
+
+
+# -- Claude Code, synthetic --------------------------------------------------------------------------------
+def test_detection_looks_past_snapshot_and_summary_records(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [SNAPSHOT, SUMMARY, SNAPSHOT, _cc("user", "hello"),
+                                         _cc("assistant", [{"type": "text", "text": "hi"}], mid="r1")])
+    imported = read_session_file(path)
+    assert imported.format == "claude-code" and [m.role for m in imported.messages] == ["user", "assistant"]
+
+
+def test_parallel_calls_with_interleaved_results_are_one_response(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "go"),
+        _cc("assistant", _use("A"), mid="r1"), _cc("assistant", _use("B"), mid="r1"),
+        _cc("user", _result("A")), _cc("assistant", _use("C"), mid="r1"),
+        _cc("user", _result("B")), _cc("user", _result("C")),
+        _cc("assistant", [{"type": "text", "text": "done"}], mid="r2"),
+    ])
+    messages = read_session_file(path).messages
+    assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert [p.id for p in messages[1].tool_uses()] == ["A", "B", "C"]
+    assert [p.tool_use_id for p in messages[2].tool_results()] == ["A", "B", "C"]
+    assert messages[1].metadata["usage"]["cache_read_tokens"] == 15000
+    assert check_tool_pairing(messages) == []
+
+
+def test_is_meta_kept_and_compaction_becomes_summary_and_boundary(tmp_path: Path, nova_home: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "Caveat: local command output", isMeta=True), _cc("user", "first request"),
+        _cc("assistant", [{"type": "text", "text": "ok"}], mid="r1"),
+        {"type": "system", "subtype": "compact_boundary", "sessionId": "s1", "uuid": "b",
+         "compactMetadata": {"trigger": "auto", "preTokens": 15808}},
+        _cc("user", "This session is being continued ... summary", isCompactSummary=True),
+        _cc("user", "next request"),
+    ])
+    messages = read_session_file(path).messages
+    assert messages[0].metadata == {"is_meta": True} and isinstance(messages[0].parts[0], TextPart)
+    summary = messages[3]
+    assert isinstance(summary.parts[0], SummaryPart) and summary.metadata["compaction"]["tokens_before"] == 15808
+    assert summary.parts[0].covers == tuple(m.id for m in messages[:3])
+    result = import_sessions(path, nova_home)
+    records = list(Transcript(nova_home / "sessions" / result.session_id / "transcript.jsonl").iter_records())
+    boundaries = [r for r in records if isinstance(r, BoundaryRecord)]
+    assert len(boundaries) == 1 and boundaries[0].trigger == "auto" and boundaries[0].tokens_before == 15808
+
+
+def test_image_inside_a_tool_result_is_kept(tmp_path: Path) -> None:
+    shot = [{"type": "text", "text": "Took a screenshot"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}]
+    path = _jsonl(tmp_path / "s.jsonl", [_cc("user", "look"), _cc("assistant", _use("A"), mid="r1"),
+                                         _cc("user", _result("A", shot))])
+    results = read_session_file(path).messages[2]
+    assert isinstance(results.parts[0], ToolResultPart) and results.parts[0].content == "Took a screenshot"
+    assert results.parts[1] == ImagePart(media_type="image/png", data="iVBOR")
+
+
+def test_subagent_file_is_its_own_session_never_empty(tmp_path: Path, nova_home: Path) -> None:
+    path = _jsonl(tmp_path / "agent-1234.jsonl", [
+        _cc("user", "sub task", isSidechain=True, agentId="1234"),
+        _cc("assistant", [{"type": "text", "text": "sub answer"}], mid="r9", isSidechain=True, agentId="1234"),
+    ])
+    imported = read_session_file(path)
+    assert len(imported.messages) == 2 and imported.meta["sidechain"] and imported.meta["parent_session"] == "s1"
+    empty = _jsonl(tmp_path / "only-snapshots.jsonl", [SNAPSHOT, SUMMARY])
+    result = CliRunner().invoke(sessions_app, ["import", str(empty)])
+    assert result.exit_code == 1 and "no conversation" in result.output
+
+
+def test_inline_sidechain_becomes_linked_child_session(tmp_path: Path, nova_home: Path) -> None:
+    task = [{"type": "tool_use", "id": "T", "name": "Task", "input": {"prompt": "check it", "description": "d"}}]
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "go"), _cc("assistant", task, mid="r1"),
+        _cc("user", "check it", uuid="c1", isSidechain=True, parentUuid=None),
+        _cc("assistant", [{"type": "text", "text": "checked"}], mid="r2", uuid="c2", isSidechain=True,
+            parentUuid="c1"),
+        _cc("user", _result("T", "checked")),
+    ])
+    result = import_sessions(path, nova_home)
+    assert result.messages == 3 and len(result.children) == 1 and result.children[0][1] == 2
+    child_log = nova_home / "sessions" / result.children[0][0] / "transcript.jsonl"
+    assert '"parent_tool_use_id": "T"' in child_log.read_text() or '"parent_tool_use_id":"T"' in child_log.read_text()
+
+
+def test_unreadable_line_is_skipped_and_strict_refuses(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(_cc("user", "go")) + "\n{torn\n", encoding="utf-8")
+    imported = read_session_file(path)
+    assert [s.where for s in imported.skipped] == ["line 2"]
+    with pytest.raises(SessionImportError, match="1 record"):
+        read_session_file(path, strict=True)
+
+
+def test_import_warns_about_skipped_records_and_strict_refuses(tmp_path: Path, nova_home: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(_cc("user", "go")) + "\n{torn\n", encoding="utf-8")
+    loose = CliRunner().invoke(sessions_app, ["import", str(path), "--json"])
+    assert loose.exit_code == 0 and json.loads(loose.stdout)["skipped"] == 1 and "line 2" in loose.stderr
+    strict = CliRunner().invoke(sessions_app, ["import", str(path), "--strict"])
+    assert strict.exit_code == 1 and "1 record(s) could not be read" in strict.output
+
+
+# -- other formats -------------------------------------------------------------------------------------
+def test_anthropic_message_list_is_never_read_as_openai(tmp_path: Path) -> None:
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps([
+        {"role": "user", "content": [{"type": "text", "text": "<task>read it</task>"}]},
+        {"role": "assistant", "content": _use("A") + _use("B")},
+        {"role": "user", "content": [{"type": "text", "text": "[read_file for 'a] b.py'] Result:\nA"},
+                                     {"type": "text", "text": "[read_file for 'b.py'] Result:\nB"}]},
+    ]))
+    imported = read_session_file(path)
+    assert imported.format == "anthropic"
+    assert [r.tool_use_id for r in imported.messages[2].tool_results()] == ["A", "B"]
+    assert check_tool_pairing(imported.messages) == []
+
+
+def test_opencode_export_reads_instead_of_key_error(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"info": {"id": "ses"}, "messages": [
+        {"info": {"role": "user"}, "parts": [{"type": "text", "text": "make it"}]},
+        {"info": {"role": "assistant", "tokens": {"input": 10, "output": 2, "cache": {"read": 5}}},
+         "parts": [{"type": "tool", "callID": "c1", "tool": "write",
+                    "state": {"status": "completed", "input": {"filePath": "a"}, "output": ""}}]},
+    ]}))
+    imported = read_session_file(path)
+    assert imported.format == "opencode" and imported.messages[1].tool_uses()[0].name == "write"
+    assert check_tool_pairing(imported.messages) == []
+
+
+def test_unknown_file_names_every_format_and_why(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"messages": [{"content": "no role"}]}))
+    with pytest.raises(SessionImportError) as caught:
+        read_session_file(path)
+    message = str(caught.value)
+    assert "openai: message 0: no `role` field" in message and "opencode: messages[0]: no `info` object" in message
+
+
+def test_import_and_replay_exit_alike_on_a_bad_file(tmp_path: Path, nova_home: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    replay = typer.Typer()
+    replay.command("replay")(replay_command)
+    replay.callback()(lambda: None)
+    imported = CliRunner().invoke(sessions_app, ["import", str(bad)])
+    replayed = CliRunner().invoke(replay, ["replay", str(bad)])
+    assert imported.exit_code == replayed.exit_code == 1
+
+
+def test_replay_repairs_like_resume_and_says_so(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [_cc("user", "go"), _cc("assistant", _use("A"), mid="r1")])
+    report = replay_messages(read_session_file(path).messages, window=32000, policy="naive")
+    assert report.invariant_violations == 0 and "interrupted" in report.repaired
+    assert report.to_json()["repaired"] == report.repaired
+
+
+def test_replay_starts_at_the_real_size_with_a_fixed_prompt_placeholder(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "s.jsonl", [_cc("user", "go"), _cc("assistant", [{"type": "text", "text": "ok"}], mid="r1"),
+                                         _cc("user", "more"), _cc("assistant", [{"type": "text", "text": "k"}], mid="r2")])
+    replay = typer.Typer()
+    replay.command("replay")(replay_command)
+    replay.callback()(lambda: None)
+    result = CliRunner().invoke(replay, ["replay", str(path), "--policy", "naive", "--json"])
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout.strip().splitlines()[-1])["per_call"][0]["input_tokens"]
+    real = 3 + 15000  # the first response's input + cache read
+    assert abs(first - real) <= real * 0.01
+
+
+def test_import_from_claude_code_finds_the_projects_sessions(tmp_path: Path, nova_home: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "work" / "my.app"
+    project.mkdir(parents=True)
+    config = tmp_path / "claude"
+    sessions = config / "projects" / ("-" + "-".join(str(project).strip("/").replace(".", "/").split("/")))
+    sessions.mkdir(parents=True)
+    _jsonl(sessions / "aaa.jsonl", [SNAPSHOT, _cc("user", "go", cwd=str(project)),
+                                    _cc("assistant", [{"type": "text", "text": "ok"}], mid="r1")])
+    _jsonl(sessions / "agent-1.jsonl", [_cc("user", "sub", isSidechain=True),
+                                        _cc("assistant", [{"type": "text", "text": "k"}], mid="r2", isSidechain=True)])
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    result = CliRunner().invoke(sessions_app, ["import", "--from", "claude-code", "--project", str(project), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [Path(d["source_path"]).name for d in data] == ["aaa.jsonl", "agent-1.jsonl"]
+    assert [d["messages"] for d in data] == [2, 2]
+    # A project Claude Code never saw is one clear error.
+    missing = CliRunner().invoke(sessions_app, ["import", "--from", "claude-code", "--project", str(tmp_path)])
+    assert missing.exit_code == 1 and "no Claude Code sessions" in missing.output
+
+
+def test_mini_swe_agent_2_blocks_tool_calls_and_exit(tmp_path: Path) -> None:
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "info": {"mini_version": "2.0.0"},
+                                "messages": [
+        {"role": "system", "content": "you run bash"},
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "THOUGHT\n```mswea_bash_command\nls\n```"},
+        {"role": "user", "content": "<output>a.py</output>"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat a.py"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "print(1)"},
+        {"role": "exit", "content": "Submitted", "extra": {"exit_status": "Submitted"}},
+    ]}))
+    imported = read_session_file(path)
+    assert imported.format == "mini-swe-agent"
+    assert [p.input["command"] for m in imported.messages for p in m.tool_uses()] == ["ls", "cat a.py"]
+    assert check_tool_pairing(imported.messages) == [] and imported.meta["exit"]["exit_status"] == "Submitted"
+
+
+def test_aider_chat_history(tmp_path: Path) -> None:
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text("# aider chat started at 2025-01-02 10:00:00\n\n> /usr/bin/aider --model sonnet\n"
+                    "> Added app.py to the chat.\n\n#### add a greet function\n#### with a name\n\n"
+                    "Here is the change:\n\napp.py\n```python\n<<<<<<< SEARCH\n=======\ndef greet(n): ...\n"
+                    ">>>>>>> REPLACE\n```\n\n> Applied edit to app.py\n> Commit 1a2b3c feat: greet\n\n"
+                    "#### thanks\n\nYou're welcome.\n", encoding="utf-8")
+    imported = read_session_file(path)
+    assert imported.format == "aider" and [m.role for m in imported.messages] == ["user", "assistant", "user",
+                                                                                   "assistant"]
+    assert imported.messages[0].text == "add a greet function\nwith a name"
+    assert "def greet" in imported.messages[1].text and "Applied edit" not in imported.messages[1].text
+    assert imported.meta["files_edited"] == ["app.py"]
+
+
+def _oh_call(eid: int, call: str, response: str, command: str) -> dict[str, Any]:
+    return {"id": eid, "source": "agent", "action": "run", "args": {"command": command},
+            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": call, "model_response": {
+                "id": response, "usage": {"prompt_tokens": 900, "completion_tokens": 20,
+                                          "prompt_tokens_details": {"cached_tokens": 800}},
+                "choices": [{"message": {"content": "checking", "tool_calls": [
+                    {"id": call, "function": {"name": "execute_bash", "arguments": json.dumps({"command": command})}}]}}]}}}
+
+
+def _oh_result(eid: int, call: str) -> dict[str, Any]:
+    return {"id": eid, "source": "agent", "observation": "run", "content": f"out {call}", "cause": eid - 1,
+            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": call}}
+
+
+def test_openhands_events_and_resolver_output(tmp_path: Path) -> None:
+    events = [
+        {"id": 0, "source": "agent", "action": "system", "args": {"content": "You are OpenHands"}},
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "fix the bug"}},
+        {"id": 2, "source": "environment", "observation": "agent_state_changed", "content": ""},
+        _oh_call(3, "A", "resp-1", "ls"), _oh_call(4, "B", "resp-1", "pwd"), _oh_result(5, "B"), _oh_result(6, "A"),
+        {"id": 7, "source": "agent", "action": "message", "args": {"content": "done"}},
+    ]
+    trajectory = tmp_path / "trajectory.json"
+    trajectory.write_text(json.dumps(events))
+    imported = read_session_file(trajectory)
+    assert imported.format == "openhands" and imported.system == "You are OpenHands"
+    assert [m.role for m in imported.messages] == ["user", "assistant", "user", "assistant"]
+    assert [p.id for p in imported.messages[1].tool_uses()] == ["A", "B"]
+    assert [r.tool_use_id for r in imported.messages[2].tool_results()] == ["A", "B"]
+    assert imported.messages[1].metadata["usage"]["cache_read_tokens"] == 800
+    output = _jsonl(tmp_path / "output.jsonl", [{"instance_id": "x-1", "history": events},
+                                                {"instance_id": "x-2", "history": events}])
+    run = read_session_file(output)
+    assert run.meta["instance_id"] == "x-1" and [s.where for s in run.skipped] == ["line 2"]
+
+
+@needs_data
+def test_replay_reports_source_against_imported_counts() -> None:
+    replay = typer.Typer()
+    replay.command("replay")(replay_command)
+    replay.callback()(lambda: None)
+    result = CliRunner().invoke(replay, ["replay", str(AGENTLOGS / "claude-code" / "crud.jsonl"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["import"]["source"] == data["import"]["imported"] == {"responses": 10, "tool_calls": 9,
+                                                                      "tool_results": 9}
+    assert data["invariant_violations"] == 0
+
+
+def test_subagent_in_its_own_file_is_a_child_of_its_session(tmp_path: Path, nova_home: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    config = tmp_path / "claude"
+    sessions = config / "projects" / str(project).replace("/", "-")
+    (sessions / "s1" / "subagents").mkdir(parents=True)
+    task = [{"type": "tool_use", "id": "T", "name": "Task", "input": {"prompt": "look", "description": "d"}}]
+    _jsonl(sessions / "s1.jsonl", [
+        _cc("user", "go", cwd=str(project)), _cc("assistant", task, mid="r1"),
+        {**_cc("user", _result("T", "looked")), "toolUseResult": {"status": "completed", "agentId": "a1b2"}},
+    ])
+    _jsonl(sessions / "s1" / "subagents" / "agent-a1b2.jsonl", [
+        _cc("user", "look", isSidechain=True, agentId="a1b2"),
+        _cc("assistant", [{"type": "text", "text": "looked"}], mid="r2", isSidechain=True, agentId="a1b2"),
+    ])
+    imported = read_session_file(sessions / "s1.jsonl")
+    assert len(imported.children) == 1 and imported.children[0].meta["parent_tool_use_id"] == "T"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    result = CliRunner().invoke(sessions_app, ["import", "--from", "claude-code", "--project", str(project), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # One session with its child; the sub-agent's file is not imported a second time on its own.
+    assert len(data) == 1 and data[0]["children"][0]["messages"] == 2

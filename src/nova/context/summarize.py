@@ -28,6 +28,7 @@ from nova.errors import SummaryError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter
+from nova.tool_paths import looks_like_path, paths_of
 
 __all__ = [
     "SECTIONS",
@@ -105,6 +106,10 @@ def is_user_message(message: Message) -> bool:
     if message.role != "user" or message.origin is not None:
         return False
     if message.has("tool_result") or message.has("summary"):
+        return False
+    # An imported agent's own inserts (Claude Code's isMeta skill bodies and hook feedback, a compaction
+    # summary it wrote) are not something the person asked for.
+    if message.metadata.get("is_meta") or message.metadata.get("compaction"):
         return False
     return bool(message.text.strip())
 
@@ -203,36 +208,16 @@ _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 _EXIT_CODE = re.compile(r"(?:exit code|exit status|returncode)[:= ]+(-?\d+)", re.I)
 _PATH = re.compile(r"(?<![\w/.@:-])((?:~|\.{1,2})?/?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-z][A-Za-z0-9]{0,7}|"
                    r"(?:~|\.{1,2})?/?(?:[\w.+-]+/)+[\w.+-]+)(?![\w/(])")
-_EXTENSIONS = frozenset(
-    ["py", "pyi", "txt", "rst", "md", "cfg", "ini", "toml", "json", "yaml", "yml", "js", "ts", "tsx", "jsx", "c", "h", "cc", "cpp", "hpp", "java", "go", "rs", "rb", "sh", "html", "css", "patch", "diff", "orig", "new", "rej", "lock", "sql", "xml", "csv", "log", "tex", "php", "swift", "kt", "scala"]
-)
-_WRITE_HINT = re.compile(
-    r"sed\s+-[a-zA-Z]*i|(?<![0-9&])>>?\s*(?!&)[^\s|;&]|\btee\b|open\([^)]*['\"][wax]\+?b?['\"]|\.write\(|"
-    r"\bpatch\b|git\s+(?:apply|checkout|restore|mv|rm)\b|\bmv\b|\bcp\b|\btouch\b|\bperl\s+-[a-z]*i|\brm\b"
-)
 _DIFF_HEADER = re.compile(r"^(?:diff --git a/(\S+)|patching file (\S+)|\+\+\+ b/(\S+))", re.M)
 _DECISION = re.compile(r"\b(?:I will|I'll|I need to|I should|Let me|decide[ds]?|instead|because|plan|approach|"
                        r"the fix|the issue is|root cause)\b", re.I)
-_WRITE_TOOLS = ("write_file", "edit_file", "create_file", "str_replace_editor", "apply_patch", "edit")
-_READ_TOOLS = ("read_file", "view", "open_file", "cat")
-
-
-def _is_path(token: str) -> bool:
-    if token.startswith(("/dev/", "/proc/", "http")) or token in (".", "..", "/"):
-        return False
-    last = token.rsplit("/", 1)[-1]
-    ext = last.rsplit(".", 1)[-1].lower() if "." in last else ""
-    if ext in _EXTENSIONS:
-        return True
-    # Without a known extension, a path needs a directory part and must not look like code (a.b.c).
-    return "/" in token and not re.fullmatch(r"[\d./]+", token) and len(token) > 3
 
 
 def paths_in(text: str) -> list[str]:
     seen: dict[str, None] = {}
     for match in _PATH.finditer(text):
         token = match.group(1).rstrip(".,:;")
-        if _is_path(token):
+        if looks_like_path(token):
             seen.setdefault(token, None)
     return list(seen)
 
@@ -241,14 +226,6 @@ def _command_of(call: ToolUsePart) -> str:
     for key in ("command", "cmd", "script"):
         value = call.input.get(key)
         if isinstance(value, str):
-            return value
-    return ""
-
-
-def _path_arg(call: ToolUsePart) -> str:
-    for key in ("path", "file_path", "filename", "file"):
-        value = call.input.get(key)
-        if isinstance(value, str) and value:
             return value
     return ""
 
@@ -301,21 +278,16 @@ def _collect(messages: Sequence[Message]) -> _Facts:
             elif isinstance(part, ToolUsePart):
                 calls[part.id] = (part, m.id)
                 command = _command_of(part)
-                target = _path_arg(part)
-                if part.name in _WRITE_TOOLS and target:
-                    facts.files_changed[target] = m.id
-                elif part.name in _READ_TOOLS and target:
-                    facts.files_read[target] = m.id
-                if command:
-                    found = paths_in(command)
-                    book = facts.files_changed if _WRITE_HINT.search(command) else facts.files_read
-                    for p in found:
-                        book[p] = m.id
+                touched = paths_of(part)
+                for p in touched.reads:
+                    facts.files_read[p] = m.id
+                for p in touched.writes:
+                    facts.files_changed[p] = m.id
                 facts.last_call = (part.name, command or json.dumps(dict(part.input))[:300], m.id)
             elif isinstance(part, ToolResultPart):
                 for groups in _DIFF_HEADER.findall(part.content):
                     for p in groups:
-                        if p:
+                        if p and looks_like_path(p):
                             facts.files_changed[p] = m.id
                 code = failure_code(part)
                 if code is not None:

@@ -38,7 +38,6 @@ import importlib
 import math
 import os
 import re
-import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -48,6 +47,7 @@ from nova.errors import ConfigError
 from nova.memory.paths import find_git_root, project_root
 from nova.secret_paths import secret_path_kind, secret_text_kind
 from nova.settings import _to_int, _to_str, _to_str_list
+from nova.special_files import special_kind
 
 __all__ = [
     "InstructionsConfig",
@@ -255,19 +255,16 @@ def _credential_kind(path: Path, text: str) -> str | None:
     return secret_text_kind(text)
 
 
+# What an import says after the kind of special file it met (nova.special_files names the kind).
+_NEVER = {"a FIFO (named pipe)": "; never opened", "a device": "; never read", "a socket": "; never opened"}
+
+
 def _special_kind(mode: int) -> str | None:
     """Why a stat mode is not a loadable file, or None for a regular file."""
-    if stat.S_ISREG(mode):
+    kind = special_kind(mode)
+    if kind is None:
         return None
-    if stat.S_ISDIR(mode):
-        return "is a directory"
-    if stat.S_ISFIFO(mode):
-        return "is a FIFO (named pipe); never opened"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "is a device; never read"
-    if stat.S_ISSOCK(mode):
-        return "is a socket; never opened"
-    return "is not a regular file"
+    return f"is {kind}{_NEVER.get(kind, '')}" if kind != "not a regular file" else "is not a regular file"
 
 
 def _special_kind_of(path: Path) -> str | None:

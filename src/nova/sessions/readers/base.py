@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from nova.messages import Message
 
-__all__ = ["Confidence", "ImportedSession", "NotJson", "SessionReader", "SkippedRecord", "refuse", "sure"]
+__all__ = ["Confidence", "ImportedSession", "NotJson", "SessionReader", "SkippedRecord", "first_object", "refuse", "sure"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,16 @@ class NotJson:
 
     line: int
     error: str
+
+
+def first_object(head_records: Sequence[Any]) -> dict[str, Any] | Confidence:
+    """The first head record when it is a JSON object, else the refusal that says why not."""
+    first = head_records[0] if head_records else None
+    if isinstance(first, NotJson):
+        return refuse(f"line {first.line}: not JSON")
+    if not isinstance(first, dict):
+        return refuse("record 1 is not a JSON object")
+    return first
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,14 @@ from typing import Any
 
 from nova.core import Usage
 from nova.messages import ImagePart, Part, TextPart, ToolResultPart, ToolUsePart
-from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
+from nova.sessions.readers.base import (
+    Confidence,
+    ImportedSession,
+    SkippedRecord,
+    first_object,
+    refuse,
+    sure,
+)
 from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, text_of
 
 NAME = "codex"
@@ -29,11 +36,9 @@ class CodexReader:
     name = NAME
 
     def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        first = head_records[0] if head_records else None
-        if isinstance(first, NotJson):
-            return refuse(f"line {first.line}: not JSON")
-        if not isinstance(first, dict):
-            return refuse("record 1 is not a JSON object")
+        first = first_object(head_records)
+        if isinstance(first, Confidence):
+            return first
         if first.get("type") not in _KINDS:
             return refuse(f"record 1: `type` is {first.get('type')!r}, expected session_meta or response_item")
         if not isinstance(first.get("payload"), dict):

@@ -14,7 +14,14 @@ from typing import Any
 
 from nova.core import Usage
 from nova.messages import ImagePart, Part, TextPart, ToolResultPart, ToolUsePart
-from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
+from nova.sessions.readers.base import (
+    Confidence,
+    ImportedSession,
+    SkippedRecord,
+    first_object,
+    refuse,
+    sure,
+)
 from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, text_of
 
 NAME = "pi"
@@ -24,11 +31,9 @@ class PiReader:
     name = NAME
 
     def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        first = head_records[0] if head_records else None
-        if isinstance(first, NotJson):
-            return refuse(f"line {first.line}: not JSON")
-        if not isinstance(first, dict):
-            return refuse("record 1 is not a JSON object")
+        first = first_object(head_records)
+        if isinstance(first, Confidence):
+            return first
         if first.get("type") != "session":
             return refuse(f"record 1: `type` is {first.get('type')!r}, expected 'session'")
         if "version" not in first or "id" not in first:

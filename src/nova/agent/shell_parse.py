@@ -123,6 +123,33 @@ def parse_command_line(line: str) -> ShellLine:
 
 
 # -- words -------------------------------------------------------------------------------------------
+_NON_ASCII_RE = re.compile(rb"[\x80-\xff]")
+
+
+def _masked(source: bytes) -> bytes:
+    """`source` with every non-ASCII byte replaced by `x`, byte for byte, for the grammar to read.
+
+    The bash grammar's scanner calls the C `isdigit` on the character after a `{`; with a code point
+    past 255 that reads outside the C library's table and can crash the process. The shell itself
+    treats every non-ASCII byte as an ordinary word character, so the masked line parses to the same
+    tree; offsets are unchanged and node text is read from the original bytes (`_text`)."""
+    return _NON_ASCII_RE.sub(b"x", source)
+
+
+def _source() -> bytes:
+    """The original bytes of the line being walked (`bash -c` strings nest: innermost last)."""
+    sources: list[bytes] = _per_thread.sources
+    return sources[-1]
+
+
+def _raw(node: Any) -> bytes:
+    return _source()[node.start_byte:node.end_byte]
+
+
+def _text(node: Any) -> str:
+    return _decode(_raw(node))
+
+
 def _decode(data: bytes) -> str:
     """Source bytes back to text. The line was encoded with lone surrogates passed through (they may be
     in a model's tool input), so they come back as they were."""
@@ -188,7 +215,7 @@ def _ansi_c(body: str) -> str:
 
 def _word(node: Any) -> _Word:
     kind = node.type
-    text = _decode(node.text)
+    text = _text(node)
     if kind == "word" or kind == "number":
         value, pattern = _unescape_unquoted(text)
         return _Word(value, True, pattern)
@@ -202,7 +229,7 @@ def _word(node: Any) -> _Word:
         body = text[1:] if text.startswith("$") else text
         return _Word(_DQ_ESCAPE_RE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), body[1:-1]), True)
     if kind == "concatenation":
-        parts = [_word(child) if child.is_named else _Word(*_unescape_unquoted(_decode(child.text)))
+        parts = [_word(child) if child.is_named else _Word(*_unescape_unquoted(_text(child)))
                  for child in node.children]
         if all(p.static for p in parts):
             return _Word("".join(p.value for p in parts), True, any(p.pattern for p in parts))
@@ -420,23 +447,22 @@ class _Walker:
     dirs: list[str] = field(default_factory=list)
     _trailing: dict[int, tuple[Sequence[Any], Sequence[str]]] = field(default_factory=dict)
     """Words and redirections the grammar put after a command's redirections, keyed by the command node."""
-    _sources: list[bytes] = field(default_factory=list)
-    """The source of each line being walked (`bash -c` strings nest), innermost last."""
 
     def parse(self, line: str, *, depth: int) -> None:
         if depth > _MAX_SHELL_DEPTH:
             self._unresolved(line, "shells nested too deeply to check")
             return
         source = line.encode("utf-8", "surrogatepass")
-        tree = _parser().parse(source)
+        tree = _parser().parse(_masked(source))
         if tree.root_node.has_error:
             self._unresolved(line, "the shell parser cannot read this line")
             return
-        self._sources.append(source)
+        sources = _per_thread.__dict__.setdefault("sources", [])
+        sources.append(source)
         try:
             self._walk(tree.root_node, shell_depth=depth, node_depth=0)
         finally:
-            self._sources.pop()
+            sources.pop()
 
     def _unresolved(self, text: str, why: str) -> None:
         whole = " ".join(text.split())
@@ -444,7 +470,7 @@ class _Walker:
 
     def _walk(self, node: Any, *, shell_depth: int, node_depth: int) -> None:
         if node_depth > _MAX_NODE_DEPTH:
-            self._unresolved(_decode(node.text), "nested too deeply to check")
+            self._unresolved(_text(node), "nested too deeply to check")
             return
         kind = node.type
         if kind == "command":
@@ -489,13 +515,13 @@ class _Walker:
                 destinations = redirect.children_by_field_name("destination")
                 extra.extend(destinations[1:])
                 end = destinations[0].end_byte if destinations else redirect.end_byte
-                shown.append(node.text[redirect.start_byte - node.start_byte:end - node.start_byte])
+                shown.append(_source()[redirect.start_byte:end])
             elif redirect.type == "heredoc_redirect":
                 extra.extend(redirect.children_by_field_name("argument"))
                 start = next((c for c in redirect.children if c.type == "heredoc_start"), redirect.children[0])
-                shown.append(node.text[redirect.start_byte - node.start_byte:start.end_byte - node.start_byte])
+                shown.append(_source()[redirect.start_byte:start.end_byte])
             else:
-                shown.append(redirect.text)
+                shown.append(_raw(redirect))
         # After a pipeline the redirections belong to its last command.
         target = body
         while target is not None and target.type == "pipeline" and target.named_children:
@@ -503,7 +529,7 @@ class _Walker:
         if target is not None and target.type == "command":
             self._trailing[target.id] = (extra, [" ".join(_decode(t).split()) for t in shown])
         elif extra:
-            self._unresolved(_decode(node.text), "words after a redirection")
+            self._unresolved(_text(node), "words after a redirection")
         if body is not None:
             self._walk(body, shell_depth=shell_depth, node_depth=node_depth + 1)
         for redirect in redirects:
@@ -516,7 +542,7 @@ class _Walker:
         the halves (`git push`): words with only that between them are one. A bare newline between two
         words or inside an unquoted one ends a command in the shell; the grammar sometimes keeps going
         (`ls<newline>\\git push` as one command), so such a reading is flagged."""
-        source = self._sources[-1]
+        source = _source()
         words: list[_Word] = []
         misread = False
         previous_end = -1
@@ -529,7 +555,7 @@ class _Walker:
             else:
                 words.append(word)
             if b"\n" in _CONTINUATION_RE.sub(b"", gap) or (node.type == "word" and "\n" in _ESCAPE_RE.sub(
-                    "", _decode(node.text))):
+                    "", _text(node))):
                 misread = True
             previous_end = node.end_byte
         return words, misread
@@ -541,9 +567,9 @@ class _Walker:
         word_nodes: list[Any] = []
         for child in node.children:
             if child.type == "variable_assignment":
-                assignments.append(_decode(child.text))
+                assignments.append(_text(child))
             elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
-                redirects.append(" ".join(_decode(child.text).split()))
+                redirects.append(" ".join(_text(child).split()))
             elif child.is_named and child.type != "comment":
                 word_nodes.append(child.named_children[0] if child.type == "command_name" else child)
         words, misread = self._join_continued([*word_nodes, *extra_words])

@@ -37,21 +37,19 @@ import time
 from collections.abc import Sequence
 
 from nova.context.budget import ContextBudget
-from nova.context.summarize import failure_code, is_user_message, paths_in
+from nova.context.summarize import failure_code, is_user_message
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.replay import replay_messages, view_text
 from nova.sessions.importers import read_session_file
 from nova.settings import CompactionConfig
 from nova.testing import mini_swe_trajectories, shared_data_dir
 from nova.tokens import counter_for_model
+from nova.tool_paths import paths_of
 
 WINDOWS = (8_000, 16_000, 32_000, 64_000, 200_000)
 POLICIES = ("nova", "truncate", "observation-mask")
 CACHES = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5"}
 TARGET_WINDOWS = (32_000, 64_000)
-# A command that writes the files it names (bash-only agents edit this way).
-_WRITES = re.compile(r"sed\s+-[a-zA-Z]*i|(?<![0-9&])>>?\s*(?!&)[\w./]|\btee\b")
-_EDIT_COMMANDS = ("create", "str_replace", "insert", "write")
 _TAGS = re.compile(r"</?[a-z_]+>")  # the harness's wrappers (<returncode>, <output_tail>, ...)
 
 
@@ -69,12 +67,9 @@ def retention_items(messages: Sequence[Message]) -> list[str]:
         for part in m.parts:
             if isinstance(part, ToolUsePart):
                 calls[part.id] = part
-                path = part.input.get("path")
-                command = part.input.get("command")
-                if isinstance(path, str) and command in _EDIT_COMMANDS:
-                    modified[path] = None
-                elif isinstance(command, str) and _WRITES.search(command):
-                    modified.update(dict.fromkeys(paths_in(command)))
+                # The files the call writes, by the one declared map of tools (shell redirects, `sed -i`,
+                # `tee`, editor commands): a name inside a heredoc's body is not a modified path.
+                modified.update(dict.fromkeys(paths_of(part).writes))
             elif isinstance(part, ToolResultPart) and failure_code(part) is not None:
                 call = calls.get(part.tool_use_id)
                 lines = [x.strip() for x in _TAGS.sub("", part.content).splitlines() if x.strip()]

@@ -67,6 +67,9 @@ class ReplayCall:
     input_tokens: int
     event: str
     cache: Usage = field(default_factory=Usage)
+    floor: int = 0
+    """On a compaction: the continuity floor its summary reports (fixed prompt, the user's words, the
+    modified files and last failure, the kept tail cut to the least): the view cannot be smaller."""
 
 
 @dataclass(kw_only=True)
@@ -332,6 +335,15 @@ def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Mes
     return [*head, *rest[start:]]
 
 
+def _floor(view: Sequence[Message]) -> int:
+    """The continuity floor the newest compaction summary in `view` reports (0 when none does)."""
+    for m in view:
+        sized = m.metadata.get("compaction") if m.origin == "summary" else None
+        if isinstance(sized, dict):
+            return int(sized.get("floor", 0))
+    return 0
+
+
 def _mask(history: Sequence[Message]) -> list[Message]:
     keep: set[str] = set()
     for m in reversed(history):
@@ -448,7 +460,7 @@ def _run(
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
             report.requests_over_window += used > window
-            report.per_call.append(ReplayCall(used, event, usage))
+            report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])

@@ -22,7 +22,8 @@ from nova.files import private_dir, write_private_text
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.tokens import TokenCounter, count_message
 
-__all__ = ["CUT_DIR", "CUT_MARK", "MIN_KEPT_TOKENS", "CutInfo", "cut_middle", "fit_message", "is_cut", "is_cut_text"]
+__all__ = ["CUT_DIR", "CUT_MARK", "MIN_KEPT_TOKENS", "CutInfo", "cut_middle", "fit_message", "is_cut", "is_cut_text",
+           "least_size"]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,17 @@ def _text_parts(message: Message) -> list[tuple[int, str, str]]:
         elif isinstance(part, ToolUsePart):
             out.extend((i, key, value) for key, value in part.input.items() if isinstance(value, str))
     return out
+
+
+def least_size(message: Message, *, counter: TokenCounter, floor: int = 0, force: bool = False) -> int:
+    """About the smallest `fit_message` can make `message` (cut with `share` down to `floor`): each text
+    it may cut keeps a head, a note and a tail; spill placeholders (and, unless `force`, texts cut
+    before) stay as they are."""
+    size = count_message(message, counter)
+    least = MIN_KEPT_TOKENS + NOTE_TOKENS
+    saved = sum(max(0, counter.count(text) - least) for _, _, text in _text_parts(message)
+                if not (_frozen(text) and not (force and not _placeholder(text))))
+    return max(min(size, floor), size - saved)
 
 
 def fit_message(

@@ -34,16 +34,20 @@ __all__ = [
     "SECTIONS",
     "USER_SECTION",
     "ExtractiveSummarizer",
+    "LeftOut",
     "ModelSummarizer",
     "Summarizer",
     "SummaryError",
     "SummaryRequest",
+    "UserSection",
     "build_user_section",
+    "continuity_section",
     "is_user_message",
     "render_transcript",
     "summarizer_for",
     "summary_instruction",
     "user_entries_of_summary",
+    "user_section",
 ]
 
 USER_SECTION = "User requests and constraints (verbatim)"
@@ -65,6 +69,11 @@ SECTIONS = (
     "Next step",
     "Pointers to raw history",
 )
+FILES_MODIFIED = "Files modified"
+LAST_FAILURE = "Last failing command"
+# The continuity section's bounds: a run that touched hundreds of files lists the newest.
+MAX_CARRIED_PATHS = 40
+MAX_CARRIED_COMMAND = 2000
 _USER_ENTRY = re.compile(r"^<user-message id=\"([^\"]*)\">\n(.*?)\n</user-message>$", re.S | re.M)
 
 
@@ -86,6 +95,9 @@ class SummaryRequest:
     max_tokens: int = 8000
     focus: str = ""
     transcript_path: str = ""
+    carried: str = ""
+    """What `compact` writes into the summary itself besides the user's words (files modified, the last
+    failing command with its error): the summarizer need not repeat it."""
     task_state: str = ""
     """Nova's task ledger as a section (goal, constraints, approvals, open items, evidence ids): what
     the summary must carry, given to the summarizer so the summary it writes passes the continuity check."""
@@ -355,8 +367,10 @@ class ExtractiveSummarizer:
             used += self.counter.count(request.task_state) + 1
         if request.focus:
             add("Focus", [request.focus])
-        add("Files changed", [f"- {p} (msg {i})" for p, i in reversed(facts.files_changed.items())])
-        failures = facts.failures[-5:][::-1]
+        if not request.carried:
+            add("Files changed", [f"- {p} (msg {i})" for p, i in reversed(facts.files_changed.items())])
+        # The last failure is in the carried section when there is one: the earlier ones here.
+        failures = (facts.failures[-6:-1] if request.carried and facts.failures else facts.failures[-5:])[::-1]
         add("Errors and failing commands (latest first)", [
             f"- `{_clip(cmd, 400)}` exited {code} (msg {mid})" + "".join(f"\n    {_clip(e, 300)}" for e in err)
             for cmd, mid, code, err in failures
@@ -377,12 +391,33 @@ class ExtractiveSummarizer:
         return "\n".join(out)
 
 
-def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: int, counter: TokenCounter) -> int:
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A user message the summary does not carry whole: its ids (identical texts share an entry), its
+    size and what of it the summary kept."""
+
+    ids: tuple[str, ...]
+    tokens: int
+    kept: int
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"ids": list(self.ids), "tokens": self.tokens, "kept": self.kept, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class UserSection:
+    text: str
+    left_out: tuple[LeftOut, ...] = ()
+
+
+def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: int, counter: TokenCounter
+                      ) -> list[LeftOut]:
     """Add the user entries verbatim, the first and then the newest in priority; identical texts (a
-    harness repeating the same notice) are written once with all their ids. Returns tokens used."""
+    harness repeating the same notice) are written once with all their ids. Returns what did not fit."""
     if not entries:
         out.append("(none)")
-        return 1
+        return []
     grouped: dict[str, list[str]] = {}
     for mid, text in entries:
         grouped.setdefault(text, []).append(mid)
@@ -395,6 +430,8 @@ def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: in
         if used + costs[i] <= budget:
             chosen.add(i)
             used += costs[i]
+    left: list[LeftOut] = []
+    room_note = f"the user's words are carried whole up to {budget:,} tokens in a compaction summary"
     for i, (mid, text) in enumerate(unique):
         if i in chosen:
             out.append(render_user_entry(mid, text))
@@ -404,10 +441,13 @@ def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: in
             while room > 200 and counter.count(text[:room]) + 40 > budget:
                 room = int(room * 0.9)
             out.append(render_user_entry(mid, text[:room] + f"\n[... {len(text) - room} more chars in msg {mid}]"))
-            used += budget
+            left.append(LeftOut(tuple(mid.split(",")), costs[0] - 12, counter.count(text[:room]),
+                                f"the first request alone is over its room ({room_note}); its head is kept"))
         else:
             out.append(f"(user message {mid}, {len(text)} chars: not repeated here, see the transcript)")
-    return used
+            left.append(LeftOut(tuple(mid.split(",")), costs[i] - 12, 0,
+                                f"no room left for it ({room_note}; the first request and the newest come first)"))
+    return left
 
 
 def user_entries(older: Sequence[Message], raw_older: Sequence[Message] = ()) -> list[tuple[str, str]]:
@@ -435,8 +475,35 @@ def build_user_section(
     """The summary's first section, built deterministically (never by a model): the user's messages
     verbatim, the first request and the newest ones first in priority, up to `budget` tokens; what does
     not fit is named by id so it can be read back from the transcript."""
+    return user_section(older, raw_older, budget=budget, counter=counter).text
+
+
+def user_section(
+    older: Sequence[Message], raw_older: Sequence[Message] = (), *, budget: int, counter: TokenCounter
+) -> UserSection:
+    """`build_user_section` with the user messages it could not carry whole (for the manifest)."""
     out = [f"## {USER_SECTION}"]
-    _add_user_entries(user_entries(older, raw_older), out, budget, counter)
+    left = _add_user_entries(user_entries(older, raw_older), out, budget, counter)
+    return UserSection("\n".join(out), tuple(left))
+
+
+def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARRIED_PATHS) -> str:
+    """The part of the continuity floor `compact` writes itself, beside the user's words: every file
+    the folded part modified and its last failing command with the end of its error, exact. No summary
+    cap may drop them (a small window's summary body has room for little else); "" when there are none."""
+    facts = _collect(messages)
+    out: list[str] = []
+    changed = list(reversed(facts.files_changed.items()))
+    if changed:
+        out.append(f"## {FILES_MODIFIED}")
+        out += [f"- {p} (msg {i})" for p, i in changed[:max_paths]]
+        if len(changed) > max_paths:
+            out.append(f"- ... {len(changed) - max_paths} more in the transcript")
+    if facts.failures:
+        command, mid, code, errors = facts.failures[-1]
+        out.append(f"## {LAST_FAILURE}")
+        out.append(f"- `{_clip(command, MAX_CARRIED_COMMAND)}` exited {code} (msg {mid})"
+                   + "".join(f"\n    {_clip(e, 300)}" for e in errors))
     return "\n".join(out)
 
 

@@ -28,7 +28,7 @@ from nova.errors import SummaryError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter
-from nova.tool_paths import looks_like_path, paths_of
+from nova.tool_paths import ToolPaths, looks_like_path, paths_of
 
 __all__ = [
     "SECTIONS",
@@ -277,6 +277,22 @@ class _Facts:
     earlier_summaries: list[str] = field(default_factory=list)
 
 
+# Every compaction reads the whole folded history again, and splitting shell commands is the dear part:
+# the answer for each call is kept (by identity, the call held so its id cannot be reused), a bounded few.
+_PATHS_SEEN: dict[int, tuple[ToolUsePart, ToolPaths]] = {}
+_PATHS_KEPT = 8192
+
+
+def _paths_of(call: ToolUsePart) -> ToolPaths:
+    hit = _PATHS_SEEN.get(id(call))
+    if hit is not None and hit[0] is call:
+        return hit[1]
+    if len(_PATHS_SEEN) >= _PATHS_KEPT:
+        _PATHS_SEEN.pop(next(iter(_PATHS_SEEN)))
+    found = _PATHS_SEEN[id(call)] = (call, paths_of(call))
+    return found[1]
+
+
 def _collect(messages: Sequence[Message]) -> _Facts:
     facts = _Facts()
     calls: dict[str, tuple[ToolUsePart, str]] = {}
@@ -290,7 +306,7 @@ def _collect(messages: Sequence[Message]) -> _Facts:
             elif isinstance(part, ToolUsePart):
                 calls[part.id] = (part, m.id)
                 command = _command_of(part)
-                touched = paths_of(part)
+                touched = _paths_of(part)
                 for p in touched.reads:
                     facts.files_read[p] = m.id
                 for p in touched.writes:
@@ -450,16 +466,20 @@ def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: in
     return left
 
 
+def _carried_users(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    return [entry for m in messages for p in m.parts if isinstance(p, SummaryPart)
+            for entry in user_entries_of_summary(p.text)]
+
+
 def user_entries(older: Sequence[Message], raw_older: Sequence[Message] = ()) -> list[tuple[str, str]]:
     """(id, verbatim text) of every user message the folded part holds, oldest first: from the raw
     originals when known, plus what earlier summaries carried that the raw set does not have."""
     source = raw_older or older
-    facts = _collect(source)
-    own = [(m.id, m.text) for m in facts.users]
+    own = [(m.id, m.text) for m in source if is_user_message(m)]
     known = {mid for mid, _ in own}
-    carried = [(i, t) for i, t in _collect(older).carried_users if i not in known]
+    carried = [(i, t) for i, t in _carried_users(older) if i not in known]
     if raw_older:
-        carried += [(i, t) for i, t in facts.carried_users if i not in known]
+        carried += [(i, t) for i, t in _carried_users(raw_older) if i not in known]
     seen: set[str] = set()
     result = []
     for mid, text in [*carried, *own]:

@@ -32,7 +32,8 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,11 +41,12 @@ from nova.context.budget import ContextBudget
 from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
 from nova.context.controller import ContextController
 from nova.context.economy import CachePrices
+from nova.context.shown_paths import showing
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
 from nova.core import ToolSpec, Usage, usage_of
 from nova.extensions import ViewRequest
 from nova.invariants import check_thinking_integrity, check_tool_pairing
-from nova.messages import Message, ToolResultPart, ToolUsePart, to_dict
+from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
 from nova.providers.pricing import ModelInfo, model_info
 from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
@@ -58,6 +60,8 @@ Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncache
 # The context policies a replay compares (benchmarks iterate these); the two cost baselines come on top.
 POLICIES: tuple[Policy, ...] = ("naive", "truncate", "observation-mask", "nova")
 ALL_POLICIES: tuple[Policy, ...] = ("naive-uncached", "naive-cached", *POLICIES)
+# How the replay's temporary session directory is named in the view.
+REPLAY_SESSION_NAME = "replay-session"
 # SWE-agent's default `last_n_observations`.
 OBSERVATION_WINDOW = 5
 
@@ -335,6 +339,20 @@ def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Mes
     return [*head, *rest[start:]]
 
 
+def _stable_inserts(view: Sequence[Message]) -> list[Message]:
+    """The view with Nova's own inserts (a compaction summary) named by what they stand for instead of a
+    fresh id and the wall clock: the recording decides every other id and time, so the same recording
+    gives the same view, byte for byte."""
+    out = list(view)
+    for i, m in enumerate(out):
+        if m.origin is None:
+            continue
+        covers = [c for p in m.parts if isinstance(p, SummaryPart) for c in p.covers]
+        later = next((x.created_at for x in out[i + 1:] if x.origin is None), 0.0)
+        out[i] = replace(m, id=f"{m.origin}-{_digest([m.origin, covers, i]).hex()[:16]}", created_at=later)
+    return out
+
+
 def _floor(view: Sequence[Message]) -> int:
     """The continuity floor the newest compaction summary in `view` reports (0 when none does)."""
     for m in view:
@@ -401,8 +419,12 @@ def replay_messages(
     config = config or CompactionConfig()
     counter = counter or HeuristicCounter(CL100K_PROFILE)
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
-    with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp, ExitStack() as shown:
         directory = session_dir or Path(tmp) / "session"
+        if session_dir is None:
+            # The temporary directory's name is random: the view names it by a fixed one, so the same
+            # recording gives the same figures, byte for byte (nova.context.shown_paths).
+            shown.enter_context(showing(directory, REPLAY_SESSION_NAME))
         controller = ContextController(config=config, spill=spill, budget=ContextBudget.derive(config, window),
                                        counter=counter,
                                        summarizer=recording or summarizer, session_dir=directory, system=system,
@@ -479,7 +501,7 @@ def _run(
     final, _ = build_view() if history else ([], "")
     if recording is not None:
         recording.pending.clear()  # a compaction of the final view is never sent: no call to count
-    report.final_view = final
+    report.final_view = _stable_inserts(final)
     if policy == "nova":
         report.compactions = controller.stats.compactions
         report.snips = controller.stats.snips

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from nova.context.budget import ContextBudget
 from nova.context.oversize import fit_message, is_cut_text, least_size
+from nova.context.shown_paths import shown_path
 from nova.context.spill import is_placeholder
 from nova.context.summarize import (
     USER_SECTION,
@@ -115,7 +116,7 @@ def snip_text(text: str, *, max_chars: int, path: Path | str) -> str:
     cut = len(text) - len(head) - len(tail)
     named = paths_in(text[len(head) : len(text) - len(tail)])[:MAX_NAMED_PATHS]
     mentions = f"\n[cut part names: {', '.join(named)}]" if named else ""
-    return f"{head}\n[... {cut} chars snipped ... Full output: {path}]{mentions}\n{tail}"
+    return f"{head}\n[... {cut} chars snipped ... Full output: {shown_path(path)}]{mentions}\n{tail}"
 
 
 def is_nova_insert(message: Message) -> bool:

@@ -13,11 +13,13 @@ the context manifest reports.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nova.context.shown_paths import shown_path
 from nova.files import private_dir, write_private_text
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.tokens import TokenCounter, count_message
@@ -182,16 +184,24 @@ def _save(message: Message, save_dir: Path | None, transcript: str) -> str:
     """Where the full text can be read: a file of its own when the session has a directory."""
     fallback = (f"The whole text is message {message.id} of the session transcript"
                 + (f" ({transcript})" if transcript else ""))
+    full = _full_text(message)
+    if message.origin is not None or message.has("summary"):
+        # Nova's own insert (a compaction summary) is in no transcript, and its id is made fresh each
+        # run: its file is named by its content, so the same history gives the same note.
+        name = f"{message.origin or 'summary'}-{hashlib.sha256(full.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+        fallback = "The whole text is not kept anywhere else: it was written by Nova for this view"
+    else:
+        name = message.id
     if save_dir is None:
         return fallback
-    path = save_dir / f"{_safe(message.id)}.txt"
+    path = save_dir / f"{_safe(name)}.txt"
     try:
         private_dir(save_dir)
-        write_private_text(path, _full_text(message))
+        write_private_text(path, full)
     except OSError as exc:
         log.warning("could not save the full text of message %s to %s: %s", message.id, path, exc)
         return fallback
-    return f"Read the whole text with read_file, in parts (offset, limit). Full output: {path}"
+    return f"Read the whole text with read_file, in parts (offset, limit). Full output: {shown_path(path)}"
 
 
 def _full_text(message: Message) -> str:

@@ -425,7 +425,9 @@ def replay_messages(
             # The temporary directory's name is random: the view names it by a fixed one, so the same
             # recording gives the same figures, byte for byte (nova.context.shown_paths).
             shown.enter_context(showing(directory, REPLAY_SESSION_NAME))
-        controller = ContextController(config=config, spill=spill, budget=ContextBudget.derive(config, window),
+        # The spill limits scale with the window like every other size (a configured value is clamped):
+        # handed to the controller apart, the seeds' 50k-character limits held at 8k too.
+        controller = ContextController(config=config, budget=ContextBudget.derive(config, window, spill),
                                        counter=counter,
                                        summarizer=recording or summarizer, session_dir=directory, system=system,
                                        tools=tools, prices=CachePrices.of(info) if info else None)

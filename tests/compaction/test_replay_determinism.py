@@ -1,5 +1,6 @@
 """`nova replay` gives the same figures and the same view for the same recording, byte for byte, whatever
-the temporary directory it works in; and a configured spill section scales with the window."""
+the temporary directory it works in; a configured spill section scales with the window; a fixed prompt
+over the window is one clear error."""
 
 from __future__ import annotations
 
@@ -61,3 +62,15 @@ def test_a_configured_spill_section_still_scales_with_the_window(tmp_path: Path)
     # The seeds' 50,000-character limit, as `nova replay` passes the config's spill section.
     report = replay_messages(session.messages, system=session.system, window=8000, spill=SpillConfig())
     assert report.spills > 0 and report.requests_over_window == 0
+
+
+def test_a_fixed_prompt_over_the_window_is_one_clear_error(tmp_path: Path) -> None:
+    recording = tmp_path / "big-system.json"
+    recording.write_text(json.dumps([{"role": "system", "content": "rule " * 6000},
+                                     {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    env = {**os.environ, "NOVA_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "nova.cli", "replay", str(recording), "--window", "4000"],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert "nova: error: The system prompt and tool schemas alone take about" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -87,10 +87,12 @@ def replay_command(
         err_console.print(f"nova: note: the recording has no system prompt or tools; a placeholder of "
                           f"{count_system(system, counter):,} tokens stands in for them (first response's usage)",
                           markup=False, soft_wrap=True)
-    report = replay_messages(session.messages, system=system, window=window, policy=chosen,
-                             config=settings.compaction, spill=settings.spill, counter=counter,
-                             provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
-                             summarizer_estimate=summarizer == "model-estimate", price_model=price)
+    # A fixed prompt over the window (PromptTooLarge) is one clear error naming the sizes, not a traceback.
+    with user_errors(exit_code=1):
+        report = replay_messages(session.messages, system=system, window=window, policy=chosen,
+                                 config=settings.compaction, spill=settings.spill, counter=counter,
+                                 provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
+                                 summarizer_estimate=summarizer == "model-estimate", price_model=price)
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
     source = session.meta.get("source_counts")

@@ -14,14 +14,25 @@ Per cache model, window and policy:
 - `max_request_ratio`: the largest request of any run ÷ the window (over 1.0 a provider rejects it);
 - `post_compaction_ratio`: the view right after each compaction ÷ the compaction threshold, the largest
   (null for the baselines, which never compact);
-- `retention_pct`: of every user message, every line of the task statement, every modified path and the
-  last failing command with its error, the share still readable in the final view;
+- `post_compaction_floor_ratio`: among the compactions that left more than half the threshold, the
+  largest continuity floor ÷ threshold their summaries report (null when none did). The floor is the
+  fixed prompt, the user's words (up to three quarters of the threshold), the modified files and the last
+  failing command with its error, a few lines of state and the kept tail cut to the least; at 8k a
+  task statement of 2-5k tokens alone passes half the threshold. A compaction may end over half the
+  threshold only down to its floor: one that ends above both is a miss;
+- `retention_pct`: of every user message, every line of the task statement, every modified path (the
+  files the calls write, by `nova.tool_paths`) and the last failing command with its error, the share
+  still readable in the final view. An item lost with a user message the manifest records as cut, and
+  why (`nova.context.compiler.cut_records`: a message over three quarters of the threshold, or one the
+  compaction summary had no room for), is excused and counted in `retention_excused` instead; the
+  baselines record nothing, so nothing of theirs is excused;
 - `cost_usd`: input (uncached, cache writes, cache reads) plus, for Nova, the call a model summarizer
   would make at each compaction (`summarizer_estimate`). The agent's own output is the same under every
   policy and is left out.
 
 Targets: at 32k and 64k, Nova's cost <= 0.4x truncate and <= 0.5x observation-mask under both cache
-models; Nova's max_request_ratio <= 1.0 at every window, post_compaction_ratio <= 0.5, retention 100 %.
+models; Nova's max_request_ratio <= 1.0 at every window, each compaction at most half the threshold or
+its continuity floor, retention 100 % of what is not excused.
 The last line is one JSON object keyed by cache model, then window, then policy.
 
     python benchmarks/windows.py [--quick]      # --quick: 4 mini-swe-agent runs and the SWE-agent demos

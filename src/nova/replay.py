@@ -86,6 +86,8 @@ class ReplayReport:
     """Calls whose view is larger than the window: a provider would reject them."""
     repaired: str = ""
     """What the resume repair changed in the recording before the replay (empty: nothing)."""
+    placeholder_tokens: int = 0
+    """Size of the stand-in for a fixed prompt the recording lacks (`fixed_prompt_placeholder`); 0: none."""
     per_call: list[ReplayCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     final_view: list[Message] = field(default_factory=list)
@@ -140,6 +142,8 @@ class ReplayReport:
         }
         if self.repaired:
             data["repaired"] = self.repaired
+        if self.placeholder_tokens:
+            data["placeholder_tokens"] = self.placeholder_tokens
         if not self.cost_model:
             return data
         for entry, call in zip(data["per_call"], self.per_call, strict=True):
@@ -372,6 +376,9 @@ def replay_messages(
 ) -> ReplayReport:
     """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
 
+    With neither `system` nor `tools`, the recording lacks its fixed prompt: a placeholder sized from the
+    first response's real usage stands in (`fixed_prompt_placeholder`, `report.placeholder_tokens`), so
+    every replay of such a recording starts at the size the real session did.
     `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
     a model summarizer's call for each compaction; `price_model` prices the figures (model table)."""
     if policy not in ALL_POLICIES:
@@ -388,6 +395,8 @@ def replay_messages(
     messages, repair = repair_history(messages)
     config = config or CompactionConfig()
     counter = counter or HeuristicCounter(CL100K_PROFILE)
+    placeholder = "" if system or tools else fixed_prompt_placeholder(messages, counter)
+    system = system or placeholder
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
     with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp:
         directory = session_dir or Path(tmp) / "session"
@@ -402,6 +411,7 @@ def replay_messages(
         report = _run(messages, system=system, tools=tools, window=window, policy=policy,
                       controller=controller, sizer=sizer, cost=cost, recording=recording)
     report.repaired = repair.describe() if repair.changed else ""
+    report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate
                              or policy in ("naive-uncached", "naive-cached"))
     report.provider_cache = provider_cache or ""

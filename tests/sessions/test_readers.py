@@ -332,42 +332,6 @@ def test_aider_chat_history(tmp_path: Path) -> None:
     assert imported.meta["files_edited"] == ["app.py"]
 
 
-def _oh_call(eid: int, call: str, response: str, command: str) -> dict[str, Any]:
-    return {"id": eid, "source": "agent", "action": "run", "args": {"command": command},
-            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": call, "model_response": {
-                "id": response, "usage": {"prompt_tokens": 900, "completion_tokens": 20,
-                                          "prompt_tokens_details": {"cached_tokens": 800}},
-                "choices": [{"message": {"content": "checking", "tool_calls": [
-                    {"id": call, "function": {"name": "execute_bash", "arguments": json.dumps({"command": command})}}]}}]}}}
-
-
-def _oh_result(eid: int, call: str) -> dict[str, Any]:
-    return {"id": eid, "source": "agent", "observation": "run", "content": f"out {call}", "cause": eid - 1,
-            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": call}}
-
-
-def test_openhands_events_and_resolver_output(tmp_path: Path) -> None:
-    events = [
-        {"id": 0, "source": "agent", "action": "system", "args": {"content": "You are OpenHands"}},
-        {"id": 1, "source": "user", "action": "message", "args": {"content": "fix the bug"}},
-        {"id": 2, "source": "environment", "observation": "agent_state_changed", "content": ""},
-        _oh_call(3, "A", "resp-1", "ls"), _oh_call(4, "B", "resp-1", "pwd"), _oh_result(5, "B"), _oh_result(6, "A"),
-        {"id": 7, "source": "agent", "action": "message", "args": {"content": "done"}},
-    ]
-    trajectory = tmp_path / "trajectory.json"
-    trajectory.write_text(json.dumps(events))
-    imported = read_session_file(trajectory)
-    assert imported.format == "openhands" and imported.system == "You are OpenHands"
-    assert [m.role for m in imported.messages] == ["user", "assistant", "user", "assistant"]
-    assert [p.id for p in imported.messages[1].tool_uses()] == ["A", "B"]
-    assert [r.tool_use_id for r in imported.messages[2].tool_results()] == ["A", "B"]
-    assert imported.messages[1].metadata["usage"]["cache_read_tokens"] == 800
-    output = _jsonl(tmp_path / "output.jsonl", [{"instance_id": "x-1", "history": events},
-                                                {"instance_id": "x-2", "history": events}])
-    run = read_session_file(output)
-    assert run.meta["instance_id"] == "x-1" and [s.where for s in run.skipped] == ["line 2"]
-
-
 @needs_data
 def test_replay_reports_source_against_imported_counts() -> None:
     replay = typer.Typer()

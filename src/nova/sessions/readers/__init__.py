@@ -98,4 +98,4 @@ def read(path: str | Path, *, strict: bool = False) -> ImportedSession:
 
 
 def _all_skipped(imported: ImportedSession) -> Sequence[SkippedRecord]:
-    return [*imported.skipped, *(s for child in imported.children for s in child.skipped)]
+    return [s for run in imported.runs() for s in (*run.skipped, *(s for child in run.children for s in child.skipped))]

@@ -19,13 +19,11 @@ from nova.messages import ImagePart, SummaryPart, TextPart, ToolResultPart
 from nova.replay import replay_messages
 from nova.sessions.export import import_sessions
 from nova.sessions.importers import read_session_file
-from nova.sessions.repair import repair_history
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.transcript import Transcript
 from nova.testing import shared_data_dir
 
 AGENTLOGS = shared_data_dir() / "sessions" / "agentlogs"
-READABLE = sorted(AGENTLOGS.glob("*/*.json*")) if AGENTLOGS.is_dir() else []
 needs_data = pytest.mark.skipif(not AGENTLOGS.is_dir(), reason=f"shared session files absent ({AGENTLOGS})")
 
 
@@ -56,20 +54,6 @@ SUMMARY = {"type": "summary", "summary": "A title", "leafUuid": "u9"}
 
 
 # -- the real files --------------------------------------------------------------------------------------
-@needs_data
-@pytest.mark.parametrize("path", READABLE, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_real_files_import_whole_and_pair_after_repair(path: Path) -> None:
-    imported = read_session_file(path)
-    assert imported.messages and not imported.skipped
-    repaired, _ = repair_history(imported.messages)
-    assert check_tool_pairing(repaired) == []
-    counts = imported.meta.get("source_counts")
-    if counts:  # Claude Code: every response and call of the source, each exactly once
-        assert sum(m.role == "assistant" for m in imported.messages) == counts["responses"]
-        assert sum(len(m.tool_uses()) for m in imported.messages) == counts["tool_calls"]
-        assert check_tool_pairing(imported.messages) == []
-
-
 def test_unknown_jsonl_names_every_format_and_why(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "x.jsonl", [{"kind": "note"}, {"kind": "note"}])
     with pytest.raises(SessionImportError) as caught:

@@ -125,3 +125,12 @@ def test_actions_without_the_model_response_still_read(tmp_path: Path) -> None:
     assert messages[1].tool_uses()[0].input["command"] == "ls /workspace/calc"
     # Each call is its own response when the response ids are gone; results still pair.
     assert check_tool_pairing(repair_history(messages)[0]) == []
+
+
+def test_replay_starts_at_the_real_first_request() -> None:
+    """The trajectory keeps the system prompt but not the tool definitions the model was sent."""
+    result = CliRunner().invoke(_replay_app(), ["replay", str(FIXTURES / "trajectory.json"), "--policy", "naive",
+                                                "--json"])
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout.strip().splitlines()[-1])["per_call"][0]["input_tokens"]
+    assert abs(first - 8421) <= 8421 * 0.01 and "lacks its tool definitions" in result.stderr

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from nova.core import ToolSpec
 from nova.replay import replay_messages
 from nova.sessions.importers import read_session_file
 from nova.testing import shared_data_dir
@@ -41,10 +42,23 @@ def test_replay_messages_itself_stands_in_for_a_missing_fixed_prompt(tmp_path: P
     real = 3 + 15000  # the first response's input + cache read
     assert abs(report.per_call[0].input_tokens - real) <= real * 0.01
     assert report.placeholder_tokens > 14000 and report.to_json()["placeholder_tokens"] == report.placeholder_tokens
-    # A caller that has the real prompt gets no placeholder.
-    given = replay_messages(session.messages, system="You are an agent.", window=32000, policy="naive")
-    assert given.placeholder_tokens == 0 and given.per_call[0].input_tokens < 100
+    # A caller that passes the tools has the whole fixed prompt: no placeholder.
+    tools = (ToolSpec(name="bash", description="run a command", input_schema={"type": "object"}),)
+    given = replay_messages(session.messages, system="You are an agent.", tools=tools, window=32000, policy="naive")
+    assert given.placeholder_tokens == 0 and given.per_call[0].input_tokens < 200
     assert "placeholder_tokens" not in given.to_json()
+
+
+def test_a_recorded_system_prompt_without_tools_gets_the_rest(tmp_path: Path) -> None:
+    """Codex and OpenHands keep the system prompt but not the tool definitions: the placeholder stands in
+    for what is missing; a system prompt the size of the real request needs none (counting error)."""
+    session = read_session_file(_claude_code(tmp_path / "s.jsonl"))
+    real = 3 + 15000
+    short = replay_messages(session.messages, system="You are an agent.", window=32000, policy="naive")
+    assert short.placeholder_tokens > 14000 and abs(short.per_call[0].input_tokens - real) <= real * 0.01
+    whole = "word " * 14000  # about the real size, as a recording that kept everything
+    full = replay_messages(session.messages, system=whole, window=32000, policy="naive")
+    assert full.placeholder_tokens == 0
 
 
 @pytest.mark.skipif(not AGENTLOGS.is_dir(), reason=f"shared session files absent ({AGENTLOGS})")

@@ -95,8 +95,8 @@ def replay_command(
                              provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
                              summarizer_estimate=summarizer == "model-estimate", price_model=price)
     if report.placeholder_tokens:
-        err_console.print(f"nova: note: the recording has no system prompt or tools; a placeholder of "
-                          f"{report.placeholder_tokens:,} tokens stands in for them (first response's usage)",
+        err_console.print(f"nova: note: the recording lacks {'its tool definitions' if session.system else 'its system prompt and tools'}; "
+                          f"a placeholder of {report.placeholder_tokens:,} tokens stands in (first response's usage)",
                           markup=False, soft_wrap=True)
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")

@@ -220,6 +220,21 @@ def test_opencode_export_reads_instead_of_key_error(tmp_path: Path) -> None:
     assert check_tool_pairing(imported.messages) == []
 
 
+def test_opencode_call_still_running_has_no_result(tmp_path: Path) -> None:
+    """An export made while a tool ran: its call has no output yet, so no (empty) result is made up."""
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"info": {"id": "ses"}, "messages": [
+        {"info": {"role": "user"}, "parts": [{"type": "text", "text": "run it"}]},
+        {"info": {"role": "assistant"}, "parts": [
+            {"type": "tool", "callID": "c1", "tool": "bash", "state": {"status": "completed", "input": {"command": "ls"},
+                                                                       "output": "a.py"}},
+            {"type": "tool", "callID": "c2", "tool": "bash", "state": {"status": "running", "input": {"command": "make"}}}]},
+    ]}))
+    imported = read_session_file(path)
+    assert [r.tool_use_id for m in imported.messages for r in m.tool_results()] == ["c1"]
+    assert imported.meta["source_counts"] == {"responses": 1, "tool_calls": 2, "tool_results": 1}
+
+
 def test_unknown_file_names_every_format_and_why(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text(json.dumps({"messages": [{"content": "no role"}]}))

@@ -4,10 +4,14 @@ tool results, images, the files the session edited — with the source's own cou
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from nova.commands.replay import replay_command
 from nova.invariants import check_tool_pairing
 from nova.messages import ImagePart
 from nova.replay import replay_messages
@@ -79,6 +83,18 @@ def test_shared_file_replays_at_32k(name: str) -> None:
     assert report.calls == responses and report.invariant_violations == 0
     # Files without their fixed prompt start at the real first request's size, not at a few hundred tokens.
     assert report.per_call[0].input_tokens > 2000
+
+
+def test_replay_report_shows_source_against_imported_for_cline() -> None:
+    app = typer.Typer()
+    app.command("replay")(replay_command)
+    app.callback()(lambda: None)
+    result = CliRunner().invoke(app, ["replay", str(AGENTLOGS / "cline" / "crud.json"), "--policy", "naive", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["import"]["source"] == data["import"]["imported"] == {"responses": 21, "tool_calls": 38,
+                                                                      "tool_results": 37}
+    assert "1 unanswered tool call(s) marked interrupted" in data["repaired"]
 
 
 def test_claude_code_subagent_child_is_linked() -> None:

@@ -40,6 +40,10 @@ def test_real_trajectory_imports_and_round_trips(path: Path, nova_home: Path, tm
         assert usage and all(u["input_tokens"] >= 0 for u in usage)
     repaired, _ = repair_history(imported.messages)
     assert sum(len(m.tool_uses()) for m in repaired) == len(calls)
+    # What the reader counted in the source is what it imported (the replay report prints both).
+    assert imported.meta["source_counts"] == {"responses": sum(m.role == "assistant" for m in imported.messages),
+                                              "tool_calls": len(calls),
+                                              "tool_results": sum(len(m.tool_results()) for m in imported.messages)}
 
     session_id, count = import_session(path, nova_home)
     assert count == len(imported.messages)

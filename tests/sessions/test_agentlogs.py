@@ -104,3 +104,18 @@ def test_claude_code_subagent_child_is_linked() -> None:
     assert task.name == "Task" and child.meta["parent_tool_use_id"] == task.id
     assert [m.role for m in child.messages] == ["user", "assistant"]
     assert child.meta["source_counts"] == {"responses": 1, "tool_calls": 0, "tool_results": 0}
+
+
+def test_imported_usage_anchors_the_context_figure(nova_home: Path) -> None:
+    """The last response's real usage (17,573 cache read + 322 written + 88 out) is the ledger's anchor:
+    `nova context` on the imported session reports it, not an estimate of Nova's own prompt."""
+    from nova.commands.context import context_command
+    from nova.sessions.export import import_sessions
+
+    result = import_sessions(AGENTLOGS / "claude-code" / "crud.jsonl", nova_home)
+    app = typer.Typer()
+    app.command("context")(context_command)
+    app.callback()(lambda: None)
+    shown = CliRunner().invoke(app, ["context", result.session_id, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["used"] == 17573 + 322 + 88

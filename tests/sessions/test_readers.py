@@ -255,6 +255,19 @@ def test_import_and_replay_exit_alike_on_a_bad_file(tmp_path: Path, nova_home: P
     assert imported.exit_code == replayed.exit_code == 1
 
 
+def test_a_file_with_no_conversation_is_refused_by_import_and_replay(tmp_path: Path, nova_home: Path) -> None:
+    empty = tmp_path / "api_conversation_history.json"
+    empty.write_text("[]")
+    replay = typer.Typer()
+    replay.command("replay")(replay_command)
+    replay.callback()(lambda: None)
+    imported = CliRunner().invoke(sessions_app, ["import", str(empty)])
+    replayed = CliRunner().invoke(replay, ["replay", str(empty)])
+    assert imported.exit_code == replayed.exit_code == 1
+    assert "holds no conversation" in imported.output and "holds no conversation" in replayed.output
+    assert not (nova_home / "sessions").exists() or not any((nova_home / "sessions").iterdir())
+
+
 def test_replay_repairs_like_resume_and_says_so(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "s.jsonl", [_cc("user", "go"), _cc("assistant", _use("A"), mid="r1")])
     report = replay_messages(read_session_file(path).messages, window=32000, policy="naive")

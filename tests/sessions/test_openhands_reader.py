@@ -134,3 +134,33 @@ def test_replay_starts_at_the_real_first_request() -> None:
     assert result.exit_code == 0, result.output
     first = json.loads(result.stdout.strip().splitlines()[-1])["per_call"][0]["input_tokens"]
     assert abs(first - 8421) <= 8421 * 0.01 and "lacks its tool definitions" in result.stderr
+
+
+def test_condensation_with_a_summary_becomes_a_summary_and_boundary(tmp_path: Path, nova_home: Path) -> None:
+    """OpenHands' summarizing condenser forgets a range of events and leaves a summary in their place."""
+    from nova.messages import SummaryPart
+    from nova.sessions.export import import_sessions
+    from nova.sessions.schema import BoundaryRecord
+    from nova.sessions.transcript import Transcript
+
+    events = json.loads((FIXTURES / "trajectory.json").read_text(encoding="utf-8"))
+    condensation = {"id": 99, "timestamp": "2025-06-03T14:10:11.000000", "source": "agent",
+                    "message": "Summary: Listed calc, read ops.py, noted the missing zero check.",
+                    "action": "condensation",
+                    "args": {"forgotten_event_ids": None, "forgotten_events_start_id": 5, "forgotten_events_end_id": 10,
+                             "summary": "Listed calc, read ops.py, noted the missing zero check.",
+                             "summary_offset": 1}}
+    at = next(i for i, e in enumerate(events) if e["id"] == 11)
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps([*events[:at], condensation, *events[at:]]), encoding="utf-8")
+    imported = read_session_file(path)
+    messages = imported.messages
+    summary = next(m for m in messages if m.has("summary"))
+    part = summary.parts[0]
+    assert isinstance(part, SummaryPart) and part.text.startswith("Listed calc")
+    # The two responses and their results made from events 5..10 are what it covers.
+    assert part.covers == tuple(m.id for m in messages[1:5])
+    assert summary.metadata["compaction"]["source"] == "openhands" and "condensation" not in imported.meta["ignored_events"]
+    result = import_sessions(path, nova_home)
+    log = nova_home / "sessions" / result.session_id / "transcript.jsonl"
+    assert [r.covers for r in Transcript(log).iter_records() if isinstance(r, BoundaryRecord)] == [part.covers]

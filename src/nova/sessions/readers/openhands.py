@@ -9,7 +9,9 @@ An event is an action (`action`, `args`, `source` user/agent) or an observation 
 `model_response.id` are one response, reassembled into one assistant message with all its calls, and
 the observations carrying the same `tool_call_id`s become their results, in call order. A `system`
 action is the system prompt; user `message` actions are requests; agent `message` actions without
-metadata are replies. When the response itself is not recorded, the `thought` its first action carries
+metadata are replies. A `condensation` action with a `summary` (OpenHands' own compaction) becomes a Nova
+summary marked `compaction`, covering the messages of the events it forgot (`forgotten_event_ids`, or
+the `forgotten_events_start_id`..`end_id` range; `pruned_*` in older versions). When the response itself is not recorded, the `thought` its first action carries
 stands in for its text. Bookkeeping events (agent state changes, recalls, null) are counted in
 `meta["ignored_events"]`."""
 
@@ -23,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from nova.core import Usage
-from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.readers.base import Confidence, ImportedSession, SkippedRecord, refuse, sure
-from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, text_of
+from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, mid, text_of
 
 NAME = "openhands"
 _BOOKKEEPING = ("agent_state_changed", "change_agent_state", "recall", "null", "condensation")
@@ -118,6 +120,8 @@ class _Assembly:
     calls: int = 0
     results_seen: int = 0
     ignored: Counter[str] = field(default_factory=Counter)
+    event_ids: dict[str, Any] = field(default_factory=dict)
+    """Message id -> the `id` of the event it was made from (what a condensation names)."""
 
     def close(self) -> None:
         if self.parts:
@@ -133,6 +137,10 @@ class _Assembly:
         ts = iso_ts(e.get("timestamp"))
         meta = e.get("tool_call_metadata")
         kind = e.get("action") or e.get("observation")
+        self.event_ids[mid(index)] = e.get("id")
+        if e.get("action") == "condensation" and (e.get("args") or {}).get("summary"):
+            self.condensation(index, ts, e["args"])
+            return
         if kind in _BOOKKEEPING:
             self.ignored[str(kind)] += 1
             return
@@ -159,6 +167,21 @@ class _Assembly:
             self.results.append(result)
         else:
             self.ignored[f"observation:{kind}"] += 1
+
+    def condensation(self, index: int, ts: float | None, args: dict[str, Any]) -> None:
+        self.close()
+        listed = set(args.get("forgotten_event_ids") or args.get("pruned_event_ids") or ())
+        start = args.get("forgotten_events_start_id", args.get("pruned_events_start_id"))
+        end = args.get("forgotten_events_end_id", args.get("pruned_events_end_id"))
+
+        def forgotten(event_id: Any) -> bool:
+            if event_id in listed:
+                return True
+            return all(isinstance(v, int) for v in (start, end, event_id)) and start <= event_id <= end
+
+        covers = tuple(m.id for m in self.b.messages if forgotten(self.event_ids.get(m.id)))
+        self.b.add("user", [SummaryPart(str(args["summary"]), covers=covers)], index, ts,
+                   {"compaction": {"source": "openhands", "trigger": "auto"}})
 
     def call(self, index: int, ts: float | None, meta: dict[str, Any], args: dict[str, Any]) -> None:
         response = meta.get("model_response") or {}

@@ -130,3 +130,19 @@ def test_unknown_and_missing_files(tmp_path: Path) -> None:
     odd.write_text(json.dumps({"messages": [{"role": "wizard", "content": "x"}]}))
     with pytest.raises(SessionImportError, match="could not be read"):
         read_session_file(odd)
+
+
+@needs_data
+def test_replay_text_report_shows_source_against_imported_for_a_trajectory() -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from nova.commands.replay import replay_command
+
+    app = typer.Typer()
+    app.command("replay")(replay_command)
+    app.callback()(lambda: None)
+    path = next(p for p in REAL if p.name.startswith("django__django-11087"))
+    result = CliRunner().invoke(app, ["replay", str(path), "--policy", "naive"])
+    assert result.exit_code == 0, result.output
+    assert "source / imported: responses 44/44, tool_calls 41/41, tool_results 41/41" in result.stdout

@@ -32,6 +32,8 @@ __all__ = ["replay_command"]
 if TYPE_CHECKING:
     from nova.sessions.readers.base import ImportedSession
 
+_FIRST_FORMATS = ("mini-swe-agent", "swe-agent", "openai")
+
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
@@ -106,7 +108,9 @@ def replay_command(
                 "tool_results": sum(len(m.tool_results()) for m in session.messages)}
     if as_json:
         data = report.to_json()
-        if isinstance(source, dict):  # only for readers that count their source, so other objects keep their keys
+        # The trajectory formats the replay JSON was first built on keep exactly the keys they always had
+        # (tools compare them); their source counts are in the text report.
+        if isinstance(source, dict) and session.format not in _FIRST_FORMATS:
             data["import"] = {"format": session.format, "source": source, "imported": imported,
                               "skipped": len(session.skipped)}
         print(json.dumps(data))

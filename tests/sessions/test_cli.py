@@ -121,3 +121,13 @@ def _boundary_id(s: Session) -> str:
     tail = Transcript(s.dir / "transcript.jsonl").read_tail()
     assert tail.boundary is not None
     return tail.boundary.id
+
+
+def test_export_format_takes_markdown_and_md_and_names_the_choices(nova_home: Path) -> None:
+    s = _make(nova_home)
+    long = runner.invoke(app, ["export", s.id, "--format", "markdown"])
+    short = runner.invoke(app, ["export", s.id, "-f", "md"])
+    assert long.exit_code == 0, long.output
+    assert long.stdout == short.stdout and "### assistant" in long.stdout
+    helped = runner.invoke(app, ["export", "--help"])
+    assert "jsonl" in helped.stdout and "markdown" in helped.stdout

@@ -226,7 +226,9 @@ def _warn(lines: "Iterable[str]") -> None:
 @app.command("export", cls=NovaCommand)
 def export_command(
     session_id: Annotated[str, typer.Argument(help="Session id, or `last`.")],
-    fmt: Annotated[Literal["jsonl", "md"], typer.Option("--format", "-f", help="jsonl (raw log) or md.")] = "jsonl",
+    fmt: Annotated[Literal["jsonl", "md", "markdown"], typer.Option(
+        "--format", "-f", help="jsonl (the raw log, which `nova sessions import` reads back) or markdown (md).")
+    ] = "jsonl",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     strict: StrictOpt = False,
 ) -> None:

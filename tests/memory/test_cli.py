@@ -63,6 +63,7 @@ def test_refused_write_exits_non_zero_with_the_reason(in_project: Path, nova_hom
     result = runner.invoke(app, ["add", "--type", "user", "--name", "token", f"my token is {token}"])
     assert result.exit_code == 1
     assert "secret (GitHub token)" in result.stderr and token not in result.output + result.stderr
+    assert result.stderr.startswith("nova: refused: the description") and result.stderr.count("refused") == 1
     bad_name = runner.invoke(app, ["add", "--type", "user", "--name", "../../etc/passwd", "x"])
     assert bad_name.exit_code == 1 and "path separator" in bad_name.stderr
     bad_type = runner.invoke(app, ["add", "--type", "policy", "--name", "x", "x"])
@@ -128,6 +129,7 @@ def test_slash_commands(store: MemoryStore) -> None:
     assert listing is not None and memory.name in listing.text
     refused = handle_memory_slash("/remember password=" + "hunter2hunter2", store=store)
     assert refused is not None and not refused.ok and "secret" in refused.text
+    assert refused.text.startswith("Not saved: the ") and "refused" not in refused.text
     revoked = handle_memory_slash(f"/memory forget {memory.name}", store=store)
     assert revoked is not None and revoked.ok and store.get(memory.name).status == "revoked"
     unknown = handle_memory_slash("/memory show nothing-here", store=store)

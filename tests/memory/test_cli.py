@@ -107,13 +107,26 @@ def test_rules_json(in_project: Path, nova_home: Path) -> None:
     result = runner.invoke(rules_app(), ["rules", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert set(report) == {"files", "skipped"}
+    assert set(report) == {"files", "skipped", "searched"}
     assert [set(f) for f in report["files"]] == [{"path", "imported_by", "tokens"}] * 3
     assert report["files"][2]["imported_by"] == str((in_project / "NOVA.md").resolve())
     assert report["skipped"] == [{"path": str((in_project / "missing.md").resolve()),
                                   "reason": f"not found (@./missing.md, imported by {(in_project / 'NOVA.md').resolve()})"}]
     human = runner.invoke(rules_app(), ["rules"])
     assert human.exit_code == 0 and "missing.md" in human.stdout
+
+
+def test_rules_without_files_names_what_was_searched_and_how_to_add_one(in_project: Path, nova_home: Path) -> None:
+    human = runner.invoke(rules_app(), ["rules"])
+    assert human.exit_code == 0, human.output
+    out = human.stdout
+    assert "No instruction files found" in out
+    assert str(nova_home / "NOVA.md") in out
+    assert f"{in_project.resolve()}/{{NOVA.md, AGENTS.md, CLAUDE.md}}" in out
+    assert str(in_project.resolve() / "NOVA.local.md") in out
+    assert "> NOVA.md" in out and "instructions.project_files" in out
+    report = json.loads(runner.invoke(rules_app(), ["rules", "--json"]).stdout)
+    assert report["files"] == [] and str(in_project.resolve() / "AGENTS.md") in report["searched"]
 
 
 def test_slash_commands(store: MemoryStore) -> None:

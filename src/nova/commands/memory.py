@@ -24,7 +24,7 @@ from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.consolidate import Consolidator
 from nova.memory.governance import Proposal, remember
-from nova.memory.instructions import load_rules, parse_instructions_config
+from nova.memory.instructions import instruction_search_places, load_rules, parse_instructions_config
 from nova.memory.secrets import describe_findings, find_secrets
 from nova.memory.store import MemoryStore, memory_from_text, parse_time
 from nova.settings import Settings, load_settings
@@ -231,8 +231,13 @@ def rules_command(
         config = parse_instructions_config(settings.section("instructions"),
                                            source=f"{settings.config_file} [instructions]")
         rules = load_rules(cwd=Path.cwd(), home=settings.home, config=config)
+        places = instruction_search_places(cwd=Path.cwd(), home=settings.home, config=config)
     if as_json:
-        typer.echo(json.dumps(rules.report(), ensure_ascii=False, indent=2))
+        report = {**rules.report(), "searched": [str(path) for path, _ in places]}
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    if not rules.files and not rules.skipped:
+        _say_where_rules_go(places, config_file=settings.config_file)
         return
     table = Table("file", "imported by", "tokens")
     for f in rules.files:
@@ -241,3 +246,22 @@ def rules_command(
     console.print(f"total {rules.tokens} of {rules.token_budget} tokens", markup=False)
     for s in rules.skipped:
         console.print(f"skipped {s.path}: {s.reason}", markup=False, soft_wrap=True)
+
+
+_PLACE_NOTES = {"user": "your rules for every project", "project": "from the git root down to here",
+                "local": "this folder only; keep it out of version control"}
+
+
+def _say_where_rules_go(places: "list[tuple[Path, str]]", *, config_file: Path) -> None:
+    """No instruction file anywhere: name every file looked for (one line per folder) and how to add one."""
+    folders: dict[tuple[Path, str], list[str]] = {}
+    for path, kind in places:
+        folders.setdefault((path.parent, kind), []).append(path.name)
+    console.print("No instruction files found. Nova looked for:", markup=False)
+    for (folder, kind), names in folders.items():
+        shown = names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
+        console.print(f"  {folder / shown}  ({_PLACE_NOTES.get(kind, kind)})", markup=False, soft_wrap=True)
+    console.print("Add one to give the agent standing rules, e.g.\n"
+                  "  printf '# Rules\\n- Run the tests with pytest before saying done.\\n' > NOVA.md\n"
+                  f"Other file names go in `instructions.project_files` in {config_file}.",
+                  markup=False, soft_wrap=True)

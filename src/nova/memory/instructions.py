@@ -55,9 +55,9 @@ __all__ = [
     "RuleSet",
     "SkippedFile",
     "discover_instruction_files",
-    "instruction_search_places",
     "estimate_tokens",
     "find_imports",
+    "instruction_search_places",
     "load_rules",
     "parse_instructions_config",
 ]

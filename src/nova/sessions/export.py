@@ -82,7 +82,8 @@ def render_markdown(meta: SessionMeta, records: Iterable[Record]) -> str:
         f"- session: `{meta.id}`",
         f"- provider / model: {meta.provider or '-'} / {meta.model or '-'}",
         f"- cwd: `{meta.cwd}`" + (f" (git root `{meta.git_root}`)" if meta.git_root else ""),
-        f"- tokens: {meta.total_tokens}, cost: ${meta.cost_usd:.4f}",
+        f"- context: {meta.last_context_tokens} tokens at the last model call; tokens billed: "
+        f"{meta.total_tokens}; cost: ${meta.cost_usd:.4f}",
     ]
     body: list[str] = []
     for record in records:

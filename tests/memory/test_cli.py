@@ -87,6 +87,35 @@ def test_edit_uses_editor_and_rolls_back_a_secret(in_project: Path, tmp_path: Pa
     assert "AKIA" not in runner.invoke(app, ["show", "tz"]).stdout
 
 
+def test_an_edited_candidate_keeps_its_name_and_text_through_a_merge(
+        in_project: Path, nova_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two duplicate candidates Nova wrote; the user edits the older one. Consolidation keeps the edited
+    memory under its name with the edit and the other's text, and says which was merged into which."""
+    from datetime import UTC, datetime, timedelta
+
+    from nova.memory.store import Memory, MemorySource
+
+    store = MemoryStore.for_workspace(home=nova_home, cwd=in_project)
+    then = datetime.now(UTC) - timedelta(days=2)
+    for name, description, body, age in (("ci", "CI runner", "CI runs .ci/run.", 2),
+                                         ("ci-notes", "ci runner", "Integration tests are flaky.", 1)):
+        store.write(Memory(name=name, description=description, body=body, type="project", status="candidate",
+                           author="model", source=MemorySource(origin="assistant"),
+                           created=then, updated=datetime.now(UTC) - timedelta(days=age)))
+    edit = tmp_path / "edit.py"
+    edit.write_text("import sys\np = sys.argv[1]\ntext = open(p).read()\n"
+                    "open(p, 'w').write(text.replace('CI runs .ci/run.', 'CI runs .ci/run in 90 minutes.'))\n")
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {edit}")
+    assert runner.invoke(app, ["edit", "ci"]).exit_code == 0
+    result = runner.invoke(app, ["consolidate"])
+    assert result.exit_code == 0, result.output
+    assert "kept 'ci' ← merged 'ci-notes'" in result.stdout
+    shown = runner.invoke(app, ["show", "ci"])
+    assert shown.exit_code == 0, shown.output
+    assert "CI runs .ci/run in 90 minutes." in shown.stdout and "Integration tests are flaky." in shown.stdout
+    assert [m.name for m in store.memories()] == ["ci"]
+
+
 def test_consolidate_command(in_project: Path) -> None:
     runner.invoke(app, ["add", "--type", "project", "--name", "a", "--description", "same", "one"])
     runner.invoke(app, ["add", "--type", "project", "--name", "b", "--description", "same", "two"])

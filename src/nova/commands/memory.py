@@ -26,7 +26,7 @@ from nova.memory.consolidate import Consolidator
 from nova.memory.governance import Proposal, remember
 from nova.memory.instructions import instruction_search_places, load_rules, parse_instructions_config
 from nova.memory.secrets import describe_findings, find_secrets
-from nova.memory.store import MemoryStore, memory_from_text, parse_time
+from nova.memory.store import MemoryStore, atomic_write_text, memory_from_text, memory_to_text, parse_time
 from nova.settings import Settings, load_settings
 
 __all__ = ["app", "rules_command"]
@@ -155,6 +155,11 @@ def edit_command(name: str) -> None:
         # The user's own edit is reviewed text; its status is the one it had unless the user changed it.
         claimed_before = memory_from_text(before, path=memory.path).status
         status = edited.status if edited.status != claimed_before else memory.status
+        if after != before:
+            # An edit is an update: stamped so, the edited text is the newest, which is the one a
+            # consolidation keeps (and MEMORY.md lists first).
+            edited = replace(edited, updated=ctx.store.clock())
+            atomic_write_text(memory.path, memory_to_text(edited))
         ctx.store.reviews.record(replace(edited, status=status), by="user", note=memory.review_note)
         ctx.store.rebuild_index(memory.path.parent)
 

@@ -52,7 +52,9 @@ def test_import_json_then_show_and_export(nova_home: Path, tmp_path: Path) -> No
     md = runner.invoke(app, ["export", data["session_id"], "--format", "md"])
     assert md.exit_code == 0 and "### assistant" in md.stdout
     raw = runner.invoke(app, ["export", data["session_id"], "--format", "jsonl"])
-    assert [json.loads(line)["type"] for line in raw.stdout.splitlines()] == ["event", "message", "message"]
+    # The session header (title, cwd, provider, model), then the log: the imported event and the messages.
+    assert [json.loads(line)["type"] for line in raw.stdout.splitlines()] == ["event", "event", "message", "message"]
+    assert json.loads(raw.stdout.splitlines()[0])["name"] == "session"
 
 
 def test_show_marks_compaction_boundaries(nova_home: Path) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
@@ -257,7 +258,7 @@ _PLACE_NOTES = {"user": "your rules for every project", "project": "from the git
                 "local": "this folder only; keep it out of version control"}
 
 
-def _say_where_rules_go(places: "list[tuple[Path, str]]", *, config_file: Path) -> None:
+def _say_where_rules_go(places: "Sequence[tuple[Path, str]]", *, config_file: Path) -> None:
     """No instruction file anywhere: name every file looked for (one line per folder) and how to add one."""
     folders: dict[tuple[Path, str], list[str]] = {}
     for path, kind in places:

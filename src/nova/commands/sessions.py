@@ -204,7 +204,7 @@ def show_command(
             meta = session.meta
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
             console.print(
-                f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd)}  "
+                f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd or 'cwd unknown')}  "
                 f"{meta.message_count} messages  context {meta.last_context_tokens:,} tokens  "
                 f"{meta.total_tokens:,} tokens billed  ${meta.cost_usd:.4f}[/]\n"
             )

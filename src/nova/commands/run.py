@@ -97,11 +97,15 @@ def run_task(
             return _slash_command(settings, options, prompt, agent, quiet=quiet)
         finally:
             session.close()
+    answered = False
     try:
         result = agent.run_turn(prompt)
+        answered = result.stop_reason != "error"
     finally:
         agent.close()
         session.close()
+        if resume_id is None and not answered:
+            _discard_if_unanswered(settings, session)
     status = agent.context_status()
     used, limit, window = status.used, status.limit, status.window
     seen = result.usage.context_tokens
@@ -121,6 +125,14 @@ def run_task(
         "cache_hit_rate": hit_rate,
         "duration_s": round(time.monotonic() - started, 3),
     }
+
+
+def _discard_if_unanswered(settings: Settings, session: Any) -> None:
+    from nova.sessions.unanswered import discard_if_unanswered
+
+    if discard_if_unanswered(settings.home, session):
+        err_console.print("nova: the run failed before the model answered, so no session was kept (run the "
+                          "same command again once the cause below is fixed)", markup=False, soft_wrap=True)
 
 
 def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: Any, *,

@@ -232,3 +232,18 @@ def test_environment_does_not_override_the_sessions_provider(tmp_path: Path, nov
     monkeypatch.setenv("NOVA_PROVIDER", "anthropic")  # the default for new sessions, not for this one
     result = runner.invoke(app, ["resume", "last", "hi", "--json"])
     assert result.exit_code == 0, result.output
+
+
+def test_the_demo_ends_with_next_steps_that_work(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "--dir", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    steps = result.output.split("Next:\n", 1)[1].splitlines()
+    commands = [line.strip().split("  ")[0] for line in steps if line.strip()]
+    assert any(command.startswith("export ANTHROPIC_API_KEY=") for command in commands)
+    assert "nova --provider demo" in commands
+    for command in commands:
+        if command.startswith(("nova sessions show", "nova context")):
+            followed = runner.invoke(app, command.split()[1:])
+            assert followed.exit_code == 0, (command, followed.output)
+    resumed = runner.invoke(app, ["resume", "last", "what did you change?"])  # no key, no --provider
+    assert resumed.exit_code == 0, resumed.output

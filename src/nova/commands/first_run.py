@@ -1,5 +1,5 @@
-"""What a first `nova` in a terminal says when the terminal UI cannot open: the install line of the
-extra it needs, and what works without it."""
+"""What a first run says next: bare `nova` in a terminal without the terminal UI's extra (its install
+line, and what works without it), and the end of `nova demo` (where to go from the demo)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-__all__ = ["TUI_INSTALL_LINE", "require_tui_extra"]
+__all__ = ["TUI_INSTALL_LINE", "demo_next_steps", "require_tui_extra"]
 
 TUI_INSTALL_LINE = "pip install 'nova-agent[tui]'"
 
@@ -29,3 +29,18 @@ def require_tui_extra(help_text: str) -> None:
             file=sys.stderr,
         )
         raise typer.Exit(1) from None
+
+
+def demo_next_steps(session_id: str, *, tui_installed: bool) -> str:
+    """The lines `nova demo` ends with: each a command that works as printed, and what it shows."""
+    tui = "" if tui_installed else f" (after {TUI_INSTALL_LINE})"
+    steps = [
+        (f"nova sessions show {session_id}", "what was recorded"),
+        (f"nova context {session_id}", "what the model saw, segment by segment"),
+        ('nova resume last "what did you change?"', "go on with the demo session (it keeps the demo model)"),
+        ("nova --provider demo", f"the terminal UI on the demo model{tui}"),
+        ('export ANTHROPIC_API_KEY=...; nova run "TASK"',
+         "real work (`nova config show` lists every provider and whether its key is set)"),
+    ]
+    width = max(len(command) for command, _ in steps)
+    return "\n".join(["Next:", *(f"  {command:<{width}}  {what}" for command, what in steps)])

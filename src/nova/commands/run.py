@@ -71,6 +71,14 @@ def demo_command(*, directory: Path | None, as_json: bool) -> None:
         outcome["project"] = str(project)
     if as_json:
         print(json.dumps(outcome, indent=2))
+    else:
+        import importlib.util
+
+        from nova.commands.first_run import demo_next_steps
+
+        console.print("\n" + demo_next_steps(outcome["session_id"],
+                                             tui_installed=importlib.util.find_spec("textual") is not None),
+                      markup=False, soft_wrap=True)
 
 
 def run_task(

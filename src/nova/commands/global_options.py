@@ -17,9 +17,8 @@ try:  # recent typer ships its own copy of click; older releases used click itse
 except ImportError:  # pragma: no cover - older typer
     from click import get_current_context  # type: ignore[no-redef,assignment]
 
-__all__ = ["GLOBAL_SETTING_KEYS", "global_overrides", "merge_overrides", "remember_global_options"]
+__all__ = ["global_overrides", "merge_overrides", "remember_global_options"]
 
-GLOBAL_SETTING_KEYS = ("provider", "model", "base_url")
 _META_KEY = "nova.global_options"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from nova.context.cache_sim import AnthropicCache, Block, ProviderCache
 from nova.core import ModelRequest, Usage
 from nova.messages import Message, ToolResultPart, ToolUsePart, new_id, to_dict
-from nova.providers.scripted import FunctionProvider, call, reply
+from nova.providers.scripted import FunctionProvider, reply
 from nova.tokens import count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
@@ -183,7 +183,7 @@ def _scenario(request: ModelRequest) -> reply:
         given = dict(args)
         if given.get("path") == SAVED_LOG:
             given["path"] = _saved_log_path(request)
-        return reply(text, [ToolUsePart(id=new_id("toolu"), name=name, input=given)])
+        return reply(text, [_demo_call(name, **given)])
     results = _results_since_prompt(request)
     passed = bool(results) and "OK" in results[-1].content
     verdict = "All tests pass now." if passed else "The tests still fail; see the output above."
@@ -194,19 +194,27 @@ def _scenario(request: ModelRequest) -> reply:
     )
 
 
+def _demo_call(name: str, **arguments: object) -> ToolUsePart:
+    """A tool call with an id unique across processes. `call()` numbers calls per process, so a resumed
+    demo session would repeat the ids its first process used (and resume would have to rename them)."""
+    return ToolUsePart(id=new_id("toolu"), name=name, input=arguments)
+
+
 def _explorer(step: int, results: list[ToolResultPart]) -> reply:
     if step == 0:
-        return reply("Let me see which files are here.", [call("glob", pattern="**/*")])
+        return reply("Let me see which files are here.", [_demo_call("glob", pattern="**/*")])
     if step == 1:
         listing = results[-1].content if results else ""
         candidates = [line.strip() for line in listing.splitlines() if re.search(r"\.(md|py|txt|toml)$", line)]
         if candidates:
-            return reply(f"Reading {candidates[0]}.", [call("read_file", path=candidates[0], limit=60)])
+            return reply(f"Reading {candidates[0]}.", [_demo_call("read_file", path=candidates[0], limit=60)])
     files = results[0].content.count("\n") + 1 if results and not results[0].is_error else 0
     return reply(
         "I'm the offline demo model, so I can only explore: I listed "
-        f"{files} path(s) and read the first text file. Configure a real provider "
-        "(`nova config show` says how) for real work."
+        f"{files} path(s) and read the first text file. For real work, give Nova a model: "
+        "`export ANTHROPIC_API_KEY=...` (or `OPENAI_API_KEY` with `--provider openai`, or a local server "
+        "with `--provider compatible --base-url http://localhost:11434/v1`); `nova config show` lists "
+        "each provider, whether its key is set, and how to set it."
     )
 
 

@@ -219,7 +219,8 @@ class SessionHub:
             store = self._new_store()
             try:
                 session = Session.create(self.settings.home, title=title, cwd=self.options.cwd,
-                                         provider=self.settings.provider, model=self.settings.model, store=store)
+                                         provider=self.settings.provider, model=self.settings.model,
+                                         base_url=self.settings.base_url or "", store=store)
             except BaseException:
                 store.close()
                 raise

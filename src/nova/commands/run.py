@@ -23,7 +23,7 @@ from nova.commands.cli_settings import settings_from_cli
 from nova.commands.config_check import check_config
 from nova.commands.errors import user_errors
 from nova.errors import CommandError, NovaError
-from nova.settings import Settings
+from nova.settings import PROVIDERS, Settings
 
 __all__ = ["demo_command", "run_command"]
 
@@ -47,6 +47,10 @@ def run_command(
         if (unknown := unknown_slash_command(prompt)) is not None:
             raise NovaError(unknown)
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url, sandbox=sandbox)
+        if resume is not None:  # the session's own provider, model and URL, unless flags name others
+            from nova.sessions.model_settings import resume_target
+
+            resume, settings = resume_target(settings, resume)
         # Before anything is created: a bad section must not leave an empty session behind.
         check_config(settings)
         llm = make_provider(settings, dict(os.environ))
@@ -74,6 +78,14 @@ def demo_command(*, directory: Path | None, as_json: bool) -> None:
         outcome["project"] = str(project)
     if as_json:
         print(json.dumps(outcome, indent=2))
+    else:
+        import importlib.util
+
+        from nova.commands.first_run import demo_next_steps
+
+        console.print("\n" + demo_next_steps(outcome["session_id"],
+                                             tui_installed=importlib.util.find_spec("textual") is not None),
+                      markup=False, soft_wrap=True)
 
 
 def run_task(
@@ -188,7 +200,8 @@ def _open_session(settings: Settings, options: AgentOptions, prompt: str,
 
     if resume_id is None:
         session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
-                                 provider=settings.provider, model=settings.model)
+                                 provider=settings.provider, model=settings.model,
+                                 base_url=settings.base_url or "")
         for notice in session.notices:
             err_console.print(f"nova: warning: {notice}", markup=False, soft_wrap=True)
         return session, []
@@ -200,4 +213,6 @@ def _open_session(settings: Settings, options: AgentOptions, prompt: str,
     resumed = resume(resume_id, home=settings.home, strict=strict)
     for notice in resumed.notices:
         err_console.print(f"nova: {notice}", markup=False, soft_wrap=True)
+    if resumed.session.meta.provider in PROVIDERS:  # an imported session keeps naming its origin
+        resumed.session.use_model(provider=settings.provider, model=settings.model, base_url=settings.base_url)
     return resumed.session, resumed.history

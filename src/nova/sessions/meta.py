@@ -24,6 +24,7 @@ from nova.sessions.schema import json_text
 
 __all__ = [
     "META_VERSION",
+    "MODEL_EVENT",
     "SessionMeta",
     "find_git_root",
     "new_session_id",
@@ -38,6 +39,9 @@ META_VERSION = 2
 """2: the token totals are one `usage` object (`Usage.to_dict()`); 1 had them as top-level counters.
 A version-1 Nova would drop the object and write zeros back, hence the bump: it refuses instead."""
 META_NAME = "meta.json"
+MODEL_EVENT = "model"
+"""The transcript event a session records when it moves to another provider, model or endpoint
+(data: provider, model, base_url), so a meta.json rebuilt from the transcript still knows them."""
 ARTIFACT_DIRS = ("tool-results", "tool-output")
 
 # Letters, digits, dot, dash, underscore; must start with a letter or digit. That excludes "/", "\\",
@@ -82,6 +86,9 @@ class SessionMeta:
     git_root: str = ""
     provider: str = ""
     model: str = ""
+    base_url: str | None = None
+    """The endpoint the session's model was reached at: "" for the provider's own, None when not
+    recorded (sessions written before it was, imports). A resume uses it unless told otherwise."""
     created_at: float = 0.0
     updated_at: float = 0.0
     message_count: int = 0
@@ -177,6 +184,8 @@ def _check_types(meta: SessionMeta) -> None:
     for name in ("cwd", "git_root", "provider", "model"):
         if not isinstance(getattr(meta, name), str):
             raise ValueError(f"'{name}' must be a string")
+    if meta.base_url is not None and not isinstance(meta.base_url, str):
+        raise ValueError("'base_url' must be a string or null")
     for name in ("created_at", "updated_at", "cost_usd"):
         value = getattr(meta, name)
         if not isinstance(value, int | float) or isinstance(value, bool):

@@ -182,3 +182,52 @@ async def approve_and_deny(nova_home: Path, tmp_path: Path) -> None:
     assert not (project / "second").exists(), "denied: the command never started"
     denied = [r for m in app.hub.live(app.session_id).agent.history for r in m.tool_results() if r.is_error]
     assert len(denied) == 1 and "denied" in denied[0].content.lower()
+
+
+def test_resume_replays_a_session_with_tool_calls(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(resume_with_tool_calls(nova_home, tmp_path))
+
+
+async def resume_with_tool_calls(nova_home: Path, tmp_path: Path) -> None:
+    project = make_demo_project(tmp_path / "project")
+    first = make_app(nova_home, project)
+    async with first.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"what is here?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not first.running and any(
+            "offline demo model" in b.text for b in first.query(MessageBlock)))
+        recorded = first.session_id
+    assert first.return_code in (0, None)
+    # A new process (here: a new app on the same home) resumes it: every call comes back finished.
+    second = make_app(nova_home, project)
+    async with second.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"/resume last")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert second.session_id == recorded
+        calls = list(second.query(ToolCall))
+        assert calls and all(c.finished for c in calls)
+        assert calls[0].title.startswith("✓ glob(") and calls[0].output
+        assert any(t.startswith("Resumed session") for t in _notices(second))
+        assert second.is_running
+    assert second.return_code in (0, None)
+
+
+def test_a_crash_in_the_tui_is_a_non_zero_exit(nova_home: Path, tmp_path: Path) -> None:
+    from nova.tui.launch import run_app
+
+    class Broken(NovaTUI):
+        def on_mount(self) -> None:
+            raise RuntimeError("a handler failed")
+
+    assert run_app(make_app(nova_home, tmp_path), headless=True, auto_pilot=_quit_soon) == 0
+    app = make_app(nova_home, tmp_path)
+    broken = Broken(app.hub)
+    assert run_app(broken, headless=True) == 1
+
+
+async def _quit_soon(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause(0.1)
+    await pilot.press("ctrl+q")

@@ -49,18 +49,33 @@ def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> s
 
 
 class ToolCall(Collapsible):
-    """One tool call, collapsed: the title says what ran and how it ended; expand for input and output."""
+    """One tool call, collapsed: the title says what ran and how it ended; expand for input and output.
+
+    The output widget is created with the call and filled in by `finish`, so a call can be finished
+    before Textual has composed it (a resumed session replays a call and its result in one go, before
+    the next refresh) without looking for children that do not exist yet."""
 
     def __init__(self, tool_use_id: str, name: str, arguments: Mapping[str, Any]) -> None:
         self.tool_use_id = tool_use_id
         self.call = describe_call(name, arguments)
+        self.output = ""
+        self.is_error = False
         body = Static(Text(json.dumps(dict(arguments), indent=2, ensure_ascii=False)), classes="tool-input")
-        super().__init__(body, title=f"⋯ {self.call}", collapsed=True, classes="tool-call")
+        self._output = Static("", classes="tool-output")
+        self._output.display = False
+        super().__init__(body, self._output, title=f"⋯ {self.call}", collapsed=True, classes="tool-call")
+
+    @property
+    def finished(self) -> bool:
+        return self.title[:1] in ("✓", "✗")
 
     def finish(self, output: str, *, is_error: bool) -> None:
+        self.output, self.is_error = output, is_error
         self.title = f"{'✗' if is_error else '✓'} {self.call}"
         shown = output if len(output) <= 4000 else output[:4000] + f"\n… ({len(output):,} characters in all)"
-        self.query_one(Collapsible.Contents).mount(Static(Text(shown), classes="tool-output error" if is_error else "tool-output"))
+        self._output.update(Text(shown))
+        self._output.set_class(is_error, "error")
+        self._output.display = True
 
 
 class MessageBlock(Static):

@@ -158,6 +158,7 @@ def test_a_command_waits_for_the_persons_approval(nova_home: Path, tmp_path: Pat
 
 async def approve_and_deny(nova_home: Path, tmp_path: Path) -> None:
     from nova.testing import ScriptedProvider, call, reply
+    from nova.tui.approval_prompt import ApprovalPrompt
 
     project = tmp_path / "project"
     project.mkdir()
@@ -166,22 +167,42 @@ async def approve_and_deny(nova_home: Path, tmp_path: Path) -> None:
         reply("Done with the first."),
         reply("Creating the second file.", [call("bash", command="touch second")]),
         reply("The second was refused."),
+        reply("Creating the third file.", [call("bash", command="touch third")]),
+        reply("Done with the third."),
+        reply("Creating the fourth file.", [call("bash", command="touch fourth")]),
+        reply("Done with the fourth."),
     ])
     app = make_app(nova_home, project)
     app.hub.make_provider = lambda: script
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.click("#prompt")
-        for prompt, answer in (("make the first file", "y"), ("make the second file", "n")):
+        for prompt, answer in (("make the first file", "y"), ("make the second file", "n"),
+                               ("make the third file", "a")):
             await pilot.press(*prompt)
             await pilot.press("enter")
-            await wait_until(pilot, lambda: app._pending is not None)
-            assert "bash" in app._pending.request.summary  # type: ignore[union-attr]
-            await pilot.press(answer, "enter")
+            await wait_until(pilot, lambda: app._pending is not None and bool(app.query(ApprovalPrompt)))
+            shown = str(app.query_one(ApprovalPrompt).render())
+            # What the call does, why the person is asked, and the three keys.
+            assert "Allow bash to run this command?" in shown and f"touch {prompt.split()[2]}" in shown
+            assert "asked because bash can change files or run commands" in shown
+            assert "y = yes, once" in shown and "a = always allow bash in this session" in shown
+            assert "n = no" in shown and "no Enter" in shown
+            await pilot.press(answer)  # one key, no Enter
             await wait_until(pilot, lambda: not app.running)
+            assert not app.query(ApprovalPrompt) and not app.prompt_input.disabled
+        # After `a`, bash runs without asking for the rest of the session.
+        await pilot.press(*"make the fourth file")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running)
+        assert app._pending is None
+        notices = "\n".join(_notices(app))
+        assert "allowed once: bash: touch first" in notices and "denied: bash: touch second" in notices
+        assert "bash is allowed for the rest of this session" in notices
     assert (project / "first").exists(), "approved: the command ran"
     assert not (project / "second").exists(), "denied: the command never started"
+    assert (project / "third").exists() and (project / "fourth").exists(), "always: asked once"
     denied = [r for m in app.hub.live(app.session_id).agent.history for r in m.tool_results() if r.is_error]
-    assert len(denied) == 1 and "denied" in denied[0].content.lower()
+    assert len(denied) == 1 and "declined" in denied[0].content.lower()
 
 
 def test_resume_replays_a_session_with_tool_calls(nova_home: Path, tmp_path: Path) -> None:

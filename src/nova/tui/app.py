@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -30,6 +31,7 @@ from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 from nova.messages import Message
 from nova.tui.approval import Approver, PendingApproval
+from nova.tui.approval_prompt import ApprovalPrompt, Choice, answer_for_key
 from nova.tui.gauge import ContextGauge
 from nova.tui.widgets import ContextBar, MessageBlock, ToolCall
 
@@ -70,6 +72,7 @@ class NovaTUI(App[None]):
         self._assistant: MessageBlock | None = None
         self._tools: dict[str, ToolCall] = {}
         self._pending: PendingApproval | None = None
+        self._prompt: ApprovalPrompt | None = None
         approver = hub.options.ask
         if isinstance(approver, Approver):
             approver.show = lambda pending: self.call_from_thread(self._ask, pending)
@@ -94,6 +97,10 @@ class NovaTUI(App[None]):
     @property
     def conversation(self) -> VerticalScroll:
         return self.query_one("#conversation", VerticalScroll)
+
+    @property
+    def prompt_input(self) -> Input:
+        return self.query_one("#prompt", Input)
 
     @property
     def bar(self) -> ContextBar:
@@ -141,25 +148,52 @@ class NovaTUI(App[None]):
     # -- approvals (the agent's thread waits while the person decides) ---------------------------------
     def _ask(self, pending: PendingApproval) -> None:
         self._pending = pending
-        self.notice(f"Allow {pending.request.summary}?  ({pending.request.reason})\n"
-                    "  y = yes, once    a = always allow this tool in this session    n = no")
+        prompt = ApprovalPrompt(pending.request, self._answer_choice)
+        self._prompt = prompt
+        self.prompt_input.disabled = True  # the next key answers the question, not the input
+        self._add(prompt)
+        prompt.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        # The prompt answers its own keys; this catches them when the focus went elsewhere (a click).
+        if self._pending is not None and (choice := answer_for_key(event.key, event.character)) is not None:
+            event.stop()
+            self._answer_choice(choice)
 
     def _answer(self, text: str) -> None:
-        pending, choice = self._pending, text.strip().lower()[:1]
-        if pending is None:
-            return
-        if choice not in ("y", "a", "n"):
+        choice = answer_for_key("", text.strip()[:1])
+        if choice is None:
             self.notice("Answer y, a or n.", error=True)
             return
+        self._answer_choice(choice)
+
+    def _answer_choice(self, choice: Choice) -> None:
+        pending = self._pending
+        if pending is None:
+            return
         self._pending = None
+        self._close_prompt()
+        request = pending.request
         if choice == "a" and self._approver is not None:
-            self._approver.always.add(pending.request.tool)
-        self.notice("allowed" if choice in ("y", "a") else "denied: the model is told so")
+            self._approver.always.add(request.tool)
+        said = {"y": f"allowed once: {request.summary}",
+                "a": f"allowed: {request.summary} — {request.tool} is allowed for the rest of this session",
+                "n": f"denied: {request.summary} — the model is told so"}[choice]
+        self.notice(said)
         pending.answer(choice in ("y", "a"))
+
+    def _close_prompt(self) -> None:
+        if self._prompt is not None:
+            self._prompt.remove()
+            self._prompt = None
+        self.prompt_input.disabled = False
+        self.prompt_input.focus()
 
     def action_cancel_turn(self) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None
+            self._close_prompt()
+            self.notice(f"denied: {pending.request.summary} — the model is told so")
             pending.answer(False)
         if self.running and self.session_id:
             self.hub.cancel(self.session_id)

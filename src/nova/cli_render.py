@@ -77,8 +77,8 @@ class Timeline:
             self._shown_percent = None
             status = "done" if event.ok else f"failed: {escape(event.error)}"
             c.print(f"  [magenta]compaction {status}[/] {event.tokens_before:,} → {event.tokens_after:,} tokens")
-        elif isinstance(event, ev.ErrorEvent):
-            c.print(f"[red]error[/] {escape(event.kind)}: {escape(event.error)}")
+        # An `ErrorEvent` is not printed: the error ends the command, which prints it once
+        # (`nova: error: …`); retries are `nova.cli_progress`'s lines.
 
 
 def context_bar(percent: float, width: int = 20) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -75,8 +76,13 @@ def run_task(
 ) -> dict[str, Any]:
     from nova.cli_render import Timeline, format_footer
 
+    from nova.cli_progress import TerminalProgress
+
     bus = ev.EventBus()
+    # Waits and retries on stderr (a spinner on a terminal, plain lines piped), never in --json.
+    progress = TerminalProgress(sys.stderr, terminal=err_console.is_terminal)
     if not quiet:
+        bus.subscribe(progress)  # first: it erases its line before the timeline prints
         # In a terminal the answer streams as it is written; piped, each message prints whole.
         bus.subscribe(Timeline(console, stream_text=console.is_terminal))
     session, history = _open_session(settings, options, prompt, resume_id, strict=strict)
@@ -93,6 +99,7 @@ def run_task(
     try:
         result = agent.run_turn(prompt)
     finally:
+        progress.close()
         agent.close()
         session.close()
     status = agent.context_status()

@@ -252,3 +252,92 @@ def test_a_crash_in_the_tui_is_a_non_zero_exit(nova_home: Path, tmp_path: Path) 
 async def _quit_soon(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause(0.1)
     await pilot.press("ctrl+q")
+
+
+def test_the_footer_shows_model_context_cost_and_cache(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(footer_figures(nova_home, tmp_path))
+
+
+async def footer_figures(nova_home: Path, tmp_path: Path) -> None:
+    from nova.core import Usage
+    from nova.figures import Figures, status_line
+    from nova.providers.pricing import cost_usd
+    from nova.testing import ScriptedProvider, reply
+    from nova.tui.widgets import StatusFooter
+
+    env = {"NOVA_HOME": str(nova_home)}
+    settings = load_settings(env=env, overrides={"provider": "demo", "model": "claude-sonnet-4-5"})
+    hub = make_hub(settings, cwd=tmp_path, env=env)
+    usage = Usage(input_tokens=1_000, cache_read_tokens=3_000, output_tokens=100)
+    hub.make_provider = lambda: ScriptedProvider([reply("First.", usage=usage), reply("Second.", usage=usage)])
+    app = NovaTUI(hub)
+    async with app.run_test(size=(160, 40)) as pilot:
+        footer = app.query_one(StatusFooter)
+        bar = str(app.query_one(ContextBar).render())
+        # Before the first call: the window the settings give, never "0 / 0 tokens".
+        assert "0 / 0" not in bar and "nothing sent yet — window 200,000 tokens, compaction at" in bar
+        assert footer.line.startswith("claude-sonnet-4-5 · context: nothing sent yet (window 200,000 tokens)")
+        await pilot.click("#prompt")
+        for prompt in ("one", "two"):
+            await pilot.press(*prompt)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not app.running)
+        await pilot.pause(0.1)
+        live = app.hub.live(app.session_id)
+        status = live.status()
+        expected_cost = 2 * cost_usd(usage, "claude-sonnet-4-5")  # type: ignore[operator]
+        assert live.session.meta.cost_usd == pytest.approx(expected_cost)
+        # The same function as `nova run`'s closing line, on the session's running figures.
+        assert footer.line == status_line(Figures(model="claude-sonnet-4-5", used=status.used, limit=status.limit,
+                                                  window=status.window, cost=live.session.meta.cost_usd,
+                                                  cache_hit_rate=0.75))
+        assert f"context {status.used:,} / {status.limit:,} tokens ({status.percent:.1f}%)" in footer.line
+        assert f"session cost ${expected_cost:.4f}" in footer.line and "cache hit rate 75%" in footer.line
+        assert f"{status.used:,} / {status.limit:,} tokens" in str(app.query_one(ContextBar).render())
+        assert footer.region.y > app.query_one("#prompt").region.y  # the bottom line
+
+
+def test_waits_and_retries_are_shown_and_the_error_once(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(waits_and_retries(nova_home, tmp_path))
+
+
+async def waits_and_retries(nova_home: Path, tmp_path: Path) -> None:
+    from nova.errors import RateLimited
+    from nova.testing import FunctionProvider
+    from nova.tui.widgets import ProgressLine
+
+    calls: list[int] = []
+
+    def answer(request: object) -> str:
+        calls.append(1)
+        if len(calls) in (1, 2, 4, 5, 6, 7):  # the first turn: two failures; the second: never answers
+            raise RateLimited("slow down", status=429, retry_after=0.05)
+        time.sleep(0.6)  # a slow first token: the progress line shows the wait
+        return "here at last"
+
+    app = make_app(nova_home, tmp_path)
+    app.hub.make_provider = lambda: FunctionProvider(answer)
+    async with app.run_test(size=(120, 40)) as pilot:
+        progress = app.query_one(ProgressLine)
+        assert not progress.display
+        await pilot.click("#prompt")
+        await pilot.press(*"hello?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "waiting for the model" in progress.text and len(calls) == 3)
+        assert progress.display
+        await wait_until(pilot, lambda: not app.running)
+        assert not progress.display
+        notices = _notices(app)
+        assert [n for n in notices if "retrying" in n] == [
+            "retrying in 0.1 s (attempt 2 of 4): 429 slow down",
+            "retrying in 0.1 s (attempt 3 of 4): 429 slow down",
+        ]
+        assert any("here at last" in b.text for b in app.query(MessageBlock))
+        # A provider that never answers: three retries, then the error, said once.
+        await pilot.press(*"again?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running)
+        notices = _notices(app)
+        assert sum("slow down" in n and "retrying" not in n for n in notices) == 1
+        assert "turn ended: error" not in notices
+        assert not progress.display

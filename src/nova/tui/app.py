@@ -18,13 +18,16 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from nova import events as ev
 from nova.commands.context import render_context
+from nova.context.budget import budget_for
 from nova.context.runtime import ContextRuntime
 from nova.context.state import TASK_STATE_COMMANDS
+from nova.core import Usage
 from nova.errors import CommandError, NovaError
+from nova.figures import Figures, session_cost
 from nova.host import SessionHub
 from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
@@ -33,7 +36,7 @@ from nova.messages import Message
 from nova.tui.approval import Approver, PendingApproval
 from nova.tui.approval_prompt import ApprovalPrompt, Choice, answer_for_key
 from nova.tui.gauge import ContextGauge
-from nova.tui.widgets import ContextBar, MessageBlock, ToolCall
+from nova.tui.widgets import ContextBar, MessageBlock, ProgressLine, StatusFooter, ToolCall
 
 __all__ = ["HELP", "NovaTUI"]
 
@@ -73,6 +76,7 @@ class NovaTUI(App[None]):
         self._tools: dict[str, ToolCall] = {}
         self._pending: PendingApproval | None = None
         self._prompt: ApprovalPrompt | None = None
+        self._error_shown = False
         approver = hub.options.ask
         if isinstance(approver, Approver):
             approver.show = lambda pending: self.call_from_thread(self._ask, pending)
@@ -83,11 +87,13 @@ class NovaTUI(App[None]):
     # -- layout ---------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="conversation")
+        yield ProgressLine(id="progress")
         yield ContextBar(self.gauge, id="context-bar")
         yield Input(placeholder="Ask Nova…  (/help for commands)", id="prompt")
-        yield Footer()
+        yield StatusFooter(id="status")
 
     def on_mount(self) -> None:
+        self._reset_gauge()
         self.query_one("#prompt", Input).focus()
         if self.session_id:
             self._open(self.session_id)
@@ -105,6 +111,40 @@ class NovaTUI(App[None]):
     @property
     def bar(self) -> ContextBar:
         return self.query_one("#context-bar", ContextBar)
+
+    @property
+    def progress(self) -> ProgressLine:
+        return self.query_one("#progress", ProgressLine)
+
+    @property
+    def footer(self) -> StatusFooter:
+        return self.query_one("#status", StatusFooter)
+
+    def _reset_gauge(self) -> None:
+        """No conversation yet: the bar and the footer show the window the settings give."""
+        budget = budget_for(self.hub.settings)
+        self.gauge.reset(limit=budget.threshold, window=budget.window)
+        self.bar.refresh_gauge()
+        self.refresh_footer()
+
+    def figures(self) -> Figures:
+        """The footer's figures: the bar's context figure, and the session's recorded usage and cost."""
+        status = ev.ContextUpdate(session_id=self.session_id or "", used=self.gauge.used if self.gauge.measured
+                                  else 0, limit=self.gauge.limit, window=self.gauge.window,
+                                  percent=self.gauge.percent)
+        if self.session_id is None:
+            model = self.hub.settings.model
+            return Figures.of(model=model, status=status, usage=Usage(), cost=session_cost(model, 0.0))
+        live = self.hub.live(self.session_id)
+        meta = live.session.meta
+        model = live.agent.model
+        return Figures.of(model=model, status=status, usage=meta.usage, cost=session_cost(model, meta.cost_usd))
+
+    def refresh_footer(self) -> None:
+        try:
+            self.footer.show(self.figures())
+        except NovaError as exc:  # the session went away under us: say so rather than fail the screen
+            self.footer.update(Text(f"figures unavailable: {exc}"))
 
     def notice(self, text: str, *, error: bool = False) -> None:
         self._add(Static(Text(text), classes="notice error" if error else "notice"))
@@ -203,12 +243,16 @@ class NovaTUI(App[None]):
 
     # -- agent events (on the app's thread) -----------------------------------------------------------
     def on_agent_event(self, event: ev.Event | None) -> None:
+        self.progress.apply(event)
         if event is None:
             self.running = False
             self._assistant = None
+            self.refresh_footer()
             return
         if self.gauge.apply(event):
             self.bar.refresh_gauge()
+        if isinstance(event, ev.ContextUpdate | ev.TurnFinished):
+            self.refresh_footer()
         if isinstance(event, ev.TextDelta):
             if self._assistant is None:
                 self._assistant = MessageBlock("assistant")
@@ -230,9 +274,15 @@ class NovaTUI(App[None]):
         elif isinstance(event, ev.CompactionEnd):
             self.notice(f"compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens" if event.ok
                         else f"compaction failed: {event.error}", error=not event.ok)
+        elif isinstance(event, ev.RetryScheduled):
+            self.notice(event.describe())
         elif isinstance(event, ev.ErrorEvent):
+            self._error_shown = True
             self.notice(f"{event.kind}: {event.error}", error=True)
-        elif isinstance(event, ev.TurnFinished) and event.stop_reason not in ("end_turn", "stop_sequence"):
+        elif isinstance(event, ev.TurnStarted):
+            self._error_shown = False
+        elif isinstance(event, ev.TurnFinished) and event.stop_reason not in ("end_turn", "stop_sequence") \
+                and not (event.stop_reason == "error" and self._error_shown):  # an error is said once
             self.notice(f"turn ended: {event.stop_reason}")
 
     def _take_call(self, tool_use_id: str) -> ToolCall | None:
@@ -243,6 +293,7 @@ class NovaTUI(App[None]):
             return
         self.gauge.apply(self.hub.status(self.session_id))
         self.bar.refresh_gauge()
+        self.refresh_footer()
 
     # -- slash commands -------------------------------------------------------------------------------
     def slash(self, text: str) -> None:
@@ -262,8 +313,7 @@ class NovaTUI(App[None]):
                 return
             self.session_id = None
             self.conversation.remove_children()
-            self.gauge.apply(ev.ContextUpdate(session_id="", used=0, limit=0, window=0, percent=0.0))
-            self.bar.refresh_gauge()
+            self._reset_gauge()
             self.notice("New conversation.")
         elif command == "/resume":
             self._resume(rest)

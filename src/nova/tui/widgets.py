@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
 from textual.widgets import Collapsible, Static
 
+from nova.figures import Figures, status_line
+from nova.progress import Waiting
 from nova.tui.gauge import ContextGauge
 
-__all__ = ["ContextBar", "MessageBlock", "ToolCall", "describe_call"]
+__all__ = ["ContextBar", "MessageBlock", "ProgressLine", "StatusFooter", "ToolCall", "describe_call"]
 
 BAR_CELLS = 30
 _LEVEL_STYLES = {"ok": "green", "warn": "yellow", "critical": "bold red"}
@@ -39,6 +42,55 @@ class ContextBar(Static):
         line.append("░" * (BAR_CELLS - filled), style="dim")
         line.append(f" {self.gauge.label()}", style=style if self.gauge.level != "ok" else "")
         self.update(line)
+
+
+class ProgressLine(Static):
+    """`⠹ waiting for the model · 3.2 s` while a request has no answer, or the countdown to the next
+    attempt after a retryable error; hidden otherwise. Redrawn ten times a second while shown."""
+
+    DEFAULT_CSS = """
+    ProgressLine { height: 1; padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__("", **kw)
+        self.waiting = Waiting()
+        self.display = False
+
+    def on_mount(self) -> None:
+        self.set_interval(0.1, self._redraw)
+
+    def apply(self, event: Any) -> None:
+        if self.waiting.apply(event, time.monotonic()):
+            self.display = self.waiting.active
+            self._redraw()
+
+    @property
+    def text(self) -> str:
+        return self.waiting.line(time.monotonic())
+
+    def _redraw(self) -> None:
+        if self.waiting.active:
+            self.update(Text(self.text + "   (Ctrl-C cancels)"))
+
+
+class StatusFooter(Static):
+    """The bottom line: model, context figure, the session's cost and cache hit rate (`nova.figures`,
+    the numbers `nova run` prints), and the keys."""
+
+    DEFAULT_CSS = """
+    StatusFooter { dock: bottom; height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    """
+
+    KEYS = "   ^C cancel turn · ^Q quit"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__("", **kw)
+        self.line = ""
+
+    def show(self, figures: Figures) -> None:
+        self.line = status_line(figures)
+        self.update(Text(self.line + self.KEYS))
 
 
 def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> str:

@@ -341,3 +341,40 @@ async def waits_and_retries(nova_home: Path, tmp_path: Path) -> None:
         assert sum("slow down" in n and "retrying" not in n for n in notices) == 1
         assert "turn ended: error" not in notices
         assert not progress.display
+
+
+def test_context_opens_with_the_window_by_kind_and_rows_keep_their_names(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(context_picture(nova_home, tmp_path))
+
+
+async def context_picture(nova_home: Path, tmp_path: Path) -> None:
+    import re
+
+    project = make_demo_project(tmp_path / "a-project-folder-with-a-long-name")
+    (project / ".git").mkdir(exist_ok=True)
+    (project / "AGENTS.md").write_text("Run the tests with pytest.\n")
+    package = project / "calc"
+    (package / "AGENTS.md").write_text("Keep functions small in calc.\n")
+    app = make_app(nova_home, package)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await pilot.click("#prompt")
+        for line in ("what is here?", "/context"):
+            await pilot.press(*line)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not app.running)
+        await pilot.pause(0.2)
+        shown = next(str(w.render()) for w in app.query(".context"))
+        status = app.hub.live(app.session_id).status()
+        bar, legend, *rows = shown.splitlines()
+        assert bar.startswith("window ") and f"{status.used:,} used of {status.window:,}" in bar
+        assert {"S", "T", "R", "H", "·"} <= set(bar)
+        figures = {kind: int(n.replace(",", "")) for _, kind, n in re.findall(r"(\S) (\w+) ([\d,]+)", legend)}
+        assert {"system", "tools", "rules", "history", "free"} <= set(figures)
+        # The kinds sum to the manifest's figure, which is the bar's; free is the rest of the window.
+        assert sum(n for kind, n in figures.items() if kind != "free") == status.used
+        assert figures["free"] == status.window - status.used
+        # Below it the table, headed by the same figure; the two rule files keep distinct labels.
+        assert rows[0].startswith(f"context: {status.used:,} of {status.limit:,} tokens")
+        labels = [row.split()[0] for row in rows[2:] if row.startswith("rules:")]
+        assert len(labels) == 2 and labels[0] != labels[1]
+        assert any(label.endswith("calc/AGENTS.md") for label in labels)

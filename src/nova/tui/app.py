@@ -21,8 +21,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 
 from nova import events as ev
-from nova.commands.context import render_context
+from nova.commands.context import distinct_labels, render_context
 from nova.context.budget import budget_for
+from nova.context.picture import text_picture
 from nova.context.runtime import ContextRuntime
 from nova.context.state import TASK_STATE_COMMANDS
 from nova.core import Usage
@@ -368,14 +369,20 @@ class NovaTUI(App[None]):
         if runtime is not None and report["manifest"] is not None:
             # The same compile as the API's /context and the bar: the history as the next call sends it.
             agent = self.hub.live(self.session_id).agent
-            self.notice(render_context(runtime.compile(list(agent.history), system=agent.system_prompt,
-                                                       tools=agent.tools.specs())))
+            compiled = runtime.compile(list(agent.history), system=agent.system_prompt, tools=agent.tools.specs())
+            # The window at a glance (one stacked bar by kind), then the manifest's rows.
+            shown = Text()
+            for text, style in text_picture(compiled.manifest, width=max(20, min(80, self.size.width - 40))):
+                shown.append(text, style=style or "")
+            shown.append("\n" + render_context(compiled))
+            self._add(Static(shown, classes="notice context"))
             return
         lines = [f"context {report['percent']:.1f}% — {report['used']:,} of {report['limit']:,} tokens "
                  f"(compaction threshold; window {report['window']:,})",
                  f"manifest {report['manifest_status']}", "estimated per segment:"]
-        lines += [f"  {s['tokens']:>7,}  {s['class']:<11} {s['id'][:24]:<24} {s['reason'][:60]}"
-                  for s in report["segments"]]
+        labels = distinct_labels([str(s["id"]) for s in report["segments"]], 24)
+        lines += [f"  {s['tokens']:>7,}  {s['class']:<11} {label:<24} {s['reason'][:60]}"
+                  for s, label in zip(report["segments"], labels, strict=True)]
         self.notice("\n".join(lines))
 
     def _resume(self, which: str) -> None:

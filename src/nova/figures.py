@@ -67,10 +67,9 @@ def footer_line(f: Figures) -> str:
 
 
 def status_line(f: Figures) -> str:
-    """The TUI footer: one short line."""
+    """The TUI footer: one line that fits 80 columns with a model name of 20 characters."""
     if f.used <= 0:
-        context = f"context: nothing sent yet (window {f.window:,} tokens)"
+        context = f"context: nothing sent yet (window {f.window:,})"
     else:
-        context = f"context {f.used:,} / {f.limit:,} tokens ({f.percent:.1f}%)"
-    return (f"{f.model} · {context} · session cost {_cost_text(f.cost, long=False)} · "
-            f"cache hit rate {_hit_text(f.cache_hit_rate)}")
+        context = f"context {f.used:,}/{f.limit:,} ({f.percent:.1f}%)"
+    return f"{f.model} · {context} · cost {_cost_text(f.cost, long=False)} · cache hits {_hit_text(f.cache_hit_rate)}"

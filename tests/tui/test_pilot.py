@@ -88,9 +88,9 @@ async def type_a_message(nova_home: Path, tmp_path: Path) -> None:
         await pilot.press("enter")
         await pilot.pause(0.1)
         texts = [str(w.render()) for w in app.query(".notice")]
-        # /context shows the compiler's manifest, headed by the same figure as the bar.
-        assert any(t.startswith("context:") and f"({status.percent:.1f}% of the compaction threshold" in t
-                   for t in texts)
+        # /context shows the window by kind, then the compiler's manifest headed by the same figure as the bar.
+        assert any(t.startswith("window ") and "\ncontext:" in t
+                   and f"({status.percent:.1f}% of the compaction threshold" in t for t in texts)
         assert any(app.session_id in t for t in texts)
 
 
@@ -276,7 +276,7 @@ async def footer_figures(nova_home: Path, tmp_path: Path) -> None:
         bar = str(app.query_one(ContextBar).render())
         # Before the first call: the window the settings give, never "0 / 0 tokens".
         assert "0 / 0" not in bar and "nothing sent yet — window 200,000 tokens, compaction at" in bar
-        assert footer.line.startswith("claude-sonnet-4-5 · context: nothing sent yet (window 200,000 tokens)")
+        assert footer.line.startswith("claude-sonnet-4-5 · context: nothing sent yet (window 200,000)")
         await pilot.click("#prompt")
         for prompt in ("one", "two"):
             await pilot.press(*prompt)
@@ -291,8 +291,8 @@ async def footer_figures(nova_home: Path, tmp_path: Path) -> None:
         assert footer.line == status_line(Figures(model="claude-sonnet-4-5", used=status.used, limit=status.limit,
                                                   window=status.window, cost=live.session.meta.cost_usd,
                                                   cache_hit_rate=0.75))
-        assert f"context {status.used:,} / {status.limit:,} tokens ({status.percent:.1f}%)" in footer.line
-        assert f"session cost ${expected_cost:.4f}" in footer.line and "cache hit rate 75%" in footer.line
+        assert f"context {status.used:,}/{status.limit:,} ({status.percent:.1f}%)" in footer.line
+        assert f"cost ${expected_cost:.4f}" in footer.line and "cache hits 75%" in footer.line
         assert f"{status.used:,} / {status.limit:,} tokens" in str(app.query_one(ContextBar).render())
         assert footer.region.y > app.query_one("#prompt").region.y  # the bottom line
 

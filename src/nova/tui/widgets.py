@@ -82,7 +82,7 @@ class StatusFooter(Static):
     StatusFooter { dock: bottom; height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     """
 
-    KEYS = "   ^C cancel turn · ^Q quit"
+    KEYS = "   ^C cancel · ^Q quit"
 
     def __init__(self, **kw: Any) -> None:
         super().__init__("", **kw)
@@ -90,7 +90,15 @@ class StatusFooter(Static):
 
     def show(self, figures: Figures) -> None:
         self.line = status_line(figures)
-        self.update(Text(self.line + self.KEYS))
+        room = self.size.width - 2 if self.size.width else 80
+        keys = self.KEYS if len(self.line) + len(self.KEYS) <= room else ""
+        self.update(Text(self.line + keys, no_wrap=True, overflow="ellipsis"))
+
+    def on_resize(self) -> None:
+        if self.line:
+            room = self.size.width - 2
+            keys = self.KEYS if len(self.line) + len(self.KEYS) <= room else ""
+            self.update(Text(self.line + keys, no_wrap=True, overflow="ellipsis"))
 
 
 def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> str:

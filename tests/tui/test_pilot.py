@@ -275,7 +275,7 @@ async def footer_figures(nova_home: Path, tmp_path: Path) -> None:
         footer = app.query_one(StatusFooter)
         bar = str(app.query_one(ContextBar).render())
         # Before the first call: the window the settings give, never "0 / 0 tokens".
-        assert "0 / 0" not in bar and "nothing sent yet — window 200,000 tokens, compaction at" in bar
+        assert "0 / 0" not in bar and "nothing sent yet · window 200,000 · compacts at" in bar
         assert footer.line.startswith("claude-sonnet-4-5 · context: nothing sent yet (window 200,000)")
         await pilot.click("#prompt")
         for prompt in ("one", "two"):

@@ -374,7 +374,7 @@ class NovaTUI(App[None]):
             shown = Text()
             for text, style in text_picture(compiled.manifest, width=max(20, min(80, self.size.width - 40))):
                 shown.append(text, style=style or "")
-            shown.append("\n" + render_context(compiled))
+            shown.append("\n" + render_context(compiled, width=max(60, self.size.width - 6)))
             self._add(Static(shown, classes="notice context"))
             return
         lines = [f"context {report['percent']:.1f}% — {report['used']:,} of {report['limit']:,} tokens "

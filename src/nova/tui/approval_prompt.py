@@ -57,9 +57,9 @@ def describe_request(request: PermissionRequest) -> PromptText:
         detail = args["path"]
         if tool == "write_file" and isinstance(args.get("content"), str):
             detail += f"  ({len(args['content']):,} characters)"
-        elif tool == "edit_file" and isinstance(args.get("old_string"), str):
-            old = " ".join(str(args["old_string"]).split())
-            new = " ".join(str(args.get("new_string", "")).split())
+        elif tool == "edit_file" and isinstance(args.get("old_text"), str):
+            old = " ".join(str(args["old_text"]).split())
+            new = " ".join(str(args.get("new_text", "")).split())
             detail += f"\n  replace: {_clip(old, 120)}\n  with:    {_clip(new, 120)}"
     else:
         detail = json.dumps(dict(args), ensure_ascii=False, default=str)
@@ -90,7 +90,8 @@ class ApprovalPrompt(Static, can_focus=True):
         out.append(t.question + "\n", style="bold")
         out.append("  " + t.detail.replace("\n", "\n  ") + "\n", style="bold yellow")
         out.append(f"  {t.why}\n", style="dim")
-        out.append(f"  {t.keys}   (one key, no Enter)")
+        out.append(f"  {t.keys}\n")
+        out.append("  one key, no Enter (Ctrl-C also answers no)", style="dim")
         return out
 
     def on_key(self, event: events.Key) -> None:

@@ -64,8 +64,7 @@ class ContextGauge:
 
     def label(self) -> str:
         if not self.measured:
-            return (f"context: nothing sent yet — window {self.window:,} tokens, compaction at "
-                    f"{self.limit:,}")
+            return f"context: nothing sent yet · window {self.window:,} · compacts at {self.limit:,}"
         state = "  compacting…" if self.compacting else ""
         return f"context {self.percent_text}  {self.used:,} / {self.limit:,} tokens{state}"
 

@@ -52,7 +52,7 @@ def session_cost(model: str, recorded_usd: float) -> float | None:
 def _cost_text(cost: float | None, *, long: bool) -> str:
     if cost is not None:
         return f"${cost:.4f}"
-    return "cost unknown (model not in the price table)" if long else "unknown"
+    return "unknown (model not in the price table)" if long else "unknown"
 
 
 def _hit_text(rate: float | None) -> str:

@@ -226,3 +226,22 @@ def test_the_loop_announces_each_retry_with_its_delay_and_reason(tmp_path: Path)
     assert [s.attempt for s in starts] == [1, 2, 3]
     assert sum(isinstance(e, ev.ModelResponding) for e in seen) == 1
     assert not any(isinstance(e, ev.ErrorEvent) for e in seen)
+
+
+def test_a_cancel_ends_the_wait_before_a_retry(tmp_path: Path) -> None:
+    from nova.agent.permissions import PermissionPolicy
+    from nova.agent.tools import default_registry
+    from nova.context.budget import ContextBudget
+    from nova.settings import CompactionConfig, PermissionsConfig
+
+    def answer(request: object) -> str:
+        raise RateLimited("slow down", status=429, retry_after=20.0)
+
+    bus = ev.EventBus()
+    agent = Agent(provider=FunctionProvider(answer), model="m", tools=default_registry(),
+                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
+                  budget=ContextBudget.derive(CompactionConfig(), 100_000), bus=bus)
+    bus.subscribe(lambda e: agent.cancel.set() if isinstance(e, ev.RetryScheduled) else None)
+    started = time.monotonic()
+    result = agent.run_turn("hi")
+    assert result.stop_reason == "cancelled" and time.monotonic() - started < 5

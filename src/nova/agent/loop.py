@@ -315,7 +315,12 @@ class Agent:
                                           max_attempts=MAX_RETRIES + 1, delay_s=delay, reason=retry_reason(exc))
                 log.info("%s", retry.describe())
                 self.bus.emit(retry)
-                self._sleep(delay)
+                if self._sleep is time.sleep:
+                    # A cancel (Ctrl-C in the TUI, the API's cancel) ends the wait at once.
+                    if self.cancel.wait(delay):
+                        raise _Cancelled from exc
+                else:
+                    self._sleep(delay)
                 continue
             state.usage = state.usage + response.usage
             # Price by the model that answered when the table knows it (aliases resolve to dated

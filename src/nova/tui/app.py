@@ -5,7 +5,10 @@ The agent runs through the same `SessionHub` as the server — each session on i
 delivered to the app with `call_from_thread` — so the bar shows the figure every other surface shows.
 
 Keys: Enter sends; Ctrl-C cancels the running turn (the session stays, recorded up to that point);
-Ctrl-Q quits. Slash commands: /compact [focus], /context, /memory …, /remember …, /sessions,
+Ctrl-Q quits. A tool call that needs approval is answered with one key: y (once), a (this tool for the
+rest of the session), n or Escape (no). The bottom line shows the model, the context figure, and the
+session's cost and cache hit rate (`nova.figures`, the numbers `nova run` prints); while the model has
+not answered, a line above the bar counts the wait, and each retry is a notice. Slash commands: /compact [focus], /context, /memory …, /remember …, /sessions,
 /resume ID|last, /new, /help.
 """
 

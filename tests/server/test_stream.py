@@ -14,7 +14,7 @@ from .helpers import Server, new_session, parse_sse, send, texts_by_part
 PROTOCOL_TYPES = {
     "start", "start-step", "finish-step", "text-start", "text-delta", "text-end", "tool-input-available",
     "tool-output-available", "tool-output-error", "data-nova-context", "data-nova-compaction-start",
-    "data-nova-compaction-end", "finish", "error",
+    "data-nova-compaction-end", "data-nova-waiting", "data-nova-retry", "finish", "error",
 }
 
 

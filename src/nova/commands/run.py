@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -92,10 +93,15 @@ def run_task(
     settings: Settings, llm: Any, options: AgentOptions, prompt: str, *, quiet: bool = False,
     resume_id: str | None = None, strict: bool = False,
 ) -> dict[str, Any]:
-    from nova.cli_render import Timeline, format_footer
+    from nova.cli_progress import TerminalProgress
+    from nova.cli_render import Timeline
+    from nova.figures import Figures, footer_line
 
     bus = ev.EventBus()
+    # Waits and retries on stderr (a spinner on a terminal, plain lines piped), never in --json.
+    progress = TerminalProgress(sys.stderr, terminal=err_console.is_terminal)
     if not quiet:
+        bus.subscribe(progress)  # first: it erases its line before the timeline prints
         # In a terminal the answer streams as it is written; piped, each message prints whole.
         bus.subscribe(Timeline(console, stream_text=console.is_terminal))
     session, history = _open_session(settings, options, prompt, resume_id, strict=strict)
@@ -114,17 +120,16 @@ def run_task(
         result = agent.run_turn(prompt)
         answered = result.stop_reason != "error"
     finally:
+        progress.close()
         agent.close()
         session.close()
         if resume_id is None and not answered:
             _discard_if_unanswered(settings, session)
-    status = agent.context_status()
-    used, limit, window = status.used, status.limit, status.window
-    seen = result.usage.context_tokens
-    hit_rate = result.usage.cache_read_tokens / seen if seen else None
+    # The same figures the TUI footer shows (`nova.figures`), for this turn.
+    figures = Figures.of(model=agent.model, status=agent.context_status(), usage=result.usage, cost=result.cost_usd)
+    used, limit, hit_rate = figures.used, figures.limit, figures.cache_hit_rate
     if not quiet:
-        console.print(format_footer(used=used, limit=limit, window=window, cost=result.cost_usd,
-                                    cache_hit_rate=hit_rate))
+        console.print(footer_line(figures))
     return {
         "session_id": agent.session_id,
         "text": result.text,

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 __all__ = ["Page", "load_page"]
+
+_SCRIPT_SRC = re.compile(r'<script src="([\w.-]+\.js)"></script>')
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +36,16 @@ def load_page() -> Page:
     template = (static / "index.html").read_text(encoding="utf-8")
     style = (static / "app.css").read_text(encoding="utf-8")
     script = (static / "app.js").read_text(encoding="utf-8")
+    # `<script src="NAME.js"></script>` in the template is inlined from static/NAME.js, pinned like app.js.
+    scripts = [script]
+
+    def inline(match: re.Match[str]) -> str:
+        scripts.append((static / match.group(1)).read_text(encoding="utf-8"))
+        return f"<script>{scripts[-1]}</script>"
+
+    template = _SCRIPT_SRC.sub(inline, template)
     html = template.replace("/*STYLE*/", style).replace("/*SCRIPT*/", script)
-    csp = (f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; connect-src 'self'; "
+    hashes = " ".join(_hash(s) for s in scripts)
+    csp = (f"default-src 'none'; script-src {hashes}; style-src {_hash(style)}; connect-src 'self'; "
            "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
     return Page(html=html.encode("utf-8"), csp=csp)

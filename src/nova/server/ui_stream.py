@@ -8,7 +8,12 @@ which the SDK keeps on the message:
 - `data-nova-context` `{used, limit, window, percent}` with the fixed id `context`, so a client holds the
   latest figure in one part (the SDK replaces a data part that has the same type and id);
 - `data-nova-compaction-start` `{messageCount, tokenCount, reason}` and `data-nova-compaction-end`
-  `{ok, tokensBefore, tokensAfter, messagesCompacted, error}`.
+  `{ok, tokensBefore, tokensAfter, messagesCompacted, error}`;
+- `data-nova-waiting` `{waiting, attempt, waitedS}`, transient (not kept on the message): `waiting` is
+  true from the moment a request is sent until the model's first stream event, so a page can show a
+  spinner with the time waited;
+- `data-nova-retry` `{attempt, maxAttempts, delayS, reason, text}` for each retry after a retryable
+  provider error (`text` is `retrying in 2.0 s (attempt 2 of 4): 529 overloaded`, as the CLI says it).
 
 Tool calls are `dynamic` in SDK terms: the tools are Nova's, not declared by the client.
 """
@@ -49,6 +54,11 @@ def sse(chunk: Chunk) -> bytes:
 
 def context_data(update: ev.ContextUpdate) -> dict[str, Any]:
     return {"used": update.used, "limit": update.limit, "window": update.window, "percent": update.percent}
+
+
+def waiting_part(*, waiting: bool, attempt: int, waited_s: float) -> Chunk:
+    return {"type": "data-nova-waiting", "id": "waiting", "transient": True,
+            "data": {"waiting": waiting, "attempt": attempt, "waitedS": round(waited_s, 3)}}
 
 
 class UIStreamEncoder:
@@ -100,6 +110,14 @@ class UIStreamEncoder:
             return [{"type": "data-nova-compaction-end",
                      "data": {"ok": event.ok, "tokensBefore": event.tokens_before, "tokensAfter": event.tokens_after,
                               "messagesCompacted": event.messages_compacted, "error": event.error}}]
+        if isinstance(event, ev.ModelCallStarted):
+            return [waiting_part(waiting=True, attempt=event.attempt, waited_s=0.0)]
+        if isinstance(event, ev.ModelResponding):
+            return [waiting_part(waiting=False, attempt=0, waited_s=event.waited_s)]
+        if isinstance(event, ev.RetryScheduled):
+            return [{"type": "data-nova-retry",
+                     "data": {"attempt": event.attempt, "maxAttempts": event.max_attempts, "delayS": event.delay_s,
+                              "reason": event.reason, "text": event.describe()}}]
         if isinstance(event, ev.ErrorEvent):
             return [{"type": "error", "errorText": f"{event.kind}: {event.error}"}]
         if isinstance(event, ev.TurnFinished):

@@ -189,6 +189,7 @@ async function send(text) {
       method: 'POST', body: JSON.stringify({ text }), signal: state.controller.signal,
     });
     for await (const chunk of readEvents(response.body)) {
+      novaProgress.chunk(chunk, node); // progress.js: the wait for the model, and retries
       switch (chunk.type) {
         case 'text-start': texts.set(chunk.id, addText(node, '')); break;
         case 'text-delta': texts.get(chunk.id).textContent += chunk.delta; break;

@@ -150,10 +150,15 @@ def run(
     strict: StrictOpt = False,
     sandbox: SandboxOpt = None,
 ) -> None:
-    """Run one task headless and print a timeline. Ends with context used, cost and cache hit rate.
+    """Run one task and print a timeline. Ends with context used, cost and cache hit rate.
 
-    Write tools and bash need approval: pass `--allow bash`, `--allow write_file`… or `--yes`. Deny
-    rules in the config (`permissions.deny`, e.g. `bash(git push*)`) always win.
+    Write tools and bash need approval. In a terminal Nova asks, one key: y (once), a (for this session),
+    n (deny). In a script (stdin or stdout not a terminal) pass `--allow bash`, `--allow write_file`… or
+    `--yes`; without them such calls are refused. Deny rules in the config (`permissions.deny`, e.g.
+    `bash(git push*)`) always win.
+
+    Exit status: 0 done; 1 error; 3 done, but tool calls were refused (listed at the end, and under
+    "refused" with --json).
     """
     from nova.commands.run import run_command
 

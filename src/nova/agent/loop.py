@@ -400,7 +400,7 @@ class Agent:
                 "Call the tool again with a JSON object matching its schema.",
                 is_error=True,
             )
-        decision = self.policy.check(tool, call.input, cwd=self.cwd)
+        decision = self.policy.check(tool, call.input, cwd=self.cwd, call_id=call.id)
         if not decision.allowed:
             self.bus.emit(
                 ev.PermissionDenied(

@@ -8,7 +8,13 @@ which the SDK keeps on the message:
 - `data-nova-context` `{used, limit, window, percent}` with the fixed id `context`, so a client holds the
   latest figure in one part (the SDK replaces a data part that has the same type and id);
 - `data-nova-compaction-start` `{messageCount, tokenCount, reason}` and `data-nova-compaction-end`
-  `{ok, tokensBefore, tokensAfter, messagesCompacted, error}`.
+  `{ok, tokensBefore, tokensAfter, messagesCompacted, error}`;
+- `data-nova-denied` `{toolCallId, reason}` (id `denied-<toolCallId>`) beside the SDK's own
+  `tool-output-denied`, which carries no reason.
+
+A call that waits for the user's approval is the SDK's `tool-approval-request` (`approvalId`,
+`toolCallId`, and in `approvalDescriptor` what the call does: `{tool, summary, reason, rule, grant,
+timeoutS}`); `POST /api/sessions/{id}/approvals/{toolCallId}` answers it (nova.server.approvals).
 
 Tool calls are `dynamic` in SDK terms: the tools are Nova's, not declared by the client.
 """
@@ -60,6 +66,7 @@ class UIStreamEncoder:
         self._texts = 0
         self._in_step = False
         self._after_tools = False
+        self._denied: dict[str, str] = {}
         self.finished = False
 
     def start(self) -> list[Chunk]:
@@ -83,8 +90,20 @@ class UIStreamEncoder:
             out.append({"type": "tool-input-available", "toolCallId": event.tool_use_id, "toolName": event.name,
                         "input": dict(event.input), "dynamic": True})
             return out
+        if isinstance(event, ev.ApprovalRequested):
+            return [{"type": "tool-approval-request", "approvalId": event.approval_id, "toolCallId": event.tool_use_id,
+                     "approvalDescriptor": {"tool": event.name, "summary": event.summary, "reason": event.reason,
+                                            "rule": event.rule, "grant": event.grant, "timeoutS": event.timeout_s}}]
+        if isinstance(event, ev.PermissionDenied):
+            self._denied[event.tool_use_id] = event.reason
+            return []
         if isinstance(event, ev.ToolCallFinished):
             self._after_tools = True
+            if event.tool_use_id in self._denied:
+                reason = self._denied.pop(event.tool_use_id)
+                return [{"type": "tool-output-denied", "toolCallId": event.tool_use_id},
+                        {"type": "data-nova-denied", "id": f"denied-{event.tool_use_id}",
+                         "data": {"toolCallId": event.tool_use_id, "reason": reason}}]
             if event.is_error:
                 return [{"type": "tool-output-error", "toolCallId": event.tool_use_id, "errorText": event.output,
                          "dynamic": True}]

@@ -209,6 +209,8 @@ def serve(
 
     Every route but `/health` needs `Authorization: Bearer <token>`; the token is made on first start,
     printed once and kept in `<NOVA_HOME>/server-token` (mode 0600). Open the printed `/?token=…` link.
+    A tool call that needs approval waits for the page's Allow / Deny (or `POST
+    /api/sessions/{id}/approvals/{call_id}`), then is denied after `server.approval_timeout_s` (300 s).
     """
     from nova.commands.serve import serve_command
 

@@ -35,7 +35,7 @@ try {
       sessionTitle: await box.locator('button[data-decision="session"]').getAttribute('title'),
     });
     await box.locator(`button[data-decision="${decision}"]`).click();
-    await page.waitForSelector(`.approval[data-state="answered"][data-decision="${decision}"]`, { timeout: 10000 });
+    await page.waitForSelector(`.approval[data-state="answered"][data-decision="${decision}"]`, { timeout: 30000 });
   }
   await page.waitForSelector('body[data-busy="false"]', { timeout: 60000 });
   result.unanswered = await page.locator(waiting).count();

@@ -25,7 +25,7 @@ function approvalChunk(chunk, tools, node) {
   if (chunk.type === 'tool-output-denied') {
     const details = tools.get(chunk.toolCallId);
     if (details) markDenied(details);
-    settleBox(chunk.toolCallId, 'denied');
+    settleBox(chunk.toolCallId, 'deny');
     return true;
   }
   if (chunk.type === 'data-nova-denied') {

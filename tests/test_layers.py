@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("nova.providers",),
     ("nova.sessions",),
     # The seams the context engine plugs into, and the tools and permissions the loop runs.
-    ("nova.extensions", "nova.agent.tools", "nova.agent.shell_parse", "nova.agent.permissions",
+    ("nova.extensions", "nova.agent.tools", "nova.agent.shell_parse", "nova.agent.permissions", "nova.agent.approval",
      "nova.agent.read_policy", "nova.agent.sandbox"),
     ("nova.context", "nova.memory"),
     # The agent: the loop, its assembly, and what drives it without a surface. The provider factory

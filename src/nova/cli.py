@@ -188,10 +188,15 @@ def run(
     strict: StrictOpt = False,
     sandbox: SandboxOpt = None,
 ) -> None:
-    """Run one task headless and print a timeline. Ends with context used, cost and cache hit rate.
+    """Run one task and print a timeline. Ends with context used, cost and cache hit rate.
 
-    Write tools and bash need approval: pass `--allow bash`, `--allow write_file`… or `--yes`. Deny
-    rules in the config (`permissions.deny`, e.g. `bash(git push*)`) always win.
+    Write tools and bash need approval. In a terminal Nova asks, one key: y (once), a (for this session),
+    n (deny). In a script (stdin or stdout not a terminal) pass `--allow bash`, `--allow write_file`… or
+    `--yes`; without them such calls are refused. Deny rules in the config (`permissions.deny`, e.g.
+    `bash(git push*)`) always win.
+
+    Exit status: 0 done; 1 error; 3 done, but tool calls were refused (listed at the end, and under
+    "refused" with --json).
 
     A run that fails before the model answers (no key, server unreachable) keeps no session.
     """
@@ -244,6 +249,8 @@ def serve(
 
     Every route but `/health` needs `Authorization: Bearer <token>`; the token is made on first start,
     printed once and kept in `<NOVA_HOME>/server-token` (mode 0600). Open the printed `/?token=…` link.
+    A tool call that needs approval waits for the page's Allow / Deny (or `POST
+    /api/sessions/{id}/approvals/{call_id}`), then is denied after `server.approval_timeout_s` (300 s).
     """
     from nova.commands.serve import serve_command
 

@@ -184,14 +184,46 @@ def _scenario(request: ModelRequest) -> reply:
         if given.get("path") == SAVED_LOG:
             given["path"] = _saved_log_path(request)
         return reply(text, [_demo_call(name, **given)])
-    results = _results_since_prompt(request)
-    passed = bool(results) and "OK" in results[-1].content
-    verdict = "All tests pass now." if passed else "The tests still fail; see the output above."
-    return reply(
-        f"{verdict}\n\nRoot cause: `calc.stats.mean` divided by `len(values) - 1` (a sample-variance "
-        "denominator) instead of `len(values)`, which the ERROR line in `logs/server.log` shows as "
-        "inflated nightly averages. I changed the denominator in `calc/stats.py`."
-    )
+    return reply(_scenario_report(request))
+
+
+def _result_of(request: ModelRequest, name: str) -> ToolResultPart | None:
+    """The result of the latest `name` call in view."""
+    ids = [u.id for m in request.messages if m.role == "assistant" for u in m.tool_uses() if u.name == name]
+    if not ids:
+        return None
+    found = [r for m in request.messages for r in m.tool_results() if r.tool_use_id == ids[-1]]
+    return found[-1] if found else None
+
+
+def _refused(result: ToolResultPart) -> bool:
+    return result.is_error and result.content.startswith("Permission denied")
+
+
+def _scenario_report(request: ModelRequest) -> str:
+    """The closing answer, from what the tool results say: a refused edit or test run is reported as
+    refused, never as done."""
+    edit, tests = _result_of(request, "edit_file"), _result_of(request, "bash")
+    if tests is None or _refused(tests):
+        verdict = "I could not run the tests: running them was refused."
+    elif "OK" in tests.content:
+        verdict = "All tests pass now."
+    else:
+        verdict = "The tests still fail; see the output above."
+    cause = ("Root cause: `calc.stats.mean` divided by `len(values) - 1` (a sample-variance denominator) "
+             "instead of `len(values)`, which the ERROR line in `logs/server.log` shows as inflated nightly "
+             "averages.")
+    if edit is None:
+        change = "My edit to `calc/stats.py` is no longer in my context; check the file to confirm it."
+    elif not edit.is_error:
+        change = "I changed the denominator in `calc/stats.py`."
+    elif edit is not None and _refused(edit):
+        change = ("I changed nothing: my edit to `calc/stats.py` was refused. The fix is to divide by "
+                  "`len(values)`; approve the edit (or run with `--allow edit_file`) and ask again.")
+    else:
+        first = edit.content.strip().splitlines()[0] if edit.content.strip() else "no output"
+        change = f"I changed nothing: my edit to `calc/stats.py` failed ({first})."
+    return f"{verdict}\n\n{cause} {change}"
 
 
 def _demo_call(name: str, **arguments: object) -> ToolUsePart:

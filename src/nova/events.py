@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "ApprovalRequested",
     "CacheBreak",
     "CompactionEnd",
     "CompactionStart",
@@ -84,6 +85,26 @@ class PermissionDenied:
     name: str
     reason: str
     type: Literal["permission_denied"] = "permission_denied"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequested:
+    """A tool call waits for the user's answer (nova.agent.approval); a surface that cannot show it
+    lets it time out, which denies it."""
+
+    session_id: str
+    tool_use_id: str
+    approval_id: str
+    name: str
+    summary: str
+    """What the call does, one line: `bash: git push origin main`."""
+    reason: str
+    """Why the user is asked (the ask rule, or the default for tools that change things)."""
+    rule: str | None
+    grant: str
+    """What "allow for session" would cover."""
+    timeout_s: float
+    type: Literal["approval_requested"] = "approval_requested"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,6 +210,7 @@ Event = (
     | ToolCallStarted
     | ToolCallFinished
     | PermissionDenied
+    | ApprovalRequested
     | ContextUpdate
     | CompactionStart
     | CompactionEnd

@@ -50,9 +50,12 @@ from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model
 
-__all__ = ["Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
+__all__ = ["DENIED_PREFIX", "Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
 
 log = logging.getLogger(__name__)
+
+DENIED_PREFIX = "Permission denied: "
+"""How the result of a call the policy refused begins (the tool never ran); surfaces mark it denied."""
 
 MAX_RETRIES = 3
 MAX_BACKOFF_S = 30.0
@@ -415,7 +418,7 @@ class Agent:
                 "Call the tool again with a JSON object matching its schema.",
                 is_error=True,
             )
-        decision = self.policy.check(tool, call.input, cwd=self.cwd)
+        decision = self.policy.check(tool, call.input, cwd=self.cwd, call_id=call.id)
         if not decision.allowed:
             self.bus.emit(
                 ev.PermissionDenied(
@@ -427,7 +430,7 @@ class Agent:
                     "permission_denied",
                     {"tool_use_id": call.id, "tool": call.name, "reason": decision.reason, "rule": decision.rule},
                 )
-            return ToolOutput(content=f"Permission denied: {decision.reason}", is_error=True)
+            return ToolOutput(content=f"{DENIED_PREFIX}{decision.reason}", is_error=True)
         ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.tool_timeout_s, cancel=self.cancel,
                           screen=self.policy.file_screen(tool.name, cwd=self.cwd))
         try:

@@ -23,6 +23,8 @@ from nova.app import AgentOptions, build_agent
 from nova.commands.cli_settings import settings_from_cli
 from nova.commands.config_check import check_config
 from nova.commands.errors import user_errors
+from nova.commands.refusals import EXIT_REFUSED, RefusedCalls
+from nova.commands.terminal_approval import is_interactive_terminal, terminal_approver
 from nova.errors import CommandError, NovaError
 from nova.settings import PROVIDERS, Settings
 
@@ -56,12 +58,18 @@ def run_command(
         check_config(settings)
         llm = make_provider(settings, dict(os.environ))
         workdir = (cwd or Path.cwd()).resolve()
-        options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
+        # In a terminal the user is asked (one key); a script gets --yes / --allow or a refusal.
+        interactive = is_interactive_terminal()
+        options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps,
+                               interactive=interactive,
+                               ask=terminal_approver(err_console if as_json else console) if interactive else None)
         outcome = run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume, strict=strict)
     if as_json:
         print(json.dumps(outcome, indent=2))
     if outcome["stop_reason"] == "error":
         raise typer.Exit(1)
+    if outcome.get("refused"):
+        raise typer.Exit(EXIT_REFUSED)
 
 
 def demo_command(*, directory: Path | None, as_json: bool) -> None:
@@ -100,6 +108,8 @@ def run_task(
     bus = ev.EventBus()
     # Waits and retries on stderr (a spinner on a terminal, plain lines piped), never in --json.
     progress = TerminalProgress(sys.stderr, terminal=err_console.is_terminal)
+    refused = RefusedCalls()
+    bus.subscribe(refused)
     if not quiet:
         bus.subscribe(progress)  # first: it erases its line before the timeline prints
         # In a terminal the answer streams as it is written; piped, each message prints whole.
@@ -130,6 +140,8 @@ def run_task(
     used, limit, hit_rate = figures.used, figures.limit, figures.cache_hit_rate
     if not quiet:
         console.print(footer_line(figures))
+        if (said := refused.summary()) is not None:
+            console.print(said, style="bold yellow", markup=False, soft_wrap=True)
     return {
         "session_id": agent.session_id,
         "text": result.text,
@@ -141,6 +153,7 @@ def run_task(
         "context_limit": limit,
         "cache_hit_rate": hit_rate,
         "duration_s": round(time.monotonic() - started, 3),
+        "refused": [c.to_dict() for c in refused.calls],
     }
 
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 __all__ = ["Page", "load_page"]
-
-_SCRIPT_SRC = re.compile(r'<script src="([\w.-]+\.js)"></script>')
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,22 +28,21 @@ def _hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
+def _bundle(static: Traversable, main: str) -> str:
+    """`main` after the other files of its kind (`approvals.js` …), sorted by name: one inline script
+    (one stylesheet), so one hash pins it. The others only define functions `main` calls."""
+    suffix = main[main.rindex("."):]
+    others = sorted((f for f in static.iterdir() if f.name.endswith(suffix) and f.name != main), key=lambda f: f.name)
+    return "\n".join(f.read_text(encoding="utf-8") for f in (*others, static / main))
+
+
 @cache
 def load_page() -> Page:
     static = resources.files("nova.server") / "static"
     template = (static / "index.html").read_text(encoding="utf-8")
-    style = (static / "app.css").read_text(encoding="utf-8")
-    script = (static / "app.js").read_text(encoding="utf-8")
-    # `<script src="NAME.js"></script>` in the template is inlined from static/NAME.js, pinned like app.js.
-    scripts = [script]
-
-    def inline(match: re.Match[str]) -> str:
-        scripts.append((static / match.group(1)).read_text(encoding="utf-8"))
-        return f"<script>{scripts[-1]}</script>"
-
-    template = _SCRIPT_SRC.sub(inline, template)
+    style = _bundle(static, "app.css")
+    script = _bundle(static, "app.js")
     html = template.replace("/*STYLE*/", style).replace("/*SCRIPT*/", script)
-    hashes = " ".join(_hash(s) for s in scripts)
-    csp = (f"default-src 'none'; script-src {hashes}; style-src {_hash(style)}; connect-src 'self'; "
+    csp = (f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; connect-src 'self'; "
            "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
     return Page(html=html.encode("utf-8"), csp=csp)

@@ -14,6 +14,12 @@ which the SDK keeps on the message:
   spinner with the time waited;
 - `data-nova-retry` `{attempt, maxAttempts, delayS, reason, text}` for each retry after a retryable
   provider error (`text` is `retrying in 2.0 s (attempt 2 of 4): 529 overloaded`, as the CLI says it).
+- `data-nova-denied` `{toolCallId, reason}` (id `denied-<toolCallId>`) beside the SDK's own
+  `tool-output-denied`, which carries no reason.
+
+A call that waits for the user's approval is the SDK's `tool-approval-request` (`approvalId`,
+`toolCallId`, and in `approvalDescriptor` what the call does: `{tool, summary, reason, rule, grant,
+timeoutS}`); `POST /api/sessions/{id}/approvals/{toolCallId}` answers it (nova.server.approvals).
 
 Tool calls are `dynamic` in SDK terms: the tools are Nova's, not declared by the client.
 """
@@ -70,6 +76,7 @@ class UIStreamEncoder:
         self._texts = 0
         self._in_step = False
         self._after_tools = False
+        self._denied: dict[str, str] = {}
         self.finished = False
 
     def start(self) -> list[Chunk]:
@@ -93,8 +100,20 @@ class UIStreamEncoder:
             out.append({"type": "tool-input-available", "toolCallId": event.tool_use_id, "toolName": event.name,
                         "input": dict(event.input), "dynamic": True})
             return out
+        if isinstance(event, ev.ApprovalRequested):
+            return [{"type": "tool-approval-request", "approvalId": event.approval_id, "toolCallId": event.tool_use_id,
+                     "approvalDescriptor": {"tool": event.name, "summary": event.summary, "reason": event.reason,
+                                            "rule": event.rule, "grant": event.grant, "timeoutS": event.timeout_s}}]
+        if isinstance(event, ev.PermissionDenied):
+            self._denied[event.tool_use_id] = event.reason
+            return []
         if isinstance(event, ev.ToolCallFinished):
             self._after_tools = True
+            if event.tool_use_id in self._denied:
+                reason = self._denied.pop(event.tool_use_id)
+                return [{"type": "tool-output-denied", "toolCallId": event.tool_use_id},
+                        {"type": "data-nova-denied", "id": f"denied-{event.tool_use_id}",
+                         "data": {"toolCallId": event.tool_use_id, "reason": reason}}]
             if event.is_error:
                 return [{"type": "tool-output-error", "toolCallId": event.tool_use_id, "errorText": event.output,
                          "dynamic": True}]

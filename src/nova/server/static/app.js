@@ -143,6 +143,7 @@ function renderRecorded(messages) {
       for (const r of results) {
         const details = tools.get(r.tool_use_id);
         if (details) setToolOutput(details, r.content, r.is_error);
+        if (details && r.denied) markDenied(details); // approvals.js
       }
       continue;
     }
@@ -208,7 +209,7 @@ async function send(text) {
             : `Compaction failed: ${chunk.data.error}`));
           break;
         case 'error': showError(chunk.errorText); break;
-        default: break; // start, start-step, finish-step, text-end, finish
+        default: approvalChunk(chunk, tools, node); break; // approvals.js; else start, finish, text-end …
       }
       scrollDown();
     }

@@ -74,13 +74,18 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
 
 def context_json(compiled: Compiled) -> dict[str, Any]:
     m = compiled.manifest
+    picture = m.picture()
     return {
         "used": m.used,
         "limit": m.limit,
+        "window": m.window,
         "percent": m.percent,
-        "segments": [{"id": s.id, "class": s.cls, "source": s.source, "tokens": s.tokens, "reason": s.reason}
-                     for s in m.segments],
+        "segments": [{"id": s.id, "class": s.cls, "kind": s.kind, "source": s.source, "tokens": s.tokens,
+                      "reason": s.reason} for s in m.segments],
         "dropped": [d.to_dict() for d in m.dropped],
+        # The window as one bar (the web page's picture): tokens per kind, then free; they sum to `figure`.
+        "picture": {"figure": sum(tokens for _, tokens in picture),
+                    "parts": [{"kind": kind, "tokens": tokens} for kind, tokens in picture]},
     }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from nova import events as ev
 from nova.agent.loop import Agent
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.session_figures import SessionFigures
 from nova.tokens import count_message, count_system, count_tools
 
 __all__ = ["MANIFEST_ABSENT", "context_report", "segments"]
@@ -65,14 +66,17 @@ def segments(agent: Agent) -> list[dict[str, Any]]:
     return out
 
 
-def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, running: bool) -> dict[str, Any]:
+def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, running: bool,
+                   figures: SessionFigures) -> dict[str, Any]:
     """`status` is `agent.context_status()` (or, mid-turn, the last figure the agent emitted). With the
     context compiler attached, `segments` are the manifest's (they sum to `used`, counted the same way
-    as the bar, `nova context` and the TUI's `/context`)."""
+    as the bar, `nova context` and the TUI's `/context`). `figures` are the session's model, cost and
+    cache hit rate (`nova.session_figures`)."""
     manifest = _manifest(agent)
     rows = manifest["manifest"]["segments"] if manifest["manifest"] is not None else segments(agent)
     return {
         "session_id": agent.session_id,
+        **figures.to_dict(),
         "used": status.used,
         "limit": status.limit,
         "window": status.window,

@@ -42,6 +42,7 @@ from nova.context_view import context_report
 from nova.errors import SessionBusy, SessionNotFound, StorageError
 from nova.messages import Message
 from nova.providers.base import Provider
+from nova.session_figures import session_figures
 from nova.sessions.export import resume
 from nova.sessions.meta import SessionMeta, read_meta, session_dir, validate_session_id
 from nova.sessions.session import Session, default_store, delete_session, list_sessions
@@ -486,6 +487,8 @@ class SessionHub:
 
         def work() -> None:
             try:
+                # A session made without a title (the page's "New session") is named after its first request.
+                live.session.title_if_untitled(text)
                 live.agent.run_turn(text)
             except Exception as exc:  # recorded by the agent as an ErrorEvent; the stream ends cleanly
                 log.info("turn on %s ended with %s: %s", session_id, type(exc).__name__, exc)
@@ -522,7 +525,8 @@ class SessionHub:
         """`GET …/context`: the one figure and what is in context."""
 
         def report(live: LiveSession) -> dict[str, Any]:
-            return context_report(live.agent, live.status(), compacting=live.compacting, running=live.running)
+            return context_report(live.agent, live.status(), compacting=live.compacting, running=live.running,
+                                  figures=session_figures(live.session.meta))
 
         return self._with_live(session_id, report)
 

@@ -97,8 +97,7 @@ def run_task(
         session.close()
     status = agent.context_status()
     used, limit, window = status.used, status.limit, status.window
-    seen = result.usage.context_tokens
-    hit_rate = result.usage.cache_read_tokens / seen if seen else None
+    hit_rate = result.usage.cache_hit_rate
     if not quiet:
         console.print(format_footer(used=used, limit=limit, window=window, cost=result.cost_usd,
                                     cache_hit_rate=hit_rate))
@@ -164,10 +163,11 @@ def _open_session(settings: Settings, options: AgentOptions, prompt: str,
     """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5). Damage found
     on the way is one `nova: warning:` line each; with `strict` a damaged record refuses the resume."""
     from nova.sessions.export import latest_session_id, resume
+    from nova.sessions.meta import title_from_prompt
     from nova.sessions.session import Session
 
     if resume_id is None:
-        session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
+        session = Session.create(settings.home, title=title_from_prompt(prompt), cwd=options.cwd,
                                  provider=settings.provider, model=settings.model)
         for notice in session.notices:
             err_console.print(f"nova: warning: {notice}", markup=False, soft_wrap=True)

@@ -39,6 +39,7 @@ from nova.sessions.meta import (
     new_session_id,
     read_meta_or_damage,
     session_dir,
+    title_from_prompt,
     validate_session_id,
     write_meta,
 )
@@ -349,6 +350,13 @@ class Session:
         self._writable()
         self.store.update_message_content(self.id, message_id, strip_thinking(message))
         self.record_event("message_content_updated", {"message_id": message_id})
+
+    def title_if_untitled(self, prompt: str) -> None:
+        """Name a session created without a title after its first request, as `nova run` names one."""
+        if not self._meta.title and (title := title_from_prompt(prompt)):
+            self._writable()
+            self._meta.title = title
+            self._touch()
 
     def add_cost(self, usage: Usage, cost_usd: float) -> None:
         self._meta.add_usage(usage)

@@ -143,7 +143,9 @@ class BrowserLogin:
                 .replace("{{MESSAGE_HIDDEN}}", "" if message else "hidden")).encode("utf-8")
         headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),
                    (b"content-security-policy", csp.encode()), (b"cache-control", b"no-store"),
-                   (b"referrer-policy", b"no-referrer"), (b"x-content-type-options", b"nosniff")]
+                   # Not `no-referrer`: with it the browser sends `Origin: null` with the form's post,
+                   # which the origin check below refuses. The page's address never holds the token.
+                   (b"referrer-policy", b"same-origin"), (b"x-content-type-options", b"nosniff")]
         if status == 401:
             headers.append((b"www-authenticate", b'Bearer realm="nova"'))
         await send({"type": "http.response.start", "status": status, "headers": headers})

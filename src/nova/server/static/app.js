@@ -126,17 +126,8 @@ function setToolOutput(details, output, isError) {
   const text = typeof output === 'string' ? output : JSON.stringify(output, null, 2);
   if (isError) details.classList.add('error');
   // A refused call comes back as an error result that says so (the agent loop's "Permission denied: …").
-  if (isError && text.startsWith(DENIED_PREFIX)) markDenied(details, text.slice(DENIED_PREFIX.length).trim());
+  if (isError && text.startsWith(DENIED_PREFIX)) markDenied(details, text.slice(DENIED_PREFIX.length).trim()); // denied.js
   details.append(el('pre', { class: 'output' }, text));
-}
-
-// A call the policy or the user refused: marked on its summary line, with the reason on hover.
-function markDenied(details, reason) {
-  if (!details || details.classList.contains('denied')) return;
-  details.classList.add('denied');
-  details.dataset.denied = 'true';
-  const badge = el('span', { class: 'denied-badge', title: reason || 'refused' }, 'denied');
-  details.querySelector('summary').prepend(badge, ' ');
 }
 
 function summarize(input) {
@@ -207,7 +198,6 @@ async function send(text) {
         case 'tool-input-available': tools.set(chunk.toolCallId, toolNode(node, chunk.toolName, chunk.input)); break;
         case 'tool-output-available': setToolOutput(tools.get(chunk.toolCallId), chunk.output, false); break;
         case 'tool-output-error': setToolOutput(tools.get(chunk.toolCallId), chunk.errorText, true); break;
-        case 'tool-output-denied': markDenied(tools.get(chunk.toolCallId), chunk.reason || ''); break;
         case 'data-nova-context': setContext(chunk.data); break;
         case 'data-nova-compaction-start':
           setCompacting(true);

@@ -26,7 +26,8 @@ LAYERS: list[tuple[str, ...]] = [
     # sits here because it also builds the offline demo model, which simulates a provider's cache.
     ("nova.agent", "nova.app", "nova.replay", "nova.demo", "nova.providers.factory"),
     # Surfaces: the session host and its context report, the CLI, the commands, the server, the terminal UI.
-    ("nova.host", "nova.context_view", "nova.commands", "nova.cli", "nova.cli_render", "nova.server", "nova.tui"),
+    ("nova.host", "nova.context_view", "nova.commands", "nova.cli", "nova.cli_render", "nova.server", "nova.tui",
+     "nova.figures", "nova.progress", "nova.cli_progress"),
     # Test support may use anything; nothing in the package may use it.
     ("nova.testing",),
 ]

@@ -88,13 +88,6 @@ class Usage:
         """Everything the provider read as input on this call, cached or not."""
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
-    @property
-    def cache_hit_rate(self) -> float | None:
-        """The share of the input read from the prompt cache (what `nova run` prints); None before any
-        input was read."""
-        seen = self.context_tokens
-        return self.cache_read_tokens / seen if seen else None
-
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(getattr(self, name) + getattr(other, name) for name in _USAGE_FIELDS))
 

@@ -42,7 +42,6 @@ from nova.context_view import context_report
 from nova.errors import SessionBusy, SessionNotFound, StorageError
 from nova.messages import Message
 from nova.providers.base import Provider
-from nova.session_figures import session_figures
 from nova.sessions.export import resume
 from nova.sessions.meta import SessionMeta, read_meta, session_dir, validate_session_id
 from nova.sessions.session import Session, default_store, delete_session, list_sessions
@@ -526,7 +525,7 @@ class SessionHub:
 
         def report(live: LiveSession) -> dict[str, Any]:
             return context_report(live.agent, live.status(), compacting=live.compacting, running=live.running,
-                                  figures=session_figures(live.session.meta))
+                                  meta=live.session.meta)
 
         return self._with_live(session_id, report)
 

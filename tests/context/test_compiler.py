@@ -6,7 +6,7 @@ from collections import Counter
 
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText, compile
 from nova.context.policy import PolicySource
-from nova.messages import Message, SummaryPart, TextPart, ToolResultPart
+from nova.messages import Message, TextPart, ToolResultPart
 from nova.providers.base import ToolSpec, Usage
 from nova.testing import call
 from nova.tokens import TokenLedger
@@ -151,26 +151,3 @@ def test_over_budget_drops_memories_then_observations_never_the_pinned_state() -
     assert ids[0] == "message:mem1"
     assert "task.state" in compiled.manifest.by_id()
     assert all(m.id != "mem1" for m in compiled.view.messages)
-
-
-def test_each_segment_says_what_it_holds_and_the_picture_of_the_window_sums_to_it() -> None:
-    summary = Message(role="user", parts=(SummaryPart("[Previous conversation summary]\nold facts",
-                                                      covers=("x1", "x2")),), id="sum1", created_at=1.0)
-    hist = [summary, Message.assistant("noted", id="ack", created_at=1.0), *history(3)]
-    hist.insert(2, _memory_message(("prefers-pytest", "The user runs tests with pytest.")))
-    head = [*HEAD, SourceText(id="policy:/etc/nova/policy.md", cls="always-on", source="file:/etc/nova/policy.md#1",
-                              text="Never push to main.", reason="org policy")]
-    manifest = compile(inputs(hist, head=head, window=20_000, limit=16_000)).manifest
-    kinds = {s.id: s.kind for s in manifest.segments}
-    assert kinds["system.contract"] == "system" and kinds["tools"] == "tools" and kinds["request"] == "history"
-    assert kinds["rules:/p/NOVA.md"] == kinds["policy:/etc/nova/policy.md"] == "rules"
-    assert kinds["task.state"] == kinds["environment"] == "observations"
-    held = {s.kind for s in manifest.segments if s.id.startswith("history.")}
-    assert {"summary", "memory", "history"} <= held
-    picture = dict(manifest.picture())
-    assert list(picture) == ["system", "tools", "rules", "memory", "history", "summary", "observations", "free"]
-    assert sum(picture.values()) == manifest.window == 20_000
-    assert picture["free"] == manifest.window - manifest.used
-    for kind in ("memory", "summary", "rules"):
-        assert picture[kind] == sum(s.tokens for s in manifest.segments if s.kind == kind) > 0
-    assert all(s.to_dict()["kind"] == s.kind for s in manifest.segments)

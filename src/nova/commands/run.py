@@ -97,7 +97,8 @@ def run_task(
         session.close()
     status = agent.context_status()
     used, limit, window = status.used, status.limit, status.window
-    hit_rate = result.usage.cache_hit_rate
+    seen = result.usage.context_tokens
+    hit_rate = result.usage.cache_read_tokens / seen if seen else None
     if not quiet:
         console.print(format_footer(used=used, limit=limit, window=window, cost=result.cost_usd,
                                     cache_hit_rate=hit_rate))

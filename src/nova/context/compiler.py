@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, SegmentKind, apportion
+from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, apportion
 from nova.context.policy import PolicyResolution, PolicySource, resolve
 from nova.core import ToolSpec
 from nova.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
@@ -516,14 +516,13 @@ class ContextCompiler:
         for piece, tokens in zip(head, head_tokens, strict=True):
             segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
                                     version=piece.version or _sha(piece.text)[:12], tokens=tokens, estimated=tokens,
-                                    reason=piece.reason, visibility="system", kind=_head_kind(piece.id),
-                                    text=piece.text))
+                                    reason=piece.reason, visibility="system", text=piece.text))
         if tools:
             names = ", ".join(t.name for t in tools)
             tokens = self._count_tools(tools)
             segments.append(Segment(id="tools", cls="index", source=f"tool registry: {names}",
                                     version=tools_version,
-                                    tokens=tokens, estimated=tokens, visibility="tools", kind="tools", text=names,
+                                    tokens=tokens, estimated=tokens, visibility="tools", text=names,
                                     reason=f"tool catalog ({len(tools)} tools, sorted by name for a stable prefix)"))
         for chunk in chunks:
             segments.append(self._chunk_segment(chunk, stable, replaced))
@@ -540,7 +539,7 @@ class ContextCompiler:
                 id="request", cls="always-on", source=_ids_source([m.id for m in shown]),
                 version=_sha("".join(self._measure(m)[1] for m in shown))[:12], tokens=tokens, estimated=tokens,
                 reason=reason if _is_request(first) else "the latest messages", visibility="messages",
-                kind="history", message_ids=tuple(m.id for m in shown)))
+                message_ids=tuple(m.id for m in shown)))
         if obs_message is not None:
             total = self._measure(obs_message)[0]
             shares = apportion(total, [self._count_text(o.text) for o in observations])
@@ -548,7 +547,7 @@ class ContextCompiler:
                 segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
                                         version=piece.version or _sha(piece.text)[:12], tokens=tokens,
                                         estimated=tokens, reason=piece.reason, visibility="messages",
-                                        kind="observations", text=piece.text, message_ids=(obs_message.id,)))
+                                        text=piece.text, message_ids=(obs_message.id,)))
         return segments
 
     def _chunk_segment(self, chunk: _Chunk, stable: _Originals, replaced: dict[int, Message | None]) -> Segment:
@@ -583,9 +582,8 @@ class ContextCompiler:
         else:
             cls, reason = "on-demand", "conversation history (append-only, before the current request)"
         source = _memory_source(messages[0]) if chunk.kind == "memory" and messages else _ids_source(ids)
-        kind: SegmentKind = "summary" if chunk.kind == "summary" else "memory" if chunk.kind == "memory" else "history"
         segment = Segment(id=f"history.{chunk.start:05d}", cls=cls, source=source, version=version, tokens=tokens,
-                          estimated=tokens, reason=reason, visibility="messages", kind=kind, message_ids=ids)
+                          estimated=tokens, reason=reason, visibility="messages", message_ids=ids)
         if not touched:
             self._segment_cache.put(key, segment)
         return segment
@@ -625,13 +623,8 @@ def _with_text(piece: SourceText, text: str) -> SourceText:
 
 def _with_tokens(segment: Segment, tokens: int) -> Segment:
     return Segment(id=segment.id, cls=segment.cls, source=segment.source, version=segment.version, tokens=tokens,
-                   reason=segment.reason, visibility=segment.visibility, kind=segment.kind,
-                   estimated=segment.estimated, message_ids=segment.message_ids, text=segment.text)
-
-
-def _head_kind(piece_id: str) -> SegmentKind:
-    """Head pieces are the system text, split by file: project rules and organisation policy apart."""
-    return "rules" if piece_id.startswith(("rules:", "policy:")) else "system"
+                   reason=segment.reason, visibility=segment.visibility, estimated=segment.estimated,
+                   message_ids=segment.message_ids, text=segment.text)
 
 
 def _observation_message(observations: Sequence[SourceText]) -> Message | None:

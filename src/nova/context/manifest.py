@@ -11,13 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["FREE", "KINDS", "Dropped", "Manifest", "Segment", "SegmentClass", "SegmentKind", "apportion"]
+__all__ = ["Dropped", "Manifest", "Segment", "SegmentClass", "apportion"]
 
 SegmentClass = Literal["always-on", "index", "on-demand", "pinned"]
-SegmentKind = Literal["system", "tools", "rules", "memory", "history", "summary", "observations"]
-KINDS: tuple[SegmentKind, ...] = ("system", "tools", "rules", "memory", "history", "summary", "observations")
-"""What a segment holds, in the order the one-bar picture of the window shows them (`Manifest.picture`)."""
-FREE = "free"
 Visibility = Literal["system", "tools", "messages"]
 
 
@@ -32,8 +28,6 @@ class Segment:
     tokens: int
     reason: str
     visibility: Visibility
-    kind: SegmentKind = "history"
-    """What it holds, for the picture of the window (`class` says how it is kept, not what it is)."""
     estimated: int = 0
     message_ids: tuple[str, ...] = ()
     text: str = field(default="", repr=False, compare=False)
@@ -42,7 +36,7 @@ class Segment:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "id": self.id, "class": self.cls, "kind": self.kind, "source": self.source, "version": self.version,
+            "id": self.id, "class": self.cls, "source": self.source, "version": self.version,
             "tokens": self.tokens, "estimated": self.estimated, "reason": self.reason,
             "visibility": self.visibility,
         }
@@ -84,14 +78,6 @@ class Manifest:
             "segments": [s.to_dict() for s in self.segments],
             "dropped": [d.to_dict() for d in self.dropped],
         }
-
-    def picture(self) -> tuple[tuple[str, int], ...]:
-        """The window as one bar: tokens per kind (`KINDS` order, zeros included), then what is free.
-        The parts sum to `max(window, used)`: the window, unless the view is already past it."""
-        totals = dict.fromkeys(KINDS, 0)
-        for segment in self.segments:
-            totals[segment.kind] += segment.tokens
-        return (*totals.items(), (FREE, max(0, self.window - self.used)))
 
     def by_id(self) -> Mapping[str, Segment]:
         return {s.id: s for s in self.segments}

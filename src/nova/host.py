@@ -506,6 +506,8 @@ class SessionHub:
 
         def work() -> None:
             try:
+                # A session made without a title (the page's "New session") is named after its first request.
+                live.session.title_if_untitled(text)
                 live.agent.run_turn(text)
             except Exception as exc:  # recorded by the agent as an ErrorEvent; the stream ends cleanly
                 log.info("turn on %s ended with %s: %s", session_id, type(exc).__name__, exc)
@@ -544,7 +546,8 @@ class SessionHub:
         """`GET …/context`: the one figure and what is in context."""
 
         def report(live: LiveSession) -> dict[str, Any]:
-            return context_report(live.agent, live.status(), compacting=live.compacting, running=live.running)
+            return context_report(live.agent, live.status(), compacting=live.compacting, running=live.running,
+                                  meta=live.session.meta)
 
         return self._with_live(session_id, report)
 

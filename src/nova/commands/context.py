@@ -25,6 +25,7 @@ from rich.table import Table
 
 from nova.commands.errors import user_errors
 from nova.context.compiler import Compiled
+from nova.context.picture import kind_of, picture
 from nova.core import usage_of
 from nova.errors import NovaError
 
@@ -74,13 +75,19 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
 
 def context_json(compiled: Compiled) -> dict[str, Any]:
     m = compiled.manifest
+    slices = picture(m)
     return {
         "used": m.used,
         "limit": m.limit,
+        "window": m.window,
         "percent": m.percent,
-        "segments": [{"id": s.id, "class": s.cls, "source": s.source, "tokens": s.tokens, "reason": s.reason}
-                     for s in m.segments],
+        "segments": [{"id": s.id, "class": s.cls, "kind": kind_of(s), "source": s.source, "tokens": s.tokens,
+                      "reason": s.reason} for s in m.segments],
         "dropped": [d.to_dict() for d in m.dropped],
+        # The window as one bar by kind, then free (`nova.context.picture`, the TUI's `/context` bar and
+        # the web page's picture); the parts sum to `figure`.
+        "picture": {"figure": sum(s.tokens for s in slices),
+                    "parts": [{"kind": s.kind, "tokens": s.tokens} for s in slices]},
     }
 
 

@@ -214,10 +214,11 @@ def _open_session(settings: Settings, options: AgentOptions, prompt: str,
     """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5). Damage found
     on the way is one `nova: warning:` line each; with `strict` a damaged record refuses the resume."""
     from nova.sessions.export import latest_session_id, resume
+    from nova.sessions.meta import title_from_prompt
     from nova.sessions.session import Session
 
     if resume_id is None:
-        session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
+        session = Session.create(settings.home, title=title_from_prompt(prompt), cwd=options.cwd,
                                  provider=settings.provider, model=settings.model,
                                  base_url=settings.base_url or "")
         for notice in session.notices:

@@ -1,7 +1,9 @@
 """`create_app`: the FastAPI application behind `nova serve`.
 
     GET    /health                          no token needed
-    GET    /                                the web page (`/?token=…` from `nova serve`)
+    GET    /                                the web page (a browser without the token gets the sign-in form)
+    GET    /login;  POST: sign a browser in     (`/?token=…`, the link `nova serve` prints, does too)
+    POST   /logout                              sign the browser out
     GET    /api/sessions                    list;  POST: create
     GET    /api/sessions/{id}               meta and the recorded messages;  DELETE: remove
     POST   /api/sessions/{id}/messages      one turn, streamed as the AI SDK UI message stream (v1)
@@ -11,8 +13,8 @@
     POST   /api/sessions/{id}/compact       compact now
     GET    /api/memory, /api/memory/{name}  long-term memory;  DELETE revokes (`?purge=true` removes)
 
-Every route but `/health` needs `Authorization: Bearer <token>`; every request needs a Host header that
-names this server (`nova.server.hosts`). Bodies are JSON text (`nova.server.text_check`): anything else
+Every route but `/health` needs `Authorization: Bearer <token>`, or in a browser the sign-in cookie
+(`nova.server.browser_login`); every request needs a Host header that names this server (`nova.server.hosts`). Bodies are JSON text (`nova.server.text_check`): anything else
 is a 422 naming the field, never a 500.
 """
 

@@ -97,6 +97,11 @@ class CompactRequest(BaseModel):
 
 class ContextOut(BaseModel):
     session_id: str
+    provider: str
+    model: str
+    cost_usd: float | None = Field(description="The session's cost so far; null when the model's price is unknown.")
+    cache_hit_rate: float | None = Field(description="Share of the session's input read from the prompt cache; "
+                                                     "null before the first model call.")
     used: int
     limit: int
     window: int

@@ -20,7 +20,7 @@ from typing import Any
 
 from nova.core import Usage
 from nova.errors import StorageError
-from nova.sessions.schema import json_text
+from nova.sessions.schema import json_text, printable
 
 __all__ = [
     "META_VERSION",
@@ -31,6 +31,7 @@ __all__ = [
     "read_meta",
     "read_meta_or_damage",
     "session_dir",
+    "title_from_prompt",
     "validate_session_id",
     "write_meta",
 ]
@@ -60,6 +61,15 @@ def validate_session_id(session_id: str) -> str:
 def new_session_id() -> str:
     """Sortable by creation time, readable in `ls`, unique enough for one machine."""
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+TITLE_CHARS = 80
+
+
+def title_from_prompt(prompt: str) -> str:
+    """A session's title from its first request, the same on every surface (`nova run`, the TUI, the
+    web page, a rebuilt meta.json): whitespace collapsed, the first 80 characters."""
+    return printable(" ".join(prompt.split())[:TITLE_CHARS])
 
 
 def session_dir(home: Path, session_id: str) -> Path:

@@ -17,8 +17,8 @@ from pathlib import Path
 from nova.core import Usage
 from nova.errors import StorageError
 from nova.messages import Message
-from nova.sessions.meta import MODEL_EVENT, SessionMeta, find_git_root
-from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, printable
+from nova.sessions.meta import MODEL_EVENT, SessionMeta, find_git_root, title_from_prompt
+from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
 from nova.sessions.store import SessionStore
 from nova.sessions.transcript import BadLine, Transcript
 
@@ -60,7 +60,7 @@ def count_transcript(transcript: Transcript) -> TranscriptCounts:
                 counts.usage = counts.usage + record.usage
                 counts.last_context_tokens = record.usage.context_tokens + record.usage.output_tokens
             if not counts.title and record.message.role == "user" and record.message.text.strip():
-                counts.title = printable(" ".join(record.message.text.split())[:80])
+                counts.title = title_from_prompt(record.message.text)
         elif isinstance(record, BoundaryRecord):
             counts.compacted_at = ts
             counts.message_ids.extend(m.id for m in record.messages)

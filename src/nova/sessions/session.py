@@ -40,6 +40,7 @@ from nova.sessions.meta import (
     new_session_id,
     read_meta_or_damage,
     session_dir,
+    title_from_prompt,
     validate_session_id,
     write_meta,
 )
@@ -363,6 +364,13 @@ class Session:
             return
         self._meta.provider, self._meta.model, self._meta.base_url = provider, model, base_url or ""
         self.record_event(MODEL_EVENT, {"provider": provider, "model": model, "base_url": base_url or ""})
+
+    def title_if_untitled(self, prompt: str) -> None:
+        """Name a session created without a title after its first request, as `nova run` names one."""
+        if not self._meta.title and (title := title_from_prompt(prompt)):
+            self._writable()
+            self._meta.title = title
+            self._touch()
 
     def add_cost(self, usage: Usage, cost_usd: float) -> None:
         self._meta.add_usage(usage)

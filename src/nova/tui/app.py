@@ -37,6 +37,7 @@ from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 from nova.messages import Message
+from nova.sessions.meta import title_from_prompt
 from nova.tui.approval import Approver, PendingApproval
 from nova.tui.approval_prompt import ApprovalPrompt, Choice, answer_for_key
 from nova.tui.gauge import ContextGauge
@@ -179,7 +180,7 @@ class NovaTUI(App[None]):
     def _start_turn(self, text: str) -> None:
         try:
             if self.session_id is None:
-                self.session_id = self.hub.create(" ".join(text.split())[:80]).id
+                self.session_id = self.hub.create(title_from_prompt(text)).id
             self.call_from_thread(self._show_status)
             self.hub.start_turn(self.session_id, text, lambda e: self.call_from_thread(self.on_agent_event, e))
         except NovaError as exc:

@@ -77,8 +77,8 @@ function settleBox(callId, decision) {
 }
 
 // A call the permission rules refused (it never ran): a red "denied" mark on its summary line.
-function markDenied(details) {
+function markDenied(details, reason) {
   if (details.classList.contains('denied')) return;
   details.classList.add('denied');
-  details.querySelector('summary').append(el('span', { class: 'denied-mark' }, 'denied'));
+  details.querySelector('summary').append(el('span', { class: 'denied-mark', title: reason || 'refused' }, 'denied'));
 }

@@ -15,10 +15,11 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 
 def build(catalog: int = 0) -> MCPServer:
-    server = MCPServer("nova-fixture")
+    server = MCPServer("nova-fixture", log_level="ERROR")
 
     @server.tool(description="Echo the text back, prefixed with 'echo: '. Used to check a round trip.")
     def echo(text: str) -> str:
@@ -26,7 +27,7 @@ def build(catalog: int = 0) -> MCPServer:
 
     @server.tool(description="Always fails with the given message.")
     def fail(message: str) -> str:
-        raise ValueError(message)
+        raise ToolError(message)
 
     @server.tool(description="Exit the server process at once, in the middle of the call.")
     def crash() -> str:

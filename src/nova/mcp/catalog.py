@@ -26,6 +26,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from nova.agent.tools.base import Tool, ToolRegistry
@@ -74,8 +75,11 @@ class McpCatalog(Extension):
     order = 50
 
     def __init__(self, servers: Sequence[ServerConfig], *, options: McpOptions | None = None, window: int,
-                 counter: TokenCounter, report: Callable[[str, Mapping[str, Any]], None] | None = None) -> None:
+                 counter: TokenCounter, report: Callable[[str, Mapping[str, Any]], None] | None = None,
+                 log_dir: Path | None = None) -> None:
+        """`log_dir`: where each stdio server's stderr is appended (`mcp-<server>.log`)."""
         self.configs = list(servers)
+        self.log_dir = log_dir
         self.options = options or McpOptions()
         self.window = window
         self.counter = counter
@@ -100,7 +104,8 @@ class McpCatalog(Extension):
         self._loop = EventLoopThread()
         for config in self.configs:
             connection = ServerConnection(config, self._loop, on_list_changed=self._mark_stale,
-                                          connect_timeout_s=max(10.0, self.options.tool_timeout_s))
+                                          connect_timeout_s=max(10.0, self.options.tool_timeout_s),
+                                          errlog=self.log_dir / f"mcp-{config.name}.log" if self.log_dir else None)
             self._connections[config.name] = connection
             try:
                 connection.start()

@@ -22,7 +22,8 @@ import os
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from pathlib import Path
+from typing import Any, Literal, TextIO, TypeVar
 
 from nova.errors import MissingDependency, NovaError
 from nova.mcp.config import ServerConfig
@@ -119,8 +120,12 @@ class ServerConnection:
     """The connection to one server. Synchronous methods; the work happens on `loop`."""
 
     def __init__(self, config: ServerConfig, loop: EventLoopThread, *,
-                 on_list_changed: Callable[[str], None] = lambda _name: None, connect_timeout_s: float = 30.0) -> None:
+                 on_list_changed: Callable[[str], None] = lambda _name: None, connect_timeout_s: float = 30.0,
+                 errlog: Path | None = None) -> None:
+        """`errlog`: where a stdio server's stderr goes (appended), so its logging never lands in the
+        user's terminal or the TUI; None: Nova's own stderr."""
         self.config = config
+        self.errlog = errlog
         self.loop = loop
         self.on_list_changed = on_list_changed
         self.connect_timeout_s = connect_timeout_s
@@ -130,6 +135,7 @@ class ServerConnection:
         self._client: Any = None
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Future[None] | None = None
+        self._errlog_file: TextIO | None = None
 
     # -- life cycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -139,6 +145,10 @@ class ServerConnection:
         except Exception as exc:
             self.state = "failed"
             self.last_error = _describe(exc)
+            if isinstance(exc, FileNotFoundError) and self.config.command is not None:
+                self.last_error = f"the command {self.config.command!r} was not found"
+            elif self.errlog is not None and self.config.command is not None:
+                self.last_error += f" (the server's own messages: {self.errlog})"
             raise McpUnavailable(f"MCP server {self.config.name!r} could not be started: {self.last_error}") from exc
         self.state = "ready" if self.restarts == 0 else "restarted"
 
@@ -217,6 +227,9 @@ class ServerConnection:
             except (TimeoutError, Exception):
                 self._task.cancel()
         self._task = None
+        if self._errlog_file is not None:
+            self._errlog_file.close()
+            self._errlog_file = None
 
     def _transport(self) -> Any:
         config = self.config
@@ -225,7 +238,14 @@ class ServerConnection:
 
             # The server inherits the environment (PATH, HOME ...) with the configured values on top.
             env = {**os.environ, **config.env} if config.env else None
-            return StdioServerParameters(command=config.command, args=list(config.args), env=env, cwd=config.cwd)
+            params = StdioServerParameters(command=config.command, args=list(config.args), env=env, cwd=config.cwd)
+            if self.errlog is None:
+                return params
+            from mcp.client.stdio import stdio_client
+
+            self.errlog.parent.mkdir(parents=True, exist_ok=True)
+            log_file = self._errlog_file = self.errlog.open("a", encoding="utf-8")
+            return stdio_client(params, errlog=log_file)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 

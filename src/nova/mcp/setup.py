@@ -42,4 +42,6 @@ def catalog_for(settings: Settings, cwd: Path, *, window: int, counter: TokenCou
             raise
         log.warning("%s (servers: %s); continuing without MCP tools", exc, ", ".join(s.name for s in servers))
         return None
-    return McpCatalog(servers, options=options, window=window, counter=counter, report=report).start()
+    # Servers' own stderr goes to a log beside Nova's, never into the terminal or the TUI.
+    return McpCatalog(servers, options=options, window=window, counter=counter, report=report,
+                      log_dir=settings.home / "logs").start()

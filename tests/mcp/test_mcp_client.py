@@ -194,7 +194,8 @@ def test_list_changed_costs_exactly_one_cache_break_named_by_the_diagnosis(tmp_p
 
 
 def test_http_round_trip_error_and_list_changed(http_url: str, tmp_path: Path) -> None:
-    catalog = McpCatalog([ServerConfig(name="web", url=http_url)], window=200_000, counter=COUNTER).start()
+    catalog = McpCatalog([ServerConfig(name="web", url=http_url, headers={"X-Nova-Test": "1"})], window=200_000,
+                         counter=COUNTER).start()
     try:
         assert catalog.status()[0].state == "ready" and catalog.status()[0].transport == "http"
         assert catalog.call("web", "echo", {"text": "over http"}, 20).text == "echo: over http"

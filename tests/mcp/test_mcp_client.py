@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,3 +234,13 @@ def test_a_large_catalog_is_sent_as_an_index_and_schemas_load_on_demand(tmp_path
         assert e3 and "mcp__big__pulls_op_009 needs approval" in refused
     finally:
         catalog.close()
+
+
+def test_a_cancelled_turn_stops_waiting_for_the_server(stdio_catalog: McpCatalog) -> None:
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    outcome = stdio_catalog.call("fx", "slow", {"seconds": 10}, 20, cancel=cancel)
+    assert outcome.is_error and outcome.text.startswith("interrupted")
+    assert time.monotonic() - started < 5
+    assert stdio_catalog.call("fx", "echo", {"text": "next"}, 20).text == "echo: next"

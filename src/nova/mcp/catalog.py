@@ -35,6 +35,7 @@ from nova.extensions import Extension
 from nova.mcp.config import McpOptions, ServerConfig
 from nova.mcp.connection import (
     CallOutcome,
+    Cancelled,
     EventLoopThread,
     McpUnavailable,
     RemoteTool,
@@ -200,7 +201,8 @@ class McpCatalog(Extension):
         return True
 
     # -- calls ---------------------------------------------------------------------------------------
-    def call(self, server: str, tool: str, arguments: Mapping[str, Any], timeout_s: float) -> CallOutcome:
+    def call(self, server: str, tool: str, arguments: Mapping[str, Any], timeout_s: float, *,
+             cancel: threading.Event | None = None) -> CallOutcome:
         connection = self._connections[server]
         timeout = min(timeout_s, self.options.tool_timeout_s)
         if connection.state == "dead":
@@ -208,7 +210,10 @@ class McpCatalog(Extension):
                                f"are unavailable for the rest of this session ({connection.last_error}).", True,
                                {"mcp_server_state": "dead"})
         try:
-            return connection.call_tool(tool, arguments, timeout_s=timeout)
+            return connection.call_tool(tool, arguments, timeout_s=timeout, cancel=cancel)
+        except Cancelled:
+            return CallOutcome(f"interrupted: the user cancelled the turn while {tool} was running on MCP server "
+                               f"{server!r}.", True, {"cancelled": True})
         except TimeoutError:
             return CallOutcome(f"Error: {tool} on MCP server {server!r} did not answer within {timeout:g}s.", True,
                                {"timed_out": True})

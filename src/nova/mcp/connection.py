@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any, Literal, TextIO, TypeVar
 from nova.errors import MissingDependency, NovaError
 from nova.mcp.config import ServerConfig
 
-__all__ = ["MCP_EXTRA_HINT", "CallOutcome", "EventLoopThread", "McpUnavailable", "RemoteTool", "ServerConnection",
+__all__ = ["MCP_EXTRA_HINT", "CallOutcome", "Cancelled", "EventLoopThread", "McpUnavailable", "RemoteTool", "ServerConnection",
            "require_sdk"]
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,10 @@ log = logging.getLogger(__name__)
 MCP_EXTRA_HINT = "pip install 'nova-agent[mcp]'"
 T = TypeVar("T")
 ConnectionState = Literal["stopped", "ready", "failed", "restarted", "dead"]
+
+
+class Cancelled(NovaError):
+    """The user cancelled the turn while a call was waiting for its server."""
 
 
 class McpUnavailable(NovaError):
@@ -60,11 +65,22 @@ class EventLoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None, *,
+            cancel: threading.Event | None = None) -> T:
+        """Raises `TimeoutError` after `timeout`, and `Cancelled` soon after `cancel` is set."""
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            return future.result(timeout)
-        except TimeoutError:
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    return future.result(left if cancel is None else min(0.1, left if left is not None else 0.1))
+                except TimeoutError:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled from None
+        except (TimeoutError, Cancelled):
             future.cancel()
             raise
 
@@ -183,11 +199,13 @@ class ServerConnection:
     def list_tools(self) -> list[RemoteTool]:
         return self.loop.run(self._list_tools(), self.connect_timeout_s)
 
-    def call_tool(self, name: str, arguments: Mapping[str, Any], *, timeout_s: float) -> CallOutcome:
-        """Raises `TimeoutError` after `timeout_s`, `McpUnavailable` when the connection is gone."""
+    def call_tool(self, name: str, arguments: Mapping[str, Any], *, timeout_s: float,
+                  cancel: threading.Event | None = None) -> CallOutcome:
+        """Raises `TimeoutError` after `timeout_s`, `Cancelled` when `cancel` is set, `McpUnavailable` when
+        the connection is gone."""
         if self._client is None:
             raise McpUnavailable(f"MCP server {self.config.name!r} is not connected")
-        return self.loop.run(self._call(name, dict(arguments), timeout_s), timeout_s + 5)
+        return self.loop.run(self._call(name, dict(arguments), timeout_s), timeout_s + 5, cancel=cancel)
 
     # -- on the loop -----------------------------------------------------------------------------------
     async def _open(self) -> None:

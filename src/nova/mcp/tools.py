@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -49,7 +50,8 @@ def one_line(description: str) -> str:
 
 
 class _Caller(Protocol):
-    def __call__(self, server: str, tool: str, arguments: Mapping[str, Any], timeout_s: float) -> CallOutcome: ...
+    def __call__(self, server: str, tool: str, arguments: Mapping[str, Any], timeout_s: float, *,
+                 cancel: threading.Event | None = None) -> CallOutcome: ...
 
 
 class McpTool:
@@ -70,7 +72,7 @@ class McpTool:
         return {"name": self.name, "description": self.description, "input_schema": dict(self.input_schema)}
 
     def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-        outcome = self._call(self.server, self.remote_name, input, ctx.timeout_s)
+        outcome = self._call(self.server, self.remote_name, input, ctx.timeout_s, cancel=ctx.cancel)
         return ToolOutput(content=outcome.text or "(no output)", is_error=outcome.is_error,
                           metadata={"mcp_server": self.server, "mcp_tool": self.remote_name, **outcome.metadata})
 

@@ -215,8 +215,11 @@ class Agent:
                     break
                 self._append(Message(role="user", parts=tuple(self._run_tools(calls))))
         finally:
-            self.bus.emit(self.context_status())
+            status = self.context_status()
+            self.bus.emit(status)
             if self.session:
+                # The sessions list shows the figure every screen showed at the turn's end.
+                self.session.note_context_size(status.used)
                 self.session.flush()
         self.bus.emit(
             ev.TurnFinished(

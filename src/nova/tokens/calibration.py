@@ -120,8 +120,9 @@ def thinking_kept(model: str) -> bool:
     return (int(match[1]), int(match[2] or 0)) >= (4, 5)
 
 
-# "claude-opus-4-5-20251101", "claude-opus-4.5", "claude-opus-5"; a date ("opus-4-20250514") is no minor.
-_OPUS_VERSION = re.compile(r"opus-(\d+)(?:[-.](\d{1,2})(?!\d))?")
+# "claude-opus-4-5-20251101", "claude-opus-4.5", "claude-opus-5"; a date ("opus-4-20250514",
+# "3-opus-20240229") is no version.
+_OPUS_VERSION = re.compile(r"opus-(\d{1,2})(?!\d)(?:[-.](\d{1,2})(?!\d))?")
 
 
 def _parts(content: Any, *, thinking: bool = False) -> list[Part]:

@@ -27,6 +27,8 @@ sends without recording them). Rows per direction:
   + allowance     the profile plus the fitted per-step allowance: the target row, median growth ratio
                   real ÷ estimated (target 1 ± 0.05) and p95 anchored error, real(k-1) + estimated
                   growth against real(k) (target < 1 %)
+  (not in Nova)   the profile plus an allowance each held-out session learns from its own earlier steps,
+                  as a ledger could from real usage (the fitted one before the first step): no target
   profile -> pi   the profile alone on the pi sessions (../agentlogs/pi, Opus 4.5: a harness that sends
                   nothing it does not record), which no fit sees: a check of the profile, not a target
 `--fit` fits on every Claude Code file and prints the constants to paste into nova/tokens/counters.py.
@@ -165,6 +167,24 @@ def _claude_row(label: str, steps: list[GrowthStep], counter: TokenCounter, per_
     return median, p95
 
 
+def _learned_row(label: str, sessions: list[list[GrowthStep]], counter: TokenCounter, prior: int) -> None:
+    """Not something Nova does: the score of an allowance each session learns from its own earlier steps
+    (the median remainder so far; `prior`, fitted on the other half, before the first), as a ledger could
+    from each call's real usage. Printed because it shows what the per-step remainder is made of."""
+    ratios: list[float] = []
+    errors: list[float] = []
+    for steps in sessions:
+        seen: list[int] = []
+        for step in steps:
+            estimated = sum(count_message(m, counter) for m in step.added)
+            score = score_growth([step], counter, per_step=round(statistics.median(seen)) if seen else prior)
+            ratios += score.ratios
+            errors += score.anchored_errors_pct
+            if not any(isinstance(p, ImagePart) for m in step.added for p in m.parts):
+                seen.append(step.growth - estimated)
+    print(f"  {label:<34}{len(errors):>6}{statistics.median(ratios):>10.3f}{_percentile(errors, 95):>12.3f}")
+
+
 def claude(summary: dict[str, float | int]) -> bool | None:
     """The Claude growth figures, both split directions; True when every target is met, None without
     the sessions."""
@@ -197,6 +217,7 @@ def claude(summary: dict[str, float | int]) -> bool | None:
         summary |= {f"{key}_growth_ratio_median": round(median, 4), f"{key}_anchored_p95_pct": round(p95, 4),
                     f"{key}_scale": fit.scale, f"{key}_tool_overhead": fit.tool_use,
                     f"{key}_harness_allowance": fit.harness}
+        _learned_row(f"(not in Nova) learned {fit_on} -> {score_on}", [files[name] for name in halves[score_on]], counter, fit.harness)
         if pi:
             pi_median, _ = _claude_row(f"profile {fit_on} -> pi (no target)", pi, counter)
             summary[f"{key}_pi_growth_ratio_median"] = round(pi_median, 4)

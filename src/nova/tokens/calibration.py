@@ -11,9 +11,10 @@ that nothing in the transcript accounts for. That remainder is per step, not per
 recorded call and empty result are 42 tokens grows by 291, a Read step of 179 tokens by 422. It is the
 same within a session and differs between sessions: ~190 a step in crud.jsonl while its todo list is
 open, ~123 in todos.jsonl, 94 in both once the list is cleared, ~20 in the one Opus step of the newer
-Claude Code in images.jsonl. Claude Code adds system reminders to what it sends back and does not record
-them. A Claude session driven by a harness that adds nothing (the pi sessions beside them, Opus 4.5)
-grows by the output tokens plus the result plus ~20. So the fit keeps two things apart:
+Claude Code in images.jsonl. That is what Claude Code sends without recording it (its system reminders,
+presumably: their text is not in the transcript, so the cause cannot be read off it). A Claude session
+driven by a harness that adds nothing (the pi sessions beside them, Opus 4.5) grows by the output tokens
+plus the result plus ~20. So the fit keeps two things apart:
 
 - the tokenizer (`fit_claude_tokenizer`): Claude's own count of each complete reply (its output tokens,
   which no harness inflates) against the reply's cl100k pieces: a scale per cl100k token and the tokens
@@ -24,8 +25,10 @@ grows by the output tokens plus the result plus ~20. So the fit keeps two things
   belongs to Claude Code, not to Claude, and is not in the profile Nova ships.
 
 A single scale on every token (what the profile used to be: x1.99 with +30 per tool part) can absorb
-the remainder only on steps of the size it was fitted on; it counts a large tool result at twice what
-Claude does.
+the remainder only on steps of the size it was fitted on; it counts a large tool result at 1.55x what
+the tokenizer fit does. Because the remainder is a per-session constant, a per-step allowance fitted on
+one half of the sessions misses the other half by about a fifth (the benchmark prints it per session);
+one each session learned from its own earlier steps would not, but Nova's ledger does not do that.
 
 Claude Code sessions (JSONL) are read here because they are the recorded Claude sessions with usage we
 have. Their records are not a clean list: one record per content block of a response (all with the same

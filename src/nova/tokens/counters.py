@@ -124,12 +124,14 @@ GEMINI_PROFILE = TokenProfile(
 # Claude's own format). Fitted (`python benchmarks/token_estimate.py --fit` prints the numbers) on the
 # Claude Code sessions in ../shared/data/sessions/agentlogs/claude-code (Sonnet 4.5, Opus 4.5) from Claude's
 # own count of each complete reply — its output tokens — against the reply's cl100k pieces: that count is
-# the tokenizer alone, with nothing a harness adds. The growth between two recorded calls is larger by
-# 86-192 tokens a step that Claude Code sends back without recording (system reminders; see
-# nova.tokens.calibration); that belongs to Claude Code, not to Claude, and is not in this profile. The
-# profile used to absorb it as x1.99 on every token, which counts a large tool result at twice what
-# Claude does. Tool results and messages keep the default wrappers (8 and 4 tokens): the pi sessions
-# (a harness that adds nothing) grow by the output tokens plus the result plus ~20 tokens a step.
+# the tokenizer alone, with nothing a harness adds. The growth between two recorded calls is larger, by
+# a per-session constant of 75-190 tokens a step (median +187 in crud.jsonl, +84 in todos.jsonl), that
+# Claude Code sends without recording it (see nova.tokens.calibration); that belongs to Claude Code, not
+# to Claude, and is not in this profile. The profile used to absorb it as x1.99 on every token, which
+# counts a large tool result at 1.55x what this profile does. Tool results and messages keep the default
+# wrappers (8 and 4 tokens): the pi sessions (Opus 4.5 in a harness that adds nothing) grow by the
+# output tokens plus the result plus ~20 tokens a step, and this profile predicts their growth at a
+# median 0.98 (real ÷ estimated, 0.92-1.05 per step) without having seen them.
 CLAUDE_SCALE = 1.28
 CLAUDE_TOOL_USE_OVERHEAD = 49
 

@@ -131,7 +131,7 @@ GEMINI_PROFILE = TokenProfile(
 # counts a large tool result at 1.55x what this profile does. Tool results and messages keep the default
 # wrappers (8 and 4 tokens): the pi sessions (Opus 4.5 in a harness that adds nothing) grow by the
 # output tokens plus the result plus ~20 tokens a step, and this profile predicts their growth at a
-# median 0.98 (real ÷ estimated, 0.92-1.05 per step) without having seen them.
+# median 0.98 (real ÷ estimated, 0.95-1.09 per step) without having seen them.
 CLAUDE_SCALE = 1.28
 CLAUDE_TOOL_USE_OVERHEAD = 49
 

@@ -23,7 +23,7 @@ wrapper, from the replies' own output tokens) and Claude Code's per-step allowan
 the fitting steps grew beyond what the profile counts of the recorded messages: reminders Claude Code
 sends without recording them). Rows per direction:
   baseline        the cl100k profile Claude once had
-  profile         the fitted profile alone (what Nova ships): counts Claude, not Claude Code
+  profile         the fitted profile alone (what Nova ships, refitted on every file): Claude, not Claude Code
   + allowance     the profile plus the fitted per-step allowance: the target row, median growth ratio
                   real ÷ estimated (target 1 ± 0.05) and p95 anchored error, real(k-1) + estimated
                   growth against real(k) (target < 1 %)

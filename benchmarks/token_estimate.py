@@ -58,7 +58,14 @@ from nova.tokens import (
     count_message,
     counter_for_model,
 )
-from nova.tokens.calibration import GrowthStep, claude_code_steps, fit_claude, pi_steps, score_growth
+from nova.tokens.calibration import (
+    GrowthScore,
+    GrowthStep,
+    claude_code_steps,
+    fit_claude,
+    pi_steps,
+    score_growth,
+)
 
 METHODS = ("fixed35", "anchor35", "nova")
 
@@ -123,7 +130,7 @@ def evaluate_run(messages: list[dict[str, Any]], model: str) -> dict[str, list[f
                 errors[name].append(abs(predicted - real) * 100.0 / real)
         # The reply enters history now: the ledger anchors on it (TOK-2). Only the anchor's usage is
         # read here, never the usage of the call being predicted.
-        ledger.record(history[n_sent].id, _usage(call.usage))
+        ledger.record(history[n_sent].id, _usage(call.usage), sent=history[:n_sent])
         previous = call
     return errors
 
@@ -161,28 +168,54 @@ def _pi_steps() -> list[GrowthStep]:
 
 
 def _claude_row(label: str, steps: list[GrowthStep], counter: TokenCounter, per_step: int = 0) -> tuple[float, float]:
-    score = score_growth(steps, counter, per_step=per_step)
+    return _score_row(label, score_growth(steps, counter, per_step=per_step))
+
+
+def _score_row(label: str, score: GrowthScore) -> tuple[float, float]:
     median, p95 = statistics.median(score.ratios), _percentile(list(score.anchored_errors_pct), 95)
-    print(f"  {label:<34}{len(steps):>6}{median:>10.3f}{p95:>12.3f}")
+    print(f"  {label:<34}{len(score.anchored_errors_pct):>6}{median:>10.3f}{p95:>12.3f}")
     return median, p95
 
 
-def _learned_row(label: str, sessions: list[list[GrowthStep]], counter: TokenCounter, prior: int) -> None:
-    """Not something Nova does: the score of an allowance each session learns from its own earlier steps
-    (the median remainder so far; `prior`, fitted on the other half, before the first), as a ledger could
-    from each call's real usage. Printed because it shows what the per-step remainder is made of."""
+def _by_source(steps: list[GrowthStep]) -> list[list[GrowthStep]]:
+    """Steps grouped by session file, in order."""
+    sessions: dict[str, list[GrowthStep]] = {}
+    for step in steps:
+        sessions.setdefault(step.source, []).append(step)
+    return list(sessions.values())
+
+
+def ledger_growth(sessions: list[list[GrowthStep]], counter: TokenCounter, prior: int = 0) -> GrowthScore:
+    """Each step as Nova's `TokenLedger` estimates it: one ledger per session (file), which learns its
+    per-step allowance from the real input of the calls already answered (`record(..., sent=...)`) and
+    adds it to every anchored estimate. The ledger is fed only what it would have before each call.
+
+    The recordings' output counts are often partial streaming counts, so the previous reply cannot be
+    anchored on its output tokens as a live call would: each call's anchor is a stand-in message just
+    before the reply, with the call's real input and no output, and the reply is counted by the profile
+    like the rest of what was added (as the growth figures of `score_growth` count it). A step that does
+    not continue the previous one (a sub-agent branch, a compaction) starts a new anchor the way a
+    compaction does (`clear`), keeping what the session learned."""
     ratios: list[float] = []
     errors: list[float] = []
     for steps in sessions:
-        seen: list[int] = []
-        for step in steps:
-            estimated = sum(count_message(m, counter) for m in step.added)
-            score = score_growth([step], counter, per_step=round(statistics.median(seen)) if seen else prior)
-            ratios += score.ratios
-            errors += score.anchored_errors_pct
-            if not any(isinstance(p, ImagePart) for m in step.added for p in m.parts):
-                seen.append(step.growth - estimated)
-    print(f"  {label:<34}{len(errors):>6}{statistics.median(ratios):>10.3f}{_percentile(errors, 95):>12.3f}")
+        ledger = TokenLedger(counter, growth_prior=prior)
+        last_real: int | None = None
+        for index, step in enumerate(steps):
+            anchor_id = f"call-{index}"  # call k-1, recorded when step index-1 was answered
+            if step.previous_real != last_real:  # not the call the ledger is anchored on
+                ledger.clear()
+                ledger.record(anchor_id, Usage(input_tokens=step.previous_real))
+            sent = [Message(role="user", parts=(TextPart(""),), id=anchor_id), *step.added]
+            predicted = ledger.estimate(sent)
+            estimated_growth = predicted - step.previous_real
+            if step.growth > 0 and estimated_growth > 0:
+                ratios.append(step.growth / estimated_growth)
+            errors.append(abs(predicted - step.real) * 100.0 / step.real)
+            # Call k answered: the ledger learns from its real input against what was sent.
+            ledger.record(f"call-{index + 1}", Usage(input_tokens=step.real), sent=sent)
+            last_real = step.real
+    return GrowthScore(tuple(ratios), tuple(errors))
 
 
 def claude(summary: dict[str, float | int]) -> bool | None:
@@ -197,6 +230,8 @@ def claude(summary: dict[str, float | int]) -> bool | None:
     print(f"  {'fit -> scored':<34}{'steps':>6}{'median':>10}{'anch p95 %':>12}   (median = real ÷ estimated growth)")
     ok = True
     pooled: list[tuple[GrowthStep, TokenCounter, int]] = []
+    ratios: list[float] = []
+    errors: list[float] = []
     pi = _pi_steps()
     for fit_on, score_on in (("A", "B"), ("B", "A")):
         train = [s for name in halves[fit_on] for s in files[name]]
@@ -208,27 +243,27 @@ def claude(summary: dict[str, float | int]) -> bool | None:
               f"({fit.replies} complete replies); Claude Code allowance {fit.harness:+d} a step ({fit.steps} steps)")
         _claude_row(f"baseline (cl100k) -> {score_on}", test, HeuristicCounter(CL100K_PROFILE))
         _claude_row(f"profile {fit_on} -> {score_on}", test, counter)
-        median, p95 = _claude_row(f"profile + allowance {fit_on} -> {score_on}", test, counter, fit.harness)
+        _claude_row(f"profile + fitted allowance {fit_on} -> {score_on}", test, counter, fit.harness)
+        sessions = [files[name] for name in halves[score_on]]
+        median, p95 = _score_row(f"Nova's ledger {fit_on} -> {score_on}", ledger_growth(sessions, counter, fit.harness))
+        _score_row(f"  the same, no prior {fit_on} -> {score_on}", ledger_growth(sessions, counter))
         median_hit = abs(median - 1.0) <= GROWTH_TARGET
         p95_hit = p95 < ANCHORED_P95_TARGET_PCT
         ok = ok and median_hit and p95_hit
-        print(f"  {'targets':<34}{'':>6}{'1±' + str(GROWTH_TARGET):>10}{'<' + str(ANCHORED_P95_TARGET_PCT):>12}"
+        print(f"  {'targets (the ledger row)':<34}{'':>6}{'1±' + str(GROWTH_TARGET):>10}{'<' + str(ANCHORED_P95_TARGET_PCT):>12}"
               f"   median {'met' if median_hit else 'MISSED'}, p95 {'met' if p95_hit else 'MISSED'}")
         summary |= {f"{key}_growth_ratio_median": round(median, 4), f"{key}_anchored_p95_pct": round(p95, 4),
                     f"{key}_scale": fit.scale, f"{key}_tool_overhead": fit.tool_use,
                     f"{key}_harness_allowance": fit.harness}
-        _learned_row(f"(not in Nova) learned {fit_on} -> {score_on}", [files[name] for name in halves[score_on]], counter, fit.harness)
         if pi:
             pi_median, _ = _claude_row(f"profile {fit_on} -> pi (no target)", pi, counter)
+            _score_row(f"Nova's ledger {fit_on} -> pi (no target)", ledger_growth(_by_source(pi), counter))
             summary[f"{key}_pi_growth_ratio_median"] = round(pi_median, 4)
         pooled += [(step, counter, fit.harness) for step in test]
-    # Each step once, scored by the fit that did not see it.
-    ratios: list[float] = []
-    errors: list[float] = []
-    for step, counter, per_step in pooled:
-        score = score_growth([step], counter, per_step=per_step)
+        score = ledger_growth(sessions, counter, fit.harness)
         ratios += score.ratios
         errors += score.anchored_errors_pct
+    # Each step once, scored by the ledger over the profile fitted on the other half.
     baseline = score_growth([step for step, _, _ in pooled], HeuristicCounter(CL100K_PROFILE))
     summary |= {
         "claude_steps": len(pooled),

@@ -72,6 +72,8 @@ class _TurnState:
     usage: Usage = field(default_factory=Usage)
     cost: float | None = 0.0
     overflow_retried: bool = False
+    sent: Sequence[Message] = ()
+    """The messages of the latest request answered: the ledger learns from its real usage against them."""
 
 
 class Agent:
@@ -199,7 +201,7 @@ class Agent:
                     break
                 assistant = response.message.with_metadata(usage=response.usage.to_dict(), model=response.model)
                 self._append(assistant, usage=response.usage)
-                self.ledger.record(assistant.id, response.usage)
+                self.ledger.record(assistant.id, response.usage, sent=state.sent)
                 self.extensions.on_usage(assistant, response.usage)
                 final_text = assistant.text
                 if assistant.text:
@@ -324,6 +326,7 @@ class Agent:
             if self.session:
                 self.session.add_cost(response.usage, call_cost or 0.0)
             self.extensions.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
+            state.sent = request.messages
             return response
 
     def _well_formed(self, request: ModelRequest) -> ModelRequest:

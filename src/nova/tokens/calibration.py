@@ -28,7 +28,8 @@ A single scale on every token (what the profile used to be: x1.99 with +30 per t
 the remainder only on steps of the size it was fitted on; it counts a large tool result at 1.55x what
 the tokenizer fit does. Because the remainder is a per-session constant, a per-step allowance fitted on
 one half of the sessions misses the other half by about a fifth (the benchmark prints it per session);
-one each session learned from its own earlier steps would not, but Nova's ledger does not do that.
+what each session learns from its own answered calls does not, and that is what Nova's ledger does
+(`nova.tokens.allowance`; `score_ledger` scores it on recorded steps).
 
 Claude Code sessions (JSONL) are read here because they are the recorded Claude sessions with usage we
 have. Their records are not a clean list: one record per content block of a response (all with the same
@@ -48,8 +49,10 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from nova.core import Usage
 from nova.messages import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter, claude_profile
+from nova.tokens.ledger import TokenLedger
 from nova.tokens.sizing import count_message
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "fit_claude_tokenizer",
     "pi_steps",
     "score_growth",
+    "score_ledger",
     "thinking_kept",
 ]
 
@@ -329,6 +333,39 @@ def score_growth(steps: Iterable[GrowthStep], counter: TokenCounter, *, per_step
     return GrowthScore(tuple(ratios), tuple(errors))
 
 
+def score_ledger(sessions: list[list[GrowthStep]], counter: TokenCounter, prior: int = 0) -> GrowthScore:
+    """Each step scored as Nova's `TokenLedger` estimates it (`score_growth`'s figures): one ledger per
+    session (a list of steps, in order), which learns its per-step allowance from the real input of the
+    calls already answered (`record(..., sent=...)`) and adds it to every anchored estimate; `prior` is
+    its allowance before the first answer (`GrowthAllowance`). The ledger is fed only what it would have
+    before each call.
+
+    The recordings' output counts are often partial streaming counts, so the previous reply cannot be
+    anchored on its output tokens as a live call would: each call's anchor is a stand-in message just
+    before the reply, with the call's real input and no output, and the reply is counted by the profile
+    like the rest of what was added (as the growth figures of `score_growth` count it). A step that does
+    not continue the previous one (a sub-agent branch, a compaction) starts a new anchor the way a
+    compaction does (`clear`), keeping what the session learned."""
+    ratios: list[float] = []
+    errors: list[float] = []
+    for steps in sessions:
+        ledger = TokenLedger(counter, growth_prior=prior)
+        last_real: int | None = None
+        for index, step in enumerate(steps):
+            anchor_id = f"call-{index}"  # call k-1, recorded when step index-1 was answered
+            if step.previous_real != last_real:  # not the call the ledger is anchored on
+                ledger.clear()
+                ledger.record(anchor_id, Usage(input_tokens=step.previous_real))
+            sent = [Message(role="user", parts=(TextPart(""),), id=anchor_id), *step.added]
+            predicted = ledger.estimate(sent)
+            estimated_growth = predicted - step.previous_real
+            if step.growth > 0 and estimated_growth > 0:
+                ratios.append(step.growth / estimated_growth)
+            errors.append(abs(predicted - step.real) * 100.0 / step.real)
+            # Call k answered: the ledger learns from its real input against what was sent.
+            ledger.record(f"call-{index + 1}", Usage(input_tokens=step.real), sent=sent)
+            last_real = step.real
+    return GrowthScore(tuple(ratios), tuple(errors))
 
 
 @dataclass(frozen=True, slots=True)

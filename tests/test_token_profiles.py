@@ -32,6 +32,7 @@ from nova.tokens.calibration import (
     fit_claude_tokenizer,
     pi_steps,
     score_growth,
+    score_ledger,
     thinking_kept,
 )
 from nova.tokens.counters import CLAUDE_SCALE, CLAUDE_TOOL_USE_OVERHEAD
@@ -242,6 +243,34 @@ def test_claude_profile_fitted_on_either_half_predicts_held_out_growth() -> None
         assert abs(_median(held_out.ratios) - 1) < abs(_median(baseline.ratios) - 1) / 4
         # On a harness that sends nothing it does not record, the profile alone is the growth.
         assert abs(_median(score_growth(pi, fit.counter()).ratios) - 1) <= 0.1
+
+
+def _sessions(steps: list[GrowthStep]) -> list[list[GrowthStep]]:
+    by_file: dict[str, list[GrowthStep]] = {}
+    for step in steps:
+        by_file.setdefault(step.source, []).append(step)
+    return list(by_file.values())
+
+
+def test_the_ledger_meets_the_growth_targets_on_either_held_out_half() -> None:
+    # What benchmarks/token_estimate.py gates on: the ledger itself, learning each held-out session's
+    # per-step remainder online; the profile and the prior before a session's first answer come from
+    # the other half.
+    _, a, b = _halves()
+    for train, test in ((a, b), (b, a)):
+        fit = fit_claude(train)
+        score = score_ledger(_sessions(test), fit.counter(), fit.harness)
+        assert abs(_median(score.ratios) - 1) <= 0.05
+        assert sorted(score.anchored_errors_pct)[round(0.95 * (len(score.anchored_errors_pct) - 1))] < 1.0
+        # The fitted constant alone misses one half or the other by about a fifth.
+        fixed = score_growth(test, fit.counter(), per_step=fit.harness)
+        assert abs(_median(fixed.ratios) - 1) > abs(_median(score.ratios) - 1)
+    # On a harness that adds nothing, learning from 0 keeps the profile's figure near 1, and never
+    # estimates a step below what the profile alone counts (a ratio real ÷ estimated never above it).
+    fit = fit_claude(a + b)
+    learned, static = score_ledger(_sessions(_pi()), fit.counter()), score_growth(_pi(), fit.counter())
+    assert abs(_median(learned.ratios) - 1) <= 0.1
+    assert all(lr <= sr + 1e-9 for lr, sr in zip(learned.ratios, static.ratios, strict=True))
 
 
 def test_unknown_model_bound_never_counts_a_held_out_claude_step_low() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
@@ -106,6 +106,13 @@ class ImportResult:
     children: tuple[tuple[str, int], ...] = ()
     child_sources: tuple[Path, ...] = ()
     """The files the children were read from (a sub-agent's own file), so a bulk import skips them."""
+    run: str = ""
+    """Which run of a file holding several this is (`ImportedSession.siblings`); "" for a one-session file."""
+    siblings: tuple[ImportResult, ...] = ()
+    """The sessions made from the file's other runs, one each."""
+
+    def runs(self) -> tuple[ImportResult, ...]:
+        return (self, *self.siblings)
 
 
 def import_session(
@@ -121,8 +128,18 @@ def import_sessions(
     strict: bool = False,
 ) -> ImportResult:
     """Read a recorded session into a new Nova session, with a child session for each sub-agent it ran
-    (linked both ways by events). With `strict`, a record the reader could not use refuses the file."""
+    (linked both ways by events). A file holding several runs (OpenHands `output.jsonl`) gives one session
+    per run: the first is returned, the others are its `siblings`. With `strict`, a record the reader
+    could not use refuses the file."""
     imported = read_session_file(path, strict=strict)
+    first, *others = [_import_run(run, home, title=title if not imported.siblings or title is None
+                                  else f"{title} / {run.meta.get('run')}", store=store)
+                      for run in imported.runs()]
+    return replace(first, siblings=tuple(others))
+
+
+def _import_run(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None
+                ) -> ImportResult:
     session_id = _write_imported(imported, home, title=title, store=store, parent=None)
     children = []
     for index, child in enumerate(imported.children, 1):
@@ -139,7 +156,8 @@ def import_sessions(
     return ImportResult(session_id=session_id, messages=len(imported.messages), skipped=skipped,
                         children=tuple(children),
                         child_sources=tuple(c.source_path for c in imported.children
-                                            if c.source_path != imported.source_path))
+                                            if c.source_path != imported.source_path),
+                        run=str(imported.meta.get("run") or ""))
 
 
 def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,
@@ -149,7 +167,7 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
         meta["parent_nova_session"] = parent
     session = Session.create(
         home,
-        title=title or str(meta.get("instance_id") or imported.source_path.stem),
+        title=title or str(meta.get("instance_id") or meta.get("run") or imported.source_path.stem),
         cwd=str(meta.get("cwd") or imported.source_path.parent),
         provider=f"import:{imported.format}",
         model=str(meta.get("model") or ""),

@@ -78,6 +78,13 @@ class ImportedSession:
     children: tuple[ImportedSession, ...] = ()
     """Sessions the recorded one started (Claude Code sub-agents), each linked back by
     `meta["parent_tool_use_id"]` / `meta["parent_session"]`."""
+    siblings: tuple[ImportedSession, ...] = ()
+    """Further independent sessions the same file holds (every run of an OpenHands `output.jsonl` after
+    the first, one per line), each imported as a session of its own; `meta["run"]` names each."""
+
+    def runs(self) -> tuple[ImportedSession, ...]:
+        """This session and its siblings, in file order."""
+        return (self, *self.siblings)
 
 
 class SessionReader(Protocol):

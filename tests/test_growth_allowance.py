@@ -22,6 +22,7 @@ from nova.tokens import (
     counter_for_model,
 )
 from nova.tokens.allowance import WINDOW, GrowthAllowance
+from nova.tokens.ledger import GROWTH_METADATA
 
 HIDDEN = 150  # what a harness adds to every request without recording it
 
@@ -225,3 +226,22 @@ def test_build_agent_resumes_what_the_session_learned(tmp_path: Path, nova_home:
             fresh.close()
     finally:
         resumed.close()
+
+
+def test_resume_takes_the_samples_the_latest_reply_carries(tmp_path: Path) -> None:
+    # The loop stores what was learned on each reply: a resume takes exactly that (the live session
+    # learned from the compiled views it sent, which the recorded history cannot show) ...
+    provider, _ = _harness_provider(3, [])
+    agent = _agent(tmp_path, provider)
+    agent.run_turn("list the files")
+    replies = [m for m in agent.history if m.role == "assistant"]
+    assert replies[-1].metadata[GROWTH_METADATA] == list(agent.ledger.growth.samples)
+    history = [*agent.history[:-1], replies[-1].with_metadata(**{GROWTH_METADATA: [7, 9]})]
+    resumed = TokenLedger(agent.ledger.counter)
+    resumed.resume(history)
+    assert resumed.growth.samples == (7, 9)
+    # ... and relearns from the recorded usage when the replies carry none (an imported session).
+    plain = [m.with_metadata(**{GROWTH_METADATA: None}) if m.role == "assistant" else m for m in agent.history]
+    imported = TokenLedger(agent.ledger.counter)
+    imported.resume(plain)
+    assert imported.growth.samples == agent.ledger.growth.samples

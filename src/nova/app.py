@@ -87,7 +87,7 @@ def build_agent(
     # compiler's manifest, so every surface shows the same figure.
     ledger = TokenLedger(MemoCounter(counter_for_model(settings.model)))
     # A resumed session keeps what it learned of its per-call growth: relearned from the recorded usage.
-    ledger.learn_from(history)
+    ledger.resume(history)
     cache = CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=session_id)
 
     # The context compiler: the stable head with provenance, pinned task state, observations (CTX-1..6).

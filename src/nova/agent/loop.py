@@ -49,6 +49,7 @@ from nova.providers.pricing import cost_usd
 from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model
+from nova.tokens.ledger import GROWTH_METADATA
 
 __all__ = ["Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
 
@@ -200,8 +201,10 @@ class Agent:
                     stop_reason = "cancelled"
                     break
                 assistant = response.message.with_metadata(usage=response.usage.to_dict(), model=response.model)
-                self._append(assistant, usage=response.usage)
                 self.ledger.record(assistant.id, response.usage, sent=state.sent)
+                # What the ledger has learned so far travels with the reply: a resume starts from it.
+                assistant = assistant.with_metadata(**{GROWTH_METADATA: list(self.ledger.growth.samples)})
+                self._append(assistant, usage=response.usage)
                 self.extensions.on_usage(assistant, response.usage)
                 final_text = assistant.text
                 if assistant.text:

@@ -7,7 +7,8 @@ decision, the `/context` endpoint, the TUI bar and the web page all read, so the
 
 A ledger measures the same growing history before every call, so it counts each message once
 (`message_sizer`: shared with the other consumers of a `MemoCounter`) and sums through running totals (`MessageTotals`): the figure costs what was added since
-the last one, not the length of history, and is always what `estimate_context_tokens` would say.
+the last one, not the length of history, and is always what `estimate_context_tokens` would say plus
+the learned allowance below.
 
 The anchored figure also carries what each call grows beyond what the counter can see (a harness's
 unrecorded content, a tokenizer that runs above its profile in this session): the ledger learns it from
@@ -28,7 +29,18 @@ from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter
 from nova.tokens.memo import MessageTotals, message_sizer
 from nova.tokens.sizing import count_messages, count_system, count_tools
 
-__all__ = ["Anchor", "TokenLedger", "anchor_from_usage", "context_percent", "estimate_context_tokens"]
+__all__ = [
+    "GROWTH_METADATA",
+    "Anchor",
+    "TokenLedger",
+    "anchor_from_usage",
+    "context_percent",
+    "estimate_context_tokens",
+]
+
+# The metadata key under which a reply carries what its session's ledger had learned once it was
+# recorded (`TokenLedger.growth.samples`), so a resumed session or `nova context` starts from exactly that.
+GROWTH_METADATA = "growth_samples"
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +172,22 @@ class TokenLedger:
             return None
         self._sizes_valid()
         return real - (previous.total + self._tail(messages, index + 1, end))
+
+    def resume(self, history: Sequence[Message]) -> None:
+        """Take up what a recorded session had learned: the samples the latest reply carries
+        (`GROWTH_METADATA`, as the agent loop stores them), else relearned from the recorded usage
+        (`learn_from`: an imported session). The anchor is left as it was."""
+        for message in reversed(history):
+            if message.role != "assistant":
+                continue
+            samples = message.metadata.get(GROWTH_METADATA)
+            if isinstance(samples, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in samples):
+                with self._lock:
+                    self.growth = GrowthAllowance(samples, prior=self.growth.prior)
+                return
+            if usage_of(message) is not None:
+                break  # the latest reply with usage carries none: not recorded by Nova's loop
+        self.learn_from(history)
 
     def learn_from(self, history: Sequence[Message]) -> None:
         """Learn `growth` from a recorded history (a resumed session): every pair of consecutive

@@ -89,6 +89,8 @@ def build_agent(
     # TOK-3: one ledger (over one memoizing counter) for the loop, the compaction decision and the
     # compiler's manifest, so every surface shows the same figure.
     ledger = TokenLedger(MemoCounter(counter_for_model(settings.model)))
+    # A resumed session keeps what it learned of its per-call growth: relearned from the recorded usage.
+    ledger.resume(history)
     cache = CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=session_id)
 
     # The context compiler: the stable head with provenance, pinned task state, observations (CTX-1..6).

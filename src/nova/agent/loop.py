@@ -49,6 +49,7 @@ from nova.providers.pricing import cost_usd
 from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model
+from nova.tokens.ledger import GROWTH_METADATA
 
 __all__ = ["DENIED_PREFIX", "Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
 
@@ -75,6 +76,8 @@ class _TurnState:
     usage: Usage = field(default_factory=Usage)
     cost: float | None = 0.0
     overflow_retried: bool = False
+    sent: Sequence[Message] = ()
+    """The messages of the latest request answered: the ledger learns from its real usage against them."""
 
 
 class Agent:
@@ -201,8 +204,10 @@ class Agent:
                     stop_reason = "cancelled"
                     break
                 assistant = response.message.with_metadata(usage=response.usage.to_dict(), model=response.model)
+                self.ledger.record(assistant.id, response.usage, sent=state.sent)
+                # What the ledger has learned so far travels with the reply: a resume starts from it.
+                assistant = assistant.with_metadata(**{GROWTH_METADATA: list(self.ledger.growth.samples)})
                 self._append(assistant, usage=response.usage)
-                self.ledger.record(assistant.id, response.usage)
                 self.extensions.on_usage(assistant, response.usage)
                 final_text = assistant.text
                 if assistant.text:
@@ -342,6 +347,7 @@ class Agent:
             if self.session:
                 self.session.add_cost(response.usage, call_cost or 0.0)
             self.extensions.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
+            state.sent = request.messages
             return response
 
     def _well_formed(self, request: ModelRequest) -> ModelRequest:

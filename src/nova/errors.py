@@ -67,6 +67,7 @@ __all__ = [
     "SessionImportError",
     "SessionLocked",
     "SessionNotFound",
+    "SkillError",
     "StorageError",
     "SummaryError",
     "TaskStateConflict",
@@ -112,6 +113,10 @@ class UnsafeMemoryName(MemoryStoreError, ValueError):
 class MemoryNotFound(MemoryStoreError, KeyError):
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "memory not found"
+
+
+class SkillError(NovaError):
+    """A skill cannot be read, found or used as asked; the message names the file and what is wrong."""
 
 
 class StorageError(NovaError):

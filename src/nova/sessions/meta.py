@@ -89,6 +89,8 @@ class SessionMeta:
     """The session's running total over every model call, the 1-hour cache writes kept apart."""
     cost_usd: float = 0.0
     compacted_at: float | None = None
+    parent_id: str = ""
+    """The session that started this one as a sub-agent (its `task` call), or "" for a top-level session."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -168,7 +170,7 @@ def read_meta_or_damage(directory: Path) -> tuple[SessionMeta | None, str]:
 def _check_types(meta: SessionMeta) -> None:
     """A hand-edited or damaged meta.json with a field of the wrong kind would break whoever sums or
     prints it later; it counts as corrupt instead."""
-    for name in ("cwd", "git_root", "provider", "model"):
+    for name in ("cwd", "git_root", "provider", "model", "parent_id"):
         if not isinstance(getattr(meta, name), str):
             raise ValueError(f"'{name}' must be a string")
     for name in ("created_at", "updated_at", "cost_usd"):

@@ -94,6 +94,7 @@ class Session:
         model: str = "",
         session_id: str | None = None,
         store: SessionStore | None = None,
+        parent_id: str = "",
     ) -> Session:
         sid = validate_session_id(session_id) if session_id else new_session_id()
         directory = session_dir(home, sid)
@@ -108,6 +109,7 @@ class Session:
             model=model,
             created_at=now,
             updated_at=now,
+            parent_id=parent_id,
         )
         try:
             private_dir(home)
@@ -418,6 +420,7 @@ def session_record(m: SessionMeta) -> SessionRecord:
         created_at=m.created_at,
         updated_at=m.updated_at,
         compacted_at=m.compacted_at,
+        parent_id=m.parent_id,
         meta={
             "git_root": m.git_root,
             "message_count": m.message_count,

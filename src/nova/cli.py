@@ -37,6 +37,7 @@ class _NovaGroup(LazyGroup):
         "permissions": LazyCommand("nova.commands.permissions:app",
                                    "Check what the permission rules decide for a tool call: allow, ask or deny, "
                                    "and why."),
+        "skills": LazyCommand("nova.commands.skills:app", "Skills: list, show, test, retire and roll back versions."),
         "rules": LazyCommand("nova.commands.memory:rules_command",
                              "Show the resolved instruction chain: each file, who imported it, its tokens, and "
                              "what was skipped."),

@@ -85,13 +85,21 @@ def run_task(
     if not history:
         session.record_event("system_prompt", {"text": agent.system_prompt})
     started = time.monotonic()
-    if prompt.lstrip().startswith("/"):
+    from nova.skills.runtime import turn_input
+
+    try:
+        # `/skill NAME [request]` is a turn with the skill's body loaded; other slash commands are Nova's.
+        turn = turn_input(agent.extensions, prompt)
+    except NovaError:
+        session.close()
+        raise
+    if isinstance(turn, str) and prompt.lstrip().startswith("/"):
         try:
             return _slash_command(settings, options, prompt, agent, quiet=quiet)
         finally:
             session.close()
     try:
-        result = agent.run_turn(prompt)
+        result = agent.run_turn(turn)
     finally:
         agent.close()
         session.close()
@@ -150,7 +158,7 @@ def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: 
         answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
         if answer is None:
             raise NovaError(f"unknown command {command!r}: the commands are /compact [FOCUS], /context, "
-                            f"/memory, /remember TEXT and {', '.join(sorted(TASK_STATE_COMMANDS))}")
+                            f"/memory, /remember TEXT, /skill NAME [REQUEST] and {', '.join(sorted(TASK_STATE_COMMANDS))}")
         reply_text, ok = answer.text, answer.ok
     if not quiet:
         console.print(reply_text, markup=False)

@@ -133,3 +133,15 @@ class SkillRuntime(Extension):
 
     def on_turn_end(self, *, result: TurnResult) -> None:
         self.active.clear()
+
+
+def turn_input(extensions: Any, text: str) -> str | Message:
+    """What a typed line becomes: `/skill NAME [request]` the skill's request message, anything else the
+    text itself. `extensions` are the agent's (the skill catalog is found through them). `SkillError`
+    for an unknown skill, before the turn starts."""
+    if text.strip().split(" ", 1)[0] != "/skill":
+        return text
+    skills = extensions.get(SkillRuntime)
+    if skills is None:
+        raise SkillError("skills are not available in this session")
+    return skill_request(skills.catalog, text)

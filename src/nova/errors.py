@@ -9,6 +9,7 @@
     ├── MemoryStoreError            a memory cannot be read or written as asked
     │   ├── UnsafeMemoryName        a name that could escape the memory directory (also a ValueError)
     │   └── MemoryNotFound          no memory by that name (also a KeyError)
+    ├── SkillError                  a skill cannot be read, found or used as asked (names the SKILL.md)
     ├── StorageError                the session store or a session directory cannot be used
     │   ├── SchemaVersionError      a record or file was written by a newer Nova; nothing was changed
     │   ├── SessionImportError      a file to import is missing, unreadable or in no known format

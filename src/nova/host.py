@@ -625,6 +625,9 @@ class _QueuedWrites:
     def list_sessions(self) -> list[SessionRecord]:
         return self._store.list_sessions()
 
+    def list_children(self, parent_id: str) -> list[SessionRecord]:
+        return self._store.list_children(parent_id)
+
     def delete_session(self, session_id: str) -> None:
         with self._writes:
             self._store.delete_session(session_id)

@@ -110,7 +110,7 @@ def test_an_ecosystem_skill_loads_unchanged(project: Path, nova_home: Path) -> N
     ])
     agent = _agent(nova_home, project, provider)
     agent.run_turn("extract the text of doc.pdf")
-    first, second = provider.requests
+    second = provider.requests[1]
     result = second.messages[-1].tool_results()[0]
     # The body arrives as written (only $ARGUMENTS filled in), wrapped so the compiler can find it.
     assert ECOSYSTEM_BODY.strip("\n").replace("$ARGUMENTS", "doc.pdf") in result.content
@@ -264,3 +264,27 @@ def test_a_broken_skill_is_reported_not_fatal(project: Path, nova_home: Path) ->
     assert catalog.require("release-notes").version == "2.0.0"  # the project's wins over the user's
     assert any("broken" in p and "starts with `---`" in p for p in catalog.problems)
     assert catalog.shadowed
+
+
+def test_slash_skill_through_the_session_host_used_by_the_tui_and_server(project: Path, nova_home: Path) -> None:
+    import threading
+
+    from nova.errors import SkillError
+    from nova.host import SessionHub
+    from nova.providers.scripted import FunctionProvider
+
+    provider = FunctionProvider(lambda request: reply("ok"))
+    settings = load_settings(env={"NOVA_HOME": str(nova_home)}, overrides={"provider": "demo"})
+    hub = SessionHub(settings, options=AgentOptions(cwd=project, yes=True), make_provider=lambda: provider)
+    try:
+        session_id = hub.create("skills").id
+        with pytest.raises(SkillError, match="no skill named 'nope'"):
+            hub.start_turn(session_id, "/skill nope", lambda event: None)
+        done = threading.Event()
+        hub.start_turn(session_id, "/skill release-notes for 1.0", lambda event: done.set() if event is None else None)
+        assert done.wait(10)
+        sent = provider.requests[-1].messages
+        user = next(m for m in sent if m.role == "user" and m.origin is None)
+        assert user.text.startswith('<skill name="release-notes"') and user.text.endswith("for 1.0")
+    finally:
+        hub.close()

@@ -152,7 +152,7 @@ class TaskTool:
         state = _parent_state(parent)
         if task.mode == "fork":
             start = ChildStart(task=task, history=fork_history(parent.history, ctx.tool_use_id), tools=None,
-                               depth=self.depth + 1, state=state, cache_key=parent.cache.cache_key)
+                               depth=self.depth + 1, state=state, cache_key=parent.cache.cache_key or "")
             first = fork_message(task)
         else:
             names = [n for n in parent.tools.names() if n != self.name]
@@ -191,9 +191,10 @@ def _parse(input: Mapping[str, Any]) -> SubTask | str:
     prompt = input.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return "`prompt` must say what the sub-agent is to do"
-    mode = input.get("mode") or "isolated"
-    if mode not in ("isolated", "fork"):
-        return f"`mode` must be 'isolated' or 'fork', not {mode!r}"
+    raw_mode = input.get("mode") or "isolated"
+    if raw_mode not in ("isolated", "fork"):
+        return f"`mode` must be 'isolated' or 'fork', not {raw_mode!r}"
+    mode: Mode = "fork" if raw_mode == "fork" else "isolated"
     tools = input.get("tools")
     if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, str) for t in tools)):
         return "`tools` must be a list of tool names"

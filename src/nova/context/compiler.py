@@ -564,13 +564,13 @@ class ContextCompiler:
         used_ids: set[str] = set()
         for message in loaded:
             tokens = self._measure(message)[0]
-            names = skills_in(message)
-            segment_id = f"skill:{names[0][0]}"
+            loaded_skills = skills_in(message)
+            segment_id = f"skill:{loaded_skills[0][0]}"
             while segment_id in used_ids:
                 segment_id += "+"
             used_ids.add(segment_id)
             segments.append(Segment(
-                id=segment_id, cls="on-demand", source=_skills_source(names, message.id),
+                id=segment_id, cls="on-demand", source=_skills_source(loaded_skills, message.id),
                 version=self._measure(message)[1][:12], tokens=tokens, estimated=tokens,
                 reason="skill body loaded on demand for the current request (the skill tool or /skill)",
                 visibility="messages", message_ids=(message.id,)))

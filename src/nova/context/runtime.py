@@ -114,11 +114,11 @@ def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra
                                text=text, reason=f"{loaded.kind} instruction file, loaded every turn (INS-3)"))
         policy.append(PolicySource(level="project", id=piece_id, text=loaded.text.strip()))
     catalog = skills if skills is not None else load_catalog(cwd=cwd, home=settings.home)
-    index = catalog.index_text()
-    if index:
+    skill_index = catalog.index_text()
+    if skill_index:
         # SKL-1: names and one line each, in the stable head (cached); the bodies load on demand.
         head.append(SourceText(id="skills.index", cls="index", source=f"skills: {catalog.index_version()}",
-                               version=_digest(index), text=index,
+                               version=_digest(skill_index), text=skill_index,
                                reason=f"skill index ({len(catalog)} skills; each body loads on demand)"))
     if extra_system:
         head.append(SourceText(id="system.extra", cls="always-on", source="caller: extra_system",

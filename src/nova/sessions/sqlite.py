@@ -262,8 +262,9 @@ class SQLiteSessionStore:
 
     @_serialized
     def list_children(self, parent_id: str) -> list[SessionRecord]:
-        rows = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id = ? ORDER BY created_at, id",
-                           (parent_id,)).fetchall()
+        # `!= ''` lets SQLite use the partial index (it cannot know the parameter is not empty).
+        rows = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id = ? AND parent_id != ''"
+                           " ORDER BY created_at, id", (parent_id,)).fetchall()
         return [_session_from_row(r) for r in rows]
 
     @_serialized

@@ -190,3 +190,40 @@ def test_fork_history_stops_before_the_delegating_message() -> None:
     first = Message.user("hi")
     delegating = Message(role="assistant", parts=(call("task", id="toolu_x", prompt="p"),))
     assert fork_history([first, delegating], "toolu_x") == (first,)
+
+
+def test_parallel_sub_agents_ask_the_person_one_at_a_time(tmp_path: Path, nova_home: Path) -> None:
+    work = _project(tmp_path)
+    asking = 0
+    most = 0
+    asked: list[str] = []
+    lock = threading.Lock()
+
+    def ask(request) -> bool:  # type: ignore[no-untyped-def]
+        nonlocal asking, most
+        with lock:
+            asking += 1
+            most = max(most, asking)
+        time.sleep(0.2)
+        with lock:
+            asking -= 1
+            asked.append(request.summary)
+        return True
+
+    def answer(request: ModelRequest) -> reply:
+        first = request.messages[0].text if request.messages else ""
+        last = request.messages[-1]
+        if "Sub-task:" in first:
+            if last.tool_results():
+                return reply("wrote it")
+            name = first.split("Sub-task: ")[1].split("\n")[0]
+            return reply("writing", [call("write_file", path=f"{name}.txt", content=name)])
+        if last.tool_results():
+            return reply("both written")
+        return reply("splitting", [call("task", prompt="alpha"), call("task", prompt="beta")])
+
+    agent = build_agent(_settings(nova_home), FunctionProvider(answer),
+                        AgentOptions(cwd=work, interactive=True, ask=ask))
+    assert agent.run_turn("write two files").text == "both written"
+    assert len(asked) == 2 and most == 1
+    assert (work / "alpha.txt").read_text() == "alpha" and (work / "beta.txt").read_text() == "beta"

@@ -5,8 +5,9 @@ The CLI, the server and the TUI all build their agent here so they behave the sa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +118,12 @@ def build_agent(
     if child is not None and child.task.skill:
         active.activate(sources.skills.require(child.task.skill))
 
+    # Sub-agents running side by side ask the person one at a time (one approval prompt on screen).
+    ask_lock = threading.Lock()
+    child_options = options if options.ask is None else replace(options, ask=_one_at_a_time(options.ask, ask_lock))
+
     def start_child(start: ChildStart) -> ChildAgent:
-        return _start_child(settings, provider, options, start, parent=session, extra_system=extra_system)
+        return _start_child(settings, provider, child_options, start, parent=session, extra_system=extra_system)
 
     task = TaskTool(factory=start_child, depth=child.depth if child is not None else 0,
                     skill_body=lambda name: body_of(sources.skills.skills[name]) if name in sources.skills.skills else "")
@@ -176,6 +181,14 @@ def build_agent(
     )
     task.bind(agent)
     return agent
+
+
+def _one_at_a_time(ask: Callable[[PermissionRequest], bool], lock: threading.Lock) -> Callable[[PermissionRequest], bool]:
+    def serialized(request: PermissionRequest) -> bool:
+        with lock:
+            return ask(request)
+
+    return serialized
 
 
 def _start_child(settings: Settings, provider: Provider, options: AgentOptions, start: ChildStart, *,

@@ -205,8 +205,12 @@ def test_slash_skill_loads_the_body_into_the_request_and_activates_it(project: P
     assert user.parts[1].text == "for version 1.0"  # type: ignore[union-attr]
     refused = provider.requests[1].messages[-1].tool_results()[0]
     assert refused.is_error and "may write only out/**" in refused.content
+    from nova.sessions.session import list_sessions
+
+    kept = len(list_sessions(nova_home)[0])
     with pytest.raises(Exception, match="no skill named 'nope'"):
         run_task(settings, ScriptedProvider([]), AgentOptions(cwd=project, yes=True), "/skill nope", quiet=True)
+    assert len(list_sessions(nova_home)[0]) == kept  # nothing was asked: no session is left behind
 
 
 def test_unknown_skill_is_an_error_result(project: Path, nova_home: Path) -> None:

@@ -115,8 +115,11 @@ def build_agent(
     protected = protected_paths(settings, options.cwd, sources)
     # Skills in use limit what the agent may do (SKL-2); a sub-agent given a skill starts with it in use.
     active = ActiveSkills(options.cwd)
-    if child is not None and child.task.skill:
-        active.activate(sources.skills.require(child.task.skill))
+    if child is not None:
+        for inherited in child.limits:
+            active.activate(inherited)
+        if child.task.skill:
+            active.activate(sources.skills.require(child.task.skill))
 
     # Sub-agents running side by side ask the person one at a time (one approval prompt on screen).
     ask_lock = threading.Lock()
@@ -126,7 +129,8 @@ def build_agent(
         return _start_child(settings, provider, child_options, start, parent=session, extra_system=extra_system)
 
     task = TaskTool(factory=start_child, depth=child.depth if child is not None else 0,
-                    skill_body=lambda name: body_of(sources.skills.skills[name]) if name in sources.skills.skills else "")
+                    skill_body=lambda name: body_of(sources.skills.skills[name]) if name in sources.skills.skills else "",
+                    in_use=active.skills)
     tools = agent_tools(settings, options.cwd, runtime=compiler, protected=protected, active=active, task=task)
     if child is not None and child.tools is not None:
         tools = ToolRegistry([t for t in tools if t.name in child.tools])

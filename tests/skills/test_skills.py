@@ -292,3 +292,23 @@ def test_slash_skill_through_the_session_host_used_by_the_tui_and_server(project
         assert user.text.startswith('<skill name="release-notes"') and user.text.endswith("for 1.0")
     finally:
         hub.close()
+
+
+def test_a_skill_cannot_delegate_its_way_out_of_its_limits(project: Path, nova_home: Path) -> None:
+    _write(project / ".nova" / "skills" / "offline" / "SKILL.md",
+           "---\nname: offline\ndescription: Work without the network.\ntools: [task, bash]\n"
+           "permissions: {network: false}\n---\nDelegate; never download.\n")
+    provider = ScriptedProvider([
+        reply("loading", [_load("offline")]),
+        reply("delegating", [call("task", prompt="fetch the page")]),
+        reply("child tries", [call("bash", command="wget https://example.org")]),   # the sub-agent
+        reply("could not fetch"),                                                   # its report
+        reply("then grep", [call("grep", pattern="x")]),  # still in use in the parent: grep is not declared
+        reply("done"),
+    ])
+    _agent(nova_home, project, provider).run_turn("get the page")
+    child_result = provider.requests[3].messages[-1].tool_results()[0]
+    assert child_result.is_error and "the active skill offline@" in child_result.content
+    assert "declares no network" in child_result.content
+    parent_grep = provider.requests[5].messages[-1].tool_results()[0]
+    assert parent_grep.is_error and "may use only bash, task" in parent_grep.content

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nova.agent.tools.base import ToolContext, ToolOutput
 from nova.core import Usage
 from nova.messages import Message, TextPart
+from nova.skills.manifest import Skill
 
 if TYPE_CHECKING:
     from nova.agent.loop import Agent
@@ -60,6 +61,9 @@ class ChildStart:
     """The parent's task state, copied into the child's."""
     cache_key: str
     """Fork: the parent's prompt-cache key, so the provider routes both to the same cache."""
+    limits: tuple[Skill, ...] = ()
+    """The skills in use by the parent: their limits hold in the child too (a skill cannot delegate its
+    way out of what it declared)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,10 +133,12 @@ class TaskTool:
     read_only = True
     concurrent = True
 
-    def __init__(self, *, factory: ChildFactory, depth: int, skill_body: Callable[[str], str] | None = None) -> None:
+    def __init__(self, *, factory: ChildFactory, depth: int, skill_body: Callable[[str], str] | None = None,
+                 in_use: Callable[[], tuple[Skill, ...]] = tuple) -> None:
         self.factory = factory
         self.depth = depth
         self.skill_body = skill_body
+        self.in_use = in_use
         self._parent: Agent | None = None
 
     def bind(self, parent: Agent) -> None:
@@ -152,7 +158,8 @@ class TaskTool:
         state = _parent_state(parent)
         if task.mode == "fork":
             start = ChildStart(task=task, history=fork_history(parent.history, ctx.tool_use_id), tools=None,
-                               depth=self.depth + 1, state=state, cache_key=parent.cache.cache_key or "")
+                               depth=self.depth + 1, state=state, cache_key=parent.cache.cache_key or "",
+                               limits=self.in_use())
             first = fork_message(task)
         else:
             names = [n for n in parent.tools.names() if n != self.name]
@@ -170,7 +177,7 @@ class TaskTool:
                 if not body:
                     return ToolOutput(content=f"Error: no skill named {task.skill!r}.", is_error=True)
             start = ChildStart(task=task, history=(), tools=frozenset(names), depth=self.depth + 1, state=state,
-                               cache_key="")
+                               cache_key="", limits=self.in_use())
             goal = str((state or {}).get("goal") or "")
             first = isolated_message(task, tools=names, goal=goal, skill_body=body)
         child = self.factory(start)

@@ -221,7 +221,7 @@ def skills_in(message: Message) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for part in message.parts:
         text = part.content if isinstance(part, ToolResultPart) else part.text if isinstance(part, TextPart) else ""
-        if text.lstrip().startswith("<skill "):
+        if text:  # a match at the start only: no copy of a long tool result is made
             found.extend(skill_blocks(text))
     return found
 

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 __all__ = ["SKILL_BLOCK", "skill_blocks", "wrap_body"]
 
-SKILL_BLOCK = re.compile(r'<skill name="(?P<name>[^"]*)" version="(?P<version>[^"]*)"[^>]*>')
+SKILL_BLOCK = re.compile(r'\s*<skill name="(?P<name>[^"]*)" version="(?P<version>[^"]*)"[^>]*>')
+"""Matched at the start of a text (leading blank space allowed), never searched for inside it."""
 
 
 def wrap_body(*, name: str, version: str, folder: str, body: str) -> str:
@@ -26,6 +27,6 @@ def wrap_body(*, name: str, version: str, folder: str, body: str) -> str:
 def skill_blocks(text: str) -> Iterator[tuple[str, str]]:
     """(name, version) of each skill block that opens a text: only a block at the start counts, so a
     file that merely mentions the tag is not taken for a loaded skill."""
-    match = SKILL_BLOCK.match(text.lstrip())
+    match = SKILL_BLOCK.match(text)
     if match is not None:
         yield match.group("name"), match.group("version")

@@ -55,6 +55,10 @@ class ActiveSkills:
         with self._lock:
             return sorted(self._active)
 
+    def skills(self) -> tuple[Skill, ...]:
+        with self._lock:
+            return tuple(self._active[name] for name in sorted(self._active))
+
     def refusal(self, tool: str, input: Mapping[str, Any], cwd: Path) -> str | None:
         """The permission policy's `limit` hook."""
         with self._lock:

@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -34,6 +35,22 @@ def _request_bytes(request: ModelRequest) -> tuple[str, str, list[str]]:
     """What a provider hashes for its prompt cache: system, tools, each message (in Nova's one serializer)."""
     tools = json.dumps([[t.name, t.description, dict(t.input_schema)] for t in request.tools], sort_keys=True)
     return request.system, tools, [json.dumps(to_dict(m), sort_keys=True) for m in request.messages]
+
+
+def _wire(request: ModelRequest) -> dict[str, Any]:
+    from nova.providers.formats.anthropic import request_to_anthropic
+
+    def bare(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: bare(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [bare(v) for v in value]
+        return value
+
+    body = bare(request_to_anthropic(request))
+    assert isinstance(body, dict)
+    return {"system": json.dumps(body.get("system"), sort_keys=True), "tools": json.dumps(body.get("tools"), sort_keys=True),
+            "messages": [json.dumps(m, sort_keys=True) for m in body["messages"]]}
 
 
 def test_fork_shares_the_parents_prefix_byte_for_byte(tmp_path: Path, nova_home: Path) -> None:
@@ -64,6 +81,11 @@ def test_fork_shares_the_parents_prefix_byte_for_byte(tmp_path: Path, nova_home:
     assert [m.get("origin") for m in rest] == ["task"]
     assert "check notes.txt for the answer" in rest[0]["parts"][0]["text"]
     assert child_first.cache.cache_key == parent_call.cache.cache_key
+    # The same on the wire (Anthropic's request body), once the cache markers are set aside: they say
+    # where each request's cached part ends, which is not content.
+    parent_wire, child_wire = _wire(parent_call), _wire(child_first)
+    assert child_wire["system"] == parent_wire["system"] and child_wire["tools"] == parent_wire["tools"]
+    assert child_wire["messages"][: len(parent_wire["messages"])] == parent_wire["messages"]
     # Only the report comes back to the parent.
     tool_result = provider.requests[3].messages[-1].tool_results()[0]
     assert "The answer in notes.txt is 42." in tool_result.content

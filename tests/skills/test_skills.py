@@ -312,3 +312,17 @@ def test_a_skill_cannot_delegate_its_way_out_of_its_limits(project: Path, nova_h
     assert "declares no network" in child_result.content
     parent_grep = provider.requests[5].messages[-1].tool_results()[0]
     assert parent_grep.is_error and "may use only bash, task" in parent_grep.content
+
+
+def test_a_skill_body_is_not_taken_for_the_users_rules(project: Path, nova_home: Path) -> None:
+    """`/skill` puts the body in the request; its "Never push." is the author's, not a rule to confirm."""
+    provider = ScriptedProvider([reply("ok"), reply("ok")])
+    agent = _agent(nova_home, project, provider)
+    runtime = agent.extensions.get(ContextRuntime)
+    assert runtime is not None
+    from nova.skills.runtime import skill_request
+
+    agent.run_turn(skill_request(runtime.sources.skills, "/skill release-notes write them"))
+    assert runtime.state.load().pending == ()
+    agent.run_turn("never force-push to main")
+    assert [c.text for c in runtime.state.load().pending] == ["never force-push to main"]

@@ -46,7 +46,7 @@ from nova.context.policy import PolicyResolution, PolicySource, resolve
 from nova.core import ToolSpec
 from nova.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
 from nova.messages import Message, MessageOrigin, TextPart, ToolResultPart, to_dict
-from nova.skills.block import skill_blocks
+from nova.skills.block import skill_blocks, users_words
 from nova.tokens import TokenCounter, TokenLedger, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 from nova.tokens.memo import message_sizer
@@ -397,7 +397,8 @@ class ContextCompiler:
         # CTX-3 for the request and the recalled memories.
         memory_positions = list(self._memory_at)
         memory_positions += [req + i for i, m in enumerate(current) if _kind_of(m) == "memory"]
-        request_sources = [PolicySource(level="request", id=f"message:{history[req].id}", text=history[req].text)] \
+        request_sources = [PolicySource(level="request", id=f"message:{history[req].id}",
+                                        text=users_words(history[req]))] \
             if req < len(history) else []
         memory_sources = [PolicySource(level="memory", id=f"memory:{name}", text=body)
                           for i in memory_positions for name, body in _memory_entries(history[i])]

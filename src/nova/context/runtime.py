@@ -49,6 +49,7 @@ from nova.core import ToolSpec
 from nova.extensions import CompiledView, CompileRequest, Extension
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
 from nova.messages import Message
+from nova.skills.block import users_words
 from nova.skills.catalog import SkillCatalog, load_catalog
 from nova.tokens import TokenLedger
 
@@ -299,7 +300,7 @@ class ContextRuntime(Extension):
         self._seen_request = message.id
 
         def notice(current: TaskState) -> TaskState:
-            proposed = propose_from_message(current, message.text, message_id=message.id)
+            proposed = propose_from_message(current, users_words(message), message_id=message.id)
             return proposed if proposed.pending != current.pending else current
 
         return self.state.update(notice)

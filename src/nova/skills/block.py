@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-__all__ = ["SKILL_BLOCK", "skill_blocks", "wrap_body"]
+from nova.messages import Message, TextPart
+
+__all__ = ["SKILL_BLOCK", "skill_blocks", "users_words", "wrap_body"]
 
 SKILL_BLOCK = re.compile(r'\s*<skill name="(?P<name>[^"]*)" version="(?P<version>[^"]*)"[^>]*>')
 """Matched at the start of a text (leading blank space allowed), never searched for inside it."""
@@ -30,3 +32,12 @@ def skill_blocks(text: str) -> Iterator[tuple[str, str]]:
     match = SKILL_BLOCK.match(text)
     if match is not None:
         yield match.group("name"), match.group("version")
+
+
+def users_words(message: Message) -> str:
+    """A request's text without the skill body `/skill` put before it: the body is the skill author's
+    instructions, not rules the person gave (they are never proposed as constraints, never weighed as
+    the request against higher-ranked policy)."""
+    if not any(isinstance(p, TextPart) and SKILL_BLOCK.match(p.text) for p in message.parts):
+        return message.text
+    return "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart) and not SKILL_BLOCK.match(p.text))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from nova import events as ev
+from nova.agent.approval import Answer, Approver
 from nova.agent.loop import Agent, SessionSink
 from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
 from nova.agent.read_policy import read_concern
@@ -37,6 +38,7 @@ from nova.context.summarize import summarizer_for
 from nova.core import CacheHints
 from nova.errors import NovaError
 from nova.extensions import Extension
+from nova.mcp.setup import catalog_for
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import parse_instructions_config
 from nova.memory.paths import project_root
@@ -67,7 +69,8 @@ class AgentOptions:
     interactive: bool = False
     allowed_tools: frozenset[str] = frozenset()
     yes: bool = False
-    ask: Callable[[PermissionRequest], bool] | None = None
+    ask: Approver | None = None
+    """Who answers a call the rules send to the user (nova.agent.approval); used when `interactive`."""
     max_steps: int = 50
 
 
@@ -134,6 +137,13 @@ def build_agent(
     tools = agent_tools(settings, options.cwd, runtime=compiler, protected=protected, active=active, task=task)
     if child is not None and child.tools is not None:
         tools = ToolRegistry([t for t in tools if t.name in child.tools])
+    # MCP servers' tools after the built-in ones; the catalog closes its servers with the agent. An
+    # isolated sub-agent whose tool list names no MCP tool starts no servers.
+    wants_mcp = child is None or child.tools is None or any(n.startswith("mcp") for n in child.tools)
+    mcp = catalog_for(settings, options.cwd, window=budget.window, counter=ledger.counter,
+                      report=session.record_event if session is not None else None) if wants_mcp else None
+    if mcp is not None:
+        mcp.attach(tools)
     policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
                           session_dir=session_dir, protected=protected, limit=active.refusal)
     system = sources.system
@@ -164,6 +174,8 @@ def build_agent(
                               config=memory_config)
     if memory is not None and child is None:  # a sub-agent's work is reported to its parent, not remembered
         extensions.append(memory)
+    if mcp is not None:
+        extensions.append(mcp)
     agent = Agent(
         provider=provider,
         model=settings.model,
@@ -187,8 +199,8 @@ def build_agent(
     return agent
 
 
-def _one_at_a_time(ask: Callable[[PermissionRequest], bool], lock: threading.Lock) -> Callable[[PermissionRequest], bool]:
-    def serialized(request: PermissionRequest) -> bool:
+def _one_at_a_time(ask: Approver, lock: threading.Lock) -> Approver:
+    def serialized(request: PermissionRequest, /) -> Answer | bool:
         with lock:
             return ask(request)
 

@@ -26,6 +26,7 @@ from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.consolidate import Consolidator
 from nova.memory.governance import Proposal, remember
 from nova.memory.instructions import instruction_search_places, load_rules, parse_instructions_config
+from nova.memory.provenance import reinstate, revoke
 from nova.memory.secrets import describe_findings, find_secrets
 from nova.memory.store import MemoryStore, atomic_write_text, memory_from_text, memory_to_text, parse_time
 from nova.settings import Settings, load_settings
@@ -170,11 +171,18 @@ def forget_command(
     name: str,
     purge: Annotated[bool, typer.Option("--purge", help="Delete the file instead of revoking it.")] = False,
 ) -> None:
-    """Revoke a memory: it is never recalled again and the model cannot re-create it."""
+    """Revoke a memory: it is never recalled again, the model cannot re-create it, and summaries or
+    task state that quoted it are rebuilt without its text in their next view."""
     with user_errors():
         store = _context().store
-        memory = store.delete(name) if purge else store.set_status(name, "revoked")
-    console.print(f"{'deleted' if purge else 'revoked'} {memory.name!r}", markup=False)
+        report = revoke(store, name)
+        if purge:
+            store.delete(name)
+    for line in report.describe():
+        console.print(line, markup=False, soft_wrap=True)
+    if purge:
+        console.print(f"deleted the file of {report.name!r} (its text stays in Nova's revocation record, so "
+                      "it is still redacted from views)", markup=False, soft_wrap=True)
 
 
 @app.command("approve", cls=NovaCommand)
@@ -205,6 +213,7 @@ def approve_command(
                 raise typer.Exit(2)
         for name in chosen:
             memory = store.set_status(name, "active")
+            reinstate(store, memory.name)
             console.print(f"approved {memory.name!r}", markup=False)
 
 

@@ -274,6 +274,7 @@ class MemoryExtractor:
         self._cursor[session_id] = window[-1].id
         message_ids = tuple(m.id for m in window if m.role == "user")[-5:]
         evidence = untrusted_evidence(window)
+        tool_calls = tuple(p.tool_use_id for m in window for p in m.tool_results())[-10:]
         outcomes = []
         for block in parse_memory_blocks(text):
             external = is_external(block, window)
@@ -281,7 +282,7 @@ class MemoryExtractor:
                 name=block.name, description=block.description, type=block.type, body=block.body,
                 author="model", origin="tool" if external else "assistant", session=session_id,
                 messages=message_ids, reason=block.reason, expires=block.expires, external=external,
-                evidence=evidence,
+                evidence=evidence, tool_calls=tool_calls,
             )
             outcome = remember(self.store, proposal, config=self.config)
             if outcome.refused:

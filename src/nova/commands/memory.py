@@ -38,11 +38,12 @@ from nova.memory.store import (
     memory_to_text,
     parse_time,
 )
+from nova.memory.trash import Trash
 from nova.settings import Settings, load_settings
 
 __all__ = ["app", "rules_command"]
 
-app = typer.Typer(help="Long-term memory: list, inspect, add, edit, approve, forget, consolidate.",
+app = typer.Typer(help="Long-term memory: list, inspect, add, edit, approve, forget, promote, consolidate, undo.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
                   rich_markup_mode=HELP_MARKUP)
 console = Console(highlight=False)
@@ -293,7 +294,8 @@ def consolidate_command(
         report = Consolidator.for_home(store=ctx.store, home=ctx.settings.home, config=ctx.config).run()
     if as_json:
         typer.echo(json.dumps({"ran": report.ran, "reason": report.reason, "merged": report.merged,
-                               "deleted": report.deleted, "held": report.held}, ensure_ascii=False))
+                               "deleted": report.deleted, "held": report.held, "skipped": report.skipped},
+                              ensure_ascii=False))
     else:
         console.print(f"{report.reason}: {len(report.merged)} merged, {len(report.deleted)} deleted, "
                       f"{len(report.held)} left for review", markup=False)
@@ -301,6 +303,28 @@ def consolidate_command(
             console.print(f"  {line}", markup=False, soft_wrap=True)
     if not report.ran:
         raise typer.Exit(1)
+
+
+@app.command("undo", cls=NovaCommand)
+def undo_command(
+    operation: Annotated[str, typer.Argument(help="The id `nova memory consolidate` printed; default: the "
+                                                  "latest.")] = "",
+    list_only: Annotated[bool, typer.Option("--list", help="List what can be undone (30 days).")] = False,
+) -> None:
+    """Undo a consolidation merge or deletion (kept 30 days). Files changed since are never overwritten."""
+    with user_errors():
+        ctx = _context()
+        trash = Trash(ctx.store.home_dir)
+        if list_only:
+            ops = trash.operations()
+            if not ops:
+                console.print("nothing to undo: the consolidation trash is empty", markup=False)
+            for op in ops:
+                console.print(op.describe(), markup=False, soft_wrap=True)
+            return
+        report = trash.undo(ctx.store, operation or None)
+    for line in report.describe():
+        console.print(line, markup=False, soft_wrap=True)
 
 
 def governance_fields(memory: Memory, ladder: Ladder) -> dict[str, object]:

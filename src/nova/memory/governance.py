@@ -52,6 +52,7 @@ __all__ = [
     "claims_task_state",
     "find_secrets",
     "is_rule_like",
+    "is_sensitive",
     "merge",
     "redact",
     "remember",
@@ -90,6 +91,18 @@ _TASK_STATE_CLAIM = re.compile(
     r"(?i)\b(?:user|owner|maintainers?|team|lead|admin|i|we|you)\b[^.\n]{0,30}?\b(?:has |have |had )?"
     r"(?:approved|pre-?approved|authori[sz]ed|signed off|granted|okayed|ok'd|allowed)\b"
 )
+
+
+# Mentions of credentials and where they live: not a secret itself (those are refused outright), but a
+# memory about moving or showing them is high-risk, so a person approves it (MEM-7 sensitivity).
+_SENSITIVE = re.compile(
+    r"(?i)(?:\.env\b|\.ssh\b|id_rsa|id_ed25519|\.netrc|\.npmrc|\.pypirc|credentials?|api[ _-]?keys?|"
+    r"access[ _-]?tokens?|secrets?\b|passwords?|private[ _-]?keys?|kubeconfig)"
+)
+
+
+def is_sensitive(text: str) -> bool:
+    return _SENSITIVE.search(text) is not None
 
 
 def touches_safety_policy(text: str) -> bool:
@@ -175,10 +188,12 @@ def review(proposal: Proposal, *, config: MemoryConfig) -> Decision:
         # Tagged external too: drawn from outside text, it is never shown even where candidates are.
         return Decision(allowed=True, status="candidate", external=True, rule_like=rule_like,
                         notes=(f"drawn from {sources}: needs your review whatever model_status says",))
-    if rule_like or scope_of(proposal.type) == "project":
-        # High-risk (it reads as a standing order) or shared (it lives in the repository): a person
-        # approves it whatever model_status says.
-        why = "reads as a standing order" if rule_like else "a project memory, shared with everyone in the repository"
+    sensitive = is_sensitive(text)
+    if rule_like or sensitive or scope_of(proposal.type) == "project":
+        # High-risk (a standing order, or about credentials) or shared (it lives in the repository): a
+        # person approves it whatever model_status says.
+        why = ("reads as a standing order" if rule_like else "mentions credentials" if sensitive
+               else "a project memory, shared with everyone in the repository")
         return Decision(allowed=True, status="candidate", external=external, rule_like=rule_like,
                         notes=(f"model-authored and {why}: needs your approval",))
     status: Status = config.model_status

@@ -331,6 +331,9 @@ class ProvenanceGuard(Extension):
     _seen: set[str] = field(default_factory=set)
     _recalled: dict[str, list[str]] = field(default_factory=dict)
     _scrubber: tuple[tuple[int, int], Scrubber] | None = None
+    _clean: tuple[int, Message | None, Message | None] = (0, None, None)
+    """(length, first, last) of the history last seen: that prefix is recorded and scrubbed already."""
+    _clean_stamp: tuple[int, int] = (0, 0)
 
     @classmethod
     def for_home_memory_dir(cls, home_memory_dir: Path, *, session_id: str) -> ProvenanceGuard:
@@ -339,12 +342,32 @@ class ProvenanceGuard(Extension):
 
     def prepare_view(self, *, request: ViewRequest) -> Sequence[Message]:
         history = request.history
-        self.record(history)
+        start = self._known_prefix(history)
+        self.record(history, start=start)
         scrubber = self.scrubber()
+        stamp = self.registry.stamp()
         if scrubber is None:
+            self._mark(history, stamp)
             return history
-        out = [scrubber.message(m) for m in history]
-        return out if any(a is not b for a, b in zip(out, history, strict=True)) else history
+        # Only what is new since the last call is looked at (the loop appends; a compaction or a new
+        # revocation starts over), so a long session pays per message once, not per call.
+        if self._clean_stamp != stamp:
+            start = 0
+        tail = [scrubber.message(m) for m in history[start:]]
+        if any(a is not b for a, b in zip(tail, history[start:], strict=True)):
+            history = [*history[:start], *tail]
+        self._mark(history, stamp)
+        return history
+
+    def _known_prefix(self, history: Sequence[Message]) -> int:
+        length, first, last = self._clean
+        if length and len(history) >= length and history[0] is first and history[length - 1] is last:
+            return length
+        return 0
+
+    def _mark(self, history: Sequence[Message], stamp: tuple[int, int]) -> None:
+        self._clean = (len(history), history[0], history[-1]) if history else (0, None, None)
+        self._clean_stamp = stamp
 
     def scrubber(self) -> Scrubber | None:
         revoked = self.registry.entries()
@@ -360,9 +383,9 @@ class ProvenanceGuard(Extension):
         scrubber = self.scrubber()
         return text if scrubber is None or not text else scrubber.text(text)[0]
 
-    def record(self, history: Sequence[Message]) -> None:
+    def record(self, history: Sequence[Message], *, start: int = 0) -> None:
         """Log each recall block and each summary covering one, once per message."""
-        for message in history:
+        for message in history[start:]:
             if message.id in self._seen:
                 continue
             self._seen.add(message.id)

@@ -174,6 +174,9 @@ def test_slash_commands(store: MemoryStore) -> None:
     assert refused.text.startswith("Not saved: the ") and "refused" not in refused.text
     revoked = handle_memory_slash(f"/memory forget {memory.name}", store=store)
     assert revoked is not None and revoked.ok and store.get(memory.name).status == "revoked"
+    assert "never recalled again" in revoked.text  # revoked through provenance, as the CLI does
+    from nova.memory.provenance import RevocationRegistry
+    assert RevocationRegistry.for_memory_dir(store.home_dir).get(memory.name) is not None
     unknown = handle_memory_slash("/memory show nothing-here", store=store)
     assert unknown is not None and not unknown.ok
 

@@ -50,7 +50,7 @@ class PromotionRefused(NovaError):
 
     def __init__(self, name: str, target: str, missing: list[str]) -> None:
         self.missing = missing
-        super().__init__(f"cannot promote {name!r} to {target}: " + "; ".join(missing))
+        super().__init__(f"cannot promote {name!r} to {target}; missing: " + "; ".join(missing))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

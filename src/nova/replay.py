@@ -32,7 +32,8 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,11 +41,12 @@ from nova.context.budget import ContextBudget
 from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
 from nova.context.controller import ContextController
 from nova.context.economy import CachePrices
+from nova.context.shown_paths import showing
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
 from nova.core import ToolSpec, Usage, usage_of
 from nova.extensions import ViewRequest
 from nova.invariants import check_thinking_integrity, check_tool_pairing
-from nova.messages import Message, ToolResultPart, ToolUsePart, to_dict
+from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
 from nova.providers.pricing import ModelInfo, model_info
 from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
@@ -58,6 +60,8 @@ Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncache
 # The context policies a replay compares (benchmarks iterate these); the two cost baselines come on top.
 POLICIES: tuple[Policy, ...] = ("naive", "truncate", "observation-mask", "nova")
 ALL_POLICIES: tuple[Policy, ...] = ("naive-uncached", "naive-cached", *POLICIES)
+# How the replay's temporary session directory is named in the view.
+REPLAY_SESSION_NAME = "replay-session"
 # SWE-agent's default `last_n_observations`.
 OBSERVATION_WINDOW = 5
 
@@ -67,6 +71,9 @@ class ReplayCall:
     input_tokens: int
     event: str
     cache: Usage = field(default_factory=Usage)
+    floor: int = 0
+    """On a compaction: the continuity floor its summary reports (fixed prompt, the user's words, the
+    modified files and last failure, the kept tail cut to the least): the view cannot be smaller."""
 
 
 @dataclass(kw_only=True)
@@ -86,6 +93,9 @@ class ReplayReport:
     """Calls whose view is larger than the window: a provider would reject them."""
     repaired: str = ""
     """What the resume repair changed in the recording before the replay (empty: nothing)."""
+    placeholder_tokens: int = 0
+    """Size of the stand-in for the part of the fixed prompt the recording lacks (`fixed_prompt_placeholder`);
+    0: none."""
     per_call: list[ReplayCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     final_view: list[Message] = field(default_factory=list)
@@ -140,6 +150,8 @@ class ReplayReport:
         }
         if self.repaired:
             data["repaired"] = self.repaired
+        if self.placeholder_tokens:
+            data["placeholder_tokens"] = self.placeholder_tokens
         if not self.cost_model:
             return data
         for entry, call in zip(data["per_call"], self.per_call, strict=True):
@@ -160,24 +172,34 @@ class ReplayReport:
         }
 
 
-PLACEHOLDER_HEAD = ("[placeholder: the recorded agent's system prompt and tool definitions are not in the "
-                    "recording; this text stands in for their size, {tokens} tokens, measured from the first "
-                    "response's real usage]\n")
+PLACEHOLDER_HEAD = ("[placeholder: part of the recorded agent's fixed prompt (system prompt, tool definitions) is "
+                    "not in the recording; this text stands in for its size, {tokens} tokens, measured from the "
+                    "first response's real usage]\n")
 _FILLER = "fixed "
+# Below this share of the first request, a gap between the real figure and the counted one is the token
+# counter's own error (up to ~20 % on the shared trajectories), not a missing part of the prompt (46-99 %
+# on recordings that lack their tool definitions or system prompt).
+MISSING_SHARE = 1 / 3
 
 
-def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter) -> str:
-    """A system text as large as the fixed prompt the recording lacks, or "" when it cannot be known.
+def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter, *, system: str = "") -> str:
+    """A system text as large as the part of the fixed prompt the recording lacks, or "" when nothing
+    is missing or it cannot be known.
 
-    Recordings of Claude Code, OpenCode or Cline hold the conversation but not the system prompt and tool
-    definitions (often 14-26k tokens), so a replay would start far smaller than the real session did. The
-    first response's real usage says how much the provider read; what the messages before it account for
-    is subtracted, and the rest is the fixed prompt."""
+    Recordings of Claude Code, OpenCode, Cline or pi hold the conversation but not the system prompt and
+    tool definitions (often 14-26k tokens); Codex and OpenHands keep the system prompt but not the tools.
+    A replay without them would start far smaller than the real session did. The first response's real
+    usage says how much the provider read; what the messages before it and the recorded `system`
+    account for is subtracted, and the rest is the missing part. With a recorded `system`, a rest under
+    `MISSING_SHARE` of the real figure is counting error and gets no placeholder."""
     first = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
     usage = usage_of(messages[first]) if first is not None else None
     if usage is None or not usage.context_tokens:
         return ""
-    fixed = usage.context_tokens - sum(count_message(m, counter) for m in messages[:first])
+    known = sum(count_message(m, counter) for m in messages[:first]) + (count_system(system, counter) if system else 0)
+    fixed = usage.context_tokens - known
+    if system and fixed < usage.context_tokens * MISSING_SHARE:
+        return ""
     head = PLACEHOLDER_HEAD.format(tokens=fixed)
     remaining = fixed - count_system(head, counter)
     if remaining <= 0:
@@ -332,6 +354,29 @@ def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Mes
     return [*head, *rest[start:]]
 
 
+def _stable_inserts(view: Sequence[Message]) -> list[Message]:
+    """The view with Nova's own inserts (a compaction summary) named by what they stand for instead of a
+    fresh id and the wall clock: the recording decides every other id and time, so the same recording
+    gives the same view, byte for byte."""
+    out = list(view)
+    for i, m in enumerate(out):
+        if m.origin is None:
+            continue
+        covers = [c for p in m.parts if isinstance(p, SummaryPart) for c in p.covers]
+        later = next((x.created_at for x in out[i + 1:] if x.origin is None), 0.0)
+        out[i] = replace(m, id=f"{m.origin}-{_digest([m.origin, covers, i]).hex()[:16]}", created_at=later)
+    return out
+
+
+def _floor(view: Sequence[Message]) -> int:
+    """The continuity floor the newest compaction summary in `view` reports (0 when none does)."""
+    for m in view:
+        sized = m.metadata.get("compaction") if m.origin == "summary" else None
+        if isinstance(sized, dict):
+            return int(sized.get("floor", 0))
+    return 0
+
+
 def _mask(history: Sequence[Message]) -> list[Message]:
     keep: set[str] = set()
     for m in reversed(history):
@@ -372,6 +417,9 @@ def replay_messages(
 ) -> ReplayReport:
     """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
 
+    Without `tools`, the recording may lack part of its fixed prompt: a placeholder sized from the first
+    response's real usage is added to `system` (`fixed_prompt_placeholder`, `report.placeholder_tokens`),
+    so every replay of such a recording starts at the size the real session did.
     `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
     a model summarizer's call for each compaction; `price_model` prices the figures (model table)."""
     if policy not in ALL_POLICIES:
@@ -388,10 +436,18 @@ def replay_messages(
     messages, repair = repair_history(messages)
     config = config or CompactionConfig()
     counter = counter or HeuristicCounter(CL100K_PROFILE)
+    placeholder = "" if tools else fixed_prompt_placeholder(messages, counter, system=system)
+    system = "\n\n".join(part for part in (system, placeholder) if part)
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
-    with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp, ExitStack() as shown:
         directory = session_dir or Path(tmp) / "session"
-        controller = ContextController(config=config, spill=spill, budget=ContextBudget.derive(config, window),
+        if session_dir is None:
+            # The temporary directory's name is random: the view names it by a fixed one, so the same
+            # recording gives the same figures, byte for byte (nova.context.shown_paths).
+            shown.enter_context(showing(directory, REPLAY_SESSION_NAME))
+        # The spill limits scale with the window like every other size (a configured value is clamped):
+        # handed to the controller apart, the seeds' 50k-character limits held at 8k too.
+        controller = ContextController(config=config, budget=ContextBudget.derive(config, window, spill),
                                        counter=counter,
                                        summarizer=recording or summarizer, session_dir=directory, system=system,
                                        tools=tools, prices=CachePrices.of(info) if info else None)
@@ -402,6 +458,7 @@ def replay_messages(
         report = _run(messages, system=system, tools=tools, window=window, policy=policy,
                       controller=controller, sizer=sizer, cost=cost, recording=recording)
     report.repaired = repair.describe() if repair.changed else ""
+    report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate
                              or policy in ("naive-uncached", "naive-cached"))
     report.provider_cache = provider_cache or ""
@@ -448,7 +505,7 @@ def _run(
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
             report.requests_over_window += used > window
-            report.per_call.append(ReplayCall(used, event, usage))
+            report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])
@@ -467,7 +524,7 @@ def _run(
     final, _ = build_view() if history else ([], "")
     if recording is not None:
         recording.pending.clear()  # a compaction of the final view is never sent: no call to count
-    report.final_view = final
+    report.final_view = _stable_inserts(final)
     if policy == "nova":
         report.compactions = controller.stats.compactions
         report.snips = controller.stats.snips

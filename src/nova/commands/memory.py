@@ -340,24 +340,32 @@ def rules_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the chain as JSON.")] = False,
 ) -> None:
     """Show the resolved instruction chain: each file, who imported it, its tokens, and what was skipped."""
+    from nova.app import SYSTEM_CONTRACT
+    from nova.context.rules_tokens import rules_tokens
+
     with user_errors():
         settings = load_settings(env=dict(os.environ))
         config = parse_instructions_config(settings.section("instructions"),
                                            source=f"{settings.config_file} [instructions]")
         rules = load_rules(cwd=Path.cwd(), home=settings.home, config=config)
         places = instruction_search_places(cwd=Path.cwd(), home=settings.home, config=config)
+        # Each file's tokens as `nova context` counts its segment (the model's counter, with its heading).
+        counted = rules_tokens(settings=settings, cwd=Path.cwd(), contract=SYSTEM_CONTRACT)
+    files = [replace(f, tokens=counted.get(f.path, f.tokens)) for f in rules.files]
     if as_json:
-        report = {**rules.report(), "searched": [str(path) for path, _ in places]}
+        report = {**replace(rules, files=tuple(files)).report(), "searched": [str(path) for path, _ in places]}
         typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
     if not rules.files and not rules.skipped:
         _say_where_rules_go(places, config_file=settings.config_file)
         return
     table = Table("file", "imported by", "tokens")
-    for f in rules.files:
+    for f in files:
         table.add_row(str(f.path), str(f.imported_by or "-"), str(f.tokens))
     console.print(table)
-    console.print(f"total {rules.tokens} of {rules.token_budget} tokens", markup=False)
+    console.print(f"total {sum(f.tokens for f in files):,} tokens in the context, as `nova context` counts them "
+                  f"({settings.model}); against the instruction budget the files' text alone counts "
+                  f"{rules.tokens:,} of {rules.token_budget:,}", markup=False, soft_wrap=True)
     for s in rules.skipped:
         console.print(f"skipped {s.path}: {s.reason}", markup=False, soft_wrap=True)
 

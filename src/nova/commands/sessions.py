@@ -305,7 +305,8 @@ def import_command(
                     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"} (and '
-                                          '"skipped", "children" when there are any); with --from, a list.')
+                                          '"skipped", "children", "run" when there are any); with --from, '
+                                          'or for a file of several runs (OpenHands output.jsonl), a list.')
                        ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse the file when a record cannot be read "
                                          "instead of skipping it with a warning.")] = False,
@@ -336,28 +337,33 @@ def import_command(
             failed += 1  # said on stderr; the project's other sessions are still imported
     out = _out()
     documents = []
-    for one, result in results:
-        for line in result.skipped:
-            typer.echo(f"nova: warning: {one.name}: skipped {line}", err=True)
-        data: dict[str, Any] = {"session_id": result.session_id, "messages": result.messages}
-        # Added only when there is something to say, so readers of the two-key object keep working.
-        if result.skipped:
-            data["skipped"] = len(result.skipped)
-        if result.children:
-            data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
-        if source is not None:
-            data["source_path"] = str(one)
-        documents.append(data)
-        if not as_json:
-            out.print(f"Imported {result.messages} messages from {one} as session {result.session_id}.",
-                      markup=False)
+    for one, whole in results:
+        for result in whole.runs():
+            for line in result.skipped:
+                typer.echo(f"nova: warning: {one.name}: skipped {line}", err=True)
+            data: dict[str, Any] = {"session_id": result.session_id, "messages": result.messages}
+            # Added only when there is something to say, so readers of the two-key object keep working.
             if result.skipped:
-                out.print(f"Skipped {len(result.skipped)} record(s) that could not be read (see warnings).",
+                data["skipped"] = len(result.skipped)
+            if result.children:
+                data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
+            if result.run:
+                data["run"] = result.run
+            if source is not None:
+                data["source_path"] = str(one)
+            documents.append(data)
+            if not as_json:
+                run = f" ({result.run})" if result.run else ""
+                out.print(f"Imported {result.messages} messages from {one}{run} as session {result.session_id}.",
                           markup=False)
-            for child_id, count in result.children:
-                out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
+                if result.skipped:
+                    out.print(f"Skipped {len(result.skipped)} record(s) that could not be read (see warnings).",
+                              markup=False)
+                for child_id, count in result.children:
+                    out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
     if as_json:
-        typer.echo(json.dumps(documents if source is not None else documents[0]))
+        # A list with --from, or when the file held several runs; else the one object.
+        typer.echo(json.dumps(documents if source is not None or len(documents) > 1 else documents[0]))
     if failed:
         raise typer.Exit(1)
 

@@ -177,11 +177,10 @@ class ContextBudget:
                        summary_cap=min(self.summary_cap, max(COST_SUMMARY_LEAST, round(self.summary_cap * share))))
 
     def user_tokens(self, needed: int = 0, first: int = 0) -> int:
-        """Room for the user's messages, verbatim: a third of the threshold, stretched up to half when
-        they need it, and up to three quarters for the first of them (`first` tokens): a long task
-        statement survives whole whenever it can, the later messages share what is left."""
-        return max(self.threshold // 3, min(needed + 64, self.threshold // 2),
-                   min(first + 64, self.threshold * 3 // 4))
+        """Room for the user's messages, verbatim: a third of the threshold, stretched to what they need
+        up to three quarters (`user_share`, the most one message the user wrote may take): the user's
+        words are kept whole whenever they fit, the task statement (`first` tokens) first."""
+        return max(self.threshold // 3, min(max(needed, first) + 64, self.threshold * 3 // 4))
 
 
 def _spill_value(key: str, spill: SpillConfig, derived: int, most: int, chosen: Callable[..., int], *,

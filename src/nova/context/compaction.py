@@ -26,16 +26,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nova.context.budget import ContextBudget
-from nova.context.oversize import fit_message, is_cut_text
+from nova.context.oversize import fit_message, is_cut_text, least_size
+from nova.context.shown_paths import shown_path
 from nova.context.spill import is_placeholder
 from nova.context.summarize import (
     USER_SECTION,
     Summarizer,
     SummaryRequest,
-    build_user_section,
+    UserSection,
+    continuity_section,
     is_user_message,
     paths_in,
     user_entries,
+    user_section,
 )
 from nova.core import ToolSpec
 from nova.files import private_dir, write_private_text
@@ -74,6 +77,10 @@ MIN_FOLD_TOKENS = 2_000
 POST_COMPACTION_FILL = 0.5
 # The summary message's own wrapping: header, continuation note, restore heading.
 SUMMARY_OVERHEAD = 120
+# The summary's own lines of state (where the work stopped) when the floor leaves no room for more.
+MIN_BODY_TOKENS = 160
+# A restore attachment smaller than this re-supplies nothing worth reading.
+MIN_RESTORE_TOKENS = 64
 # A kept message is not cut below this (a head and a tail still worth reading).
 MIN_CUT_TOKENS = 160
 RECENT_FILES = 5
@@ -109,7 +116,7 @@ def snip_text(text: str, *, max_chars: int, path: Path | str) -> str:
     cut = len(text) - len(head) - len(tail)
     named = paths_in(text[len(head) : len(text) - len(tail)])[:MAX_NAMED_PATHS]
     mentions = f"\n[cut part names: {', '.join(named)}]" if named else ""
-    return f"{head}\n[... {cut} chars snipped ... Full output: {path}]{mentions}\n{tail}"
+    return f"{head}\n[... {cut} chars snipped ... Full output: {shown_path(path)}]{mentions}\n{tail}"
 
 
 def is_nova_insert(message: Message) -> bool:
@@ -383,38 +390,51 @@ def compact(
     rest = budget.restore_tokens
     target = min(target, budget.post_compaction_target) if target else budget.post_compaction_target
 
-    def fold(at: int) -> tuple[list[Message], list[str], list[Message], str]:
+    def fold(at: int) -> tuple[list[Message], list[str], list[Message], UserSection, str]:
         part = history[:at]
         ids = _covers(part)
         raw = _raw_messages(ids, raw_lookup)
+        carried = continuity_section(raw or part)
         unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
         needed = sum(counter.count(text) + 12 for text in unique)
-        # The user's words fit whole when they can; never so much that the new view passes the threshold.
-        most = threshold - fixed_tokens - body_cap - rest - SUMMARY_OVERHEAD - 2 * MIN_CUT_TOKENS
+        # The user's words fit whole when they can; never so much that the floor passes the threshold.
+        most = (threshold - fixed_tokens - counter.count(carried) - MIN_BODY_TOKENS - SUMMARY_OVERHEAD
+                - 2 * MIN_CUT_TOKENS)
         first = counter.count(unique[0]) + 12 if unique else 0
-        section = build_user_section(part, raw, budget=max(64, min(budget.user_tokens(needed, first), most)),
-                                     counter=counter)
-        return part, ids, raw, section
+        section = user_section(part, raw, budget=max(64, min(budget.user_tokens(needed, first), most)),
+                               counter=counter)
+        return part, ids, raw, section, carried
 
-    older, covers, raw_older, user_section = fold(split)
+    older, covers, raw_older, users, carried = fold(split)
     # After a compaction the view is at most half the threshold (`post_compaction_target`): it leaves
     # room to work before the next trigger, and the first call after a compaction writes the whole new
     # view to the prompt cache again, so a compaction must buy enough calls to pay that back. The kept
-    # tail gets what the fixed prompt, the verbatim user section, the summary and the restore
-    # attachment leave; the five-message floor gives way when five messages do not fit.
-    room = target - fixed_tokens - counter.count(user_section) - body_cap - rest - SUMMARY_OVERHEAD
+    # tail gets what the fixed prompt, the verbatim user section, the carried files and last failure,
+    # the summary and the restore attachment leave; the five-message floor gives way when five
+    # messages do not fit.
+    room = (target - fixed_tokens - counter.count(users.text) - counter.count(carried) - body_cap - rest
+            - SUMMARY_OVERHEAD)
     if room < keep or sum(sizes[split:]) > room:
         floor = MIN_KEEP_MESSAGES if sum(sizes[-MIN_KEEP_MESSAGES:]) <= room else 1
         later = find_split_point(history, keep_tokens=max(min(room, keep), 0), counter=counter, sizes=sizes,
                                  min_messages=floor)
         if later > split:
             split = later
-            older, covers, raw_older, user_section = fold(split)
+            older, covers, raw_older, users, carried = fold(split)
     tail = history[split:]
-    cap = counter.count(user_section) + body_cap + 16
+    # The continuity floor: the fixed prompt, the user's words, the modified files and the last failure,
+    # a few lines of state, and the kept tail each cut to the least that can be read. When it alone is
+    # over the target, the summary's other content and the restore attachment give way first.
+    least_tail = sum(_least_size(m, counter) for m in tail)
+    floor_tokens = (fixed_tokens + counter.count(users.text) + counter.count(carried) + SUMMARY_OVERHEAD
+                    + MIN_BODY_TOKENS + least_tail)
+    spare = max(0, target - floor_tokens)
+    body_tokens = min(body_cap, MIN_BODY_TOKENS + spare)
+    rest = min(rest, spare - (body_tokens - MIN_BODY_TOKENS))
+    cap = counter.count(users.text) + counter.count(carried) + body_tokens + 16
     request = SummaryRequest(older=older, raw_older=raw_older, system=system, tools=tools,
-                             context=list(context) or history, max_tokens=body_cap, focus=focus,
-                             transcript_path=transcript_path)
+                             context=list(context) or history, max_tokens=body_tokens, focus=focus,
+                             transcript_path=transcript_path, carried=carried)
     if on_start is not None:
         on_start(len(history), before)  # COMPACTION_START: only once a summary is really being made
     try:
@@ -425,7 +445,7 @@ def compact(
     body = _strip_user_section(body).strip()
     if not body:
         return unchanged("failed", "the summarizer returned an empty summary")
-    summary_text = f"{user_section}\n\n{body}"
+    summary_text = "\n\n".join(t for t in (users.text, carried, body) if t)
     size = counter.count(summary_text)
     if size > cap:
         return unchanged("failed", f"summary of {size} tokens is over its cap of {cap}")
@@ -434,19 +454,19 @@ def compact(
     text = f"{SUMMARY_HEADER}\n{summary_text}\n\n{continuation_instruction(transcript_path)}"
     parts: list[Part] = [SummaryPart(text=text, covers=tuple(covers))]
     attachment = _restore_attachment(history, tail, restore or RestoreContext(tools=tools),
-                                     budget=rest, counter=counter)
+                                     budget=rest, counter=counter) if rest >= MIN_RESTORE_TOKENS else ""
     if attachment:
         parts.append(TextPart(attachment))
     head_tokens = fixed_tokens + count_message(Message(role="user", parts=tuple(parts)), counter)
-    # The floor: the fixed prompt, the summary (task state, constraints, the user's words, the last
-    # error) and the newest message pair, each cut to the least that can be read.
     tail = _fit_tail(tail, room=target - head_tokens, counter=counter, save_dir=save_dir,
                      transcript_path=transcript_path, raw_lookup=raw_lookup)
     after_view = head_tokens + sum(count_message(m, counter) for m in tail)
     goal = "half the threshold" if target == budget.post_compaction_target else "half the view it started from"
     bound = goal if after_view <= target else "the continuity floor"
-    summary = Message(role="user", parts=tuple(parts), origin="summary").with_metadata(
-        compaction={"target": target, "view": after_view, "bound": bound})
+    sized: dict[str, Any] = {"target": target, "view": after_view, "bound": bound, "floor": floor_tokens}
+    if users.left_out:
+        sized["users_cut"] = [x.to_dict() for x in users.left_out]
+    summary = Message(role="user", parts=tuple(parts), origin="summary").with_metadata(compaction=sized)
     new_history = [summary, *tail]
     after = sum(count_message(m, counter) for m in new_history)
     return CompactionOutcome(
@@ -459,6 +479,14 @@ def compact(
         duration_s=time.monotonic() - started,
         folded=tuple(older),
     )
+
+
+def _least_size(message: Message, counter: TokenCounter) -> int:
+    """The least `_fit_tail` can cut a kept message to: a message the user wrote is never cut, and a
+    part is not cut below what can still be read."""
+    if is_user_message(message):
+        return count_message(message, counter)
+    return least_size(message, counter=counter, floor=MIN_CUT_TOKENS, force=True)
 
 
 def _fit_tail(tail: list[Message], *, room: int, counter: TokenCounter, save_dir: Path | None,
@@ -478,7 +506,7 @@ def _fit_tail(tail: list[Message], *, room: int, counter: TokenCounter, save_dir
         share = max(MIN_CUT_TOKENS, sizes[i] - over)
         cut = fit_message(tail[i], share=share, counter=counter, save_dir=save_dir, transcript=transcript_path,
                           reason="kept after a compaction, cut so the new view fits half the threshold",
-                          size=sizes[i], original=raw_lookup(tail[i].id) if raw_lookup else None)
+                          size=sizes[i], original=raw_lookup(tail[i].id) if raw_lookup else None, force=True)
         if cut is None:
             continue
         out[i] = cut

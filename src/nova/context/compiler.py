@@ -60,6 +60,7 @@ __all__ = [
     "chunk_size_at",
     "compile",
     "current_request_index",
+    "cut_records",
     "message_text",
 ]
 
@@ -496,7 +497,7 @@ class ContextCompiler:
             digest = _sha("\0".join([_sha(system), _sha(json.dumps([t.name for t in tools])),
                                      *(s.version for s in segments)]))
             return Manifest(used=used, limit=inp.limit, window=inp.window or inp.limit, segments=tuple(segments),
-                            dropped=(*dropped, *_cut_messages(view.messages)), digest=digest)
+                            dropped=(*dropped, *cut_records(view.messages)), digest=digest)
 
         return Compiled(view=view, used=used, build_manifest=build_manifest)
 
@@ -574,7 +575,10 @@ class ContextCompiler:
             sized = next((m.metadata.get("compaction") for m in messages if m.metadata.get("compaction")), None)
             if isinstance(sized, dict):
                 reason += (f"; the view after it was {sized.get('view', 0):,} tokens, sized to "
-                           f"{sized.get('bound', 'half the threshold')} ({sized.get('target', 0):,} tokens is half)")
+                           f"{sized.get('bound', 'half the threshold')} ({sized.get('target', 0):,} tokens is half")
+                reason += (f"; the continuity floor, {sized['floor']:,} tokens, is the fixed prompt, the user's words, "
+                           "the modified files, the last failing command and the kept tail cut to the least)"
+                           if "floor" in sized else ")")
         elif chunk.kind == "memory":
             cls, reason = "on-demand", "recalled memories, injected as reference material for an earlier request"
         elif chunk.kind == "restore":
@@ -636,8 +640,10 @@ def _observation_message(observations: Sequence[SourceText]) -> Message | None:
                    origin=OBSERVATION_KIND)
 
 
-def _cut_messages(messages: Sequence[Message]) -> list[Dropped]:
-    """The messages shown cut (nova.context.oversize): what was left out of each, why, and where it is."""
+def cut_records(messages: Sequence[Message]) -> list[Dropped]:
+    """What the view shows cut, for the manifest: the messages cut to fit (nova.context.oversize), and
+    the user messages a compaction summary could not carry whole; each with what was left out, why, and
+    where the whole text is."""
     out: list[Dropped] = []
     for m in messages:
         cut = m.metadata.get("cut")
@@ -646,6 +652,15 @@ def _cut_messages(messages: Sequence[Message]) -> list[Dropped]:
             out.append(Dropped(id=f"cut:{m.id}", source=f"message:{m.id}", tokens=max(0, tokens - kept),
                                reason=f"the middle of this {m.role} message was cut ({tokens:,} → {kept:,} tokens): "
                                       f"{cut.get('reason', '')}. {cut.get('where', '')}"))
+        sized = m.metadata.get("compaction") if m.origin == "summary" else None
+        for left in sized.get("users_cut", ()) if isinstance(sized, dict) else ():
+            tokens, kept = int(left.get("tokens", 0)), int(left.get("kept", 0))
+            for mid in left.get("ids", ()):
+                out.append(Dropped(
+                    id=f"cut:{mid}", source=f"message:{mid}", tokens=max(0, tokens - kept),
+                    reason=(f"the user's message is not in the compaction summary whole ({tokens:,} → {kept:,} "
+                            f"tokens): {left.get('reason', '')}. The whole text is message {mid} of the session "
+                            "transcript")))
     return out
 
 

@@ -150,9 +150,10 @@ class ContinuityGuard:
         if state.empty:
             return self.inner.summarize(request)
         body = self.inner.summarize(replace(request, task_state=state_section(state)))
-        # `compact` puts the user's own messages into the summary verbatim: they count as held.
+        # `compact` puts the user's own messages into the summary verbatim, and the modified files and the
+        # last failure (`carried`): they count as held.
         users = "\n".join(m.text for m in (*request.older, *request.raw_older) if is_user_message(m))
-        report = check_items(state, f"{body}\n{users}")
+        report = check_items(state, f"{body}\n{request.carried}\n{users}")
         bad = unreadable_pointers(body)
         if report.ok and not bad:
             self.reports.append(report)

@@ -40,6 +40,7 @@ from nova.context.compaction import (
 )
 from nova.context.economy import CachePrices, cost_line
 from nova.context.oversize import CUT_DIR, fit_message
+from nova.context.shown_paths import shown_path
 from nova.context.spill import Spiller
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
 from nova.core import ToolSpec, Usage
@@ -180,7 +181,7 @@ class ContextController(Extension):
 
     @property
     def transcript_path(self) -> str:
-        return str(self.session_dir / "transcript.jsonl") if self.session_dir is not None else ""
+        return shown_path(self.session_dir / "transcript.jsonl") if self.session_dir is not None else ""
 
     # -- hooks ----------------------------------------------------------------------------------------
     def process_result(self, *, call: ToolUsePart, result: ToolResultPart) -> ToolResultPart:

@@ -13,16 +13,19 @@ the context manifest reports.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nova.context.shown_paths import shown_path
 from nova.files import private_dir, write_private_text
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.tokens import TokenCounter, count_message
 
-__all__ = ["CUT_DIR", "CUT_MARK", "MIN_KEPT_TOKENS", "CutInfo", "cut_middle", "fit_message", "is_cut", "is_cut_text"]
+__all__ = ["CUT_DIR", "CUT_MARK", "MIN_KEPT_TOKENS", "CutInfo", "cut_middle", "fit_message", "is_cut", "is_cut_text",
+           "least_size"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,17 @@ def _text_parts(message: Message) -> list[tuple[int, str, str]]:
     return out
 
 
+def least_size(message: Message, *, counter: TokenCounter, floor: int = 0, force: bool = False) -> int:
+    """About the smallest `fit_message` can make `message` (cut with `share` down to `floor`): each text
+    it may cut keeps a head, a note and a tail; spill placeholders (and, unless `force`, texts cut
+    before) stay as they are."""
+    size = count_message(message, counter)
+    least = MIN_KEPT_TOKENS + NOTE_TOKENS
+    saved = sum(max(0, counter.count(text) - least) for _, _, text in _text_parts(message)
+                if not (_frozen(text) and not (force and not _placeholder(text))))
+    return max(min(size, floor), size - saved)
+
+
 def fit_message(
     message: Message,
     *,
@@ -130,6 +144,9 @@ def fit_message(
     if not texts:
         return None
     where = _save(original or message, save_dir, transcript)
+    # A text cut before is cut again from its original, so the older note and its pointer are not
+    # themselves sliced in two (a half pointer names no file).
+    first_seen = _first_seen_texts(message, original)
     over = size - share
     new_texts: dict[tuple[int, str], str] = {}
     for index, key, text in texts:
@@ -139,7 +156,8 @@ def fit_message(
         if tokens <= MIN_KEPT_TOKENS + NOTE_TOKENS:
             continue
         target = max(MIN_KEPT_TOKENS + NOTE_TOKENS, tokens - over)
-        shorter = cut_middle(text, keep_tokens=target, counter=counter, where=where)
+        source = first_seen.get((index, key), text) if _frozen(text) else text
+        shorter = cut_middle(source, keep_tokens=target, counter=counter, where=where)
         if shorter == text:
             continue
         new_texts[(index, key)] = shorter
@@ -166,20 +184,35 @@ def fit_message(
     return cut.with_metadata(cut=info.to_dict())
 
 
+def _first_seen_texts(message: Message, original: Message | None) -> dict[tuple[int, str], str]:
+    """The original's texts by (part index, argument key), when it has the same parts as `message`."""
+    if original is None or original is message or len(original.parts) != len(message.parts):
+        return {}
+    return {(index, key): text for index, key, text in _text_parts(original) if not _placeholder(text)}
+
+
 def _save(message: Message, save_dir: Path | None, transcript: str) -> str:
     """Where the full text can be read: a file of its own when the session has a directory."""
     fallback = (f"The whole text is message {message.id} of the session transcript"
                 + (f" ({transcript})" if transcript else ""))
+    full = _full_text(message)
+    if message.origin is not None or message.has("summary"):
+        # Nova's own insert (a compaction summary) is in no transcript, and its id is made fresh each
+        # run: its file is named by its content, so the same history gives the same note.
+        name = f"{message.origin or 'summary'}-{hashlib.sha256(full.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+        fallback = "The whole text is not kept anywhere else: it was written by Nova for this view"
+    else:
+        name = message.id
     if save_dir is None:
         return fallback
-    path = save_dir / f"{_safe(message.id)}.txt"
+    path = save_dir / f"{_safe(name)}.txt"
     try:
         private_dir(save_dir)
-        write_private_text(path, _full_text(message))
+        write_private_text(path, full)
     except OSError as exc:
         log.warning("could not save the full text of message %s to %s: %s", message.id, path, exc)
         return fallback
-    return f"Read the whole text with read_file, in parts (offset, limit). Full output: {path}"
+    return f"Read the whole text with read_file, in parts (offset, limit). Full output: {shown_path(path)}"
 
 
 def _full_text(message: Message) -> str:

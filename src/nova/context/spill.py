@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nova.context.shown_paths import shown_path, shown_root
 from nova.files import private_dir, write_private_text
 from nova.messages import ToolResultPart, ToolUsePart
 from nova.settings import SpillConfig
@@ -51,7 +52,7 @@ class SpillStats:
     failed_ids: list[str] = field(default_factory=list)
 
 
-def render_placeholder(content: str, *, path: Path, preview_chars: int) -> str:
+def render_placeholder(content: str, *, path: Path | str, preview_chars: int) -> str:
     """The `<persisted-output>` text that stands in for `content` (SPILL-1). The file paths named after
     the preview are listed: a few tokens that say what reading the file back would show."""
     from nova.context.summarize import paths_in
@@ -153,22 +154,26 @@ class Spiller:
             return result
         self.stats.spilled += 1
         self.stats.spilled_chars += len(result.content)
-        text = render_placeholder(result.content, path=path, preview_chars=self.config.preview_chars)
+        text = render_placeholder(result.content, path=shown_path(path), preview_chars=self.config.preview_chars)
         return ToolResultPart(tool_use_id=result.tool_use_id, content=text, is_error=result.is_error)
 
     def _is_reread(self, arguments: Mapping[str, Any]) -> bool:
         """True when the call reads a file this session spilled or snipped (SPILL-3)."""
         if self.directory is None:
             return False
-        session_dir = os.path.normpath(self.directory.parent)
+        # The model names the directory as the placeholders show it (nova.context.shown_paths).
+        roots = [os.path.normpath(self.directory.parent)]
+        shown = shown_root(self.directory.parent)
+        if shown is not None:
+            roots.append(os.path.normpath(shown))
         for key in _PATH_KEYS:
             value = arguments.get(key)
             if isinstance(value, str) and value:
                 target = os.path.normpath(value)
-                if target.startswith(session_dir + os.sep):
+                if any(target.startswith(root + os.sep) for root in roots):
                     return True
         command = arguments.get("command")
-        return isinstance(command, str) and session_dir + os.sep in command
+        return isinstance(command, str) and any(root + os.sep in command for root in roots)
 
 
 def _safe_name(tool_use_id: str) -> str:

@@ -28,22 +28,26 @@ from nova.errors import SummaryError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter
-from nova.tool_paths import looks_like_path, paths_of
+from nova.tool_paths import ToolPaths, looks_like_path, paths_of
 
 __all__ = [
     "SECTIONS",
     "USER_SECTION",
     "ExtractiveSummarizer",
+    "LeftOut",
     "ModelSummarizer",
     "Summarizer",
     "SummaryError",
     "SummaryRequest",
+    "UserSection",
     "build_user_section",
+    "continuity_section",
     "is_user_message",
     "render_transcript",
     "summarizer_for",
     "summary_instruction",
     "user_entries_of_summary",
+    "user_section",
 ]
 
 USER_SECTION = "User requests and constraints (verbatim)"
@@ -65,6 +69,11 @@ SECTIONS = (
     "Next step",
     "Pointers to raw history",
 )
+FILES_MODIFIED = "Files modified"
+LAST_FAILURE = "Last failing command"
+# The continuity section's bounds: a run that touched hundreds of files lists the newest.
+MAX_CARRIED_PATHS = 40
+MAX_CARRIED_COMMAND = 2000
 _USER_ENTRY = re.compile(r"^<user-message id=\"([^\"]*)\">\n(.*?)\n</user-message>$", re.S | re.M)
 
 
@@ -86,6 +95,9 @@ class SummaryRequest:
     max_tokens: int = 8000
     focus: str = ""
     transcript_path: str = ""
+    carried: str = ""
+    """What `compact` writes into the summary itself besides the user's words (files modified, the last
+    failing command with its error): the summarizer need not repeat it."""
     task_state: str = ""
     """Nova's task ledger as a section (goal, constraints, approvals, open items, evidence ids): what
     the summary must carry, given to the summarizer so the summary it writes passes the continuity check."""
@@ -265,6 +277,22 @@ class _Facts:
     earlier_summaries: list[str] = field(default_factory=list)
 
 
+# Every compaction reads the whole folded history again, and splitting shell commands is the dear part:
+# the answer for each call is kept (by identity, the call held so its id cannot be reused), a bounded few.
+_PATHS_SEEN: dict[int, tuple[ToolUsePart, ToolPaths]] = {}
+_PATHS_KEPT = 8192
+
+
+def _paths_of(call: ToolUsePart) -> ToolPaths:
+    hit = _PATHS_SEEN.get(id(call))
+    if hit is not None and hit[0] is call:
+        return hit[1]
+    if len(_PATHS_SEEN) >= _PATHS_KEPT:
+        _PATHS_SEEN.pop(next(iter(_PATHS_SEEN)))
+    found = _PATHS_SEEN[id(call)] = (call, paths_of(call))
+    return found[1]
+
+
 def _collect(messages: Sequence[Message]) -> _Facts:
     facts = _Facts()
     calls: dict[str, tuple[ToolUsePart, str]] = {}
@@ -278,7 +306,7 @@ def _collect(messages: Sequence[Message]) -> _Facts:
             elif isinstance(part, ToolUsePart):
                 calls[part.id] = (part, m.id)
                 command = _command_of(part)
-                touched = paths_of(part)
+                touched = _paths_of(part)
                 for p in touched.reads:
                     facts.files_read[p] = m.id
                 for p in touched.writes:
@@ -355,8 +383,10 @@ class ExtractiveSummarizer:
             used += self.counter.count(request.task_state) + 1
         if request.focus:
             add("Focus", [request.focus])
-        add("Files changed", [f"- {p} (msg {i})" for p, i in reversed(facts.files_changed.items())])
-        failures = facts.failures[-5:][::-1]
+        if not request.carried:
+            add("Files changed", [f"- {p} (msg {i})" for p, i in reversed(facts.files_changed.items())])
+        # The last failure is in the carried section when there is one: the earlier ones here.
+        failures = (facts.failures[-6:-1] if request.carried and facts.failures else facts.failures[-5:])[::-1]
         add("Errors and failing commands (latest first)", [
             f"- `{_clip(cmd, 400)}` exited {code} (msg {mid})" + "".join(f"\n    {_clip(e, 300)}" for e in err)
             for cmd, mid, code, err in failures
@@ -377,12 +407,33 @@ class ExtractiveSummarizer:
         return "\n".join(out)
 
 
-def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: int, counter: TokenCounter) -> int:
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A user message the summary does not carry whole: its ids (identical texts share an entry), its
+    size and what of it the summary kept."""
+
+    ids: tuple[str, ...]
+    tokens: int
+    kept: int
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"ids": list(self.ids), "tokens": self.tokens, "kept": self.kept, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class UserSection:
+    text: str
+    left_out: tuple[LeftOut, ...] = ()
+
+
+def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: int, counter: TokenCounter
+                      ) -> list[LeftOut]:
     """Add the user entries verbatim, the first and then the newest in priority; identical texts (a
-    harness repeating the same notice) are written once with all their ids. Returns tokens used."""
+    harness repeating the same notice) are written once with all their ids. Returns what did not fit."""
     if not entries:
         out.append("(none)")
-        return 1
+        return []
     grouped: dict[str, list[str]] = {}
     for mid, text in entries:
         grouped.setdefault(text, []).append(mid)
@@ -395,6 +446,8 @@ def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: in
         if used + costs[i] <= budget:
             chosen.add(i)
             used += costs[i]
+    left: list[LeftOut] = []
+    room_note = f"the user's words are carried whole up to {budget:,} tokens in a compaction summary"
     for i, (mid, text) in enumerate(unique):
         if i in chosen:
             out.append(render_user_entry(mid, text))
@@ -404,22 +457,29 @@ def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: in
             while room > 200 and counter.count(text[:room]) + 40 > budget:
                 room = int(room * 0.9)
             out.append(render_user_entry(mid, text[:room] + f"\n[... {len(text) - room} more chars in msg {mid}]"))
-            used += budget
+            left.append(LeftOut(tuple(mid.split(",")), costs[0] - 12, counter.count(text[:room]),
+                                f"the first request alone is over its room ({room_note}); its head is kept"))
         else:
             out.append(f"(user message {mid}, {len(text)} chars: not repeated here, see the transcript)")
-    return used
+            left.append(LeftOut(tuple(mid.split(",")), costs[i] - 12, 0,
+                                f"no room left for it ({room_note}; the first request and the newest come first)"))
+    return left
+
+
+def _carried_users(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    return [entry for m in messages for p in m.parts if isinstance(p, SummaryPart)
+            for entry in user_entries_of_summary(p.text)]
 
 
 def user_entries(older: Sequence[Message], raw_older: Sequence[Message] = ()) -> list[tuple[str, str]]:
     """(id, verbatim text) of every user message the folded part holds, oldest first: from the raw
     originals when known, plus what earlier summaries carried that the raw set does not have."""
     source = raw_older or older
-    facts = _collect(source)
-    own = [(m.id, m.text) for m in facts.users]
+    own = [(m.id, m.text) for m in source if is_user_message(m)]
     known = {mid for mid, _ in own}
-    carried = [(i, t) for i, t in _collect(older).carried_users if i not in known]
+    carried = [(i, t) for i, t in _carried_users(older) if i not in known]
     if raw_older:
-        carried += [(i, t) for i, t in facts.carried_users if i not in known]
+        carried += [(i, t) for i, t in _carried_users(raw_older) if i not in known]
     seen: set[str] = set()
     result = []
     for mid, text in [*carried, *own]:
@@ -435,8 +495,35 @@ def build_user_section(
     """The summary's first section, built deterministically (never by a model): the user's messages
     verbatim, the first request and the newest ones first in priority, up to `budget` tokens; what does
     not fit is named by id so it can be read back from the transcript."""
+    return user_section(older, raw_older, budget=budget, counter=counter).text
+
+
+def user_section(
+    older: Sequence[Message], raw_older: Sequence[Message] = (), *, budget: int, counter: TokenCounter
+) -> UserSection:
+    """`build_user_section` with the user messages it could not carry whole (for the manifest)."""
     out = [f"## {USER_SECTION}"]
-    _add_user_entries(user_entries(older, raw_older), out, budget, counter)
+    left = _add_user_entries(user_entries(older, raw_older), out, budget, counter)
+    return UserSection("\n".join(out), tuple(left))
+
+
+def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARRIED_PATHS) -> str:
+    """The part of the continuity floor `compact` writes itself, beside the user's words: every file
+    the folded part modified and its last failing command with the end of its error, exact. No summary
+    cap may drop them (a small window's summary body has room for little else); "" when there are none."""
+    facts = _collect(messages)
+    out: list[str] = []
+    changed = list(reversed(facts.files_changed.items()))
+    if changed:
+        out.append(f"## {FILES_MODIFIED}")
+        out += [f"- {p} (msg {i})" for p, i in changed[:max_paths]]
+        if len(changed) > max_paths:
+            out.append(f"- ... {len(changed) - max_paths} more in the transcript")
+    if facts.failures:
+        command, mid, code, errors = facts.failures[-1]
+        out.append(f"## {LAST_FAILURE}")
+        out.append(f"- `{_clip(command, MAX_CARRIED_COMMAND)}` exited {code} (msg {mid})"
+                   + "".join(f"\n    {_clip(e, 300)}" for e in errors))
     return "\n".join(out)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
@@ -115,6 +115,13 @@ class ImportResult:
     children: tuple[tuple[str, int], ...] = ()
     child_sources: tuple[Path, ...] = ()
     """The files the children were read from (a sub-agent's own file), so a bulk import skips them."""
+    run: str = ""
+    """Which run of a file holding several this is (`ImportedSession.siblings`); "" for a one-session file."""
+    siblings: tuple[ImportResult, ...] = ()
+    """The sessions made from the file's other runs, one each."""
+
+    def runs(self) -> tuple[ImportResult, ...]:
+        return (self, *self.siblings)
 
 
 def import_session(
@@ -130,8 +137,18 @@ def import_sessions(
     strict: bool = False,
 ) -> ImportResult:
     """Read a recorded session into a new Nova session, with a child session for each sub-agent it ran
-    (linked both ways by events). With `strict`, a record the reader could not use refuses the file."""
+    (linked both ways by events). A file holding several runs (OpenHands `output.jsonl`) gives one session
+    per run: the first is returned, the others are its `siblings`. With `strict`, a record the reader
+    could not use refuses the file."""
     imported = read_session_file(path, strict=strict)
+    first, *others = [_import_run(run, home, title=title if not imported.siblings or title is None
+                                  else f"{title} / {run.meta.get('run')}", store=store)
+                      for run in imported.runs()]
+    return replace(first, siblings=tuple(others))
+
+
+def _import_run(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None
+                ) -> ImportResult:
     session_id = _write_imported(imported, home, title=title, store=store, parent=None)
     children = []
     for index, child in enumerate(imported.children, 1):
@@ -148,7 +165,8 @@ def import_sessions(
     return ImportResult(session_id=session_id, messages=len(imported.messages), skipped=skipped,
                         children=tuple(children),
                         child_sources=tuple(c.source_path for c in imported.children
-                                            if c.source_path != imported.source_path))
+                                            if c.source_path != imported.source_path),
+                        run=str(imported.meta.get("run") or ""))
 
 
 def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,
@@ -159,8 +177,8 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
     recorded_cwd = imported.cwd or meta.get("cwd")
     session = Session.create(
         home,
-        title=title or imported.title or _text(meta.get("title")) or str(meta.get("instance_id")
-                                                                       or imported.source_path.stem),
+        title=title or imported.title or _text(meta.get("title")) or str(meta.get("instance_id") or meta.get("run")
+                                                                        or imported.source_path.stem),
         # Where the recorded session ran, when its format says; else unknown (""), never the folder the
         # file was found in, which a resume or the context view would take for the project.
         cwd=recorded_cwd if isinstance(recorded_cwd, str) else "",

@@ -83,6 +83,13 @@ class ImportedSession:
     cwd: str = ""
     """The working directory the recorded session ran in, when its format keeps one; "" when unknown
     (never the folder the file happens to be in)."""
+    siblings: tuple[ImportedSession, ...] = ()
+    """Further independent sessions the same file holds (every run of an OpenHands `output.jsonl` after
+    the first, one per line), each imported as a session of its own; `meta["run"]` names each."""
+
+    def runs(self) -> tuple[ImportedSession, ...]:
+        """This session and its siblings, in file order."""
+        return (self, *self.siblings)
 
 
 class SessionReader(Protocol):

@@ -1,0 +1,89 @@
+"""The continuity floor of a compaction at small windows: what it carries whatever the summary cap, how
+far it may leave the view over half the threshold, and what the manifest says about it."""
+
+from __future__ import annotations
+
+from nova.context.budget import ContextBudget
+from nova.context.compaction import compact
+from nova.context.compiler import cut_records
+from nova.context.summarize import ExtractiveSummarizer, continuity_section
+from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.providers.base import assistant_message
+from nova.settings import CompactionConfig
+from nova.tokens import count_message
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+from .helpers import exchange, filler
+
+COUNTER = HeuristicCounter(CL100K_PROFILE)
+BUDGET_8K = ContextBudget.derive(CompactionConfig(), 8_000)
+# A long shell command that fails: a summary that clips commands loses it.
+FAILING = ("cd /testbed && python - <<'EOF'\nimport os, sys\nsys.path.insert(0, 'src')\n"
+           + "".join(f"assert check_{i}(value_{i}) == expected_{i}, 'case {i}'\n" for i in range(14)) + "EOF")
+ERROR = "AssertionError: case 3 expected 7 got 9"
+
+
+def _failing_run() -> list[Message]:
+    """A task, a file written through the shell, a failing command, then plenty of later work."""
+    write = ToolUsePart(id="toolu_w", name="bash", input={"command": "cat > src/pkg/fix_parser.py <<'EOF'\nx = 1\nEOF"})
+    fail = ToolUsePart(id="toolu_f", name="bash", input={"command": FAILING})
+    out: list[Message] = [
+        Message.user("Fix the parser bug in src/pkg/parser.py without changing its public API."),
+        assistant_message("I will write the fix first. Let me decide the approach because it matters.", [write]),
+        Message(role="user", parts=(ToolResultPart(write.id, "<returncode>0</returncode>"),)),
+        assistant_message("Now I should run the checks. I will read the failures carefully instead.", [fail]),
+        Message(role="user", parts=(ToolResultPart(fail.id, f"<returncode>1</returncode>\n<output>\n"
+                                                            f"Traceback (most recent call last):\n{ERROR}\n</output>"),)),
+    ]
+    for i in range(12):
+        out += exchange(i, output_chars=1200)
+    return out
+
+
+def test_a_small_window_summary_still_carries_the_modified_file_and_the_whole_failing_command() -> None:
+    assert BUDGET_8K.summary_cap <= 256  # the summary body alone has room for little
+    outcome = compact(_failing_run(), summarizer=ExtractiveSummarizer(COUNTER), budget=BUDGET_8K, counter=COUNTER)
+    assert outcome.ok, outcome.reason
+    text = outcome.messages[0].text
+    assert "src/pkg/fix_parser.py" in text
+    assert FAILING in text and ERROR in text
+
+
+def test_the_continuity_section_names_files_and_the_last_failure_exactly() -> None:
+    section = continuity_section(_failing_run()[:5])
+    assert "## Files modified\n- src/pkg/fix_parser.py" in section
+    assert f"`{FAILING}` exited 1" in section and ERROR in section
+    assert continuity_section([Message.user("hello")]) == ""
+
+
+def test_a_task_statement_over_half_the_threshold_ends_the_view_at_the_floor_and_says_so() -> None:
+    task = "Implement the feature described below.\n" + filler(14_000, 1)  # about 3,100 tokens
+    history = [Message.user(task), *[m for i in range(14) for m in exchange(i, output_chars=1600)]]
+    outcome = compact(history, summarizer=ExtractiveSummarizer(COUNTER), budget=BUDGET_8K, counter=COUNTER)
+    assert outcome.ok, outcome.reason
+    sized = outcome.messages[0].metadata["compaction"]
+    view = sum(count_message(m, COUNTER) for m in outcome.messages)
+    assert sized["target"] == BUDGET_8K.post_compaction_target < sized["floor"]
+    assert sized["bound"] == "the continuity floor" and sized["view"] == view <= sized["floor"]
+    assert task in outcome.messages[0].text  # the task statement fits the floor whole
+    assert "users_cut" not in sized
+
+
+def test_user_messages_the_summary_cannot_hold_are_recorded_in_the_manifest() -> None:
+    task = "Port the module to the new API.\n" + filler(18_500, 2)  # about 4,100 tokens
+    later = [Message.user(f"Also keep note {i}: " + filler(1_400, 10 + i)) for i in range(4)]
+    history: list[Message] = [Message.user(task)]
+    for i, note in enumerate(later):
+        history += [*exchange(2 * i, output_chars=1600), note, *exchange(2 * i + 1, output_chars=1600)]
+    history += [m for i in range(10, 16) for m in exchange(i, output_chars=1600)]
+    outcome = compact(history, summarizer=ExtractiveSummarizer(COUNTER), budget=BUDGET_8K, counter=COUNTER)
+    assert outcome.ok, outcome.reason
+    left = outcome.messages[0].metadata["compaction"]["users_cut"]
+    left_ids = {i for entry in left for i in entry["ids"]}
+    assert left_ids and left_ids <= {m.id for m in later}
+    kept_whole = [m for m in later if m.text in outcome.messages[0].text]
+    assert {m.id for m in later} == left_ids | {m.id for m in kept_whole}
+    dropped = {d.id: d.reason for d in cut_records(outcome.messages)}
+    for mid in left_ids:
+        assert "not in the compaction summary whole" in dropped[f"cut:{mid}"]
+        assert "no room left for it" in dropped[f"cut:{mid}"]

@@ -142,3 +142,20 @@ def test_scrubbing_keeps_unrelated_lines_and_the_user_s_words() -> None:
     assert scrub_text("go to the staging area", revoked)[1] == []
     # ... but are inside one.
     assert scrub_text("we go to the staging area", revoked, strict_names=frozenset({"m"}))[1] == ["m"]
+
+
+def test_the_request_itself_is_scrubbed_last(tmp_path: Path) -> None:
+    """Text that enters the view after history was scrubbed (a summary written in this very call, the
+    pinned task state) is caught when the request leaves."""
+    from nova.memory.provenance import ProvenanceGuard
+
+    guard = ProvenanceGuard.for_home_memory_dir(tmp_path, session_id="s")
+    request = ModelRequest(model="m", messages=[
+        Message.user("what is the deploy target? orion-7 on port 8443 with the blue-green script"),
+        Message(role="user", origin="summary", parts=(SummaryPart(text=f"Summary: {BODY}", covers=("x",)),)),
+    ])
+    assert guard.prepare_request(request=request) is request  # nothing revoked: untouched
+    guard.registry.add(Revoked(name="deploy-target", description="", body=BODY))
+    sent = guard.prepare_request(request=request)
+    assert "orion" in sent.messages[0].text  # the user's own words stay
+    assert "orion" not in sent.messages[1].text and "revoked memory 'deploy-target'" in sent.messages[1].text

@@ -39,6 +39,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from nova.core import ModelRequest
 from nova.extensions import Extension, ViewRequest
 from nova.files import create_private_file, private_dir
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart
@@ -358,6 +359,17 @@ class ProvenanceGuard(Extension):
             history = [*history[:start], *tail]
         self._mark(history, stamp)
         return history
+
+    def prepare_request(self, *, request: ModelRequest) -> ModelRequest:
+        """The last check before a request leaves: anything the view gained after the history was
+        scrubbed (a summary written this call, the pinned task state) is scrubbed too."""
+        scrubber = self.scrubber()
+        if scrubber is None:
+            return request
+        messages = [scrubber.message(m) for m in request.messages]
+        if all(a is b for a, b in zip(messages, request.messages, strict=True)):
+            return request
+        return replace(request, messages=messages)
 
     def _known_prefix(self, history: Sequence[Message]) -> int:
         length, first, last = self._clean

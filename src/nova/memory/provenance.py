@@ -42,6 +42,7 @@ from filelock import FileLock
 from nova.core import ModelRequest
 from nova.extensions import Extension, ViewRequest
 from nova.files import create_private_file, private_dir
+from nova.incremental import MessageBlocks
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart
 
 __all__ = [
@@ -335,6 +336,8 @@ class ProvenanceGuard(Extension):
     _clean: tuple[int, Message | None, Message | None] = (0, None, None)
     """(length, first, last) of the history last seen: that prefix is recorded and scrubbed already."""
     _clean_stamp: tuple[int, int] = (0, 0)
+    _clean_blocks: dict[int, tuple[Message, ...]] = field(default_factory=dict)
+    _clean_stamp_blocks: tuple[int, int] = (0, 0)
 
     @classmethod
     def for_home_memory_dir(cls, home_memory_dir: Path, *, session_id: str) -> ProvenanceGuard:
@@ -366,10 +369,27 @@ class ProvenanceGuard(Extension):
         scrubber = self.scrubber()
         if scrubber is None:
             return request
+        if self._clean_stamp_blocks != self.registry.stamp():
+            self._clean_blocks, self._clean_stamp_blocks = {}, self.registry.stamp()
+        if isinstance(request.messages, MessageBlocks) and self._clean_view(request.messages, scrubber):
+            return request
         messages = [scrubber.message(m) for m in request.messages]
         if all(a is b for a, b in zip(messages, request.messages, strict=True)):
             return request
         return replace(request, messages=messages)
+
+    def _clean_view(self, view: MessageBlocks, scrubber: Scrubber) -> bool:
+        """True when nothing in `view` needs scrubbing. Consecutive views share their full blocks (the
+        same tuples), so a block found clean once is skipped by identity: a call costs its tail."""
+        if len(self._clean_blocks) > 4 * len(view.blocks) + 64:
+            self._clean_blocks = {}  # blocks of a history since compacted away
+        for block in view.blocks:
+            if self._clean_blocks.get(id(block)) is block:
+                continue
+            if any(scrubber.message(m) is not m for m in block):
+                return False
+            self._clean_blocks[id(block)] = block
+        return all(scrubber.message(m) is m for m in view.tail)
 
     def _known_prefix(self, history: Sequence[Message]) -> int:
         length, first, last = self._clean

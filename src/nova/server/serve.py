@@ -118,8 +118,8 @@ def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str]
         say(f"Nova server token (saved in {settings.home / TOKEN_FILE}): {token}")
         say(f"Open {base}/?token={token}")
     else:
-        say(f"Token in {settings.home / TOKEN_FILE} (`nova serve --print-token` prints it); "
-            f"open {base}/?token=<token>")
+        say(f"Open {base}/ and sign in with the token in {settings.home / TOKEN_FILE} "
+            "(`nova serve --print-token` prints it)")
     say(f"Nova serving on {base} (provider {settings.provider}, model {settings.model}); Ctrl-C stops it")
     server = _stopping_promptly(uvicorn_config(app, host=options.host, port=options.port, config=config,
                                                log_level=options.log_level), app)

@@ -247,3 +247,14 @@ def test_the_demo_ends_with_next_steps_that_work(tmp_path: Path) -> None:
             assert followed.exit_code == 0, (command, followed.output)
     resumed = runner.invoke(app, ["resume", "last", "what did you change?"])  # no key, no --provider
     assert resumed.exit_code == 0, resumed.output
+
+
+def test_the_sessions_list_shows_the_context_the_run_ended_with(tmp_path: Path, nova_home: Path) -> None:
+    (tmp_path / "README.md").write_text("# hello\n")
+    run = nova("--provider", "demo", "run", "look around", "--json", home=nova_home, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    ended = json.loads(run.stdout)
+    listed = nova("sessions", "list", "--json", home=nova_home, cwd=tmp_path)
+    (row,) = json.loads(listed.stdout)
+    # One figure: the run's footer and the list agree on the context's size.
+    assert row["id"] == ended["session_id"] and row["context_tokens"] == ended["context_used"] > 0

@@ -28,6 +28,7 @@ class RecordingSink:
         self.events: list[tuple[str, Mapping[str, Any]]] = []
         self.flushes = 0
         self.costs: list[float] = []
+        self.context_sizes: list[int] = []
 
     def record_message(self, message: Message, usage: Usage | None = None) -> None:
         self.messages.append(message)
@@ -37,6 +38,9 @@ class RecordingSink:
 
     def add_cost(self, usage: Usage, cost_usd: float) -> None:
         self.costs.append(cost_usd)
+
+    def note_context_size(self, tokens: int) -> None:
+        self.context_sizes.append(tokens)
 
     def flush(self) -> None:
         self.flushes += 1
@@ -253,6 +257,7 @@ def test_session_sink_gets_every_message_and_a_flush(tmp_path: Path) -> None:
     agent.run_turn("go")
     assert [m.role for m in sink.messages] == ["user", "assistant", "user", "assistant"]
     assert sink.flushes == 1
+    assert sink.context_sizes == [agent.context_status().used]  # the turn's last figure, once
     assert "usage" in sink.messages[1].metadata
     assert len(sink.costs) == 2  # one per model call
 

@@ -34,6 +34,7 @@ from nova.context.state import render_pinned
 from nova.context.summarize import summarizer_for
 from nova.core import CacheHints
 from nova.extensions import Extension
+from nova.mcp.setup import catalog_for
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import parse_instructions_config
 from nova.memory.paths import home_memory_dir, project_root
@@ -104,6 +105,11 @@ def build_agent(
                               guard=guard)
     protected = protected_paths(settings, options.cwd, sources)
     tools = agent_tools(settings, options.cwd, runtime=compiler, protected=protected)
+    # MCP servers' tools after the built-in ones; the catalog closes its servers with the agent.
+    mcp = catalog_for(settings, options.cwd, window=budget.window, counter=ledger.counter,
+                      report=session.record_event if session is not None else None)
+    if mcp is not None:
+        mcp.attach(tools)
     policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
                           session_dir=session_dir, protected=protected)
     system = sources.system
@@ -133,6 +139,8 @@ def build_agent(
                               config=memory_config)
     if memory is not None:
         extensions.append(memory)
+    if mcp is not None:
+        extensions.append(mcp)
     # Revoked memories leave every view, summaries and task state that quoted them included (MEM-7).
     provenance = ProvenanceGuard.for_home_memory_dir(home_memory_dir(settings.home), session_id=session_id)
     compiler.pinned_filter = provenance.scrub_pinned

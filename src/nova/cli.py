@@ -37,6 +37,8 @@ class _NovaGroup(LazyGroup):
         "permissions": LazyCommand("nova.commands.permissions:app",
                                    "Check what the permission rules decide for a tool call: allow, ask or deny, "
                                    "and why."),
+        "mcp": LazyCommand("nova.commands.mcp:app",
+                           "MCP servers: list each configured server, its state and its tools."),
         "rules": LazyCommand("nova.commands.memory:rules_command",
                              "Show the resolved instruction chain: each file, who imported it, its tokens, and "
                              "what was skipped."),

@@ -190,13 +190,17 @@ class SessionHub:
         limits: HostLimits | None = None,
         open_store: Callable[[Path], SessionStore] = default_store,
         approvals: Approvals | None = None,
+        provider_for: Callable[[Settings], Provider] | None = None,
     ) -> None:
         """With `approvals`, a call the rules send to the user waits there for an answer; without, it is
-        refused unless `options` allow it (`yes`, `allowed_tools`)."""
+        refused unless `options` allow it (`yes`, `allowed_tools`). With `provider_for`, a resumed
+        session recorded on another provider, model or endpoint continues on its own (see
+        `nova.sessions.model_settings`); without, every session uses `settings`."""
         self.settings = settings
         self.approvals = approvals
         self.options = options
         self.make_provider = make_provider
+        self.provider_for = provider_for
         self.limits = limits or HostLimits()
         self.open_store = open_store
         """Opens a connection to the session store under a Nova home (one per open session)."""
@@ -376,7 +380,8 @@ class SessionHub:
                 if self.approvals is not None:
                     options = replace(options, interactive=True,
                                       ask=self.approvals.approver(session.id, bus, session.record_event))
-                agent = build_agent(self.settings, self.make_provider(), options, bus=bus,
+                settings, provider = self._provider_of(session)
+                agent = build_agent(settings, provider, options, bus=bus,
                                     session=session, session_id=session.id, session_dir=session.dir,
                                     history=history)
                 live = LiveSession(session=session, agent=agent, worker=worker)
@@ -393,6 +398,16 @@ class SessionHub:
         except BaseException:
             worker.shutdown(wait=False)
             raise
+
+    def _provider_of(self, session: Session) -> tuple[Settings, Provider]:
+        """The settings and provider `session` runs on: those it was recorded with, when they differ
+        from the hub's and the hub can make another provider."""
+        from nova.sessions.model_settings import settings_for_resume
+
+        own = settings_for_resume(self.settings, session.meta)
+        if self.provider_for is None or _target(own) == _target(self.settings):
+            return self.settings, self.make_provider()
+        return own, self.provider_for(own)
 
     def _register(self, live: LiveSession, *, leased: bool = False) -> None:
         """Make `live` findable (leased for the caller, in the same step, when `leased`), and close
@@ -682,3 +697,7 @@ class _QueuedWrites:
 
     def close(self) -> None:
         self._store.close()
+
+
+def _target(settings: Settings) -> tuple[str, str, str | None]:
+    return settings.provider, settings.model, settings.base_url

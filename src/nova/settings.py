@@ -327,7 +327,9 @@ TOP_LEVEL_KEYS = {
     "compaction", "spill", "permissions", "sandbox", "sandbox_network",
 }
 # Sections parsed by the modules that own them; listed so they are not reported as unknown.
-OWNED_SECTIONS = {"memory", "instructions", "server", "policy", "cache", "tui", "tools"}
+OWNED_SECTIONS = {"memory", "instructions", "server", "policy", "cache", "tui", "tools",
+                  # MCP servers in the shape other agents use, and the client's own knobs (nova.mcp.config).
+                  "mcpServers", "mcp"}
 
 ENV_OVERRIDES = {"NOVA_PROVIDER": "provider", "NOVA_MODEL": "model", "NOVA_BASE_URL": "base_url"}
 

@@ -197,7 +197,7 @@ async def approve_and_deny(nova_home: Path, tmp_path: Path) -> None:
         assert app._pending is None
         notices = "\n".join(_notices(app))
         assert "allowed once: bash: touch first" in notices and "denied: bash: touch second" in notices
-        assert "bash is allowed for the rest of this session" in notices
+        assert "and every bash call for the rest of this session" in notices
     assert (project / "first").exists(), "approved: the command ran"
     assert not (project / "second").exists(), "denied: the command never started"
     assert (project / "third").exists() and (project / "fourth").exists(), "always: asked once"

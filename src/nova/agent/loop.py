@@ -27,7 +27,7 @@ from typing import Any
 
 from nova import events as ev
 from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools.base import ToolContext, ToolOutput, ToolRegistry
+from nova.agent.tools.base import ToolContext, ToolOutput, ToolRegistry, resolve_delegate
 from nova.context.budget import ContextBudget
 from nova.context.overflow import second_overflow_message
 from nova.core import CacheHints, ModelRequest, ModelResponse, ResponseDone, TextDelta, Usage
@@ -215,8 +215,11 @@ class Agent:
                     break
                 self._append(Message(role="user", parts=tuple(self._run_tools(calls))))
         finally:
-            self.bus.emit(self.context_status())
+            status = self.context_status()
+            self.bus.emit(status)
             if self.session:
+                # The sessions list shows the figure every screen showed at the turn's end.
+                self.session.note_context_size(status.used)
                 self.session.flush()
         self.bus.emit(
             ev.TurnFinished(
@@ -280,6 +283,9 @@ class Agent:
 
     def _call_model(self, state: _TurnState) -> ModelResponse:
         attempt = 0
+        # Every tool call so far has its result: the one point where a tool source (an MCP server's
+        # tools/list_changed) may change the catalog.
+        self.tools.settle()
         view = self._view()
         while True:
             try:
@@ -418,7 +424,12 @@ class Agent:
                 "Call the tool again with a JSON object matching its schema.",
                 is_error=True,
             )
-        decision = self.policy.check(tool, call.input, cwd=self.cwd, call_id=call.id)
+        try:
+            # `mcp_call` names the MCP tool it runs: the policy and the run see that tool.
+            tool, arguments = resolve_delegate(tool, call.input)
+        except ToolError as exc:
+            return ToolOutput(content=f"Error: {exc}", is_error=True)
+        decision = self.policy.check(tool, arguments, cwd=self.cwd, call_id=call.id)
         if not decision.allowed:
             self.bus.emit(
                 ev.PermissionDenied(
@@ -434,7 +445,7 @@ class Agent:
         ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.tool_timeout_s, cancel=self.cancel,
                           screen=self.policy.file_screen(tool.name, cwd=self.cwd))
         try:
-            return tool.run(call.input, ctx)
+            return tool.run(arguments, ctx)
         except ToolError as exc:
             return ToolOutput(content=f"Error: {exc}", is_error=True)
         except Exception as exc:  # a tool bug must not end the session: the model sees it and moves on

@@ -16,6 +16,9 @@ fnmatch pattern (case-sensitive; `*` also matches `/`) tested against the call's
 - `read_file`, `write_file`, `edit_file`, `grep`, `glob`: the path relative to the working directory
   (absolute when outside it). Deny and ask rules also see the symlink-resolved path; allow rules see
   only the resolved path, so a link cannot smuggle a write past them.
+- MCP tools (`mcp__server__tool`, nova.mcp): the call's arguments as compact JSON with sorted keys, so
+  `mcp__github__create_issue(*"repo":"nova"*)` matches by argument and `mcp__github__*` names a whole
+  server. `mcp_call` is checked as the tool it calls.
 
 Reading tools share one path policy (nova.agent.read_policy): a path rule written for `read_file`,
 `grep` or `glob` applies to all three (deny and ask rules also to `edit_file`, which shows what it
@@ -54,7 +57,7 @@ from typing import Any, Literal
 from nova.agent.approval import Answer, Approver, answer_of
 from nova.agent.read_policy import FileScreen, RuleHit, read_concern, rule_tool_names
 from nova.agent.shell_parse import ShellCommand, ShellLine, could_match_longer, parse_command_line
-from nova.agent.tools.base import Tool, ToolContext, ToolOutput
+from nova.agent.tools.base import Tool, ToolContext, ToolOutput, resolve_delegate
 from nova.errors import ConfigError, ToolError
 from nova.settings import PermissionsConfig
 
@@ -150,6 +153,10 @@ def _units_for(tool_name: str, input: Mapping[str, Any], cwd: Path) -> list[_Uni
     if tool_name in PATH_TOOLS:
         raw = input.get("path", PATH_TOOLS[tool_name])
         return _path_units(raw, cwd) if isinstance(raw, str) and raw.strip() else []
+    if tool_name.startswith("mcp__"):
+        # An MCP tool's arguments as canonical JSON: `mcp__github__create_issue(*"repo":"nova"*)`.
+        form = json.dumps(dict(input), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return [_Unit(strict=(form,), loose=(form,))]
     return []
 
 
@@ -504,6 +511,10 @@ def run_tool_checked(
 ) -> ToolOutput:
     """Check, then run: a denied call returns an error result and the tool is never started. Path rules
     are taken relative to `ctx.cwd`, where the tool will run."""
+    try:
+        tool, input = resolve_delegate(tool, input)
+    except ToolError as exc:
+        return ToolOutput(content=f"Error: {exc}", is_error=True)
     decision = policy.check(tool, input, cwd=ctx.cwd)
     ctx = replace(ctx, screen=policy.file_screen(tool.name, cwd=ctx.cwd))
     if not decision.allowed:

@@ -143,7 +143,7 @@ def list_command(
         table.add_row(m.id, escape(m.title), updated, str(m.message_count), f"{m.last_context_tokens:,}",
                       f"{m.total_tokens:,}", f"${m.cost_usd:.2f}")
     out.print(table)
-    out.print("context: the conversation's size at its last model call · tokens billed: every call's input "
+    out.print("context: the conversation's size at the end of its last turn · tokens billed: every call's input "
               "(cached included) and output, added up", style="dim", markup=False)
 
 

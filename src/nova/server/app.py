@@ -81,12 +81,15 @@ def create_app(
     make_provider: Callable[[], Provider],
     config: ServerConfig | None = None,
     bind_host: str = "127.0.0.1",
+    provider_for: Callable[[Settings], Provider] | None = None,
 ) -> FastAPI:
-    """`bind_host` is the address the server listens on: it decides which Host headers are answered."""
+    """`bind_host` is the address the server listens on: it decides which Host headers are answered.
+    `provider_for` lets a resumed session continue on the provider and model it was recorded with."""
     config = config or ServerConfig()
     limits = HostLimits(max_live=config.max_live_sessions, idle_timeout_s=config.idle_session_timeout_s)
     desk = ApprovalDesk(timeout_s=config.approval_timeout_s)
-    hub = SessionHub(settings, options=options, make_provider=make_provider, limits=limits, approvals=desk)
+    hub = SessionHub(settings, options=options, make_provider=make_provider, limits=limits, approvals=desk,
+                     provider_for=provider_for)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -53,7 +53,7 @@ def build_server_app(settings: Settings, options: ServeOptions, token: str, env:
                                  yes=options.yes)
     return create_app(settings, token=token, options=agent_options,
                       make_provider=lambda: make_provider(settings, env), config=server_config(settings),
-                      bind_host=options.host)
+                      bind_host=options.host, provider_for=lambda own: make_provider(own, env))
 
 
 def uvicorn_config(app: FastAPI, *, host: str, port: int, config: ServerConfig,

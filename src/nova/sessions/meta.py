@@ -107,7 +107,8 @@ class SessionMeta:
     cost_usd: float = 0.0
     compacted_at: float | None = None
     last_context_tokens: int = 0
-    """The conversation's size at its last model call: what that call read (cached or not) plus what it
+    """The conversation's size: at a turn's end, the next view as Nova measures it (the figure the run's
+    footer and the TUI's bar show); between calls, what the last call read (cached or not) plus what it
     wrote. 0 before the first call (and in a meta.json written before this field existed)."""
     extra: dict[str, Any] = field(default_factory=dict)
 

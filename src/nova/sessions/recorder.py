@@ -33,5 +33,8 @@ class SessionRecorder(Protocol):
     def record_compact_boundary(self, boundary: BoundaryRecord) -> str:
         """A compaction: write the boundary (summary, covered ids, new head); returns its id."""
 
+    def note_context_size(self, tokens: int) -> None:
+        """Turn end: the size of the next view as Nova measures it (what every screen shows)."""
+
     def flush(self) -> None:
         """Turn end: make what was recorded durable."""

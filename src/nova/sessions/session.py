@@ -377,6 +377,14 @@ class Session:
         self._meta.cost_usd += float(cost_usd)
         self._touch()
 
+    def note_context_size(self, tokens: int) -> None:
+        """The context's size at the end of a turn, as Nova measures the next view (`nova run`'s footer,
+        the TUI's bar): the sessions list shows it rather than the last call's reported input."""
+        if self.readonly or tokens == self._meta.last_context_tokens:
+            return
+        self._meta.last_context_tokens = tokens
+        self._touch()
+
     def flush(self) -> None:
         """Turn end: fsync the transcript, then publish meta.json and the store row."""
         if self.readonly:

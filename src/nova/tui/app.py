@@ -24,6 +24,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 
 from nova import events as ev
+from nova.agent.approval import Answer, RememberingApprover
 from nova.commands.context import distinct_labels, render_context
 from nova.context.budget import budget_for
 from nova.context.picture import text_picture
@@ -38,7 +39,7 @@ from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 from nova.messages import Message
 from nova.sessions.meta import title_from_prompt
-from nova.tui.approval import Approver, PendingApproval
+from nova.tui.approval import PendingApproval, ScreenPrompt
 from nova.tui.approval_prompt import ApprovalPrompt, Choice, answer_for_key
 from nova.tui.gauge import ContextGauge
 from nova.tui.widgets import ContextBar, MessageBlock, ProgressLine, StatusFooter, ToolCall
@@ -83,11 +84,10 @@ class NovaTUI(App[None]):
         self._prompt: ApprovalPrompt | None = None
         self._error_shown = False
         approver = hub.options.ask
-        if isinstance(approver, Approver):
-            approver.show = lambda pending: self.call_from_thread(self._ask, pending)
-            self._approver: Approver | None = approver
-        else:
-            self._approver = None
+        self._approver: RememberingApprover | None = None
+        if isinstance(approver, RememberingApprover) and isinstance(approver.prompt, ScreenPrompt):
+            approver.prompt.show = lambda pending: self.call_from_thread(self._ask, pending)
+            self._approver = approver
 
     # -- layout ---------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -219,13 +219,12 @@ class NovaTUI(App[None]):
         self._pending = None
         self._close_prompt()
         request = pending.request
-        if choice == "a" and self._approver is not None:
-            self._approver.always.add(request.tool)
+        covered = self._approver.grants.describe(request) if self._approver is not None else request.tool
         said = {"y": f"allowed once: {request.summary}",
-                "a": f"allowed: {request.summary} — {request.tool} is allowed for the rest of this session",
+                "a": f"allowed: {request.summary} — and {covered} for the rest of this session",
                 "n": f"denied: {request.summary} — the model is told so"}[choice]
         self.notice(said)
-        pending.answer(choice in ("y", "a"))
+        pending.answer({"y": Answer.ONCE, "a": Answer.SESSION, "n": Answer.DENY}[choice])
 
     def _close_prompt(self) -> None:
         if self._prompt is not None:
@@ -239,7 +238,7 @@ class NovaTUI(App[None]):
             pending, self._pending = self._pending, None
             self._close_prompt()
             self.notice(f"denied: {pending.request.summary} — the model is told so")
-            pending.answer(False)
+            pending.answer(Answer.DENY)
         if self.running and self.session_id:
             self.hub.cancel(self.session_id)
             self.notice("Cancelling the turn… (the session is kept)")

@@ -1,9 +1,10 @@
 """Asking the person at the terminal before a tool that changes things runs.
 
-The permission policy calls `Approver` from the agent's worker thread. The TUI installs a handler
-that shows the request and blocks that thread until the person answers `y` (once), `a` (this tool for
-the rest of the session) or `n`; Ctrl-C answers no. Without a handler (no screen) the answer is no,
-which is what the policy does for headless runs without `--allow`.
+The permission policy calls the session's approver from the agent's worker thread. The TUI's approver
+is `nova.agent.approval.RememberingApprover` over a `ScreenPrompt`: the prompt shows the request and
+blocks that thread until the person answers `y` (once), `a` (for this session, remembered by the
+approver's grants as on every surface) or `n`; Ctrl-C answers no. Without a screen attached the
+answer is no, which is what the policy does for headless runs without `--allow`.
 """
 
 from __future__ import annotations
@@ -12,36 +13,38 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from nova.agent.approval import Answer, RememberingApprover
 from nova.agent.permissions import PermissionRequest
 
-__all__ = ["Approver", "PendingApproval"]
+__all__ = ["PendingApproval", "ScreenPrompt", "screen_approver"]
 
 
 @dataclass
 class PendingApproval:
     request: PermissionRequest
     done: threading.Event = field(default_factory=threading.Event)
-    allowed: bool = False
+    answer_given: Answer = Answer.DENY
 
-    def answer(self, allowed: bool) -> None:
-        self.allowed = allowed
+    def answer(self, answer: Answer) -> None:
+        self.answer_given = answer
         self.done.set()
 
 
-class Approver:
-    """The `ask` callback of an interactive policy. Tools approved with `a` are remembered here, for
-    this process only: the policy itself never changes, and the model has no way to reach it."""
+class ScreenPrompt:
+    """The question on the screen: `show` is set by the app once it is running."""
 
     def __init__(self) -> None:
         self.show: Callable[[PendingApproval], None] | None = None
-        self.always: set[str] = set()
 
-    def __call__(self, request: PermissionRequest) -> bool:
-        if request.tool in self.always:
-            return True
+    def __call__(self, request: PermissionRequest) -> Answer:
         if self.show is None:
-            return False
+            return Answer.DENY
         pending = PendingApproval(request)
         self.show(pending)
         pending.done.wait()
-        return pending.allowed
+        return pending.answer_given
+
+
+def screen_approver() -> RememberingApprover:
+    """The TUI's approver: the screen prompt behind the grants every surface shares."""
+    return RememberingApprover(ScreenPrompt())

@@ -10,7 +10,7 @@ from nova.app import AgentOptions
 from nova.host import SessionHub
 from nova.providers.factory import make_provider
 from nova.settings import Settings
-from nova.tui.approval import Approver
+from nova.tui.approval import screen_approver
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -21,8 +21,9 @@ __all__ = ["launch_tui", "make_hub", "run_app"]
 def make_hub(settings: Settings, *, cwd: Path, env: dict[str, str]) -> SessionHub:
     make_provider(settings, env)  # a missing key or SDK stops here, before the screen opens
     # Interactive: a write or a command the rules do not settle is put to the person at the terminal.
-    options = AgentOptions(cwd=cwd, interactive=True, ask=Approver())
-    return SessionHub(settings, options=options, make_provider=lambda: make_provider(settings, env))
+    options = AgentOptions(cwd=cwd, interactive=True, ask=screen_approver())
+    return SessionHub(settings, options=options, make_provider=lambda: make_provider(settings, env),
+                      provider_for=lambda own: make_provider(own, env))
 
 
 def launch_tui(settings: Settings, *, cwd: Path, env: dict[str, str], session_id: str | None = None) -> None:

@@ -35,6 +35,7 @@ from nova import events as ev
 from nova.app import AgentOptions
 from nova.errors import NovaError, SessionBusy, SessionNotFound
 from nova.host import HostLimits, SessionHub
+from nova.memory.provenance import reinstate, revoke
 from nova.memory.store import Memory, MemoryNotFound, MemoryStore, UnsafeMemoryName, format_time
 from nova.messages import new_id
 from nova.providers.base import Provider
@@ -249,5 +250,15 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
     def delete_memory(name: MemoryName, purge: Annotated[bool, Query()] = False) -> MemoryOut:
         """Revoke (kept as a tombstone so it is not re-created, MEM-7); `purge=true` removes the file."""
         memories = store()
-        gone = memories.delete(name) if purge else memories.set_status(name, "revoked")
+        # Revocation follows provenance: summaries and task state that quoted it are redacted too.
+        revoke(memories, name)
+        gone = memories.delete(name) if purge else memories.get(name)
         return _memory_out(gone, body=False)
+
+    @app.post("/api/memory/{name}/approve", tags=["memory"])
+    def approve_memory(name: MemoryName) -> MemoryOut:
+        """A person approves exactly the memory's current text (as `nova memory approve` does, MEM-7)."""
+        memories = store()
+        approved = memories.set_status(name, "active")
+        reinstate(memories, approved.name)
+        return _memory_out(approved, body=False)

@@ -326,7 +326,7 @@ TOP_LEVEL_KEYS = {
     "compaction", "spill", "permissions", "sandbox", "sandbox_network",
 }
 # Sections parsed by the modules that own them; listed so they are not reported as unknown.
-OWNED_SECTIONS = {"memory", "instructions", "server", "policy", "cache", "tui", "tools"}
+OWNED_SECTIONS = {"memory", "instructions", "server", "policy", "cache", "tui", "tools", "store"}
 
 ENV_OVERRIDES = {"NOVA_PROVIDER": "provider", "NOVA_MODEL": "model", "NOVA_BASE_URL": "base_url"}
 

@@ -235,6 +235,9 @@ class PostgresSessionStore:
     """A `SessionStore` on PostgreSQL. Thread-safe: each call takes a pooled connection for one
     transaction. `close()` leaves the shared pool open for the process's other stores."""
 
+    concurrent_writes = True
+    """Writers on many connections at once are what the server is for (the host queues SQLite's)."""
+
     def __init__(self, url: str) -> None:
         self.url = url
         self._pool = shared_pool(url)

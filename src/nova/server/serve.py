@@ -18,6 +18,7 @@ from nova.app import AgentOptions
 from nova.providers.factory import make_provider
 from nova.server.config import ServerConfig, parse_server_config
 from nova.server.token import TOKEN_FILE, load_or_create_token
+from nova.server.workers import WORKER_ENV, inherited_sockets
 from nova.settings import Settings
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class ServeOptions:
     allowed_tools: frozenset[str] = frozenset()
     yes: bool = False
     log_level: str = "warning"
+    workers: int = 1
+    """Processes serving the port; more than one shares sessions through PostgreSQL (`workers.py`)."""
 
 
 def server_config(settings: Settings) -> ServerConfig:
@@ -94,10 +97,15 @@ def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str]
     else:
         say(f"Token in {settings.home / TOKEN_FILE} (`nova serve --print-token` prints it); "
             f"open {base}/?token=<token>")
+    if options.workers > 1 and os.environ.get(WORKER_ENV) is None:
+        from nova.server.workers import run_workers
+
+        run_workers(settings, options, say=say)  # one port, N processes, one database
+        return
     say(f"Nova serving on {base} (provider {settings.provider}, model {settings.model}); Ctrl-C stops it")
     server = uvicorn.Server(uvicorn_config(app, host=options.host, port=options.port, config=config,
                                            log_level=options.log_level))
     with contextlib.suppress(KeyboardInterrupt):
-        server.run()
+        server.run(sockets=inherited_sockets())
     if not server.started:  # uvicorn said why (the port in use, most often)
         raise SystemExit(3)

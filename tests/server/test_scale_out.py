@@ -1,0 +1,214 @@
+"""Several `nova serve` workers over one PostgreSQL: any worker continues any session, a busy session
+answers 409 naming its holder, a client follows a turn from another worker, and a worker killed with
+SIGKILL mid-turn (20 times, after a different number of streamed events each time) loses no record the
+stream acknowledged (a finished step), leaves no unpaired tool call, and the next turn on the other worker succeeds.
+
+Each worker is a real `nova serve` subprocess with its own NOVA_HOME (as on separate hosts) sharing the
+database of `.ci/postgres`; without it these tests skip."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from nova.invariants import check_tool_pairing
+from nova.messages import ToolResultPart
+from nova.sessions.repair import repair_history
+from nova.sessions.schema import MessageRecord, parse_record
+
+from ..postgres_db import fresh_schema
+from .helpers import free_socket
+
+TOKEN = "scale-out-test-token"
+
+
+class Worker:
+    def __init__(self, home: Path, project: Path, url: str) -> None:
+        self.home, self.project, self.url = home, project, url
+        sock = free_socket()
+        self.port = sock.getsockname()[1]
+        sock.close()
+        self.base = f"http://127.0.0.1:{self.port}"
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "server-token").write_text(TOKEN + "\n")
+        os.chmod(home / "server-token", 0o600)
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
+        env.update(NOVA_HOME=str(self.home), NOVA_DATABASE_URL=self.url)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "nova.cli", "serve", "--port", str(self.port), "--provider", "demo",
+             "--cwd", str(self.project)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def wait_up(self) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.base}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            assert self.proc is not None and self.proc.poll() is None, self.proc.stderr.read() if self.proc else ""
+            assert time.monotonic() < deadline, "nova serve did not come up"
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base, headers={"authorization": f"Bearer {TOKEN}"}, timeout=60)
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[tuple[Worker, Worker]]:
+    schema = fresh_schema()
+    url = next(schema)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.md").write_text("hello\n")
+    pair = (Worker(tmp_path / "a", project, url), Worker(tmp_path / "b", project, url))
+    try:
+        for w in pair:
+            w.start()
+        for w in pair:
+            w.wait_up()
+        yield pair
+    finally:
+        for w in pair:
+            w.stop()
+        schema.close()
+
+
+def _chunks(lines: Iterator[str]) -> Iterator[dict[str, object]]:
+    for line in lines:
+        if line.startswith("data: {"):
+            yield json.loads(line[6:])
+
+
+def _turn(worker: Worker, session_id: str, text: str) -> list[dict[str, object]]:
+    with worker.client() as client, client.stream("POST", f"/api/sessions/{session_id}/messages",
+                                                  json={"text": text}) as response:
+        assert response.status_code == 200, response.read()
+        return list(_chunks(response.iter_lines()))
+
+
+def _records(url: str, session_id: str) -> list[MessageRecord]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT record::text FROM nova_records WHERE session_id = %s ORDER BY seq",
+                            (session_id,)).fetchall()
+    records = [parse_record(r[0], "test") for r in rows]
+    return [r for r in records if isinstance(r, MessageRecord)]
+
+
+def test_any_worker_continues_any_session(workers: tuple[Worker, Worker]) -> None:
+    a, b = workers
+    with a.client() as client:
+        session_id = client.post("/api/sessions", json={"title": "shared"}).json()["id"]
+    first = _turn(a, session_id, "list the files")
+    assert first[-1]["type"] == "finish"
+    second = _turn(b, session_id, "read notes.md")
+    assert second[-1]["type"] == "finish"
+    with b.client() as client:
+        detail = client.get(f"/api/sessions/{session_id}").json()
+        listed = [s["id"] for s in client.get("/api/sessions").json()]
+    assert session_id in listed
+    users = [m["text"] for m in detail["messages"] if m["role"] == "user" and m["text"]]
+    assert users[:1] == ["list the files"] and "read notes.md" in users
+    assert detail["session"]["message_count"] == len(detail["messages"])
+
+
+def test_a_busy_session_answers_409_naming_the_holder(workers: tuple[Worker, Worker]) -> None:
+    import psycopg
+
+    from nova.sessions.turn_lock import lock_key
+
+    a, _ = workers
+    with a.client() as client:
+        session_id = client.post("/api/sessions", json={}).json()["id"]
+        with psycopg.connect(a.url, autocommit=True, application_name="nova other-host:4242") as holder:
+            holder.execute("SELECT pg_advisory_lock(%s)", (lock_key(session_id),))
+            busy = client.post(f"/api/sessions/{session_id}/messages", json={"text": "hi"})
+            assert busy.status_code == 409
+            assert "nova other-host:4242" in busy.json()["detail"]
+        # The holder's connection ended: its lock went with it.
+        assert _turn(a, session_id, "list the files")[-1]["type"] == "finish"
+
+
+def test_a_client_follows_and_resumes_a_turn_from_another_worker(workers: tuple[Worker, Worker]) -> None:
+    a, b = workers
+    with a.client() as client:
+        session_id = client.post("/api/sessions", json={}).json()["id"]
+    sent = _turn(a, session_id, "list the files")
+    with b.client() as client:
+        whole = client.get(f"/api/sessions/{session_id}/events").text
+        ids = [int(line[4:]) for line in whole.splitlines() if line.startswith("id: ")]
+        assert list(_chunks(iter(whole.splitlines()))) == sent
+        resumed = client.get(f"/api/sessions/{session_id}/events", headers={"last-event-id": str(ids[2])}).text
+    assert [int(line[4:]) for line in resumed.splitlines() if line.startswith("id: ")] == ids[3:]
+
+
+def test_killing_a_worker_mid_turn_loses_no_acknowledged_record(workers: tuple[Worker, Worker]) -> None:
+    pair = list(workers)
+    with pair[0].client() as client:
+        session_id = client.post("/api/sessions", json={"title": "faults"}).json()["id"]
+    for attempt in range(20):
+        victim, other = pair[attempt % 2], pair[(attempt + 1) % 2]
+        victim.wait_up()
+        seen: list[dict[str, object]] = []
+        kill_after = 1 + attempt  # a different moment each time: after this many streamed events
+        with victim.client() as client:
+            try:
+                with client.stream("POST", f"/api/sessions/{session_id}/messages",
+                                   json={"text": "list the files"}) as response:
+                    assert response.status_code == 200, response.read()
+                    for chunk in _chunks(response.iter_lines()):
+                        seen.append(chunk)
+                        if len(seen) == kill_after:
+                            victim.kill()
+            except httpx.TransportError:
+                pass  # the worker died under the stream: expected
+        if victim.proc is not None and victim.proc.poll() is None:
+            victim.kill()
+        victim.start()  # comes back while the other worker takes the next turn
+        stored = _records(victim.url, session_id)
+        results = {p.tool_use_id for r in stored for p in r.message.parts if isinstance(p, ToolResultPart)}
+        # A step's records (the assistant's calls, then all its results as one message) are stored when
+        # the step ends, which the stream acknowledges with `finish-step`; a tool's output is streamed as
+        # soon as that tool ends, before its step's record, so it counts once its step was acknowledged.
+        ends = [n for n, c in enumerate(seen) if c["type"] == "finish-step"]
+        acknowledged = {str(c["toolCallId"]) for c in seen[: ends[-1] if ends else 0]
+                        if c["type"] == "tool-output-available"}
+        assert acknowledged <= results, (attempt, acknowledged - results)
+        other.wait_up()  # killed the round before and started again meanwhile
+        assert _turn(other, session_id, "read notes.md")[-1]["type"] == "finish", attempt
+        history = [r.message for r in _records(other.url, session_id)]
+        repaired, _ = repair_history(history)
+        assert check_tool_pairing(repaired) == []
+    with other.client() as client:
+        detail = client.get(f"/api/sessions/{session_id}").json()
+    assert detail["session"]["message_count"] >= 20
+    # The working view the next worker resumes: every tool call paired.
+    final = _records(pair[0].url, session_id)
+    assert check_tool_pairing(repair_history([r.message for r in final])[0]) == []

@@ -141,7 +141,7 @@ def test_memory_rules_and_replay_are_mounted(tmp_path: Path) -> None:
     from nova.testing import shared_data_dir
 
     assert runner.invoke(app, ["memory", "list", "--json"]).exit_code == 0
-    assert json.loads(runner.invoke(app, ["rules", "--json"]).output).keys() == {"files", "skipped"}
+    assert json.loads(runner.invoke(app, ["rules", "--json"]).output).keys() == {"files", "skipped", "searched"}
     traj = shared_data_dir() / "trajectories" / "swe-agent-demos" / "marshmallow-1867.traj"
     result = runner.invoke(app, ["replay", str(traj), "--window", "32000", "--json"])
     assert result.exit_code == 0, result.output

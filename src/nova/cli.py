@@ -154,6 +154,8 @@ def run(
 
     Write tools and bash need approval: pass `--allow bash`, `--allow write_file`… or `--yes`. Deny
     rules in the config (`permissions.deny`, e.g. `bash(git push*)`) always win.
+
+    A run that fails before the model answers (no key, server unreachable) keeps no session.
     """
     from nova.commands.run import run_command
 

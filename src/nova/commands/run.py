@@ -36,9 +36,16 @@ def run_command(
     yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None, strict: bool = False,
     sandbox: bool | None = None,
 ) -> None:
+    from nova.commands.run_prompt import SLASH_HELP, check_prompt, is_help, unknown_slash_command
     from nova.providers.factory import make_provider
 
+    check_prompt(prompt)
+    if is_help(prompt):  # answered here: no provider, no session
+        print(json.dumps({"text": SLASH_HELP, "stop_reason": "end_turn"}, indent=2) if as_json else SLASH_HELP)
+        return
     with user_errors():
+        if (unknown := unknown_slash_command(prompt)) is not None:
+            raise NovaError(unknown)
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url, sandbox=sandbox)
         # Before anything is created: a bad section must not leave an empty session behind.
         check_config(settings)
@@ -90,11 +97,15 @@ def run_task(
             return _slash_command(settings, options, prompt, agent, quiet=quiet)
         finally:
             session.close()
+    answered = False
     try:
         result = agent.run_turn(prompt)
+        answered = result.stop_reason != "error"
     finally:
         agent.close()
         session.close()
+        if resume_id is None and not answered:
+            _discard_if_unanswered(settings, session)
     status = agent.context_status()
     used, limit, window = status.used, status.limit, status.window
     seen = result.usage.context_tokens
@@ -114,6 +125,14 @@ def run_task(
         "cache_hit_rate": hit_rate,
         "duration_s": round(time.monotonic() - started, 3),
     }
+
+
+def _discard_if_unanswered(settings: Settings, session: Any) -> None:
+    from nova.sessions.unanswered import discard_if_unanswered
+
+    if discard_if_unanswered(settings.home, session):
+        err_console.print("nova: the run failed before the model answered, so no session was kept (run the "
+                          "same command again once the cause below is fixed)", markup=False, soft_wrap=True)
 
 
 def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: Any, *,
@@ -149,8 +168,9 @@ def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: 
         config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
         answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
         if answer is None:
-            raise NovaError(f"unknown command {command!r}: the commands are /compact [FOCUS], /context, "
-                            f"/memory, /remember TEXT and {', '.join(sorted(TASK_STATE_COMMANDS))}")
+            from nova.commands.run_prompt import slash_commands_line
+
+            raise NovaError(f"unknown command {command!r}: {slash_commands_line()}")
         reply_text, ok = answer.text, answer.ok
     if not quiet:
         console.print(reply_text, markup=False)

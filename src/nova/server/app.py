@@ -54,6 +54,7 @@ from nova.server.schemas import (
     message_out,
     session_out,
 )
+from nova.server.streams import OpenStreams
 from nova.server.text_check import TextCheck
 from nova.server.ui_stream import DONE, STREAM_HEADERS, UIStreamEncoder, sse
 from nova.sessions.schema import BoundaryRecord, MessageRecord, Record, parse_record
@@ -89,6 +90,7 @@ def create_app(
                   description="Nova's HTTP API. Every route but /health needs `Authorization: Bearer <token>` "
                               "(`nova serve --print-token`).")
     app.state.hub = hub
+    app.state.streams = OpenStreams()  # ended at once when the server stops (`nova.server.streams`)
     _errors(app)
     _routes(app, hub, settings, options)
     # Added last = outermost: the Host check, the size limit, then the token, wrap everything including
@@ -235,11 +237,16 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
                 put(b"".join(sse(c) for c in chunks), False)
 
         await asyncio.to_thread(hub.start_turn, session_id, prompt, sink)
+        streams: OpenStreams = app.state.streams
+        streams.add(channel, session_id)
 
         async def stream() -> AsyncIterator[bytes]:
             # When the client disconnects this generator is dropped; the turn goes on and is recorded.
-            while items := await channel.drain():
-                yield b"".join(items)
+            try:
+                while items := await channel.drain():
+                    yield b"".join(items)
+            finally:
+                streams.discard(channel)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=STREAM_HEADERS)
 

@@ -89,14 +89,20 @@ class SessionMeta:
     """The session's running total over every model call, the 1-hour cache writes kept apart."""
     cost_usd: float = 0.0
     compacted_at: float | None = None
+    last_context_tokens: int = 0
+    """The conversation's size at its last model call: what that call read (cached or not) plus what it
+    wrote. 0 before the first call (and in a meta.json written before this field existed)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
+        """Tokens billed over the whole session: every call's input (cached included) plus its output.
+        A running total, not the size of the context: see `last_context_tokens` for that."""
         return self.usage.context_tokens + self.usage.output_tokens
 
     def add_usage(self, usage: Usage) -> None:
         self.usage = self.usage + usage
+        self.last_context_tokens = usage.context_tokens + usage.output_tokens
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}

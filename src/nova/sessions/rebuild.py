@@ -31,6 +31,7 @@ class TranscriptCounts:
 
     messages: int = 0
     usage: Usage = field(default_factory=Usage)
+    last_context_tokens: int = 0
     first_ts: float = 0.0
     last_ts: float = 0.0
     compacted_at: float | None = None
@@ -55,6 +56,7 @@ def count_transcript(transcript: Transcript) -> TranscriptCounts:
             counts.message_ids.append(record.message.id)
             if record.usage is not None:
                 counts.usage = counts.usage + record.usage
+                counts.last_context_tokens = record.usage.context_tokens + record.usage.output_tokens
             if not counts.title and record.message.role == "user" and record.message.text.strip():
                 counts.title = printable(" ".join(record.message.text.split())[:80])
         elif isinstance(record, BoundaryRecord):
@@ -87,6 +89,7 @@ def meta_from_counts(session_id: str, counts: TranscriptCounts, *, transcript: P
         updated_at=max(counts.last_ts, counts.first_ts) or mtime,
         message_count=counts.messages,
         usage=counts.usage,
+        last_context_tokens=counts.last_context_tokens,
         compacted_at=counts.compacted_at,
         extra={"rebuilt_from_transcript_at": time.time()},
     )

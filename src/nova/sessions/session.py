@@ -100,13 +100,14 @@ class Session:
     ) -> Session:
         sid = validate_session_id(session_id) if session_id else new_session_id()
         directory = session_dir(home, sid)
-        cwd_text = str(Path(cwd if cwd is not None else os.getcwd()).expanduser())
+        # "" is an unknown working directory (an imported session whose format does not record one).
+        cwd_text = "" if cwd == "" else str(Path(cwd if cwd is not None else os.getcwd()).expanduser())
         now = time.time()
         meta = SessionMeta(
             id=sid,
             title=printable(title),
             cwd=cwd_text,
-            git_root=find_git_root(cwd_text),
+            git_root=find_git_root(cwd_text) if cwd_text else "",
             provider=provider,
             model=model,
             created_at=now,

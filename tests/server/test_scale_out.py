@@ -212,3 +212,32 @@ def test_killing_a_worker_mid_turn_loses_no_acknowledged_record(workers: tuple[W
     # The working view the next worker resumes: every tool call paired.
     final = _records(pair[0].url, session_id)
     assert check_tool_pairing(repair_history([r.message for r in final])[0]) == []
+
+
+def test_workers_sharing_one_home_alternate_on_the_same_sessions(tmp_path: Path) -> None:
+    """`nova serve --workers N` shares one NOVA_HOME: a session created (or last used) on one worker is
+    not held open there, so the next turn on another worker resumes it instead of finding it locked."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    schema = fresh_schema()
+    url = next(schema)
+    project = tmp_path / "project"
+    project.mkdir()
+    pair = (Worker(tmp_path / "home", project, url), Worker(tmp_path / "home", project, url))
+    try:
+        for w in pair:
+            w.start()
+        for w in pair:
+            w.wait_up()
+        with pair[0].client() as client:
+            ids = [client.post("/api/sessions", json={}).json()["id"] for _ in range(4)]
+
+        def drive(session_id: str) -> list[str]:
+            return [str(_turn(pair[n % 2], session_id, "list the files")[-1]["type"]) for n in range(1, 4)]
+
+        with ThreadPoolExecutor(4) as pool:
+            assert list(pool.map(drive, ids)) == [["finish"] * 3] * 4
+    finally:
+        for w in pair:
+            w.stop()
+        schema.close()

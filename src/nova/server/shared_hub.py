@@ -6,7 +6,7 @@ What differs from the single-process hub:
   decides whether to wait, and a queue would die with its worker);
 - under the lock, the session is resumed from the database (`materialize`), never from this worker's
   memory: another worker may have run the turns since;
-- after the turn, the session is closed (its records, meta and store row written) and only then is the
+- a new session is closed as soon as it is recorded, and after a turn the session is closed (its records, meta and store row written) and only then is the
   lock released and the client's stream ended, so the next turn, on any worker, sees everything.
 A worker killed mid-turn loses its connections, so its lock goes at once; the records it committed are
 rows, and the dangling tool call of the unfinished turn is repaired by the next resume as always.
@@ -64,6 +64,13 @@ class SharedSessionHub(SessionHub):
     def read_records(self, session_id: str) -> list[str]:
         self.check(session_id)
         return self._db.read_records(session_id)  # type: ignore[attr-defined, no-any-return]
+
+    def create(self, title: str = "") -> LiveSession:
+        """A new session, recorded and closed at once: its next turn may run on any worker, which must
+        not find it held open (and its files locked) here."""
+        live = super().create(title)
+        self._drop_local(live.id)
+        return live
 
     # -- work under the session's lock --------------------------------------------------------------
     def _take(self, session_id: str) -> HeldTurn:

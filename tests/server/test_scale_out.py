@@ -241,3 +241,21 @@ def test_workers_sharing_one_home_alternate_on_the_same_sessions(tmp_path: Path)
         for w in pair:
             w.stop()
         schema.close()
+
+
+def test_workers_on_different_hosts_serve_one_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nova.server.shared_token import server_token
+
+    schema = fresh_schema()
+    monkeypatch.setenv("NOVA_DATABASE_URL", next(schema))
+    try:
+        first, created = server_token(tmp_path / "host-a")
+        assert created
+        (tmp_path / "host-b").mkdir()
+        (tmp_path / "host-b" / "server-token").write_text("a-token-made-before-the-database-was-set\n")
+        second, created_b = server_token(tmp_path / "host-b")
+        assert second == first and not created_b
+        path = tmp_path / "host-b" / "server-token"
+        assert path.read_text().strip() == first and path.stat().st_mode & 0o777 == 0o600
+    finally:
+        schema.close()

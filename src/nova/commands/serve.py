@@ -17,12 +17,12 @@ def serve_command(
     *, host: str, port: int, provider: str | None, model: str | None, base_url: str | None,
     allow: list[str] | None, yes: bool, cwd: Path | None, print_token: bool, workers: int = 1,
 ) -> None:
-    from nova.server.token import load_or_create_token
+    from nova.server.shared_token import server_token
 
     with user_errors():
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
         if print_token:
-            token, _ = load_or_create_token(settings.home)
+            token, _ = server_token(settings.home)
             print(token)
             return
         if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn")):

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from nova.app import AgentOptions
 from nova.providers.factory import make_provider
 from nova.server.config import ServerConfig, parse_server_config
-from nova.server.token import TOKEN_FILE, load_or_create_token
+from nova.server.shared_token import server_token
+from nova.server.token import TOKEN_FILE
 from nova.server.workers import WORKER_ENV, inherited_sockets
 from nova.settings import Settings
 
@@ -111,7 +112,7 @@ def _stopping_promptly(config: uvicorn.Config, app: FastAPI) -> uvicorn.Server:
 def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
 
     config = server_config(settings)  # a malformed [server] section stops here, before the token is printed
-    token, created = load_or_create_token(settings.home)
+    token, created = server_token(settings.home)  # shared by every worker when they share a database
     app = build_server_app(settings, options, token, dict(os.environ))
     if (warning := bind_warning(options.host, settings.home)) is not None:
         say(warning)

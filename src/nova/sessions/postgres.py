@@ -143,7 +143,7 @@ def shared_pool(url: str) -> ConnectionPool[Any]:
                 raise MissingDependency(
                     "the PostgreSQL store needs its extra: pip install 'nova-agent[postgres]'"
                 ) from None
-            pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, timeout=10.0,
+            pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, timeout=5.0,
                                   check=ConnectionPool.check_connection, name="nova",
                                   kwargs={"application_name": worker_name()})
             pool.open(wait=False)

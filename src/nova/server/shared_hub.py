@@ -31,6 +31,18 @@ from nova.sessions.turn_lock import HeldTurn, TurnLocks
 
 __all__ = ["SharedSessionHub"]
 
+
+class _Held(HeldTurn):
+    """A held turn lock that also tells the hub when it is let go."""
+
+    def __init__(self, inner: HeldTurn, on_release: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_release = on_release
+
+    def release(self) -> None:
+        self._on_release()
+        self._inner.release()
+
 log = logging.getLogger(__name__)
 
 
@@ -41,6 +53,8 @@ class SharedSessionHub(SessionHub):
         self.turn_locks = TurnLocks(url)
         self._db = open_store(self.settings.home)
         self.event_log = EventLog(url)
+        self._held: set[str] = set()
+        """Sessions whose lock this worker holds: they exist (a delete needs the lock) without asking."""
 
     # -- records come from the database --------------------------------------------------------------
     def sessions(self) -> list[SessionMeta]:
@@ -51,7 +65,7 @@ class SharedSessionHub(SessionHub):
             validate_session_id(session_id)
         except StorageError:
             raise SessionNotFound(f"no session {session_id!r}") from None
-        if self._db.get_session(session_id) is None:
+        if session_id not in self._held and self._db.get_session(session_id) is None:
             raise SessionNotFound(f"no session {session_id!r}")
         return session_id
 
@@ -74,7 +88,10 @@ class SharedSessionHub(SessionHub):
 
     # -- work under the session's lock --------------------------------------------------------------
     def _take(self, session_id: str) -> HeldTurn:
-        self.check(session_id)
+        try:  # the id's form only: `materialize` asks the database, under the lock
+            validate_session_id(session_id)
+        except StorageError:
+            raise SessionNotFound(f"no session {session_id!r}") from None
         held = self.turn_locks.try_acquire(session_id)
         try:
             self._drop_local(session_id)
@@ -83,7 +100,8 @@ class SharedSessionHub(SessionHub):
         except BaseException:
             held.release()
             raise
-        return held
+        self._held.add(session_id)
+        return _Held(held, lambda: self._held.discard(session_id))
 
     def _drop_local(self, session_id: str) -> None:
         """Close this worker's open copy of the session (its history may be behind the database)."""
@@ -150,6 +168,10 @@ class SharedSessionHub(SessionHub):
             super().delete(session_id)
         finally:
             held.release()
+
+    def close(self) -> None:
+        super().close()
+        self.turn_locks.close()
 
     def _with_live(self, session_id: str, fn: Callable[[LiveSession], Any]) -> Any:
         """Reads (status, context) of a session another worker may be writing: from a fresh copy, under

@@ -11,12 +11,18 @@ holder, read from `pg_stat_activity` (each worker connects with `application_nam
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from nova.errors import SessionBusy
 from nova.sessions.postgres import with_retry, worker_name
 
-__all__ = ["HeldTurn", "TurnLocks", "lock_key"]
+__all__ = ["LOCK_POOL_SIZE", "HeldTurn", "TurnLocks", "lock_key"]
+
+LOCK_POOL_SIZE = 256
+"""Turns a worker runs at once (each holds a lock connection); the database's max_connections must
+cover this times the workers, plus their store pools."""
 
 
 def lock_key(session_id: str) -> int:
@@ -28,9 +34,10 @@ def lock_key(session_id: str) -> int:
 class HeldTurn:
     """A held session lock; `release` ends it (closing the connection would too)."""
 
-    def __init__(self, conn: Any, key: int) -> None:
+    def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None]) -> None:
         self._conn = conn
         self._key = key
+        self._give_back = give_back
 
     def release(self) -> None:
         if self._conn is None:
@@ -38,31 +45,52 @@ class HeldTurn:
         conn, self._conn = self._conn, None
         try:
             conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
-        except Exception:  # the connection is gone: so is the lock
-            pass
-        finally:
+        except Exception:  # the connection is gone, and the lock with it: the pool drops a broken one
             conn.close()
+        finally:
+            self._give_back(conn)
 
 
 class TurnLocks:
+    """Lock connections come from a pool of their own (a held lock keeps its connection for the whole
+    turn, so they must not starve the store's pool), in autocommit mode: a session-level lock outlives
+    any transaction."""
+
     def __init__(self, url: str) -> None:
         self.url = url
+        self._lock_pool: Any = None
+        self._guard = threading.Lock()
+
+    def _pool(self) -> Any:
+        with self._guard:
+            if self._lock_pool is None:
+                from psycopg_pool import ConnectionPool
+
+                self._lock_pool = ConnectionPool(
+                    self.url, min_size=1, max_size=LOCK_POOL_SIZE, open=True, timeout=30.0, name="nova-locks",
+                    check=ConnectionPool.check_connection,
+                    kwargs={"autocommit": True, "application_name": worker_name()})
+            return self._lock_pool
+
+    def close(self) -> None:
+        with self._guard:
+            pool, self._lock_pool = self._lock_pool, None
+        if pool is not None:
+            pool.close(timeout=2.0)
 
     def try_acquire(self, session_id: str) -> HeldTurn:
-        import psycopg
-
         key = lock_key(session_id)
 
         def take() -> HeldTurn | None:
-            conn = psycopg.connect(self.url, autocommit=True, application_name=worker_name(), connect_timeout=10)
+            conn = self._pool().getconn()
             try:
                 row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             except BaseException:
-                conn.close()
+                self._pool().putconn(conn)
                 raise
             if row is not None and row[0]:
-                return HeldTurn(conn, key)
-            conn.close()
+                return HeldTurn(conn, key, self._pool().putconn)
+            self._pool().putconn(conn)
             return None
 
         held = with_retry(take, what=f"locking session {session_id}")

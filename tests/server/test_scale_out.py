@@ -259,3 +259,53 @@ def test_workers_on_different_hosts_serve_one_token(tmp_path: Path, monkeypatch:
         assert path.read_text().strip() == first and path.stat().st_mode & 0o777 == 0o600
     finally:
         schema.close()
+
+
+def test_serve_workers_refuses_without_a_database(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
+    env["NOVA_HOME"] = str(tmp_path / "home")
+    run = subprocess.run([sys.executable, "-m", "nova.cli", "serve", "--workers", "2", "--provider", "demo"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    assert "several workers share their sessions through PostgreSQL: set NOVA_DATABASE_URL" in run.stderr + run.stdout
+    assert "Traceback" not in run.stderr
+
+
+def test_serve_workers_restarts_a_killed_worker(tmp_path: Path) -> None:
+    """`nova serve --workers 2`: one port, two processes; a worker killed with SIGKILL is replaced and
+    the sessions go on over the survivor meanwhile."""
+    schema = fresh_schema()
+    url = next(schema)
+    project = tmp_path / "project"
+    project.mkdir()
+    worker = Worker(tmp_path / "home", project, url)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
+    env.update(NOVA_HOME=str(worker.home), NOVA_DATABASE_URL=url)
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "nova.cli", "serve", "--workers", "2", "--port", str(worker.port), "--provider",
+         "demo", "--cwd", str(project)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker.proc = supervisor  # type: ignore[assignment]
+    try:
+        worker.wait_up()
+        assert supervisor.stdout is not None
+        line = ""
+        while "workers (pids" not in line:
+            line = supervisor.stdout.readline()
+            assert line, "the supervisor ended"
+        pids = [int(p) for p in line.split("(pids ")[1].split(")")[0].split(", ")]
+        assert len(pids) == 2
+        with worker.client() as client:
+            session_id = client.post("/api/sessions", json={}).json()["id"]
+        assert _turn(worker, session_id, "list the files")[-1]["type"] == "finish"
+        os.kill(pids[0], signal.SIGKILL)
+        for _ in range(3):  # served by the survivor while the replacement starts
+            assert _turn(worker, session_id, "read notes.md")[-1]["type"] == "finish"
+        restarted = supervisor.stdout.readline()
+        assert f"worker {pids[0]} ended" in restarted and "starting another" in restarted
+    finally:
+        supervisor.terminate()
+        try:
+            supervisor.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            supervisor.kill()
+        schema.close()

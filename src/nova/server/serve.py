@@ -19,7 +19,7 @@ from nova.providers.factory import make_provider
 from nova.server.config import ServerConfig, parse_server_config
 from nova.server.shared_token import server_token
 from nova.server.token import TOKEN_FILE
-from nova.server.workers import WORKER_ENV, inherited_sockets
+from nova.server.workers import WORKER_ENV, inherited_sockets, require_database
 from nova.settings import Settings
 
 if TYPE_CHECKING:
@@ -112,6 +112,8 @@ def _stopping_promptly(config: uvicorn.Config, app: FastAPI) -> uvicorn.Server:
 def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
 
     config = server_config(settings)  # a malformed [server] section stops here, before the token is printed
+    if options.workers > 1 and os.environ.get(WORKER_ENV) is None:
+        require_database(settings)
     token, created = server_token(settings.home)  # shared by every worker when they share a database
     app = build_server_app(settings, options, token, dict(os.environ))
     if (warning := bind_warning(options.host, settings.home)) is not None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from nova.server.serve import ServeOptions
     from nova.settings import Settings
 
-__all__ = ["WORKER_ENV", "inherited_sockets", "run_workers"]
+__all__ = ["WORKER_ENV", "inherited_sockets", "require_database", "run_workers"]
 
 WORKER_ENV = "NOVA_SERVE_SOCKET_FD"
 RESTART_DELAY_S = 1.0
@@ -39,12 +39,16 @@ def inherited_sockets() -> list[socket.socket] | None:
     return [socket.socket(fileno=int(fd))]
 
 
-def run_workers(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
+def require_database(settings: Settings) -> None:
     from nova.sessions.backend import database_url
 
     if database_url(settings.home) is None:
         raise ConfigError("several workers share their sessions through PostgreSQL: set NOVA_DATABASE_URL "
                           "(or the config's store.url) to postgresql://user@host/database")
+
+
+def run_workers(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
+    require_database(settings)
     family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -21,9 +21,10 @@ from concurrent.futures import Future
 from typing import Any
 
 from nova import events as ev
-from nova.errors import SessionNotFound, StorageError
+from nova.errors import SessionBusy, SessionNotFound, StorageError
 from nova.host import EventSink, LiveSession, SessionHub
 from nova.server.event_log import EventLog
+from nova.server.remote_cancel import CancelListener, send_cancel
 from nova.sessions.backend import open_store
 from nova.sessions.db_transcript import materialize, meta_from_row
 from nova.sessions.meta import SessionMeta, validate_session_id
@@ -54,6 +55,7 @@ class SharedSessionHub(SessionHub):
         self._db = open_store(self.settings.home)
         self.event_log = EventLog(url)
         self._held: set[str] = set()
+        self._cancels = CancelListener(url, self._cancel_here)
         """Sessions whose lock this worker holds: they exist (a delete needs the lock) without asking."""
 
     # -- records come from the database --------------------------------------------------------------
@@ -169,8 +171,27 @@ class SharedSessionHub(SessionHub):
         finally:
             held.release()
 
+    def cancel(self, session_id: str) -> bool:
+        """Stop the session's turn wherever it runs: here directly, on another worker by notification.
+        False when no worker runs a turn on it."""
+        if super().cancel(session_id):
+            return True
+        try:
+            self.turn_locks.try_acquire(session_id).release()  # free: nobody runs a turn on it
+            return False
+        except SessionBusy:
+            send_cancel(self.url, session_id)
+            return True
+
+    def _cancel_here(self, session_id: str) -> None:
+        with self._lock:
+            live = self._live.get(session_id)
+        if live is not None and live.running:
+            live.agent.cancel.set()
+
     def close(self) -> None:
         super().close()
+        self._cancels.close()
         self.turn_locks.close()
 
     def _with_live(self, session_id: str, fn: Callable[[LiveSession], Any]) -> Any:

@@ -328,3 +328,17 @@ def test_cancel_reaches_a_turn_running_on_another_worker(workers: tuple[Worker, 
     whole = _turn(b, session_id, "list the files")  # the same turn, left to run
     assert whole[-1]["type"] == "finish" and whole[-1]["finishReason"] != "other"
     assert sum(c["type"] == "start-step" for c in seen) < sum(c["type"] == "start-step" for c in whole)
+
+
+def test_turn_events_keep_only_the_latest_turns(workers: tuple[Worker, Worker]) -> None:
+    import psycopg
+
+    a, b = workers
+    with a.client() as client:
+        session_id = client.post("/api/sessions", json={}).json()["id"]
+    for worker in (a, b, a):
+        _turn(worker, session_id, "list the files")
+    with psycopg.connect(a.url) as conn:
+        turns = conn.execute("SELECT COUNT(DISTINCT turn_id) FROM nova_events WHERE session_id = %s",
+                             (session_id,)).fetchone()
+    assert turns == (2,)

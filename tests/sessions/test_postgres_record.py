@@ -71,3 +71,24 @@ def test_records_are_rows_and_another_home_resumes_from_them(pg_url: str, tmp_pa
 
 def test_materialize_says_when_the_database_has_no_such_session(pg_url: str, tmp_path: Path) -> None:
     assert not materialize(tmp_path, "s-unknown", open_store(tmp_path))
+
+
+def test_a_copy_catches_up_by_appending_and_a_diverged_one_is_rewritten(pg_url: str, tmp_path: Path) -> None:
+    from nova.sessions.postgres import PostgresSessionStore
+
+    session = Session.create(tmp_path / "a", title="t", cwd=tmp_path)
+    session.record_message(user("one", "m1"))
+    session.close()
+    other = tmp_path / "b"
+    store = PostgresSessionStore(pg_url)
+    assert materialize(other, session.id, store)
+    copy = other / "sessions" / session.id / "transcript.jsonl"
+    first_inode = copy.stat().st_ino
+    with Session.open(tmp_path / "a", session.id) as again:
+        again.record_message(user("two", "m2"))
+    assert materialize(other, session.id, store)
+    assert copy.read_text().splitlines() == store.read_records(session.id)
+    assert copy.stat().st_ino == first_inode  # appended in place, not written anew
+    copy.write_text('{"not": "the same"}\n')
+    assert materialize(other, session.id, store)
+    assert copy.read_text().splitlines() == store.read_records(session.id)

@@ -47,6 +47,17 @@ class EventLog:
 
         return with_retry(insert, what="publishing a turn event")
 
+    def prune(self, session_id: str) -> None:
+        """Keep only the session's latest turn (the one a reconnecting client can still be reading);
+        called as a new turn starts, so the table holds at most two turns per session."""
+        def delete() -> None:
+            with self._pool.connection() as conn:
+                conn.execute(
+                    "DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
+                    " WHERE session_id = %s ORDER BY id DESC LIMIT 1)", (session_id, session_id))
+
+        with_retry(delete, what="pruning turn events")
+
     def _after(self, session_id: str, after: int | None) -> list[tuple[int, str, bool]]:
         with self._pool.connection() as conn:
             if after is None:  # from the start of the session's latest turn

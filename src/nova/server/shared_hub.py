@@ -124,6 +124,11 @@ class SharedSessionHub(SessionHub):
 
     def start_turn(self, session_id: str, text: str, sink: EventSink) -> Future[None]:
         held = self._take(session_id)
+        try:
+            self.event_log.prune(session_id)
+        except BaseException:
+            held.release()
+            raise
         finished = threading.Event()
 
         def forward(event: ev.Event | None) -> None:

@@ -34,7 +34,7 @@ class RecordStore(Protocol):
 
     def append_record(self, session_id: str, record_json: str, *, rid: str | None = None) -> int: ...
 
-    def read_records(self, session_id: str) -> list[str]: ...
+    def read_records(self, session_id: str, *, skip: int = 0) -> list[str]: ...
 
 
 class DatabaseTranscript(Transcript):
@@ -72,17 +72,36 @@ def materialize(home: Path, session_id: str, store: SessionStore) -> bool:
         directory.mkdir(mode=FOLDER_MODE, exist_ok=True)
         for path in (directory, *(directory / name for name in ARTIFACT_DIRS)):
             private_dir(path)
-        data = "".join(line + "\n" for line in store.read_records(session_id)).encode("utf-8")
-        target = directory / TRANSCRIPT_NAME
-        tmp = directory / f".{TRANSCRIPT_NAME}.{os.getpid()}.tmp"
-        create_private_file(tmp)
-        with tmp.open("wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
+        _sync_copy(directory / TRANSCRIPT_NAME, store, session_id)
         write_meta(directory, meta_from_row(row))
     except OSError as exc:
         raise StorageError(f"cannot write session directory {directory}: {exc.strerror}") from None
     return True
+
+
+def _sync_copy(target: Path, store: RecordStore, session_id: str) -> None:
+    """Bring this worker's copy of the transcript up to the rows: append the records it lacks when its
+    last line is the row of the same position (the usual case: it only missed the turns other workers
+    ran), else write it anew. Costs what the missing records cost, not the whole session."""
+    try:
+        have = target.read_bytes()
+    except FileNotFoundError:
+        have = b""
+    lines = have.count(b"\n")
+    if lines and have.endswith(b"\n"):
+        last = have[have.rfind(b"\n", 0, len(have) - 1) + 1 : -1].decode("utf-8", errors="replace")
+        rows = store.read_records(session_id, skip=lines - 1)
+        if rows and rows[0] == last:
+            if len(rows) > 1:
+                with target.open("ab") as f:
+                    f.write("".join(line + "\n" for line in rows[1:]).encode("utf-8"))
+            return
+    data = "".join(line + "\n" for line in store.read_records(session_id)).encode("utf-8")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    create_private_file(tmp)
+    with tmp.open("wb") as f:
+        f.write(data)
+    os.replace(tmp, target)
 
 
 def meta_from_row(row: SessionRecord) -> SessionMeta:

@@ -392,10 +392,12 @@ class PostgresSessionStore:
 
         return self._run("appending a transcript record", append)
 
-    def read_records(self, session_id: str) -> list[str]:
-        """The session's transcript records in order, each as its JSON text."""
+    def read_records(self, session_id: str, *, skip: int = 0) -> list[str]:
+        """The session's transcript records in order, each as its JSON text; `skip` leaves out that many
+        from the start (a copy that has them already)."""
         rows = self._run("reading transcript records", lambda conn: conn.execute(
-            "SELECT record::text FROM nova_records WHERE session_id = %s ORDER BY seq", (session_id,)).fetchall())
+            "SELECT record::text FROM nova_records WHERE session_id = %s ORDER BY seq OFFSET %s",
+            (session_id, skip)).fetchall())
         return [str(r[0]) for r in rows]
 
     def record_count(self, session_id: str) -> int:

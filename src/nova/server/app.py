@@ -5,6 +5,8 @@
     GET    /api/sessions                    list;  POST: create
     GET    /api/sessions/{id}               meta and the recorded messages;  DELETE: remove
     POST   /api/sessions/{id}/messages      one turn, streamed as the AI SDK UI message stream (v1)
+    GET    /api/sessions/{id}/events        the latest turn's stream from any worker (PostgreSQL only;
+                                            resumes after `Last-Event-ID`)
     POST   /api/sessions/{id}/cancel        stop the running turn at its next step
     GET    /api/sessions/{id}/context       the one context figure (TOK-3) and what is in context
     POST   /api/sessions/{id}/compact       compact now

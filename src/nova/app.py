@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nova import events as ev
+from nova.agent.approval import Approver
 from nova.agent.loop import Agent, SessionSink
-from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
+from nova.agent.permissions import PermissionPolicy, ProtectedPaths
 from nova.agent.read_policy import read_concern
 from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 from nova.agent.tools import default_registry
@@ -33,6 +34,7 @@ from nova.context.state import render_pinned
 from nova.context.summarize import summarizer_for
 from nova.core import CacheHints
 from nova.extensions import Extension
+from nova.mcp.setup import catalog_for
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import parse_instructions_config
 from nova.memory.paths import project_root
@@ -62,7 +64,8 @@ class AgentOptions:
     interactive: bool = False
     allowed_tools: frozenset[str] = frozenset()
     yes: bool = False
-    ask: Callable[[PermissionRequest], bool] | None = None
+    ask: Approver | None = None
+    """Who answers a call the rules send to the user (nova.agent.approval); used when `interactive`."""
     max_steps: int = 50
 
 
@@ -101,6 +104,11 @@ def build_agent(
                               guard=guard)
     protected = protected_paths(settings, options.cwd, sources)
     tools = agent_tools(settings, options.cwd, runtime=compiler, protected=protected)
+    # MCP servers' tools after the built-in ones; the catalog closes its servers with the agent.
+    mcp = catalog_for(settings, options.cwd, window=budget.window, counter=ledger.counter,
+                      report=session.record_event if session is not None else None)
+    if mcp is not None:
+        mcp.attach(tools)
     policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
                           session_dir=session_dir, protected=protected)
     system = sources.system
@@ -130,6 +138,8 @@ def build_agent(
                               config=memory_config)
     if memory is not None:
         extensions.append(memory)
+    if mcp is not None:
+        extensions.append(mcp)
     return Agent(
         provider=provider,
         model=settings.model,

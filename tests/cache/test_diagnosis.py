@@ -49,6 +49,20 @@ def test_tool_catalog_change() -> None:
     assert observe_break(req(tools=changed)) == ("tool read_file", "tool catalog changed")
 
 
+def test_a_change_to_mcp_tools_only_is_named_as_such() -> None:
+    mcp = [*TOOLS, ToolSpec("mcp__docs__search", "search", {"type": "object"})]
+    first = CacheMonitor(model="claude-sonnet-4-5")
+    first.observe(req(tools=mcp), WARM, at=1000.0)
+    added = [*mcp, ToolSpec("mcp__docs__write", "write", {"type": "object"})]
+    report = first.observe(req(tools=added), Usage(cache_write_tokens=21_000), at=1001.0)
+    assert report is not None and report.cause == "mcp tools changed"
+    # An MCP tool appearing where there was none, after the built-ins.
+    assert observe_break(req(tools=mcp)) == ("tool mcp__docs__search", "mcp tools changed")
+    # A built-in tool changing alongside is still a catalog change of its own.
+    both = [ToolSpec("bash", "run it", {"type": "object"}), TOOLS[1], mcp[2]]
+    assert observe_break(req(tools=both))[1] == "tool catalog changed"
+
+
 def test_rule_file_edited_and_system_changed() -> None:
     assert observe_break(req(system=SYSTEM.replace("tabs", "spaces"))) == ("rules", "rules changed")
     assert observe_break(req(system=SYSTEM.replace("contract", "new contract"))) == ("system", "system changed")

@@ -16,6 +16,9 @@ fnmatch pattern (case-sensitive; `*` also matches `/`) tested against the call's
 - `read_file`, `write_file`, `edit_file`, `grep`, `glob`: the path relative to the working directory
   (absolute when outside it). Deny and ask rules also see the symlink-resolved path; allow rules see
   only the resolved path, so a link cannot smuggle a write past them.
+- MCP tools (`mcp__server__tool`, nova.mcp): the call's arguments as compact JSON with sorted keys, so
+  `mcp__github__create_issue(*"repo":"nova"*)` matches by argument and `mcp__github__*` names a whole
+  server. `mcp_call` is checked as the tool it calls.
 
 Reading tools share one path policy (nova.agent.read_policy): a path rule written for `read_file`,
 `grep` or `glob` applies to all three (deny and ask rules also to `edit_file`, which shows what it
@@ -51,9 +54,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from nova.agent.approval import Answer, Approver, answer_of
 from nova.agent.read_policy import FileScreen, RuleHit, read_concern, rule_tool_names
 from nova.agent.shell_parse import ShellCommand, ShellLine, could_match_longer, parse_command_line
-from nova.agent.tools.base import Tool, ToolContext, ToolOutput
+from nova.agent.tools.base import Tool, ToolContext, ToolOutput, resolve_delegate
 from nova.errors import ConfigError, ToolError
 from nova.settings import PermissionsConfig
 
@@ -149,6 +153,10 @@ def _units_for(tool_name: str, input: Mapping[str, Any], cwd: Path) -> list[_Uni
     if tool_name in PATH_TOOLS:
         raw = input.get("path", PATH_TOOLS[tool_name])
         return _path_units(raw, cwd) if isinstance(raw, str) and raw.strip() else []
+    if tool_name.startswith("mcp__"):
+        # An MCP tool's arguments as canonical JSON: `mcp__github__create_issue(*"repo":"nova"*)`.
+        form = json.dumps(dict(input), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return [_Unit(strict=(form,), loose=(form,))]
     return []
 
 
@@ -222,6 +230,10 @@ class PermissionRequest:
     reason: str
     """Why the user is asked: an `ask` rule, or the default for tools that change things."""
     rule: str | None = None
+    call_id: str = ""
+    """The model's id for this tool call (`toolu_…`), when the agent knows it: surfaces answer by it."""
+    user_only: bool = False
+    """Only an answer for this call may approve it: no session grant covers it (see `Verdict.user_only`)."""
 
 
 def _summary(tool_name: str, input: Mapping[str, Any]) -> str:
@@ -233,7 +245,8 @@ def _summary(tool_name: str, input: Mapping[str, Any]) -> str:
     return f"{tool_name}: {text if len(text) <= 200 else text[:197] + '...'}"
 
 
-AskUser = Callable[[PermissionRequest], bool]
+AskUser = Approver
+"""The `ask` callback: the surface's approver (nova.agent.approval)."""
 
 
 class PermissionPolicy:
@@ -312,10 +325,11 @@ class PermissionPolicy:
     def cwd(self) -> Path:
         return self._cwd
 
-    def check(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Decision:
+    def check(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None, call_id: str = "") -> Decision:
+        """`call_id` is the model's id of the call, passed on to the approver when the user is asked."""
         verdict = self.evaluate(tool, input, cwd=cwd)
         if verdict.outcome == "ask":
-            return self._needs_approval(tool.name, input, verdict)
+            return self._needs_approval(tool.name, input, verdict, call_id=call_id)
         return Decision(verdict.outcome == "allow", verdict.reason, verdict.rule)
 
     def evaluate(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Verdict:
@@ -452,7 +466,7 @@ class PermissionPolicy:
                 used.append(rule.text)
         return ", ".join(used)
 
-    def _needs_approval(self, name: str, input: Mapping[str, Any], verdict: Verdict) -> Decision:
+    def _needs_approval(self, name: str, input: Mapping[str, Any], verdict: Verdict, *, call_id: str = "") -> Decision:
         rule_text = verdict.rule
         why = verdict.reason
         if verdict.user_only:
@@ -476,15 +490,17 @@ class PermissionPolicy:
             return Decision(False, f"{name} needs the user's approval ({why}) but no one can be asked.", rule_text)
         request = PermissionRequest(
             tool=name, input=MappingProxyType(dict(input)), summary=_summary(name, input), reason=why,
-            rule=rule_text,
+            rule=rule_text, call_id=call_id, user_only=verdict.user_only,
         )
         try:
-            approved = bool(self._ask_user(request))
+            answer = answer_of(self._ask_user(request))
         except Exception:
             # A broken prompt must fail closed: no answer is not a yes.
             log.exception("the permission prompt failed; treating it as a refusal")
-            approved = False
-        if approved:
+            answer = Answer.DENY
+        if answer is Answer.SESSION:
+            return Decision(True, "approved by the user for this session", rule_text)
+        if answer is Answer.ONCE:
             return Decision(True, "approved by the user", rule_text)
         return Decision(False, f"the user declined {_summary(name, input)!r}. Ask them or try another way.",
                         rule_text)
@@ -495,6 +511,10 @@ def run_tool_checked(
 ) -> ToolOutput:
     """Check, then run: a denied call returns an error result and the tool is never started. Path rules
     are taken relative to `ctx.cwd`, where the tool will run."""
+    try:
+        tool, input = resolve_delegate(tool, input)
+    except ToolError as exc:
+        return ToolOutput(content=f"Error: {exc}", is_error=True)
     decision = policy.check(tool, input, cwd=ctx.cwd)
     ctx = replace(ctx, screen=policy.file_screen(tool.name, cwd=ctx.cwd))
     if not decision.allowed:

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nova.commands.errors import user_errors
+from nova.commands.global_options import global_overrides
 from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
@@ -47,7 +48,7 @@ class _Context:
 
 
 def _context() -> _Context:
-    settings = load_settings(env=dict(os.environ))
+    settings = load_settings(env=dict(os.environ), overrides=global_overrides())
     config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
     store = MemoryStore.for_workspace(home=settings.home, cwd=Path.cwd(), index_max_lines=config.index_max_lines,
                                       index_max_bytes=config.index_max_bytes)
@@ -236,7 +237,7 @@ def rules_command(
     from nova.context.rules_tokens import rules_tokens
 
     with user_errors():
-        settings = load_settings(env=dict(os.environ))
+        settings = load_settings(env=dict(os.environ), overrides=global_overrides())
         config = parse_instructions_config(settings.section("instructions"),
                                            source=f"{settings.config_file} [instructions]")
         rules = load_rules(cwd=Path.cwd(), home=settings.home, config=config)

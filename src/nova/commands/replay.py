@@ -22,6 +22,7 @@ import typer
 from rich.console import Console
 
 from nova.commands.errors import user_errors
+from nova.commands.global_options import global_overrides
 from nova.providers.pricing import model_info
 from nova.replay import ALL_POLICIES, Policy, replay_messages, view_document
 from nova.settings import load_settings
@@ -79,7 +80,7 @@ def replay_command(
     from nova.sessions.importers import read_session_file
 
     with user_errors():
-        settings = load_settings(env=dict(os.environ))
+        settings = load_settings(env=dict(os.environ), overrides=global_overrides())
     # A file that cannot be read exits 1, as `nova sessions import` does for the same file.
     with user_errors(exit_code=1, os_errors=True):
         session = read_session_file(path, strict=strict)

@@ -7,7 +7,8 @@ more than importing typer.
 - `HelpGroup`: click's plain help, listing each subcommand with its whole first paragraph.
 - `NovaCommand` (and both groups): an unset `--help` reads False rather than None. Typer validates a
   None parameter value through a pydantic adapter, which imports pydantic (tens of milliseconds) on
-  every run; a bool flag holding a bool is left alone.
+  every run; a bool flag holding a bool is left alone. The root's text options (`--provider` …) pass
+  their value through for the same reason.
 - Every command and group answers `-h` as well as `--help`, and a yes/no option is shown as a bare flag
   (`--json`, never `--json <bool>`, which reads as if it wanted `--json true`).
 
@@ -102,6 +103,22 @@ class LazyCommand:
     help: str
 
 
+def _pass_text_through(params: list[Any]) -> None:
+    """Typer coerces every option value through a pydantic adapter built on first use, even an unset
+    option's None, so a root option like `--provider` would import pydantic on every `nova` start. A
+    plain text option's value is already text: its coercion is preset to pass it through."""
+    try:
+        from typer._coercion import PassThroughRuntimeParam
+    except ImportError:  # a typer without pydantic coercion has nothing to avoid
+        return
+    for param in params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if (descriptor is not None and descriptor.annotation is str and descriptor.file_annotation is None
+                and getattr(param, "_runtime_param", False) is None):
+            param._runtime_param = PassThroughRuntimeParam(parameter_info=descriptor.parameter_info,
+                                                           annotation=str)
+
+
 class _NotLoaded(TyperCommand):
     """Stands in for a lazy subcommand in the group's table, so that listing, help and "did you mean"
     suggestions see every name. `LazyGroup.get_command` swaps it for the real command."""
@@ -121,6 +138,7 @@ class LazyGroup(HelpGroup):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        _pass_text_through(self.params)
         for name, spec in self.lazy_commands.items():
             self.commands.setdefault(name, _NotLoaded(name, spec))
 

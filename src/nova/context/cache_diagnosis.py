@@ -8,6 +8,7 @@ than the previous call left in it (read + written, normalized usage), the first 
 changed names the break, and its kind says why:
 
     tool catalog changed   a tool was added, removed or its schema/description changed
+    mcp tools changed      the same, for MCP tools only: a server's tools/list_changed (nova.mcp)
     rules changed          the project instruction files were edited (the rules part of the system)
     system changed         the system contract itself changed
     memory changed         an injected memory block changed
@@ -57,7 +58,7 @@ __all__ = [
 # is the rules segment, so an edited rule file is told apart from a changed contract.
 RULES_HEADING = "# Instructions from the user and the project"
 SegmentKind = Literal["tool", "system", "rules", "memory", "summary", "message"]
-CAUSES = ("tool catalog changed", "rules changed", "system changed", "memory changed", "compaction", "snip",
+CAUSES = ("tool catalog changed", "mcp tools changed", "rules changed", "system changed", "memory changed", "compaction", "snip",
           "history rewritten", "ttl expired", "evicted")
 
 
@@ -168,7 +169,7 @@ def _cause(before: Sequence[Segment], after: Sequence[Segment], index: int, *, t
     old = before[index]
     new = after[index] if index < len(after) else None
     if old.kind == "tool" or (new is not None and new.kind == "tool") or tools[0] != tools[1]:
-        return "tool catalog changed"
+        return _tool_cause(old, new, tools)
     if old.kind in ("rules", "system") and new is not None and new.kind == old.kind:
         return f"{old.kind} changed"
     if old.kind in ("rules", "system") or (new is not None and new.kind in ("rules", "system")):
@@ -181,6 +182,17 @@ def _cause(before: Sequence[Segment], after: Sequence[Segment], index: int, *, t
     if message is not None and message.metadata.get("snipped"):
         return "snip"
     return "history rewritten"
+
+
+def _tool_cause(old: Segment, new: Segment | None, tools: tuple[list[str], list[str]]) -> str:
+    """"mcp tools changed" when only MCP tools (`mcp_…` segments, which sit after the built-in ones)
+    changed: the first changed tool is one of them and no built-in tool came or went."""
+    first = old.name if old.kind == "tool" else new.name if new is not None and new.kind == "tool" else ""
+    moved = set(tools[0]) ^ set(tools[1])
+    mcp = first.startswith("tool mcp_") or (not first and bool(moved))
+    if mcp and all(name.startswith("tool mcp_") for name in moved):
+        return "mcp tools changed"
+    return "tool catalog changed"
 
 
 class _Joined(Sequence[Segment]):

@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from nova.core import Usage
+from nova.core import ModelRequest, Usage
+from nova.tokens import TokenCounter
 
-__all__ = ["AnthropicCache", "Block", "OpenAICache", "ProviderCache", "make_cache", "prefix_keys"]
+__all__ = ["AnthropicCache", "Block", "OpenAICache", "ProviderCache", "make_cache", "prefix_keys", "request_blocks"]
 
 ProviderName = Literal["anthropic", "openai"]
 
@@ -146,3 +147,30 @@ def make_cache(provider: ProviderName, *, min_tokens: int = 1024) -> ProviderCac
     if provider == "openai":
         return OpenAICache()
     raise ValueError(f"unknown provider cache {provider!r}; choose anthropic or openai")
+
+
+def request_blocks(request: ModelRequest, counter: TokenCounter) -> tuple[list[Block], int]:
+    """A live request as blocks (one per tool, the system text, one per message) with the digests the
+    cache-break diagnosis gives its segments, and how many lead blocks form the head: what a simulated
+    provider cache reads of the requests an agent really sends (tests, `benchmarks/catalog.py`)."""
+    from nova.context.cache_diagnosis import request_segments
+    from nova.tokens import count_message, count_system, count_tools
+
+    segments = request_segments(request)
+    tools = list(request.tools)
+    sizes = [count_tools([t], counter) for t in tools]
+    system_text = request.system
+    head = len(tools)
+    messages = [m for m in request.messages if m.role != "system"]
+    blocks: list[Block] = []
+    for segment in segments:
+        if segment.kind == "tool":
+            tokens = sizes[len(blocks)]
+        elif segment.kind in ("system", "rules"):
+            # The whole system text is counted once, on its first segment (contract, else rules).
+            tokens = count_system(system_text, counter) if head == len(tools) else 0
+            head += 1
+        else:
+            tokens = count_message(messages[len(blocks) - head], counter)
+        blocks.append(Block(bytes.fromhex(segment.digest), tokens))
+    return blocks, head

@@ -1,19 +1,22 @@
 """`create_app`: the FastAPI application behind `nova serve`.
 
     GET    /health                          no token needed
-    GET    /                                the web page (`/?token=…` from `nova serve`)
+    GET    /                                the web page (a browser without the token gets the sign-in form)
+    GET    /login;  POST: sign a browser in     (`/?token=…`, the link `nova serve` prints, does too)
+    POST   /logout                              sign the browser out
     GET    /api/sessions                    list;  POST: create
     GET    /api/sessions/{id}               meta and the recorded messages;  DELETE: remove
     POST   /api/sessions/{id}/messages      one turn, streamed as the AI SDK UI message stream (v1)
     GET    /api/sessions/{id}/events        the latest turn's stream from any worker (PostgreSQL only;
                                             resumes after `Last-Event-ID`)
     POST   /api/sessions/{id}/cancel        stop the running turn at its next step
+    POST   /api/sessions/{id}/approvals/{call_id}   answer a tool call waiting for approval
     GET    /api/sessions/{id}/context       the one context figure (TOK-3) and what is in context
     POST   /api/sessions/{id}/compact       compact now
     GET    /api/memory, /api/memory/{name}  long-term memory;  DELETE revokes (`?purge=true` removes)
 
-Every route but `/health` needs `Authorization: Bearer <token>`; every request needs a Host header that
-names this server (`nova.server.hosts`). Bodies are JSON text (`nova.server.text_check`): anything else
+Every route but `/health` needs `Authorization: Bearer <token>`, or in a browser the sign-in cookie
+(`nova.server.browser_login`); every request needs a Host header that names this server (`nova.server.hosts`). Bodies are JSON text (`nova.server.text_check`): anything else
 is a 422 naming the field, never a 500.
 """
 
@@ -37,6 +40,8 @@ from nova.host import HostLimits, SessionHub
 from nova.memory.store import Memory, MemoryNotFound, MemoryStore, UnsafeMemoryName, format_time
 from nova.messages import new_id
 from nova.providers.base import Provider
+from nova.server.approvals import ApprovalDesk
+from nova.server.approvals_api import add_approval_routes
 from nova.server.channel import ChunkChannel
 from nova.server.config import ServerConfig
 from nova.server.guards import BearerAuth, BodyLimit, HostCheck
@@ -81,7 +86,8 @@ def create_app(
     """`bind_host` is the address the server listens on: it decides which Host headers are answered."""
     config = config or ServerConfig()
     limits = HostLimits(max_live=config.max_live_sessions, idle_timeout_s=config.idle_session_timeout_s)
-    hub = _make_hub(settings, options=options, make_provider=make_provider, limits=limits)
+    desk = ApprovalDesk(timeout_s=config.approval_timeout_s)
+    hub = _make_hub(settings, options=options, make_provider=make_provider, limits=limits, approvals=desk)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -95,6 +101,7 @@ def create_app(
     app.state.streams = OpenStreams()  # ended at once when the server stops (`nova.server.streams`)
     _errors(app)
     _routes(app, hub, settings, options)
+    add_approval_routes(app, hub, desk)
     # Added last = outermost: the Host check, the size limit, then the token, wrap everything including
     # 404s and docs; the body check runs only for a caller with the token.
     app.add_middleware(TextCheck)

@@ -124,8 +124,8 @@ def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str]
         say(f"Nova server token (saved in {settings.home / TOKEN_FILE}): {token}")
         say(f"Open {base}/?token={token}")
     else:
-        say(f"Token in {settings.home / TOKEN_FILE} (`nova serve --print-token` prints it); "
-            f"open {base}/?token=<token>")
+        say(f"Open {base}/ and sign in with the token in {settings.home / TOKEN_FILE} "
+            "(`nova serve --print-token` prints it)")
     if options.workers > 1 and os.environ.get(WORKER_ENV) is None:
         from nova.server.workers import run_workers
 

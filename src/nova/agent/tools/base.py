@@ -9,7 +9,7 @@ exception is caught by the loop and turned into an error result too.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from nova.agent.read_policy import FileScreen
 from nova.core import ToolSpec
 
-__all__ = ["Tool", "ToolContext", "ToolOutput", "ToolRegistry"]
+__all__ = ["Tool", "ToolContext", "ToolOutput", "ToolRegistry", "catalog_order", "resolve_delegate"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,11 +55,33 @@ class Tool(Protocol):
     def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput: ...
 
 
+def resolve_delegate(tool: Tool, input: Mapping[str, Any]) -> tuple[Tool, Mapping[str, Any]]:
+    """The tool a call really runs: a delegating tool (`mcp_call`) names another tool in its input and
+    has `resolve_call(input) -> (tool, input)`, so permission rules and results are those of the target.
+    Raises `ToolError` for a target that does not exist."""
+    resolve = getattr(tool, "resolve_call", None)
+    if resolve is None:
+        return tool, input
+    target, arguments = resolve(input)
+    return target, arguments
+
+
+def catalog_order(name: str) -> tuple[bool, str]:
+    """Built-in tools first, then MCP tools (`mcp_…`, `mcp__server__tool`), each group by name: a server's
+    catalog changing never moves a built-in tool's place in the cached prefix."""
+    return name.startswith("mcp_"), name
+
+
 class ToolRegistry:
-    """Tools by name. `specs()` lists them sorted by name so the catalog is cache-stable (CCH-3)."""
+    """Tools by name. `specs()` lists them in `catalog_order` so the catalog is cache-stable (CCH-3).
+
+    A tool source whose tools change during a session (an MCP server's `tools/list_changed`) registers a
+    settler; the agent loop calls `settle()` before it builds each request, when every tool call has its
+    result, so the catalog only ever changes between calls."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._settlers: list[Callable[[ToolRegistry], object]] = []
         for tool in tools:
             self.register(tool)
 
@@ -68,6 +90,17 @@ class ToolRegistry:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
 
+    def unregister(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def add_settler(self, settle: Callable[[ToolRegistry], object]) -> None:
+        self._settlers.append(settle)
+
+    def settle(self) -> None:
+        """Let each tool source apply its pending changes (called only between model calls)."""
+        for settle in self._settlers:
+            settle(self)
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
@@ -75,13 +108,13 @@ class ToolRegistry:
         return name in self._tools
 
     def __iter__(self) -> Iterator[Tool]:
-        return iter(sorted(self._tools.values(), key=lambda t: t.name))
+        return iter(sorted(self._tools.values(), key=lambda t: catalog_order(t.name)))
 
     def __len__(self) -> int:
         return len(self._tools)
 
     def names(self) -> list[str]:
-        return sorted(self._tools)
+        return sorted(self._tools, key=catalog_order)
 
     def specs(self) -> list[ToolSpec]:
         return [ToolSpec(t.name, t.description, t.input_schema) for t in self]

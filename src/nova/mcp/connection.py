@@ -1,0 +1,318 @@
+"""One live connection to one MCP server, driven from synchronous code.
+
+The `mcp` SDK is asynchronous (anyio) and a transport's context must be entered and left by the same
+task, while Nova's tools run synchronously on the loop's thread. So every connection of a catalog lives
+on one background event loop (`EventLoopThread`): a task per server enters the SDK's `Client`, publishes
+it, and holds it open until asked to stop; synchronous callers submit coroutines to that loop and wait
+with a deadline.
+
+The handshake-era protocol (`initialize`) is used: it is what current servers speak, and on it a server
+announces a changed tool list with a `notifications/tools/list_changed` message, which arrives here on
+the session's message handler and is passed on as `on_list_changed(server)`.
+
+The SDK is imported only here and only when a connection starts, so Nova runs without the `mcp` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO, TypeVar
+
+from nova.errors import MissingDependency, NovaError
+from nova.mcp.config import ServerConfig
+
+__all__ = ["MCP_EXTRA_HINT", "CallOutcome", "Cancelled", "EventLoopThread", "McpUnavailable", "RemoteTool", "ServerConnection",
+           "require_sdk"]
+
+log = logging.getLogger(__name__)
+
+MCP_EXTRA_HINT = "pip install 'nova-agent[mcp]'"
+T = TypeVar("T")
+ConnectionState = Literal["stopped", "ready", "failed", "restarted", "dead"]
+
+
+class Cancelled(NovaError):
+    """The user cancelled the turn while a call was waiting for its server."""
+
+
+class McpUnavailable(NovaError):
+    """A server could not be reached, or died and could not be brought back."""
+
+
+def require_sdk() -> None:
+    """Raise `MissingDependency` naming the extra when the `mcp` SDK is not installed."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise MissingDependency(
+            f"MCP servers are configured but the `mcp` package is not installed; run: {MCP_EXTRA_HINT}"
+        ) from None
+
+
+class EventLoopThread:
+    """An asyncio loop on a daemon thread; `run(coro, timeout)` waits for a coroutine from any thread."""
+
+    def __init__(self, name: str = "nova-mcp") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None, *,
+            cancel: threading.Event | None = None) -> T:
+        """Raises `TimeoutError` after `timeout`, and `Cancelled` soon after `cancel` is set."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    return future.result(left if cancel is None else min(0.1, left if left is not None else 0.1))
+                except TimeoutError:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled from None
+        except (TimeoutError, Cancelled):
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteTool:
+    """A tool as the server lists it."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    text: str
+    is_error: bool
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _content_text(result: Any) -> str:
+    """A tool result's content as text: text blocks as they are, other blocks named; the structured
+    result when there is no text."""
+    pieces: list[str] = []
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            pieces.append(str(block.text))
+        elif kind == "resource":
+            resource = block.resource
+            pieces.append(str(getattr(resource, "text", None) or f"[resource {resource.uri}]"))
+        elif kind == "resource_link":
+            pieces.append(f"[resource link {block.uri}]")
+        else:
+            pieces.append(f"[{kind or 'unknown'} content, {getattr(block, 'mime_type', '') or 'no type'}]")
+    structured = getattr(result, "structured_content", None)
+    if not pieces and structured is not None:
+        import json
+
+        pieces.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
+    return "\n".join(pieces)
+
+
+class ServerConnection:
+    """The connection to one server. Synchronous methods; the work happens on `loop`."""
+
+    def __init__(self, config: ServerConfig, loop: EventLoopThread, *,
+                 on_list_changed: Callable[[str], None] = lambda _name: None, connect_timeout_s: float = 30.0,
+                 errlog: Path | None = None) -> None:
+        """`errlog`: where a stdio server's stderr goes (appended), so its logging never lands in the
+        user's terminal or the TUI; None: Nova's own stderr."""
+        self.config = config
+        self.errlog = errlog
+        self.loop = loop
+        self.on_list_changed = on_list_changed
+        self.connect_timeout_s = connect_timeout_s
+        self.state: ConnectionState = "stopped"
+        self.restarts = 0
+        self.last_error = ""
+        self._client: Any = None
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Future[None] | None = None
+        self._errlog_file: TextIO | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        require_sdk()
+        try:
+            self.loop.run(self._open(), self.connect_timeout_s)
+        except Exception as exc:
+            self.state = "failed"
+            self.last_error = _describe(exc)
+            if isinstance(exc, FileNotFoundError) and self.config.command is not None:
+                self.last_error = f"the command {self.config.command!r} was not found"
+            elif self.errlog is not None and self.config.command is not None:
+                self.last_error += f" (the server's own messages: {self.errlog})"
+            raise McpUnavailable(f"MCP server {self.config.name!r} could not be started: {self.last_error}") from exc
+        self.state = "ready" if self.restarts == 0 else "restarted"
+
+    def stop(self) -> None:
+        if self._stop is None:
+            return
+        with contextlib.suppress(Exception):
+            self.loop.run(self._close(), 10)
+        self._client = None
+        if self.state in ("ready", "restarted"):
+            self.state = "stopped"
+
+    def restart_once(self, why: str) -> bool:
+        """After the server died: start it again, once in the connection's life. False when it already
+        was restarted (the server is then `dead`) or the restart failed."""
+        self.last_error = why
+        self.stop()
+        if self.restarts >= 1:
+            self.state = "dead"
+            return False
+        self.restarts += 1
+        try:
+            self.start()
+        except McpUnavailable as exc:
+            self.state = "dead"
+            self.last_error = str(exc)
+            return False
+        log.warning("MCP server %r died (%s) and was restarted", self.config.name, why)
+        return True
+
+    # -- requests ------------------------------------------------------------------------------------
+    def list_tools(self) -> list[RemoteTool]:
+        return self.loop.run(self._list_tools(), self.connect_timeout_s)
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any], *, timeout_s: float,
+                  cancel: threading.Event | None = None) -> CallOutcome:
+        """Raises `TimeoutError` after `timeout_s`, `Cancelled` when `cancel` is set, `McpUnavailable` when
+        the connection is gone."""
+        if self._client is None:
+            raise McpUnavailable(f"MCP server {self.config.name!r} is not connected")
+        return self.loop.run(self._call(name, dict(arguments), timeout_s), timeout_s + 5, cancel=cancel)
+
+    # -- on the loop -----------------------------------------------------------------------------------
+    async def _open(self) -> None:
+        from mcp import Client
+
+        ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        stop = self._stop
+
+        async def handle(message: Any) -> None:
+            if type(message).__name__ == "ToolListChangedNotification":
+                self.on_list_changed(self.config.name)
+
+        async def hold() -> None:
+            try:
+                async with Client(self._transport(), mode="legacy", cache=None, message_handler=handle,
+                                  client_info=_client_info()) as client:
+                    ready.set_result(client)
+                    await stop.wait()
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc if isinstance(exc, Exception) else McpUnavailable(str(exc)))
+                else:
+                    log.debug("MCP server %r connection ended: %s", self.config.name, _describe(exc))
+                if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+                    raise
+
+        self._task = asyncio.ensure_future(hold())
+        self._client = await ready
+
+    async def _close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), 5)
+            except (TimeoutError, Exception):
+                self._task.cancel()
+        self._task = None
+        if self._errlog_file is not None:
+            self._errlog_file.close()
+            self._errlog_file = None
+
+    def _transport(self) -> Any:
+        config = self.config
+        if config.command is not None:
+            from mcp import StdioServerParameters
+
+            # The server inherits the environment (PATH, HOME ...) with the configured values on top.
+            env = {**os.environ, **config.env} if config.env else None
+            params = StdioServerParameters(command=config.command, args=list(config.args), env=env, cwd=config.cwd)
+            if self.errlog is None:
+                return params
+            from mcp.client.stdio import stdio_client
+
+            self.errlog.parent.mkdir(parents=True, exist_ok=True)
+            log_file = self._errlog_file = self.errlog.open("a", encoding="utf-8")
+            return stdio_client(params, errlog=log_file)
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        assert config.url is not None
+        if not config.headers:
+            return config.url
+        http = httpx2.AsyncClient(headers=dict(config.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+        return streamable_http_client(config.url, http_client=http)
+
+    async def _list_tools(self) -> list[RemoteTool]:
+        tools: list[RemoteTool] = []
+        cursor: str | None = None
+        for _ in range(100):  # a server that pages forever is cut off
+            page = await self._client.list_tools(cursor=cursor)
+            tools.extend(RemoteTool(t.name, t.description or "", dict(t.input_schema or {"type": "object"}))
+                         for t in page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    async def _call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> CallOutcome:
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        from mcp import MCPError
+
+        try:
+            result = await self._client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise TimeoutError(exc.message) from None
+            if exc.code == CONNECTION_CLOSED:
+                raise McpUnavailable(f"the connection to MCP server {self.config.name!r} closed") from None
+            # A protocol error (unknown tool, bad arguments) is the call's answer, not a dead server.
+            return CallOutcome(f"MCP error {exc.code}: {exc.message}", True, {"mcp_error_code": exc.code})
+        except (OSError, EOFError) as exc:
+            raise McpUnavailable(f"MCP server {self.config.name!r}: {_describe(exc)}") from None
+        return CallOutcome(_content_text(result), bool(getattr(result, "is_error", False)))
+
+
+def _client_info() -> Any:
+    from mcp_types import Implementation
+
+    from nova import __version__
+
+    return Implementation(name="nova", version=__version__)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

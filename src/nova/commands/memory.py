@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nova.commands.errors import user_errors
+from nova.commands.memory_search import search_command
 from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
@@ -31,7 +32,7 @@ from nova.settings import Settings, load_settings
 
 __all__ = ["app", "rules_command"]
 
-app = typer.Typer(help="Long-term memory: list, inspect, add, edit, approve, forget, consolidate.",
+app = typer.Typer(help="Long-term memory: list, inspect, search, add, edit, approve, forget, consolidate.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
                   rich_markup_mode=HELP_MARKUP)
 console = Console(highlight=False)
@@ -200,6 +201,9 @@ def approve_command(
         for name in chosen:
             memory = store.set_status(name, "active")
             console.print(f"approved {memory.name!r}", markup=False)
+
+
+app.command("search", cls=NovaCommand)(search_command)
 
 
 @app.command("consolidate", cls=NovaCommand)

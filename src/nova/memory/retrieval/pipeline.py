@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nova.memory.retrieval.conflicts import Claim, Conflict, RuleConflict, claim, disagree, is_duplicate, rule_conflict
+from nova.memory.retrieval.conflicts import (
+    Claim,
+    Conflict,
+    RuleConflict,
+    claim,
+    disagree,
+    is_duplicate,
+    rule_conflict,
+)
 from nova.memory.retrieval.embed import Encoder, unavailable_reason
 from nova.memory.retrieval.filters import HardFilters
 from nova.memory.retrieval.keyword import BM25Index

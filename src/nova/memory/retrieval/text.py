@@ -11,10 +11,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
 STOP_WORDS = frozenset(
-    "a an the is are was were be been being do does did of to in on at for with and or but what when where who "
-    "whom which why how that this these those it its i you he she they we his her their our my your me him them "
-    "us as by from has have had will would can could should about into over than then there here so if not no "
-    "yes any some all just also very too up out more most like s t ll re ve m d".split()
+    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "of", "to", "in", "on", "at", "for", "with", "and", "or", "but", "what", "when", "where", "who", "whom", "which", "why", "how", "that", "this", "these", "those", "it", "its", "i", "you", "he", "she", "they", "we", "his", "her", "their", "our", "my", "your", "me", "him", "them", "us", "as", "by", "from", "has", "have", "had", "will", "would", "can", "could", "should", "about", "into", "over", "than", "then", "there", "here", "so", "if", "not", "no", "yes", "any", "some", "all", "just", "also", "very", "too", "up", "out", "more", "most", "like", "s", "t", "ll", "re", "ve", "m", "d"]
 )
 _SUFFIXES = ("ing", "edly", "ed", "es", "s", "ly")
 

@@ -39,7 +39,7 @@ from nova.memory.retrieval.keyword import BM25Index
 from nova.memory.retrieval.records import Record
 from nova.memory.retrieval.text import content_words, tokenize
 
-__all__ = ["Hit", "RetrievalIndex", "SearchResult", "Weights"]
+__all__ = ["Hit", "RetrievalIndex", "SearchResult", "Weights", "indexed_text"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +100,8 @@ class SearchResult:
         }
 
 
-def _indexed_text(record: Record) -> str:
+def indexed_text(record: Record) -> str:
+    """The text a record is indexed (and embedded) under."""
     return " ".join(part for part in (record.title, record.speaker, record.text, record.date_label) if part)
 
 
@@ -111,10 +112,12 @@ class RetrievalIndex:
     rerank_depth = 100
 
     def __init__(self, records: Sequence[Record], *, encoder: Encoder | None = None,
-                 weights: Weights | None = None, rules: Sequence[str] = ()) -> None:
+                 weights: Weights | None = None, rules: Sequence[str] = (), vectors: Any = None) -> None:
+        """`vectors`, when given, are the records' embeddings computed earlier by `encoder` (one row per
+        record, in order), so a caller that keeps them does not pay for encoding again."""
         self.records = tuple(records)
         self.weights = weights or Weights()
-        own = [content_words(_indexed_text(r)) for r in self.records]
+        own = [content_words(indexed_text(r)) for r in self.records]
         self._own = BM25Index(own)
         self._context = BM25Index(self._neighbour_words(own))
         groups: dict[str, list[str]] = defaultdict(list)
@@ -131,7 +134,7 @@ class RetrievalIndex:
         self.encoder = encoder
         self._vectors: Any = None
         if encoder is not None and self.records:
-            self._vectors = encoder.encode([_indexed_text(r) for r in self.records])
+            self._vectors = vectors if vectors is not None else encoder.encode([indexed_text(r) for r in self.records])
         self._vector_off = "" if encoder is not None else f"off: {unavailable_reason() or 'not enabled'}"
         self._filter_cache: tuple[HardFilters, list[bool], dict[str, int]] | None = None
 

@@ -190,13 +190,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     index_s = time.perf_counter() - start
     projects = [records[0].project for records in conversations]
     filters = [HardFilters(project=p, states=frozenset({"active"})) for p in projects]
-    latencies: list[float] = []
 
     def nova(conversation: int, query: str) -> list[str]:
-        began = time.perf_counter()
         result = indexes[conversation].search(query, filters=filters[conversation], limit=10)
-        latencies.append(time.perf_counter() - began)
         return [h.record.id for h in result.hits]
+
+    # Query latency: each question's best wall time over three passes (the machine is shared, and the
+    # best pass leaves out moments this process was waiting for a core), with its CPU time beside it.
+    latencies: list[float] = []
+    cpu_times: list[float] = []
+    for q in questions:
+        best_wall = best_cpu = float("inf")
+        for _ in range(3):
+            wall, cpu = time.perf_counter(), time.thread_time()
+            nova(q.conversation, q.text)
+            best_wall = min(best_wall, time.perf_counter() - wall)
+            best_cpu = min(best_cpu, time.thread_time() - cpu)
+        latencies.append(best_wall)
+        cpu_times.append(best_cpu)
 
     rankers: dict[str, Ranker] = {"nova": nova, "bm25": plain_bm25(conversations)}
     dense_note = ""
@@ -239,7 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if dense_note:
         print(f"dense baseline: {dense_note}")
     p95 = statistics.quantiles(latencies, n=20)[18] * 1000 if len(latencies) >= 20 else 0.0
-    print(f"Nova index build {index_s:.2f}s for {turns} records; query p95 {p95:.2f} ms over {len(latencies)} queries")
+    cpu_p95 = statistics.quantiles(cpu_times, n=20)[18] * 1000 if len(cpu_times) >= 20 else 0.0
+    print(f"Nova index build {index_s:.2f}s for {turns} records; query p95 {p95:.2f} ms wall (best of 3), "
+          f"{cpu_p95:.2f} ms CPU, over {len(latencies)} questions")
 
     everything = "all 10"
     nova5, nova10, _ = results["nova"][everything]

@@ -56,8 +56,8 @@ def search_command(
     excluded = ", ".join(f"{reason}: {n}" for reason, n in sorted(stages["filters"]["excluded"].items())) or "none"
     console.print(f"filters: {kept} memories kept; excluded {excluded}", markup=False, soft_wrap=True)
     recall = stages["recall"]
-    console.print(f"recall: terms {' '.join(recall['terms']) or '(none)'}; keyword {recall['keyword']}, "
-                  f"neighbour context {recall['context']}, vector {recall['vector']}", markup=False, soft_wrap=True)
+    console.print(f"recall: terms {' '.join(recall['terms']) or '(none)'}; keyword {recall['keyword']} "
+                  f"candidates, vector {recall['vector']}", markup=False, soft_wrap=True)
     console.print(f"rerank: {stages['rerank']['candidates']} candidates, best {stages['rerank']['reranked']} "
                   "scored on relevance, trust, recency, cost and risk", markup=False, soft_wrap=True)
     if not result.hits:

@@ -1,13 +1,18 @@
-"""The one place retrieval reads memory metadata: a `Memory` (already judged by the review ledger)
-becomes a `Record`. When memories gain fields (provenance, scope, promotion rung), only this file needs
-to learn them."""
+"""The one place retrieval reads memory and session metadata: a `Memory` (already judged by the review
+ledger) or a stored session message becomes a `Record`. When memories gain fields (provenance, scope,
+promotion rung), only this file needs to learn them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
 from nova.memory.retrieval.records import Record
 from nova.memory.store import PROJECT_TYPES, Memory
+from nova.messages import TextPart
+from nova.sessions.store import SessionRecord, StoredMessage
 
-__all__ = ["record_from_memory", "trust_of"]
+__all__ = ["record_from_memory", "records_from_session", "trust_of"]
 
 
 def trust_of(memory: Memory) -> float:
@@ -30,3 +35,24 @@ def record_from_memory(memory: Memory) -> Record:
         trust=trust_of(memory), risk=0.6 if external else 0.0, cost=(len(memory.body) + len(memory.description)) // 4,
         source=f"{where} ({memory.source.describe()})", external=external,
     )
+
+
+def records_from_session(session: SessionRecord, messages: Sequence[StoredMessage]) -> list[Record]:
+    """One record per user or assistant message with text. Left out: tool output (external text, never
+    evidence by itself), and everything Nova derived rather than heard — summaries, recalled memories,
+    injected context — so a revoked memory that a summary quoted cannot come back through the session."""
+    at = datetime.fromtimestamp(session.created_at, UTC) if session.created_at else None
+    records: list[Record] = []
+    for stored in messages:
+        message = stored.message
+        if message.role not in ("user", "assistant") or message.origin is not None:
+            continue
+        text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart)).strip()
+        if not text:
+            continue
+        records.append(Record(
+            id=f"{session.id}/{message.id}", text=text, kind="session", type="turn", project=session.cwd or None,
+            at=at, trust=0.5, cost=len(text) // 4, source=f"session {session.id}, message {message.id}",
+            group=session.id, position=stored.seq, speaker=message.role,
+        ))
+    return records

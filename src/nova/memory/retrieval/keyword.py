@@ -26,6 +26,12 @@ class BM25Index:
         self._idf = {term: math.log(1 + (self.size - len(p) + 0.5) / (len(p) + 0.5))
                      for term, p in self._postings.items()}
 
+    def term_weights(self) -> dict[str, dict[int, float]]:
+        """Term -> {document position: that term's whole BM25 contribution}, for callers that fuse
+        several indexes into one set of postings."""
+        return {term: {position: self._idf[term] * weight for position, weight in postings}
+                for term, postings in self._postings.items()}
+
     def scores(self, terms: Iterable[str]) -> dict[int, float]:
         """Document position -> BM25 score, for documents sharing at least one term with the query."""
         out: dict[int, float] = defaultdict(float)

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from nova.memory.retrieval.conflicts import (
@@ -118,8 +119,15 @@ class RetrievalIndex:
         self.records = tuple(records)
         self.weights = weights or Weights()
         own = [content_words(indexed_text(r)) for r in self.records]
-        self._own = BM25Index(own)
-        self._context = BM25Index(self._neighbour_words(own))
+        self._own = BM25Index(own).term_weights()
+        self._context = BM25Index(self._neighbour_words(own)).term_weights()
+        # A record's own words and its neighbours' are fused at build time into one posting list per
+        # term, so a query walks each of its terms' postings once.
+        self._fused: dict[str, list[tuple[int, float]]] = {}
+        for term in self._own.keys() | self._context.keys():
+            mine, near = self._own.get(term, {}), self._context.get(term, {})
+            self._fused[term] = [(i, mine.get(i, 0.0) + self.weights.context * near.get(i, 0.0))
+                                 for i in mine.keys() | near.keys()]
         groups: dict[str, list[str]] = defaultdict(list)
         for record, words in zip(self.records, own, strict=True):
             if record.group is not None:
@@ -173,9 +181,8 @@ class RetrievalIndex:
         moment = now or filters.now or datetime.now(UTC)
         allowed, excluded = self._allowed(filters)
         terms = content_words(query)
-        own = self._own.scores(terms)
-        context = self._context.scores(terms)
-        group_scores = self._groups.scores(terms)
+        unique = set(terms)
+        group_scores = self._groups.scores(unique)
         best_group = max(group_scores.values(), default=0.0) or 1.0
         vector_scores: dict[int, float] = {}
         if self._vectors is not None and self.encoder is not None:
@@ -186,25 +193,35 @@ class RetrievalIndex:
 
         # Fusion first, over every candidate, with plain dict arithmetic; the rerank below then looks at
         # only the best `rerank_depth` of them, which keeps a query in the low milliseconds.
-        group_weight = {g: w.group * s / best_group for g, s in group_scores.items()}
-        fused: dict[int, float] = {}
-        for i in set(own) | set(context) | set(vector_scores):
+        fused: dict[int, float] = defaultdict(float)
+        for term in unique:
+            for i, weight in self._fused.get(term, ()):
+                fused[i] += weight
+        if excluded:
+            fused = defaultdict(float, {i: v for i, v in fused.items() if allowed[i]})
+        keyword_candidates = len(fused)
+        for i in vector_scores:
             if allowed[i]:
-                group = self._group_index[i]
-                fused[i] = own.get(i, 0.0) + w.context * context.get(i, 0.0) + (
-                    group_weight.get(group, 0.0) if group is not None else 0.0)
+                fused[i] += 0.0
+        group_weight = {g: w.group * s / best_group for g, s in group_scores.items()}
+        if group_weight:
+            group_index = self._group_index
+            for i in fused:
+                group = group_index[i]
+                if group is not None:
+                    fused[i] += group_weight.get(group, 0.0)
         best_keyword = max(fused.values(), default=0.0) or 1.0
+        pre = fused
         if vector_scores:
-            pre = {i: f / best_keyword + w.vector * max(vector_scores.get(i, 0.0), 0.0) for i, f in fused.items()}
-        else:
-            pre = fused
-        shortlist = heapq.nlargest(self.rerank_depth, pre, key=lambda i: (pre[i], -i))
+            pre = defaultdict(float, {i: f / best_keyword + w.vector * max(vector_scores.get(i, 0.0), 0.0)
+                                      for i, f in fused.items()})
+        shortlist = heapq.nlargest(self.rerank_depth, pre.items(), key=itemgetter(1))
         raw: dict[int, dict[str, float]] = {}
-        for i in shortlist:
+        for i, _ in shortlist:
             group = self._group_index[i]
             raw[i] = {
-                "keyword": own.get(i, 0.0),
-                "context": w.context * context.get(i, 0.0),
+                "keyword": sum(self._own.get(t, {}).get(i, 0.0) for t in unique),
+                "context": w.context * sum(self._context.get(t, {}).get(i, 0.0) for t in unique),
                 "group": group_weight.get(group, 0.0) if group is not None else 0.0,
                 "vector": vector_scores.get(i, 0.0),
             }
@@ -225,8 +242,7 @@ class RetrievalIndex:
         hits, duplicates, conflicts, suppressed = self._settle(scored, limit)
         stages: dict[str, Any] = {
             "filters": {**filters.describe(), "kept": sum(allowed), "excluded": excluded},
-            "recall": {"terms": terms, "keyword": sum(1 for i in own if allowed[i]),
-                       "context": sum(1 for i in context if allowed[i]),
+            "recall": {"terms": terms, "keyword": keyword_candidates,
                        "vector": f"on: {len(vector_scores)}" if self._vectors is not None else self._vector_off},
             "rerank": {"candidates": len(fused), "reranked": len(scored), "weights": {k: getattr(w, k) for k in (
                 "context", "group", "speaker", "vector", "trust", "recency", "cost", "risk")},

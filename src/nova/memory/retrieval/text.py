@@ -36,8 +36,10 @@ def stem(word: str) -> str:
     it only has to map a word and its inflections to the same key, not to a dictionary form)."""
     for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    # "move", "moved" and "moving" must meet: a final silent e goes too.
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
 def content_words(text: str) -> list[str]:

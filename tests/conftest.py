@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,3 +51,26 @@ def nova_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(var, raising=False)
     return home
 
+
+
+# The NOVA_HOME of whoever runs the tests, before the session replaced it (tests/test_isolation.py).
+INVOKING_NOVA_HOME = os.environ.get("NOVA_HOME")
+_SESSION_HOME: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A private NOVA_HOME for the whole run, set before collection: module- and session-scoped fixtures
+    (a tiktoken counter built once per module seeds its cache under NOVA_HOME) and code run at import
+    start before the per-test `nova_home` applies, and must not reach the invoking user's home either."""
+    home = Path(tempfile.mkdtemp(prefix="nova-tests-home-"))
+    _SESSION_HOME.append(home)
+    os.environ["NOVA_HOME"] = str(home)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for home in _SESSION_HOME:
+        shutil.rmtree(home, ignore_errors=True)
+    if INVOKING_NOVA_HOME is None:
+        os.environ.pop("NOVA_HOME", None)
+    else:
+        os.environ["NOVA_HOME"] = INVOKING_NOVA_HOME

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from nova import __version__
@@ -137,12 +138,17 @@ def test_project_rules_reach_the_model_every_turn(tmp_path: Path, nova_home: Pat
         assert "Never run git push." in request.system and "Use tabs, not spaces." in request.system
 
 
-def test_memory_rules_and_replay_are_mounted(tmp_path: Path) -> None:
+def test_memory_and_rules_are_mounted() -> None:
+    assert runner.invoke(app, ["memory", "list", "--json"]).exit_code == 0
+    assert json.loads(runner.invoke(app, ["rules", "--json"]).output).keys() == {"files", "skipped", "searched"}
+
+
+def test_replay_is_mounted_and_replays_a_real_trajectory() -> None:
     from nova.testing import shared_data_dir
 
-    assert runner.invoke(app, ["memory", "list", "--json"]).exit_code == 0
-    assert json.loads(runner.invoke(app, ["rules", "--json"]).output).keys() == {"files", "skipped"}
     traj = shared_data_dir() / "trajectories" / "swe-agent-demos" / "marshmallow-1867.traj"
+    if not traj.is_file():
+        pytest.skip(f"shared data absent: {traj} (set NOVA_SHARED_DATA)")
     result = runner.invoke(app, ["replay", str(traj), "--window", "32000", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)

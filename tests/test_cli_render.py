@@ -40,3 +40,8 @@ def test_piped_output_prints_whole_messages() -> None:
 def test_footer_says_when_the_price_is_unknown() -> None:
     line = format_footer(used=10, limit=100, window=200, cost=None, cache_hit_rate=None)
     assert "cost unknown" in line and "10.0%" in line
+
+
+def test_footer_says_cost_once() -> None:
+    line = format_footer(used=10, limit=100, window=200, cost=None, cache_hit_rate=None)
+    assert "cost cost" not in line and "cost unknown (model not in the price table)" in line

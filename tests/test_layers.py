@@ -19,14 +19,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("nova.providers",),
     ("nova.sessions",),
     # The seams the context engine plugs into, and the tools and permissions the loop runs.
-    ("nova.extensions", "nova.agent.tools", "nova.agent.shell_parse", "nova.agent.permissions",
+    ("nova.extensions", "nova.agent.tools", "nova.agent.shell_parse", "nova.agent.permissions", "nova.agent.approval",
      "nova.agent.read_policy", "nova.agent.sandbox"),
     ("nova.context", "nova.memory"),
     # The agent: the loop, its assembly, and what drives it without a surface. The provider factory
     # sits here because it also builds the offline demo model, which simulates a provider's cache.
     ("nova.agent", "nova.app", "nova.replay", "nova.demo", "nova.providers.factory"),
     # Surfaces: the session host and its context report, the CLI, the commands, the server, the terminal UI.
-    ("nova.host", "nova.context_view", "nova.commands", "nova.cli", "nova.cli_render", "nova.server", "nova.tui"),
+    ("nova.host", "nova.context_view", "nova.commands", "nova.cli", "nova.cli_render", "nova.server", "nova.tui",
+     "nova.figures", "nova.progress", "nova.cli_progress"),
     # Test support may use anything; nothing in the package may use it.
     ("nova.testing",),
 ]

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nova import events as ev
+from nova.agent.approval import Approver
 from nova.agent.loop import Agent, SessionSink
-from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
+from nova.agent.permissions import PermissionPolicy, ProtectedPaths
 from nova.agent.read_policy import read_concern
 from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 from nova.agent.tools import default_registry
@@ -62,7 +63,8 @@ class AgentOptions:
     interactive: bool = False
     allowed_tools: frozenset[str] = frozenset()
     yes: bool = False
-    ask: Callable[[PermissionRequest], bool] | None = None
+    ask: Approver | None = None
+    """Who answers a call the rules send to the user (nova.agent.approval); used when `interactive`."""
     max_steps: int = 50
 
 

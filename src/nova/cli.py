@@ -47,15 +47,38 @@ app = typer.Typer(
     name="nova",
     cls=_NovaGroup,
     help="Nova: a context engine and agent harness for coding agents.\n\n"
-    "Try it offline with `nova demo`; run a task with `nova run \"fix the failing test\"`.",
+    "Try it offline with `nova demo` (or `nova --provider demo` for the terminal UI on the offline demo "
+    "model); run a task with `nova run \"fix the failing test\"`. --provider, --model and --base-url given "
+    "before a command apply to it.",
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=False,
     rich_markup_mode=HELP_MARKUP,
 )
-config_app = typer.Typer(help="Show the effective configuration and where each value came from.",
+config_app = typer.Typer(help="Show the effective configuration and where each value came from; set or "
+                         "unset one key.",
                          no_args_is_help=True, cls=HelpGroup)
 app.add_typer(config_app, name="config")
+
+
+# Given before a command they apply to every command (`nova --provider demo run "…"`); given after it
+# (`nova run --provider openai "…"`) they apply to that command and win.
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option("--provider", help="anthropic, openai, openai-responses, compatible (any OpenAI-compatible "
+                 "--base-url such as Ollama, vLLM, llama.cpp) or demo (offline scripted model). Default: "
+                 "NOVA_PROVIDER, else the config's provider (`nova config set provider NAME`)."),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id, e.g. claude-sonnet-4-5 or gpt-5 "
+                                              "(default: NOVA_MODEL, else the config's model).")]
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="With --resume: refuse a session with a damaged record instead of "
+                       "skipping it with a warning.")
+]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1 "
+                             "(default: NOVA_BASE_URL, else the config's base_url).")
+]
 
 
 def _version(value: bool) -> None:
@@ -70,9 +93,18 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
 ) -> None:
+    from nova.commands.global_options import remember_global_options
+
+    remember_global_options(ctx.meta, provider=provider, model=model, base_url=base_url)
     if ctx.invoked_subcommand is None:
-        if _can_open_tui():
+        if _in_terminal():
+            from nova.commands.first_run import require_tui_extra
+
+            require_tui_extra(ctx.get_help())
             from nova.commands.cli_settings import settings_from_cli
             from nova.commands.config_check import check_config
             from nova.commands.errors import user_errors
@@ -86,14 +118,10 @@ def _root(
         typer.echo(ctx.get_help())
 
 
-def _can_open_tui() -> bool:
-    """`nova` alone opens the terminal UI in a terminal when the `tui` extra is installed; piped or
-    without the extra it prints the help, as before."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return False
-    import importlib.util
-
-    return importlib.util.find_spec("textual") is not None
+def _in_terminal() -> bool:
+    """`nova` alone opens the terminal UI in a terminal (without the `tui` extra it says how to install
+    it); piped, it prints the help."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 # -- nova config -------------------------------------------------------------------------------------
@@ -107,20 +135,30 @@ def config_show(
     config_show_command(as_json=as_json)
 
 
+@config_app.command("set", cls=NovaCommand)
+def config_set(
+    key: Annotated[str, typer.Argument(help="provider, model, base_url, api_key_env, context_window, … or "
+                                       "SECTION.KEY such as compaction.summary_keep_tokens.")],
+    value: Annotated[str, typer.Argument(help="The value: text, a number, true/false or JSON.")],
+) -> None:
+    """Set one key in config.json, e.g. `nova config set provider demo`. API keys are never stored: export them.
+
+    The edited file is checked as `nova run` checks it before it is written.
+    """
+    from nova.commands.config import config_set_command
+
+    config_set_command(key, value)
+
+
+@config_app.command("unset", cls=NovaCommand)
+def config_unset(key: Annotated[str, typer.Argument(help="The key to remove from config.json.")]) -> None:
+    """Remove one key from config.json, so its default (or the environment) applies again."""
+    from nova.commands.config import config_unset_command
+
+    config_unset_command(key)
+
+
 # -- nova run ----------------------------------------------------------------------------------------
-ProviderOpt = Annotated[
-    str | None,
-    typer.Option("--provider", help="anthropic, openai, openai-responses, compatible (any OpenAI-compatible "
-                 "--base-url such as Ollama, vLLM, llama.cpp) or demo (offline scripted model)."),
-]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id, e.g. claude-sonnet-4-5 or gpt-5.")]
-StrictOpt = Annotated[
-    bool, typer.Option("--strict", help="With --resume: refuse a session with a damaged record instead of "
-                       "skipping it with a warning.")
-]
-BaseUrlOpt = Annotated[
-    str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1.")
-]
 SandboxOpt = Annotated[
     bool | None,
     typer.Option("--sandbox/--no-sandbox", help="Run bash commands inside bubblewrap (Linux): only the project "
@@ -150,10 +188,17 @@ def run(
     strict: StrictOpt = False,
     sandbox: SandboxOpt = None,
 ) -> None:
-    """Run one task headless and print a timeline. Ends with context used, cost and cache hit rate.
+    """Run one task and print a timeline. Ends with context used, cost and cache hit rate.
 
-    Write tools and bash need approval: pass `--allow bash`, `--allow write_file`… or `--yes`. Deny
-    rules in the config (`permissions.deny`, e.g. `bash(git push*)`) always win.
+    Write tools and bash need approval. In a terminal Nova asks, one key: y (once), a (for this session),
+    n (deny). In a script (stdin or stdout not a terminal) pass `--allow bash`, `--allow write_file`… or
+    `--yes`; without them such calls are refused. Deny rules in the config (`permissions.deny`, e.g.
+    `bash(git push*)`) always win.
+
+    Exit status: 0 done; 1 error; 3 done, but tool calls were refused (listed at the end, and under
+    "refused" with --json).
+
+    A run that fails before the model answers (no key, server unreachable) keeps no session.
     """
     from nova.commands.run import run_command
 
@@ -204,6 +249,8 @@ def serve(
 
     Every route but `/health` needs `Authorization: Bearer <token>`; the token is made on first start,
     printed once and kept in `<NOVA_HOME>/server-token` (mode 0600). Open the printed `/?token=…` link.
+    A tool call that needs approval waits for the page's Allow / Deny (or `POST
+    /api/sessions/{id}/approvals/{call_id}`), then is denied after `server.approval_timeout_s` (300 s).
     """
     from nova.commands.serve import serve_command
 

@@ -77,8 +77,8 @@ class Timeline:
             self._shown_percent = None
             status = "done" if event.ok else f"failed: {escape(event.error)}"
             c.print(f"  [magenta]compaction {status}[/] {event.tokens_before:,} → {event.tokens_after:,} tokens")
-        elif isinstance(event, ev.ErrorEvent):
-            c.print(f"[red]error[/] {escape(event.kind)}: {escape(event.error)}")
+        # An `ErrorEvent` is not printed: the error ends the command, which prints it once
+        # (`nova: error: …`); retries are `nova.cli_progress`'s lines.
 
 
 def context_bar(percent: float, width: int = 20) -> str:
@@ -87,9 +87,8 @@ def context_bar(percent: float, width: int = 20) -> str:
 
 
 def format_footer(*, used: int, limit: int, window: int, cost: float | None, cache_hit_rate: float | None) -> str:
-    """The closing line of `nova run`: context used, cost and cache hit rate."""
-    percent = 100.0 * used / limit if limit else 0.0
-    cost_text = f"${cost:.4f}" if cost is not None else "cost unknown (model not in the price table)"
-    hit_text = f"{cache_hit_rate:.0%}" if cache_hit_rate is not None else "n/a"
-    return (f"context {used:,}/{limit:,} tokens ({percent:.1f}% of the compaction threshold, window "
-            f"{window:,}) · cost {cost_text} · cache hit rate {hit_text}")
+    """The closing line of `nova run`: context used, cost and cache hit rate (`nova.figures`)."""
+    from nova.figures import Figures, footer_line
+
+    return footer_line(Figures(model="", used=used, limit=limit, window=window, cost=cost,
+                               cache_hit_rate=cache_hit_rate))

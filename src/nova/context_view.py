@@ -13,7 +13,9 @@ from typing import Any
 
 from nova import events as ev
 from nova.agent.loop import Agent
+from nova.figures import cache_hit_rate, session_cost
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.meta import SessionMeta
 from nova.tokens import count_message, count_system, count_tools
 
 __all__ = ["MANIFEST_ABSENT", "context_report", "segments"]
@@ -65,14 +67,20 @@ def segments(agent: Agent) -> list[dict[str, Any]]:
     return out
 
 
-def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, running: bool) -> dict[str, Any]:
+def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, running: bool,
+                   meta: SessionMeta) -> dict[str, Any]:
     """`status` is `agent.context_status()` (or, mid-turn, the last figure the agent emitted). With the
     context compiler attached, `segments` are the manifest's (they sum to `used`, counted the same way
-    as the bar, `nova context` and the TUI's `/context`)."""
+    as the bar, `nova context` and the TUI's `/context`). `meta` gives the session's model, cost and
+    cache hit rate, computed as `nova run` and the TUI footer compute them (`nova.figures`)."""
     manifest = _manifest(agent)
     rows = manifest["manifest"]["segments"] if manifest["manifest"] is not None else segments(agent)
     return {
         "session_id": agent.session_id,
+        "provider": meta.provider,
+        "model": meta.model,
+        "cost_usd": session_cost(meta.model, meta.cost_usd),
+        "cache_hit_rate": cache_hit_rate(meta.usage),
         "used": status.used,
         "limit": status.limit,
         "window": status.window,

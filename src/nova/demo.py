@@ -20,7 +20,7 @@ from pathlib import Path
 from nova.context.cache_sim import AnthropicCache, Block, ProviderCache
 from nova.core import ModelRequest, Usage
 from nova.messages import Message, ToolResultPart, ToolUsePart, new_id, to_dict
-from nova.providers.scripted import FunctionProvider, call, reply
+from nova.providers.scripted import FunctionProvider, reply
 from nova.tokens import count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
@@ -183,30 +183,70 @@ def _scenario(request: ModelRequest) -> reply:
         given = dict(args)
         if given.get("path") == SAVED_LOG:
             given["path"] = _saved_log_path(request)
-        return reply(text, [ToolUsePart(id=new_id("toolu"), name=name, input=given)])
-    results = _results_since_prompt(request)
-    passed = bool(results) and "OK" in results[-1].content
-    verdict = "All tests pass now." if passed else "The tests still fail; see the output above."
-    return reply(
-        f"{verdict}\n\nRoot cause: `calc.stats.mean` divided by `len(values) - 1` (a sample-variance "
-        "denominator) instead of `len(values)`, which the ERROR line in `logs/server.log` shows as "
-        "inflated nightly averages. I changed the denominator in `calc/stats.py`."
-    )
+        return reply(text, [_demo_call(name, **given)])
+    return reply(_scenario_report(request))
+
+
+def _result_of(request: ModelRequest, name: str) -> ToolResultPart | None:
+    """The result of the latest `name` call in view."""
+    ids = [u.id for m in request.messages if m.role == "assistant" for u in m.tool_uses() if u.name == name]
+    if not ids:
+        return None
+    found = [r for m in request.messages for r in m.tool_results() if r.tool_use_id == ids[-1]]
+    return found[-1] if found else None
+
+
+def _refused(result: ToolResultPart) -> bool:
+    return result.is_error and result.content.startswith("Permission denied")
+
+
+def _scenario_report(request: ModelRequest) -> str:
+    """The closing answer, from what the tool results say: a refused edit or test run is reported as
+    refused, never as done."""
+    edit, tests = _result_of(request, "edit_file"), _result_of(request, "bash")
+    if tests is None or _refused(tests):
+        verdict = "I could not run the tests: running them was refused."
+    elif "OK" in tests.content:
+        verdict = "All tests pass now."
+    else:
+        verdict = "The tests still fail; see the output above."
+    cause = ("Root cause: `calc.stats.mean` divided by `len(values) - 1` (a sample-variance denominator) "
+             "instead of `len(values)`, which the ERROR line in `logs/server.log` shows as inflated nightly "
+             "averages.")
+    if edit is None:
+        change = "My edit to `calc/stats.py` is no longer in my context; check the file to confirm it."
+    elif not edit.is_error:
+        change = "I changed the denominator in `calc/stats.py`."
+    elif edit is not None and _refused(edit):
+        change = ("I changed nothing: my edit to `calc/stats.py` was refused. The fix is to divide by "
+                  "`len(values)`; approve the edit (or run with `--allow edit_file`) and ask again.")
+    else:
+        first = edit.content.strip().splitlines()[0] if edit.content.strip() else "no output"
+        change = f"I changed nothing: my edit to `calc/stats.py` failed ({first})."
+    return f"{verdict}\n\n{cause} {change}"
+
+
+def _demo_call(name: str, **arguments: object) -> ToolUsePart:
+    """A tool call with an id unique across processes. `call()` numbers calls per process, so a resumed
+    demo session would repeat the ids its first process used (and resume would have to rename them)."""
+    return ToolUsePart(id=new_id("toolu"), name=name, input=arguments)
 
 
 def _explorer(step: int, results: list[ToolResultPart]) -> reply:
     if step == 0:
-        return reply("Let me see which files are here.", [call("glob", pattern="**/*")])
+        return reply("Let me see which files are here.", [_demo_call("glob", pattern="**/*")])
     if step == 1:
         listing = results[-1].content if results else ""
         candidates = [line.strip() for line in listing.splitlines() if re.search(r"\.(md|py|txt|toml)$", line)]
         if candidates:
-            return reply(f"Reading {candidates[0]}.", [call("read_file", path=candidates[0], limit=60)])
+            return reply(f"Reading {candidates[0]}.", [_demo_call("read_file", path=candidates[0], limit=60)])
     files = results[0].content.count("\n") + 1 if results and not results[0].is_error else 0
     return reply(
         "I'm the offline demo model, so I can only explore: I listed "
-        f"{files} path(s) and read the first text file. Configure a real provider "
-        "(`nova config show` says how) for real work."
+        f"{files} path(s) and read the first text file. For real work, give Nova a model: "
+        "`export ANTHROPIC_API_KEY=...` (or `OPENAI_API_KEY` with `--provider openai`, or a local server "
+        "with `--provider compatible --base-url http://localhost:11434/v1`); `nova config show` lists "
+        "each provider, whether its key is set, and how to set it."
     )
 
 

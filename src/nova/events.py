@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "ApprovalRequested",
     "CacheBreak",
     "CompactionEnd",
     "CompactionStart",
@@ -21,7 +22,10 @@ __all__ = [
     "ErrorEvent",
     "Event",
     "EventBus",
+    "ModelCallStarted",
+    "ModelResponding",
     "PermissionDenied",
+    "RetryScheduled",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
@@ -84,6 +88,26 @@ class PermissionDenied:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequested:
+    """A tool call waits for the user's answer (nova.agent.approval); a surface that cannot show it
+    lets it time out, which denies it."""
+
+    session_id: str
+    tool_use_id: str
+    approval_id: str
+    name: str
+    summary: str
+    """What the call does, one line: `bash: git push origin main`."""
+    reason: str
+    """Why the user is asked (the ask rule, or the default for tools that change things)."""
+    rule: str | None
+    grant: str
+    """What "allow for session" would cover."""
+    timeout_s: float
+    type: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextUpdate:
     """CMP-11: `limit` is the compaction threshold, so `percent` reaches 100 exactly at the trigger."""
 
@@ -127,6 +151,42 @@ class CacheBreak:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallStarted:
+    """A request is being sent to the model. Until `ModelResponding` (or an error, or a retry) the
+    surfaces show that they wait for it, with the time waited."""
+
+    session_id: str
+    attempt: int = 1
+    type: Literal["model_call_started"] = "model_call_started"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelResponding:
+    """The first stream event of a model call arrived (text, a tool call or the end of the answer)."""
+
+    session_id: str
+    waited_s: float
+    type: Literal["model_responding"] = "model_responding"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryScheduled:
+    """A model call failed in a way that may pass: the same request is sent again after `delay_s`, as
+    attempt `attempt` of `max_attempts`. `reason` is the error, e.g. `529 overloaded`."""
+
+    session_id: str
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    reason: str
+    type: Literal["retry_scheduled"] = "retry_scheduled"
+
+    def describe(self) -> str:
+        """`retrying in 2.0 s (attempt 2 of 4): 529 overloaded`, the same words on every surface."""
+        return f"retrying in {self.delay_s:.1f} s (attempt {self.attempt} of {self.max_attempts}): {self.reason}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorEvent:
     session_id: str
     error: str
@@ -150,10 +210,14 @@ Event = (
     | ToolCallStarted
     | ToolCallFinished
     | PermissionDenied
+    | ApprovalRequested
     | ContextUpdate
     | CompactionStart
     | CompactionEnd
     | CacheBreak
+    | ModelCallStarted
+    | ModelResponding
+    | RetryScheduled
     | ErrorEvent
     | TurnFinished
 )

@@ -33,9 +33,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from nova import events as ev
+from nova.agent.approval import Approver
 from nova.agent.loop import Agent
 from nova.app import AgentOptions, build_agent
 from nova.context_view import context_report
@@ -48,7 +49,7 @@ from nova.sessions.session import Session, default_store, delete_session, list_s
 from nova.sessions.store import SessionRecord, SessionStore, StoredMessage, StoredTaskState
 from nova.settings import Settings
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_LIVE", "HostLimits", "LiveSession", "SessionHub"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_LIVE", "Approvals", "HostLimits", "LiveSession", "SessionHub"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,16 @@ T = TypeVar("T")
 
 EventSink = Callable[[ev.Event | None], None]
 """Receives a turn's events, then None once the turn is over (however it ended)."""
+
+
+class Approvals(Protocol):
+    """Where the hub's sessions ask the user about a tool call (the server's `ApprovalDesk`)."""
+
+    def approver(self, session_id: str, bus: ev.EventBus,
+                 record: Callable[[str, Mapping[str, Any]], None]) -> Approver: ...
+
+    def withdraw(self, session_id: str | None = None) -> None:
+        """Deny whatever waits in that session (all when None): the turn is cancelled or the hub closes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,8 +189,12 @@ class SessionHub:
         make_provider: Callable[[], Provider],
         limits: HostLimits | None = None,
         open_store: Callable[[Path], SessionStore] = default_store,
+        approvals: Approvals | None = None,
     ) -> None:
+        """With `approvals`, a call the rules send to the user waits there for an answer; without, it is
+        refused unless `options` allow it (`yes`, `allowed_tools`)."""
         self.settings = settings
+        self.approvals = approvals
         self.options = options
         self.make_provider = make_provider
         self.limits = limits or HostLimits()
@@ -219,7 +234,8 @@ class SessionHub:
             store = self._new_store()
             try:
                 session = Session.create(self.settings.home, title=title, cwd=self.options.cwd,
-                                         provider=self.settings.provider, model=self.settings.model, store=store)
+                                         provider=self.settings.provider, model=self.settings.model,
+                                         base_url=self.settings.base_url or "", store=store)
             except BaseException:
                 store.close()
                 raise
@@ -356,7 +372,11 @@ class SessionHub:
                 # A resumed session works where it was started, when that folder is still there.
                 recorded = Path(session.meta.cwd) if session.meta.cwd else None
                 cwd = recorded if recorded is not None and recorded.is_dir() else self.options.cwd
-                agent = build_agent(self.settings, self.make_provider(), replace(self.options, cwd=cwd), bus=bus,
+                options = replace(self.options, cwd=cwd)
+                if self.approvals is not None:
+                    options = replace(options, interactive=True,
+                                      ask=self.approvals.approver(session.id, bus, session.record_event))
+                agent = build_agent(self.settings, self.make_provider(), options, bus=bus,
                                     session=session, session_id=session.id, session_dir=session.dir,
                                     history=history)
                 live = LiveSession(session=session, agent=agent, worker=worker)
@@ -486,6 +506,8 @@ class SessionHub:
 
         def work() -> None:
             try:
+                # A session made without a title (the page's "New session") is named after its first request.
+                live.session.title_if_untitled(text)
                 live.agent.run_turn(text)
             except Exception as exc:  # recorded by the agent as an ErrorEvent; the stream ends cleanly
                 log.info("turn on %s ended with %s: %s", session_id, type(exc).__name__, exc)
@@ -512,6 +534,8 @@ class SessionHub:
         if live is None or not live.running:
             return False
         live.agent.cancel.set()
+        if self.approvals is not None:  # a call waiting for approval is refused, so the turn can stop
+            self.approvals.withdraw(session_id)
         return True
 
     def status(self, session_id: str) -> ev.ContextUpdate:
@@ -522,7 +546,8 @@ class SessionHub:
         """`GET …/context`: the one figure and what is in context."""
 
         def report(live: LiveSession) -> dict[str, Any]:
-            return context_report(live.agent, live.status(), compacting=live.compacting, running=live.running)
+            return context_report(live.agent, live.status(), compacting=live.compacting, running=live.running,
+                                  meta=live.session.meta)
 
         return self._with_live(session_id, report)
 
@@ -553,6 +578,8 @@ class SessionHub:
             if live.running and live.turn is not None:
                 # Shutting down: stop the turn at its next step so the record ends cleanly.
                 live.agent.cancel.set()
+        if self.approvals is not None:
+            self.approvals.withdraw()
         for live, _ in closing:
             if live.turn is not None and not live.turn.done():
                 try:

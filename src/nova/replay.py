@@ -93,6 +93,9 @@ class ReplayReport:
     """Calls whose view is larger than the window: a provider would reject them."""
     repaired: str = ""
     """What the resume repair changed in the recording before the replay (empty: nothing)."""
+    placeholder_tokens: int = 0
+    """Size of the stand-in for the part of the fixed prompt the recording lacks (`fixed_prompt_placeholder`);
+    0: none."""
     per_call: list[ReplayCall] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     final_view: list[Message] = field(default_factory=list)
@@ -147,6 +150,8 @@ class ReplayReport:
         }
         if self.repaired:
             data["repaired"] = self.repaired
+        if self.placeholder_tokens:
+            data["placeholder_tokens"] = self.placeholder_tokens
         if not self.cost_model:
             return data
         for entry, call in zip(data["per_call"], self.per_call, strict=True):
@@ -167,24 +172,34 @@ class ReplayReport:
         }
 
 
-PLACEHOLDER_HEAD = ("[placeholder: the recorded agent's system prompt and tool definitions are not in the "
-                    "recording; this text stands in for their size, {tokens} tokens, measured from the first "
-                    "response's real usage]\n")
+PLACEHOLDER_HEAD = ("[placeholder: part of the recorded agent's fixed prompt (system prompt, tool definitions) is "
+                    "not in the recording; this text stands in for its size, {tokens} tokens, measured from the "
+                    "first response's real usage]\n")
 _FILLER = "fixed "
+# Below this share of the first request, a gap between the real figure and the counted one is the token
+# counter's own error (up to ~20 % on the shared trajectories), not a missing part of the prompt (46-99 %
+# on recordings that lack their tool definitions or system prompt).
+MISSING_SHARE = 1 / 3
 
 
-def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter) -> str:
-    """A system text as large as the fixed prompt the recording lacks, or "" when it cannot be known.
+def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter, *, system: str = "") -> str:
+    """A system text as large as the part of the fixed prompt the recording lacks, or "" when nothing
+    is missing or it cannot be known.
 
-    Recordings of Claude Code, OpenCode or Cline hold the conversation but not the system prompt and tool
-    definitions (often 14-26k tokens), so a replay would start far smaller than the real session did. The
-    first response's real usage says how much the provider read; what the messages before it account for
-    is subtracted, and the rest is the fixed prompt."""
+    Recordings of Claude Code, OpenCode, Cline or pi hold the conversation but not the system prompt and
+    tool definitions (often 14-26k tokens); Codex and OpenHands keep the system prompt but not the tools.
+    A replay without them would start far smaller than the real session did. The first response's real
+    usage says how much the provider read; what the messages before it and the recorded `system`
+    account for is subtracted, and the rest is the missing part. With a recorded `system`, a rest under
+    `MISSING_SHARE` of the real figure is counting error and gets no placeholder."""
     first = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
     usage = usage_of(messages[first]) if first is not None else None
     if usage is None or not usage.context_tokens:
         return ""
-    fixed = usage.context_tokens - sum(count_message(m, counter) for m in messages[:first])
+    known = sum(count_message(m, counter) for m in messages[:first]) + (count_system(system, counter) if system else 0)
+    fixed = usage.context_tokens - known
+    if system and fixed < usage.context_tokens * MISSING_SHARE:
+        return ""
     head = PLACEHOLDER_HEAD.format(tokens=fixed)
     remaining = fixed - count_system(head, counter)
     if remaining <= 0:
@@ -402,6 +417,9 @@ def replay_messages(
 ) -> ReplayReport:
     """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
 
+    Without `tools`, the recording may lack part of its fixed prompt: a placeholder sized from the first
+    response's real usage is added to `system` (`fixed_prompt_placeholder`, `report.placeholder_tokens`),
+    so every replay of such a recording starts at the size the real session did.
     `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
     a model summarizer's call for each compaction; `price_model` prices the figures (model table)."""
     if policy not in ALL_POLICIES:
@@ -418,6 +436,8 @@ def replay_messages(
     messages, repair = repair_history(messages)
     config = config or CompactionConfig()
     counter = counter or HeuristicCounter(CL100K_PROFILE)
+    placeholder = "" if tools else fixed_prompt_placeholder(messages, counter, system=system)
+    system = "\n\n".join(part for part in (system, placeholder) if part)
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
     with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp, ExitStack() as shown:
         directory = session_dir or Path(tmp) / "session"
@@ -438,6 +458,7 @@ def replay_messages(
         report = _run(messages, system=system, tools=tools, window=window, policy=policy,
                       controller=controller, sizer=sizer, cost=cost, recording=recording)
     report.repaired = repair.describe() if repair.changed else ""
+    report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate
                              or policy in ("naive-uncached", "naive-cached"))
     report.provider_cache = provider_cache or ""

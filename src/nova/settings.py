@@ -306,7 +306,8 @@ class Settings:
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Raw sections owned by other modules (e.g. `memory`, `instructions`), parsed where they are used."""
     sources: Mapping[str, str] = field(default_factory=dict)
-    """Where each top-level value came from: `default`, the config path, `env:NAME` or `flag`."""
+    """Where each top-level value came from: `default`, the config path, `env:NAME` or `flag`; `home`
+    is `env:NOVA_HOME`, `argument` (the caller named it) or absent (the default, ~/.nova)."""
     warnings: tuple[str, ...] = ()
 
     @property
@@ -368,15 +369,22 @@ def load_settings(
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    file_data: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Defaults ← config file ← environment (NOVA_PROVIDER, NOVA_MODEL, NOVA_BASE_URL) ← CLI flags."""
+    """Defaults ← config file ← environment (NOVA_PROVIDER, NOVA_MODEL, NOVA_BASE_URL) ← CLI flags.
+    `file_data` stands for the config file's content (`nova config set` checks an edit before writing)."""
     env = {} if env is None else env
-    home = home or nova_home(env)
+    sources: dict[str, str] = {}
+    if home is None:
+        home = nova_home(env)
+        if env.get("NOVA_HOME"):
+            sources["home"] = "env:NOVA_HOME"
+    else:
+        sources["home"] = "argument"
     path = config_path(home)
-    raw = read_config_file(path)
+    raw = read_config_file(path) if file_data is None else dict(file_data)
     source = str(path)
     warnings: list[str] = []
-    sources: dict[str, str] = {}
 
     layered: dict[str, Any] = {}
     for key, value in raw.items():
@@ -450,11 +458,14 @@ def describe_settings(settings: Settings, *, derived: Sequence[tuple[str, Any]] 
     are figures worked out from the settings elsewhere (the context budget), shown as `derived`."""
     file_raw = read_config_file(settings.config_file)
     rows: list[tuple[str, Any, str]] = [
-        ("home", str(settings.home), "env:NOVA_HOME" if settings.sources.get("home") else "default"),
+        ("home", str(settings.home), settings.sources.get("home", "default")),
     ]
     for key in ("provider", "model", "base_url", "api_key_env", "context_window", "max_output_tokens", "sandbox",
                 "sandbox_network"):
-        rows.append((key, getattr(settings, key), settings.sources.get(key, "default")))
+        origin = settings.sources.get(key, "default")
+        if key == "model" and origin == "default":
+            origin = f"default for {settings.provider}"  # the default model follows the provider
+        rows.append((key, getattr(settings, key), origin))
     rows.extend((key, value, "derived") for key, value in derived)
     for section_name in ("compaction", "spill", "permissions"):
         section = getattr(settings, section_name)

@@ -45,11 +45,21 @@ def test_context_json_has_the_documented_shape_and_sums_to_used(tmp_path: Path, 
     result = runner.invoke(_app(), ["context", sid, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"used", "limit", "percent", "segments", "dropped"}
+    assert set(data) == {"used", "limit", "window", "percent", "segments", "dropped", "picture"}
     assert data["used"] > 0 and data["limit"] > 0
-    assert all(set(s) == {"id", "class", "source", "tokens", "reason"} for s in data["segments"])
+    assert all(set(s) == {"id", "class", "kind", "source", "tokens", "reason"} for s in data["segments"])
     assert {s["class"] for s in data["segments"]} <= {"always-on", "index", "on-demand", "pinned"}
     assert sum(s["tokens"] for s in data["segments"]) == data["used"]
+    # The picture of the window: one part per kind, then what is free, summing to the window.
+    parts = {p["kind"]: p["tokens"] for p in data["picture"]["parts"]}
+    assert list(parts) == ["system", "tools", "rules", "memory", "history", "summary", "observations", "free"]
+    assert sum(parts.values()) == data["picture"]["figure"] == data["window"]
+    assert parts["free"] == data["window"] - data["used"]
+    by_kind = {s["id"]: s["kind"] for s in data["segments"]}
+    assert by_kind["system.contract"] == "system" and by_kind["tools"] == "tools"
+    assert all(kind == "rules" for sid, kind in by_kind.items() if sid.startswith("rules:"))
+    assert by_kind.get("environment") == "observations"
+    assert parts["rules"] == sum(s["tokens"] for s in data["segments"] if s["id"].startswith("rules:")) > 0
     ids = [s["id"] for s in data["segments"]]
     assert ids[0] == "system.contract" and "tools" in ids and any(i.startswith("rules:") for i in ids)
     # The user's imperative rule was queued for confirmation, never stored as a constraint on its own.

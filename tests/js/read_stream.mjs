@@ -2,12 +2,26 @@
 // uses) and rebuilds the assistant message with readUIMessageStream. Prints one JSON object: every chunk
 // type seen, the rebuilt message's parts, and any error the SDK reported.
 //
-//   node read_stream.mjs <base-url> <token> <session-id> <prompt>
+// A tool call that waits for approval (`tool-approval-request`) is answered with the next of the
+// comma-separated decisions (once, session or deny) through POST /api/sessions/{id}/approvals/{call}.
+//
+//   node read_stream.mjs <base-url> <token> <session-id> <prompt> [decisions]
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
 
-const [base, token, sessionId, prompt] = process.argv.slice(2);
+const [base, token, sessionId, prompt, decisionList = ''] = process.argv.slice(2);
 const errors = [];
 const chunkTypes = [];
+const decisions = decisionList ? decisionList.split(',') : [];
+const approvals = [];
+
+async function answer(chunk) {
+  const decision = decisions.shift() ?? 'deny';
+  const response = await fetch(
+    `${base}/api/sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(chunk.toolCallId)}`,
+    { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ decision }) });
+  approvals.push({ toolCallId: chunk.toolCallId, approvalId: chunk.approvalId, decision, status: response.status });
+}
 
 const transport = new DefaultChatTransport({
   api: `${base}/api/sessions/${encodeURIComponent(sessionId)}/messages`,
@@ -24,9 +38,10 @@ const chunks = await transport.sendMessages({
 
 // Count every chunk on its way to the SDK's message builder.
 const counted = chunks.pipeThrough(new TransformStream({
-  transform(chunk, controller) {
+  async transform(chunk, controller) {
     chunkTypes.push(chunk.type);
     controller.enqueue(chunk);
+    if (chunk.type === 'tool-approval-request') await answer(chunk);
   },
 }));
 
@@ -42,6 +57,7 @@ for await (const snapshot of readUIMessageStream({
 console.log(JSON.stringify({
   chunkTypes,
   errors,
+  approvals,
   messageId: message?.id,
   role: message?.role,
   parts: message?.parts ?? [],

@@ -63,6 +63,7 @@ def test_refused_write_exits_non_zero_with_the_reason(in_project: Path, nova_hom
     result = runner.invoke(app, ["add", "--type", "user", "--name", "token", f"my token is {token}"])
     assert result.exit_code == 1
     assert "secret (GitHub token)" in result.stderr and token not in result.output + result.stderr
+    assert result.stderr.startswith("nova: refused: the description") and result.stderr.count("refused") == 1
     bad_name = runner.invoke(app, ["add", "--type", "user", "--name", "../../etc/passwd", "x"])
     assert bad_name.exit_code == 1 and "path separator" in bad_name.stderr
     bad_type = runner.invoke(app, ["add", "--type", "policy", "--name", "x", "x"])
@@ -86,16 +87,48 @@ def test_edit_uses_editor_and_rolls_back_a_secret(in_project: Path, tmp_path: Pa
     assert "AKIA" not in runner.invoke(app, ["show", "tz"]).stdout
 
 
+def test_an_edited_candidate_keeps_its_name_and_text_through_a_merge(
+        in_project: Path, nova_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two duplicate candidates Nova wrote; the user edits the older one. Consolidation keeps the edited
+    memory under its name with the edit and the other's text, and says which was merged into which."""
+    from datetime import UTC, datetime, timedelta
+
+    from nova.memory.store import Memory, MemorySource
+
+    store = MemoryStore.for_workspace(home=nova_home, cwd=in_project)
+    then = datetime.now(UTC) - timedelta(days=2)
+    for name, description, body, age in (("ci", "CI runner", "CI runs .ci/run.", 2),
+                                         ("ci-notes", "ci runner", "Integration tests are flaky.", 1)):
+        store.write(Memory(name=name, description=description, body=body, type="project", status="candidate",
+                           author="model", source=MemorySource(origin="assistant"),
+                           created=then, updated=datetime.now(UTC) - timedelta(days=age)))
+    edit = tmp_path / "edit.py"
+    edit.write_text("import sys\np = sys.argv[1]\ntext = open(p).read()\n"
+                    "open(p, 'w').write(text.replace('CI runs .ci/run.', 'CI runs .ci/run in 90 minutes.'))\n")
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {edit}")
+    assert runner.invoke(app, ["edit", "ci"]).exit_code == 0
+    result = runner.invoke(app, ["consolidate"])
+    assert result.exit_code == 0, result.output
+    assert "kept 'ci' ← merged 'ci-notes'" in result.stdout
+    shown = runner.invoke(app, ["show", "ci"])
+    assert shown.exit_code == 0, shown.output
+    assert "CI runs .ci/run in 90 minutes." in shown.stdout and "Integration tests are flaky." in shown.stdout
+    assert [m.name for m in store.memories()] == ["ci"]
+
+
 def test_consolidate_command(in_project: Path) -> None:
     runner.invoke(app, ["add", "--type", "project", "--name", "a", "--description", "same", "one"])
     runner.invoke(app, ["add", "--type", "project", "--name", "b", "--description", "same", "two"])
     result = runner.invoke(app, ["consolidate", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    # Both are approved: consolidation reports the duplicate and leaves the decision to the user.
-    assert report["ran"] and report["merged"] == [] and [e["name"] for e in report["held"]] == ["b"]
+    # Both are approved: consolidation reports the duplicate and leaves the decision to the user. Which
+    # one is held depends on which was updated last (the two adds may fall in different seconds).
+    held = [e["name"] for e in report["held"]]
+    assert report["ran"] and report["merged"] == [] and held in (["a"], ["b"])
+    kept = "a" if held == ["b"] else "b"
     shown = runner.invoke(app, ["consolidate"]).stdout
-    assert "left 'b' unmerged: it duplicates approved memory 'a'" in shown
+    assert f"left '{held[0]}' unmerged: it duplicates approved memory '{kept}'" in shown
 
 
 def test_rules_json(in_project: Path, nova_home: Path) -> None:
@@ -106,13 +139,26 @@ def test_rules_json(in_project: Path, nova_home: Path) -> None:
     result = runner.invoke(rules_app(), ["rules", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert set(report) == {"files", "skipped"}
+    assert set(report) == {"files", "skipped", "searched"}
     assert [set(f) for f in report["files"]] == [{"path", "imported_by", "tokens"}] * 3
     assert report["files"][2]["imported_by"] == str((in_project / "NOVA.md").resolve())
     assert report["skipped"] == [{"path": str((in_project / "missing.md").resolve()),
                                   "reason": f"not found (@./missing.md, imported by {(in_project / 'NOVA.md').resolve()})"}]
     human = runner.invoke(rules_app(), ["rules"])
     assert human.exit_code == 0 and "missing.md" in human.stdout
+
+
+def test_rules_without_files_names_what_was_searched_and_how_to_add_one(in_project: Path, nova_home: Path) -> None:
+    human = runner.invoke(rules_app(), ["rules"])
+    assert human.exit_code == 0, human.output
+    out = human.stdout
+    assert "No instruction files found" in out
+    assert str(nova_home / "NOVA.md") in out
+    assert f"{in_project.resolve()}/{{NOVA.md, AGENTS.md, CLAUDE.md}}" in out
+    assert str(in_project.resolve() / "NOVA.local.md") in out
+    assert "> NOVA.md" in out and "instructions.project_files" in out
+    report = json.loads(runner.invoke(rules_app(), ["rules", "--json"]).stdout)
+    assert report["files"] == [] and str(in_project.resolve() / "AGENTS.md") in report["searched"]
 
 
 def test_slash_commands(store: MemoryStore) -> None:
@@ -128,6 +174,7 @@ def test_slash_commands(store: MemoryStore) -> None:
     assert listing is not None and memory.name in listing.text
     refused = handle_memory_slash("/remember password=" + "hunter2hunter2", store=store)
     assert refused is not None and not refused.ok and "secret" in refused.text
+    assert refused.text.startswith("Not saved: the ") and "refused" not in refused.text
     revoked = handle_memory_slash(f"/memory forget {memory.name}", store=store)
     assert revoked is not None and revoked.ok and store.get(memory.name).status == "revoked"
     unknown = handle_memory_slash("/memory show nothing-here", store=store)

@@ -108,7 +108,7 @@ def test_merges_duplicates_deletes_expired_and_logs(store: MemoryStore, tmp_path
     [merge] = report.merged
     assert merge["into"] == "ci-notes" and merge["merged"] == ["ci"]
     assert [(e["name"], e["duplicates"]) for e in report.held] == [("db-again", "db-engine")]
-    assert any("merged 'ci' into 'ci-notes'" in line for line in report.describe())
+    assert any("kept 'ci-notes' ← merged 'ci'" in line for line in report.describe())
     names = sorted(m.name for m in store.memories())
     assert names == ["ci-notes", "db-again", "db-engine", "revoked", "user-db"]
     assert store.get("db-engine") == approved_before  # the approved memory is untouched and active
@@ -119,6 +119,25 @@ def test_merges_duplicates_deletes_expired_and_logs(store: MemoryStore, tmp_path
     log = [json.loads(line) for line in (tmp_path / "consolidation.log").read_text().splitlines()]
     assert sorted(e["action"] for e in log) == ["delete", "hold", "merge"]
     assert "old-sprint" not in (store.project_dir / "MEMORY.md").read_text()
+
+
+def test_a_merge_keeps_every_description_and_the_latest_expiry(store: MemoryStore, tmp_path: Path) -> None:
+    now = datetime.fromtimestamp(T0, UTC)
+    base: dict[str, object] = {"type": "project", "status": "candidate", "created": now - timedelta(days=3)}
+    store.write(Memory(name="deploy", description="How to deploy", body="Run make deploy.",  # type: ignore[arg-type]
+                       updated=now - timedelta(days=1), expires=now + timedelta(days=5), **base))
+    store.write(Memory(name="deploy-staging", description="Staging first", body="Run make deploy.",  # type: ignore[arg-type]
+                       updated=now - timedelta(days=2), **base))
+    store.write(Memory(name="deploy-longer", description="how to deploy",  # type: ignore[arg-type]
+                       body="Run make deploy. It takes ten minutes.", updated=now - timedelta(days=2),
+                       expires=now + timedelta(days=1), **base))
+    report = make(store, tmp_path, FakeClock(), [5]).run()
+    [merge] = report.merged
+    assert merge["into"] == "deploy"
+    merged = store.get("deploy")
+    # The longer body replaces the shorter one it contains; the other description is kept, not dropped.
+    assert merged.body == "Run make deploy. It takes ten minutes.\n\nStaging first"
+    assert merged.expires is None  # one of them never expired: the merged text does not either
 
 
 # -- the lock, between real processes ----------------------------------------------------------------

@@ -76,13 +76,15 @@ def running_server(
     config: ServerConfig | None = None,
     provider: Callable[[Settings], Provider] | None = None,
     overrides: dict[str, Any] | None = None,
+    yes: bool = True,
 ) -> Iterator[Server]:
-    """A real uvicorn in a thread on a free loopback port, stopped on exit."""
+    """A real uvicorn in a thread on a free loopback port, stopped on exit. With `yes=False` a call that
+    needs approval waits for an answer (POST …/approvals/{call_id})."""
     env = {"NOVA_HOME": str(home)}
     settings = load_settings(env=env, overrides={"provider": "demo", "model": "nova-demo", **(overrides or {})})
     token, _ = load_or_create_token(settings.home)
     factory = (lambda: provider(settings)) if provider else (lambda: make_provider(settings, env))
-    app = create_app(settings, token=token, options=AgentOptions(cwd=project, yes=True, max_steps=30),
+    app = create_app(settings, token=token, options=AgentOptions(cwd=project, yes=yes, max_steps=30),
                      make_provider=factory, config=config)
     sock = free_socket()
     port = sock.getsockname()[1]

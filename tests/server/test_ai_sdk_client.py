@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nova.demo import DEMO_PROMPT
 
-from .helpers import Server, new_session, require_tool, which
+from .helpers import Server, new_session, require_tool, running_server, which
 
 JS_DIR = Path(__file__).resolve().parents[1] / "js"
 
@@ -52,3 +52,34 @@ def test_the_ai_sdk_rebuilds_a_session_with_a_compaction(server: Server) -> None
     assert contexts[0]["data"] == {k: figure[k] for k in ("used", "limit", "window", "percent")}
     assert any(p["type"] == "data-nova-compaction-start" for p in parts)
     assert any(p["type"] == "data-nova-compaction-end" and p["data"]["ok"] for p in parts)
+
+
+def test_the_ai_sdk_rebuilds_an_approval_round_trip(nova_home: Path, project: Path) -> None:
+    """The SDK's own tool-approval-request and tool-output-denied chunks: the client answers through
+    POST …/approvals/{toolCallId} while the stream waits, and rebuilds approved and denied calls."""
+    node = which("node")
+    require_tool("node", node is not None, "install Node.js 18 or newer")
+    require_tool("the npm package 'ai'", (JS_DIR / "node_modules" / "ai").is_dir(), f"run `npm ci` in {JS_DIR}")
+    assert node is not None
+    with running_server(nova_home, project, yes=False) as server, server.client() as client:
+        sid = new_session(client)
+        run = subprocess.run([node, str(JS_DIR / "read_stream.mjs"), server.base, server.token, sid, DEMO_PROMPT,
+                              "session,deny"], capture_output=True, text=True, timeout=120, cwd=JS_DIR)
+        assert run.returncode == 0, run.stderr
+        result = json.loads(run.stdout)
+    assert result["errors"] == []
+    assert {"tool-approval-request", "tool-output-denied"} <= set(result["chunkTypes"])
+    # Two questions: the first bash call (allowed for the session, so the second is not asked) and the edit.
+    assert [(a["decision"], a["status"]) for a in result["approvals"]] == [("session", 200), ("deny", 200)]
+    tools = {p["toolCallId"]: p for p in result["parts"] if p["type"] == "dynamic-tool"}
+    bash_id, edit_id = (a["toolCallId"] for a in result["approvals"])
+    approved, denied = tools[bash_id], tools[edit_id]
+    assert approved["toolName"] == "bash" and approved["state"] in ("output-available", "output-error")
+    assert approved["approval"]["id"] == result["approvals"][0]["approvalId"]
+    assert approved["approval"]["descriptor"]["summary"] == "bash: python -m unittest -v 2>&1"
+    assert denied["toolName"] == "edit_file" and denied["state"] == "output-denied"
+    assert denied["approval"]["descriptor"]["summary"] == "edit_file: calc/stats.py"
+    # The last bash call ran without a question, under the session grant.
+    last_bash = [p for p in tools.values() if p["toolName"] == "bash"][-1]
+    assert last_bash["toolCallId"] != bash_id and "approval" not in last_bash
+    assert last_bash["state"] in ("output-available", "output-error")

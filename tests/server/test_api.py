@@ -42,11 +42,15 @@ def test_every_route_but_health_answers_401_without_the_token(server: Server) ->
                     assert response.status_code == 401, (method, path, bad, response.status_code)
                     checked += 1
     assert checked >= 40
-    # The page accepts the token in its query string (a link), and only the page does.
+    # The page accepts the token in its query string (the link `nova serve` prints), and only the page
+    # does: it signs the browser in and sends it on to `/` without the token in the address.
     with server.client(auth=False) as client:
-        assert client.get("/", params={"token": server.token}).status_code == 200
+        link = client.get("/", params={"token": server.token})
+        assert link.status_code == 303 and link.headers["location"] == "/" and "set-cookie" in link.headers
+        client.cookies.clear()  # the rest asks without the cookie the link just set
         assert client.get("/", params={"token": "nope"}).status_code == 401
         assert client.get("/api/sessions", params={"token": server.token}).status_code == 401
+        assert client.get("/docs", params={"token": server.token}).status_code == 401
 
 
 def test_sessions_create_list_get_delete(server: Server) -> None:

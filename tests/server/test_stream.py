@@ -14,7 +14,7 @@ from .helpers import Server, new_session, parse_sse, send, texts_by_part
 PROTOCOL_TYPES = {
     "start", "start-step", "finish-step", "text-start", "text-delta", "text-end", "tool-input-available",
     "tool-output-available", "tool-output-error", "data-nova-context", "data-nova-compaction-start",
-    "data-nova-compaction-end", "finish", "error",
+    "data-nova-compaction-end", "data-nova-waiting", "data-nova-retry", "finish", "error",
 }
 
 
@@ -126,7 +126,7 @@ def test_compact_on_request_and_context_report(server: Server) -> None:
         assert sum(s["tokens"] for s in before["manifest"]["segments"]) == before["manifest"]["used"]
         # The API's segments are the manifest's, with the field names of `nova context --json`.
         assert before["segments"] == before["manifest"]["segments"] and before["used"] == before["manifest"]["used"]
-        assert {"id", "class", "source", "tokens", "reason"} == set(before["segments"][0])
+        assert {"id", "class", "kind", "source", "tokens", "reason"} == set(before["segments"][0])
         assert 0 < before["percent"] == round(before["used"] * 100 / before["limit"], 1)
         response = client.post(f"/api/sessions/{sid}/compact", json={"focus": "the file list"})
         assert response.status_code == 200, response.text

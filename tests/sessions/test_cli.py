@@ -33,8 +33,8 @@ def test_list_json(nova_home: Path) -> None:
     s = _make(nova_home)
     result = runner.invoke(app, ["list", "--json"])
     (row,) = json.loads(result.stdout)
-    assert {k: row[k] for k in ("id", "title", "messages", "tokens", "cost_usd")} == {
-        "id": s.id, "title": "demo", "messages": 3, "tokens": 0, "cost_usd": 0.0
+    assert {k: row[k] for k in ("id", "title", "messages", "context_tokens", "tokens_billed", "cost_usd")} == {
+        "id": s.id, "title": "demo", "messages": 3, "context_tokens": 0, "tokens_billed": 0, "cost_usd": 0.0
     }
     table = runner.invoke(app, ["list"])
     assert table.exit_code == 0 and s.id in table.stdout
@@ -52,7 +52,9 @@ def test_import_json_then_show_and_export(nova_home: Path, tmp_path: Path) -> No
     md = runner.invoke(app, ["export", data["session_id"], "--format", "md"])
     assert md.exit_code == 0 and "### assistant" in md.stdout
     raw = runner.invoke(app, ["export", data["session_id"], "--format", "jsonl"])
-    assert [json.loads(line)["type"] for line in raw.stdout.splitlines()] == ["event", "message", "message"]
+    # The session header (title, cwd, provider, model), then the log: the imported event and the messages.
+    assert [json.loads(line)["type"] for line in raw.stdout.splitlines()] == ["event", "event", "message", "message"]
+    assert json.loads(raw.stdout.splitlines()[0])["name"] == "session"
 
 
 def test_show_marks_compaction_boundaries(nova_home: Path) -> None:
@@ -121,3 +123,35 @@ def _boundary_id(s: Session) -> str:
     tail = Transcript(s.dir / "transcript.jsonl").read_tail()
     assert tail.boundary is not None
     return tail.boundary.id
+
+
+def test_export_format_takes_markdown_and_md_and_names_the_choices(nova_home: Path) -> None:
+    s = _make(nova_home)
+    long = runner.invoke(app, ["export", s.id, "--format", "markdown"])
+    short = runner.invoke(app, ["export", s.id, "-f", "md"])
+    assert long.exit_code == 0, long.output
+    assert long.stdout == short.stdout and "### assistant" in long.stdout
+    helped = runner.invoke(app, ["export", "--help"])
+    assert "jsonl" in helped.stdout and "markdown" in helped.stdout
+
+
+def test_list_labels_the_last_context_apart_from_the_tokens_billed(nova_home: Path) -> None:
+    from nova.core import Usage
+
+    s = Session.create(nova_home, title="two calls", cwd=str(nova_home), provider="anthropic", model="claude")
+    s.record_message(user("hello", "m1"))
+    s.add_cost(Usage(input_tokens=60, cache_read_tokens=40, output_tokens=10), 0.01)
+    s.add_cost(Usage(input_tokens=100, cache_read_tokens=200, output_tokens=20), 0.02)
+    s.close()
+    (row,) = json.loads(runner.invoke(app, ["list", "--json"]).stdout)
+    assert row["context_tokens"] == 320  # the last call: 300 read + 20 written
+    assert row["tokens_billed"] == 430  # both calls, every token
+    assert "tokens" not in row  # the old unlabelled key is gone
+    table = runner.invoke(app, ["list"], env={"COLUMNS": "100"}).stdout
+    header = table.splitlines()[0] + table.splitlines()[1]
+    assert "context" in header and "billed" in header
+    assert "320" in table and "430" in table and "tokens billed:" in table
+    shown = runner.invoke(app, ["show", s.id]).stdout
+    assert "context 320 tokens" in shown and "430 tokens billed" in shown
+    helped = runner.invoke(app, ["list", "--help"]).stdout
+    assert "context_tokens" in helped and "tokens_billed" in helped

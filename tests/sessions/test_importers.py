@@ -40,6 +40,10 @@ def test_real_trajectory_imports_and_round_trips(path: Path, nova_home: Path, tm
         assert usage and all(u["input_tokens"] >= 0 for u in usage)
     repaired, _ = repair_history(imported.messages)
     assert sum(len(m.tool_uses()) for m in repaired) == len(calls)
+    # What the reader counted in the source is what it imported (the replay report prints both).
+    assert imported.meta["source_counts"] == {"responses": sum(m.role == "assistant" for m in imported.messages),
+                                              "tool_calls": len(calls),
+                                              "tool_results": sum(len(m.tool_results()) for m in imported.messages)}
 
     session_id, count = import_session(path, nova_home)
     assert count == len(imported.messages)
@@ -126,3 +130,19 @@ def test_unknown_and_missing_files(tmp_path: Path) -> None:
     odd.write_text(json.dumps({"messages": [{"role": "wizard", "content": "x"}]}))
     with pytest.raises(SessionImportError, match="could not be read"):
         read_session_file(odd)
+
+
+@needs_data
+def test_replay_text_report_shows_source_against_imported_for_a_trajectory() -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from nova.commands.replay import replay_command
+
+    app = typer.Typer()
+    app.command("replay")(replay_command)
+    app.callback()(lambda: None)
+    path = next(p for p in REAL if p.name.startswith("django__django-11087"))
+    result = CliRunner().invoke(app, ["replay", str(path), "--policy", "naive"])
+    assert result.exit_code == 0, result.output
+    assert "source / imported: responses 44/44, tool_calls 41/41, tool_results 41/41" in result.stdout

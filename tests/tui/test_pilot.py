@@ -88,9 +88,9 @@ async def type_a_message(nova_home: Path, tmp_path: Path) -> None:
         await pilot.press("enter")
         await pilot.pause(0.1)
         texts = [str(w.render()) for w in app.query(".notice")]
-        # /context shows the compiler's manifest, headed by the same figure as the bar.
-        assert any(t.startswith("context:") and f"({status.percent:.1f}% of the compaction threshold" in t
-                   for t in texts)
+        # /context shows the window by kind, then the compiler's manifest headed by the same figure as the bar.
+        assert any(t.startswith("window ") and "\ncontext:" in t
+                   and f"({status.percent:.1f}% of the compaction threshold" in t for t in texts)
         assert any(app.session_id in t for t in texts)
 
 
@@ -158,6 +158,7 @@ def test_a_command_waits_for_the_persons_approval(nova_home: Path, tmp_path: Pat
 
 async def approve_and_deny(nova_home: Path, tmp_path: Path) -> None:
     from nova.testing import ScriptedProvider, call, reply
+    from nova.tui.approval_prompt import ApprovalPrompt
 
     project = tmp_path / "project"
     project.mkdir()
@@ -166,19 +167,214 @@ async def approve_and_deny(nova_home: Path, tmp_path: Path) -> None:
         reply("Done with the first."),
         reply("Creating the second file.", [call("bash", command="touch second")]),
         reply("The second was refused."),
+        reply("Creating the third file.", [call("bash", command="touch third")]),
+        reply("Done with the third."),
+        reply("Creating the fourth file.", [call("bash", command="touch fourth")]),
+        reply("Done with the fourth."),
     ])
     app = make_app(nova_home, project)
     app.hub.make_provider = lambda: script
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.click("#prompt")
-        for prompt, answer in (("make the first file", "y"), ("make the second file", "n")):
+        for prompt, answer in (("make the first file", "y"), ("make the second file", "n"),
+                               ("make the third file", "a")):
             await pilot.press(*prompt)
             await pilot.press("enter")
-            await wait_until(pilot, lambda: app._pending is not None)
-            assert "bash" in app._pending.request.summary  # type: ignore[union-attr]
-            await pilot.press(answer, "enter")
+            await wait_until(pilot, lambda: app._pending is not None and bool(app.query(ApprovalPrompt)))
+            shown = str(app.query_one(ApprovalPrompt).render())
+            # What the call does, why the person is asked, and the three keys.
+            assert "Allow bash to run this command?" in shown and f"touch {prompt.split()[2]}" in shown
+            assert "asked because bash can change files or run commands" in shown
+            assert "y = yes, once" in shown and "a = always allow bash in this session" in shown
+            assert "n = no" in shown and "no Enter" in shown
+            await pilot.press(answer)  # one key, no Enter
             await wait_until(pilot, lambda: not app.running)
+            assert not app.query(ApprovalPrompt) and not app.prompt_input.disabled
+        # After `a`, bash runs without asking for the rest of the session.
+        await pilot.press(*"make the fourth file")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running)
+        assert app._pending is None
+        notices = "\n".join(_notices(app))
+        assert "allowed once: bash: touch first" in notices and "denied: bash: touch second" in notices
+        assert "bash is allowed for the rest of this session" in notices
     assert (project / "first").exists(), "approved: the command ran"
     assert not (project / "second").exists(), "denied: the command never started"
+    assert (project / "third").exists() and (project / "fourth").exists(), "always: asked once"
     denied = [r for m in app.hub.live(app.session_id).agent.history for r in m.tool_results() if r.is_error]
-    assert len(denied) == 1 and "denied" in denied[0].content.lower()
+    assert len(denied) == 1 and "declined" in denied[0].content.lower()
+
+
+def test_resume_replays_a_session_with_tool_calls(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(resume_with_tool_calls(nova_home, tmp_path))
+
+
+async def resume_with_tool_calls(nova_home: Path, tmp_path: Path) -> None:
+    project = make_demo_project(tmp_path / "project")
+    first = make_app(nova_home, project)
+    async with first.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"what is here?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not first.running and any(
+            "offline demo model" in b.text for b in first.query(MessageBlock)))
+        recorded = first.session_id
+    assert first.return_code in (0, None)
+    # A new process (here: a new app on the same home) resumes it: every call comes back finished.
+    second = make_app(nova_home, project)
+    async with second.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"/resume last")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert second.session_id == recorded
+        calls = list(second.query(ToolCall))
+        assert calls and all(c.finished for c in calls)
+        assert calls[0].title.startswith("✓ glob(") and calls[0].output
+        assert any(t.startswith("Resumed session") for t in _notices(second))
+        assert second.is_running
+    assert second.return_code in (0, None)
+
+
+def test_a_crash_in_the_tui_is_a_non_zero_exit(nova_home: Path, tmp_path: Path) -> None:
+    from nova.tui.launch import run_app
+
+    class Broken(NovaTUI):
+        def on_mount(self) -> None:
+            raise RuntimeError("a handler failed")
+
+    assert run_app(make_app(nova_home, tmp_path), headless=True, auto_pilot=_quit_soon) == 0
+    app = make_app(nova_home, tmp_path)
+    broken = Broken(app.hub)
+    assert run_app(broken, headless=True) == 1
+
+
+async def _quit_soon(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause(0.1)
+    await pilot.press("ctrl+q")
+
+
+def test_the_footer_shows_model_context_cost_and_cache(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(footer_figures(nova_home, tmp_path))
+
+
+async def footer_figures(nova_home: Path, tmp_path: Path) -> None:
+    from nova.core import Usage
+    from nova.figures import Figures, status_line
+    from nova.providers.pricing import cost_usd
+    from nova.testing import ScriptedProvider, reply
+    from nova.tui.widgets import StatusFooter
+
+    env = {"NOVA_HOME": str(nova_home)}
+    settings = load_settings(env=env, overrides={"provider": "demo", "model": "claude-sonnet-4-5"})
+    hub = make_hub(settings, cwd=tmp_path, env=env)
+    usage = Usage(input_tokens=1_000, cache_read_tokens=3_000, output_tokens=100)
+    hub.make_provider = lambda: ScriptedProvider([reply("First.", usage=usage), reply("Second.", usage=usage)])
+    app = NovaTUI(hub)
+    async with app.run_test(size=(160, 40)) as pilot:
+        footer = app.query_one(StatusFooter)
+        bar = str(app.query_one(ContextBar).render())
+        # Before the first call: the window the settings give, never "0 / 0 tokens".
+        assert "0 / 0" not in bar and "nothing sent yet · window 200,000 · compacts at" in bar
+        assert footer.line.startswith("claude-sonnet-4-5 · context: nothing sent yet (window 200,000)")
+        await pilot.click("#prompt")
+        for prompt in ("one", "two"):
+            await pilot.press(*prompt)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not app.running)
+        await pilot.pause(0.1)
+        live = app.hub.live(app.session_id)
+        status = live.status()
+        expected_cost = 2 * cost_usd(usage, "claude-sonnet-4-5")  # type: ignore[operator]
+        assert live.session.meta.cost_usd == pytest.approx(expected_cost)
+        # The same function as `nova run`'s closing line, on the session's running figures.
+        assert footer.line == status_line(Figures(model="claude-sonnet-4-5", used=status.used, limit=status.limit,
+                                                  window=status.window, cost=live.session.meta.cost_usd,
+                                                  cache_hit_rate=0.75))
+        assert f"context {status.used:,}/{status.limit:,} ({status.percent:.1f}%)" in footer.line
+        assert f"cost ${expected_cost:.4f}" in footer.line and "cache hits 75%" in footer.line
+        assert f"{status.used:,} / {status.limit:,} tokens" in str(app.query_one(ContextBar).render())
+        assert footer.region.y > app.query_one("#prompt").region.y  # the bottom line
+
+
+def test_waits_and_retries_are_shown_and_the_error_once(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(waits_and_retries(nova_home, tmp_path))
+
+
+async def waits_and_retries(nova_home: Path, tmp_path: Path) -> None:
+    from nova.errors import RateLimited
+    from nova.testing import FunctionProvider
+    from nova.tui.widgets import ProgressLine
+
+    calls: list[int] = []
+
+    def answer(request: object) -> str:
+        calls.append(1)
+        if len(calls) in (1, 2, 4, 5, 6, 7):  # the first turn: two failures; the second: never answers
+            raise RateLimited("slow down", status=429, retry_after=0.05)
+        time.sleep(0.6)  # a slow first token: the progress line shows the wait
+        return "here at last"
+
+    app = make_app(nova_home, tmp_path)
+    app.hub.make_provider = lambda: FunctionProvider(answer)
+    async with app.run_test(size=(120, 40)) as pilot:
+        progress = app.query_one(ProgressLine)
+        assert not progress.display
+        await pilot.click("#prompt")
+        await pilot.press(*"hello?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "waiting for the model" in progress.text and len(calls) == 3)
+        assert progress.display
+        await wait_until(pilot, lambda: not app.running)
+        assert not progress.display
+        notices = _notices(app)
+        assert [n for n in notices if "retrying" in n] == [
+            "retrying in 0.1 s (attempt 2 of 4): 429 slow down",
+            "retrying in 0.1 s (attempt 3 of 4): 429 slow down",
+        ]
+        assert any("here at last" in b.text for b in app.query(MessageBlock))
+        # A provider that never answers: three retries, then the error, said once.
+        await pilot.press(*"again?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running)
+        notices = _notices(app)
+        assert sum("slow down" in n and "retrying" not in n for n in notices) == 1
+        assert "turn ended: error" not in notices
+        assert not progress.display
+
+
+def test_context_opens_with_the_window_by_kind_and_rows_keep_their_names(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(context_picture(nova_home, tmp_path))
+
+
+async def context_picture(nova_home: Path, tmp_path: Path) -> None:
+    import re
+
+    project = make_demo_project(tmp_path / "a-project-folder-with-a-long-name")
+    (project / ".git").mkdir(exist_ok=True)
+    (project / "AGENTS.md").write_text("Run the tests with pytest.\n")
+    package = project / "calc"
+    (package / "AGENTS.md").write_text("Keep functions small in calc.\n")
+    app = make_app(nova_home, package)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await pilot.click("#prompt")
+        for line in ("what is here?", "/context"):
+            await pilot.press(*line)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not app.running)
+        await pilot.pause(0.2)
+        shown = next(str(w.render()) for w in app.query(".context"))
+        status = app.hub.live(app.session_id).status()
+        bar, legend, *rows = shown.splitlines()
+        assert bar.startswith("window ") and f"{status.used:,} used of {status.window:,}" in bar
+        assert {"S", "T", "R", "H", "·"} <= set(bar)
+        figures = {kind: int(n.replace(",", "")) for _, kind, n in re.findall(r"(\S) (\w+) ([\d,]+)", legend)}
+        assert {"system", "tools", "rules", "history", "free"} <= set(figures)
+        # The kinds sum to the manifest's figure, which is the bar's; free is the rest of the window.
+        assert sum(n for kind, n in figures.items() if kind != "free") == status.used
+        assert figures["free"] == status.window - status.used
+        # Below it the table, headed by the same figure; the two rule files keep distinct labels.
+        assert rows[0].startswith(f"context: {status.used:,} of {status.limit:,} tokens")
+        labels = [row.split()[0] for row in rows[2:] if row.startswith("rules:")]
+        assert len(labels) == 2 and labels[0] != labels[1]
+        assert any(label.endswith("calc/AGENTS.md") for label in labels)

@@ -67,3 +67,63 @@ def test_nova_opens_the_tui_in_a_terminal(nova_home: Path, tmp_path: Path) -> No
         assert list((nova_home / "sessions").iterdir()), "the conversation was not recorded"
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def test_approve_with_one_key_resume_with_tool_calls_and_exit_status(nova_home: Path, tmp_path: Path) -> None:
+    """The user's path through the real command: the footer names the model and the cost, a tool call is
+    approved with one key (no Enter), and `/resume last` in a new `nova` replays the session's tool calls
+    without a crash; each `nova` exits 0 (a crash would exit non-zero)."""
+    pytest.importorskip("textual", reason="the TUI needs the `tui` extra")
+    from nova.demo import DEMO_PROMPT
+
+    tmux_bin = shutil.which("tmux")
+    if tmux_bin is None:
+        if IN_CI:
+            pytest.fail("tmux is not installed — CI installs it in .ci/run")
+        pytest.skip("tmux is not installed (apt-get install tmux)")
+    nova = Path(sys.executable).parent / "nova"
+    project = make_demo_project(tmp_path / "project")
+    tmux = [tmux_bin, "-L", f"nova-test2-{os.getpid()}", "-f", "/dev/null"]
+    script = f"{nova}; echo \"first exit $?\"; {nova}; echo \"second exit $?\"; sleep 60"
+    subprocess.run([*tmux, "new-session", "-d", "-s", "nova", "-x", "160", "-y", "45", "-c", str(project),
+                    "-e", f"NOVA_HOME={nova_home}", "-e", "NOVA_PROVIDER=demo", "-e", "NOVA_MODEL=nova-demo",
+                    "sh", "-c", script], check=True)
+
+    def keys(*args: str) -> None:
+        subprocess.run([*tmux, "send-keys", "-t", "nova", *args], check=True)
+
+    try:
+        shown = wait_for(tmux, "Ask Nova")
+        assert "nova-demo · context: nothing sent yet" in shown and "0 / 0" not in shown
+        keys("-l", DEMO_PROMPT)
+        keys("Enter")
+        answered = 0
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            shown = screen(tmux)
+            if "All tests pass now" in shown:
+                break
+            if "one key, no Enter" in shown:
+                assert "Allow " in shown and "asked because" in shown
+                keys("a")  # one key: always allow this tool in this session
+                answered += 1
+                time.sleep(0.5)
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the demo never finished:\n" + shown)
+        assert answered >= 1, "no approval was asked"
+        footer = next(line for line in shown.splitlines() if "cache hits" in line)
+        assert "nova-demo · context " in footer and "cost $0.0000" in footer
+        keys("C-q")
+        wait_for(tmux, "Ask Nova")  # the second nova
+        shown = wait_for(tmux, "nothing sent yet")
+        keys("-l", "/resume last")
+        keys("Enter")
+        shown = wait_for(tmux, "Resumed session")
+        assert "✓ glob(" in shown or "✓ bash(" in shown or "✓ edit_file(" in shown
+        assert "Traceback" not in shown and "NoMatches" not in shown
+        keys("C-q")
+        shown = wait_for(tmux, "second exit")
+        assert "first exit 0" in shown and "second exit 0" in shown
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)

@@ -50,9 +50,12 @@ from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model
 
-__all__ = ["Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
+__all__ = ["DENIED_PREFIX", "Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
 
 log = logging.getLogger(__name__)
+
+DENIED_PREFIX = "Permission denied: "
+"""How the result of a call the policy refused begins (the tool never ran); surfaces mark it denied."""
 
 MAX_RETRIES = 3
 MAX_BACKOFF_S = 30.0
@@ -283,7 +286,7 @@ class Agent:
                 request = self._well_formed(self.build_request(view))
                 # The cache layer places breakpoints on the request itself (nova.context.prompt_cache).
                 request = self.extensions.prepare_request(request)
-                response = self._stream_once(request)
+                response = self._stream_once(request, attempt + 1)
             except ContextOverflow as exc:
                 # CMP-9: the provider's rejection is authoritative, once per user request.
                 if state.overflow_retried:
@@ -309,9 +312,18 @@ class Agent:
                 if not exc.retryable or attempt > MAX_RETRIES:
                     self._emit_error(exc)
                     raise
-                delay = getattr(exc, "retry_after", None) or min(MAX_BACKOFF_S, 2.0**attempt)
-                log.info("%s; retrying in %.1fs (attempt %d of %d)", exc, delay, attempt, MAX_RETRIES)
-                self._sleep(min(delay, MAX_BACKOFF_S))
+                delay = min(getattr(exc, "retry_after", None) or 2.0**attempt, MAX_BACKOFF_S)
+                # The surfaces say it (CLI, TUI, the web stream): a wait the user cannot see looks hung.
+                retry = ev.RetryScheduled(session_id=self.session_id, attempt=attempt + 1,
+                                          max_attempts=MAX_RETRIES + 1, delay_s=delay, reason=retry_reason(exc))
+                log.info("%s", retry.describe())
+                self.bus.emit(retry)
+                if self._sleep is time.sleep:
+                    # A cancel (Ctrl-C in the TUI, the API's cancel) ends the wait at once.
+                    if self.cancel.wait(delay):
+                        raise _Cancelled from exc
+                else:
+                    self._sleep(delay)
                 continue
             state.usage = state.usage + response.usage
             # Price by the model that answered when the table knows it (aliases resolve to dated
@@ -342,8 +354,14 @@ class Agent:
                                                         "repair": report.describe()})
         return replace(request, messages=repaired)
 
-    def _stream_once(self, request: ModelRequest) -> ModelResponse:
+    def _stream_once(self, request: ModelRequest, attempt: int = 1) -> ModelResponse:
+        self.bus.emit(ev.ModelCallStarted(session_id=self.session_id, attempt=attempt))
+        sent = time.monotonic()
+        responding = False
         for event in self.provider.stream(request):
+            if not responding:
+                responding = True
+                self.bus.emit(ev.ModelResponding(session_id=self.session_id, waited_s=time.monotonic() - sent))
             if isinstance(event, TextDelta):
                 self.bus.emit(ev.TextDelta(session_id=self.session_id, text=event.text))
             elif isinstance(event, ResponseDone):
@@ -400,7 +418,7 @@ class Agent:
                 "Call the tool again with a JSON object matching its schema.",
                 is_error=True,
             )
-        decision = self.policy.check(tool, call.input, cwd=self.cwd)
+        decision = self.policy.check(tool, call.input, cwd=self.cwd, call_id=call.id)
         if not decision.allowed:
             self.bus.emit(
                 ev.PermissionDenied(
@@ -412,7 +430,7 @@ class Agent:
                     "permission_denied",
                     {"tool_use_id": call.id, "tool": call.name, "reason": decision.reason, "rule": decision.rule},
                 )
-            return ToolOutput(content=f"Permission denied: {decision.reason}", is_error=True)
+            return ToolOutput(content=f"{DENIED_PREFIX}{decision.reason}", is_error=True)
         ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.tool_timeout_s, cancel=self.cancel,
                           screen=self.policy.file_screen(tool.name, cwd=self.cwd))
         try:
@@ -433,6 +451,14 @@ class Agent:
 def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(json.dumps(dict(data), default=str))
     return result
+
+
+def retry_reason(exc: ProviderError) -> str:
+    """`529 overloaded`: the status when there is one, then the provider's message, on one line."""
+    message = " ".join((exc.message or type(exc).__name__).split())
+    if len(message) > 160:
+        message = message[:159] + "…"
+    return f"{exc.status} {message}" if exc.status else message
 
 
 def text_of(parts: Sequence[Part]) -> str:

@@ -51,6 +51,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from nova.agent.approval import Answer, Approver, answer_of
 from nova.agent.read_policy import FileScreen, RuleHit, read_concern, rule_tool_names
 from nova.agent.shell_parse import ShellCommand, ShellLine, could_match_longer, parse_command_line
 from nova.agent.tools.base import Tool, ToolContext, ToolOutput
@@ -222,6 +223,10 @@ class PermissionRequest:
     reason: str
     """Why the user is asked: an `ask` rule, or the default for tools that change things."""
     rule: str | None = None
+    call_id: str = ""
+    """The model's id for this tool call (`toolu_…`), when the agent knows it: surfaces answer by it."""
+    user_only: bool = False
+    """Only an answer for this call may approve it: no session grant covers it (see `Verdict.user_only`)."""
 
 
 def _summary(tool_name: str, input: Mapping[str, Any]) -> str:
@@ -233,7 +238,8 @@ def _summary(tool_name: str, input: Mapping[str, Any]) -> str:
     return f"{tool_name}: {text if len(text) <= 200 else text[:197] + '...'}"
 
 
-AskUser = Callable[[PermissionRequest], bool]
+AskUser = Approver
+"""The `ask` callback: the surface's approver (nova.agent.approval)."""
 
 
 class PermissionPolicy:
@@ -312,10 +318,11 @@ class PermissionPolicy:
     def cwd(self) -> Path:
         return self._cwd
 
-    def check(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Decision:
+    def check(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None, call_id: str = "") -> Decision:
+        """`call_id` is the model's id of the call, passed on to the approver when the user is asked."""
         verdict = self.evaluate(tool, input, cwd=cwd)
         if verdict.outcome == "ask":
-            return self._needs_approval(tool.name, input, verdict)
+            return self._needs_approval(tool.name, input, verdict, call_id=call_id)
         return Decision(verdict.outcome == "allow", verdict.reason, verdict.rule)
 
     def evaluate(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Verdict:
@@ -452,7 +459,7 @@ class PermissionPolicy:
                 used.append(rule.text)
         return ", ".join(used)
 
-    def _needs_approval(self, name: str, input: Mapping[str, Any], verdict: Verdict) -> Decision:
+    def _needs_approval(self, name: str, input: Mapping[str, Any], verdict: Verdict, *, call_id: str = "") -> Decision:
         rule_text = verdict.rule
         why = verdict.reason
         if verdict.user_only:
@@ -476,15 +483,17 @@ class PermissionPolicy:
             return Decision(False, f"{name} needs the user's approval ({why}) but no one can be asked.", rule_text)
         request = PermissionRequest(
             tool=name, input=MappingProxyType(dict(input)), summary=_summary(name, input), reason=why,
-            rule=rule_text,
+            rule=rule_text, call_id=call_id, user_only=verdict.user_only,
         )
         try:
-            approved = bool(self._ask_user(request))
+            answer = answer_of(self._ask_user(request))
         except Exception:
             # A broken prompt must fail closed: no answer is not a yes.
             log.exception("the permission prompt failed; treating it as a refusal")
-            approved = False
-        if approved:
+            answer = Answer.DENY
+        if answer is Answer.SESSION:
+            return Decision(True, "approved by the user for this session", rule_text)
+        if answer is Answer.ONCE:
             return Decision(True, "approved by the user", rule_text)
         return Decision(False, f"the user declined {_summary(name, input)!r}. Ask them or try another way.",
                         rule_text)

@@ -23,6 +23,9 @@ A directory search cannot stop to ask about every file it meets, so it screens t
   and names it in a note, so the model can ask for it with `read_file`; a pattern allow rule that
   matches the file lets it through;
 - `glob` shows names, not contents, so only denied files are hidden from it.
+
+Apart from the rules, both searches leave out Nova's own lock and state files (`.nova/memory/.memory.lock`,
+review records, journals): the walk itself skips them (`nova.internal_paths`), so no search lists them.
 """
 
 from __future__ import annotations

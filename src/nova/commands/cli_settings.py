@@ -1,5 +1,6 @@
-"""Settings as every `nova` command loads them: the environment is read here, at the edge, and each
-configuration warning is printed to stderr as one line."""
+"""Settings as every `nova` command loads them: the environment is read here, at the edge, the options
+given before the command (`nova --provider demo …`) count as flags, and each configuration warning is
+printed to stderr as one line."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ __all__ = ["settings_from_cli"]
 
 
 def settings_from_cli(**overrides: Any) -> Settings:
-    settings = load_settings(env=dict(os.environ), overrides=overrides)
+    """Settings for this command: its own flags (`overrides`) over the options given before it
+    (`nova --provider demo …`), over the environment, over the config file."""
+    from nova.commands.global_options import merge_overrides
+
+    settings = load_settings(env=dict(os.environ), overrides=merge_overrides(overrides))
     if settings.warnings:
         from rich.console import Console
         from rich.markup import escape

@@ -25,10 +25,11 @@ from rich.table import Table
 
 from nova.commands.errors import user_errors
 from nova.context.compiler import Compiled
+from nova.context.picture import kind_of, picture
 from nova.core import usage_of
 from nova.errors import NovaError
 
-__all__ = ["compile_session", "context_command", "context_json", "render_context", "render_why"]
+__all__ = ["compile_session", "context_command", "context_json", "distinct_labels", "render_context", "render_why"]
 
 
 def compile_session(session_id: str | None, *, home: Path | None = None) -> tuple[str, Compiled]:
@@ -74,13 +75,19 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
 
 def context_json(compiled: Compiled) -> dict[str, Any]:
     m = compiled.manifest
+    slices = picture(m)
     return {
         "used": m.used,
         "limit": m.limit,
+        "window": m.window,
         "percent": m.percent,
-        "segments": [{"id": s.id, "class": s.cls, "source": s.source, "tokens": s.tokens, "reason": s.reason}
-                     for s in m.segments],
+        "segments": [{"id": s.id, "class": s.cls, "kind": kind_of(s), "source": s.source, "tokens": s.tokens,
+                      "reason": s.reason} for s in m.segments],
         "dropped": [d.to_dict() for d in m.dropped],
+        # The window as one bar by kind, then free (`nova.context.picture`, the TUI's `/context` bar and
+        # the web page's picture); the parts sum to `figure`.
+        "picture": {"figure": sum(s.tokens for s in slices),
+                    "parts": [{"kind": s.kind, "tokens": s.tokens} for s in slices]},
     }
 
 
@@ -89,14 +96,33 @@ def render_context(compiled: Compiled, *, width: int = 100) -> str:
     m = compiled.manifest
     lines = [f"context: {m.used:,} of {m.limit:,} tokens ({m.percent:.1f}% of the compaction threshold; "
              f"window {m.window:,})"]
-    lines.append(f"{'segment':<22} {'class':<10} {'tokens':>8} {'share':>6}  source — reason")
-    for s in m.segments:
+    labels = distinct_labels([s.id for s in m.segments], 22)
+    label_width = max([22, *(len(label) for label in labels)])
+    lines.append(f"{'segment':<{label_width}} {'class':<10} {'tokens':>8} {'share':>6}  source — reason")
+    for s, label in zip(m.segments, labels, strict=True):
         share = s.tokens * 100.0 / m.used if m.used else 0.0
-        row = f"{s.id[:22]:<22} {s.cls:<10} {s.tokens:>8,} {share:>5.1f}%  {s.source} — {s.reason}"
+        row = f"{label:<{label_width}} {s.cls:<10} {s.tokens:>8,} {share:>5.1f}%  {s.source} — {s.reason}"
         lines.append(row if len(row) <= width else row[: width - 1] + "…")
     for d in m.dropped:
         lines.append(f"left out: {d.id} ({d.source}): {d.reason}")
     return "\n".join(lines)
+
+
+def distinct_labels(ids: list[str], width: int) -> list[str]:
+    """Segment ids shortened to `width` from the middle (`rules:/home/…/pkg/AGENTS.md`: the file name
+    is what tells two rule files apart); an id that would still read like another is shown whole."""
+
+    def short(text: str) -> str:
+        if len(text) <= width:
+            return text
+        head = width // 3
+        return text[:head] + "…" + text[-(width - head - 1):]
+
+    labels = [short(i) for i in ids]
+    seen: dict[str, int] = {}
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+    return [label if seen[label] == 1 else full for label, full in zip(labels, ids, strict=True)]
 
 
 def render_why(compiled: Compiled, text: str) -> str:

@@ -1,5 +1,8 @@
 """How every `nova` command reports a failure: one plain line on stderr and a non-zero exit, never a
-traceback. Messages are printed verbatim (they quote things like `pip install 'nova-agent[openai]'`)."""
+traceback. Messages are printed verbatim (they quote things like `pip install 'nova-agent[openai]'`).
+
+A closed pipe (`nova sessions export last | head`) is not a failure to report: it passes through to the
+command line's own handling, which ends the command quietly (see `nova.cli.main`)."""
 
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ def user_errors(*, exit_code: int = 2, os_errors: bool = False) -> Iterator[None
     except NovaError as exc:
         _say(f"nova: error: {exc}")
         raise typer.Exit(exit_code) from None
+    except BrokenPipeError:
+        raise  # the reader went away: nothing to say, and nobody to say it to
     except OSError as exc:
         if not os_errors:
             raise

@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
@@ -19,15 +20,16 @@ from rich.console import Console
 from rich.table import Table
 
 from nova.commands.errors import user_errors
+from nova.commands.global_options import global_overrides
 from nova.commands.memory_search import search_command
 from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.consolidate import Consolidator
 from nova.memory.governance import Proposal, remember
-from nova.memory.instructions import load_rules, parse_instructions_config
+from nova.memory.instructions import instruction_search_places, load_rules, parse_instructions_config
 from nova.memory.secrets import describe_findings, find_secrets
-from nova.memory.store import MemoryStore, memory_from_text, parse_time
+from nova.memory.store import MemoryStore, atomic_write_text, memory_from_text, memory_to_text, parse_time
 from nova.settings import Settings, load_settings
 
 __all__ = ["app", "rules_command"]
@@ -47,7 +49,7 @@ class _Context:
 
 
 def _context() -> _Context:
-    settings = load_settings(env=dict(os.environ))
+    settings = load_settings(env=dict(os.environ), overrides=global_overrides())
     config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
     store = MemoryStore.for_workspace(home=settings.home, cwd=Path.cwd(), index_max_lines=config.index_max_lines,
                                       index_max_bytes=config.index_max_bytes)
@@ -156,6 +158,11 @@ def edit_command(name: str) -> None:
         # The user's own edit is reviewed text; its status is the one it had unless the user changed it.
         claimed_before = memory_from_text(before, path=memory.path).status
         status = edited.status if edited.status != claimed_before else memory.status
+        if after != before:
+            # An edit is an update: stamped so, the edited text is the newest, which is the one a
+            # consolidation keeps (and MEMORY.md lists first).
+            edited = replace(edited, updated=ctx.store.clock())
+            atomic_write_text(memory.path, memory_to_text(edited))
         ctx.store.reviews.record(replace(edited, status=status), by="user", note=memory.review_note)
         ctx.store.rebuild_index(memory.path.parent)
 
@@ -234,15 +241,20 @@ def rules_command(
     from nova.context.rules_tokens import rules_tokens
 
     with user_errors():
-        settings = load_settings(env=dict(os.environ))
+        settings = load_settings(env=dict(os.environ), overrides=global_overrides())
         config = parse_instructions_config(settings.section("instructions"),
                                            source=f"{settings.config_file} [instructions]")
         rules = load_rules(cwd=Path.cwd(), home=settings.home, config=config)
+        places = instruction_search_places(cwd=Path.cwd(), home=settings.home, config=config)
         # Each file's tokens as `nova context` counts its segment (the model's counter, with its heading).
         counted = rules_tokens(settings=settings, cwd=Path.cwd(), contract=SYSTEM_CONTRACT)
     files = [replace(f, tokens=counted.get(f.path, f.tokens)) for f in rules.files]
     if as_json:
-        typer.echo(json.dumps(replace(rules, files=tuple(files)).report(), ensure_ascii=False, indent=2))
+        report = {**replace(rules, files=tuple(files)).report(), "searched": [str(path) for path, _ in places]}
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    if not rules.files and not rules.skipped:
+        _say_where_rules_go(places, config_file=settings.config_file)
         return
     table = Table("file", "imported by", "tokens")
     for f in files:
@@ -253,3 +265,22 @@ def rules_command(
                   f"{rules.tokens:,} of {rules.token_budget:,}", markup=False, soft_wrap=True)
     for s in rules.skipped:
         console.print(f"skipped {s.path}: {s.reason}", markup=False, soft_wrap=True)
+
+
+_PLACE_NOTES = {"user": "your rules for every project", "project": "from the git root down to here",
+                "local": "this folder only; keep it out of version control"}
+
+
+def _say_where_rules_go(places: "Sequence[tuple[Path, str]]", *, config_file: Path) -> None:
+    """No instruction file anywhere: name every file looked for (one line per folder) and how to add one."""
+    folders: dict[tuple[Path, str], list[str]] = {}
+    for path, kind in places:
+        folders.setdefault((path.parent, kind), []).append(path.name)
+    console.print("No instruction files found. Nova looked for:", markup=False)
+    for (folder, kind), names in folders.items():
+        shown = names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
+        console.print(f"  {folder / shown}  ({_PLACE_NOTES.get(kind, kind)})", markup=False, soft_wrap=True)
+    console.print("Add one to give the agent standing rules, e.g.\n"
+                  "  printf '# Rules\\n- Run the tests with pytest before saying done.\\n' > NOVA.md\n"
+                  f"Other file names go in `instructions.project_files` in {config_file}.",
+                  markup=False, soft_wrap=True)

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nova.commands.errors import user_errors
+from nova.commands.global_options import global_overrides
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import load_rules, parse_instructions_config
 from nova.memory.retrieval.embed import load_encoder, unavailable_reason
@@ -36,7 +37,7 @@ def search_command(
     """Search memories with the retrieval pipeline and show each stage: filters, keyword and vector
     recall, rerank scores, duplicates, conflicts and rule suppressions."""
     with user_errors():
-        settings = load_settings(env=dict(os.environ))
+        settings = load_settings(env=dict(os.environ), overrides=global_overrides())
         config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
         store = MemoryStore.for_workspace(home=settings.home, cwd=Path.cwd(), index_max_lines=config.index_max_lines,
                                           index_max_bytes=config.index_max_bytes)

@@ -16,18 +16,24 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from nova.commands.errors import user_errors
+from nova.commands.global_options import global_overrides
 from nova.providers.pricing import model_info
-from nova.replay import ALL_POLICIES, Policy, fixed_prompt_placeholder, replay_messages, view_document
+from nova.replay import ALL_POLICIES, Policy, replay_messages, view_document
 from nova.settings import load_settings
-from nova.tokens import count_system, counter_for_model
+from nova.tokens import counter_for_model
 
 __all__ = ["replay_command"]
+
+if TYPE_CHECKING:
+    from nova.sessions.readers.base import ImportedSession
+
+_FIRST_FORMATS = ("mini-swe-agent", "swe-agent", "openai")
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -51,6 +57,9 @@ def replay_command(
                      "e.g. claude-sonnet-4-5.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse a file with a record that cannot be "
                       "read instead of skipping it with a warning.")] = False,
+    instance: Annotated[str | None, typer.Option("--instance", help="For a file of several runs (OpenHands "
+                        "output.jsonl): the run to replay, by instance id or issue (default: the first).")
+                        ] = None,
 ) -> None:
     """Replay a recorded session as if the agent had used this context policy."""
     if policy not in ALL_POLICIES:
@@ -71,28 +80,30 @@ def replay_command(
     from nova.sessions.importers import read_session_file
 
     with user_errors():
-        settings = load_settings(env=dict(os.environ))
+        settings = load_settings(env=dict(os.environ), overrides=global_overrides())
     # A file that cannot be read exits 1, as `nova sessions import` does for the same file.
     with user_errors(exit_code=1, os_errors=True):
         session = read_session_file(path, strict=strict)
+    session = _chosen_run(session, instance, path)
     for skipped in session.skipped:
         err_console.print(f"nova: warning: skipped {skipped.describe()}", markup=False, soft_wrap=True)
     model = str(session.meta.get("model") or settings.model)
     # Replays run in bulk; per-compaction warnings belong in the figures, not on the terminal.
-    logging.getLogger("nova.agent").setLevel(logging.ERROR)
+    for name in ("nova.agent", "nova.context"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     chosen: Policy = policy  # type: ignore[assignment]
     counter = counter_for_model(model)
-    system = session.system or fixed_prompt_placeholder(session.messages, counter)
-    if system and not session.system:
-        err_console.print(f"nova: note: the recording has no system prompt or tools; a placeholder of "
-                          f"{count_system(system, counter):,} tokens stands in for them (first response's usage)",
-                          markup=False, soft_wrap=True)
     # A fixed prompt over the window (PromptTooLarge) is one clear error naming the sizes, not a traceback.
     with user_errors(exit_code=1):
-        report = replay_messages(session.messages, system=system, window=window, policy=chosen,
+        report = replay_messages(session.messages, system=session.system, window=window, policy=chosen,
                                  config=settings.compaction, spill=settings.spill, counter=counter,
                                  provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
                                  summarizer_estimate=summarizer == "model-estimate", price_model=price)
+    if report.placeholder_tokens:
+        what = "its tool definitions" if session.system else "its system prompt and tools"
+        err_console.print(f"nova: note: the recording lacks {what}; a placeholder of "
+                          f"{report.placeholder_tokens:,} tokens stands in (first response's usage)",
+                          markup=False, soft_wrap=True)
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
     source = session.meta.get("source_counts")
@@ -101,7 +112,9 @@ def replay_command(
                 "tool_results": sum(len(m.tool_results()) for m in session.messages)}
     if as_json:
         data = report.to_json()
-        if isinstance(source, dict):  # only for readers that count their source, so other objects keep their keys
+        # The trajectory formats the replay JSON was first built on keep exactly the keys they always had
+        # (tools compare them); their source counts are in the text report.
+        if isinstance(source, dict) and session.format not in _FIRST_FORMATS:
             data["import"] = {"format": session.format, "source": source, "imported": imported,
                               "skipped": len(session.skipped)}
         print(json.dumps(data))
@@ -124,3 +137,23 @@ def replay_command(
                       markup=False)
     for line in report.violations[:10]:
         console.print(f"  [red]{line}[/]", markup=True)
+
+
+def _chosen_run(session: "ImportedSession", instance: str | None, path: Path) -> "ImportedSession":
+    """The run `--instance` names (a file may hold several: OpenHands `output.jsonl`), else the first, saying
+    so when there are others."""
+    runs = session.runs()
+    names = [str(r.meta.get("run") or r.meta.get("instance_id") or "") for r in runs]
+    if instance is not None:
+        for run, name in zip(runs, names, strict=True):
+            if instance in {name, str(run.meta.get("instance_id") or "")} - {""}:
+                return run
+        listed = ", ".join(n for n in names if n) or "none named"
+        err_console.print(f"nova: error: --instance: no run {instance!r} in {path.name} (runs: {listed})",
+                          markup=False, soft_wrap=True)
+        raise typer.Exit(2)
+    if len(runs) > 1:
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        err_console.print(f"nova: note: {path.name} holds {len(runs)} runs ({shown}); replaying {names[0]}. "
+                          "Choose another with --instance.", markup=False, soft_wrap=True)
+    return session

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,8 +23,10 @@ from nova.app import AgentOptions, build_agent
 from nova.commands.cli_settings import settings_from_cli
 from nova.commands.config_check import check_config
 from nova.commands.errors import user_errors
+from nova.commands.refusals import EXIT_REFUSED, RefusedCalls
+from nova.commands.terminal_approval import is_interactive_terminal, terminal_approver
 from nova.errors import CommandError, NovaError
-from nova.settings import Settings
+from nova.settings import PROVIDERS, Settings
 
 __all__ = ["demo_command", "run_command"]
 
@@ -36,20 +39,37 @@ def run_command(
     yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None, strict: bool = False,
     sandbox: bool | None = None,
 ) -> None:
+    from nova.commands.run_prompt import SLASH_HELP, check_prompt, is_help, unknown_slash_command
     from nova.providers.factory import make_provider
 
+    check_prompt(prompt)
+    if is_help(prompt):  # answered here: no provider, no session
+        print(json.dumps({"text": SLASH_HELP, "stop_reason": "end_turn"}, indent=2) if as_json else SLASH_HELP)
+        return
     with user_errors():
+        if (unknown := unknown_slash_command(prompt)) is not None:
+            raise NovaError(unknown)
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url, sandbox=sandbox)
+        if resume is not None:  # the session's own provider, model and URL, unless flags name others
+            from nova.sessions.model_settings import resume_target
+
+            resume, settings = resume_target(settings, resume)
         # Before anything is created: a bad section must not leave an empty session behind.
         check_config(settings)
         llm = make_provider(settings, dict(os.environ))
         workdir = (cwd or Path.cwd()).resolve()
-        options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps)
+        # In a terminal the user is asked (one key); a script gets --yes / --allow or a refusal.
+        interactive = is_interactive_terminal()
+        options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps,
+                               interactive=interactive,
+                               ask=terminal_approver(err_console if as_json else console) if interactive else None)
         outcome = run_task(settings, llm, options, prompt, quiet=as_json, resume_id=resume, strict=strict)
     if as_json:
         print(json.dumps(outcome, indent=2))
     if outcome["stop_reason"] == "error":
         raise typer.Exit(1)
+    if outcome.get("refused"):
+        raise typer.Exit(EXIT_REFUSED)
 
 
 def demo_command(*, directory: Path | None, as_json: bool) -> None:
@@ -67,16 +87,31 @@ def demo_command(*, directory: Path | None, as_json: bool) -> None:
         outcome["project"] = str(project)
     if as_json:
         print(json.dumps(outcome, indent=2))
+    else:
+        import importlib.util
+
+        from nova.commands.first_run import demo_next_steps
+
+        console.print("\n" + demo_next_steps(outcome["session_id"],
+                                             tui_installed=importlib.util.find_spec("textual") is not None),
+                      markup=False, soft_wrap=True)
 
 
 def run_task(
     settings: Settings, llm: Any, options: AgentOptions, prompt: str, *, quiet: bool = False,
     resume_id: str | None = None, strict: bool = False,
 ) -> dict[str, Any]:
-    from nova.cli_render import Timeline, format_footer
+    from nova.cli_progress import TerminalProgress
+    from nova.cli_render import Timeline
+    from nova.figures import Figures, footer_line
 
     bus = ev.EventBus()
+    # Waits and retries on stderr (a spinner on a terminal, plain lines piped), never in --json.
+    progress = TerminalProgress(sys.stderr, terminal=err_console.is_terminal)
+    refused = RefusedCalls()
+    bus.subscribe(refused)
     if not quiet:
+        bus.subscribe(progress)  # first: it erases its line before the timeline prints
         # In a terminal the answer streams as it is written; piped, each message prints whole.
         bus.subscribe(Timeline(console, stream_text=console.is_terminal))
     session, history = _open_session(settings, options, prompt, resume_id, strict=strict)
@@ -90,18 +125,23 @@ def run_task(
             return _slash_command(settings, options, prompt, agent, quiet=quiet)
         finally:
             session.close()
+    answered = False
     try:
         result = agent.run_turn(prompt)
+        answered = result.stop_reason != "error"
     finally:
+        progress.close()
         agent.close()
         session.close()
-    status = agent.context_status()
-    used, limit, window = status.used, status.limit, status.window
-    seen = result.usage.context_tokens
-    hit_rate = result.usage.cache_read_tokens / seen if seen else None
+        if resume_id is None and not answered:
+            _discard_if_unanswered(settings, session)
+    # The same figures the TUI footer shows (`nova.figures`), for this turn.
+    figures = Figures.of(model=agent.model, status=agent.context_status(), usage=result.usage, cost=result.cost_usd)
+    used, limit, hit_rate = figures.used, figures.limit, figures.cache_hit_rate
     if not quiet:
-        console.print(format_footer(used=used, limit=limit, window=window, cost=result.cost_usd,
-                                    cache_hit_rate=hit_rate))
+        console.print(footer_line(figures))
+        if (said := refused.summary()) is not None:
+            console.print(said, style="bold yellow", markup=False, soft_wrap=True)
     return {
         "session_id": agent.session_id,
         "text": result.text,
@@ -113,7 +153,16 @@ def run_task(
         "context_limit": limit,
         "cache_hit_rate": hit_rate,
         "duration_s": round(time.monotonic() - started, 3),
+        "refused": [c.to_dict() for c in refused.calls],
     }
+
+
+def _discard_if_unanswered(settings: Settings, session: Any) -> None:
+    from nova.sessions.unanswered import discard_if_unanswered
+
+    if discard_if_unanswered(settings.home, session):
+        err_console.print("nova: the run failed before the model answered, so no session was kept (run the "
+                          "same command again once the cause below is fixed)", markup=False, soft_wrap=True)
 
 
 def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: Any, *,
@@ -149,8 +198,9 @@ def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: 
         config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
         answer = handle_memory_slash(text.strip(), store=store, config=config, session_id=session_id)
         if answer is None:
-            raise NovaError(f"unknown command {command!r}: the commands are /compact [FOCUS], /context, "
-                            f"/memory, /remember TEXT and {', '.join(sorted(TASK_STATE_COMMANDS))}")
+            from nova.commands.run_prompt import slash_commands_line
+
+            raise NovaError(f"unknown command {command!r}: {slash_commands_line()}")
         reply_text, ok = answer.text, answer.ok
     if not quiet:
         console.print(reply_text, markup=False)
@@ -164,11 +214,13 @@ def _open_session(settings: Settings, options: AgentOptions, prompt: str,
     """A new recorded session, or a resumed one with its repaired history (SES-4, SES-5). Damage found
     on the way is one `nova: warning:` line each; with `strict` a damaged record refuses the resume."""
     from nova.sessions.export import latest_session_id, resume
+    from nova.sessions.meta import title_from_prompt
     from nova.sessions.session import Session
 
     if resume_id is None:
-        session = Session.create(settings.home, title=" ".join(prompt.split())[:80], cwd=options.cwd,
-                                 provider=settings.provider, model=settings.model)
+        session = Session.create(settings.home, title=title_from_prompt(prompt), cwd=options.cwd,
+                                 provider=settings.provider, model=settings.model,
+                                 base_url=settings.base_url or "")
         for notice in session.notices:
             err_console.print(f"nova: warning: {notice}", markup=False, soft_wrap=True)
         return session, []
@@ -180,4 +232,6 @@ def _open_session(settings: Settings, options: AgentOptions, prompt: str,
     resumed = resume(resume_id, home=settings.home, strict=strict)
     for notice in resumed.notices:
         err_console.print(f"nova: {notice}", markup=False, soft_wrap=True)
+    if resumed.session.meta.provider in PROVIDERS:  # an imported session keeps naming its origin
+        resumed.session.use_model(provider=settings.provider, model=settings.model, base_url=settings.base_url)
     return resumed.session, resumed.history

@@ -91,7 +91,8 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
         "id": meta.id,
         "title": meta.title,
         "messages": meta.message_count,
-        "tokens": meta.total_tokens,
+        "context_tokens": meta.last_context_tokens,
+        "tokens_billed": meta.total_tokens,
         "cost_usd": round(meta.cost_usd, 6),
         "provider": meta.provider,
         "model": meta.model,
@@ -103,9 +104,17 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
 
 @app.command("list", cls=NovaCommand)
 def list_command(
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print a JSON list instead of a table. Keys: id, title, messages, context_tokens, "
+        "tokens_billed, cost_usd, provider, model, created_at, updated_at, compacted_at (times in Unix "
+        "seconds).")] = False,
 ) -> None:
-    """Sessions, most recently updated first."""
+    """Sessions, most recently updated first.
+
+    Two token figures: `context` is the conversation's size at its last model call (what that call read,
+    cached or not, plus what it wrote); `tokens billed` adds up every call's input and output over the
+    whole session, so it grows with every step and is usually far larger.
+    """
     with _errors():
         metas, problems = list_sessions(nova_home())
     for problem in problems:
@@ -122,17 +131,20 @@ def list_command(
 
     out = _out()
     # A plain layout so an 80-column terminal shows every column; the title takes what is left.
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("id", no_wrap=True)
-    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(8, out.width - 68))
-    for name in ("updated", "msgs", "tokens", "cost"):
-        table.add_column(name, justify="left" if name == "updated" else "right", no_wrap=True,
-                         min_width=len(name) + 2)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), collapse_padding=True)
+    table.add_column("id", no_wrap=True, min_width=22)
+    # The title takes what the other columns leave: about 10 characters of an 80-column terminal.
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(6, out.width - 70))
+    table.add_column("updated", no_wrap=True, min_width=11)
+    for name, width in (("msgs", 4), ("context", 7), ("tokens\nbilled", 9), ("cost", 5)):
+        table.add_column(name, justify="right", no_wrap=True, min_width=width)
     for m in metas:
         updated = time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-"
-        table.add_row(m.id, escape(m.title), updated, str(m.message_count), f"{m.total_tokens:,}",
-                      f"${m.cost_usd:.2f}")
+        table.add_row(m.id, escape(m.title), updated, str(m.message_count), f"{m.last_context_tokens:,}",
+                      f"{m.total_tokens:,}", f"${m.cost_usd:.2f}")
     out.print(table)
+    out.print("context: the conversation's size at its last model call · tokens billed: every call's input "
+              "(cached included) and output, added up", style="dim", markup=False)
 
 
 def _clip(text: str, full: bool, lines: int = 12) -> str:
@@ -192,8 +204,9 @@ def show_command(
             meta = session.meta
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
             console.print(
-                f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd)}  "
-                f"{meta.message_count} messages  {meta.total_tokens:,} tokens  ${meta.cost_usd:.4f}[/]\n"
+                f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd or 'cwd unknown')}  "
+                f"{meta.message_count} messages  context {meta.last_context_tokens:,} tokens  "
+                f"{meta.total_tokens:,} tokens billed  ${meta.cost_usd:.4f}[/]\n"
             )
             for record in session.transcript.iter_records(strict=strict, on_bad=bad.append):
                 if isinstance(record, MessageRecord):
@@ -226,7 +239,9 @@ def _warn(lines: "Iterable[str]") -> None:
 @app.command("export", cls=NovaCommand)
 def export_command(
     session_id: Annotated[str, typer.Argument(help="Session id, or `last`.")],
-    fmt: Annotated[Literal["jsonl", "md"], typer.Option("--format", "-f", help="jsonl (raw log) or md.")] = "jsonl",
+    fmt: Annotated[Literal["jsonl", "md", "markdown"], typer.Option(
+        "--format", "-f", help="jsonl (the raw log, which `nova sessions import` reads back) or markdown (md).")
+    ] = "jsonl",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     strict: StrictOpt = False,
 ) -> None:
@@ -290,7 +305,8 @@ def import_command(
                     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"} (and '
-                                          '"skipped", "children" when there are any); with --from, a list.')
+                                          '"skipped", "children", "run" when there are any); with --from, '
+                                          'or for a file of several runs (OpenHands output.jsonl), a list.')
                        ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse the file when a record cannot be read "
                                          "instead of skipping it with a warning.")] = False,
@@ -321,28 +337,33 @@ def import_command(
             failed += 1  # said on stderr; the project's other sessions are still imported
     out = _out()
     documents = []
-    for one, result in results:
-        for line in result.skipped:
-            typer.echo(f"nova: warning: {one.name}: skipped {line}", err=True)
-        data: dict[str, Any] = {"session_id": result.session_id, "messages": result.messages}
-        # Added only when there is something to say, so readers of the two-key object keep working.
-        if result.skipped:
-            data["skipped"] = len(result.skipped)
-        if result.children:
-            data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
-        if source is not None:
-            data["source_path"] = str(one)
-        documents.append(data)
-        if not as_json:
-            out.print(f"Imported {result.messages} messages from {one} as session {result.session_id}.",
-                      markup=False)
+    for one, whole in results:
+        for result in whole.runs():
+            for line in result.skipped:
+                typer.echo(f"nova: warning: {one.name}: skipped {line}", err=True)
+            data: dict[str, Any] = {"session_id": result.session_id, "messages": result.messages}
+            # Added only when there is something to say, so readers of the two-key object keep working.
             if result.skipped:
-                out.print(f"Skipped {len(result.skipped)} record(s) that could not be read (see warnings).",
+                data["skipped"] = len(result.skipped)
+            if result.children:
+                data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
+            if result.run:
+                data["run"] = result.run
+            if source is not None:
+                data["source_path"] = str(one)
+            documents.append(data)
+            if not as_json:
+                run = f" ({result.run})" if result.run else ""
+                out.print(f"Imported {result.messages} messages from {one}{run} as session {result.session_id}.",
                           markup=False)
-            for child_id, count in result.children:
-                out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
+                if result.skipped:
+                    out.print(f"Skipped {len(result.skipped)} record(s) that could not be read (see warnings).",
+                              markup=False)
+                for child_id, count in result.children:
+                    out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
     if as_json:
-        typer.echo(json.dumps(documents if source is not None else documents[0]))
+        # A list with --from, or when the file held several runs; else the one object.
+        typer.echo(json.dumps(documents if source is not None or len(documents) > 1 else documents[0]))
     if failed:
         raise typer.Exit(1)
 

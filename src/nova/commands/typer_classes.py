@@ -7,7 +7,10 @@ more than importing typer.
 - `HelpGroup`: click's plain help, listing each subcommand with its whole first paragraph.
 - `NovaCommand` (and both groups): an unset `--help` reads False rather than None. Typer validates a
   None parameter value through a pydantic adapter, which imports pydantic (tens of milliseconds) on
-  every run; a bool flag holding a bool is left alone.
+  every run; a bool flag holding a bool is left alone. The root's text options (`--provider` …) pass
+  their value through for the same reason.
+- Every command and group answers `-h` as well as `--help`, and a yes/no option is shown as a bare flag
+  (`--json`, never `--json <bool>`, which reads as if it wanted `--json true`).
 
 Every command of `nova` is declared with `cls=NovaCommand`, every group with one of the groups.
 """
@@ -39,13 +42,35 @@ def first_paragraph(help_text: str | None) -> str:
     return " ".join((help_text or "").split("\n\n", 1)[0].split())
 
 
+HELP_OPTION_NAMES = ("-h", "--help")
+
+
 def _unset_help_is_false(option: TyperOption | None) -> TyperOption | None:
     if option is not None and option.default is None:
         option.default = False
     return option
 
 
+def _with_short_help(kwargs: dict[str, Any]) -> dict[str, Any]:
+    settings = dict(kwargs.get("context_settings") or {})
+    settings.setdefault("help_option_names", list(HELP_OPTION_NAMES))
+    return {**kwargs, "context_settings": settings}
+
+
+def _flags_as_flags(params: list[Any]) -> None:
+    """Typer takes an option for a flag only when its annotation is exactly `bool`; a yes/no option it
+    missed would be listed as `--json <bool>`. Such an option without a value type is a flag."""
+    for param in params:
+        if isinstance(param, TyperOption) and not param.is_flag and not param.secondary_opts \
+                and param.type_descriptor.annotation is bool:
+            param.is_flag = param.is_bool_flag = True
+
+
 class NovaCommand(TyperCommand):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **_with_short_help(kwargs))
+        _flags_as_flags(self.params)
+
     def get_help_option(self, ctx: Context) -> TyperOption | None:
         return _unset_help_is_false(super().get_help_option(ctx))
 
@@ -53,6 +78,10 @@ class NovaCommand(TyperCommand):
 class HelpGroup(TyperGroup):
     """Lists each subcommand with its whole first paragraph (click's formatter cuts it at ~45
     characters and the first full stop)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **_with_short_help(kwargs))
+        _flags_as_flags(self.params)
 
     def get_help_option(self, ctx: Context) -> TyperOption | None:
         return _unset_help_is_false(super().get_help_option(ctx))
@@ -74,6 +103,22 @@ class LazyCommand:
     help: str
 
 
+def _pass_text_through(params: list[Any]) -> None:
+    """Typer coerces every option value through a pydantic adapter built on first use, even an unset
+    option's None, so a root option like `--provider` would import pydantic on every `nova` start. A
+    plain text option's value is already text: its coercion is preset to pass it through."""
+    try:
+        from typer._coercion import PassThroughRuntimeParam
+    except ImportError:  # a typer without pydantic coercion has nothing to avoid
+        return
+    for param in params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if (descriptor is not None and descriptor.annotation is str and descriptor.file_annotation is None
+                and getattr(param, "_runtime_param", False) is None):
+            param._runtime_param = PassThroughRuntimeParam(parameter_info=descriptor.parameter_info,
+                                                           annotation=str)
+
+
 class _NotLoaded(TyperCommand):
     """Stands in for a lazy subcommand in the group's table, so that listing, help and "did you mean"
     suggestions see every name. `LazyGroup.get_command` swaps it for the real command."""
@@ -93,6 +138,7 @@ class LazyGroup(HelpGroup):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        _pass_text_through(self.params)
         for name, spec in self.lazy_commands.items():
             self.commands.setdefault(name, _NotLoaded(name, spec))
 

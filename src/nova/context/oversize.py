@@ -144,6 +144,9 @@ def fit_message(
     if not texts:
         return None
     where = _save(original or message, save_dir, transcript)
+    # A text cut before is cut again from its original, so the older note and its pointer are not
+    # themselves sliced in two (a half pointer names no file).
+    first_seen = _first_seen_texts(message, original)
     over = size - share
     new_texts: dict[tuple[int, str], str] = {}
     for index, key, text in texts:
@@ -153,7 +156,8 @@ def fit_message(
         if tokens <= MIN_KEPT_TOKENS + NOTE_TOKENS:
             continue
         target = max(MIN_KEPT_TOKENS + NOTE_TOKENS, tokens - over)
-        shorter = cut_middle(text, keep_tokens=target, counter=counter, where=where)
+        source = first_seen.get((index, key), text) if _frozen(text) else text
+        shorter = cut_middle(source, keep_tokens=target, counter=counter, where=where)
         if shorter == text:
             continue
         new_texts[(index, key)] = shorter
@@ -178,6 +182,13 @@ def fit_message(
                    f"one message of {size:,} tokens is over its share of the context budget ({share:,} tokens)",
                    where=where)
     return cut.with_metadata(cut=info.to_dict())
+
+
+def _first_seen_texts(message: Message, original: Message | None) -> dict[tuple[int, str], str]:
+    """The original's texts by (part index, argument key), when it has the same parts as `message`."""
+    if original is None or original is message or len(original.parts) != len(message.parts):
+        return {}
+    return {(index, key): text for index, key, text in _text_parts(original) if not _placeholder(text)}
 
 
 def _save(message: Message, save_dir: Path | None, transcript: str) -> str:

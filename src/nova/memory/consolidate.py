@@ -12,9 +12,11 @@ The clock is injected so the gates can be tested without waiting. Every merge an
 `<home>/memory/consolidation.log` as one JSON object per line.
 
 Duplicates are memories of the same type that share a name slug, a description or a body (after
-whitespace and case folding). Only unreviewed candidates that Nova itself wrote are merged: the newest
-one survives, bodies are joined without repeats, provenance is unioned, and the result is still a
-candidate. Approved memories are never merged into or out of: a candidate that duplicates one is left
+whitespace and case folding). Only unreviewed candidates that Nova itself wrote are merged: the most
+recently updated one is kept (a `nova memory edit` counts as an update, so the text a user just edited
+keeps its name), and nothing the others say is lost: every body not already contained in another is
+joined in, a description that differs is kept with its body, the expiry is the latest (none if any had
+none), provenance is unioned, and the result is still a candidate. Approved memories are never merged into or out of: a candidate that duplicates one is left
 as it is and reported as `held` for the user to review. Files Nova has no review record of are left
 alone too (merging them would give unknown text Nova's provenance). Every merge is reported by name,
 never silent. Revoked memories are kept: they are the record that stops the model from re-creating them.
@@ -141,8 +143,9 @@ class ConsolidationReport:
 
     def describe(self) -> list[str]:
         """One line per change, for the person who ran `nova memory consolidate`."""
-        lines = [f"merged {', '.join(repr(n) for n in e['merged'])} into {e['into']!r} (still a candidate: "
-                 f"review it with `nova memory show {e['into']}`)" for e in self.merged]
+        lines = [f"kept {e['into']!r} ← merged {', '.join(repr(n) for n in e['merged'])}: their text is now in "
+                 f"{e['into']!r} (still a candidate: review it with `nova memory show {e['into']}`)"
+                 for e in self.merged]
         lines += [f"deleted {e['name']!r}: {e['reason']}" for e in self.deleted]
         lines += [f"left {e['name']!r} unmerged: it duplicates approved memory {e['duplicates']!r} "
                   "(forget one, or keep both)" for e in self.held]
@@ -259,9 +262,10 @@ class Consolidator:
                 continue
             survivor, others = mergeable[0], mergeable[1:]
             merged = self._merge(survivor, others, now)
+            # Written before the others go: if the write is refused, nothing has been lost.
+            self.store.write(merged, note=f"merged by consolidation from {', '.join(o.name for o in others)}")
             for other in others:
                 self._delete_path(other)
-            self.store.write(merged, note=f"merged by consolidation from {', '.join(o.name for o in others)}")
             entry = {"at": stamp, "action": "merge", "into": survivor.name, "type": survivor.type,
                      "merged": [o.name for o in others]}
             report.merged.append(entry)
@@ -304,16 +308,38 @@ class Consolidator:
 
     @staticmethod
     def _merge(survivor: Memory, others: list[Memory], now: datetime) -> Memory:
-        bodies: list[str] = []
-        for m in [survivor, *others]:
-            body = m.body.strip()
-            if body and not any(_norm(body) in _norm(b) for b in bodies):
-                bodies.append(body)
+        """One memory saying everything the group said: the survivor's text first, then each other's
+        body (headed by its description when that differs), leaving out only text already contained."""
+        paragraphs: list[str] = []
+
+        def add(text: str) -> None:
+            if not text or any(_norm(text) in _norm(p) for p in paragraphs):
+                return
+            # A longer text that contains an earlier one replaces it rather than repeating it.
+            paragraphs[:] = [p for p in paragraphs if _norm(p) not in _norm(text)]
+            paragraphs.append(text)
+
+        add(survivor.body.strip())
+        for m in others:
+            body, description = m.body.strip(), m.description.strip()
+            said = _norm(description) in (_norm(survivor.description), "") or any(
+                _norm(description) in _norm(p) for p in paragraphs)
+            body_said = not body or any(_norm(body) in _norm(p) for p in paragraphs)
+            if said:
+                add(body)
+            elif body_said:
+                add(description)
+            else:
+                add(f"{description}:\n{body}")
+        group = [survivor, *others]
         status: Status = "candidate"  # only candidates are merged, and the merge itself is unreviewed
-        messages = tuple(dict.fromkeys(msg for m in [survivor, *others] for msg in m.source.messages))
+        messages = tuple(dict.fromkeys(msg for m in group for msg in m.source.messages))
+        expiries = [m.expires for m in group]
         return replace(
-            survivor, body="\n\n".join(bodies), status=status, updated=now,
-            created=min(m.created for m in [survivor, *others]),
+            survivor, body="\n\n".join(paragraphs), status=status, updated=now,
+            created=min(m.created for m in group),
+            # Text that never expired must not start to expire by being merged.
+            expires=None if any(e is None for e in expiries) else max(e for e in expiries if e is not None),
             source=replace(survivor.source, messages=messages),
-            external=any(m.external for m in [survivor, *others]),
+            external=any(m.external for m in group),
         )

@@ -110,7 +110,7 @@ def review(proposal: Proposal, *, config: MemoryConfig) -> Decision:
     for label, text in (("name", proposal.name), ("description", proposal.description), ("body", proposal.body)):
         findings = find_secrets(text)
         if findings:
-            return Decision(allowed=False, refusal=f"refused: the {label} contains a secret "
+            return Decision(allowed=False, refusal=f"the {label} contains a secret "
                                                    f"({describe_findings(findings)}); secrets are never "
                                                    "stored in memory")
     try:

@@ -57,6 +57,7 @@ __all__ = [
     "discover_instruction_files",
     "estimate_tokens",
     "find_imports",
+    "instruction_search_places",
     "load_rules",
     "parse_instructions_config",
 ]
@@ -186,6 +187,15 @@ def discover_instruction_files(*, cwd: Path, home: Path, config: InstructionsCon
     if local.is_file():
         found.append((local, "local"))
     return found
+
+
+def instruction_search_places(*, cwd: Path, home: Path, config: InstructionsConfig) -> list[tuple[Path, Kind]]:
+    """Every root file discovery looks for, found or not, in load order: what `nova rules` names when
+    nothing was found, so the user knows which name to create where."""
+    places: list[tuple[Path, Kind]] = [(home / config.user_file, "user")]
+    places += [(level / name, "project") for level in _levels(cwd) for name in config.project_files]
+    places.append((cwd.resolve() / config.local_file, "local"))
+    return places
 
 
 # -- imports -------------------------------------------------------------------------------------------

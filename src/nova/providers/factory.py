@@ -10,13 +10,15 @@ SDK installed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from nova.errors import ConfigError, MissingCredentials
 from nova.providers.base import Provider
-from nova.settings import Settings
+from nova.settings import PROVIDERS, Settings
 
-__all__ = ["LOCAL_SERVER_HINT", "check_provider_settings", "default_key_variable", "make_provider"]
+__all__ = ["LOCAL_SERVER_HINT", "ProviderKeyStatus", "check_provider_settings", "default_key_variable",
+           "key_status", "make_provider", "missing_key_advice"]
 
 LOCAL_SERVER_HINT = "--base-url http://localhost:11434/v1 --provider compatible"
 _KEY_VARIABLES = {
@@ -25,22 +27,76 @@ _KEY_VARIABLES = {
     "openai-responses": "OPENAI_API_KEY",
     "compatible": "OPENAI_API_KEY",
 }
+# Providers that work without a key: the demo model is offline, a local server rarely asks for one.
+_KEYLESS = ("compatible", "demo")
 
 
 def default_key_variable(provider: str) -> str:
     return _KEY_VARIABLES.get(provider, "OPENAI_API_KEY")
 
 
+def _key_variable(settings: Settings, provider: str) -> str:
+    """`api_key_env` names the key of the configured provider only; the others keep their usual one."""
+    if provider == settings.provider and settings.api_key_env:
+        return settings.api_key_env
+    return default_key_variable(provider)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderKeyStatus:
+    """Whether one provider can be used as things stand, for `nova config show`. Never holds the key."""
+
+    provider: str
+    key_variable: str | None
+    """The environment variable its key is read from; None when it needs none."""
+    key_set: bool
+    current: bool
+    """The provider the settings select."""
+    how_to_set: str
+    """The exact commands that make it usable (a key to export, a URL to set) and select it."""
+
+
+def key_status(settings: Settings, env: Mapping[str, str]) -> list[ProviderKeyStatus]:
+    """One row per provider: its key variable and whether that variable holds something (its value is
+    only tested, never returned), and the commands that make it the one Nova uses."""
+    rows = []
+    for provider in PROVIDERS:
+        if provider in _KEYLESS:
+            # A local server needs a key only when `api_key_env` names one for it.
+            variable = settings.api_key_env if provider == settings.provider else None
+        else:
+            variable = _key_variable(settings, provider)
+        key_set = bool(variable and env.get(variable, "").strip())
+        current = provider == settings.provider
+        steps = [f"export {variable}=..."] if variable and not key_set else []
+        if provider == "compatible" and not (current and settings.base_url):
+            steps.append(f"nova --provider compatible --base-url http://localhost:11434/v1 (your server's URL; for "
+                         f"good: nova config set base_url URL, then nova config set provider {provider})")
+        elif not current:
+            steps.append(f"nova --provider {provider} (for good: nova config set provider {provider})")
+        rows.append(ProviderKeyStatus(provider=provider, key_variable=variable, key_set=key_set, current=current,
+                                      how_to_set="; then ".join(steps) or "ready"))
+    return rows
+
+
+def missing_key_advice(provider: str, variable: str) -> str:
+    """What to do when `provider` has no key: set it, try the offline demo, or pick another provider."""
+    others = ", ".join(p for p in PROVIDERS if p not in (provider, *_KEYLESS))
+    return (
+        f"No API key for provider {provider!r}: set {variable} (export {variable}=...).\n"
+        f"  Try Nova offline first, no key needed: nova --provider demo\n"
+        f"  Choose another provider ({others}) with: nova config set provider NAME\n"
+        f"  A local OpenAI-compatible server (Ollama, vLLM, llama.cpp) needs no key: pass "
+        f"`{LOCAL_SERVER_HINT}`\n"
+        f"  `nova config show` lists every provider and whether its key is set."
+    )
+
+
 def _api_key(settings: Settings, env: Mapping[str, str]) -> str:
-    variable = settings.api_key_env or default_key_variable(settings.provider)
+    variable = _key_variable(settings, settings.provider)
     key = env.get(variable, "").strip()
     if not key:
-        raise MissingCredentials(
-            f"No API key for provider {settings.provider!r}: set {variable} "
-            f"(export {variable}=...), or to use a local OpenAI-compatible server (Ollama, vLLM, "
-            f"llama.cpp) pass `{LOCAL_SERVER_HINT}`.",
-            provider=settings.provider,
-        )
+        raise MissingCredentials(missing_key_advice(settings.provider, variable), provider=settings.provider)
     return key
 
 

@@ -1,17 +1,20 @@
 """`create_app`: the FastAPI application behind `nova serve`.
 
     GET    /health                          no token needed
-    GET    /                                the web page (`/?token=…` from `nova serve`)
+    GET    /                                the web page (a browser without the token gets the sign-in form)
+    GET    /login;  POST: sign a browser in     (`/?token=…`, the link `nova serve` prints, does too)
+    POST   /logout                              sign the browser out
     GET    /api/sessions                    list;  POST: create
     GET    /api/sessions/{id}               meta and the recorded messages;  DELETE: remove
     POST   /api/sessions/{id}/messages      one turn, streamed as the AI SDK UI message stream (v1)
     POST   /api/sessions/{id}/cancel        stop the running turn at its next step
+    POST   /api/sessions/{id}/approvals/{call_id}   answer a tool call waiting for approval
     GET    /api/sessions/{id}/context       the one context figure (TOK-3) and what is in context
     POST   /api/sessions/{id}/compact       compact now
     GET    /api/memory, /api/memory/{name}  long-term memory;  DELETE revokes (`?purge=true` removes)
 
-Every route but `/health` needs `Authorization: Bearer <token>`; every request needs a Host header that
-names this server (`nova.server.hosts`). Bodies are JSON text (`nova.server.text_check`): anything else
+Every route but `/health` needs `Authorization: Bearer <token>`, or in a browser the sign-in cookie
+(`nova.server.browser_login`); every request needs a Host header that names this server (`nova.server.hosts`). Bodies are JSON text (`nova.server.text_check`): anything else
 is a 422 naming the field, never a 500.
 """
 
@@ -35,6 +38,8 @@ from nova.host import HostLimits, SessionHub
 from nova.memory.store import Memory, MemoryNotFound, MemoryStore, UnsafeMemoryName, format_time
 from nova.messages import new_id
 from nova.providers.base import Provider
+from nova.server.approvals import ApprovalDesk
+from nova.server.approvals_api import add_approval_routes
 from nova.server.channel import ChunkChannel
 from nova.server.config import ServerConfig
 from nova.server.guards import BearerAuth, BodyLimit, HostCheck
@@ -54,6 +59,7 @@ from nova.server.schemas import (
     message_out,
     session_out,
 )
+from nova.server.streams import OpenStreams
 from nova.server.text_check import TextCheck
 from nova.server.ui_stream import DONE, STREAM_HEADERS, UIStreamEncoder, sse
 from nova.sessions.schema import BoundaryRecord, MessageRecord
@@ -78,7 +84,8 @@ def create_app(
     """`bind_host` is the address the server listens on: it decides which Host headers are answered."""
     config = config or ServerConfig()
     limits = HostLimits(max_live=config.max_live_sessions, idle_timeout_s=config.idle_session_timeout_s)
-    hub = SessionHub(settings, options=options, make_provider=make_provider, limits=limits)
+    desk = ApprovalDesk(timeout_s=config.approval_timeout_s)
+    hub = SessionHub(settings, options=options, make_provider=make_provider, limits=limits, approvals=desk)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -89,8 +96,10 @@ def create_app(
                   description="Nova's HTTP API. Every route but /health needs `Authorization: Bearer <token>` "
                               "(`nova serve --print-token`).")
     app.state.hub = hub
+    app.state.streams = OpenStreams()  # ended at once when the server stops (`nova.server.streams`)
     _errors(app)
     _routes(app, hub, settings, options)
+    add_approval_routes(app, hub, desk)
     # Added last = outermost: the Host check, the size limit, then the token, wrap everything including
     # 404s and docs; the body check runs only for a caller with the token.
     app.add_middleware(TextCheck)
@@ -194,11 +203,16 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
                 channel.put(b"".join(sse(c) for c in chunks))
 
         await asyncio.to_thread(hub.start_turn, session_id, prompt, sink)
+        streams: OpenStreams = app.state.streams
+        streams.add(channel, session_id)
 
         async def stream() -> AsyncIterator[bytes]:
             # When the client disconnects this generator is dropped; the turn goes on and is recorded.
-            while items := await channel.drain():
-                yield b"".join(items)
+            try:
+                while items := await channel.drain():
+                    yield b"".join(items)
+            finally:
+                streams.discard(channel)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=STREAM_HEADERS)
 

@@ -28,9 +28,15 @@ class ChunkChannel(Generic[T]):
         self._wake_pending = False
         self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     # -- producer side (any thread) --------------------------------------------------------------
     def put(self, item: T) -> None:
         with self._lock:
+            if self._closed:
+                return  # ended (see `end_with`): nothing may follow the last item
             self._items.append(item)
             if self._wake_pending:
                 return
@@ -41,6 +47,17 @@ class ChunkChannel(Generic[T]):
         with self._lock:
             self._closed = True
         self._call_soon(self._wake)
+
+    def end_with(self, item: T) -> bool:
+        """Put a last item and close, unless already closed; later puts are dropped. For ending a stream
+        from outside its producer (the server shutting down). Returns whether this call ended it."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._items.append(item)
+            self._closed = True
+        self._call_soon(self._wake)
+        return True
 
     def _call_soon(self, fn: Callable[[], None]) -> None:
         # RuntimeError: the loop is gone (server shutting down), so nobody is listening any more.

@@ -3,7 +3,7 @@
     {"server": {"cors_origins": ["http://localhost:5173"], "max_body_bytes": 262144,
                 "max_live_sessions": 256, "idle_session_timeout_s": 1800,
                 "header_timeout_s": 10, "body_timeout_s": 30, "max_connections": 512,
-                "allowed_hosts": ["nova.example.lan"]}}
+                "allowed_hosts": ["nova.example.lan"], "approval_timeout_s": 300}}
 
 CORS stays off unless origins are listed: the API holds a bearer token and runs tools on this machine,
 so no other web origin may call it by default.
@@ -18,7 +18,8 @@ its body (`nova.server.read_deadlines`): a client that trickles bytes to hold a 
 and is disconnected. `max_connections` caps the connections served at once; a request on one past it
 is answered 503 at once. `allowed_hosts` lists the names, besides localhost and IP addresses, that a
 request's Host header may carry (`nova.server.hosts`): a web page that rebinds its own domain name to
-this machine is refused with 421.
+this machine is refused with 421. `approval_timeout_s` is how long a tool call waits for the user's
+answer (`nova.server.approvals`) before it is denied.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 from nova.errors import ConfigError
 from nova.host import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_LIVE
+from nova.server.approvals import DEFAULT_APPROVAL_TIMEOUT_S
 from nova.settings import _bad, _to_float
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerConfig", "parse_server_config"]
@@ -61,6 +63,8 @@ class ServerConfig:
     """Connections served at once; a request on one past this gets 503."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names a request may be addressed to besides localhost and IP addresses (lower case)."""
+    approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    """How long a tool call waits for the user's answer before it is denied."""
 
 
 def parse_server_config(raw: Mapping[str, Any], *, source: str) -> ServerConfig:
@@ -95,4 +99,9 @@ def parse_server_config(raw: Mapping[str, Any], *, source: str) -> ServerConfig:
             if not 0 < seconds <= 3600:
                 raise _bad(source, key, raw[key], "a number of seconds between 0 and 3600")
             values[key] = seconds
+    if "approval_timeout_s" in raw:
+        seconds = _to_float(raw["approval_timeout_s"], source=source, key="approval_timeout_s")
+        if not 0 < seconds <= 86400:
+            raise _bad(source, "approval_timeout_s", raw["approval_timeout_s"], "a number of seconds up to a day")
+        values["approval_timeout_s"] = seconds
     return ServerConfig(**values)

@@ -2,25 +2,29 @@
 
 All are plain ASGI rather than FastAPI dependencies so they also cover 404s, the OpenAPI document and
 anything mounted later: nothing answers a request addressed to a foreign name, and nothing answers
-without the token except `/health`.
+without the token except `/health` and the browser's sign-in form (`nova.server.browser_login`).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from nova.server.browser_login import (
+    LOGIN_PATH,
+    LOGOUT_PATH,
+    PAGE_PATHS,
+    SAFE_METHODS,
+    BrowserLogin,
+    same_origin,
+)
 from nova.server.hosts import HostPolicy
 
-__all__ = ["PAGE_PATHS", "PUBLIC_PATHS", "BearerAuth", "BodyLimit", "HostCheck"]
+__all__ = ["PUBLIC_PATHS", "BearerAuth", "BodyLimit", "HostCheck"]
 
 PUBLIC_PATHS = frozenset({"/health"})
-# The page is opened from a link (`/?token=…`): a browser cannot add a header to a typed URL. The token
-# in the query is accepted for the page alone; the page's script then sends it as a header.
-PAGE_PATHS = frozenset({"/"})
 
 
 async def _json_error(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -54,31 +58,56 @@ class HostCheck:
 
 
 class BearerAuth:
+    """The token, as `Authorization: Bearer` (API clients) or as the browser's sign-in cookie (the page,
+    `/docs`; see `nova.server.browser_login` for why a cookie and how it is guarded). A page a person
+    opens without either answers with the sign-in form; everything else answers 401 in JSON."""
+
     def __init__(self, app: ASGIApp, *, token: str) -> None:
         self.app = app
         self._token = token.encode()
+        self._browser = BrowserLogin(token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or scope["method"] == "OPTIONS":
             # OPTIONS: CORS preflights never carry credentials; the CORS layer answers them.
             await self.app(scope, receive, send)
             return
-        if self._authorized(scope):
+        path, method = scope["path"], scope["method"]
+        if path == LOGIN_PATH:
+            await self._browser.login(scope, receive, send)
+            return
+        if self._bearer(scope):
+            # A header no other site can make a browser send: nothing more to check.
             await self.app(scope, receive, send)
+            return
+        if (given := self._browser.link_token(scope)) is not None:
+            if self._browser.token_matches(given):
+                await self._browser.signed_in(scope, send, "/")
+            else:
+                await self._browser.form(send, status=401, next_path="/",
+                                         message="The link's token is not this server's token.")
+            return
+        if self._browser.has_cookie(scope):
+            if method not in SAFE_METHODS and not same_origin(scope):
+                await _json_error(send, 403, "a request that changes something must come from this server's "
+                                             "own page (its Origin header names another site, or none)")
+                return
+            if path == LOGOUT_PATH and method == "POST":
+                await self._browser.logout(scope, send)
+                return
+            await self.app(scope, receive, send)
+            return
+        if path in PAGE_PATHS and method in SAFE_METHODS:
+            await self._browser.form(send, status=401, next_path=path)
             return
         await _json_error(send, 401, "missing or wrong bearer token (see `nova serve --print-token`)",
                           [(b"www-authenticate", b'Bearer realm="nova"')])
 
-    def _authorized(self, scope: Scope) -> bool:
+    def _bearer(self, scope: Scope) -> bool:
         for name, value in scope["headers"]:
             if name == b"authorization":
                 scheme, _, given = value.partition(b" ")
                 if scheme.lower() == b"bearer" and secrets.compare_digest(given.strip(), self._token):
-                    return True
-        if scope["path"] in PAGE_PATHS and scope["method"] in ("GET", "HEAD"):
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            for given in query.get("token", []):
-                if secrets.compare_digest(given.encode(), self._token):
                     return True
         return False
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nova.agent.loop import DENIED_PREFIX
 from nova.messages import Message, to_dict
 from nova.sessions.meta import SessionMeta
 
@@ -96,6 +97,11 @@ class CompactRequest(BaseModel):
 
 class ContextOut(BaseModel):
     session_id: str
+    provider: str
+    model: str
+    cost_usd: float | None = Field(description="The session's cost so far; null when the model's price is unknown.")
+    cache_hit_rate: float | None = Field(description="Share of the session's input read from the prompt cache; "
+                                                     "null before the first model call.")
     used: int
     limit: int
     window: int
@@ -133,4 +139,13 @@ def session_out(meta: SessionMeta, *, running: bool = False) -> SessionOut:
 
 def message_out(message: Message) -> MessageOut:
     data = to_dict(message)
-    return MessageOut(id=message.id, role=message.role, text=message.text, parts=list(data.get("parts", [])))
+    parts = [_mark_denied(p) for p in data.get("parts", [])]
+    return MessageOut(id=message.id, role=message.role, text=message.text, parts=parts)
+
+
+def _mark_denied(part: dict[str, Any]) -> dict[str, Any]:
+    """A tool result the permission policy wrote (the call never ran) says so: `denied: true`."""
+    if part.get("kind") == "tool_result" and part.get("is_error") and str(part.get("content", "")).startswith(
+            DENIED_PREFIX):
+        return {**part, "denied": True}
+    return part

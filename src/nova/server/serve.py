@@ -21,6 +21,9 @@ from nova.server.token import TOKEN_FILE, load_or_create_token
 from nova.settings import Settings
 
 if TYPE_CHECKING:
+    import socket
+    from types import FrameType
+
     import uvicorn
     from fastapi import FastAPI
 
@@ -78,8 +81,31 @@ def bind_warning(host: str, home: Path) -> str | None:
             "are always accepted). Prefer an SSH tunnel or a TLS proxy to --host beyond loopback.")
 
 
-def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
+def _stopping_promptly(config: uvicorn.Config, app: FastAPI) -> uvicorn.Server:
+    """A uvicorn server that, on the first Ctrl-C (or SIGTERM), also ends the open turn streams at once
+    (`nova.server.streams`) instead of waiting out uvicorn's graceful timeout for them."""
+    import asyncio
+
     import uvicorn
+
+    class Server(uvicorn.Server):
+        loop: asyncio.AbstractEventLoop | None = None
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().startup(sockets=sockets)
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            first = not self.should_exit
+            super().handle_exit(sig, frame)
+            if first and self.loop is not None:
+                # A signal handler may interrupt the loop anywhere: the work is queued onto it instead.
+                self.loop.call_soon_threadsafe(app.state.streams.stop, app.state.hub.cancel)
+
+    return Server(config)
+
+
+def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
 
     config = server_config(settings)  # a malformed [server] section stops here, before the token is printed
     token, created = load_or_create_token(settings.home)
@@ -92,11 +118,11 @@ def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str]
         say(f"Nova server token (saved in {settings.home / TOKEN_FILE}): {token}")
         say(f"Open {base}/?token={token}")
     else:
-        say(f"Token in {settings.home / TOKEN_FILE} (`nova serve --print-token` prints it); "
-            f"open {base}/?token=<token>")
+        say(f"Open {base}/ and sign in with the token in {settings.home / TOKEN_FILE} "
+            "(`nova serve --print-token` prints it)")
     say(f"Nova serving on {base} (provider {settings.provider}, model {settings.model}); Ctrl-C stops it")
-    server = uvicorn.Server(uvicorn_config(app, host=options.host, port=options.port, config=config,
-                                           log_level=options.log_level))
+    server = _stopping_promptly(uvicorn_config(app, host=options.host, port=options.port, config=config,
+                                               log_level=options.log_level), app)
     with contextlib.suppress(KeyboardInterrupt):
         server.run()
     if not server.started:  # uvicorn said why (the port in use, most often)

@@ -8,7 +8,18 @@ which the SDK keeps on the message:
 - `data-nova-context` `{used, limit, window, percent}` with the fixed id `context`, so a client holds the
   latest figure in one part (the SDK replaces a data part that has the same type and id);
 - `data-nova-compaction-start` `{messageCount, tokenCount, reason}` and `data-nova-compaction-end`
-  `{ok, tokensBefore, tokensAfter, messagesCompacted, error}`.
+  `{ok, tokensBefore, tokensAfter, messagesCompacted, error}`;
+- `data-nova-waiting` `{waiting, attempt, waitedS}`, transient (not kept on the message): `waiting` is
+  true from the moment a request is sent until the model's first stream event, so a page can show a
+  spinner with the time waited;
+- `data-nova-retry` `{attempt, maxAttempts, delayS, reason, text}` for each retry after a retryable
+  provider error (`text` is `retrying in 2.0 s (attempt 2 of 4): 529 overloaded`, as the CLI says it).
+- `data-nova-denied` `{toolCallId, reason}` (id `denied-<toolCallId>`) beside the SDK's own
+  `tool-output-denied`, which carries no reason.
+
+A call that waits for the user's approval is the SDK's `tool-approval-request` (`approvalId`,
+`toolCallId`, and in `approvalDescriptor` what the call does: `{tool, summary, reason, rule, grant,
+timeoutS}`); `POST /api/sessions/{id}/approvals/{toolCallId}` answers it (nova.server.approvals).
 
 Tool calls are `dynamic` in SDK terms: the tools are Nova's, not declared by the client.
 """
@@ -51,6 +62,11 @@ def context_data(update: ev.ContextUpdate) -> dict[str, Any]:
     return {"used": update.used, "limit": update.limit, "window": update.window, "percent": update.percent}
 
 
+def waiting_part(*, waiting: bool, attempt: int, waited_s: float) -> Chunk:
+    return {"type": "data-nova-waiting", "id": "waiting", "transient": True,
+            "data": {"waiting": waiting, "attempt": attempt, "waitedS": round(waited_s, 3)}}
+
+
 class UIStreamEncoder:
     """Stateful: it opens and closes text parts and steps around the events of one turn."""
 
@@ -60,6 +76,7 @@ class UIStreamEncoder:
         self._texts = 0
         self._in_step = False
         self._after_tools = False
+        self._denied: dict[str, str] = {}
         self.finished = False
 
     def start(self) -> list[Chunk]:
@@ -83,8 +100,20 @@ class UIStreamEncoder:
             out.append({"type": "tool-input-available", "toolCallId": event.tool_use_id, "toolName": event.name,
                         "input": dict(event.input), "dynamic": True})
             return out
+        if isinstance(event, ev.ApprovalRequested):
+            return [{"type": "tool-approval-request", "approvalId": event.approval_id, "toolCallId": event.tool_use_id,
+                     "approvalDescriptor": {"tool": event.name, "summary": event.summary, "reason": event.reason,
+                                            "rule": event.rule, "grant": event.grant, "timeoutS": event.timeout_s}}]
+        if isinstance(event, ev.PermissionDenied):
+            self._denied[event.tool_use_id] = event.reason
+            return []
         if isinstance(event, ev.ToolCallFinished):
             self._after_tools = True
+            if event.tool_use_id in self._denied:
+                reason = self._denied.pop(event.tool_use_id)
+                return [{"type": "tool-output-denied", "toolCallId": event.tool_use_id},
+                        {"type": "data-nova-denied", "id": f"denied-{event.tool_use_id}",
+                         "data": {"toolCallId": event.tool_use_id, "reason": reason}}]
             if event.is_error:
                 return [{"type": "tool-output-error", "toolCallId": event.tool_use_id, "errorText": event.output,
                          "dynamic": True}]
@@ -100,6 +129,14 @@ class UIStreamEncoder:
             return [{"type": "data-nova-compaction-end",
                      "data": {"ok": event.ok, "tokensBefore": event.tokens_before, "tokensAfter": event.tokens_after,
                               "messagesCompacted": event.messages_compacted, "error": event.error}}]
+        if isinstance(event, ev.ModelCallStarted):
+            return [waiting_part(waiting=True, attempt=event.attempt, waited_s=0.0)]
+        if isinstance(event, ev.ModelResponding):
+            return [waiting_part(waiting=False, attempt=0, waited_s=event.waited_s)]
+        if isinstance(event, ev.RetryScheduled):
+            return [{"type": "data-nova-retry",
+                     "data": {"attempt": event.attempt, "maxAttempts": event.max_attempts, "delayS": event.delay_s,
+                              "reason": event.reason, "text": event.describe()}}]
         if isinstance(event, ev.ErrorEvent):
             return [{"type": "error", "errorText": f"{event.kind}: {event.error}"}]
         if isinstance(event, ev.TurnFinished):

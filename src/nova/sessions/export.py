@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
@@ -17,7 +17,8 @@ from nova.sessions.importers import (
     usage_of,
 )
 from nova.sessions.meta import SessionMeta
-from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, Record
+from nova.sessions.readers.nova import SESSION_EVENT, header_event_data
+from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, Record, encode, event_record
 from nova.sessions.session import Session, list_sessions
 from nova.sessions.store import SessionStore
 from nova.sessions.transcript import BadLine
@@ -38,7 +39,13 @@ def iter_jsonl(
     session: Session, *, strict: bool = False, on_bad: Callable[[BadLine], None] | None = None
 ) -> Iterator[bytes]:
     """The raw log, readable records only, each ending in a newline: a torn last line is not exported,
-    a damaged line is skipped and passed to `on_bad` (with `strict`, either one raises)."""
+    a damaged line is skipped and passed to `on_bad` (with `strict`, either one raises). It starts with
+    one `session` event holding what only meta.json knows (title, working directory, provider, model),
+    so that `nova sessions import` of the file gives the session back under its own title."""
+    meta = session.meta
+    yield encode(event_record(SESSION_EVENT, header_event_data(
+        title=meta.title, cwd=meta.cwd, provider=meta.provider, model=meta.model, session_id=meta.id),
+        ts=meta.created_at))
     for _, line, _ in session.transcript.iter_lines(strict=strict, on_bad=on_bad):
         yield line
 
@@ -81,8 +88,10 @@ def render_markdown(meta: SessionMeta, records: Iterable[Record]) -> str:
         "",
         f"- session: `{meta.id}`",
         f"- provider / model: {meta.provider or '-'} / {meta.model or '-'}",
-        f"- cwd: `{meta.cwd}`" + (f" (git root `{meta.git_root}`)" if meta.git_root else ""),
-        f"- tokens: {meta.total_tokens}, cost: ${meta.cost_usd:.4f}",
+        (f"- cwd: `{meta.cwd}`" if meta.cwd else "- cwd: unknown (not recorded)")
+        + (f" (git root `{meta.git_root}`)" if meta.git_root else ""),
+        f"- context: {meta.last_context_tokens} tokens at the last model call; tokens billed: "
+        f"{meta.total_tokens}; cost: ${meta.cost_usd:.4f}",
     ]
     body: list[str] = []
     for record in records:
@@ -106,6 +115,13 @@ class ImportResult:
     children: tuple[tuple[str, int], ...] = ()
     child_sources: tuple[Path, ...] = ()
     """The files the children were read from (a sub-agent's own file), so a bulk import skips them."""
+    run: str = ""
+    """Which run of a file holding several this is (`ImportedSession.siblings`); "" for a one-session file."""
+    siblings: tuple[ImportResult, ...] = ()
+    """The sessions made from the file's other runs, one each."""
+
+    def runs(self) -> tuple[ImportResult, ...]:
+        return (self, *self.siblings)
 
 
 def import_session(
@@ -121,8 +137,18 @@ def import_sessions(
     strict: bool = False,
 ) -> ImportResult:
     """Read a recorded session into a new Nova session, with a child session for each sub-agent it ran
-    (linked both ways by events). With `strict`, a record the reader could not use refuses the file."""
+    (linked both ways by events). A file holding several runs (OpenHands `output.jsonl`) gives one session
+    per run: the first is returned, the others are its `siblings`. With `strict`, a record the reader
+    could not use refuses the file."""
     imported = read_session_file(path, strict=strict)
+    first, *others = [_import_run(run, home, title=title if not imported.siblings or title is None
+                                  else f"{title} / {run.meta.get('run')}", store=store)
+                      for run in imported.runs()]
+    return replace(first, siblings=tuple(others))
+
+
+def _import_run(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None
+                ) -> ImportResult:
     session_id = _write_imported(imported, home, title=title, store=store, parent=None)
     children = []
     for index, child in enumerate(imported.children, 1):
@@ -139,7 +165,8 @@ def import_sessions(
     return ImportResult(session_id=session_id, messages=len(imported.messages), skipped=skipped,
                         children=tuple(children),
                         child_sources=tuple(c.source_path for c in imported.children
-                                            if c.source_path != imported.source_path))
+                                            if c.source_path != imported.source_path),
+                        run=str(imported.meta.get("run") or ""))
 
 
 def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,
@@ -147,10 +174,14 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
     meta = dict(imported.meta)
     if parent is not None:
         meta["parent_nova_session"] = parent
+    recorded_cwd = imported.cwd or meta.get("cwd")
     session = Session.create(
         home,
-        title=title or str(meta.get("instance_id") or imported.source_path.stem),
-        cwd=str(meta.get("cwd") or imported.source_path.parent),
+        title=title or imported.title or _text(meta.get("title")) or str(meta.get("instance_id") or meta.get("run")
+                                                                        or imported.source_path.stem),
+        # Where the recorded session ran, when its format says; else unknown (""), never the folder the
+        # file was found in, which a resume or the context view would take for the project.
+        cwd=recorded_cwd if isinstance(recorded_cwd, str) else "",
         provider=f"import:{imported.format}",
         model=str(meta.get("model") or ""),
         store=store,
@@ -178,6 +209,10 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
                 cost = message.metadata.get("cost_usd")
                 session.add_cost(usage, float(cost) if isinstance(cost, int | float) else 0.0)
     return session.id
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 @dataclass

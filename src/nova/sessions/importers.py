@@ -9,13 +9,15 @@ sure it is and the surest reads the file:
     mini-swe-agent  `.traj.json`: one ```bash block per assistant turn becomes a `bash` tool call
     swe-agent       `.traj`: `history` with native `tool_calls` and `tool` messages
     opencode        an OpenCode session export
-    anthropic       a plain list of Anthropic Messages (Cline / Roo `api_conversation_history.json`)
+    anthropic       a plain list of Anthropic Messages (Cline / Roo `api_conversation_history.json`, with
+                    usage from the `ui_messages.json` beside it)
     openai          a list of chat messages, or an object with `messages`
     claude-code     Claude Code session JSONL (see `nova.sessions.readers.claude_code`)
     codex           a Codex CLI rollout JSONL
     pi              a pi coding-agent session JSONL (the branch ending at the last entry)
     aider           Aider's `.aider.chat.history.md`
-    openhands       an OpenHands event stream (trajectory JSON, or resolver `output.jsonl`)
+    openhands       an OpenHands event stream (trajectory JSON), or an evaluation / resolver `output.jsonl`:
+                    one session per run (`ImportedSession.siblings`)
 
 Imported ids are derived from positions in the source (`m00012`), so importing a file twice gives the
 same messages. Thinking blocks are not imported (SES-3).

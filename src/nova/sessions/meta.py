@@ -20,16 +20,18 @@ from typing import Any
 
 from nova.core import Usage
 from nova.errors import StorageError
-from nova.sessions.schema import json_text
+from nova.sessions.schema import json_text, printable
 
 __all__ = [
     "META_VERSION",
+    "MODEL_EVENT",
     "SessionMeta",
     "find_git_root",
     "new_session_id",
     "read_meta",
     "read_meta_or_damage",
     "session_dir",
+    "title_from_prompt",
     "validate_session_id",
     "write_meta",
 ]
@@ -38,6 +40,9 @@ META_VERSION = 2
 """2: the token totals are one `usage` object (`Usage.to_dict()`); 1 had them as top-level counters.
 A version-1 Nova would drop the object and write zeros back, hence the bump: it refuses instead."""
 META_NAME = "meta.json"
+MODEL_EVENT = "model"
+"""The transcript event a session records when it moves to another provider, model or endpoint
+(data: provider, model, base_url), so a meta.json rebuilt from the transcript still knows them."""
 ARTIFACT_DIRS = ("tool-results", "tool-output")
 
 # Letters, digits, dot, dash, underscore; must start with a letter or digit. That excludes "/", "\\",
@@ -56,6 +61,15 @@ def validate_session_id(session_id: str) -> str:
 def new_session_id() -> str:
     """Sortable by creation time, readable in `ls`, unique enough for one machine."""
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+TITLE_CHARS = 80
+
+
+def title_from_prompt(prompt: str) -> str:
+    """A session's title from its first request, the same on every surface (`nova run`, the TUI, the
+    web page, a rebuilt meta.json): whitespace collapsed, the first 80 characters."""
+    return printable(" ".join(prompt.split())[:TITLE_CHARS])
 
 
 def session_dir(home: Path, session_id: str) -> Path:
@@ -82,6 +96,9 @@ class SessionMeta:
     git_root: str = ""
     provider: str = ""
     model: str = ""
+    base_url: str | None = None
+    """The endpoint the session's model was reached at: "" for the provider's own, None when not
+    recorded (sessions written before it was, imports). A resume uses it unless told otherwise."""
     created_at: float = 0.0
     updated_at: float = 0.0
     message_count: int = 0
@@ -89,14 +106,20 @@ class SessionMeta:
     """The session's running total over every model call, the 1-hour cache writes kept apart."""
     cost_usd: float = 0.0
     compacted_at: float | None = None
+    last_context_tokens: int = 0
+    """The conversation's size at its last model call: what that call read (cached or not) plus what it
+    wrote. 0 before the first call (and in a meta.json written before this field existed)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
+        """Tokens billed over the whole session: every call's input (cached included) plus its output.
+        A running total, not the size of the context: see `last_context_tokens` for that."""
         return self.usage.context_tokens + self.usage.output_tokens
 
     def add_usage(self, usage: Usage) -> None:
         self.usage = self.usage + usage
+        self.last_context_tokens = usage.context_tokens + usage.output_tokens
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -171,6 +194,8 @@ def _check_types(meta: SessionMeta) -> None:
     for name in ("cwd", "git_root", "provider", "model"):
         if not isinstance(getattr(meta, name), str):
             raise ValueError(f"'{name}' must be a string")
+    if meta.base_url is not None and not isinstance(meta.base_url, str):
+        raise ValueError("'base_url' must be a string or null")
     for name in ("created_at", "updated_at", "cost_usd"):
         value = getattr(meta, name)
         if not isinstance(value, int | float) or isinstance(value, bool):

@@ -17,8 +17,8 @@ from pathlib import Path
 from nova.core import Usage
 from nova.errors import StorageError
 from nova.messages import Message
-from nova.sessions.meta import SessionMeta, find_git_root
-from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, printable
+from nova.sessions.meta import MODEL_EVENT, SessionMeta, find_git_root, title_from_prompt
+from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
 from nova.sessions.store import SessionStore
 from nova.sessions.transcript import BadLine, Transcript
 
@@ -31,11 +31,14 @@ class TranscriptCounts:
 
     messages: int = 0
     usage: Usage = field(default_factory=Usage)
+    last_context_tokens: int = 0
     first_ts: float = 0.0
     last_ts: float = 0.0
     compacted_at: float | None = None
     title: str = ""
     imported: dict[str, object] = field(default_factory=dict)
+    model: dict[str, object] = field(default_factory=dict)
+    """The last provider, model and endpoint the session moved to (its `model` event), if it did."""
     message_ids: list[str] = field(default_factory=list)
     """Ids the store should hold: every recorded message and every boundary head message."""
     bad: list[BadLine] = field(default_factory=list)
@@ -55,11 +58,14 @@ def count_transcript(transcript: Transcript) -> TranscriptCounts:
             counts.message_ids.append(record.message.id)
             if record.usage is not None:
                 counts.usage = counts.usage + record.usage
+                counts.last_context_tokens = record.usage.context_tokens + record.usage.output_tokens
             if not counts.title and record.message.role == "user" and record.message.text.strip():
-                counts.title = printable(" ".join(record.message.text.split())[:80])
+                counts.title = title_from_prompt(record.message.text)
         elif isinstance(record, BoundaryRecord):
             counts.compacted_at = ts
             counts.message_ids.extend(m.id for m in record.messages)
+        elif isinstance(record, EventRecord) and record.name == MODEL_EVENT:
+            counts.model = dict(record.data)
         elif isinstance(record, EventRecord) and record.name == IMPORTED_EVENT and not counts.imported:
             counts.imported = {"format": record.data.get("format"), **dict(record.data.get("meta") or {})}
     return counts
@@ -76,17 +82,25 @@ def meta_from_counts(session_id: str, counts: TranscriptCounts, *, transcript: P
     except OSError:
         mtime = time.time()
     cwd_text = str(cwd) if isinstance(cwd, str) else ""
+    moved = counts.model
+    provider = f"import:{imported['format']}" if imported.get("format") else ""
+    base_url: str | None = None
+    if isinstance(moved.get("provider"), str) and isinstance(moved.get("model"), str):
+        provider, model = str(moved["provider"]), moved["model"]
+        base_url = str(moved["base_url"]) if isinstance(moved.get("base_url"), str) else None
     return SessionMeta(
         id=session_id,
         title=counts.title,
         cwd=cwd_text,
         git_root=find_git_root(cwd_text) if cwd_text else "",
-        provider=f"import:{imported['format']}" if imported.get("format") else "",
+        provider=provider,
         model=str(model) if isinstance(model, str) else "",
+        base_url=base_url,
         created_at=counts.first_ts or mtime,
         updated_at=max(counts.last_ts, counts.first_ts) or mtime,
         message_count=counts.messages,
         usage=counts.usage,
+        last_context_tokens=counts.last_context_tokens,
         compacted_at=counts.compacted_at,
         extra={"rebuilt_from_transcript_at": time.time()},
     )

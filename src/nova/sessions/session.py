@@ -34,11 +34,13 @@ from nova.sessions.lock import SessionLock
 from nova.sessions.meta import (
     ARTIFACT_DIRS,
     META_NAME,
+    MODEL_EVENT,
     SessionMeta,
     find_git_root,
     new_session_id,
     read_meta_or_damage,
     session_dir,
+    title_from_prompt,
     validate_session_id,
     write_meta,
 )
@@ -92,20 +94,23 @@ class Session:
         cwd: str | Path | None = None,
         provider: str = "",
         model: str = "",
+        base_url: str | None = None,
         session_id: str | None = None,
         store: SessionStore | None = None,
     ) -> Session:
         sid = validate_session_id(session_id) if session_id else new_session_id()
         directory = session_dir(home, sid)
-        cwd_text = str(Path(cwd if cwd is not None else os.getcwd()).expanduser())
+        # "" is an unknown working directory (an imported session whose format does not record one).
+        cwd_text = "" if cwd == "" else str(Path(cwd if cwd is not None else os.getcwd()).expanduser())
         now = time.time()
         meta = SessionMeta(
             id=sid,
             title=printable(title),
             cwd=cwd_text,
-            git_root=find_git_root(cwd_text),
+            git_root=find_git_root(cwd_text) if cwd_text else "",
             provider=provider,
             model=model,
+            base_url=base_url,
             created_at=now,
             updated_at=now,
         )
@@ -349,6 +354,23 @@ class Session:
         self._writable()
         self.store.update_message_content(self.id, message_id, strip_thinking(message))
         self.record_event("message_content_updated", {"message_id": message_id})
+
+    def use_model(self, *, provider: str, model: str, base_url: str | None) -> None:
+        """The session continues on this provider, model and endpoint (a resume told to switch): the
+        next resume uses them. The change is recorded in the transcript too, which outlives meta.json."""
+        self._writable()
+        current = (self._meta.provider, self._meta.model, self._meta.base_url)
+        if current == (provider, model, base_url or ""):
+            return
+        self._meta.provider, self._meta.model, self._meta.base_url = provider, model, base_url or ""
+        self.record_event(MODEL_EVENT, {"provider": provider, "model": model, "base_url": base_url or ""})
+
+    def title_if_untitled(self, prompt: str) -> None:
+        """Name a session created without a title after its first request, as `nova run` names one."""
+        if not self._meta.title and (title := title_from_prompt(prompt)):
+            self._writable()
+            self._meta.title = title
+            self._touch()
 
     def add_cost(self, usage: Usage, cost_usd: float) -> None:
         self._meta.add_usage(usage)

@@ -5,7 +5,10 @@ The agent runs through the same `SessionHub` as the server — each session on i
 delivered to the app with `call_from_thread` — so the bar shows the figure every other surface shows.
 
 Keys: Enter sends; Ctrl-C cancels the running turn (the session stays, recorded up to that point);
-Ctrl-Q quits. Slash commands: /compact [focus], /context, /memory …, /remember …, /sessions,
+Ctrl-Q quits. A tool call that needs approval is answered with one key: y (once), a (this tool for the
+rest of the session), n or Escape (no). The bottom line shows the model, the context figure, and the
+session's cost and cache hit rate (`nova.figures`, the numbers `nova run` prints); while the model has
+not answered, a line above the bar counts the wait, and each retry is a notice. Slash commands: /compact [focus], /context, /memory …, /remember …, /sessions,
 /resume ID|last, /new, /help.
 """
 
@@ -14,24 +17,31 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from nova import events as ev
-from nova.commands.context import render_context
+from nova.commands.context import distinct_labels, render_context
+from nova.context.budget import budget_for
+from nova.context.picture import text_picture
 from nova.context.runtime import ContextRuntime
 from nova.context.state import TASK_STATE_COMMANDS
+from nova.core import Usage
 from nova.errors import CommandError, NovaError
+from nova.figures import Figures, session_cost
 from nova.host import SessionHub
 from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 from nova.messages import Message
+from nova.sessions.meta import title_from_prompt
 from nova.tui.approval import Approver, PendingApproval
+from nova.tui.approval_prompt import ApprovalPrompt, Choice, answer_for_key
 from nova.tui.gauge import ContextGauge
-from nova.tui.widgets import ContextBar, MessageBlock, ToolCall
+from nova.tui.widgets import ContextBar, MessageBlock, ProgressLine, StatusFooter, ToolCall
 
 __all__ = ["HELP", "NovaTUI"]
 
@@ -70,6 +80,8 @@ class NovaTUI(App[None]):
         self._assistant: MessageBlock | None = None
         self._tools: dict[str, ToolCall] = {}
         self._pending: PendingApproval | None = None
+        self._prompt: ApprovalPrompt | None = None
+        self._error_shown = False
         approver = hub.options.ask
         if isinstance(approver, Approver):
             approver.show = lambda pending: self.call_from_thread(self._ask, pending)
@@ -80,11 +92,13 @@ class NovaTUI(App[None]):
     # -- layout ---------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="conversation")
+        yield ProgressLine(id="progress")
         yield ContextBar(self.gauge, id="context-bar")
         yield Input(placeholder="Ask Nova…  (/help for commands)", id="prompt")
-        yield Footer()
+        yield StatusFooter(id="status")
 
     def on_mount(self) -> None:
+        self._reset_gauge()
         self.query_one("#prompt", Input).focus()
         if self.session_id:
             self._open(self.session_id)
@@ -96,8 +110,46 @@ class NovaTUI(App[None]):
         return self.query_one("#conversation", VerticalScroll)
 
     @property
+    def prompt_input(self) -> Input:
+        return self.query_one("#prompt", Input)
+
+    @property
     def bar(self) -> ContextBar:
         return self.query_one("#context-bar", ContextBar)
+
+    @property
+    def progress(self) -> ProgressLine:
+        return self.query_one("#progress", ProgressLine)
+
+    @property
+    def footer(self) -> StatusFooter:
+        return self.query_one("#status", StatusFooter)
+
+    def _reset_gauge(self) -> None:
+        """No conversation yet: the bar and the footer show the window the settings give."""
+        budget = budget_for(self.hub.settings)
+        self.gauge.reset(limit=budget.threshold, window=budget.window)
+        self.bar.refresh_gauge()
+        self.refresh_footer()
+
+    def figures(self) -> Figures:
+        """The footer's figures: the bar's context figure, and the session's recorded usage and cost."""
+        status = ev.ContextUpdate(session_id=self.session_id or "", used=self.gauge.used if self.gauge.measured
+                                  else 0, limit=self.gauge.limit, window=self.gauge.window,
+                                  percent=self.gauge.percent)
+        if self.session_id is None:
+            model = self.hub.settings.model
+            return Figures.of(model=model, status=status, usage=Usage(), cost=session_cost(model, 0.0))
+        live = self.hub.live(self.session_id)
+        meta = live.session.meta
+        model = live.agent.model
+        return Figures.of(model=model, status=status, usage=meta.usage, cost=session_cost(model, meta.cost_usd))
+
+    def refresh_footer(self) -> None:
+        try:
+            self.footer.show(self.figures())
+        except NovaError as exc:  # the session went away under us: say so rather than fail the screen
+            self.footer.update(Text(f"figures unavailable: {exc}"))
 
     def notice(self, text: str, *, error: bool = False) -> None:
         self._add(Static(Text(text), classes="notice error" if error else "notice"))
@@ -128,7 +180,7 @@ class NovaTUI(App[None]):
     def _start_turn(self, text: str) -> None:
         try:
             if self.session_id is None:
-                self.session_id = self.hub.create(" ".join(text.split())[:80]).id
+                self.session_id = self.hub.create(title_from_prompt(text)).id
             self.call_from_thread(self._show_status)
             self.hub.start_turn(self.session_id, text, lambda e: self.call_from_thread(self.on_agent_event, e))
         except NovaError as exc:
@@ -141,25 +193,52 @@ class NovaTUI(App[None]):
     # -- approvals (the agent's thread waits while the person decides) ---------------------------------
     def _ask(self, pending: PendingApproval) -> None:
         self._pending = pending
-        self.notice(f"Allow {pending.request.summary}?  ({pending.request.reason})\n"
-                    "  y = yes, once    a = always allow this tool in this session    n = no")
+        prompt = ApprovalPrompt(pending.request, self._answer_choice)
+        self._prompt = prompt
+        self.prompt_input.disabled = True  # the next key answers the question, not the input
+        self._add(prompt)
+        prompt.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        # The prompt answers its own keys; this catches them when the focus went elsewhere (a click).
+        if self._pending is not None and (choice := answer_for_key(event.key, event.character)) is not None:
+            event.stop()
+            self._answer_choice(choice)
 
     def _answer(self, text: str) -> None:
-        pending, choice = self._pending, text.strip().lower()[:1]
-        if pending is None:
-            return
-        if choice not in ("y", "a", "n"):
+        choice = answer_for_key("", text.strip()[:1])
+        if choice is None:
             self.notice("Answer y, a or n.", error=True)
             return
+        self._answer_choice(choice)
+
+    def _answer_choice(self, choice: Choice) -> None:
+        pending = self._pending
+        if pending is None:
+            return
         self._pending = None
+        self._close_prompt()
+        request = pending.request
         if choice == "a" and self._approver is not None:
-            self._approver.always.add(pending.request.tool)
-        self.notice("allowed" if choice in ("y", "a") else "denied: the model is told so")
+            self._approver.always.add(request.tool)
+        said = {"y": f"allowed once: {request.summary}",
+                "a": f"allowed: {request.summary} — {request.tool} is allowed for the rest of this session",
+                "n": f"denied: {request.summary} — the model is told so"}[choice]
+        self.notice(said)
         pending.answer(choice in ("y", "a"))
+
+    def _close_prompt(self) -> None:
+        if self._prompt is not None:
+            self._prompt.remove()
+            self._prompt = None
+        self.prompt_input.disabled = False
+        self.prompt_input.focus()
 
     def action_cancel_turn(self) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None
+            self._close_prompt()
+            self.notice(f"denied: {pending.request.summary} — the model is told so")
             pending.answer(False)
         if self.running and self.session_id:
             self.hub.cancel(self.session_id)
@@ -169,12 +248,16 @@ class NovaTUI(App[None]):
 
     # -- agent events (on the app's thread) -----------------------------------------------------------
     def on_agent_event(self, event: ev.Event | None) -> None:
+        self.progress.apply(event)
         if event is None:
             self.running = False
             self._assistant = None
+            self.refresh_footer()
             return
         if self.gauge.apply(event):
             self.bar.refresh_gauge()
+        if isinstance(event, ev.ContextUpdate | ev.TurnFinished):
+            self.refresh_footer()
         if isinstance(event, ev.TextDelta):
             if self._assistant is None:
                 self._assistant = MessageBlock("assistant")
@@ -196,9 +279,15 @@ class NovaTUI(App[None]):
         elif isinstance(event, ev.CompactionEnd):
             self.notice(f"compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens" if event.ok
                         else f"compaction failed: {event.error}", error=not event.ok)
+        elif isinstance(event, ev.RetryScheduled):
+            self.notice(event.describe())
         elif isinstance(event, ev.ErrorEvent):
+            self._error_shown = True
             self.notice(f"{event.kind}: {event.error}", error=True)
-        elif isinstance(event, ev.TurnFinished) and event.stop_reason not in ("end_turn", "stop_sequence"):
+        elif isinstance(event, ev.TurnStarted):
+            self._error_shown = False
+        elif isinstance(event, ev.TurnFinished) and event.stop_reason not in ("end_turn", "stop_sequence") \
+                and not (event.stop_reason == "error" and self._error_shown):  # an error is said once
             self.notice(f"turn ended: {event.stop_reason}")
 
     def _take_call(self, tool_use_id: str) -> ToolCall | None:
@@ -209,6 +298,7 @@ class NovaTUI(App[None]):
             return
         self.gauge.apply(self.hub.status(self.session_id))
         self.bar.refresh_gauge()
+        self.refresh_footer()
 
     # -- slash commands -------------------------------------------------------------------------------
     def slash(self, text: str) -> None:
@@ -228,8 +318,7 @@ class NovaTUI(App[None]):
                 return
             self.session_id = None
             self.conversation.remove_children()
-            self.gauge.apply(ev.ContextUpdate(session_id="", used=0, limit=0, window=0, percent=0.0))
-            self.bar.refresh_gauge()
+            self._reset_gauge()
             self.notice("New conversation.")
         elif command == "/resume":
             self._resume(rest)
@@ -284,14 +373,20 @@ class NovaTUI(App[None]):
         if runtime is not None and report["manifest"] is not None:
             # The same compile as the API's /context and the bar: the history as the next call sends it.
             agent = self.hub.live(self.session_id).agent
-            self.notice(render_context(runtime.compile(list(agent.history), system=agent.system_prompt,
-                                                       tools=agent.tools.specs())))
+            compiled = runtime.compile(list(agent.history), system=agent.system_prompt, tools=agent.tools.specs())
+            # The window at a glance (one stacked bar by kind), then the manifest's rows.
+            shown = Text()
+            for text, style in text_picture(compiled.manifest, width=max(20, min(80, self.size.width - 40))):
+                shown.append(text, style=style or "")
+            shown.append("\n" + render_context(compiled, width=max(60, self.size.width - 6)))
+            self._add(Static(shown, classes="notice context"))
             return
         lines = [f"context {report['percent']:.1f}% — {report['used']:,} of {report['limit']:,} tokens "
                  f"(compaction threshold; window {report['window']:,})",
                  f"manifest {report['manifest_status']}", "estimated per segment:"]
-        lines += [f"  {s['tokens']:>7,}  {s['class']:<11} {s['id'][:24]:<24} {s['reason'][:60]}"
-                  for s in report["segments"]]
+        labels = distinct_labels([str(s["id"]) for s in report["segments"]], 24)
+        lines += [f"  {s['tokens']:>7,}  {s['class']:<11} {label:<24} {s['reason'][:60]}"
+                  for s, label in zip(report["segments"], labels, strict=True)]
         self.notice("\n".join(lines))
 
     def _resume(self, which: str) -> None:

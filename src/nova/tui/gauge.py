@@ -26,11 +26,15 @@ class ContextGauge:
     window: int = 0
     percent: float = 0.0
     compacting: bool = False
+    measured: bool = False
+    """False until the first figure of a conversation arrives: the bar then shows the window and
+    the threshold (from the settings) instead of a meaningless "0 / 0 tokens"."""
 
     def apply(self, event: ev.Event) -> bool:
         """Take an event; True when the bar must be redrawn."""
         if isinstance(event, ev.ContextUpdate):
             self.used, self.limit, self.window, self.percent = event.used, event.limit, event.window, event.percent
+            self.measured = True
             return True
         if isinstance(event, ev.CompactionStart):
             self.compacting = True
@@ -53,7 +57,14 @@ class ContextGauge:
         # One decimal, as `context_percent` rounds it and as the page shows it.
         return f"{self.percent:.1f}%"
 
+    def reset(self, *, limit: int, window: int) -> None:
+        """A new conversation: nothing measured yet, the budget known from the settings."""
+        self.used, self.limit, self.window, self.percent = 0, limit, window, 0.0
+        self.compacting, self.measured = False, False
+
     def label(self) -> str:
+        if not self.measured:
+            return f"context: nothing sent yet · window {self.window:,} · compacts at {self.limit:,}"
         state = "  compacting…" if self.compacting else ""
         return f"context {self.percent_text}  {self.used:,} / {self.limit:,} tokens{state}"
 

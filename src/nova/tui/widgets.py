@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
 from textual.widgets import Collapsible, Static
 
+from nova.figures import Figures, status_line
+from nova.progress import Waiting
 from nova.tui.gauge import ContextGauge
 
-__all__ = ["ContextBar", "MessageBlock", "ToolCall", "describe_call"]
+__all__ = ["ContextBar", "MessageBlock", "ProgressLine", "StatusFooter", "ToolCall", "describe_call"]
 
 BAR_CELLS = 30
 _LEVEL_STYLES = {"ok": "green", "warn": "yellow", "critical": "bold red"}
@@ -41,6 +44,63 @@ class ContextBar(Static):
         self.update(line)
 
 
+class ProgressLine(Static):
+    """`⠹ waiting for the model · 3.2 s` while a request has no answer, or the countdown to the next
+    attempt after a retryable error; hidden otherwise. Redrawn ten times a second while shown."""
+
+    DEFAULT_CSS = """
+    ProgressLine { height: 1; padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__("", **kw)
+        self.waiting = Waiting()
+        self.display = False
+
+    def on_mount(self) -> None:
+        self.set_interval(0.1, self._redraw)
+
+    def apply(self, event: Any) -> None:
+        if self.waiting.apply(event, time.monotonic()):
+            self.display = self.waiting.active
+            self._redraw()
+
+    @property
+    def text(self) -> str:
+        return self.waiting.line(time.monotonic())
+
+    def _redraw(self) -> None:
+        if self.waiting.active:
+            self.update(Text(self.text + "   (Ctrl-C cancels)"))
+
+
+class StatusFooter(Static):
+    """The bottom line: model, context figure, the session's cost and cache hit rate (`nova.figures`,
+    the numbers `nova run` prints), and the keys."""
+
+    DEFAULT_CSS = """
+    StatusFooter { dock: bottom; height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    """
+
+    KEYS = "   ^C cancel · ^Q quit"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__("", **kw)
+        self.line = ""
+
+    def show(self, figures: Figures) -> None:
+        self.line = status_line(figures)
+        room = self.size.width - 2 if self.size.width else 80
+        keys = self.KEYS if len(self.line) + len(self.KEYS) <= room else ""
+        self.update(Text(self.line + keys, no_wrap=True, overflow="ellipsis"))
+
+    def on_resize(self) -> None:
+        if self.line:
+            room = self.size.width - 2
+            keys = self.KEYS if len(self.line) + len(self.KEYS) <= room else ""
+            self.update(Text(self.line + keys, no_wrap=True, overflow="ellipsis"))
+
+
 def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> str:
     text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
     if len(text) > width:
@@ -49,18 +109,33 @@ def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> s
 
 
 class ToolCall(Collapsible):
-    """One tool call, collapsed: the title says what ran and how it ended; expand for input and output."""
+    """One tool call, collapsed: the title says what ran and how it ended; expand for input and output.
+
+    The output widget is created with the call and filled in by `finish`, so a call can be finished
+    before Textual has composed it (a resumed session replays a call and its result in one go, before
+    the next refresh) without looking for children that do not exist yet."""
 
     def __init__(self, tool_use_id: str, name: str, arguments: Mapping[str, Any]) -> None:
         self.tool_use_id = tool_use_id
         self.call = describe_call(name, arguments)
+        self.output = ""
+        self.is_error = False
         body = Static(Text(json.dumps(dict(arguments), indent=2, ensure_ascii=False)), classes="tool-input")
-        super().__init__(body, title=f"⋯ {self.call}", collapsed=True, classes="tool-call")
+        self._output = Static("", classes="tool-output")
+        self._output.display = False
+        super().__init__(body, self._output, title=f"⋯ {self.call}", collapsed=True, classes="tool-call")
+
+    @property
+    def finished(self) -> bool:
+        return self.title[:1] in ("✓", "✗")
 
     def finish(self, output: str, *, is_error: bool) -> None:
+        self.output, self.is_error = output, is_error
         self.title = f"{'✗' if is_error else '✓'} {self.call}"
         shown = output if len(output) <= 4000 else output[:4000] + f"\n… ({len(output):,} characters in all)"
-        self.query_one(Collapsible.Contents).mount(Static(Text(shown), classes="tool-output error" if is_error else "tool-output"))
+        self._output.update(Text(shown))
+        self._output.set_class(is_error, "error")
+        self._output.display = True
 
 
 class MessageBlock(Static):

@@ -1,6 +1,7 @@
 """Walking a source tree for `grep` and `glob`: glob patterns with `**` and `{a,b}`, noise directories
-skipped, symlinked directories not followed (a link back to a parent would loop forever), and the
-pseudo-filesystems /proc, /sys and /dev never entered (their files never end or block).
+skipped, symlinked directories not followed (a link back to a parent would loop forever), the
+pseudo-filesystems /proc, /sys and /dev never entered (their files never end or block), and Nova's own
+lock and state files left out (`nova.internal_paths`).
 
 A glob is matched with RE2, like grep's patterns: Python's backtracking `re` takes exponential time on a
 glob such as `*a*a*a*a*a*a*a*a*b` against a long file name, inside C code no timeout or cancel can stop.
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import ToolError
+from nova.internal_paths import NOVA_DIR, is_internal_dir, is_internal_file
 from nova.special_files import PSEUDO_FS_ROOTS
 
 __all__ = ["MAX_GLOB_ALTERNATIVES", "SKIPPED_DIRS", "GlobMatcher", "compile_glob", "walk_files"]
@@ -132,15 +134,19 @@ def walk_files(root: Path, *, max_depth: int | None = None,
     thousands of folders with no file of interest still ends when the caller's time is up."""
     # Folder links are not followed, so below `root` the real path is the resolved root plus the rest.
     real_root = Path(os.path.realpath(root))
+    root_in_nova = NOVA_DIR in Path(os.path.abspath(root)).parts
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         if stop is not None and stop():
             return
         below = Path(dirpath).relative_to(root)
         depth = len(below.parts)
+        in_nova = root_in_nova or NOVA_DIR in below.parts
         if max_depth is not None and depth >= max_depth:
             dirnames[:] = []
         else:
             dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS
+                                 and not is_internal_dir(d, in_nova_dir=in_nova)
                                  and str(real_root / below / d) not in PSEUDO_FS_ROOTS)
         for name in sorted(filenames):
-            yield Path(dirpath, name)
+            if not is_internal_file(name, in_nova_dir=in_nova):
+                yield Path(dirpath, name)

@@ -9,23 +9,19 @@ const MIN_COMPACTING_MS = 1500; // a fast compaction still shows long enough to 
 const $ = (id) => document.getElementById(id);
 const state = { sessionId: null, controller: null, compactingSince: 0, compactingTimer: null };
 
-// The token comes once in the link (`/?token=…`); keep it for this tab and take it out of the address bar.
-const token = (() => {
-  const url = new URL(window.location.href);
-  const given = url.searchParams.get('token');
-  if (given) {
-    sessionStorage.setItem('nova-token', given);
-    url.searchParams.delete('token');
-    history.replaceState(null, '', url.pathname + url.search + url.hash);
-  }
-  return sessionStorage.getItem('nova-token') || '';
-})();
-
+// The browser is signed in by an HttpOnly cookie (nova/server/browser_login.py): the page never holds
+// the token, and its calls carry the cookie because they go to this same origin. A 401 means the
+// sign-in ended (the server's token changed, the browser was restarted): back to the sign-in form.
 async function api(path, options = {}) {
   const response = await fetch(path, {
     ...options,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(options.headers || {}) },
+    credentials: 'same-origin',
+    headers: { 'content-type': 'application/json', ...(options.headers || {}) },
   });
+  if (response.status === 401) {
+    window.location.assign('/');
+    throw new Error('signed out: sign in again');
+  }
   if (!response.ok) {
     let detail = response.statusText;
     try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
@@ -75,21 +71,23 @@ async function refreshContext() {
   if (!state.sessionId) return;
   const report = await (await api(`/api/sessions/${encodeURIComponent(state.sessionId)}/context`)).json();
   setContext(report);
+  setSessionFigures(report);  // session_figures.js: model, cost, cache hit rate
   if (report.compacting) setCompacting(true);
   const m = report.manifest;
+  drawContextPicture(m);  // context_picture.js: the window as one bar, above the table
   if (m) {
     // The compiler's manifest: every segment of the view, why it is there, and what was left out.
     // Its tokens add up to the figure on the bar.
     $('manifest-status').textContent = `${m.used.toLocaleString()} tokens in ${m.segments.length} segments` +
       (m.dropped.length ? `; ${m.dropped.length} left out for budget or conflict` : '') + '.';
-    $('segments-head').replaceChildren(...['segment', 'class', 'tokens', 'share', 'source', 'reason']
+    $('segments-head').replaceChildren(...['segment', 'kind', 'class', 'tokens', 'share', 'source', 'reason']
       .map((h) => el('th', {}, h)));
     const share = (t) => (m.used ? (100 * t / m.used).toFixed(1) + '%' : '');
     const rows = m.segments.map((s) => el('tr', {},
-      el('td', {}, s.id), el('td', {}, s.class), el('td', {}, String(s.tokens)), el('td', {}, share(s.tokens)),
-      el('td', {}, s.source), el('td', {}, s.reason)));
+      el('td', {}, s.id), el('td', {}, s.kind || ''), el('td', {}, s.class), el('td', {}, s.tokens.toLocaleString('en-US')),
+      el('td', {}, share(s.tokens)), el('td', {}, s.source), el('td', {}, s.reason)));
     const dropped = m.dropped.map((d) => el('tr', { class: 'dropped' },
-      el('td', {}, d.id), el('td', {}, 'left out'), el('td', {}, ''), el('td', {}, ''),
+      el('td', {}, d.id), el('td', {}, 'left out'), el('td', {}, ''), el('td', {}, ''), el('td', {}, ''),
       el('td', {}, d.source || ''), el('td', {}, d.reason || '')));
     $('segments').replaceChildren(...rows, ...dropped);
     return;
@@ -122,9 +120,14 @@ function toolNode(node, name, input) {
   return details;
 }
 
+const DENIED_PREFIX = 'Permission denied:';
 function setToolOutput(details, output, isError) {
+  if (!details) return;
+  const text = typeof output === 'string' ? output : JSON.stringify(output, null, 2);
   if (isError) details.classList.add('error');
-  details.append(el('pre', { class: 'output' }, typeof output === 'string' ? output : JSON.stringify(output, null, 2)));
+  // A refused call comes back as an error result that says so (the agent loop's "Permission denied: …").
+  if (isError && text.startsWith(DENIED_PREFIX)) markDenied(details, text.slice(DENIED_PREFIX.length).trim()); // approvals.js
+  details.append(el('pre', { class: 'output' }, text));
 }
 
 function summarize(input) {
@@ -143,6 +146,7 @@ function renderRecorded(messages) {
       for (const r of results) {
         const details = tools.get(r.tool_use_id);
         if (details) setToolOutput(details, r.content, r.is_error);
+        if (details && r.denied) markDenied(details); // approvals.js
       }
       continue;
     }
@@ -189,6 +193,7 @@ async function send(text) {
       method: 'POST', body: JSON.stringify({ text }), signal: state.controller.signal,
     });
     for await (const chunk of readEvents(response.body)) {
+      novaProgress.chunk(chunk, node); // progress.js: the wait for the model, and retries
       switch (chunk.type) {
         case 'text-start': texts.set(chunk.id, addText(node, '')); break;
         case 'text-delta': texts.get(chunk.id).textContent += chunk.delta; break;
@@ -207,7 +212,7 @@ async function send(text) {
             : `Compaction failed: ${chunk.data.error}`));
           break;
         case 'error': showError(chunk.errorText); break;
-        default: break; // start, start-step, finish-step, text-end, finish
+        default: approvalChunk(chunk, tools, node); break; // approvals.js; else start, finish, text-end …
       }
       scrollDown();
     }
@@ -230,9 +235,15 @@ function setBusy(busy) {
 async function loadSessions() {
   const sessions = await (await api('/api/sessions')).json();
   const items = sessions.map((s) => {
-    const item = el('li', { 'data-id': s.id }, s.title || s.id,
-      el('small', {}, `${new Date(s.updated_at * 1000).toLocaleString()} · ${s.message_count} messages`));
-    if (s.id === state.sessionId) item.classList.add('active');
+    const title = s.title || s.id;
+    const count = `${s.message_count} message${s.message_count === 1 ? '' : 's'}`;
+    const item = el('li', { 'data-id': s.id, title },
+      el('span', { class: 'title' }, title),
+      el('small', {}, `${new Date(s.updated_at * 1000).toLocaleString([], { dateStyle: 'short', timeStyle: 'short' })} · ${count}`));
+    if (s.id === state.sessionId) {
+      item.classList.add('active');
+      $('session-title').textContent = title;  // a new session gets its title with its first message
+    }
     item.addEventListener('click', () => openSession(s.id).catch(showError));
     return item;
   });
@@ -261,7 +272,7 @@ $('composer').addEventListener('submit', async (event) => {
   if (!text || document.body.dataset.busy === 'true') return;
   $('prompt').value = '';
   try {
-    if (!state.sessionId) await newSession(text.slice(0, 80));
+    if (!state.sessionId) await newSession('');  // the server names it after this first message
     await send(text);
   } catch (error) { showError(error); }
 });
@@ -270,6 +281,9 @@ $('prompt').addEventListener('keydown', (event) => {
 });
 $('stop').addEventListener('click', () => {
   if (state.sessionId) api(`/api/sessions/${encodeURIComponent(state.sessionId)}/cancel`, { method: 'POST' }).catch(showError);
+});
+$('sign-out').addEventListener('click', () => {
+  api('/logout', { method: 'POST' }).then(() => window.location.assign('/')).catch(showError);
 });
 $('toggle-context').addEventListener('click', () => {
   const view = $('context-view');

@@ -89,6 +89,9 @@ def read(path: str | Path, *, strict: bool = False) -> ImportedSession:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SessionImportError(f"{source}: looks like {reader.name} but could not be read: {exc!r}") from None
+    if not any(run.messages or run.children for run in imported.runs()):
+        # An empty session imported with exit 0 would look like a success; say what was found instead.
+        raise SessionImportError(f"{source}: read as {reader.name}, but it holds no conversation (no messages)")
     skipped = _all_skipped(imported)
     if strict and skipped:
         listed = "; ".join(s.describe() for s in skipped[:5])
@@ -98,4 +101,4 @@ def read(path: str | Path, *, strict: bool = False) -> ImportedSession:
 
 
 def _all_skipped(imported: ImportedSession) -> Sequence[SkippedRecord]:
-    return [*imported.skipped, *(s for child in imported.children for s in child.skipped)]
+    return [s for run in imported.runs() for s in (*run.skipped, *(s for child in run.children for s in child.skipped))]

@@ -1,22 +1,43 @@
-"""A plain list of Anthropic Messages (`role` user/assistant, `content` blocks), as Cline and Roo keep in
-`api_conversation_history.json`. Cline answers a tool call with a text block `[read_file for 'x'] Result:
-…` rather than a `tool_result`; such a block right after the call becomes that call's result, in order."""
+"""A plain list of Anthropic Messages (`role` user/assistant, `content` blocks), as Cline and Roo Code keep
+in `api_conversation_history.json`.
+
+Cline answers a tool call with a text block `[read_file for 'x'] Result: …` rather than a `tool_result`;
+such a block right after the call becomes that call's result, in order. Cline puts each response's usage
+in `metrics.tokens`.
+
+Roo Code adds fields to each message: `ts` (epoch milliseconds: the message times), `isSummary` (its own
+context condensing: the summary becomes a Nova summary marked `compaction`, covering the messages tagged
+`condenseParent` with its `condenseId`), `isTruncationMarker` (its sliding window's marker, not a
+message: counted in `meta["truncation_markers"]`), and stores reasoning as items of their own
+(`type: "reasoning"`, often without a role), which are never imported (SES-3).
+
+Neither keeps usage beside every message; both keep it in `ui_messages.json` next to the history: each
+`api_req_started` entry's text holds `tokensIn`, `tokensOut`, `cacheWrites`, `cacheReads` and `cost`.
+Those become the usage of the responses that lack one, matched by time when the messages have `ts`, else
+in order when the counts agree (`meta["usage_from"]` says which)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from nova.core import Usage
-from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
 from nova.sessions.readers.common import Builder, anthropic_parts, load_document, text_of
 from nova.sessions.readers.openai_chat import ANTHROPIC_BLOCKS, chat_items
 
 NAME = "anthropic"
 _CLINE_RESULT = re.compile(r"\[([\w.-]+)(?: for .*?)?\] (Result|Error):", re.ASCII | re.DOTALL)
+UI_MESSAGES = "ui_messages.json"
+
+
+def _is_reasoning_item(m: Any) -> bool:
+    return isinstance(m, dict) and m.get("type") == "reasoning"
 
 
 class AnthropicMessagesReader:
@@ -30,6 +51,8 @@ class AnthropicMessagesReader:
         for index, m in enumerate(items):
             if not isinstance(m, dict):
                 return refuse(f"message {index}: not an object")
+            if _is_reasoning_item(m):
+                continue
             role = m.get("role")
             if role not in ("user", "assistant"):
                 return refuse(f"message {index}: `role` is {role!r}, expected user or assistant")
@@ -38,33 +61,85 @@ class AnthropicMessagesReader:
             content = m.get("content")
             if isinstance(content, list):
                 blocks = blocks or any(isinstance(b, dict) and b.get("type") in ANTHROPIC_BLOCKS for b in content)
+            blocks = blocks or "isSummary" in m or "condenseParent" in m
         # With tool blocks it is certainly Anthropic; plain text messages read the same either way.
         return sure(0.95) if blocks else sure(0.5)
 
     def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
         doc = load_document(path)
         items = doc if isinstance(doc, list) else doc["messages"]
-        b = Builder()
-        open_calls: list[ToolUsePart] = []
+        a = _Assembly()
         for index, m in enumerate(items):
-            role = m["role"]
-            if role == "assistant":
-                parts = anthropic_parts(m.get("content"))
-                open_calls = [p for p in parts if isinstance(p, ToolUsePart)]
-                b.add("assistant", parts or [TextPart("")], index, metadata=_metadata(m))
-            elif role == "user":
-                parts = anthropic_parts(m.get("content"), with_result_images=True)
-                parts = _pair_text_results(parts, open_calls)
-                open_calls = []
-                # A provider wants the results first, in call order.
-                results = [p for p in parts if isinstance(p, ToolResultPart)]
-                others = [p for p in parts if not isinstance(p, ToolResultPart)]
-                b.add("user", [*results, *others] or [TextPart("")], index)
-            elif role == "system":
-                b.system.append(text_of(m.get("content")))
-            else:
-                raise ValueError(f"message {index}: unexpected role {role!r}")
-        return ImportedSession(messages=b.messages, system="\n\n".join(b.system), format=NAME, source_path=path)
+            a.message(index, m)
+        meta: dict[str, Any] = {"source_counts": a.counts}
+        if a.reasoning_items:
+            meta["reasoning_items"] = a.reasoning_items
+        if a.markers:
+            meta["truncation_markers"] = a.markers
+        messages = a.finish()
+        filled = _usage_from_ui_messages(path.parent / UI_MESSAGES, messages)
+        if filled:
+            meta["usage_from"] = filled
+        return ImportedSession(messages=messages, system="\n\n".join(a.b.system), format=NAME, source_path=path,
+                               meta=meta)
+
+
+@dataclass(slots=True)
+class _Assembly:
+    b: Builder = field(default_factory=Builder)
+    open_calls: list[ToolUsePart] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {"responses": 0, "tool_calls": 0, "tool_results": 0})
+    reasoning_items: int = 0
+    markers: int = 0
+    condensed: dict[str, list[str]] = field(default_factory=dict)
+    """Roo's `condenseParent` -> the ids of the messages its summary replaced."""
+    summaries: list[tuple[int, str]] = field(default_factory=list)
+    """(position in the messages, condenseId) of each Roo summary, for its `covers` once all are read."""
+
+    def message(self, index: int, m: dict[str, Any]) -> None:
+        if _is_reasoning_item(m):
+            self.reasoning_items += 1
+            return
+        if m.get("isTruncationMarker"):
+            self.markers += 1
+            return
+        role = m["role"]
+        ts = m["ts"] / 1000 if isinstance(m.get("ts"), int | float) and m["ts"] > 0 else None
+        if m.get("isSummary"):
+            self.summaries.append((len(self.b.messages), str(m.get("condenseId") or "")))
+            self.b.add("user", [SummaryPart(text_of(m.get("content")))], index, ts,
+                       {"compaction": {"source": "roo", "trigger": "auto"}})
+        elif role == "assistant":
+            parts = anthropic_parts(m.get("content"))
+            self.open_calls = [p for p in parts if isinstance(p, ToolUsePart)]
+            self.counts["responses"] += 1
+            self.counts["tool_calls"] += len(self.open_calls)
+            self.b.add("assistant", parts or [TextPart("")], index, ts, _metadata(m))
+        elif role == "user":
+            parts = anthropic_parts(m.get("content"), with_result_images=True)
+            parts = _pair_text_results(parts, self.open_calls)
+            self.open_calls = []
+            # A provider wants the results first, in call order.
+            results = [p for p in parts if isinstance(p, ToolResultPart)]
+            others = [p for p in parts if not isinstance(p, ToolResultPart)]
+            self.counts["tool_results"] += len(results)
+            self.b.add("user", [*results, *others] or [TextPart("")], index, ts)
+        elif role == "system":
+            self.b.system.append(text_of(m.get("content")))
+        else:
+            raise ValueError(f"message {index}: unexpected role {role!r}")
+        if m.get("condenseParent") and not m.get("isSummary"):
+            self.condensed.setdefault(str(m["condenseParent"]), []).append(self.b.messages[-1].id)
+
+    def finish(self) -> list[Message]:
+        messages = self.b.messages
+        for position, condense_id in self.summaries:
+            summary = messages[position]
+            part = summary.parts[0]
+            if isinstance(part, SummaryPart):
+                covered = tuple(self.condensed.get(condense_id, ())) if condense_id else ()
+                messages[position] = summary.with_parts([SummaryPart(part.text, covers=covered)])
+        return messages
 
 
 def _pair_text_results(parts: list[Part], calls: list[ToolUsePart]) -> list[Part]:
@@ -96,3 +171,51 @@ def _metadata(m: dict[str, Any]) -> dict[str, Any]:
     if isinstance(info, dict) and info.get("modelId"):
         metadata["model"] = str(info["modelId"])
     return metadata
+
+
+def _usage_from_ui_messages(ui_path: Path, messages: list[Message]) -> str:
+    """Fill in the usage of responses that have none from the `api_req_started` entries of Cline's / Roo's
+    `ui_messages.json`; returns how they were matched ("time", "order") or "" when nothing was filled."""
+    lacking = [i for i, m in enumerate(messages) if m.role == "assistant" and "usage" not in m.metadata]
+    if not lacking or not ui_path.is_file():
+        return ""
+    try:
+        entries = json.loads(ui_path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return ""
+    requests: list[tuple[float, Usage, float | None]] = []
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict) or entry.get("say") != "api_req_started":
+            continue
+        try:
+            info = json.loads(str(entry.get("text") or "{}"))
+        except ValueError:
+            continue
+        if not isinstance(info, dict) or "tokensIn" not in info:
+            continue  # a request still running or cancelled before any figure
+        usage = Usage(input_tokens=int(info.get("tokensIn") or 0), output_tokens=int(info.get("tokensOut") or 0),
+                      cache_write_tokens=int(info.get("cacheWrites") or 0),
+                      cache_read_tokens=int(info.get("cacheReads") or 0))
+        cost = info.get("cost")
+        requests.append((float(entry.get("ts") or 0) / 1000, usage, float(cost) if isinstance(cost, int | float) else None))
+    timed = all(messages[i].created_at > 0 for i in lacking) and all(at > 0 for at, _, _ in requests)
+    if timed:
+        # Each response gets the latest request started before it, each request used once.
+        pairs, used = [], -1
+        for i in lacking:
+            found = max((k for k, (at, _, _) in enumerate(requests) if k > used and at <= messages[i].created_at),
+                        default=None)
+            if found is not None:
+                pairs.append((i, requests[found]))
+                used = found
+        how = "time"
+    elif len(requests) == len(lacking):
+        pairs, how = list(zip(lacking, requests, strict=True)), "order"
+    else:
+        return ""
+    for i, (_, usage, cost) in pairs:
+        extra: dict[str, Any] = {"usage": usage.to_dict()}
+        if cost is not None:
+            extra["cost_usd"] = cost
+        messages[i] = replace(messages[i], metadata={**messages[i].metadata, **extra})
+    return how if pairs else ""

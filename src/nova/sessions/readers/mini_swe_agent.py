@@ -42,6 +42,8 @@ class MiniSweAgentReader:
         b = Builder()
         open_call: ToolUsePart | None = None
         exit_note: dict[str, Any] | None = None
+        # The source's own actions: native calls and single bash blocks; observations answer them.
+        counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
         for index, m in enumerate(doc["messages"]):
             role, content = m["role"], text_of(m.get("content"))
             if role == "system":
@@ -79,13 +81,17 @@ class MiniSweAgentReader:
                     # Zero or several blocks: mini-swe-agent ran nothing and answered with a format error.
                     parts.append(TextPart(content))
                 b.add("assistant", parts, index, response.get("created"), metadata)
+                counts["responses"] += 1
+                counts["tool_calls"] += len(m.get("tool_calls") or ()) or open_call is not None
             elif role == "tool":
                 b.add_results([ToolResultPart(tool_use_id=str(m["tool_call_id"]), content=content)], index)
+                counts["tool_results"] += 1
             elif role == "exit":
                 exit_note = {"content": content, **(m.get("extra") or {})}
             elif role == "user":
                 if open_call is not None:
                     b.add("user", [ToolResultPart(tool_use_id=open_call.id, content=content)], index)
+                    counts["tool_results"] += 1
                     open_call = None
                 else:
                     b.add("user", [TextPart(content)], index)
@@ -101,6 +107,7 @@ class MiniSweAgentReader:
             "model": model_config.get("model_name") if isinstance(model_config, dict) else None,
             "model_stats": info.get("model_stats"),
             "exit": exit_note,
+            "source_counts": counts,
         }
         return ImportedSession(messages=b.messages, system="\n\n".join(b.system), format=NAME, source_path=path,
                                meta={k: v for k, v in meta.items() if v is not None})

@@ -52,6 +52,7 @@ class OpenAIChatReader:
         doc = load_document(path)
         items = doc if isinstance(doc, list) else doc["messages"]
         b = Builder()
+        counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
         for index, m in enumerate(items):
             role = m["role"]
             if role in ("system", "developer"):
@@ -64,14 +65,18 @@ class OpenAIChatReader:
                                              input=arguments(fn.get("arguments"))))
                 metadata = {"usage": Usage.from_dict(m["usage"]).to_dict()} if isinstance(m.get("usage"), dict) else {}
                 b.add("assistant", parts or [TextPart("")], index, metadata=metadata)
+                counts["responses"] += 1
+                counts["tool_calls"] += len(m.get("tool_calls") or ())
             elif role == "tool":
                 b.add_results([ToolResultPart(tool_use_id=str(m["tool_call_id"]), content=text_of(m.get("content")))],
                               index)
+                counts["tool_results"] += 1
             elif role == "user":
                 b.add("user", _parts(m.get("content")) or [TextPart("")], index)
             else:
                 raise ValueError(f"message {index}: unexpected role {role!r}")
-        meta = {"model": doc["model"]} if isinstance(doc, dict) and "model" in doc else {}
+        meta: dict[str, Any] = {"model": doc["model"]} if isinstance(doc, dict) and "model" in doc else {}
+        meta["source_counts"] = counts
         return ImportedSession(messages=b.messages, system="\n\n".join(b.system), format=NAME, source_path=path,
                                meta=meta)
 

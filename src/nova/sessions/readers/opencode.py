@@ -40,6 +40,7 @@ class OpenCodeReader:
     def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
         doc = load_document(path)
         b = Builder()
+        counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
         for index, m in enumerate(doc["messages"]):
             info = m["info"]
             ts = (info.get("time") or {}).get("created")
@@ -56,9 +57,14 @@ class OpenCodeReader:
                 state = p.get("state") or {}
                 call_id = str(p["callID"])
                 calls.append(ToolUsePart(id=call_id, name=str(p.get("tool", "")), input=arguments(state.get("input"))))
+                if state.get("status") not in ("completed", "error"):
+                    continue  # still pending or running when the export was made: it has no result
                 failed = state.get("status") == "error"
                 output = state.get("error") if failed else state.get("output")
                 results.append(ToolResultPart(tool_use_id=call_id, content=str(output or ""), is_error=failed))
+            counts["responses"] += 1
+            counts["tool_calls"] += len(calls)
+            counts["tool_results"] += len(results)
             metadata: dict[str, Any] = {}
             tokens = info.get("tokens")
             if isinstance(tokens, dict):
@@ -79,4 +85,4 @@ class OpenCodeReader:
         meta = {"session_id": session.get("id"), "cwd": session.get("directory"), "title": session.get("title"),
                 "opencode_version": session.get("version")}
         return ImportedSession(messages=b.messages, system="", format=NAME, source_path=path,
-                               meta={k: v for k, v in meta.items() if v})
+                               meta={**{k: v for k, v in meta.items() if v}, "source_counts": counts})

@@ -74,8 +74,16 @@ class PiReader:
         branch.reverse()
         meta["abandoned_entries"] = len(order) - len(branch)
         b = Builder()
+        counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
         for entry in branch:
             kind = entry.get("type")
+            message = entry.get("message") if kind == "message" else None
+            if isinstance(message, dict):
+                role, content = message.get("role"), message.get("content")
+                counts["responses"] += role == "assistant"
+                counts["tool_results"] += role == "toolResult"
+                if role == "assistant" and isinstance(content, list):
+                    counts["tool_calls"] += sum(isinstance(c, dict) and c.get("type") == "toolCall" for c in content)
             if kind == "model_change" and entry.get("modelId"):
                 meta["model"] = entry["modelId"]
             if kind != "message":
@@ -84,6 +92,7 @@ class PiReader:
                 _message(b, entry, meta)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 skipped.append(SkippedRecord(f"line {entry['_line']}", f"message could not be read: {exc!r}"))
+        meta["source_counts"] = counts
         return ImportedSession(messages=b.messages, system="", format=NAME, source_path=path, meta=meta,
                                skipped=tuple(skipped))
 

@@ -26,6 +26,7 @@ class SweAgentReader:
     def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
         doc = load_document(path)
         b = Builder()
+        counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
         for index, m in enumerate(doc["history"]):
             role = m["role"]
             content = text_of(m.get("content"))
@@ -39,16 +40,20 @@ class SweAgentReader:
                     parts.append(ToolUsePart(id=str(tc["id"]), name=str(fn.get("name", "")),
                                              input=arguments(fn.get("arguments"))))
                 b.add("assistant", parts or [TextPart("")], index, metadata=extra)
+                counts["responses"] += 1
+                counts["tool_calls"] += len(m.get("tool_calls") or ())
             elif role == "tool":
                 ids = m.get("tool_call_ids") or ([m["tool_call_id"]] if m.get("tool_call_id") else [])
                 if not ids:
                     raise ValueError(f"history[{index}]: tool message without tool_call_ids")
                 b.add_results([ToolResultPart(tool_use_id=str(i), content=content) for i in ids], index)
+                counts["tool_results"] += len(ids)
             elif role == "user":
                 b.add("user", [TextPart(content)], index, metadata=extra)
             else:
                 raise ValueError(f"history[{index}]: unexpected role {role!r}")
         info = doc.get("info") or {}
         meta = {k: info[k] for k in ("exit_status", "model_stats", "swe_agent_version") if k in info}
+        meta["source_counts"] = counts
         return ImportedSession(messages=b.messages, system="\n\n".join(b.system), format=NAME, source_path=path,
                                meta=meta)

@@ -1,0 +1,53 @@
+"""Approvals on the web page in Debian's headless chromium: the buttons answer, a denied call is marked."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from nova.demo import DEMO_PROMPT
+
+from .helpers import require_tool, running_server, which
+
+JS_DIR = Path(__file__).resolve().parents[1] / "js"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+def test_page_approves_with_a_button_and_marks_a_denied_call(nova_home: Path, project: Path, tmp_path: Path) -> None:
+    node = which("node")
+    require_tool("node", node is not None, "install Node.js 18 or newer")
+    require_tool("chromium", Path(CHROMIUM).exists(), "apt-get install chromium")
+    require_tool("the npm package 'playwright-core'", (JS_DIR / "node_modules" / "playwright-core").is_dir(),
+                 f"run `npm ci` in {JS_DIR}")
+    assert node is not None
+    screenshot = tmp_path / "nova-approvals.png"
+    with running_server(nova_home, project, yes=False) as server:
+        run = subprocess.run(
+            [node, str(JS_DIR / "approval_check.mjs"), server.base, server.token, DEMO_PROMPT, str(screenshot),
+             str(tmp_path / "chromium-profile")],
+            capture_output=True, text=True, timeout=240, cwd=JS_DIR,
+        )
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result.get("ok"), result.get("error")
+    assert result["consoleErrors"] == []
+    first, second = result["questions"]
+    # What the call does, why it is asked, and the three answers.
+    assert first["what"] == "Approve bash: python -m unittest -v 2>&1?"
+    assert "bash can change files or run commands" in first["why"] and "300 s" in first["why"]
+    assert first["buttons"] == ["Allow once", "Allow for session", "Deny"]
+    assert first["sessionTitle"] == "Allows every bash call while this session is open"
+    assert second["what"] == "Approve edit_file: calc/stats.py?"
+    # Allowed for the session, so the last test run was not asked about; the edit was denied.
+    assert result["unanswered"] == 0
+    assert result["answers"] == ["allowed for this session", "denied"]
+    assert len(result["deniedLive"]) == 1 and result["deniedLive"][0].startswith("edit_file(")
+    assert result["deniedLive"][0].endswith("denied")
+    assert result["deniedRecorded"] == result["deniedLive"]
+    assert any("was refused" in t for t in result["assistantText"])
+    assert not any("I changed the denominator" in t for t in result["assistantText"])
+    assert "sum(values) / (len(values) - 1)" in (project / "calc" / "stats.py").read_text()
+    assert screenshot.stat().st_size > 10_000
+    print(f"screenshot: {screenshot}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from nova.memory.retrieval.text import content_words, tokenize
 
-__all__ = ["Claim", "Conflict", "RuleConflict", "claim", "disagree", "is_duplicate", "rule_conflict"]
+__all__ = ["Claim", "Conflict", "RuleConflict", "claim", "disagree", "is_duplicate", "rule_conflict", "why_they_differ"]
 
 _NEGATIONS = frozenset({"not", "never", "no", "don", "doesn", "didn", "isn", "aren", "won", "shouldn", "mustn",
                         "cannot", "avoid", "stop", "without", "disable", "disabled", "forbid", "forbidden", "nor"})
@@ -42,6 +42,12 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def _differ(a: Claim, b: Claim) -> bool:
     return a.negated != b.negated or bool(a.numbers and b.numbers and a.numbers != b.numbers)
+
+
+def why_they_differ(a: Claim, b: Claim) -> str:
+    if a.negated != b.negated:
+        return "same subject, one says not"
+    return f"same subject, different numbers ({', '.join(sorted(a.numbers))} vs {', '.join(sorted(b.numbers))})"
 
 
 def disagree(a: Claim, b: Claim) -> bool:

@@ -33,6 +33,7 @@ from nova.memory.retrieval.conflicts import (
     disagree,
     is_duplicate,
     rule_conflict,
+    why_they_differ,
 )
 from nova.memory.retrieval.embed import Encoder, unavailable_reason
 from nova.memory.retrieval.filters import HardFilters
@@ -277,7 +278,7 @@ class RetrievalIndex:
                 for j in taken:
                     if j in self._claims and disagree(mine, self._claims[j]):
                         ids = (self.records[j].id, self.records[i].id)
-                        conflicts.append(Conflict(ids=ids, why="same subject, opposite claims"))
+                        conflicts.append(Conflict(ids=ids, why=why_they_differ(self._claims[j], mine)))
                         partners[i].append(ids[0])
                         partners[j].append(ids[1])
             taken.append(i)

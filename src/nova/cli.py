@@ -33,7 +33,8 @@ class _NovaGroup(LazyGroup):
         "replay": LazyCommand("nova.commands.replay:replay_command",
                               "Replay a recorded session as if the agent had used this context policy."),
         "memory": LazyCommand("nova.commands.memory:app",
-                              "Long-term memory: list, inspect, add, edit, approve, forget, promote, consolidate, undo."),
+                              "Long-term memory: list, inspect, search, add, edit, approve, forget, promote, "
+                              "consolidate, undo."),
         "permissions": LazyCommand("nova.commands.permissions:app",
                                    "Check what the permission rules decide for a tool call: allow, ask or deny, "
                                    "and why."),

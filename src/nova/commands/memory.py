@@ -21,6 +21,7 @@ from rich.table import Table
 
 from nova.commands.errors import user_errors
 from nova.commands.global_options import global_overrides
+from nova.commands.memory_search import search_command
 from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
@@ -44,7 +45,8 @@ from nova.settings import Settings, load_settings
 
 __all__ = ["app", "rules_command"]
 
-app = typer.Typer(help="Long-term memory: list, inspect, add, edit, approve, forget, promote, consolidate, undo.",
+app = typer.Typer(help="Long-term memory: list, inspect, search, add, edit, approve, forget, promote, consolidate, "
+                       "undo.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
                   rich_markup_mode=HELP_MARKUP)
 console = Console(highlight=False)
@@ -283,6 +285,9 @@ def promote_command(
                 heading = "" if "## Standards" in existing else "\n## Standards\n\n"
                 atomic_write_text(target, existing.rstrip("\n") + ("\n" if existing else "") + heading + line + "\n")
             console.print(f"added to the rules in {target}", markup=False)
+
+
+app.command("search", cls=NovaCommand)(search_command)
 
 
 @app.command("consolidate", cls=NovaCommand)

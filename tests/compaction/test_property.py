@@ -56,31 +56,37 @@ def build(steps: list[dict], earlier_summary: bool) -> list[Message]:
     return messages
 
 
+def play(steps: list[dict], earlier: bool, *, window: int, preserve: int, session_dir: Path
+         ) -> tuple[list[Message], dict[str, Message], ContextController]:
+    """The recorded history through a controller, a view before each model call, each checked as it is
+    made; returns the final view, the raw messages by id and the controller."""
+    recorded = build(steps, earlier)
+    config = CompactionConfig(snip_preserve_last_n_messages=preserve, snip_tool_output_token_budget=1500,
+                              hard_margin_tokens=500)
+    controller = ContextController(config=config, spill=SpillConfig(max_result_chars=50000, max_message_chars=100000),
+                                   budget=ContextBudget.derive(config, window), session_dir=session_dir)
+    raw = {m.id: m for m in recorded if m.origin is None}
+    history: list[Message] = []
+    calls: dict[str, ToolUsePart] = {}
+    for message in recorded:
+        if message.role == "assistant":
+            history = controller.prepare_view(request=ViewRequest(history=history, system="sys"))
+            assert not check_tool_pairing(history)
+            assert not check_thinking_integrity(history, raw)
+            calls.update({u.id: u for u in message.tool_uses()})
+        if message.has("tool_result"):
+            message = message.with_parts([controller.process_result(call=calls[p.tool_use_id], result=p)
+                                          if isinstance(p, ToolResultPart) else p for p in message.parts])
+        history.append(message)
+    return controller.prepare_view(request=ViewRequest(history=history, system="sys")), raw, controller
+
+
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(step, min_size=1, max_size=14), earlier=st.booleans(),
        window=st.sampled_from([8000, 12000, 20000, 40000]), preserve=st.integers(0, 6))
 def test_views_keep_invariants(steps: list[dict], earlier: bool, window: int, preserve: int) -> None:
-    recorded = build(steps, earlier)
-    config = CompactionConfig(snip_preserve_last_n_messages=preserve, snip_tool_output_token_budget=1500,
-                              hard_margin_tokens=500)
     with tempfile.TemporaryDirectory() as tmp:
-        controller = ContextController(config=config, spill=SpillConfig(max_result_chars=50000,
-                                                                       max_message_chars=100000),
-                                       budget=ContextBudget.derive(config, window), session_dir=Path(tmp) / "s")
-        raw = {m.id: m for m in recorded if m.origin is None}
-        history: list[Message] = []
-        calls: dict[str, ToolUsePart] = {}
-        for message in recorded:
-            if message.role == "assistant":
-                history = controller.prepare_view(request=ViewRequest(history=history, system="sys"))
-                assert not check_tool_pairing(history)
-                assert not check_thinking_integrity(history, raw)
-                calls.update({u.id: u for u in message.tool_uses()})
-            if message.has("tool_result"):
-                message = message.with_parts([controller.process_result(call=calls[p.tool_use_id], result=p)
-                                              if isinstance(p, ToolResultPart) else p for p in message.parts])
-            history.append(message)
-        final = controller.prepare_view(request=ViewRequest(history=history, system="sys"))
+        final, raw, controller = play(steps, earlier, window=window, preserve=preserve, session_dir=Path(tmp) / "s")
         assert not check_tool_pairing(final)
         # Nothing lost: every raw message is in view or covered, every cut text is on disk whole.
         assert not check_nothing_lost(final, raw)

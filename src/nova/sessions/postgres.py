@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nova.errors import MissingDependency, StorageError
 from nova.messages import Message, from_dict, to_dict
-from nova.sessions.schema import json_text, strip_thinking
+from nova.sessions.schema import json_text, strip_thinking, task_state_text
 from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
 
 if TYPE_CHECKING:
@@ -363,10 +363,7 @@ class PostgresSessionStore:
     def put_task_state(
         self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
     ) -> int:
-        try:
-            text = json_text(dict(state), sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            raise StorageError(f"task state for {session_id} is not JSON-serializable: {exc}") from None
+        text = task_state_text(session_id, state)
         now = time.time()
         # One statement per branch: the version check and the write are atomic against other workers.
         if expected_version is None:

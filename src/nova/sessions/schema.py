@@ -62,6 +62,7 @@ __all__ = [
     "printable",
     "record_from_json",
     "strip_thinking",
+    "task_state_text",
 ]
 
 SCHEMA_VERSION = 1
@@ -188,6 +189,14 @@ def json_text(value: Any, **options: Any) -> str:
     except UnicodeEncodeError:
         return json.dumps(value, ensure_ascii=True, **options)
     return text
+
+
+def task_state_text(session_id: str, state: Mapping[str, Any]) -> str:
+    """A task state as the stores keep it (sorted keys); a value JSON cannot hold is a StorageError."""
+    try:
+        return json_text(dict(state), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise StorageError(f"task state for {session_id} is not JSON-serializable: {exc}") from None
 
 
 def printable(text: str) -> str:

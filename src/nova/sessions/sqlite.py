@@ -20,7 +20,7 @@ from typing import Any, TypeVar, cast
 from nova.errors import StorageError
 from nova.files import create_private_file
 from nova.messages import Message, from_dict, to_dict
-from nova.sessions.schema import json_text, strip_thinking
+from nova.sessions.schema import json_text, strip_thinking, task_state_text
 from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
 
 __all__ = ["MIGRATIONS", "SQLiteSessionStore"]
@@ -364,10 +364,7 @@ class SQLiteSessionStore:
     def put_task_state(
         self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
     ) -> int:
-        try:
-            text = json_text(dict(state), sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            raise StorageError(f"task state for {session_id} is not JSON-serializable: {exc}") from None
+        text = task_state_text(session_id, state)
         now = time.time()
         # Each branch is one statement, so the version check and the write are atomic even against
         # another connection (another process) writing the same row.

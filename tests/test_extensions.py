@@ -20,6 +20,7 @@ from nova.extensions import CompileRequest, Extension, ExtensionError, Extension
 from nova.memory.runtime import MemoryRuntime
 from nova.messages import Message
 from nova.settings import CompactionConfig, PermissionsConfig, load_settings
+from nova.skills.runtime import SkillRuntime
 from nova.testing import ScriptedProvider, reply
 
 BUDGET = ContextBudget.derive(CompactionConfig(), 200_000)
@@ -116,7 +117,7 @@ def test_build_agent_wires_every_extension_once_with_one_ledger_and_budget(tmp_p
                                                                         "context_window": 64_000})
     agent = build_agent(settings, ScriptedProvider([]), AgentOptions(cwd=tmp_path))
     kinds = [type(e) for e in agent.extensions]
-    assert kinds == [ContextController, ContextRuntime, PromptCache, MemoryRuntime]
+    assert kinds == [ContextController, ContextRuntime, SkillRuntime, PromptCache, MemoryRuntime]
     controller = agent.extensions.require(ContextController)
     runtime = agent.extensions.require(ContextRuntime)
     # One budget and one ledger: the compaction decision, the compiler and the loop agree.

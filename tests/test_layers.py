@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     # The seams the context engine plugs into, and the tools and permissions the loop runs.
     ("nova.extensions", "nova.agent.tools", "nova.agent.shell_parse", "nova.agent.permissions", "nova.agent.approval",
      "nova.agent.read_policy", "nova.agent.sandbox"),
-    ("nova.context", "nova.memory", "nova.mcp"),
+    ("nova.context", "nova.memory", "nova.mcp", "nova.skills"),
     # The agent: the loop, its assembly, and what drives it without a surface. The provider factory
     # sits here because it also builds the offline demo model, which simulates a provider's cache.
     ("nova.agent", "nova.app", "nova.replay", "nova.evaluation", "nova.demo", "nova.providers.factory"),

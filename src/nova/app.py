@@ -5,16 +5,19 @@ The CLI, the server and the TUI all build their agent here so they behave the sa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from nova import events as ev
-from nova.agent.approval import Approver
+from nova.agent.approval import Answer, Approver
 from nova.agent.loop import Agent, SessionSink
-from nova.agent.permissions import PermissionPolicy, ProtectedPaths
+from nova.agent.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
 from nova.agent.read_policy import read_concern
 from nova.agent.sandbox import Sandbox, plan_sandbox, require_bubblewrap
+from nova.agent.subagents import ChildAgent, ChildStart, TaskTool
 from nova.agent.tools import default_registry
 from nova.agent.tools.base import ToolRegistry
 from nova.context.budget import budget_for
@@ -30,9 +33,10 @@ from nova.context.runtime import (
     org_policy_path,
     state_store_for,
 )
-from nova.context.state import render_pinned
+from nova.context.state import TaskState, render_pinned
 from nova.context.summarize import summarizer_for
 from nova.core import CacheHints
+from nova.errors import NovaError
 from nova.extensions import Extension
 from nova.mcp.setup import catalog_for
 from nova.memory.config import parse_memory_config
@@ -42,6 +46,7 @@ from nova.memory.runtime import memory_extension
 from nova.messages import Message, new_id
 from nova.providers.base import Provider
 from nova.settings import Settings
+from nova.skills.runtime import ActiveSkills, SkillRuntime, SkillTool, body_of
 from nova.special_files import read_regular_text
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
@@ -80,21 +85,31 @@ def build_agent(
     session_dir: Path | None = None,
     extra_system: str = "",
     history: Sequence[Message] = (),
+    child: ChildStart | None = None,
 ) -> Agent:
     """The agent, complete: every piece is built here, in order, from values built before it. Nothing
-    is assigned onto the agent afterwards."""
+    is assigned onto the agent afterwards (the `task` tool is told which agent it serves once it exists).
+    `child` builds a sub-agent (nova.agent.subagents) instead of a top-level agent."""
     bus = bus or ev.EventBus()
     session_id = session_id or new_id("ses")
     budget = budget_for(settings)
     # TOK-3: one ledger (over one memoizing counter) for the loop, the compaction decision and the
     # compiler's manifest, so every surface shows the same figure.
     ledger = TokenLedger(MemoCounter(counter_for_model(settings.model)))
-    cache = CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=session_id)
+    # A resumed session keeps what it learned of its per-call growth: relearned from the recorded usage.
+    ledger.resume(history)
+    # A forked sub-agent reads its parent's cached prefix: the provider must route it to the same cache.
+    cache_key = child.cache_key if child is not None and child.cache_key else session_id
+    cache = CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=cache_key)
 
     # The context compiler: the stable head with provenance, pinned task state, observations (CTX-1..6).
     sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT,
                                     extra_system=extra_system)
     state = state_store_for(session)
+    if child is not None and child.state:
+        # The parent's goal and constraints hold in the sub-agent too (and a fork's pinned block matches).
+        seeded = TaskState.from_dict(child.state)
+        state.update(lambda _: seeded)
     # The compaction summary is checked for continuity against task state and the raw messages (CMP-10).
     summarizer = summarizer_for(settings.compaction.summarizer, provider=provider, model=settings.model,
                                 counter=ledger.counter, cache=cache)
@@ -103,14 +118,36 @@ def build_agent(
     compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
                               guard=guard)
     protected = protected_paths(settings, options.cwd, sources)
-    tools = agent_tools(settings, options.cwd, runtime=compiler, protected=protected)
-    # MCP servers' tools after the built-in ones; the catalog closes its servers with the agent.
+    # Skills in use limit what the agent may do (SKL-2); a sub-agent given a skill starts with it in use.
+    active = ActiveSkills(options.cwd)
+    if child is not None:
+        for inherited in child.limits:
+            active.activate(inherited)
+        if child.task.skill:
+            active.activate(sources.skills.require(child.task.skill))
+
+    # Sub-agents running side by side ask the person one at a time (one approval prompt on screen).
+    ask_lock = threading.Lock()
+    child_options = options if options.ask is None else replace(options, ask=_one_at_a_time(options.ask, ask_lock))
+
+    def start_child(start: ChildStart) -> ChildAgent:
+        return _start_child(settings, provider, child_options, start, parent=session, extra_system=extra_system)
+
+    task = TaskTool(factory=start_child, depth=child.depth if child is not None else 0,
+                    skill_body=lambda name: body_of(sources.skills.skills[name]) if name in sources.skills.skills else "",
+                    in_use=active.skills)
+    tools = agent_tools(settings, options.cwd, runtime=compiler, protected=protected, active=active, task=task)
+    if child is not None and child.tools is not None:
+        tools = ToolRegistry([t for t in tools if t.name in child.tools])
+    # MCP servers' tools after the built-in ones; the catalog closes its servers with the agent. An
+    # isolated sub-agent whose tool list names no MCP tool starts no servers.
+    wants_mcp = child is None or child.tools is None or any(n.startswith("mcp") for n in child.tools)
     mcp = catalog_for(settings, options.cwd, window=budget.window, counter=ledger.counter,
-                      report=session.record_event if session is not None else None)
+                      report=session.record_event if session is not None else None) if wants_mcp else None
     if mcp is not None:
         mcp.attach(tools)
     policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
-                          session_dir=session_dir, protected=protected)
+                          session_dir=session_dir, protected=protected, limit=active.refusal)
     system = sources.system
 
     # Spill, snip, compaction and overflow recovery, measuring the compiled view (TOK-3).
@@ -130,17 +167,18 @@ def build_agent(
         compiler,
         # Breakpoint plan on every request and cache-break diagnosis after every call (CCH-1..2).
         PromptCache(model=settings.model, counter=ledger.counter, bus=bus, session=session, session_id=session_id),
+        SkillRuntime(catalog=sources.skills, active=active),
     ]
     memory_config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
     # The offline demo model cannot condense or select memories: recall falls back to keywords.
     memory = memory_extension(home=settings.home, cwd=options.cwd, session_id=session_id,
                               provider=None if settings.provider == "demo" else provider, model=settings.model,
                               config=memory_config)
-    if memory is not None:
+    if memory is not None and child is None:  # a sub-agent's work is reported to its parent, not remembered
         extensions.append(memory)
     if mcp is not None:
         extensions.append(mcp)
-    return Agent(
+    agent = Agent(
         provider=provider,
         model=settings.model,
         tools=tools,
@@ -159,11 +197,49 @@ def build_agent(
         extensions=extensions,
         ledger=ledger,
     )
+    task.bind(agent)
+    return agent
+
+
+def _one_at_a_time(ask: Approver, lock: threading.Lock) -> Approver:
+    def serialized(request: PermissionRequest, /) -> Answer | bool:
+        with lock:
+            return ask(request)
+
+    return serialized
+
+
+def _start_child(settings: Settings, provider: Provider, options: AgentOptions, start: ChildStart, *,
+                 parent: SessionSink | None, extra_system: str) -> ChildAgent:
+    """A sub-agent with its own session, linked to the parent's when the parent is recorded."""
+    from nova.sessions.session import Session
+
+    session: Any = None
+    store = getattr(parent, "store", None)
+    parent_id = getattr(parent, "id", "")
+    if parent is not None and store is not None and parent_id:
+        session = Session.create(settings.home, title=f"sub-agent ({start.task.mode}): {start.task.title}",
+                                 cwd=options.cwd, provider=settings.provider, model=settings.model, store=store,
+                                 parent_id=parent_id)
+    child_id = session.id if session is not None else new_id("ses")
+    agent = build_agent(settings, provider, options, session=session, session_id=child_id,
+                        session_dir=session.dir if session is not None else None, extra_system=extra_system,
+                        history=start.history, child=start)
+
+    def close() -> None:
+        try:
+            agent.close()
+        finally:
+            if session is not None:
+                session.close()
+
+    return ChildAgent(agent=agent, session_id=child_id, close=close)
 
 
 def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextSources | None = None,
                  dynamic_deny: Callable[[], Iterable[str]] | None = None,
-                 session_dir: Path | None = None, protected: ProtectedPaths | None = None) -> PermissionPolicy:
+                 session_dir: Path | None = None, protected: ProtectedPaths | None = None,
+                 limit: Callable[[str, Any, Path], str | None] | None = None) -> PermissionPolicy:
     """The permission policy a session in `options.cwd` runs under (`nova permissions check` shows it)."""
     if sources is None:
         sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT)
@@ -177,6 +253,7 @@ def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextS
         dynamic_deny=dynamic_deny,
         protected=protected if protected is not None else protected_paths(settings, options.cwd, sources),
         read_roots=read_roots(options.cwd, session_dir),
+        limit=limit,
     )
 
 
@@ -201,11 +278,21 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
     )
 
 
-def agent_tools(settings: Settings, cwd: Path, *, runtime: ContextRuntime, protected: ProtectedPaths) -> ToolRegistry:
+def agent_tools(settings: Settings, cwd: Path, *, runtime: ContextRuntime, protected: ProtectedPaths,
+                active: ActiveSkills | None = None, task: TaskTool | None = None) -> ToolRegistry:
     """The tools the model is sent, as the agent holds them: the built-ins (`bash` sandboxed, with the
-    sandbox's description, when the settings ask for it) wrapped by the context runtime. `nova context`
-    describes a session through this too, so what it shows is what the model got."""
-    return runtime.tools(default_registry(sandbox=bash_sandbox(settings, cwd, protected)))
+    sandbox's description, when the settings ask for it) wrapped by the context runtime, `skill` when
+    there are skills, and `task` (sub-agents). `nova context` describes a session through this too, so
+    what it shows is what the model got."""
+    registry = runtime.tools(default_registry(sandbox=bash_sandbox(settings, cwd, protected)))
+    if len(runtime.sources.skills):
+        registry.register(SkillTool(runtime.sources.skills, active or ActiveSkills(cwd)))
+    registry.register(task or TaskTool(factory=_no_children, depth=0))
+    return registry
+
+
+def _no_children(start: ChildStart) -> ChildAgent:
+    raise NovaError("this tool catalog only describes a session; it starts no sub-agents")
 
 
 def bash_sandbox(settings: Settings, cwd: Path, protected: ProtectedPaths) -> Sandbox | None:

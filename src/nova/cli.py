@@ -40,6 +40,7 @@ class _NovaGroup(LazyGroup):
         "permissions": LazyCommand("nova.commands.permissions:app",
                                    "Check what the permission rules decide for a tool call: allow, ask or deny, "
                                    "and why."),
+        "skills": LazyCommand("nova.commands.skills:app", "Skills: list, show, test, retire and roll back versions."),
         "mcp": LazyCommand("nova.commands.mcp:app",
                            "MCP servers: list each configured server, its state and its tools."),
         "rules": LazyCommand("nova.commands.memory:rules_command",

@@ -9,6 +9,7 @@
     ├── MemoryStoreError            a memory cannot be read or written as asked
     │   ├── UnsafeMemoryName        a name that could escape the memory directory (also a ValueError)
     │   └── MemoryNotFound          no memory by that name (also a KeyError)
+    ├── SkillError                  a skill cannot be read, found or used as asked (names the SKILL.md)
     ├── StorageError                the session store or a session directory cannot be used
     │   ├── SchemaVersionError      a record or file was written by a newer Nova; nothing was changed
     │   ├── SessionImportError      a file to import is missing, unreadable or in no known format
@@ -67,6 +68,7 @@ __all__ = [
     "SessionImportError",
     "SessionLocked",
     "SessionNotFound",
+    "SkillError",
     "StorageError",
     "SummaryError",
     "TaskStateConflict",
@@ -112,6 +114,10 @@ class UnsafeMemoryName(MemoryStoreError, ValueError):
 class MemoryNotFound(MemoryStoreError, KeyError):
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "memory not found"
+
+
+class SkillError(NovaError):
+    """A skill cannot be read, found or used as asked; the message names the file and what is wrong."""
 
 
 class StorageError(NovaError):

@@ -40,7 +40,7 @@ from nova.agent.approval import Approver
 from nova.agent.loop import Agent
 from nova.app import AgentOptions, build_agent
 from nova.context_view import context_report
-from nova.errors import SessionBusy, SessionNotFound, StorageError
+from nova.errors import NovaError, SessionBusy, SessionNotFound, StorageError
 from nova.messages import Message
 from nova.providers.base import Provider
 from nova.sessions.export import resume
@@ -48,6 +48,7 @@ from nova.sessions.meta import SessionMeta, read_meta, session_dir, validate_ses
 from nova.sessions.session import Session, default_store, delete_session, list_sessions
 from nova.sessions.store import SessionRecord, SessionStore, StoredMessage, StoredTaskState
 from nova.settings import Settings
+from nova.skills.runtime import turn_input
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_LIVE", "Approvals", "HostLimits", "LiveSession", "SessionHub"]
 
@@ -517,13 +518,18 @@ class SessionHub:
 
     def start_turn(self, session_id: str, text: str, sink: EventSink) -> Future[None]:
         live = self._claim(session_id, f"session {session_id} is already running a turn")
+        try:
+            prompt = turn_input(live.agent.extensions, text)  # `/skill NAME …` loads a skill (SKL-1)
+        except NovaError:
+            self._unclaim(live)
+            raise
         unsubscribe = live.agent.bus.subscribe(sink)
 
         def work() -> None:
             try:
                 # A session made without a title (the page's "New session") is named after its first request.
                 live.session.title_if_untitled(text)
-                live.agent.run_turn(text)
+                live.agent.run_turn(prompt)
             except Exception as exc:  # recorded by the agent as an ErrorEvent; the stream ends cleanly
                 log.info("turn on %s ended with %s: %s", session_id, type(exc).__name__, exc)
                 sink(ev.TurnFinished(session_id=session_id, stop_reason="error"))
@@ -660,6 +666,9 @@ class _QueuedWrites:
 
     def list_sessions(self) -> list[SessionRecord]:
         return self._store.list_sessions()
+
+    def list_children(self, parent_id: str) -> list[SessionRecord]:
+        return self._store.list_children(parent_id)
 
     def delete_session(self, session_id: str) -> None:
         with self._writes:

@@ -45,13 +45,14 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant"]
 
-MessageOrigin = Literal["summary", "summary_request", "context", "memory"]
+MessageOrigin = Literal["summary", "summary_request", "context", "memory", "task"]
 """Which part of Nova put a message into the conversation when nobody in the conversation wrote it:
 
     summary          a compaction summary standing in for older messages (with its restore attachment)
     summary_request  the instruction asking a model for that summary (sent once, never kept)
     context          observations the context compiler adds to the view (pinned task state and the like)
     memory           memories recalled for the current turn
+    task             the sub-task a parent agent handed to a forked sub-agent (nova.agent.subagents)
 
 `Message.origin` is None for the conversation itself: what a person typed, the model answered, a tool
 returned. Transcripts written before the field existed said the same in `metadata["nova_kind"]`;

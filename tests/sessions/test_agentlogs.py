@@ -108,7 +108,9 @@ def test_claude_code_subagent_child_is_linked() -> None:
 
 def test_imported_usage_anchors_the_context_figure(nova_home: Path) -> None:
     """The last response's real usage (17,573 cache read + 322 written + 88 out) is the ledger's anchor:
-    `nova context` on the imported session reports it, not an estimate of Nova's own prompt."""
+    `nova context` on the imported session reports it, not an estimate of Nova's own prompt, plus the
+    per-step growth the ledger learned from the session's recorded usage (what Claude Code sends each
+    call without recording it: 75-200 tokens a step in this session)."""
     from nova.commands.context import context_command
     from nova.sessions.export import import_sessions
 
@@ -118,4 +120,5 @@ def test_imported_usage_anchors_the_context_figure(nova_home: Path) -> None:
     app.callback()(lambda: None)
     shown = CliRunner().invoke(app, ["context", result.session_id, "--json"])
     assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.stdout)["used"] == 17573 + 322 + 88
+    learned = json.loads(shown.stdout)["used"] - (17573 + 322 + 88)
+    assert 75 <= learned <= 200

@@ -232,3 +232,28 @@ def test_a_database_from_before_the_rewritten_flag_keeps_its_snips(tmp_path: Pat
     assert [s.message.id for s in store.get_rewritten_messages("s1")] == ["m0", "m1"]
     assert store.get_rewritten_messages("s1")[1].message == snipped
     store.close()
+
+
+def test_a_database_from_before_sub_agents_gains_the_parent_id(tmp_path: Path) -> None:
+    """Migration 3: sessions recorded before it are top-level; a child names its parent and is found by it."""
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "nova.db")
+    db.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL)")
+    for number, name, sql in MIGRATIONS[:2]:
+        db.executescript(sql)
+        db.execute("INSERT INTO _migrations VALUES (?, ?, 0)", (number, name))
+    db.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES ('old', 1.0, 1.0)")
+    db.commit()
+    db.close()
+    store = SQLiteSessionStore(tmp_path / "nova.db")
+    old = store.get_session("old")
+    assert old is not None and old.parent_id == ""
+    store.save_session(SessionRecord(id="kid", created_at=2.0, updated_at=2.0, parent_id="old"))
+    store.save_session(SessionRecord(id="other", created_at=3.0, updated_at=3.0))
+    assert [r.id for r in store.list_children("old")] == ["kid"]
+    assert store.list_children("other") == []
+    plan = store._db.execute("EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE parent_id = ? AND parent_id != ''",
+                             ("old",)).fetchall()
+    assert any("sessions_parent" in row[-1] for row in plan), plan
+    store.close()

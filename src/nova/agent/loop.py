@@ -16,11 +16,13 @@ Every size comes from the one `ContextBudget` the agent is given.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,7 @@ from nova.providers.pricing import cost_usd
 from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model
+from nova.tokens.ledger import GROWTH_METADATA
 
 __all__ = ["DENIED_PREFIX", "Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
 
@@ -75,6 +78,8 @@ class _TurnState:
     usage: Usage = field(default_factory=Usage)
     cost: float | None = 0.0
     overflow_retried: bool = False
+    sent: Sequence[Message] = ()
+    """The messages of the latest request answered: the ledger learns from its real usage against them."""
 
 
 class Agent:
@@ -201,8 +206,10 @@ class Agent:
                     stop_reason = "cancelled"
                     break
                 assistant = response.message.with_metadata(usage=response.usage.to_dict(), model=response.model)
+                self.ledger.record(assistant.id, response.usage, sent=state.sent)
+                # What the ledger has learned so far travels with the reply: a resume starts from it.
+                assistant = assistant.with_metadata(**{GROWTH_METADATA: list(self.ledger.growth.samples)})
                 self._append(assistant, usage=response.usage)
-                self.ledger.record(assistant.id, response.usage)
                 self.extensions.on_usage(assistant, response.usage)
                 final_text = assistant.text
                 if assistant.text:
@@ -213,7 +220,7 @@ class Agent:
                 if not calls:
                     stop_reason = response.stop_reason
                     break
-                self._append(Message(role="user", parts=tuple(self._run_tools(calls))))
+                self._append(Message(role="user", parts=tuple(self._run_tools(calls, state))))
         finally:
             status = self.context_status()
             self.bus.emit(status)
@@ -342,6 +349,7 @@ class Agent:
             if self.session:
                 self.session.add_cost(response.usage, call_cost or 0.0)
             self.extensions.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
+            state.sent = request.messages
             return response
 
     def _well_formed(self, request: ModelRequest) -> ModelRequest:
@@ -380,23 +388,53 @@ class Agent:
         self.bus.emit(ev.ErrorEvent(session_id=self.session_id, error=str(exc), kind=type(exc).__name__))
 
     # -- tools -------------------------------------------------------------------------------------
-    def _run_tools(self, calls: Sequence[ToolUsePart]) -> list[Part]:
+    def _run_tools(self, calls: Sequence[ToolUsePart], state: _TurnState | None = None) -> list[Part]:
+        # Calls to a tool that says it may run beside others (`concurrent`, the sub-agent `task` tool)
+        # run together when there are several; everything else runs one by one, in order.
+        together = [c for c in calls if getattr(self.tools.get(c.name), "concurrent", False)]
+        early = self._execute_together(together) if len(together) > 1 and not self.cancel.is_set() else {}
         results: list[Part] = []
         for call in calls:
-            if self.cancel.is_set():
+            if self.cancel.is_set() and call.id not in early:
                 result = ToolResultPart(call.id, "interrupted: the user cancelled the turn", is_error=True)
             else:
-                result = self._run_tool(call)
+                result = self._run_tool(call, early.get(call.id), state)
             result = self.extensions.process_result(call, result)
             results.append(result)
         return results
 
-    def _run_tool(self, call: ToolUsePart) -> ToolResultPart:
-        self.bus.emit(
-            ev.ToolCallStarted(session_id=self.session_id, tool_use_id=call.id, name=call.name, input=call.input)
-        )
+    def _execute_together(self, calls: Sequence[ToolUsePart]) -> dict[str, tuple[ToolOutput, float]]:
+        """Run `calls` concurrently (asyncio, each in a worker thread); their start events are emitted
+        first, their results are recorded in order by `_run_tool`."""
+        for call in calls:
+            self.bus.emit(ev.ToolCallStarted(session_id=self.session_id, tool_use_id=call.id, name=call.name,
+                                             input=call.input))
         started = time.monotonic()
-        output = self._execute(call)
+
+        async def gather() -> list[ToolOutput]:
+            return list(await asyncio.gather(*(asyncio.to_thread(self._execute, c) for c in calls)))
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            outputs = asyncio.run(gather())
+        else:  # called from inside an event loop (a server handler): run ours on a thread of its own
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                outputs = pool.submit(asyncio.run, gather()).result()
+        elapsed = time.monotonic() - started
+        return {call.id: (output, elapsed) for call, output in zip(calls, outputs, strict=True)}
+
+    def _run_tool(self, call: ToolUsePart, done: tuple[ToolOutput, float] | None = None,
+                  state: _TurnState | None = None) -> ToolResultPart:
+        if done is None:
+            self.bus.emit(
+                ev.ToolCallStarted(session_id=self.session_id, tool_use_id=call.id, name=call.name, input=call.input)
+            )
+            started = time.monotonic()
+            output = self._execute(call)
+            duration = time.monotonic() - started
+        else:
+            output, duration = done
         self.bus.emit(
             ev.ToolCallFinished(
                 session_id=self.session_id,
@@ -404,12 +442,28 @@ class Agent:
                 name=call.name,
                 output=output.content,
                 is_error=output.is_error,
-                duration_s=time.monotonic() - started,
+                duration_s=duration,
             )
         )
         if self.session and output.metadata:
             self.session.record_event("tool_metadata", {"tool_use_id": call.id, **_jsonable(output.metadata)})
+        self._charge_child(output, state)
         return ToolResultPart(tool_use_id=call.id, content=output.content, is_error=output.is_error)
+
+    def _charge_child(self, output: ToolOutput, state: _TurnState | None) -> None:
+        """A sub-agent's calls are paid by the session that started it: its usage and cost (reported in
+        the `task` result's metadata) are added to this turn's and this session's totals."""
+        reported = output.metadata.get("subagent_usage")
+        if not isinstance(reported, Mapping):
+            return
+        child_usage = Usage.from_dict(dict(reported))
+        child_cost = output.metadata.get("subagent_cost_usd")
+        if state is not None:
+            state.usage = state.usage + child_usage
+            if state.cost is not None:
+                state.cost = None if child_cost is None else state.cost + float(child_cost)
+        if self.session:
+            self.session.add_cost(child_usage, float(child_cost or 0.0))
 
     def _execute(self, call: ToolUsePart) -> ToolOutput:
         tool = self.tools.get(call.name)
@@ -443,7 +497,7 @@ class Agent:
                 )
             return ToolOutput(content=f"{DENIED_PREFIX}{decision.reason}", is_error=True)
         ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.tool_timeout_s, cancel=self.cancel,
-                          screen=self.policy.file_screen(tool.name, cwd=self.cwd))
+                          screen=self.policy.file_screen(tool.name, cwd=self.cwd), tool_use_id=call.id)
         try:
             return tool.run(arguments, ctx)
         except ToolError as exc:

@@ -253,7 +253,7 @@ class PermissionPolicy:
     """The permission rules of one session. Immutable: built once from config and flags."""
 
     __slots__ = ("_allow", "_allowed_tools", "_ask", "_ask_user", "_cwd", "_deny", "_dynamic_deny", "_interactive",
-                 "_protected", "_read_roots", "_yes")
+                 "_limit", "_protected", "_read_roots", "_yes")
 
     _allow: tuple[Rule, ...]
     _deny: tuple[Rule, ...]
@@ -266,6 +266,7 @@ class PermissionPolicy:
     _dynamic_deny: Callable[[], Iterable[str]] | None
     _protected: ProtectedPaths
     _read_roots: tuple[Path, ...]
+    _limit: Callable[[str, Mapping[str, Any], Path], str | None] | None
 
     def __init__(
         self,
@@ -279,6 +280,7 @@ class PermissionPolicy:
         dynamic_deny: Callable[[], Iterable[str]] | None = None,
         protected: ProtectedPaths | None = None,
         read_roots: Iterable[Path] = (),
+        limit: Callable[[str, Mapping[str, Any], Path], str | None] | None = None,
     ) -> None:
         """`cwd` is the directory path rules are relative to (default: the process's, at construction);
         `run_tool_checked` uses the tool context's instead. Bad rules raise `ConfigError`.
@@ -287,7 +289,9 @@ class PermissionPolicy:
         take effect on the next call, without waiting for the model to read anything; the model cannot
         change them (task state is written only by deterministic code). `protected` are the paths no
         tool that writes may touch, whatever else is allowed. `read_roots` are folders besides the working
-        directory that reading tools may read without asking (the project root, the session's folder)."""
+        directory that reading tools may read without asking (the project root, the session's folder).
+        `limit(tool, input, cwd)` returns why a call is beyond what the skills in use declared (nova.skills),
+        or None: it is asked before any rule, so nothing allows what an active skill may not do."""
         values = {
             "_allow": tuple(parse_rule(r, where="permissions.allow") for r in config.allow),
             "_deny": tuple(parse_rule(r, where="permissions.deny") for r in config.deny),
@@ -300,6 +304,7 @@ class PermissionPolicy:
             "_dynamic_deny": dynamic_deny,
             "_protected": protected or ProtectedPaths(),
             "_read_roots": tuple(read_roots),
+            "_limit": limit,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -345,6 +350,10 @@ class PermissionPolicy:
             if why is not None:
                 return Verdict("deny", f"{summary!r} is refused: {why}, and no tool may change it "
                                "(edit it yourself outside Nova if it must change).", "protected")
+        if self._limit is not None:
+            beyond = self._limit(name, input, where)
+            if beyond is not None:
+                return Verdict("deny", f"{summary!r} is refused: {beyond}.", "skill")
         units = _bash_units(line, command) if line is not None and command else _units_for(name, input, where)
 
         denied = self._match_any(self._deny, name, units)

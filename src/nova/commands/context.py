@@ -63,6 +63,7 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
             usage = usage_of(message) if message.role == "assistant" else None
             if usage is not None:
                 ledger.record(message.id, usage)
+        ledger.resume(history)  # what each call grew beyond the estimate, as the live session had learned it
         runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=ledger,
                                  budget=budget_for(settings), observe_requests=False)
         # The tools exactly as `build_agent` gives them (a sandboxed `bash` reads differently).

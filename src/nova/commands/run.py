@@ -120,14 +120,26 @@ def run_task(
     if not history:
         session.record_event("system_prompt", {"text": agent.system_prompt})
     started = time.monotonic()
-    if prompt.lstrip().startswith("/"):
+    from nova.skills.runtime import turn_input
+
+    try:
+        # `/skill NAME [request]` is a turn with the skill's body loaded; other slash commands are Nova's.
+        turn = turn_input(agent.extensions, prompt)
+    except NovaError:  # an unknown skill: nothing was asked, so no session is kept
+        session.close()
+        if resume_id is None:
+            from nova.sessions.unanswered import discard_if_unanswered
+
+            discard_if_unanswered(settings.home, session)
+        raise
+    if isinstance(turn, str) and prompt.lstrip().startswith("/"):
         try:
             return _slash_command(settings, options, prompt, agent, quiet=quiet)
         finally:
             session.close()
     answered = False
     try:
-        result = agent.run_turn(prompt)
+        result = agent.run_turn(turn)
         answered = result.stop_reason != "error"
     finally:
         progress.close()

@@ -9,6 +9,8 @@ import typer
 __all__ = ["SLASH_HELP", "check_prompt", "is_help", "slash_commands_line", "unknown_slash_command"]
 
 _ANSWERED_HERE = frozenset({"/compact", "/context", "/memory", "/remember"})
+_TURNS = frozenset({"/skill"})
+"""Slash commands that are a model turn of their own: `/skill NAME [REQUEST]` (nova.skills.runtime)."""
 
 SLASH_HELP = """\
 Slash commands `nova run` answers itself, without a model call (give one as the prompt):
@@ -18,6 +20,8 @@ Slash commands `nova run` answers itself, without a model call (give one as the 
   /memory [list|show NAME|approve NAME|forget NAME]
                                   long-term memory
   /remember [TYPE:] TEXT          save a memory (TYPE: user, feedback, project or reference)
+  /skill NAME [REQUEST]           ask with a skill's instructions loaded (`nova skills list` names them);
+                                  this one is a model turn
   /goal TEXT, /accept TEXT        the task's goal and its acceptance criteria
   /constraint TEXT, /confirm [N]  add a rule the agent must keep; confirm a rule it proposed
   /approve TEXT, /revoke TEXT     grant or withdraw an approval
@@ -28,7 +32,7 @@ They act on a new session, or on a recorded one with --resume: nova run --resume
 
 def slash_commands_line() -> str:
     """The short form, for an unknown command's error."""
-    return ("the commands are /help, /context, /compact [FOCUS], /memory, /remember TEXT and the task-state "
+    return ("the commands are /help, /context, /compact [FOCUS], /memory, /remember TEXT, /skill NAME and the task-state "
             "commands /goal, /accept, /constraint, /confirm, /approve, /revoke, /open, /done, /plan "
             "(`nova run /help` describes each)")
 
@@ -42,7 +46,7 @@ def unknown_slash_command(prompt: str) -> str | None:
     if not stripped.startswith("/"):
         return None
     command = stripped.split(None, 1)[0]
-    if command in _ANSWERED_HERE or command in TASK_STATE_COMMANDS or is_help(command):
+    if command in _ANSWERED_HERE or command in _TURNS or command in TASK_STATE_COMMANDS or is_help(command):
         return None
     return f"unknown command {command!r}: {slash_commands_line()}"
 

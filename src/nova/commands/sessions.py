@@ -208,6 +208,18 @@ def show_command(
                 f"{meta.message_count} messages  context {meta.last_context_tokens:,} tokens  "
                 f"{meta.total_tokens:,} tokens billed  ${meta.cost_usd:.4f}[/]\n"
             )
+            if meta.parent_id:
+                console.print(f"[dim]sub-agent of session {escape(meta.parent_id)}[/]\n")
+            children = session.store.list_children(meta.id)
+            if children:
+                # Sub-agents (the `task` tool): each is its own session; its cost is in the total above.
+                console.print(f"[bold]sub-agents ({len(children)})[/]")
+                for child in children:
+                    cost = float(child.meta.get("cost_usd", 0.0) or 0.0)
+                    count = int(child.meta.get("message_count", 0) or 0)
+                    console.print(f"  {escape(child.id)}  {escape(child.title[:60])}  [dim]{count} messages  "
+                                  f"${cost:.4f}[/]")
+                console.print()
             for record in session.transcript.iter_records(strict=strict, on_bad=bad.append):
                 if isinstance(record, MessageRecord):
                     _show_message(console, record.message, full)

@@ -45,7 +45,8 @@ from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, appo
 from nova.context.policy import PolicyResolution, PolicySource, resolve
 from nova.core import ToolSpec
 from nova.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
-from nova.messages import Message, MessageOrigin, TextPart, to_dict
+from nova.messages import Message, MessageOrigin, TextPart, ToolResultPart, to_dict
+from nova.skills.block import skill_blocks, users_words
 from nova.tokens import TokenCounter, TokenLedger, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 from nova.tokens.memo import message_sizer
@@ -209,7 +210,20 @@ def _kind_of(message: Message) -> str:
         return "memory"
     if message.origin is not None:
         return "restore"
+    if skills_in(message):
+        return "skill"
     return "turns"
+
+
+def skills_in(message: Message) -> list[tuple[str, str]]:
+    """(name, version) of each skill body the message carries (a `skill` tool result, a `/skill`
+    request): such a message is its own "on-demand" segment (SKL-2)."""
+    found: list[tuple[str, str]] = []
+    for part in message.parts:
+        text = part.content if isinstance(part, ToolResultPart) else part.text if isinstance(part, TextPart) else ""
+        if text:  # a match at the start only: no copy of a long tool result is made
+            found.extend(skill_blocks(text))
+    return found
 
 
 def _is_request(message: Message) -> bool:
@@ -383,7 +397,8 @@ class ContextCompiler:
         # CTX-3 for the request and the recalled memories.
         memory_positions = list(self._memory_at)
         memory_positions += [req + i for i, m in enumerate(current) if _kind_of(m) == "memory"]
-        request_sources = [PolicySource(level="request", id=f"message:{history[req].id}", text=history[req].text)] \
+        request_sources = [PolicySource(level="request", id=f"message:{history[req].id}",
+                                        text=users_words(history[req]))] \
             if req < len(history) else []
         memory_sources = [PolicySource(level="memory", id=f"memory:{name}", text=body)
                           for i in memory_positions for name, body in _memory_entries(history[i])]
@@ -527,9 +542,15 @@ class ContextCompiler:
                                     reason=f"tool catalog ({len(tools)} tools, sorted by name for a stable prefix)"))
         for chunk in chunks:
             segments.append(self._chunk_segment(chunk, stable, replaced))
+        loaded: list[Message] = []
+        shown: list[Message] = []
         if current:
             kept = [(req + i, m) for i, m in enumerate(current) if replaced.get(req + i, m) is not None]
-            shown = [replaced.get(i) or m for i, m in kept]
+            every = [replaced.get(i) or m for i, m in kept]
+            # A skill body loaded in this turn is its own on-demand segment, after the turn's segment.
+            loaded = [m for m in every if skills_in(m)]
+            shown = [m for m in every if not skills_in(m)]
+        if current and shown:
             tokens = sum(self._measure(m)[0] for m in shown)
             first = current[0]
             memories = [m for m in shown if _kind_of(m) == "memory"]
@@ -541,6 +562,19 @@ class ContextCompiler:
                 version=_sha("".join(self._measure(m)[1] for m in shown))[:12], tokens=tokens, estimated=tokens,
                 reason=reason if _is_request(first) else "the latest messages", visibility="messages",
                 message_ids=tuple(m.id for m in shown)))
+        used_ids: set[str] = set()
+        for message in loaded:
+            tokens = self._measure(message)[0]
+            loaded_skills = skills_in(message)
+            segment_id = f"skill:{loaded_skills[0][0]}"
+            while segment_id in used_ids:
+                segment_id += "+"
+            used_ids.add(segment_id)
+            segments.append(Segment(
+                id=segment_id, cls="on-demand", source=_skills_source(loaded_skills, message.id),
+                version=self._measure(message)[1][:12], tokens=tokens, estimated=tokens,
+                reason="skill body loaded on demand for the current request (the skill tool or /skill)",
+                visibility="messages", message_ids=(message.id,)))
         if obs_message is not None:
             total = self._measure(obs_message)[0]
             shares = apportion(total, [self._count_text(o.text) for o in observations])
@@ -581,11 +615,15 @@ class ContextCompiler:
                            if "floor" in sized else ")")
         elif chunk.kind == "memory":
             cls, reason = "on-demand", "recalled memories, injected as reference material for an earlier request"
+        elif chunk.kind == "skill":
+            cls, reason = "on-demand", "skill body loaded on demand for an earlier request (the skill tool or /skill)"
         elif chunk.kind == "restore":
             cls, reason = "on-demand", "restore attachment re-supplied after a compaction (CMP-7)"
         else:
             cls, reason = "on-demand", "conversation history (append-only, before the current request)"
         source = _memory_source(messages[0]) if chunk.kind == "memory" and messages else _ids_source(ids)
+        if chunk.kind == "skill" and messages:
+            source = _skills_source([s for m in messages for s in skills_in(m)], ids[0])
         segment = Segment(id=f"history.{chunk.start:05d}", cls=cls, source=source, version=version, tokens=tokens,
                           estimated=tokens, reason=reason, visibility="messages", message_ids=ids)
         if not touched:
@@ -681,6 +719,10 @@ def _without_memories(message: Message, names: set[str]) -> Message | None:
 def _memory_source(message: Message) -> str:
     names = message.metadata.get("memories") or [n for n, _ in _memory_entries(message)]
     return "memory:" + ",".join(str(n) for n in names) if names else f"message:{message.id}"
+
+
+def _skills_source(names: Sequence[tuple[str, str]], message_id: str) -> str:
+    return "skill:" + ",".join(f"{n}@{v}" for n, v in names) + f" (message:{message_id})"
 
 
 def _ids_source(ids: Sequence[str]) -> str:

@@ -49,6 +49,8 @@ from nova.core import ToolSpec
 from nova.extensions import CompiledView, CompileRequest, Extension
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
 from nova.messages import Message
+from nova.skills.block import users_words
+from nova.skills.catalog import SkillCatalog, load_catalog
 from nova.tokens import TokenLedger
 
 if TYPE_CHECKING:
@@ -75,14 +77,18 @@ class ContextSources:
 
     head: tuple[SourceText, ...]
     policy: tuple[PolicySource, ...]
+    skills: SkillCatalog = field(default_factory=lambda: SkillCatalog(skills={}))
+    """The skills found at session start: their index is a head piece, their bodies load on demand."""
 
     @property
     def system(self) -> str:
         return "\n\n".join(p.text for p in self.head)
 
 
-def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra_system: str = "") -> ContextSources:
-    """Head pieces: contract → org policy → project rules (one piece per file) → extra system text."""
+def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra_system: str = "",
+                          skills: SkillCatalog | None = None) -> ContextSources:
+    """Head pieces: contract → org policy → project rules (one piece per file) → skill index → extra
+    system text. `skills` defaults to the ones found for `cwd` (nova.skills.catalog)."""
     head: list[SourceText] = [SourceText(id="system.contract", cls="always-on", source="nova: SYSTEM_CONTRACT",
                                          text=contract, reason="the fixed system contract (stable prefix)")]
     policy: list[PolicySource] = []
@@ -108,10 +114,17 @@ def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra
         head.append(SourceText(id=piece_id, cls="always-on", source=f"file:{loaded.path}#{digest}", version=digest,
                                text=text, reason=f"{loaded.kind} instruction file, loaded every turn (INS-3)"))
         policy.append(PolicySource(level="project", id=piece_id, text=loaded.text.strip()))
+    catalog = skills if skills is not None else load_catalog(cwd=cwd, home=settings.home)
+    skill_index = catalog.index_text()
+    if skill_index:
+        # SKL-1: names and one line each, in the stable head (cached); the bodies load on demand.
+        head.append(SourceText(id="skills.index", cls="index", source=f"skills: {catalog.index_version()}",
+                               version=_digest(skill_index), text=skill_index,
+                               reason=f"skill index ({len(catalog)} skills; each body loads on demand)"))
     if extra_system:
         head.append(SourceText(id="system.extra", cls="always-on", source="caller: extra_system",
                                text=extra_system, reason="extra system text given by the caller"))
-    return ContextSources(head=tuple(head), policy=tuple(policy))
+    return ContextSources(head=tuple(head), policy=tuple(policy), skills=catalog)
 
 
 def _digest(text: str) -> str:
@@ -287,7 +300,7 @@ class ContextRuntime(Extension):
         self._seen_request = message.id
 
         def notice(current: TaskState) -> TaskState:
-            proposed = propose_from_message(current, message.text, message_id=message.id)
+            proposed = propose_from_message(current, users_words(message), message_id=message.id)
             return proposed if proposed.pending != current.pending else current
 
         return self.state.update(notice)

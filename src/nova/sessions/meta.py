@@ -106,6 +106,8 @@ class SessionMeta:
     """The session's running total over every model call, the 1-hour cache writes kept apart."""
     cost_usd: float = 0.0
     compacted_at: float | None = None
+    parent_id: str = ""
+    """The session that started this one as a sub-agent (its `task` call), or "" for a top-level session."""
     last_context_tokens: int = 0
     """The conversation's size: at a turn's end, the next view as Nova measures it (the figure the run's
     footer and the TUI's bar show); between calls, what the last call read (cached or not) plus what it
@@ -192,7 +194,7 @@ def read_meta_or_damage(directory: Path) -> tuple[SessionMeta | None, str]:
 def _check_types(meta: SessionMeta) -> None:
     """A hand-edited or damaged meta.json with a field of the wrong kind would break whoever sums or
     prints it later; it counts as corrupt instead."""
-    for name in ("cwd", "git_root", "provider", "model"):
+    for name in ("cwd", "git_root", "provider", "model", "parent_id"):
         if not isinstance(getattr(meta, name), str):
             raise ValueError(f"'{name}' must be a string")
     if meta.base_url is not None and not isinstance(meta.base_url, str):

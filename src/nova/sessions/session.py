@@ -97,6 +97,7 @@ class Session:
         base_url: str | None = None,
         session_id: str | None = None,
         store: SessionStore | None = None,
+        parent_id: str = "",
     ) -> Session:
         sid = validate_session_id(session_id) if session_id else new_session_id()
         directory = session_dir(home, sid)
@@ -113,6 +114,7 @@ class Session:
             base_url=base_url,
             created_at=now,
             updated_at=now,
+            parent_id=parent_id,
         )
         try:
             private_dir(home)
@@ -448,6 +450,7 @@ def session_record(m: SessionMeta) -> SessionRecord:
         created_at=m.created_at,
         updated_at=m.updated_at,
         compacted_at=m.compacted_at,
+        parent_id=m.parent_id,
         meta={
             "git_root": m.git_root,
             "message_count": m.message_count,

@@ -75,11 +75,21 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX messages_rewritten ON messages(session_id, seq) WHERE rewritten = 1 AND compacted = 0;
         """,
     ),
+    # Sub-agents: a child session names its parent, so `nova sessions show` lists a session's children
+    # without reading every session. Existing sessions are top-level ('').
+    (
+        3,
+        "sessions: parent id of a sub-agent's session",
+        """
+        ALTER TABLE sessions ADD COLUMN parent_id TEXT NOT NULL DEFAULT '';
+        CREATE INDEX sessions_parent ON sessions(parent_id) WHERE parent_id != '';
+        """,
+    ),
 )
 
 
 # Named, not `*`: a later migration that adds a column must not shift what the row unpacking reads.
-_SESSION_COLUMNS = "id, title, cwd, provider, model, created_at, updated_at, compacted_at, meta"
+_SESSION_COLUMNS = "id, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id"
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -225,7 +235,7 @@ class SQLiteSessionStore:
     def save_session(self, record: SessionRecord) -> None:
         self._write(
             "INSERT OR REPLACE INTO sessions (id, title, cwd, provider, model, created_at, updated_at,"
-            " compacted_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " compacted_at, meta, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.id,
                 record.title,
@@ -236,6 +246,7 @@ class SQLiteSessionStore:
                 record.updated_at,
                 record.compacted_at,
                 json_text(dict(record.meta)),
+                record.parent_id,
             ),
         )
 
@@ -247,6 +258,13 @@ class SQLiteSessionStore:
     @_serialized
     def list_sessions(self) -> list[SessionRecord]:
         rows = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id").fetchall()
+        return [_session_from_row(r) for r in rows]
+
+    @_serialized
+    def list_children(self, parent_id: str) -> list[SessionRecord]:
+        # `!= ''` lets SQLite use the partial index (it cannot know the parameter is not empty).
+        rows = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id = ? AND parent_id != ''"
+                           " ORDER BY created_at, id", (parent_id,)).fetchall()
         return [_session_from_row(r) for r in rows]
 
     @_serialized
@@ -410,7 +428,7 @@ def _dump(message: Message) -> str:
 
 
 def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
-    id_, title, cwd, provider, model, created_at, updated_at, compacted_at, meta = row
+    id_, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id = row
     return SessionRecord(
         id=id_,
         title=title,
@@ -421,4 +439,5 @@ def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
         updated_at=updated_at,
         compacted_at=compacted_at,
         meta=json.loads(meta),
+        parent_id=parent_id or "",
     )

@@ -47,6 +47,8 @@ class SessionRecord:
     created_at: float = 0.0
     updated_at: float = 0.0
     compacted_at: float | None = None
+    parent_id: str = ""
+    """The session whose sub-agent this is ("" for none): `list_children` finds them by it."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Everything else (git root, token and cost totals, message count) as one JSON object."""
 
@@ -80,6 +82,10 @@ class SessionStore(Protocol):
 
     def list_sessions(self) -> list[SessionRecord]:
         """Most recently updated first."""
+        ...
+
+    def list_children(self, parent_id: str) -> list[SessionRecord]:
+        """The sessions started as sub-agents of `parent_id`, oldest first."""
         ...
 
     def delete_session(self, session_id: str) -> None:

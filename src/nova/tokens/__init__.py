@@ -1,7 +1,7 @@
 """Token accounting: counters (script-aware heuristic, exact offline tiktoken) and the usage ledger.
 
     ledger = TokenLedger(counter_for_model("claude-sonnet-4-5"))
-    ledger.record(reply.id, response.usage)          # each assistant message entering history (TOK-2)
+    ledger.record(reply.id, response.usage, sent=request.messages)  # each reply entering history (TOK-2)
     used = ledger.estimate(history, system, tools)    # the one figure every surface shows (TOK-3)
     ledger.clear()                                    # after a successful compaction
 """

@@ -7,7 +7,13 @@ decision, the `/context` endpoint, the TUI bar and the web page all read, so the
 
 A ledger measures the same growing history before every call, so it counts each message once
 (`message_sizer`: shared with the other consumers of a `MemoCounter`) and sums through running totals (`MessageTotals`): the figure costs what was added since
-the last one, not the length of history, and is always what `estimate_context_tokens` would say.
+the last one, not the length of history, and is always what `estimate_context_tokens` would say plus
+the learned allowance below.
+
+The anchored figure also carries what each call grows beyond what the counter can see (a harness's
+unrecorded content, a tokenizer that runs above its profile in this session): the ledger learns it from
+the real usage of the calls already answered (`nova.tokens.allowance`) and adds it to the estimate of
+the next call's growth, so a compaction trigger does not come late by that much every step.
 """
 
 from __future__ import annotations
@@ -16,13 +22,25 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nova.core import ToolSpec, Usage
+from nova.core import ToolSpec, Usage, usage_of
 from nova.messages import Message
+from nova.tokens.allowance import GrowthAllowance
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter
 from nova.tokens.memo import MessageTotals, message_sizer
 from nova.tokens.sizing import count_messages, count_system, count_tools
 
-__all__ = ["Anchor", "TokenLedger", "anchor_from_usage", "context_percent", "estimate_context_tokens"]
+__all__ = [
+    "GROWTH_METADATA",
+    "Anchor",
+    "TokenLedger",
+    "anchor_from_usage",
+    "context_percent",
+    "estimate_context_tokens",
+]
+
+# The metadata key under which a reply carries what its session's ledger had learned once it was
+# recorded (`TokenLedger.growth.samples`), so a resumed session or `nova context` starts from exactly that.
+GROWTH_METADATA = "growth_samples"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +71,8 @@ def _default_counter() -> TokenCounter:
     return HeuristicCounter(CL100K_PROFILE)
 
 
-def _anchor_index(messages: Sequence[Message], message_id: str) -> int:
-    for index in range(len(messages) - 1, -1, -1):
+def _anchor_index(messages: Sequence[Message], message_id: str, end: int | None = None) -> int:
+    for index in range((len(messages) if end is None else end) - 1, -1, -1):
         if messages[index].id == message_id:
             return index
     return -1
@@ -94,13 +112,18 @@ _DIRECT_TAIL = 64
 class TokenLedger:
     """Holds the anchor of one session's working history and answers "how big is the context now".
 
-    `record` whenever an assistant message enters history with real usage (TOK-2); `clear` after a
-    successful compaction, so the estimate is a full one until the next real figure arrives.
+    `record` whenever an assistant message enters history with real usage (TOK-2), with the messages
+    that call was sent so the ledger learns what the call grew beyond its estimate (`growth`); `clear`
+    after a successful compaction, so the estimate is a full one until the next real figure arrives.
+    One ledger per session: what it learns is that session's, and a new session starts from nothing.
     """
 
-    def __init__(self, counter: TokenCounter | None = None):
+    def __init__(self, counter: TokenCounter | None = None, *, growth_prior: int = 0):
+        """`growth_prior`: the per-step allowance before the first answered call (`GrowthAllowance`)."""
         self.counter: TokenCounter = counter or _default_counter()
         self._anchor: Anchor | None = None
+        self.growth = GrowthAllowance(prior=growth_prior)
+        """Learned per step from answered calls; added to every anchored estimate (never negative)."""
         self._lock = threading.Lock()
         self._sized_with = self.counter
         self._size = message_sizer(self.counter)
@@ -116,29 +139,91 @@ class TokenLedger:
     def anchor(self) -> Anchor | None:
         return self._anchor
 
-    def record(self, message_id: str, usage: Usage, *, reasoning_replayed: bool = False) -> Anchor | None:
+    def record(
+        self, message_id: str, usage: Usage, *, reasoning_replayed: bool = False,
+        sent: Sequence[Message] | None = None,
+    ) -> Anchor | None:
         """Anchor on this assistant message. A usage with no input figure (a provider that reported
-        nothing) is not a real figure: the previous anchor stays."""
+        nothing) is not a real figure: the previous anchor stays.
+
+        `sent`: the messages of the request this message answers. With them, and an anchor from the
+        previous call among them, the ledger compares the real input with what it would have estimated
+        for this call and learns the difference (`growth`). Recording the same message again (the loop
+        and the context controller both record each reply) learns nothing twice."""
         if usage.context_tokens <= 0:
             return self._anchor
         anchor = anchor_from_usage(message_id, usage, reasoning_replayed=reasoning_replayed)
+        previous = self._anchor
+        unexplained = None
+        if sent is not None and previous is not None and previous.message_id != message_id:
+            unexplained = self._unexplained(previous, usage.context_tokens, sent, len(sent))
         with self._lock:
+            if unexplained is not None and self._anchor is previous:
+                self.growth.observe(unexplained)
             self._anchor = anchor
         return anchor
+
+    def _unexplained(self, previous: Anchor, real: int, messages: Sequence[Message], end: int) -> int | None:
+        """Real input of a call sent `messages[:end]` minus the anchored estimate for it (without the
+        allowance). None when it is not one growth step: the previous anchor was not in what was sent,
+        or the input shrank (something was cut that the ledger was not told of)."""
+        index = _anchor_index(messages, previous.message_id, end)
+        if index < 0 or real < previous.context_tokens:
+            return None
+        self._sizes_valid()
+        return real - (previous.total + self._tail(messages, index + 1, end))
+
+    def resume(self, history: Sequence[Message]) -> None:
+        """Take up what a recorded session had learned: the samples the latest reply carries
+        (`GROWTH_METADATA`, as the agent loop stores them), else relearned from the recorded usage
+        (`learn_from`: an imported session). The anchor is left as it was."""
+        for message in reversed(history):
+            if message.role != "assistant":
+                continue
+            samples = message.metadata.get(GROWTH_METADATA)
+            if isinstance(samples, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in samples):
+                with self._lock:
+                    self.growth = GrowthAllowance(samples, prior=self.growth.prior)
+                return
+            if usage_of(message) is not None:
+                break  # the latest reply with usage carries none: not recorded by Nova's loop
+        self.learn_from(history)
+
+    def learn_from(self, history: Sequence[Message]) -> None:
+        """Learn `growth` from a recorded history (a resumed session): every pair of consecutive
+        assistant messages carrying usage (`usage_of`) is one answered call, as `record` would have seen
+        it with the history before the later one as sent. The anchor is left as it was: a recorded
+        figure may predate a compaction the record does not show."""
+        previous: Anchor | None = None
+        for index, message in enumerate(history):
+            usage = usage_of(message) if message.role == "assistant" else None
+            if usage is None or usage.context_tokens <= 0:
+                continue
+            if previous is not None:
+                unexplained = self._unexplained(previous, usage.context_tokens, history, index)
+                if unexplained is not None:
+                    with self._lock:
+                        self.growth.observe(unexplained)
+            previous = anchor_from_usage(message.id, usage)
 
     def clear(self) -> None:
         with self._lock:
             self._anchor = None
 
+    def _tail(self, messages: Sequence[Message], start: int, end: int | None = None) -> int:
+        end = len(messages) if end is None else end
+        if end - start <= _DIRECT_TAIL or end != len(messages):
+            return sum(self._size(m) for m in messages[start:end])
+        return self._totals.sum(messages, start)
+
     def estimate(self, messages: Sequence[Message], system: str = "", tools: Sequence[ToolSpec] = ()) -> int:
-        """`estimate_context_tokens` with this ledger's anchor and counter, each message counted once."""
+        """`estimate_context_tokens` with this ledger's anchor and counter, each message counted once,
+        plus the learned per-step `growth` when anchored (the next call is one step past the anchor)."""
         self._sizes_valid()
         anchor = self._anchor
         index = _anchor_index(messages, anchor.message_id) if anchor is not None else -1
         if anchor is not None and index >= 0:
-            if len(messages) - index - 1 <= _DIRECT_TAIL:
-                return anchor.total + sum(self._size(m) for m in messages[index + 1 :])
-            return anchor.total + self._totals.sum(messages, index + 1)
+            return anchor.total + self._tail(messages, index + 1) + self.growth.tokens
         return count_system(system, self.counter) + count_tools(tools, self.counter) + self._totals.sum(messages)
 
     def estimate_message(self, message: Message) -> int:

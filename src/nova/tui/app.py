@@ -50,6 +50,7 @@ HELP = """Commands:
   /compact [focus]    compact the conversation now
   /context            what is in the context, and the figure the bar shows
   /memory [show|approve|forget NAME]   long-term memory;  /remember TEXT saves one
+  /skill NAME [request]   load a skill (its instructions) and ask with it
   /sessions           recorded sessions;  /resume ID|last  continues one;  /new starts another
   /goal, /accept, /constraint, /approve, /revoke, /open, /done, /plan TEXT   the task state (pinned
                       in every view); /confirm N confirms a rule Nova noticed in your messages
@@ -167,7 +168,7 @@ class NovaTUI(App[None]):
             return
         if not text:
             return
-        if text.startswith("/"):
+        if text.startswith("/") and text.split(" ", 1)[0] != "/skill":  # `/skill NAME …` is a turn
             self.slash(text)
             return
         if self.running:

@@ -29,6 +29,8 @@ class ToolContext:
     read and return what they have, saying so."""
     cancel: threading.Event = field(default_factory=threading.Event)
     """Set by the user's cancel; every tool checks it inside long work."""
+    tool_use_id: str = ""
+    """The id of the call being answered (a sub-agent's fork finds the delegating call by it)."""
     screen: FileScreen | None = None
     """What a directory search may show of each file it meets (nova.agent.read_policy). None: no rules,
     only the built-in care for secret-looking files and links out of `cwd`."""

@@ -74,8 +74,8 @@ LAST_FAILURE = "Last failing command"
 # The continuity section's bounds: a run that touched hundreds of files lists the newest.
 MAX_CARRIED_PATHS = 40
 MAX_CARRIED_COMMAND = 2000
-MAX_CARRIED_DECISIONS = 24
-MAX_DECISION_CHARS = 400
+MAX_CARRIED_DECISIONS = 16
+MAX_DECISION_CHARS = 300
 DECISIONS = "Decisions made"
 _USER_ENTRY = re.compile(r"^<user-message id=\"([^\"]*)\">\n(.*?)\n</user-message>$", re.S | re.M)
 
@@ -231,7 +231,7 @@ _DECISION = re.compile(r"\b(?:I will|I'll|I need to|I should|Let me|decide[ds]?|
 # choices of the first hour are gone after a few compactions. Choices are few (0-9 in each of the shared
 # real runs) and are carried whole in the continuity section.
 _CHOICE = re.compile(r"\b(?:decided|decision|decide to|instead of|rather than|go(?:ing)? with|opt(?:ed)? for|"
-                     r"chose|choose to|the fix is|the fix will be|root cause|(?:should|will) use)\b", re.I)
+                     r"chose|choose to|the fix is|the fix will be|root cause)\b", re.I)
 
 
 def paths_in(text: str) -> list[str]:
@@ -338,7 +338,7 @@ def _collect(messages: Sequence[Message]) -> _Facts:
             for sentence in re.split(r"(?<=[.!?])\s+|\n+", m.text):
                 if len(sentence.strip()) <= 20:
                     continue
-                if _CHOICE.search(sentence):
+                if _CHOICE.search(sentence) and not sentence.rstrip().endswith("?"):  # a question chooses nothing
                     facts.choices.setdefault(sentence.strip(), m.id)
                 elif _DECISION.search(sentence):
                     facts.decisions.append((sentence.strip(), m.id))
@@ -415,9 +415,10 @@ class ExtractiveSummarizer:
                          f"{_clip(facts.last_call[1], 300)}")
         add("Current state", state)
         add("Files read", [f"- {p}" for p in list(reversed(facts.files_read))[:40]])
-        # The choices are in the carried section when there is one; the intentions stated here.
-        choices = [] if request.carried else [(d, i) for d, i in facts.choices.items()]
-        add("Decisions and rationale", [f"- {_clip(d, 240)} (msg {i})" for d, i in [*choices, *facts.decisions][-8:]])
+        # The choices are in the carried section when there is one: here only the newest few stated
+        # intentions (the last state above already says where the work stopped).
+        stated = facts.decisions[-4:] if request.carried else [*facts.choices.items(), *facts.decisions][-8:]
+        add("Decisions and rationale", [f"- {_clip(d, 240)} (msg {i})" for d, i in stated])
         pointer = request.transcript_path or "the session transcript"
         add("Pointers to raw history", [f"- {len(source)} earlier messages are in {pointer}; "
                                         "message ids above point into it."])

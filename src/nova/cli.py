@@ -33,8 +33,8 @@ class _NovaGroup(LazyGroup):
         "replay": LazyCommand("nova.commands.replay:replay_command",
                               "Replay a recorded session as if the agent had used this context policy."),
         "eval": LazyCommand("nova.commands.eval:eval_command",
-                            "Replay sessions under context policies and measure each view: evidence, precision, "
-                            "cost."),
+                            "Replay recorded sessions under context policies and measure each view: evidence, "
+                            "precision, cost."),
         "memory": LazyCommand("nova.commands.memory:app",
                               "Long-term memory: list, inspect, add, edit, approve, forget, consolidate."),
         "permissions": LazyCommand("nova.commands.permissions:app",

@@ -47,7 +47,8 @@ def nova_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own NOVA_HOME so nothing touches the developer's ~/.nova."""
     home = tmp_path / "nova-home"
     monkeypatch.setenv("NOVA_HOME", str(home))
-    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "NOVA_PROVIDER", "NOVA_MODEL", "NOVA_BASE_URL"):
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "NOVA_PROVIDER", "NOVA_MODEL", "NOVA_BASE_URL",
+                "NOVA_DATABASE_URL"):
         monkeypatch.delenv(var, raising=False)
     return home
 

@@ -17,6 +17,7 @@ from nova.context.prompt_cache import PromptCache
 from nova.context.runtime import ContextRuntime
 from nova.core import ModelRequest
 from nova.extensions import CompileRequest, Extension, ExtensionError, Extensions, TurnResult, ViewRequest
+from nova.memory.provenance import ProvenanceGuard
 from nova.memory.runtime import MemoryRuntime
 from nova.messages import Message
 from nova.settings import CompactionConfig, PermissionsConfig, load_settings
@@ -117,7 +118,8 @@ def test_build_agent_wires_every_extension_once_with_one_ledger_and_budget(tmp_p
                                                                         "context_window": 64_000})
     agent = build_agent(settings, ScriptedProvider([]), AgentOptions(cwd=tmp_path))
     kinds = [type(e) for e in agent.extensions]
-    assert kinds == [ContextController, ContextRuntime, SkillRuntime, PromptCache, MemoryRuntime]
+    # The provenance guard (50) scrubs revoked memories before compaction (100) reads history.
+    assert kinds == [ProvenanceGuard, ContextController, ContextRuntime, SkillRuntime, PromptCache, MemoryRuntime]
     controller = agent.extensions.require(ContextController)
     runtime = agent.extensions.require(ContextRuntime)
     # One budget and one ledger: the compaction decision, the compiler and the loop agree.

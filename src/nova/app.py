@@ -41,7 +41,8 @@ from nova.extensions import Extension
 from nova.mcp.setup import catalog_for
 from nova.memory.config import parse_memory_config
 from nova.memory.instructions import parse_instructions_config
-from nova.memory.paths import project_root
+from nova.memory.paths import home_memory_dir, project_root
+from nova.memory.provenance import ProvenanceGuard
 from nova.memory.runtime import memory_extension
 from nova.messages import Message, new_id
 from nova.providers.base import Provider
@@ -178,6 +179,10 @@ def build_agent(
         extensions.append(memory)
     if mcp is not None:
         extensions.append(mcp)
+    # Revoked memories leave every view, summaries and task state that quoted them included (MEM-7).
+    provenance = ProvenanceGuard.for_home_memory_dir(home_memory_dir(settings.home), session_id=session_id)
+    compiler.pinned_filter = provenance.scrub_pinned
+    extensions.append(provenance)
     agent = Agent(
         provider=provider,
         model=settings.model,

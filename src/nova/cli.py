@@ -36,7 +36,8 @@ class _NovaGroup(LazyGroup):
                             "Replay recorded sessions under context policies and measure each view: evidence, "
                             "precision, cost."),
         "memory": LazyCommand("nova.commands.memory:app",
-                              "Long-term memory: list, inspect, add, edit, approve, forget, consolidate."),
+                              "Long-term memory: list, inspect, search, add, edit, approve, forget, promote, "
+                              "consolidate, undo."),
         "permissions": LazyCommand("nova.commands.permissions:app",
                                    "Check what the permission rules decide for a tool call: allow, ask or deny, "
                                    "and why."),
@@ -250,6 +251,8 @@ def serve(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
     cwd: Annotated[Path | None, typer.Option(help="Working directory of new sessions (default: the current one).")] = None,
     print_token: Annotated[bool, typer.Option("--print-token", help="Print the API token and exit.")] = False,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes on this port; more than one needs "
+                                                       "PostgreSQL (NOVA_DATABASE_URL).")] = 1,
 ) -> None:
     """Serve the HTTP API (AI SDK UI message stream) and the web page.
 
@@ -261,7 +264,7 @@ def serve(
     from nova.commands.serve import serve_command
 
     serve_command(host=host, port=port, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes,
-                  cwd=cwd, print_token=print_token)
+                  cwd=cwd, print_token=print_token, workers=workers)
 
 
 # -- nova demo ---------------------------------------------------------------------------------------

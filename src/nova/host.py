@@ -215,7 +215,10 @@ class SessionHub:
 
     def _new_store(self) -> SessionStore:
         """A session's own store connection; the caller closes it."""
-        return _QueuedWrites(self.open_store(self.settings.home), self._store_writes)
+        store = self.open_store(self.settings.home)
+        if getattr(store, "concurrent_writes", False):  # a database server: nothing to queue for
+            return store
+        return _QueuedWrites(store, self._store_writes)
 
     # -- records ------------------------------------------------------------------------------------
     def sessions(self) -> list[SessionMeta]:

@@ -329,7 +329,7 @@ TOP_LEVEL_KEYS = {
 # Sections parsed by the modules that own them; listed so they are not reported as unknown.
 OWNED_SECTIONS = {"memory", "instructions", "server", "policy", "cache", "tui", "tools",
                   # MCP servers in the shape other agents use, and the client's own knobs (nova.mcp.config).
-                  "mcpServers", "mcp"}
+                  "mcpServers", "mcp", "store"}
 
 ENV_OVERRIDES = {"NOVA_PROVIDER": "provider", "NOVA_MODEL": "model", "NOVA_BASE_URL": "base_url"}
 

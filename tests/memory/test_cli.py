@@ -177,5 +177,32 @@ def test_slash_commands(store: MemoryStore) -> None:
     assert refused.text.startswith("Not saved: the ") and "refused" not in refused.text
     revoked = handle_memory_slash(f"/memory forget {memory.name}", store=store)
     assert revoked is not None and revoked.ok and store.get(memory.name).status == "revoked"
+    assert "never recalled again" in revoked.text  # revoked through provenance, as the CLI does
+    from nova.memory.provenance import RevocationRegistry
+    assert RevocationRegistry.for_memory_dir(store.home_dir).get(memory.name) is not None
     unknown = handle_memory_slash("/memory show nothing-here", store=store)
     assert unknown is not None and not unknown.ok
+
+
+def test_consolidate_then_undo_from_the_command_line(in_project: Path, nova_home: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from nova.memory.store import Memory, MemorySource
+
+    store = MemoryStore.for_workspace(home=nova_home, cwd=in_project)
+    then = datetime.now(UTC) - timedelta(days=2)
+    for name, body, age in (("ci", "CI runs .ci/run.", 2), ("ci-notes", "Integration tests are flaky.", 1)):
+        store.write(Memory(name=name, description="ci runner", body=body, type="project", status="candidate",
+                           author="model", source=MemorySource(origin="assistant"), created=then,
+                           updated=datetime.now(UTC) - timedelta(days=age)))
+    shown = runner.invoke(app, ["consolidate"]).stdout
+    assert "kept 'ci-notes' ← merged 'ci' ('ci' has the same description)" in shown
+    op = json.loads(runner.invoke(app, ["consolidate", "--json"]).stdout)  # nothing left to merge
+    assert op["merged"] == [] and op["skipped"] == []
+    listed = runner.invoke(app, ["undo", "--list"]).stdout
+    assert "merged 'ci' into 'ci-notes' ('ci' has the same description)" in listed
+    undone = runner.invoke(app, ["undo"])
+    assert undone.exit_code == 0 and "restored" in undone.stdout
+    assert sorted(m.name for m in store.memories()) == ["ci", "ci-notes"]
+    again = runner.invoke(app, ["undo"])
+    assert again.exit_code == 2 and "nothing to undo" in again.output

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -221,3 +222,91 @@ def test_only_one_of_several_processes_takes_over_a_dead_lock(
     go.touch()
     answers = sorted(p.stdout.readline().strip() for p in contenders if p.stdout)
     assert answers == ["held", "refused", "refused", "refused"]
+
+
+# -- what it did, undo, and edits made while it ran ----------------------------------------------------
+def _pair(store: MemoryStore) -> None:
+    now = datetime.fromtimestamp(T0, UTC)
+    base: dict[str, object] = {"type": "project", "status": "candidate", "created": now - timedelta(days=3)}
+    store.write(Memory(name="ci", description="CI runner", body="CI runs .ci/run.",  # type: ignore[arg-type]
+                       updated=now - timedelta(days=2), **base))
+    store.write(Memory(name="ci-notes", description="ci runner", body="Integration tests are flaky.",  # type: ignore[arg-type]
+                       updated=now - timedelta(days=1), **base))
+    store.write(Memory(name="sprint", description="sprint goal", body="Ship v2 by Friday.",  # type: ignore[arg-type]
+                       type="project", expires=now - timedelta(hours=1)))
+
+
+def test_every_change_says_why_and_undo_restores_it_with_its_review_state(store: MemoryStore, tmp_path: Path) -> None:
+    from nova.memory.trash import Trash
+
+    _pair(store)
+    before = {p.name: p.read_text() for p in store.project_dir.glob("*.md") if p.name != "MEMORY.md"}
+    report = make(store, tmp_path, FakeClock(), [5]).run()
+    [merge], [delete] = report.merged, report.deleted
+    assert merge["why"] == "'ci' has the same description"
+    lines = report.describe()
+    assert any("(\'ci\' has the same description)" in line and f"nova memory undo {merge['undo']}" in line
+               for line in lines)
+    assert any(line.startswith("deleted 'sprint': expired") and delete["undo"] in line for line in lines)
+    trash = Trash(store.home_dir, clock=FakeClock())
+    assert {op.id for op in trash.operations()} == {merge["undo"], delete["undo"]}
+
+    trash.undo(store, delete["undo"])
+    assert store.get("sprint").status == "active"  # approved before it expired, approved again
+    undone = trash.undo(store, merge["undo"])
+    assert sorted(Path(p).name for p in undone.restored) == ["ci-notes.md", "ci.md"]
+    after = {p.name: p.read_text() for p in store.project_dir.glob("*.md") if p.name != "MEMORY.md"}
+    assert after == before
+    assert store.get("ci").status == "candidate" and store.get("ci").recorded
+    assert trash.operations() == []
+
+
+def test_undo_never_overwrites_an_edit_made_after_the_merge(store: MemoryStore, tmp_path: Path) -> None:
+    from nova.memory.trash import Trash
+
+    _pair(store)
+    [merge] = make(store, tmp_path, FakeClock(), [5]).run().merged
+    survivor = store.get("ci-notes")
+    assert survivor.path is not None
+    edited = survivor.path.read_text().replace("flaky.", "flaky on Mondays.")
+    survivor.path.write_text(edited)
+    report = Trash(store.home_dir, clock=FakeClock()).undo(store, merge["undo"])
+    assert survivor.path.read_text() == edited and report.kept == [str(survivor.path)]
+    assert store.get("ci").body == "CI runs .ci/run."  # the merged-away memory is back beside it
+
+
+def test_the_trash_keeps_thirty_days(store: MemoryStore, tmp_path: Path) -> None:
+    from nova.memory.trash import NothingToUndo, Trash
+
+    _pair(store)
+    clock = FakeClock()
+    make(store, tmp_path, clock, [5]).run()
+    clock.advance(29 * 24 * HOUR)
+    assert len(Trash(store.home_dir, clock=clock).operations()) == 2
+    clock.advance(2 * 24 * HOUR)
+    assert Trash(store.home_dir, clock=clock).operations() == []
+    with pytest.raises(NothingToUndo):
+        Trash(store.home_dir, clock=clock).undo(store)
+
+
+def test_an_edit_made_after_the_scan_started_is_never_lost(store: MemoryStore, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _pair(store)
+    consolidator = make(store, tmp_path, FakeClock(), [5])
+    real_scan = store.memories
+
+    def scan_then_user_edits(**kw: bool) -> list[Memory]:
+        scanned = real_scan(**kw)
+        # The user edits two files right after the scan read them (recorded, as `nova memory edit` does).
+        for name, body in (("ci", "CI runs .ci/run in 90 minutes."), ("sprint", "Ship v2 by Monday.")):
+            store.write(replace(store.get(name), body=body), by="user")
+        return scanned
+
+    monkeypatch.setattr(store, "memories", scan_then_user_edits)
+    report = consolidator.run()
+    assert report.merged == [] and report.deleted == []
+    assert sorted(n for e in report.skipped for n in e["names"]) == ["ci", "sprint"]
+    assert "edited after the consolidation scan started" in report.describe()[-1]
+    assert "90 minutes" in (store.project_dir / "ci.md").read_text()
+    assert "Monday" in (store.project_dir / "sprint.md").read_text()
+    assert (store.project_dir / "ci-notes.md").exists()

@@ -195,3 +195,21 @@ def test_secrets_from_the_conversation_are_not_written(store: MemoryStore, nova_
     for path in [*nova_home.rglob("*"), *project.rglob("*")]:
         if path.is_file():
             assert key not in path.read_text(encoding="utf-8", errors="replace")
+
+
+def test_a_memory_keeps_its_provenance_scope_and_evidence(store: MemoryStore) -> None:
+    block = ("<memory>\nname: ruff-version\ntype: project\ndescription: linter version\nreason: pinned\n"
+             "---\nThe repository pins ruff 0.5.0.\n</memory>")
+    history = [
+        Message.user("which ruff do we pin?"),
+        Message(role="user", parts=(ToolResultPart(tool_use_id="toolu_7", content="ruff==0.5.0"),)),
+        Message.assistant("ruff 0.5.0"),
+    ]
+    extractor = MemoryExtractor(provider=FunctionProvider(lambda r: block), model="m", store=store,
+                                config=MemoryConfig(model_status="active"))
+    [outcome] = extractor.extract(session_id="ses_9", messages=history)
+    memory = store.get("ruff-version")
+    assert memory.source.session == "ses_9" and memory.source.tool_calls == ("toolu_7",)
+    assert memory.evidence == ("tool result",) and memory.scope == "project" and memory.author == "model"
+    assert memory.status == "candidate" and outcome.memory is not None
+    assert "tool_calls:\n  - toolu_7" in (memory.path.read_text() if memory.path else "")

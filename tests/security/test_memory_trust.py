@@ -310,8 +310,10 @@ def test_instructions_from_tools_or_files_never_become_active(world: dict[str, P
     assert store.get("session-setup").status == "candidate"
     assert recall("how does each session start? setup helper", dirs=store.dirs,
                   config=MemoryConfig(recall_candidates=True)).memories == ()
-    # Control: the same block from a conversation with only the user's words is active at once.
-    clean = MemoryExtractor(provider=FunctionProvider(lambda r: block.replace("session-setup", "own-setup")),
+    # Control: the same block from a conversation with only the user's words is active at once (as a
+    # user memory: a project memory is shared through the repository, so it always waits for approval).
+    own = block.replace("session-setup", "own-setup").replace(f"type: {mtype}", "type: user")
+    clean = MemoryExtractor(provider=FunctionProvider(lambda r: own),
                             model="m", store=store, config=MemoryConfig(model_status="active"))
     clean.extract(session_id="s2", messages=[Message.user(PARAPHRASE), Message.assistant("Noted.")])
     assert store.get("own-setup").status == "active"

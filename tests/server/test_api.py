@@ -126,7 +126,7 @@ def test_openapi_is_served_with_the_routes(server: Server) -> None:
         assert client.get("/docs").status_code == 200
     for path in ("/api/sessions", "/api/sessions/{session_id}", "/api/sessions/{session_id}/messages",
                  "/api/sessions/{session_id}/context", "/api/sessions/{session_id}/compact", "/api/memory",
-                 "/api/memory/{name}", "/health"):
+                 "/api/memory/{name}", "/api/memory/{name}/approve", "/health"):
         assert path in spec["paths"], path
 
 
@@ -159,6 +159,9 @@ def test_memory_list_get_delete(server: Server) -> None:
         assert client.delete("/api/memory/prefers-pytest").json()["status"] == "revoked"
         assert client.get("/api/memory").json() == []
         assert client.get("/api/memory", params={"include_revoked": True}).json()[0]["status"] == "revoked"
+        assert client.post("/api/memory/prefers-pytest/approve").json()["status"] == "active"
+        assert client.get("/api/memory").json()[0]["status"] == "active"
+        assert client.delete("/api/memory/prefers-pytest").json()["status"] == "revoked"
         assert client.delete("/api/memory/prefers-pytest", params={"purge": True}).status_code == 200
         assert client.get("/api/memory/prefers-pytest").status_code == 404
 

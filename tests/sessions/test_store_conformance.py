@@ -16,6 +16,7 @@ from nova.messages import Message, TextPart, ThinkingPart, to_dict
 from nova.sessions.sqlite import MIGRATIONS, SQLiteSessionStore
 from nova.sessions.store import SessionRecord, SessionStore, StoredTaskState, TaskStateConflict
 
+from ..postgres_db import fresh_schema
 from .conftest import assistant_call, results, user
 
 Factory = Callable[[Path], SessionStore]
@@ -29,12 +30,29 @@ def _sqlite_memory(tmp: Path) -> SessionStore:
     return SQLiteSessionStore(":memory:")
 
 
-# The PostgreSQL backend (designed in store.py) joins here when it is built, started for real by .ci/run.
-BACKENDS: dict[str, Factory] = {"sqlite-file": _sqlite_file, "sqlite-memory": _sqlite_memory}
+def _postgres(tmp: Path) -> SessionStore:
+    from nova.sessions.postgres import PostgresSessionStore
+
+    return PostgresSessionStore(_PG_URL[0])
+
+
+# PostgreSQL runs against the server .ci/postgres starts (NOVA_TEST_DATABASE_URL), each test in a fresh
+# schema; without one its cases skip and say why.
+BACKENDS: dict[str, Factory] = {"sqlite-file": _sqlite_file, "sqlite-memory": _sqlite_memory,
+                                "postgres": _postgres}
+_PG_URL: list[str] = []
 
 
 @pytest.fixture(params=list(BACKENDS))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    if request.param == "postgres":
+        schema = fresh_schema()
+        _PG_URL[:] = [next(schema)]
+        backend = BACKENDS[request.param](tmp_path)
+        yield backend
+        backend.close()
+        schema.close()
+        return
     backend = BACKENDS[request.param](tmp_path)
     yield backend
     backend.close()

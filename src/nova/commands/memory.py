@@ -21,19 +21,32 @@ from rich.table import Table
 
 from nova.commands.errors import user_errors
 from nova.commands.global_options import global_overrides
+from nova.commands.memory_search import search_command
 from nova.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.consolidate import Consolidator
 from nova.memory.governance import Proposal, remember
 from nova.memory.instructions import instruction_search_places, load_rules, parse_instructions_config
+from nova.memory.ladder import Ladder, PromotionRefused, rule_line
+from nova.memory.paths import project_root
+from nova.memory.provenance import reinstate, revoke
 from nova.memory.secrets import describe_findings, find_secrets
-from nova.memory.store import MemoryStore, atomic_write_text, memory_from_text, memory_to_text, parse_time
+from nova.memory.store import (
+    Memory,
+    MemoryStore,
+    atomic_write_text,
+    memory_from_text,
+    memory_to_text,
+    parse_time,
+)
+from nova.memory.trash import Trash
 from nova.settings import Settings, load_settings
 
 __all__ = ["app", "rules_command"]
 
-app = typer.Typer(help="Long-term memory: list, inspect, add, edit, approve, forget, consolidate.",
+app = typer.Typer(help="Long-term memory: list, inspect, search, add, edit, approve, forget, promote, consolidate, "
+                       "undo.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
                   rich_markup_mode=HELP_MARKUP)
 console = Console(highlight=False)
@@ -65,9 +78,10 @@ def list_command(
         ctx = _context()
         memories = sorted(ctx.store.memories(), key=lambda m: (m.type, m.name))
     if as_json:
+        ladder = Ladder(ctx.store.home_dir)
         rows = [{"name": m.name, "type": m.type, "path": str(m.path), "status": m.status,
                  "description": m.description, "author": m.author, "updated": m.updated.isoformat(),
-                 "review": m.review_note or None}
+                 "review": m.review_note or None, **governance_fields(m, ladder)}
                 for m in memories]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -89,12 +103,27 @@ def list_command(
 
 
 @app.command("show", cls=NovaCommand)
-def show_command(name: str) -> None:
+def show_command(
+    name: str,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the memory with its governance fields and "
+                                                         "its rung on the promotion ladder.")] = False,
+) -> None:
     """Print one memory file (and, on stderr, why it needs review when it does)."""
     with user_errors():
-        memory = _context().store.get(name)
+        ctx = _context()
+        memory = ctx.store.get(name)
         assert memory.path is not None
+        if as_json:
+            row = {"name": memory.name, "type": memory.type, "path": str(memory.path), "status": memory.status,
+                   "description": memory.description, "body": memory.body, "author": memory.author,
+                   "created": memory.created.isoformat(), "updated": memory.updated.isoformat(),
+                   "review": memory.review_note or None, **governance_fields(memory, Ladder(ctx.store.home_dir))}
+            typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
+            return
         typer.echo(memory.path.read_text(encoding="utf-8"), nl=False)
+        standing = Ladder(ctx.store.home_dir).standing(memory)
+        err_console.print(f"nova: ladder: {standing.rung}" + (f"; next {standing.next} needs: "
+                          f"{'; '.join(standing.missing)}" if standing.next else ""), markup=False, soft_wrap=True)
     if memory.status == "candidate":
         err_console.print(f"nova: {memory.name!r} is a candidate, not recalled: "
                           f"{memory.review_note or 'awaiting review'}", markup=False, soft_wrap=True)
@@ -171,11 +200,18 @@ def forget_command(
     name: str,
     purge: Annotated[bool, typer.Option("--purge", help="Delete the file instead of revoking it.")] = False,
 ) -> None:
-    """Revoke a memory: it is never recalled again and the model cannot re-create it."""
+    """Revoke a memory: it is never recalled again, the model cannot re-create it, and summaries or
+    task state that quoted it are rebuilt without its text in their next view."""
     with user_errors():
         store = _context().store
-        memory = store.delete(name) if purge else store.set_status(name, "revoked")
-    console.print(f"{'deleted' if purge else 'revoked'} {memory.name!r}", markup=False)
+        report = revoke(store, name)
+        if purge:
+            store.delete(name)
+    for line in report.describe():
+        console.print(line, markup=False, soft_wrap=True)
+    if purge:
+        console.print(f"deleted the file of {report.name!r} (its text stays in Nova's revocation record, so "
+                      "it is still redacted from views)", markup=False, soft_wrap=True)
 
 
 @app.command("approve", cls=NovaCommand)
@@ -206,7 +242,52 @@ def approve_command(
                 raise typer.Exit(2)
         for name in chosen:
             memory = store.set_status(name, "active")
+            reinstate(store, memory.name)
             console.print(f"approved {memory.name!r}", markup=False)
+
+
+@app.command("promote", cls=NovaCommand)
+def promote_command(
+    name: str,
+    to: Annotated[str, typer.Option("--to", help="lesson, skill or standard.")],
+    test: Annotated[str, typer.Option("--test", help="A command to run (no shell) as the skill's test; its "
+                                                     "exit code is recorded.")] = "",
+    add_to_rules: Annotated[bool, typer.Option("--add-to-rules", help="With --to standard: append it to the "
+                                                                      "project's NOVA.md as a rule.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before promoting to standard.")] = False,
+) -> None:
+    """Promote a memory up the ladder: episode note -> lesson (seen in 2 sessions, or approved) -> skill
+    (a test passed) -> standard (a person reviewed it; only a standard may become a rule). Refused,
+    exit 1, naming what is missing, when any rung up to the target lacks its evidence."""
+    with user_errors():
+        ctx = _context()
+        memory = ctx.store.get(name)
+        ladder = Ladder(ctx.store.home_dir)
+        if to == "standard" and not yes:
+            console.print(memory.body, markup=False, soft_wrap=True)
+            if not typer.confirm(f"Make {memory.name!r} a reviewed standard (it may then become a rule)?",
+                                 default=False):
+                raise typer.Exit(1)
+        try:
+            standing = ladder.promote(memory, to, by="user", test=test, cwd=Path.cwd())  # type: ignore[arg-type]
+        except PromotionRefused as exc:
+            err_console.print(f"nova: refused: {exc}", markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        console.print(f"{memory.name!r} is now a {standing.rung}", markup=False)
+        if add_to_rules:
+            if standing.rung != "standard":
+                err_console.print("nova: refused: only a standard may become a rule", markup=False)
+                raise typer.Exit(1)
+            target = project_root(Path.cwd()) / "NOVA.md"
+            existing = target.read_text(encoding="utf-8") if target.is_file() else ""
+            line = rule_line(memory)
+            if line not in existing:
+                heading = "" if "## Standards" in existing else "\n## Standards\n\n"
+                atomic_write_text(target, existing.rstrip("\n") + ("\n" if existing else "") + heading + line + "\n")
+            console.print(f"added to the rules in {target}", markup=False)
+
+
+app.command("search", cls=NovaCommand)(search_command)
 
 
 @app.command("consolidate", cls=NovaCommand)
@@ -219,7 +300,8 @@ def consolidate_command(
         report = Consolidator.for_home(store=ctx.store, home=ctx.settings.home, config=ctx.config).run()
     if as_json:
         typer.echo(json.dumps({"ran": report.ran, "reason": report.reason, "merged": report.merged,
-                               "deleted": report.deleted, "held": report.held}, ensure_ascii=False))
+                               "deleted": report.deleted, "held": report.held, "skipped": report.skipped},
+                              ensure_ascii=False))
     else:
         console.print(f"{report.reason}: {len(report.merged)} merged, {len(report.deleted)} deleted, "
                       f"{len(report.held)} left for review", markup=False)
@@ -227,6 +309,37 @@ def consolidate_command(
             console.print(f"  {line}", markup=False, soft_wrap=True)
     if not report.ran:
         raise typer.Exit(1)
+
+
+@app.command("undo", cls=NovaCommand)
+def undo_command(
+    operation: Annotated[str, typer.Argument(help="The id `nova memory consolidate` printed; default: the "
+                                                  "latest.")] = "",
+    list_only: Annotated[bool, typer.Option("--list", help="List what can be undone (30 days).")] = False,
+) -> None:
+    """Undo a consolidation merge or deletion (kept 30 days). Files changed since are never overwritten."""
+    with user_errors():
+        ctx = _context()
+        trash = Trash(ctx.store.home_dir)
+        if list_only:
+            ops = trash.operations()
+            if not ops:
+                console.print("nothing to undo: the consolidation trash is empty", markup=False)
+            for op in ops:
+                console.print(op.describe(), markup=False, soft_wrap=True)
+            return
+        report = trash.undo(ctx.store, operation or None)
+    for line in report.describe():
+        console.print(line, markup=False, soft_wrap=True)
+
+
+def governance_fields(memory: Memory, ladder: Ladder) -> dict[str, object]:
+    """What MEM-7 and MEM-8 keep for a memory, as JSON: provenance, scope, validity, evidence, rung."""
+    return {"scope": memory.scope, "expires": memory.expires.isoformat() if memory.expires else None,
+            "source": {"session": memory.source.session, "messages": list(memory.source.messages),
+                       "tool_calls": list(memory.source.tool_calls), "origin": memory.source.origin},
+            "external": memory.external, "reason": memory.reason, "evidence": list(memory.evidence),
+            "ladder": ladder.standing(memory).to_dict()}
 
 
 def rules_command(

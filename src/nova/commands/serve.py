@@ -15,14 +15,14 @@ __all__ = ["serve_command"]
 
 def serve_command(
     *, host: str, port: int, provider: str | None, model: str | None, base_url: str | None,
-    allow: list[str] | None, yes: bool, cwd: Path | None, print_token: bool,
+    allow: list[str] | None, yes: bool, cwd: Path | None, print_token: bool, workers: int = 1,
 ) -> None:
-    from nova.server.token import load_or_create_token
+    from nova.server.shared_token import server_token
 
     with user_errors():
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
         if print_token:
-            token, _ = load_or_create_token(settings.home)
+            token, _ = server_token(settings.home)
             print(token)
             return
         if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn")):
@@ -36,5 +36,5 @@ def serve_command(
 
         console = Console(highlight=False)
         options = ServeOptions(host=host, port=port, cwd=(cwd or Path.cwd()).resolve(),
-                               allowed_tools=frozenset(allow or ()), yes=yes)
+                               allowed_tools=frozenset(allow or ()), yes=yes, workers=workers)
         run_server(settings, options, say=lambda line: console.print(line, markup=False, soft_wrap=True))

@@ -21,7 +21,7 @@ import hashlib
 import logging
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -231,6 +231,8 @@ class ContextRuntime(Extension):
     last: Compiled | None = None
     guard: ContinuityGuard | None = None
     """The continuity check wrapped around the compaction summarizer, when the agent compacts."""
+    pinned_filter: Callable[[str], str] | None = None
+    """Rewrites the pinned task state before it is shown (revoked memory text is redacted from it)."""
     _env: tuple[str, str] = ("", "")
     _workspace: tuple[str, str | None] = ("", None)
     _seen_request: str = ""
@@ -256,6 +258,8 @@ class ContextRuntime(Extension):
             state = self._notice_request(history[req], state)
         request_id = history[req].id if req < len(history) else ""
         pinned_text = render_pinned(state, workspace=self._workspace_hash(f"{request_id}:{state.version}", state))
+        if self.pinned_filter is not None:
+            pinned_text = self.pinned_filter(pinned_text)
         pinned = SourceText(id="task.state", cls="pinned", source=f"task state v{state.version} (session store)",
                             version=f"v{state.version}", text=pinned_text,
                             reason="canonical task state: goal, constraints, approvals, open items, evidence; "

@@ -11,6 +11,11 @@ Gates, checked in this order by `Consolidator.maybe_run()`:
 The clock is injected so the gates can be tested without waiting. Every merge and delete is appended to
 `<home>/memory/consolidation.log` as one JSON object per line.
 
+Every merge and deletion is reported with why (which name, description or text made them duplicates,
+or when it expired) and put in the trash first (`nova.memory.trash`): `nova memory undo` restores it
+for 30 days. The scan starts from a snapshot of every file's text; a file edited after that is never
+overwritten or deleted: its change is skipped and reported, and the next run sees the new text.
+
 Duplicates are memories of the same type that share a name slug, a description or a body (after
 whitespace and case folding). Only unreviewed candidates that Nova itself wrote are merged: the most
 recently updated one is kept (a `nova memory edit` counts as an update, so the text a user just edited
@@ -39,7 +44,9 @@ from filelock import FileLock
 
 from nova.files import create_private_file, private_dir
 from nova.memory.config import MemoryConfig
-from nova.memory.store import Memory, MemoryStore, Status, atomic_write_text, format_time
+from nova.memory.reviews import content_hash
+from nova.memory.store import Memory, MemoryStore, Status, atomic_write_text, format_time, memory_to_text
+from nova.memory.trash import Trash
 
 __all__ = ["ConsolidationLock", "ConsolidationReport", "Consolidator", "count_sessions_since", "pid_alive"]
 
@@ -140,13 +147,18 @@ class ConsolidationReport:
     deleted: list[dict[str, Any]] = field(default_factory=list)
     held: list[dict[str, Any]] = field(default_factory=list)
     """Duplicates left unmerged because an approved memory is involved: the user decides."""
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    """Changes not made because a file was edited after the scan started: the edit wins."""
 
     def describe(self) -> list[str]:
         """One line per change, for the person who ran `nova memory consolidate`."""
-        lines = [f"kept {e['into']!r} ← merged {', '.join(repr(n) for n in e['merged'])}: their text is now in "
-                 f"{e['into']!r} (still a candidate: review it with `nova memory show {e['into']}`)"
+        lines = [f"kept {e['into']!r} ← merged {', '.join(repr(n) for n in e['merged'])} ({e.get('why', '')}): "
+                 f"their text is now in {e['into']!r} (still a candidate: review it with `nova memory show "
+                 f"{e['into']}`; undo with `nova memory undo {e.get('undo', '')}` within 30 days)"
                  for e in self.merged]
-        lines += [f"deleted {e['name']!r}: {e['reason']}" for e in self.deleted]
+        lines += [f"deleted {e['name']!r}: {e['reason']} (undo with `nova memory undo {e.get('undo', '')}` within "
+                  "30 days)" for e in self.deleted]
+        lines += [f"skipped {', '.join(repr(n) for n in e['names'])}: {e['reason']}" for e in self.skipped]
         lines += [f"left {e['name']!r} unmerged: it duplicates approved memory {e['duplicates']!r} "
                   "(forget one, or keep both)" for e in self.held]
         return lines
@@ -235,15 +247,57 @@ class Consolidator:
         with self.log_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
 
+    def _snapshot(self) -> dict[Path, str]:
+        """Every memory file's text as the scan starts: an edit made after it is never overwritten."""
+        texts: dict[Path, str] = {}
+        for directory in self.store.dirs:
+            if not directory.is_dir():
+                continue
+            for path in directory.glob("*.md"):
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    texts[path] = path.read_text(encoding="utf-8")
+        return texts
+
+    @staticmethod
+    def _unchanged(memory: Memory, snapshot: dict[Path, str]) -> bool:
+        assert memory.path is not None
+        try:
+            return snapshot.get(memory.path) == memory.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+
+    def _saved(self, memory: Memory, snapshot: dict[Path, str]) -> dict[str, Any]:
+        assert memory.path is not None
+        record = self.store.reviews.get(content_hash(memory))
+        return {"path": str(memory.path), "text": snapshot[memory.path],
+                "state": record.state if record is not None else None,
+                "by": record.by if record is not None else "nova"}
+
+    def _skip(self, report: ConsolidationReport, names: list[str], stamp: str) -> None:
+        entry = {"at": stamp, "action": "skip", "names": names,
+                 "reason": "edited after the consolidation scan started: left as it is (run it again to "
+                           "consolidate the new text)"}
+        report.skipped.append(entry)
+        self._log(entry)
+
     def _consolidate(self, report: ConsolidationReport) -> None:
         now = datetime.fromtimestamp(self.clock(), UTC).replace(microsecond=0)
         stamp = format_time(now)
+        trash = Trash(self.store.home_dir, clock=self.clock)
+        trash.operations()  # purges what is past its 30 days
+        snapshot = self._snapshot()
         live: list[Memory] = []
         for memory in self.store.memories():
+            if memory.path not in snapshot:
+                continue  # appeared after the scan started: the next run sees it
             if memory.is_expired(now):
-                self._delete_path(memory)
+                if not self._unchanged(memory, snapshot):
+                    self._skip(report, [memory.name], stamp)
+                    continue
                 entry: dict[str, Any] = {"at": stamp, "action": "delete", "name": memory.name, "type": memory.type,
                          "reason": f"expired {format_time(memory.expires)}" if memory.expires else "expired"}
+                entry["undo"] = trash.put(action="delete", entry=entry, files=[self._saved(memory, snapshot)])
+                self._delete_path(memory)
                 report.deleted.append(entry)
                 self._log(entry)
             elif memory.status != "revoked":
@@ -261,15 +315,39 @@ class Consolidator:
             if len(mergeable) < 2:
                 continue
             survivor, others = mergeable[0], mergeable[1:]
+            if not all(self._unchanged(m, snapshot) for m in mergeable):
+                self._skip(report, [m.name for m in mergeable if not self._unchanged(m, snapshot)], stamp)
+                continue
             merged = self._merge(survivor, others, now)
+            entry = {"at": stamp, "action": "merge", "into": survivor.name, "type": survivor.type,
+                     "merged": [o.name for o in others], "why": self._why(survivor, others)}
+            # Into the trash before anything changes, so a crash between the steps loses nothing either.
+            entry["undo"] = trash.put(action="merge", entry=entry,
+                                      files=[self._saved(m, snapshot) for m in mergeable],
+                                      result={"path": str(survivor.path), "text": memory_to_text(merged)})
             # Written before the others go: if the write is refused, nothing has been lost.
             self.store.write(merged, note=f"merged by consolidation from {', '.join(o.name for o in others)}")
             for other in others:
-                self._delete_path(other)
-            entry = {"at": stamp, "action": "merge", "into": survivor.name, "type": survivor.type,
-                     "merged": [o.name for o in others]}
+                if self._unchanged(other, snapshot):
+                    self._delete_path(other)
+                else:  # edited while the merge ran: its new text stays where it is
+                    self._skip(report, [other.name], stamp)
             report.merged.append(entry)
             self._log(entry)
+
+    @staticmethod
+    def _why(survivor: Memory, others: list[Memory]) -> str:
+        """What made each memory a duplicate, said the way a person would check it."""
+        group = [survivor, *others]
+        reasons: list[str] = []
+        for other in others:
+            peers = [m for m in group if m is not other]
+            same = [label for label, key in (("the same name", lambda m: m.slug),
+                                             ("the same description", lambda m: _norm(m.description)),
+                                             ("the same text", lambda m: _norm(m.body)))
+                    if key(other) and any(key(other) == key(p) for p in peers)]
+            reasons.append(f"{other.name!r} has {' and '.join(same) or 'overlapping text'}")
+        return "; ".join(reasons)
 
     def _delete_path(self, memory: Memory) -> None:
         assert memory.path is not None

@@ -130,15 +130,28 @@ def render_conversation(messages: Sequence[Message]) -> str:
 
 def untrusted_evidence(messages: Sequence[Message]) -> tuple[str, ...]:
     """What in `messages` came neither from the user nor from the model's own reply: tool results, and
-    messages Nova inserted (summaries and context built from files and tool output). Recalled memories
-    are approved text and do not count."""
+    messages Nova inserted (summaries and context built from files and tool output), and text the user
+    pasted (`looks_pasted`). Recalled memories are approved text and do not count."""
     kinds: list[str] = []
     for message in messages:
         if message.tool_results():
             kinds.append("tool result")
         if message.origin in ("summary", "context"):
             kinds.append("file content")
+        if message.role == "user" and message.origin is None and looks_pasted(message.text):
+            kinds.append("pasted text")
     return tuple(dict.fromkeys(kinds))
+
+
+# Text the user pasted rather than wrote: a fenced or quoted block, mail or log headers, or a wall of
+# text. Its words are someone else's, so what is drawn from it waits for review like a tool result.
+_PASTED = re.compile(r"(?m)^\s*(?:```|~~~|>\s|(?:from|to|subject|date|cc):\s|\[?\d{4}-\d\d-\d\d[ t]\d\d:)",
+                     re.IGNORECASE)
+PASTED_CHARS = 1200
+
+
+def looks_pasted(text: str) -> bool:
+    return len(text) > PASTED_CHARS or _PASTED.search(text) is not None
 
 
 def _shingles(text: str, n: int = 4) -> set[tuple[str, ...]]:
@@ -274,6 +287,7 @@ class MemoryExtractor:
         self._cursor[session_id] = window[-1].id
         message_ids = tuple(m.id for m in window if m.role == "user")[-5:]
         evidence = untrusted_evidence(window)
+        tool_calls = tuple(p.tool_use_id for m in window for p in m.tool_results())[-10:]
         outcomes = []
         for block in parse_memory_blocks(text):
             external = is_external(block, window)
@@ -281,7 +295,7 @@ class MemoryExtractor:
                 name=block.name, description=block.description, type=block.type, body=block.body,
                 author="model", origin="tool" if external else "assistant", session=session_id,
                 messages=message_ids, reason=block.reason, expires=block.expires, external=external,
-                evidence=evidence,
+                evidence=evidence, tool_calls=tool_calls,
             )
             outcome = remember(self.store, proposal, config=self.config)
             if outcome.refused:

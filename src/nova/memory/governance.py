@@ -49,13 +49,17 @@ __all__ = [
     "Proposal",
     "SecretFinding",
     "WriteOutcome",
+    "claims_task_state",
     "find_secrets",
     "is_rule_like",
+    "is_sensitive",
     "merge",
     "redact",
     "remember",
     "review",
     "revision_name",
+    "scope_of",
+    "touches_safety_policy",
 ]
 
 EXTERNAL_ORIGINS = frozenset({"tool", "web"})
@@ -71,6 +75,48 @@ _RULE_LIKE = re.compile(
 
 def is_rule_like(text: str) -> bool:
     return _RULE_LIKE.search(text) is not None
+
+
+# What only a person may change: the permission and sandbox rules, the approval flow, the policy files.
+# The model may not write memories about these at all (SPEC MEM-8: safety policy is never model-writable).
+_SAFETY_POLICY = re.compile(
+    r"(?i)\b(?:permission(?:s| rules?| mode| policy)?|sandbox(?:ing)?|allowed[_ ]tools|deny[_ -]rules?|"
+    r"protected paths?|policy\.md|org(?:anisation|anization)? policy|safety (?:policy|rules?|checks?)|"
+    r"auto[- ]?approv\w*|--yes\b|--dangerously\S*|skip (?:the )?(?:confirmation|approval|permission|review)s?|"
+    r"disable (?:the )?(?:sandbox|checks?|hooks?|review|guard\w*|approvals?)|bypass\w*|no-verify)"
+)
+# Claims that something was approved or decided: task state, recorded only by the user's own commands
+# (SPEC MEM-8: task state is never recovered by semantic search, so memory must not carry it either).
+_TASK_STATE_CLAIM = re.compile(
+    r"(?i)\b(?:user|owner|maintainers?|team|lead|admin|i|we|you)\b[^.\n]{0,30}?\b(?:has |have |had )?"
+    r"(?:approved|pre-?approved|authori[sz]ed|signed off|granted|okayed|ok'd|allowed)\b"
+)
+
+
+# Mentions of credentials and where they live: not a secret itself (those are refused outright), but a
+# memory about moving or showing them is high-risk, so a person approves it (MEM-7 sensitivity).
+_SENSITIVE = re.compile(
+    r"(?i)(?:\.env\b|\.ssh\b|id_rsa|id_ed25519|\.netrc|\.npmrc|\.pypirc|credentials?|api[ _-]?keys?|"
+    r"access[ _-]?tokens?|secrets?\b|passwords?|private[ _-]?keys?|kubeconfig)"
+)
+
+
+def is_sensitive(text: str) -> bool:
+    return _SENSITIVE.search(text) is not None
+
+
+def touches_safety_policy(text: str) -> bool:
+    return _SAFETY_POLICY.search(text) is not None
+
+
+def claims_task_state(text: str) -> bool:
+    return _TASK_STATE_CLAIM.search(text) is not None
+
+
+def scope_of(memory_type: str) -> str:
+    """Where a memory applies: `user` memories live in the home, `project` ones in the repository, where
+    everyone who clones it shares them. Organisation rules are policy files, never memories."""
+    return "user" if memory_type in ("user", "feedback") else "project"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +138,8 @@ class Proposal:
     evidence: tuple[str, ...] = ()
     """What besides the user's and the model's own words the proposal was drawn from ("tool result",
     "file content"): anything here means a person must review it before it is used."""
+    tool_calls: tuple[str, ...] = ()
+    """The ids of the tool calls whose results were in the window the proposal was drawn from."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,15 +171,31 @@ def review(proposal: Proposal, *, config: MemoryConfig) -> Decision:
     if not proposal.body.strip() and not proposal.description.strip():
         return Decision(allowed=False, refusal="memory is empty")
     external = proposal.external or proposal.origin in EXTERNAL_ORIGINS
-    rule_like = is_rule_like(f"{proposal.description}\n{proposal.body}")
+    text = f"{proposal.name}\n{proposal.description}\n{proposal.body}"
+    rule_like = is_rule_like(text)
     if proposal.author == "user":
         return Decision(allowed=True, status="active", external=external, rule_like=rule_like)
+    if touches_safety_policy(text):
+        return Decision(allowed=False, refusal="it is about safety policy (permissions, sandbox, approvals), "
+                                               "which only a person changes, in the policy files; the model "
+                                               "never writes it to memory")
+    if claims_task_state(text):
+        return Decision(allowed=False, refusal="it claims an approval or decision; task state is recorded only "
+                                               "by the user's own commands, never carried in memory")
     untrusted = [*proposal.evidence, *(["tool or web output"] if external else [])]
     if untrusted:
         sources = ", ".join(dict.fromkeys(untrusted))
         # Tagged external too: drawn from outside text, it is never shown even where candidates are.
         return Decision(allowed=True, status="candidate", external=True, rule_like=rule_like,
                         notes=(f"drawn from {sources}: needs your review whatever model_status says",))
+    sensitive = is_sensitive(text)
+    if rule_like or sensitive or scope_of(proposal.type) == "project":
+        # High-risk (a standing order, or about credentials) or shared (it lives in the repository): a
+        # person approves it whatever model_status says.
+        why = ("reads as a standing order" if rule_like else "mentions credentials" if sensitive
+               else "a project memory, shared with everyone in the repository")
+        return Decision(allowed=True, status="candidate", external=external, rule_like=rule_like,
+                        notes=(f"model-authored and {why}: needs your approval",))
     status: Status = config.model_status
     notes = ("model-authored: held as candidate until approved",) if status == "candidate" else ()
     return Decision(allowed=True, status=status, external=external, rule_like=rule_like, notes=notes)
@@ -161,8 +225,10 @@ def merge(existing: Memory, proposal: Proposal, decision: Decision, *, now: date
         author="user" if "user" in (existing.author, proposal.author) else "model",
         updated=now,
         expires=proposal.expires or existing.expires,
-        source=replace(existing.source, messages=messages, session=proposal.session or existing.source.session),
+        source=replace(existing.source, messages=messages, session=proposal.session or existing.source.session,
+                       tool_calls=tuple(dict.fromkeys([*existing.source.tool_calls, *proposal.tool_calls]))),
         external=existing.external or decision.external,
+        evidence=tuple(dict.fromkeys([*existing.evidence, *proposal.evidence])),
         reason=proposal.reason or existing.reason,
         review_note="",
     )
@@ -203,9 +269,11 @@ def _new_memory(proposal: Proposal, decision: Decision, *, name: str, moment: da
         created=moment,
         updated=moment,
         expires=proposal.expires,
-        source=MemorySource(session=proposal.session, messages=proposal.messages, origin=proposal.origin),
+        source=MemorySource(session=proposal.session, messages=proposal.messages, origin=proposal.origin,
+                            tool_calls=proposal.tool_calls),
         external=decision.external,
         reason=reason,
+        evidence=proposal.evidence,
     )
 
 

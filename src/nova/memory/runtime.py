@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nova.errors import NovaError
 from nova.extensions import Extension, LatePoller, TurnResult
 from nova.memory.config import MemoryConfig
 from nova.memory.consolidate import Consolidator
 from nova.memory.extract import MemoryExtractor, TurnEnd
+from nova.memory.instructions import load_rules
 from nova.memory.recall import ModelSelector, RecallPrefetch
+from nova.memory.retrieval.log import LOG_NAME, RetrievalLog
 from nova.memory.store import MemoryStore
 from nova.messages import Message, TextPart
 
@@ -47,10 +50,14 @@ class MemoryRuntime(Extension):
     background: list[threading.Thread] = field(default_factory=list)
     """Background work started with the session (consolidation) that closing waits for."""
     close_grace_s: float = EXTRACTION_GRACE_S
+    rules: tuple[str, ...] = ()
+    """Project rule text: a recalled memory that contradicts it is suppressed."""
+    retrieval_log: RetrievalLog | None = None
 
     def on_turn_start(self, *, user: Message) -> LatePoller:
         prefetch = RecallPrefetch.for_query(
-            user.text, dirs=self.store.dirs, selector=self.selector, config=self.config, reviews=self.store.reviews
+            user.text, dirs=self.store.dirs, selector=self.selector, config=self.config, reviews=self.store.reviews,
+            rules=self.rules, log_to=self.retrieval_log,
         ).start()
         first = True
 
@@ -60,8 +67,14 @@ class MemoryRuntime(Extension):
             first = False
             if result is None or not result.block.strip():
                 return None
-            return Message(role="user", parts=(TextPart(result.block),),
-                           origin="memory", metadata={"memories": [m.name for m in result.memories]})
+            metadata: dict[str, object] = {"memories": [m.name for m in result.memories]}
+            if result.conflicts:
+                metadata["conflicts"] = [list(pair) for pair in result.conflicts]
+            if result.suppressed:
+                metadata["suppressed"] = [{"memory": name, "rule": rule} for name, rule in result.suppressed]
+            if result.retrieval is not None:
+                metadata["retrieval"] = result.retrieval
+            return Message(role="user", parts=(TextPart(result.block),), origin="memory", metadata=metadata)
 
         return poll
 
@@ -95,10 +108,25 @@ def memory_extension(*, home: Path, cwd: Path, session_id: str, provider: Provid
         extractor=MemoryExtractor(provider=provider, model=model, store=store, config=config) if provider else None,
         selector=ModelSelector(provider=provider, model=model) if provider else None,
         session_id=session_id,
+        rules=_rule_text(cwd=cwd, home=home),
+        retrieval_log=_retrieval_log(store),
     )
     if consolidate:
         runtime.background.append(start_consolidation(store, home=home, config=config))
     return runtime
+
+
+def _rule_text(*, cwd: Path, home: Path) -> tuple[str, ...]:
+    try:
+        text = load_rules(cwd=cwd, home=home).text
+    except (OSError, NovaError) as exc:  # recall without rule checks beats no recall
+        log.debug("project rules not read for memory recall: %s", exc)
+        return ()
+    return (text,) if text.strip() else ()
+
+
+def _retrieval_log(store: MemoryStore) -> RetrievalLog:
+    return RetrievalLog(store.dirs[0] / LOG_NAME)
 
 
 def start_consolidation(store: MemoryStore, *, home: Path, config: MemoryConfig) -> threading.Thread:

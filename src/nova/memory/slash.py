@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from nova.memory.config import MemoryConfig
 from nova.memory.governance import Proposal, remember
+from nova.memory.provenance import reinstate, revoke
 from nova.memory.store import MEMORY_TYPES, MemoryStore, MemoryStoreError
 
 __all__ = ["SlashResult", "handle_memory_slash", "name_from_text"]
@@ -96,8 +97,9 @@ def _memory(rest: str, *, store: MemoryStore) -> SlashResult:
         return SlashResult(text=memory.path.read_text(encoding="utf-8"))
     if action == "approve":
         memory = store.set_status(name, "active")
+        reinstate(store, memory.name)
         return SlashResult(text=f"Approved {memory.name!r}: it can now be recalled.")
     if action in ("forget", "revoke"):
-        memory = store.set_status(name, "revoked")
-        return SlashResult(text=f"Revoked {memory.name!r}: it will not be recalled again.")
+        # Through provenance: the next view drops it from summaries and task state that quoted it too.
+        return SlashResult(text="\n".join(revoke(store, name).describe()))
     return SlashResult(text="usage: /memory [list|show NAME|approve NAME|forget NAME]", ok=False)

@@ -140,6 +140,8 @@ class MemorySource:
     session: str | None = None
     messages: tuple[str, ...] = ()
     origin: Origin = "user"
+    tool_calls: tuple[str, ...] = ()
+    """The tool calls whose results the memory was drawn from (extraction fills it)."""
 
     def describe(self) -> str:
         parts: list[str] = [self.origin]
@@ -147,6 +149,8 @@ class MemorySource:
             parts.append(f"session {self.session}")
         if self.messages:
             parts.append("messages " + ",".join(self.messages))
+        if self.tool_calls:
+            parts.append("tool calls " + ",".join(self.tool_calls))
         return ", ".join(parts)
 
 
@@ -171,6 +175,13 @@ class Memory:
     recorded: bool = True
     """False when Nova has no record of writing this content: its provenance is unknown, so it is not
     recalled even where candidates are."""
+    evidence: tuple[str, ...] = ()
+    """What besides the user's and the model's own words it was drawn from ("tool result", "file content")."""
+
+    @property
+    def scope(self) -> str:
+        """`user` (the home, this person only) or `project` (the repository, shared with everyone in it)."""
+        return "user" if self.type in HOME_TYPES else "project"
 
     @property
     def slug(self) -> str:
@@ -189,7 +200,7 @@ class Memory:
 
 def _metadata(memory: Memory) -> dict[str, Any]:
     # Insertion order is the order a human reads in the file.
-    return {
+    meta: dict[str, Any] = {
         "name": memory.name,
         "description": memory.description,
         "type": memory.type,
@@ -206,6 +217,12 @@ def _metadata(memory: Memory) -> dict[str, Any]:
         "external": memory.external,
         "reason": memory.reason,
     }
+    # Written only when present, so files without them stay as they were.
+    if memory.source.tool_calls:
+        meta["source"]["tool_calls"] = list(memory.source.tool_calls)
+    if memory.evidence:
+        meta["evidence"] = list(memory.evidence)
+    return meta
 
 
 def memory_to_text(memory: Memory) -> str:
@@ -233,6 +250,7 @@ def memory_from_meta(meta: Mapping[str, Any], body: str, *, path: Path | None = 
             session=str(raw_source["session"]) if raw_source.get("session") else None,
             messages=tuple(str(m) for m in messages) if isinstance(messages, list | tuple) else (str(messages),),
             origin=cast(Origin, origin if origin in ("user", "assistant", "tool", "web", "cli") else "user"),
+            tool_calls=_strings(raw_source.get("tool_calls")),
         )
     created = parse_time(meta.get("created")) or _now()
     return Memory(
@@ -249,7 +267,12 @@ def memory_from_meta(meta: Mapping[str, Any], body: str, *, path: Path | None = 
         external=bool(meta.get("external", False)),
         reason=str(meta.get("reason") or ""),
         path=path,
+        evidence=_strings(meta.get("evidence")),
     )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
 
 
 # -- a fast path for the frontmatter this module writes ---------------------------------------------

@@ -7,6 +7,8 @@
     GET    /api/sessions                    list;  POST: create
     GET    /api/sessions/{id}               meta and the recorded messages;  DELETE: remove
     POST   /api/sessions/{id}/messages      one turn, streamed as the AI SDK UI message stream (v1)
+    GET    /api/sessions/{id}/events        the latest turn's stream from any worker (PostgreSQL only;
+                                            resumes after `Last-Event-ID`)
     POST   /api/sessions/{id}/cancel        stop the running turn at its next step
     POST   /api/sessions/{id}/approvals/{call_id}   answer a tool call waiting for approval
     GET    /api/sessions/{id}/context       the one context figure (TOK-3) and what is in context
@@ -35,6 +37,7 @@ from nova import events as ev
 from nova.app import AgentOptions
 from nova.errors import NovaError, SessionBusy, SessionNotFound
 from nova.host import HostLimits, SessionHub
+from nova.memory.provenance import reinstate, revoke
 from nova.memory.store import Memory, MemoryNotFound, MemoryStore, UnsafeMemoryName, format_time
 from nova.messages import new_id
 from nova.providers.base import Provider
@@ -62,7 +65,7 @@ from nova.server.schemas import (
 from nova.server.streams import OpenStreams
 from nova.server.text_check import TextCheck
 from nova.server.ui_stream import DONE, STREAM_HEADERS, UIStreamEncoder, sse
-from nova.sessions.schema import BoundaryRecord, MessageRecord
+from nova.sessions.schema import BoundaryRecord, MessageRecord, Record, parse_record
 from nova.sessions.session import Session
 from nova.settings import Settings
 
@@ -87,8 +90,8 @@ def create_app(
     config = config or ServerConfig()
     limits = HostLimits(max_live=config.max_live_sessions, idle_timeout_s=config.idle_session_timeout_s)
     desk = ApprovalDesk(timeout_s=config.approval_timeout_s)
-    hub = SessionHub(settings, options=options, make_provider=make_provider, limits=limits, approvals=desk,
-                     provider_for=provider_for)
+    hub = _make_hub(settings, options=options, make_provider=make_provider, limits=limits, approvals=desk,
+                    provider_for=provider_for)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -114,6 +117,43 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(HostCheck, policy=HostPolicy.for_bind(bind_host, config.allowed_hosts))
     return app
+
+
+def _make_hub(settings: Settings, **kwargs: Any) -> SessionHub:
+    """The single-process hub on SQLite; with a database URL, a worker among several (`shared_hub`)."""
+    from nova.sessions.backend import database_url
+
+    url = database_url(settings.home)
+    if url is None:
+        return SessionHub(settings, **kwargs)
+    from nova.server.shared_hub import SharedSessionHub
+
+    return SharedSessionHub(settings, url=url, **kwargs)
+
+
+def _shared_stream(hub: SessionHub, session_id: str, turn_id: str,
+                   deliver: Callable[[bytes], None]) -> Callable[[bytes, bool], None]:
+    """How a batch of a turn's events reaches its client: straight, or (several workers) stored first so
+    clients on any worker can follow it, and sent with its id."""
+    event_log = getattr(hub, "event_log", None)
+    if event_log is None:
+        return lambda data, last: deliver(data)
+    from nova.server.event_log import with_id
+
+    def publish(data: bytes, last: bool) -> None:
+        deliver(with_id(data, event_log.publish(session_id, turn_id, data, last=last)))
+
+    return publish
+
+
+def _records(hub: SessionHub, settings: Settings, session_id: str) -> list[Record]:
+    """The session's raw log from the start: the database's rows when workers share one, else the file."""
+    read_records = getattr(hub, "read_records", None)
+    if read_records is not None:
+        return [parse_record(line, f"session {session_id} record {n}")
+                for n, line in enumerate(read_records(session_id), start=1)]
+    with Session.open(settings.home, session_id, readonly=True) as record:
+        return list(record.transcript.iter_records())
 
 
 def _errors(app: FastAPI) -> None:
@@ -165,12 +205,11 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
         meta = hub.meta(session_id)
         # The raw log, read-only and from the start: what was said before a compaction is still there.
         messages, compactions = [], 0
-        with Session.open(settings.home, session_id, readonly=True) as record:
-            for item in record.transcript.iter_records():
-                if isinstance(item, MessageRecord):
-                    messages.append(message_out(item.message))
-                elif isinstance(item, BoundaryRecord):
-                    compactions += 1
+        for item in _records(hub, settings, session_id):
+            if isinstance(item, MessageRecord):
+                messages.append(message_out(item.message))
+            elif isinstance(item, BoundaryRecord):
+                compactions += 1
         return SessionDetail(session=session_out(meta, running=hub.is_running(session_id)), messages=messages,
                              compactions=compactions)
 
@@ -193,17 +232,22 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
             raise HTTPException(422, "the message has no text")
         channel: ChunkChannel[bytes] = ChunkChannel(asyncio.get_running_loop())
         encoder = UIStreamEncoder(new_id("msg"))
-        channel.put(b"".join(sse(c) for c in encoder.start()))
+        deliver = _shared_stream(hub, session_id, encoder.message_id, channel.put)
+        unsent = [b"".join(sse(c) for c in encoder.start())]
+
+        def put(data: bytes, last: bool) -> None:
+            # The start chunk goes with the first batch: a turn refused as busy publishes nothing.
+            deliver((unsent.pop() if unsent else b"") + data, last)
 
         def sink(event: ev.Event | None) -> None:
             # Runs on the turn's worker thread; the encoder is touched only here once the turn starts.
             if event is None:
-                channel.put(b"".join(sse(c) for c in encoder.finish("error")) + DONE)
+                put(b"".join(sse(c) for c in encoder.finish("error")) + DONE, True)
                 channel.close()
                 return
             chunks = encoder.encode(event)
             if chunks:
-                channel.put(b"".join(sse(c) for c in chunks))
+                put(b"".join(sse(c) for c in chunks), False)
 
         await asyncio.to_thread(hub.start_turn, session_id, prompt, sink)
         streams: OpenStreams = app.state.streams
@@ -218,6 +262,21 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
                 streams.discard(channel)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=STREAM_HEADERS)
+
+    @app.get("/api/sessions/{session_id}/events", tags=["turns"], response_class=StreamingResponse)
+    async def follow_events(session_id: SessionId, request: Request,
+                            after: Annotated[int | None, Query(ge=0)] = None) -> StreamingResponse:
+        """The session's latest turn as it streams, from any worker (PostgreSQL backend): from its start,
+        or after the event id given as `after` or the Last-Event-ID header (a reconnecting client)."""
+        event_log = getattr(hub, "event_log", None)
+        if event_log is None:
+            raise HTTPException(404, "turn events are kept only when Nova runs on PostgreSQL")
+        await asyncio.to_thread(hub.check, session_id)
+        header = request.headers.get("last-event-id", "")
+        if after is None and header.isdigit():
+            after = int(header)
+        return StreamingResponse(event_log.follow(session_id, after), media_type="text/event-stream",
+                                 headers=STREAM_HEADERS)
 
     @app.post("/api/sessions/{session_id}/cancel", tags=["turns"])
     def cancel(session_id: SessionId) -> dict[str, bool]:
@@ -249,5 +308,15 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
     def delete_memory(name: MemoryName, purge: Annotated[bool, Query()] = False) -> MemoryOut:
         """Revoke (kept as a tombstone so it is not re-created, MEM-7); `purge=true` removes the file."""
         memories = store()
-        gone = memories.delete(name) if purge else memories.set_status(name, "revoked")
+        # Revocation follows provenance: summaries and task state that quoted it are redacted too.
+        revoke(memories, name)
+        gone = memories.delete(name) if purge else memories.get(name)
         return _memory_out(gone, body=False)
+
+    @app.post("/api/memory/{name}/approve", tags=["memory"])
+    def approve_memory(name: MemoryName) -> MemoryOut:
+        """A person approves exactly the memory's current text (as `nova memory approve` does, MEM-7)."""
+        memories = store()
+        approved = memories.set_status(name, "active")
+        reinstate(memories, approved.name)
+        return _memory_out(approved, body=False)

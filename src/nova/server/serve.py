@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 from nova.app import AgentOptions
 from nova.providers.factory import make_provider
 from nova.server.config import ServerConfig, parse_server_config
-from nova.server.token import TOKEN_FILE, load_or_create_token
+from nova.server.shared_token import server_token
+from nova.server.token import TOKEN_FILE
+from nova.server.workers import WORKER_ENV, inherited_sockets, require_database
 from nova.settings import Settings
 
 if TYPE_CHECKING:
@@ -38,6 +40,8 @@ class ServeOptions:
     allowed_tools: frozenset[str] = frozenset()
     yes: bool = False
     log_level: str = "warning"
+    workers: int = 1
+    """Processes serving the port; more than one shares sessions through PostgreSQL (`workers.py`)."""
 
 
 def server_config(settings: Settings) -> ServerConfig:
@@ -108,7 +112,9 @@ def _stopping_promptly(config: uvicorn.Config, app: FastAPI) -> uvicorn.Server:
 def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
 
     config = server_config(settings)  # a malformed [server] section stops here, before the token is printed
-    token, created = load_or_create_token(settings.home)
+    if options.workers > 1 and os.environ.get(WORKER_ENV) is None:
+        require_database(settings)
+    token, created = server_token(settings.home)  # shared by every worker when they share a database
     app = build_server_app(settings, options, token, dict(os.environ))
     if (warning := bind_warning(options.host, settings.home)) is not None:
         say(warning)
@@ -120,10 +126,15 @@ def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str]
     else:
         say(f"Open {base}/ and sign in with the token in {settings.home / TOKEN_FILE} "
             "(`nova serve --print-token` prints it)")
+    if options.workers > 1 and os.environ.get(WORKER_ENV) is None:
+        from nova.server.workers import run_workers
+
+        run_workers(settings, options, say=say)  # one port, N processes, one database
+        return
     say(f"Nova serving on {base} (provider {settings.provider}, model {settings.model}); Ctrl-C stops it")
     server = _stopping_promptly(uvicorn_config(app, host=options.host, port=options.port, config=config,
                                                log_level=options.log_level), app)
     with contextlib.suppress(KeyboardInterrupt):
-        server.run()
+        server.run(sockets=inherited_sockets())
     if not server.started:  # uvicorn said why (the port in use, most often)
         raise SystemExit(3)

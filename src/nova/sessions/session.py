@@ -30,6 +30,7 @@ from nova.core import Usage
 from nova.errors import StorageError
 from nova.files import FOLDER_MODE, create_private_file, private_dir
 from nova.messages import Message, new_id
+from nova.sessions.db_transcript import open_transcript
 from nova.sessions.lock import SessionLock
 from nova.sessions.meta import (
     ARTIFACT_DIRS,
@@ -46,14 +47,16 @@ from nova.sessions.meta import (
 )
 from nova.sessions.repair import HistoryScan, RepairReport, repair_history
 from nova.sessions.schema import BoundaryRecord, printable, strip_thinking
-from nova.sessions.sqlite import SQLiteSessionStore
 from nova.sessions.store import SessionRecord, SessionStore, StoredTaskState
 from nova.sessions.transcript import TRANSCRIPT_NAME, BadLine, TailRead, TornTail, Transcript
 
 __all__ = ["Session", "default_store", "delete_session", "list_sessions"]
 
 def default_store(home: Path) -> SessionStore:
-    return SQLiteSessionStore(home / "nova.db")
+    """SQLite at `<home>/nova.db`, or PostgreSQL when a database URL is configured (`backend.py`)."""
+    from nova.sessions.backend import open_store
+
+    return open_store(home)
 
 
 class Session:
@@ -67,7 +70,7 @@ class Session:
         self.store = store
         self._owns_store = owns_store
         self.readonly = readonly
-        self.transcript = Transcript(self.dir / TRANSCRIPT_NAME)
+        self.transcript = open_transcript(self.dir / TRANSCRIPT_NAME, store, meta.id)
         self._dirty = False
         self.recovered: TornTail | None = None
         """The torn last line set aside when this session was opened, if there was one."""

@@ -1,0 +1,435 @@
+"""The PostgreSQL `SessionStore`: sessions, working messages, task state, the transcript's records and the
+server's event log in one database that several Nova workers (processes, hosts) share.
+
+Selected by `store.url` in the config or `NOVA_DATABASE_URL` (`nova.sessions.backend`). Needs the
+`postgres` extra (psycopg 3 and psycopg-pool).
+
+Tables are prefixed `nova_` so the database can be shared with other applications. Schema changes are
+numbered, forward-only migrations recorded in `nova_migrations`, applied under a transaction-scoped
+advisory lock so workers starting together apply each one once; a database migrated by a newer Nova is
+refused. JSON that must come back byte for byte (message content, transcript records) is stored as
+`json` (kept as written, and unlike `jsonb` it accepts the `\\u0000` escape a tool's output can
+contain); small structured values (session meta, task state) are `jsonb`.
+
+Connections come from one pool per database URL and process, shared by every store object (the host
+opens one store per open session). A connection lost mid-call (the database restarting, a network
+blip) is retried with backoff for `RETRY_WINDOW_S` and logged as a warning each time; only then does
+the call fail, with a `StorageError`. Every write is idempotent under such a retry: messages and records
+carry their own keys and a repeated insert of one is ignored.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from nova.errors import MissingDependency, StorageError
+from nova.messages import Message, from_dict, to_dict
+from nova.sessions.schema import json_text, strip_thinking
+from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["MIGRATIONS", "RETRY_WINDOW_S", "PostgresSessionStore", "is_postgres_url", "shared_pool"]
+
+log = logging.getLogger(__name__)
+
+RETRY_WINDOW_S = float(os.environ.get("NOVA_DATABASE_RETRY_S", "30"))
+"""How long a call keeps retrying while the database cannot be reached."""
+POOL_SIZE = int(os.environ.get("NOVA_DATABASE_POOL_SIZE", "16"))
+_MIGRATION_LOCK = 0x4E4F5641  # "NOVA": the advisory lock key migrations run under
+
+# Append only. Never edit a migration that has shipped: add the next number instead.
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "sessions, messages, task state, transcript records",
+        """
+        CREATE TABLE nova_sessions (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL DEFAULT '',
+            cwd TEXT NOT NULL DEFAULT '',
+            provider TEXT NOT NULL DEFAULT '',
+            model TEXT NOT NULL DEFAULT '',
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            compacted_at DOUBLE PRECISION,
+            meta JSONB NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX nova_sessions_updated ON nova_sessions (updated_at DESC);
+        CREATE TABLE nova_messages (
+            session_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            role TEXT NOT NULL,
+            content JSON NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            compacted BOOLEAN NOT NULL DEFAULT FALSE,
+            rewritten BOOLEAN NOT NULL DEFAULT FALSE,
+            PRIMARY KEY (session_id, id)
+        );
+        CREATE INDEX nova_messages_seq ON nova_messages (session_id, seq);
+        CREATE INDEX nova_messages_rewritten ON nova_messages (session_id, seq)
+            WHERE rewritten AND NOT compacted;
+        CREATE TABLE nova_task_state (
+            session_id TEXT PRIMARY KEY,
+            state JSONB NOT NULL,
+            version INTEGER NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE TABLE nova_records (
+            seq BIGSERIAL PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            rid TEXT NOT NULL UNIQUE,
+            record JSON NOT NULL,
+            written_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX nova_records_session ON nova_records (session_id, seq);
+        """,
+    ),
+    (
+        2,
+        "turn events for clients on any worker; server tokens",
+        """
+        CREATE TABLE nova_events (
+            id BIGSERIAL PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            data TEXT NOT NULL,
+            last BOOLEAN NOT NULL DEFAULT FALSE,
+            created_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX nova_events_session ON nova_events (session_id, id);
+        CREATE TABLE nova_server_tokens (
+            name TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL
+        );
+        """,
+    ),
+    (
+        3,
+        "sessions started as sub-agents name their parent",
+        """
+        ALTER TABLE nova_sessions ADD COLUMN parent_id TEXT NOT NULL DEFAULT '';
+        CREATE INDEX nova_sessions_parent ON nova_sessions (parent_id) WHERE parent_id != '';
+        """,
+    ),
+)
+
+# Named, not `*`: a later migration that adds a column must not shift what the row unpacking reads.
+_SESSION_COLUMNS = "id, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id"
+
+T = TypeVar("T")
+
+
+def is_postgres_url(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+_pools: dict[str, ConnectionPool[Any]] = {}
+_pools_lock = threading.Lock()
+_migrated: set[str] = set()
+
+
+def shared_pool(url: str) -> ConnectionPool[Any]:
+    """This process's pool for `url`, opened (and the schema migrated) on first use."""
+    with _pools_lock:
+        pool = _pools.get(url)
+        if pool is None:
+            try:
+                from psycopg_pool import ConnectionPool
+            except ImportError:
+                raise MissingDependency(
+                    "the PostgreSQL store needs its extra: pip install 'nova-agent[postgres]'"
+                ) from None
+            pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, timeout=5.0,
+                                  check=ConnectionPool.check_connection, name="nova",
+                                  kwargs={"application_name": worker_name()})
+            pool.open(wait=False)
+            if not _pools:
+                atexit.register(close_pools)
+            _pools[url] = pool
+    if url not in _migrated:
+        with _pools_lock:
+            if url not in _migrated:
+                with_retry(lambda: _migrate(pool), what=f"migrating {redact(url)}")
+                _migrated.add(url)
+    return pool
+
+
+def close_pools() -> None:
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+        _migrated.clear()
+    for pool in pools:
+        pool.close(timeout=2.0)
+
+
+def worker_name() -> str:
+    """How this process names itself to the database (shown as the holder of a busy session)."""
+    import socket
+
+    return f"nova {socket.gethostname()}:{os.getpid()}"
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def with_retry(fn: Callable[[], T], *, what: str, window_s: float | None = None) -> T:
+    """`fn()`, again with backoff (0.1 s doubling to 2 s) while the database cannot be reached, for up to
+    `window_s`; each retry is logged. Other database errors are not retried."""
+    import psycopg
+
+    window = RETRY_WINDOW_S if window_s is None else window_s
+    deadline = time.monotonic() + window
+    delay = 0.1
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except psycopg.OperationalError as exc:
+            attempt += 1
+            if time.monotonic() + delay > deadline:
+                raise StorageError(f"the database is unreachable ({what}): {_first_line(exc)}; gave up after "
+                                   f"{attempt} attempt(s) over {window:.0f} s") from None
+            log.warning("the database is unreachable (%s): %s; retry %d in %.1f s", what, _first_line(exc),
+                        attempt, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+        except psycopg.Error as exc:
+            raise StorageError(f"database error ({what}): {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _migrate(pool: ConnectionPool[Any]) -> None:
+    with pool.connection() as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS nova_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                     " applied_at DOUBLE PRECISION)")
+        applied = {int(row[0]) for row in conn.execute("SELECT id FROM nova_migrations")}
+        known = {number for number, _, _ in MIGRATIONS}
+        if applied - known:
+            raise StorageError(f"the database was migrated by a newer Nova (migration {max(applied)}); "
+                               "upgrade Nova to use it")
+        for number, name, sql in MIGRATIONS:
+            if number in applied:
+                continue
+            conn.execute(sql.encode())  # several statements: sent as one simple query
+            conn.execute("INSERT INTO nova_migrations VALUES (%s, %s, %s)", (number, name, time.time()))
+
+
+class PostgresSessionStore:
+    """A `SessionStore` on PostgreSQL. Thread-safe: each call takes a pooled connection for one
+    transaction. `close()` leaves the shared pool open for the process's other stores."""
+
+    concurrent_writes = True
+    """Writers on many connections at once are what the server is for (the host queues SQLite's)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._pool = shared_pool(url)
+
+    def _run(self, what: str, fn: Callable[[Connection[Any]], T]) -> T:
+        def attempt() -> T:
+            with self._pool.connection() as conn:
+                return fn(conn)
+
+        return with_retry(attempt, what=what)
+
+    # -- sessions -----------------------------------------------------------------------------------
+    def save_session(self, record: SessionRecord) -> None:
+        self._run("saving a session", lambda conn: conn.execute(
+            f"INSERT INTO nova_sessions ({_SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s)"
+            " ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, cwd = EXCLUDED.cwd,"
+            " provider = EXCLUDED.provider, model = EXCLUDED.model, created_at = EXCLUDED.created_at,"
+            " updated_at = EXCLUDED.updated_at, compacted_at = EXCLUDED.compacted_at, meta = EXCLUDED.meta,"
+            " parent_id = EXCLUDED.parent_id",
+            (record.id, record.title, record.cwd, record.provider, record.model, record.created_at,
+             record.updated_at, record.compacted_at, json_text(dict(record.meta)), record.parent_id),
+        ))
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        row = self._run("reading a session", lambda conn: conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM nova_sessions WHERE id = %s", (session_id,)).fetchone())
+        return _session_from_row(row) if row else None
+
+    def list_sessions(self) -> list[SessionRecord]:
+        rows = self._run("listing sessions", lambda conn: conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM nova_sessions ORDER BY updated_at DESC, id").fetchall())
+        return [_session_from_row(r) for r in rows]
+
+    def list_children(self, parent_id: str) -> list[SessionRecord]:
+        rows = self._run("listing sub-agent sessions", lambda conn: conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM nova_sessions WHERE parent_id = %s AND parent_id != ''"
+            " ORDER BY created_at, id", (parent_id,)).fetchall())
+        return [_session_from_row(r) for r in rows]
+
+    def delete_session(self, session_id: str) -> None:
+        def delete(conn: Connection[Any]) -> None:
+            conn.execute("DELETE FROM nova_messages WHERE session_id = %s", (session_id,))
+            conn.execute("DELETE FROM nova_records WHERE session_id = %s", (session_id,))
+            conn.execute("DELETE FROM nova_events WHERE session_id = %s", (session_id,))
+            conn.execute("DELETE FROM nova_sessions WHERE id = %s", (session_id,))
+
+        self._run("deleting a session", delete)
+
+    # -- messages -----------------------------------------------------------------------------------
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+
+        def append(conn: Connection[Any]) -> None:
+            # Serialises appends to one session (two would read the same MAX(seq)); released at commit.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ("messages:" + session_id,))
+            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nova_messages WHERE session_id = %s",
+                               (session_id,)).fetchone()
+            last = int(row[0]) if row else 0
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO nova_messages (session_id, id, seq, role, content, created_at)"
+                    " VALUES (%s, %s, %s, %s, %s::json, %s) ON CONFLICT (session_id, id) DO NOTHING",
+                    [(session_id, m.id, last + n, m.role, _dump(m), m.created_at)
+                     for n, m in enumerate(messages, start=1)],
+                )
+
+        self._run("appending messages", append)
+
+    def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]:
+        sql = "SELECT content::text, seq, compacted FROM nova_messages WHERE session_id = %s"
+        if not include_compacted:
+            sql += " AND NOT compacted"
+        rows = self._run("reading messages", lambda conn: conn.execute(sql + " ORDER BY seq",
+                                                                       (session_id,)).fetchall())
+        return [StoredMessage(from_dict(json.loads(c)), int(seq), bool(flag)) for c, seq, flag in rows]
+
+    def get_rewritten_messages(self, session_id: str) -> list[StoredMessage]:
+        rows = self._run("reading rewritten messages", lambda conn: conn.execute(
+            "SELECT content::text, seq FROM nova_messages WHERE session_id = %s AND rewritten AND NOT compacted"
+            " ORDER BY seq", (session_id,)).fetchall())
+        return [StoredMessage(from_dict(json.loads(c)), int(seq), False) for c, seq in rows]
+
+    def update_message_content(self, session_id: str, message_id: str, message: Message) -> None:
+        if message.id != message_id:
+            message = Message(message.role, message.parts, message_id, message.created_at, message.metadata)
+        changed = self._run("rewriting a message", lambda conn: conn.execute(
+            "UPDATE nova_messages SET content = %s::json, role = %s, rewritten = TRUE"
+            " WHERE session_id = %s AND id = %s", (_dump(message), message.role, session_id, message_id)).rowcount)
+        if changed == 0:
+            raise StorageError(f"session {session_id} has no message {message_id}")
+
+    def mark_compacted(self, session_id: str, message_ids: Iterable[str]) -> int:
+        ids = list(message_ids)
+        if not ids:
+            return 0
+        return int(self._run("marking messages compacted", lambda conn: conn.execute(
+            "UPDATE nova_messages SET compacted = TRUE WHERE session_id = %s AND NOT compacted AND id = ANY(%s)",
+            (session_id, ids)).rowcount))
+
+    # -- task state ---------------------------------------------------------------------------------
+    def get_task_state(self, session_id: str) -> dict[str, Any] | None:
+        stored = self.get_versioned_task_state(session_id)
+        return stored.state if stored is not None else None
+
+    def get_versioned_task_state(self, session_id: str) -> StoredTaskState | None:
+        row = self._run("reading task state", lambda conn: conn.execute(
+            "SELECT state::text, version FROM nova_task_state WHERE session_id = %s", (session_id,)).fetchone())
+        if row is None:
+            return None
+        state: dict[str, Any] = json.loads(row[0])
+        return StoredTaskState(state=state, version=int(row[1]))
+
+    def put_task_state(
+        self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> int:
+        try:
+            text = json_text(dict(state), sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise StorageError(f"task state for {session_id} is not JSON-serializable: {exc}") from None
+        now = time.time()
+        # One statement per branch: the version check and the write are atomic against other workers.
+        if expected_version is None:
+            row = self._run("writing task state", lambda conn: conn.execute(
+                "INSERT INTO nova_task_state (session_id, state, version, updated_at) VALUES (%s, %s::jsonb, 1, %s)"
+                " ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state,"
+                " version = nova_task_state.version + 1, updated_at = EXCLUDED.updated_at RETURNING version",
+                (session_id, text, now)).fetchone())
+            assert row is not None
+            return int(row[0])
+        if expected_version == 0:
+            sql = ("INSERT INTO nova_task_state (session_id, state, version, updated_at) VALUES (%s, %s::jsonb, 1, %s)"
+                   " ON CONFLICT (session_id) DO NOTHING")
+            params: tuple[Any, ...] = (session_id, text, now)
+        else:
+            sql = ("UPDATE nova_task_state SET state = %s::jsonb, version = version + 1, updated_at = %s"
+                   " WHERE session_id = %s AND version = %s")
+            params = (text, now, session_id, expected_version)
+        changed = self._run("writing task state", lambda conn: conn.execute(sql, params).rowcount)
+        if changed != 1:
+            raise TaskStateConflict(session_id, expected_version)
+        return expected_version + 1
+
+    # -- transcript records (append-only; see `nova.sessions.db_transcript`) -------------------------
+    def append_record(self, session_id: str, record_json: str, *, rid: str | None = None) -> int:
+        """Store one transcript record (its JSON text, as the JSONL line holds it); returns its sequence
+        number. `rid` makes a retried append a no-op."""
+        key = rid or uuid.uuid4().hex
+
+        def append(conn: Connection[Any]) -> int:
+            row = conn.execute(
+                "INSERT INTO nova_records (session_id, rid, record, written_at) VALUES (%s, %s, %s::json, %s)"
+                " ON CONFLICT (rid) DO NOTHING RETURNING seq", (session_id, key, record_json, time.time()),
+            ).fetchone()
+            if row is None:  # a retry of an append that had committed
+                row = conn.execute("SELECT seq FROM nova_records WHERE rid = %s", (key,)).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        return self._run("appending a transcript record", append)
+
+    def read_records(self, session_id: str, *, skip: int = 0) -> list[str]:
+        """The session's transcript records in order, each as its JSON text; `skip` leaves out that many
+        from the start (a copy that has them already)."""
+        rows = self._run("reading transcript records", lambda conn: conn.execute(
+            "SELECT record::text FROM nova_records WHERE session_id = %s ORDER BY seq OFFSET %s",
+            (session_id, skip)).fetchall())
+        return [str(r[0]) for r in rows]
+
+    def record_count(self, session_id: str) -> int:
+        row = self._run("counting transcript records", lambda conn: conn.execute(
+            "SELECT COUNT(*) FROM nova_records WHERE session_id = %s", (session_id,)).fetchone())
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        """Nothing to release: the pool is the process's, shared with its other stores."""
+
+
+def _dump(message: Message) -> str:
+    return json_text(to_dict(strip_thinking(message)))
+
+
+def _session_from_row(row: Sequence[Any]) -> SessionRecord:
+    id_, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id = row
+    return SessionRecord(id=id_, title=title, cwd=cwd, provider=provider, model=model, created_at=created_at,
+                         updated_at=updated_at, compacted_at=compacted_at, meta=meta, parent_id=parent_id)

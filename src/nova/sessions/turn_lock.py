@@ -1,0 +1,120 @@
+"""One turn at a time per session across every worker sharing a PostgreSQL database.
+
+A worker takes a session-level advisory lock (`pg_try_advisory_lock`) on a connection of its own before
+it resumes a session for a turn, and lets go after the turn's records and meta are stored. The lock
+belongs to the connection: when a worker dies (kill -9, a lost host) the database ends its connection
+and the lock goes with it, so another worker can continue the session at once; nothing is left to clean
+up. The lock never waits: a worker that finds it taken refuses the turn with `SessionBusy` naming the
+holder, read from `pg_stat_activity` (each worker connects with `application_name` `nova <host>:<pid>`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from nova.errors import SessionBusy
+from nova.sessions.postgres import with_retry, worker_name
+
+__all__ = ["LOCK_POOL_SIZE", "HeldTurn", "TurnLocks", "lock_key"]
+
+LOCK_POOL_SIZE = 256
+"""Turns a worker runs at once (each holds a lock connection); the database's max_connections must
+cover this times the workers, plus their store pools."""
+
+
+def lock_key(session_id: str) -> int:
+    """A stable signed 64-bit advisory lock key for a session."""
+    digest = hashlib.blake2b(b"nova-session:" + session_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class HeldTurn:
+    """A held session lock; `release` ends it (closing the connection would too)."""
+
+    def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None]) -> None:
+        self._conn = conn
+        self._key = key
+        self._give_back = give_back
+
+    def release(self) -> None:
+        if self._conn is None:
+            return
+        conn, self._conn = self._conn, None
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
+        except Exception:  # the connection is gone, and the lock with it: the pool drops a broken one
+            conn.close()
+        finally:
+            self._give_back(conn)
+
+
+class TurnLocks:
+    """Lock connections come from a pool of their own (a held lock keeps its connection for the whole
+    turn, so they must not starve the store's pool), in autocommit mode: a session-level lock outlives
+    any transaction."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._lock_pool: Any = None
+        self._guard = threading.Lock()
+
+    def _pool(self) -> Any:
+        with self._guard:
+            if self._lock_pool is None:
+                from psycopg_pool import ConnectionPool
+
+                self._lock_pool = ConnectionPool(
+                    self.url, min_size=1, max_size=LOCK_POOL_SIZE, open=True, timeout=30.0, name="nova-locks",
+                    check=ConnectionPool.check_connection,
+                    kwargs={"autocommit": True, "application_name": worker_name()})
+            return self._lock_pool
+
+    def close(self) -> None:
+        with self._guard:
+            pool, self._lock_pool = self._lock_pool, None
+        if pool is not None:
+            pool.close(timeout=2.0)
+
+    def try_acquire(self, session_id: str) -> HeldTurn:
+        key = lock_key(session_id)
+
+        def take() -> HeldTurn | None:
+            conn = self._pool().getconn()
+            try:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            except BaseException:
+                self._pool().putconn(conn)
+                raise
+            if row is not None and row[0]:
+                return HeldTurn(conn, key, self._pool().putconn)
+            self._pool().putconn(conn)
+            return None
+
+        held = with_retry(take, what=f"locking session {session_id}")
+        if held is None:
+            raise SessionBusy(f"session {session_id} is running a turn on {self.holder(session_id)}; "
+                              "try again when it ends")
+        return held
+
+    def holder(self, session_id: str) -> str:
+        """Which worker holds the session, as it named itself to the database."""
+        import psycopg
+
+        key = lock_key(session_id) & 0xFFFFFFFFFFFFFFFF
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+                row = conn.execute(
+                    "SELECT a.application_name, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                    " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+                    " AND l.classid::bigint = %s AND l.objid::bigint = %s"
+                    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                    (key >> 32, key & 0xFFFFFFFF),
+                ).fetchone()
+        except psycopg.Error:
+            return "another worker"
+        if row is None:
+            return "another worker (it just finished)"
+        return f"{row[0] or 'another client'} (database connection {row[1]})"

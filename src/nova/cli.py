@@ -32,6 +32,9 @@ class _NovaGroup(LazyGroup):
                                "and reason."),
         "replay": LazyCommand("nova.commands.replay:replay_command",
                               "Replay a recorded session as if the agent had used this context policy."),
+        "eval": LazyCommand("nova.commands.eval:eval_command",
+                            "Replay recorded sessions under context policies and measure each view: evidence, "
+                            "precision, cost."),
         "memory": LazyCommand("nova.commands.memory:app",
                               "Long-term memory: list, inspect, search, add, edit, approve, forget, promote, "
                               "consolidate, undo."),

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -414,6 +414,7 @@ def replay_messages(
     provider_cache: ProviderName | None = None,
     summarizer_estimate: bool = False,
     price_model: str | None = None,
+    compact_before: Collection[int] = (),
 ) -> ReplayReport:
     """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
 
@@ -421,7 +422,9 @@ def replay_messages(
     response's real usage is added to `system` (`fixed_prompt_placeholder`, `report.placeholder_tokens`),
     so every replay of such a recording starts at the size the real session did.
     `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
-    a model summarizer's call for each compaction; `price_model` prices the figures (model table)."""
+    a model summarizer's call for each compaction; `price_model` prices the figures (model table).
+    `compact_before` (policy `nova` only): indexes into `messages` before which a compaction is forced as
+    `/compact` would (`len(messages)`: before the final view), for tests of what survives N compactions."""
     if policy not in ALL_POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(ALL_POLICIES)}")
     info = model_info(price_model) if price_model else None
@@ -456,7 +459,8 @@ def replay_messages(
         cache = make_cache(provider_cache, min_tokens=min_tokens) if provider_cache else None
         cost = _CostModel(cache=cache, sizer=sizer, system=system, tools=tools, info=info)
         report = _run(messages, system=system, tools=tools, window=window, policy=policy,
-                      controller=controller, sizer=sizer, cost=cost, recording=recording)
+                      controller=controller, sizer=sizer, cost=cost, recording=recording,
+                      compact_before=frozenset(compact_before))
     report.repaired = repair.describe() if repair.changed else ""
     report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate
@@ -470,6 +474,7 @@ def replay_messages(
 def _run(
     messages: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], window: int, policy: Policy,
     controller: ContextController, sizer: _Sizer, cost: _CostModel, recording: _RecordingSummarizer | None,
+    compact_before: frozenset[int] = frozenset(),
 ) -> ReplayReport:
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools)
     raw = {m.id: m for m in messages}
@@ -492,7 +497,9 @@ def _run(
         history = controller.prepare_view(request=ViewRequest(history=history, system=system))
         return list(history), controller.stats.last_event
 
-    for message in messages:
+    for index, message in enumerate(messages):
+        if policy == "nova" and index in compact_before:
+            history = controller.compact_now(history)
         if message.role == "assistant":
             at = message.created_at if message.created_at > 0 else None
             view, event = build_view()
@@ -521,6 +528,8 @@ def _run(
             history.append(message.with_parts(parts) if parts != list(message.parts) else message)
         else:
             history.append(message)
+    if policy == "nova" and len(messages) in compact_before and history:
+        history = controller.compact_now(history)
     final, _ = build_view() if history else ([], "")
     if recording is not None:
         recording.pending.clear()  # a compaction of the final view is never sent: no call to count

@@ -87,3 +87,16 @@ def test_user_messages_the_summary_cannot_hold_are_recorded_in_the_manifest() ->
     for mid in left_ids:
         assert "not in the compaction summary whole" in dropped[f"cut:{mid}"]
         assert "no room left for it" in dropped[f"cut:{mid}"]
+
+
+def test_the_continuity_section_carries_every_stated_choice_but_not_the_narration() -> None:
+    # A model narrates its next step many times per turn; before, those sentences shared one short list
+    # with the choices it made, and an early choice was gone after a few compactions.
+    choice = "I decided to keep the parser's cache instead of rebuilding it, because rebuilds lose state."
+    history = [Message.user("Fix it."), assistant_message(f"Understood. {choice}", [])]
+    for i in range(30):
+        history.append(assistant_message(f"Let me look at module_{i}.py because it may hold the bug.", []))
+        history.append(Message.user(f"ok {i}"))
+    section = continuity_section(history)
+    assert f"## Decisions made\n- {choice}" in section
+    assert "module_3.py" not in section

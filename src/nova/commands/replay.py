@@ -60,6 +60,8 @@ def replay_command(
     instance: Annotated[str | None, typer.Option("--instance", help="For a file of several runs (OpenHands "
                         "output.jsonl): the run to replay, by instance id or issue (default: the first).")
                         ] = None,
+    report_html: Annotated[Path | None, typer.Option("--report", help="Also write one self-contained HTML file "
+                           "with the plots (context per call, compactions, cumulative cost).")] = None,
 ) -> None:
     """Replay a recorded session as if the agent had used this context policy."""
     if policy not in ALL_POLICIES:
@@ -104,6 +106,12 @@ def replay_command(
         err_console.print(f"nova: note: the recording lacks {what}; a placeholder of "
                           f"{report.placeholder_tokens:,} tokens stands in (first response's usage)",
                           markup=False, soft_wrap=True)
+    if report_html is not None:
+        from nova.context.budget import ContextBudget
+        from nova.evaluation.report import replay_report_html
+
+        threshold = ContextBudget.derive(settings.compaction, window, settings.spill).threshold
+        report_html.write_text(replay_report_html(report, source=path.name, threshold=threshold), encoding="utf-8")
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
     source = session.meta.get("source_counts")

@@ -74,6 +74,9 @@ LAST_FAILURE = "Last failing command"
 # The continuity section's bounds: a run that touched hundreds of files lists the newest.
 MAX_CARRIED_PATHS = 40
 MAX_CARRIED_COMMAND = 2000
+MAX_CARRIED_DECISIONS = 16
+MAX_DECISION_CHARS = 300
+DECISIONS = "Decisions made"
 _USER_ENTRY = re.compile(r"^<user-message id=\"([^\"]*)\">\n(.*?)\n</user-message>$", re.S | re.M)
 
 
@@ -223,6 +226,12 @@ _PATH = re.compile(r"(?<![\w/.@:-])((?:~|\.{1,2})?/?(?:[\w.+-]+/)*[\w+-][\w.+-]*
 _DIFF_HEADER = re.compile(r"^(?:diff --git a/(\S+)|patching file (\S+)|\+\+\+ b/(\S+))", re.M)
 _DECISION = re.compile(r"\b(?:I will|I'll|I need to|I should|Let me|decide[ds]?|instead|because|plan|approach|"
                        r"the fix|the issue is|root cause)\b", re.I)
+# A choice the agent made, as opposed to narration of its next step ("Let me look at", "I need to find"):
+# a model writes several of those per turn, and when they share one short list with the choices, the
+# choices of the first hour are gone after a few compactions. Choices are few (0-9 in each of the shared
+# real runs) and are carried whole in the continuity section.
+_CHOICE = re.compile(r"\b(?:decided|decision|decide to|instead of|rather than|go(?:ing)? with|opt(?:ed)? for|"
+                     r"chose|choose to|the fix is|the fix will be|root cause)\b", re.I)
 
 
 def paths_in(text: str) -> list[str]:
@@ -272,6 +281,8 @@ class _Facts:
     files_changed: dict[str, str] = field(default_factory=dict)
     failures: list[tuple[str, str, int, list[str]]] = field(default_factory=list)
     decisions: list[tuple[str, str]] = field(default_factory=list)
+    choices: dict[str, str] = field(default_factory=dict)
+    """The agent's stated choices (`_CHOICE`), oldest first, each once, with the message id."""
     last_assistant: tuple[str, str] = ("", "")
     last_call: tuple[str, str, str] = ("", "", "")
     earlier_summaries: list[str] = field(default_factory=list)
@@ -325,7 +336,11 @@ def _collect(messages: Sequence[Message]) -> _Facts:
         if m.role == "assistant" and m.text.strip():
             facts.last_assistant = (m.text.strip(), m.id)
             for sentence in re.split(r"(?<=[.!?])\s+|\n+", m.text):
-                if _DECISION.search(sentence) and len(sentence.strip()) > 20:
+                if len(sentence.strip()) <= 20:
+                    continue
+                if _CHOICE.search(sentence) and not sentence.rstrip().endswith("?"):  # a question chooses nothing
+                    facts.choices.setdefault(sentence.strip(), m.id)
+                elif _DECISION.search(sentence):
                     facts.decisions.append((sentence.strip(), m.id))
     for path in facts.files_changed:
         facts.files_read.pop(path, None)
@@ -400,7 +415,10 @@ class ExtractiveSummarizer:
                          f"{_clip(facts.last_call[1], 300)}")
         add("Current state", state)
         add("Files read", [f"- {p}" for p in list(reversed(facts.files_read))[:40]])
-        add("Decisions and rationale", [f"- {_clip(d, 240)} (msg {i})" for d, i in facts.decisions[-8:]])
+        # The choices are in the carried section when there is one: here only the newest few stated
+        # intentions (the last state above already says where the work stopped).
+        stated = facts.decisions[-4:] if request.carried else [*facts.choices.items(), *facts.decisions][-8:]
+        add("Decisions and rationale", [f"- {_clip(d, 240)} (msg {i})" for d, i in stated])
         pointer = request.transcript_path or "the session transcript"
         add("Pointers to raw history", [f"- {len(source)} earlier messages are in {pointer}; "
                                         "message ids above point into it."])
@@ -509,8 +527,10 @@ def user_section(
 
 def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARRIED_PATHS) -> str:
     """The part of the continuity floor `compact` writes itself, beside the user's words: every file
-    the folded part modified and its last failing command with the end of its error, exact. No summary
-    cap may drop them (a small window's summary body has room for little else); "" when there are none."""
+    the folded part modified, the choices the agent stated (newest first, bounded) and its last failing
+    command with the end of its error, exact. No summary cap may drop them (a small window's summary body
+    has room for little else); "" when there are none. Repeated compactions rebuild it from the raw
+    messages, so a choice made early stays as long as the bound allows, however many compactions follow."""
     facts = _collect(messages)
     out: list[str] = []
     changed = list(reversed(facts.files_changed.items()))
@@ -519,6 +539,12 @@ def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARR
         out += [f"- {p} (msg {i})" for p, i in changed[:max_paths]]
         if len(changed) > max_paths:
             out.append(f"- ... {len(changed) - max_paths} more in the transcript")
+    choices = list(reversed(facts.choices.items()))
+    if choices:
+        out.append(f"## {DECISIONS}")
+        out += [f"- {_clip(d, MAX_DECISION_CHARS)} (msg {i})" for d, i in choices[:MAX_CARRIED_DECISIONS]]
+        if len(choices) > MAX_CARRIED_DECISIONS:
+            out.append(f"- ... {len(choices) - MAX_CARRIED_DECISIONS} earlier ones in the transcript")
     if facts.failures:
         command, mid, code, errors = facts.failures[-1]
         out.append(f"## {LAST_FAILURE}")

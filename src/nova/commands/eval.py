@@ -1,0 +1,103 @@
+"""`nova eval CASES`: replay recorded sessions under context policies and print the EVAL-1 metrics.
+
+Mounted lazily by `nova.cli` as `nova eval`. The case file format is in `nova.evaluation.cases`; the
+metrics and their units in `nova.evaluation.metrics`. Everything runs offline: sessions are replayed
+with the extractive summarizer, as `nova replay` does, and costs come from the simulated provider cache
+and the model table.
+"""
+
+# No `from __future__ import annotations`: typer reads the command signatures each time the command runs.
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from nova.commands.errors import user_errors
+from nova.commands.global_options import global_overrides
+from nova.evaluation.cases import CaseError, load_cases
+from nova.evaluation.metrics import Metric, Ratio
+from nova.evaluation.run import CaseResult, run_case
+from nova.providers.pricing import model_info
+from nova.settings import load_settings
+from nova.tokens import counter_for_model
+
+__all__ = ["eval_command"]
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+# The order and the labels of the text report.
+_LABELS = {
+    "evidence_recall": "recall of required evidence",
+    "context_precision": "context precision",
+    "noise_rate": "noise rate",
+    "constraint_retention": "constraint retention",
+    "provenance_coverage": "provenance coverage",
+    "cache_hit_rate": "cache hit rate",
+    "cost_per_session": "cost per session",
+    "cost_per_call": "cost per call",
+}
+
+
+def eval_command(
+    cases: Annotated[Path, typer.Argument(help="A case file (JSON or YAML): a recorded session, the policies, "
+                                          "the required evidence.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every case, policy and "
+                                          "metric.")] = False,
+) -> None:
+    """Replay recorded sessions under context policies and measure each view: evidence, precision, cost."""
+    with user_errors():
+        settings = load_settings(env=dict(os.environ), overrides=global_overrides())
+    try:
+        loaded = load_cases(cases)
+    except CaseError as exc:
+        err_console.print(f"nova: error: {exc}", markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    for case in loaded:
+        if case.price is not None and model_info(case.price) is None:
+            err_console.print(f"nova: error: case {case.name}: no price for model {case.price!r} in the model "
+                              "table", markup=False, soft_wrap=True)
+            raise typer.Exit(2)
+    for name in ("nova.agent", "nova.context"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    from nova.sessions.importers import read_session_file
+
+    results: list[CaseResult] = []
+    for case in loaded:
+        # A file that cannot be read exits 1, as `nova replay` does for the same file.
+        with user_errors(exit_code=1, os_errors=True):
+            session = read_session_file(case.session)
+        counter = counter_for_model(str(session.meta.get("model") or settings.model))
+        with user_errors(exit_code=1):
+            results += run_case(case, session, counter=counter, config=settings.compaction, spill=settings.spill)
+    if as_json:
+        print(json.dumps({"results": [r.to_json() for r in results]}))
+        return
+    for result in results:
+        report = result.report
+        console.print(f"[bold]{result.case}[/] policy={result.policy} window={result.window:,}")
+        console.print(f"  {report.calls} calls, {report.compactions} compactions; measured: the final view, "
+                      f"{len(report.final_view)} messages", markup=False)
+        for name, label in _LABELS.items():
+            console.print(f"  {label:<29}{_shown(result.metrics[name])}", markup=False)
+        missing = result.to_json()
+        for key, what in (("missing_evidence", "evidence"), ("missing_constraints", "constraint")):
+            for item in missing[key][:5]:
+                console.print(f"  missing {what}: {_one_line(item)}", markup=False)
+
+
+def _shown(metric: Ratio | Metric) -> str:
+    if isinstance(metric, Ratio):
+        return f"{metric.value:7.1%}  ({metric.part:,} of {metric.whole:,} {metric.unit})"
+    if metric.value is None:
+        return f"    n/a  ({metric.unit}; give the case a `price`)"
+    return f"${metric.value:.6f}  ({metric.unit})"
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 100 else line[:99] + "…"

@@ -1,0 +1,147 @@
+"""Evaluation cases: a recorded session, the policies to run it under and the evidence it requires.
+
+A case file is JSON or YAML, one case or `{"cases": [...]}`:
+
+    name: parser-fix                # optional, the session file's name by default
+    session: runs/parser.traj.json  # any format `nova replay` reads; relative to the case file
+    window: 32000                   # tokens (default 128000)
+    policies: [nova, truncate]      # default [nova]
+    provider_cache: anthropic       # anthropic | openai (default anthropic)
+    price: claude-sonnet-4-5        # model table entry for the cost figures (default: none, cost null)
+    evidence: ["src/pkg/parser.py"] # exact texts the view must still hold
+    constraints: ["Do not change the public API."]
+    derive: true                    # add the derived items (default: true when nothing is declared)
+
+Derived items: every user message verbatim is a constraint; every modified path (the files the calls
+write) and the last failing command with the last line of its error are evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nova.context.summarize import failure_code, is_user_message
+from nova.errors import NovaError
+from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.replay import ALL_POLICIES
+from nova.tool_paths import paths_of
+
+__all__ = ["CaseError", "EvalCase", "derived_items", "load_cases"]
+
+_TAGS = re.compile(r"</?[a-z_]+>")  # a harness's wrappers (<returncode>, <output>, ...)
+
+
+class CaseError(NovaError):
+    """A case file that cannot be read or says something invalid."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalCase:
+    name: str
+    session: Path
+    window: int = 128_000
+    policies: tuple[str, ...] = ("nova",)
+    provider_cache: str = "anthropic"
+    price: str | None = None
+    evidence: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    derive: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _strings(value: object, key: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise CaseError(f"{where}: {key} must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _case(data: object, base: Path, where: str) -> EvalCase:
+    if not isinstance(data, dict):
+        raise CaseError(f"{where}: a case is a mapping with at least `session`")
+    session = data.get("session")
+    if not isinstance(session, str) or not session:
+        raise CaseError(f"{where}: `session` (the recorded session's path) is required")
+    path = Path(session).expanduser()
+    path = path if path.is_absolute() else base / path
+    policies = data.get("policies", ["nova"])
+    if isinstance(policies, str):
+        policies = [policies]
+    if not isinstance(policies, list) or not policies or any(p not in ALL_POLICIES for p in policies):
+        raise CaseError(f"{where}: policies must be a list of {', '.join(ALL_POLICIES)}")
+    window = data.get("window", 128_000)
+    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+        raise CaseError(f"{where}: window must be a positive number of tokens")
+    cache = data.get("provider_cache", "anthropic")
+    if cache not in ("anthropic", "openai"):
+        raise CaseError(f"{where}: provider_cache must be anthropic or openai")
+    price = data.get("price")
+    if price is not None and not isinstance(price, str):
+        raise CaseError(f"{where}: price must be a model name")
+    evidence = _strings(data.get("evidence"), "evidence", where)
+    constraints = _strings(data.get("constraints"), "constraints", where)
+    derive = data.get("derive", not evidence and not constraints)
+    if not isinstance(derive, bool):
+        raise CaseError(f"{where}: derive must be true or false")
+    known = {"name", "session", "window", "policies", "provider_cache", "price", "evidence", "constraints", "derive"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return EvalCase(name=str(data.get("name") or path.name), session=path, window=window, policies=tuple(policies),
+                    provider_cache=cache, price=price, evidence=evidence, constraints=constraints, derive=derive)
+
+
+def load_cases(path: Path) -> list[EvalCase]:
+    """The cases of a JSON or YAML case file (PyYAML comes with python-frontmatter, a core dependency)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CaseError(f"cannot read case file {path}: {exc.strerror or exc}") from exc
+    data: object
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError as exc:
+            raise CaseError(f"{path.name}: YAML case files need PyYAML (pip install pyyaml); "
+                            "or write the case as JSON") from exc
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise CaseError(f"{path.name}: not valid YAML: {exc}") from exc
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CaseError(f"{path.name}: not valid JSON: {exc}") from exc
+    items = data.get("cases") if isinstance(data, dict) and "cases" in data else [data]
+    if not isinstance(items, list) or not items:
+        raise CaseError(f"{path.name}: `cases` must be a non-empty list")
+    return [_case(item, path.parent, f"{path.name} case {i + 1}") for i, item in enumerate(items)]
+
+
+def derived_items(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
+    """(evidence, constraints) a session requires without being told: its modified paths and last failing
+    command with the last line of its error; every user message verbatim."""
+    constraints = [m.text for m in messages if is_user_message(m)]
+    calls: dict[str, ToolUsePart] = {}
+    modified: dict[str, None] = {}
+    failing: list[str] = []
+    for m in messages:
+        for part in m.parts:
+            if isinstance(part, ToolUsePart):
+                calls[part.id] = part
+                modified.update(dict.fromkeys(paths_of(part).writes))
+            elif isinstance(part, ToolResultPart) and failure_code(part) is not None:
+                call = calls.get(part.tool_use_id)
+                lines = [x.strip() for x in _TAGS.sub("", part.content).splitlines() if x.strip()]
+                command = call.input.get("command") if call is not None else None
+                if isinstance(command, str) and lines:
+                    failing = [command.strip(), lines[-1][:200]]
+    evidence = [*modified, *failing]
+    return [e for e in evidence if e], [c for c in constraints if c]

@@ -1,0 +1,62 @@
+"""Run evaluation cases: replay each case's session under each of its policies and measure the view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from nova.evaluation.cases import EvalCase, derived_items
+from nova.evaluation.metrics import Metric, Ratio, metrics_of
+from nova.replay import Policy, ReplayReport, replay_messages, view_text
+from nova.sessions.readers.base import ImportedSession
+from nova.settings import CompactionConfig, SpillConfig
+from nova.tokens import TokenCounter
+
+__all__ = ["CaseResult", "run_case"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseResult:
+    case: str
+    policy: str
+    window: int
+    evidence: tuple[str, ...]
+    constraints: tuple[str, ...]
+    metrics: dict[str, Ratio | Metric]
+    report: ReplayReport
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case": self.case, "policy": self.policy, "window": self.window, "calls": self.report.calls,
+            "compactions": self.report.compactions, "provider_cache": self.report.provider_cache or None,
+            "price_model": self.report.price_model or None,
+            "metrics": {name: m.to_json() for name, m in self.metrics.items()},
+            "missing_evidence": [e for e in self.evidence if not _readable(e, self.report)],
+            "missing_constraints": [c for c in self.constraints if not _readable(c, self.report)],
+        }
+
+
+def _readable(item: str, report: ReplayReport) -> bool:
+    return item in view_text(report.final_view)
+
+
+def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
+             config: CompactionConfig | None = None, spill: SpillConfig | None = None) -> list[CaseResult]:
+    """One result per policy, for the case's session as imported (`nova.sessions.importers`)."""
+    evidence, constraints = list(case.evidence), list(case.constraints)
+    if case.derive:
+        more_evidence, more_constraints = derived_items(session.messages)
+        evidence += [e for e in more_evidence if e not in evidence]
+        constraints += [c for c in more_constraints if c not in constraints]
+    recorded = {m.id for m in session.messages}
+    results = []
+    for policy in case.policies:
+        chosen: Policy = policy  # type: ignore[assignment]  # checked when the case was loaded
+        report = replay_messages(session.messages, system=session.system, window=case.window, policy=chosen,
+                                 config=config, spill=spill, counter=counter,
+                                 provider_cache=case.provider_cache,  # type: ignore[arg-type]  # checked on load
+                                 price_model=case.price)
+        metrics = metrics_of(report, evidence=evidence, constraints=constraints, recorded=recorded, counter=counter)
+        results.append(CaseResult(case=case.name, policy=policy, window=case.window, evidence=tuple(evidence),
+                                  constraints=tuple(constraints), metrics=metrics, report=report))
+    return results

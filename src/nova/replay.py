@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -415,6 +415,7 @@ def replay_messages(
     summarizer_estimate: bool = False,
     price_model: str | None = None,
     compact_before: Collection[int] = (),
+    on_call: Callable[[], None] | None = None,
 ) -> ReplayReport:
     """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
 
@@ -424,7 +425,8 @@ def replay_messages(
     `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
     a model summarizer's call for each compaction; `price_model` prices the figures (model table).
     `compact_before` (policy `nova` only): indexes into `messages` before which a compaction is forced as
-    `/compact` would (`len(messages)`: before the final view), for tests of what survives N compactions."""
+    `/compact` would (`len(messages)`: before the final view), for tests of what survives N compactions.
+    `on_call` is called once after each simulated model call (a progress bar's hook)."""
     if policy not in ALL_POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(ALL_POLICIES)}")
     info = model_info(price_model) if price_model else None
@@ -460,7 +462,7 @@ def replay_messages(
         cost = _CostModel(cache=cache, sizer=sizer, system=system, tools=tools, info=info)
         report = _run(messages, system=system, tools=tools, window=window, policy=policy,
                       controller=controller, sizer=sizer, cost=cost, recording=recording,
-                      compact_before=frozenset(compact_before))
+                      compact_before=frozenset(compact_before), on_call=on_call)
     report.repaired = repair.describe() if repair.changed else ""
     report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate
@@ -474,7 +476,7 @@ def replay_messages(
 def _run(
     messages: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], window: int, policy: Policy,
     controller: ContextController, sizer: _Sizer, cost: _CostModel, recording: _RecordingSummarizer | None,
-    compact_before: frozenset[int] = frozenset(),
+    compact_before: frozenset[int] = frozenset(), on_call: Callable[[], None] | None = None,
 ) -> ReplayReport:
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools)
     raw = {m.id: m for m in messages}
@@ -521,6 +523,8 @@ def _run(
             for u in message.tool_uses():
                 calls_by_id[u.id] = u
             history.append(message)
+            if on_call is not None:
+                on_call()
         elif message.has("tool_result") and policy == "nova":
             parts = [controller.process_result(call=calls_by_id[p.tool_use_id], result=p)
                      if isinstance(p, ToolResultPart) and p.tool_use_id in calls_by_id else p

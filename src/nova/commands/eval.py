@@ -10,6 +10,7 @@ and the model table.
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -20,8 +21,9 @@ from nova.commands.errors import user_errors
 from nova.commands.global_options import global_overrides
 from nova.evaluation.cases import CaseError, load_cases
 from nova.evaluation.metrics import Metric, Ratio
-from nova.evaluation.run import CaseResult, run_case
+from nova.evaluation.run import CaseResult, calls_of, run_case
 from nova.providers.pricing import model_info
+from nova.run_progress import RunProgress
 from nova.settings import load_settings
 from nova.tokens import counter_for_model
 
@@ -66,14 +68,19 @@ def eval_command(
         logging.getLogger(name).setLevel(logging.ERROR)
     from nova.sessions.importers import read_session_file
 
-    results: list[CaseResult] = []
+    sessions = []
     for case in loaded:
         # A file that cannot be read exits 1, as `nova replay` does for the same file.
         with user_errors(exit_code=1, os_errors=True):
-            session = read_session_file(case.session)
-        counter = counter_for_model(str(session.meta.get("model") or settings.model))
-        with user_errors(exit_code=1):
-            results += run_case(case, session, counter=counter, config=settings.compaction, spill=settings.spill)
+            sessions.append(read_session_file(case.session))
+    results: list[CaseResult] = []
+    total = sum(calls_of(case, session) for case, session in zip(loaded, sessions, strict=True))
+    with RunProgress(total, label="evaluating calls", stream=sys.stderr) as bar:
+        for case, session in zip(loaded, sessions, strict=True):
+            counter = counter_for_model(str(session.meta.get("model") or settings.model))
+            with user_errors(exit_code=1):
+                results += run_case(case, session, counter=counter, config=settings.compaction,
+                                    spill=settings.spill, on_call=bar.advance)
     if as_json:
         print(json.dumps({"results": [r.to_json() for r in results]}))
         return

@@ -15,6 +15,7 @@ the cached prefix, answering with a summary the size of the extractive one), `--
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,6 +26,7 @@ from nova.commands.errors import user_errors
 from nova.commands.global_options import global_overrides
 from nova.providers.pricing import model_info
 from nova.replay import ALL_POLICIES, Policy, replay_messages, view_document
+from nova.run_progress import RunProgress
 from nova.settings import load_settings
 from nova.tokens import counter_for_model
 
@@ -96,11 +98,13 @@ def replay_command(
     chosen: Policy = policy  # type: ignore[assignment]
     counter = counter_for_model(model)
     # A fixed prompt over the window (PromptTooLarge) is one clear error naming the sizes, not a traceback.
-    with user_errors(exit_code=1):
+    calls = sum(1 for m in session.messages if m.role == "assistant")
+    with user_errors(exit_code=1), RunProgress(calls, label="replaying calls", stream=sys.stderr) as bar:
         report = replay_messages(session.messages, system=session.system, window=window, policy=chosen,
                                  config=settings.compaction, spill=settings.spill, counter=counter,
                                  provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
-                                 summarizer_estimate=summarizer == "model-estimate", price_model=price)
+                                 summarizer_estimate=summarizer == "model-estimate", price_model=price,
+                                 on_call=bar.advance)
     if report.placeholder_tokens:
         what = "its tool definitions" if session.system else "its system prompt and tools"
         err_console.print(f"nova: note: the recording lacks {what}; a placeholder of "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ from nova.sessions.readers.base import ImportedSession
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter
 
-__all__ = ["CaseResult", "run_case"]
+__all__ = ["CaseResult", "calls_of", "run_case"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,8 +42,10 @@ def _readable(item: str, report: ReplayReport) -> bool:
 
 
 def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
-             config: CompactionConfig | None = None, spill: SpillConfig | None = None) -> list[CaseResult]:
-    """One result per policy, for the case's session as imported (`nova.sessions.importers`)."""
+             config: CompactionConfig | None = None, spill: SpillConfig | None = None,
+             on_call: Callable[[], None] | None = None) -> list[CaseResult]:
+    """One result per policy, for the case's session as imported (`nova.sessions.importers`); `on_call`
+    is called once per simulated model call (`calls_of` counts them ahead, for a progress bar)."""
     evidence, constraints = list(case.evidence), list(case.constraints)
     if case.derive:
         more_evidence, more_constraints = derived_items(session.messages)
@@ -55,8 +58,13 @@ def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
         report = replay_messages(session.messages, system=session.system, window=case.window, policy=chosen,
                                  config=config, spill=spill, counter=counter,
                                  provider_cache=case.provider_cache,  # type: ignore[arg-type]  # checked on load
-                                 price_model=case.price)
+                                 price_model=case.price, on_call=on_call)
         metrics = metrics_of(report, evidence=evidence, constraints=constraints, recorded=recorded, counter=counter)
         results.append(CaseResult(case=case.name, policy=policy, window=case.window, evidence=tuple(evidence),
                                   constraints=tuple(constraints), metrics=metrics, report=report))
     return results
+
+
+def calls_of(case: EvalCase, session: ImportedSession) -> int:
+    """How many model calls `run_case` simulates for this case: one per recorded response, per policy."""
+    return sum(1 for m in session.messages if m.role == "assistant") * len(case.policies)

@@ -50,6 +50,9 @@ def eval_command(
                                           "the required evidence.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every case, policy and "
                                           "metric.")] = False,
+    call_model: Annotated[bool, typer.Option("--call-model", help="Send each case's counterfactual runs to the "
+                                             "configured provider and model (real requests); without it they "
+                                             "are measured offline.")] = False,
 ) -> None:
     """Replay recorded sessions under context policies and measure each view: evidence, precision, cost."""
     with user_errors():
@@ -73,6 +76,12 @@ def eval_command(
         # A file that cannot be read exits 1, as `nova replay` does for the same file.
         with user_errors(exit_code=1, os_errors=True):
             sessions.append(read_session_file(case.session))
+    provider = None
+    if call_model and any(case.counterfactuals for case in loaded):
+        from nova.providers.factory import make_provider
+
+        with user_errors():
+            provider = make_provider(settings, dict(os.environ))
     results: list[CaseResult] = []
     total = sum(calls_of(case, session) for case, session in zip(loaded, sessions, strict=True))
     with RunProgress(total, label="evaluating calls", stream=sys.stderr) as bar:
@@ -80,7 +89,8 @@ def eval_command(
             counter = counter_for_model(str(session.meta.get("model") or settings.model))
             with user_errors(exit_code=1):
                 results += run_case(case, session, counter=counter, config=settings.compaction,
-                                    spill=settings.spill, on_call=bar.advance)
+                                    spill=settings.spill, on_call=bar.advance, provider=provider,
+                                    model=settings.model)
     if as_json:
         print(json.dumps({"results": [r.to_json() for r in results]}))
         return
@@ -95,6 +105,23 @@ def eval_command(
         for key, what in (("missing_evidence", "evidence"), ("missing_constraints", "constraint")):
             for item in missing[key][:5]:
                 console.print(f"  missing {what}: {_one_line(item)}", markup=False)
+        if result.baseline_run is not None:
+            _print_counterfactuals(result)
+
+
+def _print_counterfactuals(result: CaseResult) -> None:
+    base = result.baseline_run
+    assert base is not None
+    console.print(f"  counterfactuals against the final view ({len(base.segments)} segments, {base.tokens:,} tokens, "
+                  f"view {base.digest[:12]}):", markup=False)
+    for c in result.counterfactuals:
+        changes = [f"{what} {', '.join(names)}" for what, names in
+                   (("removed", c.removed), ("moved", c.moved), ("added", c.added)) if names]
+        deltas = [f"{name} {value:+.1%}" for name, value in c.metric_deltas.items() if value]
+        answer = "" if c.answer_changed is None else ("; answer changed" if c.answer_changed else "; same answer")
+        console.print(f"    {c.change.label}: view {c.run.digest[:12]}, {'; '.join(changes) or 'no change'}, "
+                      f"tokens {c.tokens_delta:+,}{'; ' + ', '.join(deltas) if deltas else ''}{answer}",
+                      markup=False, soft_wrap=True)
 
 
 def _shown(metric: Ratio | Metric) -> str:

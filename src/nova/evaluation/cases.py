@@ -11,6 +11,8 @@ A case file is JSON or YAML, one case or `{"cases": [...]}`:
     evidence: ["src/pkg/parser.py"] # exact texts the view must still hold
     constraints: ["Do not change the public API."]
     derive: true                    # add the derived items (default: true when nothing is declared)
+    counterfactuals: [{remove: summary}, {inject: "The tests live in tests/legacy/."}]
+                                    # EVAL-2 runs of the final view (`nova.evaluation.counterfactual`)
 
 Derived items: every user message verbatim is a constraint; every modified path (the files the calls
 write) and the last failing command with the last line of its error are evidence.
@@ -27,6 +29,7 @@ from typing import Any
 
 from nova.context.summarize import failure_code, is_user_message
 from nova.errors import NovaError
+from nova.evaluation.counterfactual import Counterfactual, CounterfactualError, parse_counterfactual
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.replay import ALL_POLICIES
 from nova.tool_paths import paths_of
@@ -51,6 +54,7 @@ class EvalCase:
     evidence: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
     derive: bool = False
+    counterfactuals: tuple[Counterfactual, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -89,12 +93,21 @@ def _case(data: object, base: Path, where: str) -> EvalCase:
     derive = data.get("derive", not evidence and not constraints)
     if not isinstance(derive, bool):
         raise CaseError(f"{where}: derive must be true or false")
-    known = {"name", "session", "window", "policies", "provider_cache", "price", "evidence", "constraints", "derive"}
+    changes = data.get("counterfactuals") or []
+    if not isinstance(changes, list):
+        raise CaseError(f"{where}: counterfactuals must be a list")
+    try:
+        counterfactuals = tuple(parse_counterfactual(c, f"{where} counterfactual {i + 1}") for i, c in enumerate(changes))
+    except CounterfactualError as exc:
+        raise CaseError(str(exc)) from None
+    known = {"name", "session", "window", "policies", "provider_cache", "price", "evidence", "constraints", "derive",
+             "counterfactuals"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     return EvalCase(name=str(data.get("name") or path.name), session=path, window=window, policies=tuple(policies),
-                    provider_cache=cache, price=price, evidence=evidence, constraints=constraints, derive=derive)
+                    provider_cache=cache, price=price, evidence=evidence, constraints=constraints, derive=derive,
+                    counterfactuals=counterfactuals)
 
 
 def load_cases(path: Path) -> list[EvalCase]:

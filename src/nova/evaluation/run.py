@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nova.evaluation.cases import EvalCase, derived_items
+from nova.evaluation.counterfactual import CounterfactualResult, ViewRun, run_counterfactuals
 from nova.evaluation.metrics import Metric, Ratio, metrics_of
+from nova.providers.base import Provider
 from nova.replay import Policy, ReplayReport, replay_messages, view_text
 from nova.sessions.readers.base import ImportedSession
 from nova.settings import CompactionConfig, SpillConfig
@@ -25,9 +27,12 @@ class CaseResult:
     constraints: tuple[str, ...]
     metrics: dict[str, Ratio | Metric]
     report: ReplayReport
+    baseline_run: ViewRun | None = None
+    """The run of the final view the counterfactuals are compared with (None without counterfactuals)."""
+    counterfactuals: tuple[CounterfactualResult, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "case": self.case, "policy": self.policy, "window": self.window, "calls": self.report.calls,
             "compactions": self.report.compactions, "provider_cache": self.report.provider_cache or None,
             "price_model": self.report.price_model or None,
@@ -35,6 +40,10 @@ class CaseResult:
             "missing_evidence": [e for e in self.evidence if not _readable(e, self.report)],
             "missing_constraints": [c for c in self.constraints if not _readable(c, self.report)],
         }
+        if self.baseline_run is not None:
+            data["counterfactuals"] = {"baseline": self.baseline_run.to_json(),
+                                       "runs": [c.to_json() for c in self.counterfactuals]}
+        return data
 
 
 def _readable(item: str, report: ReplayReport) -> bool:
@@ -43,9 +52,11 @@ def _readable(item: str, report: ReplayReport) -> bool:
 
 def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
              config: CompactionConfig | None = None, spill: SpillConfig | None = None,
-             on_call: Callable[[], None] | None = None) -> list[CaseResult]:
+             on_call: Callable[[], None] | None = None, provider: Provider | None = None,
+             model: str = "") -> list[CaseResult]:
     """One result per policy, for the case's session as imported (`nova.sessions.importers`); `on_call`
-    is called once per simulated model call (`calls_of` counts them ahead, for a progress bar)."""
+    is called once per simulated model call and counterfactual run (`calls_of` counts them ahead, for a
+    progress bar). The counterfactual runs are sent to `provider` when one is given."""
     evidence, constraints = list(case.evidence), list(case.constraints)
     if case.derive:
         more_evidence, more_constraints = derived_items(session.messages)
@@ -60,11 +71,21 @@ def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
                                  provider_cache=case.provider_cache,  # type: ignore[arg-type]  # checked on load
                                  price_model=case.price, on_call=on_call)
         metrics = metrics_of(report, evidence=evidence, constraints=constraints, recorded=recorded, counter=counter)
+        baseline: ViewRun | None = None
+        changed: list[CounterfactualResult] = []
+        if case.counterfactuals:
+            baseline, changed = run_counterfactuals(
+                case.counterfactuals, system=report.system, tools=report.tools, view=report.final_view,
+                counter=counter, evidence=evidence, constraints=constraints, recorded=recorded,
+                provider=provider, model=model, on_call=on_call)
         results.append(CaseResult(case=case.name, policy=policy, window=case.window, evidence=tuple(evidence),
-                                  constraints=tuple(constraints), metrics=metrics, report=report))
+                                  constraints=tuple(constraints), metrics=metrics, report=report,
+                                  baseline_run=baseline, counterfactuals=tuple(changed)))
     return results
 
 
 def calls_of(case: EvalCase, session: ImportedSession) -> int:
-    """How many model calls `run_case` simulates for this case: one per recorded response, per policy."""
-    return sum(1 for m in session.messages if m.role == "assistant") * len(case.policies)
+    """How many model calls `run_case` makes for this case: one per recorded response, per policy, and per
+    policy the baseline and each counterfactual run."""
+    runs = 1 + len(case.counterfactuals) if case.counterfactuals else 0
+    return (sum(1 for m in session.messages if m.role == "assistant") + runs) * len(case.policies)

@@ -13,7 +13,13 @@ from typer.testing import CliRunner
 from nova.cli import app
 from nova.core import ModelRequest
 from nova.evaluation.cases import CaseError, load_cases
-from nova.evaluation.counterfactual import CounterfactualError
+from nova.evaluation.counterfactual import (
+    Counterfactual,
+    CounterfactualError,
+    NotInView,
+    apply_counterfactual,
+    segments_of,
+)
 from nova.evaluation.run import CaseResult, calls_of, run_case
 from nova.sessions.importers import read_session_file
 from nova.testing import FunctionProvider
@@ -153,3 +159,20 @@ def test_call_model_sends_the_runs_through_the_configured_provider(tmp_path: Pat
     runs = json.loads(out.stdout)["results"][0]["counterfactuals"]
     assert runs["baseline"]["answer"] is not None
     assert runs["runs"][0]["changed"]["answer_changed"] in (True, False)
+
+
+def test_a_target_absent_from_this_view_leaves_it_unchanged_with_a_note(tmp_path: Path) -> None:
+    (case,) = load_cases(_case(tmp_path, counterfactuals=[{"remove": "summary"}]))
+    session = read_session_file(case.session)
+    (result,) = run_case(case, session, counter=COUNTER)
+    (run,) = result.counterfactuals
+    assert result.baseline_run is not None and run.run.digest == result.baseline_run.digest
+    assert (run.removed, run.moved, run.added, run.tokens_delta) == ((), (), (), 0)
+    assert run.to_json()["changed"]["note"] == "no summary segment in this view"
+    # A recorded message a policy compacted away is noted the same way; an id nobody recorded is an error.
+    parts = segments_of(session.system, (), session.messages[:3])
+    with pytest.raises(NotInView, match="message:m00006 is recorded but not in this view"):
+        apply_counterfactual(parts, Counterfactual(kind="remove", targets=("m00006",)), recorded={"m00006"})
+    with pytest.raises(CounterfactualError, match="no segment 'm00006'") as raised:
+        apply_counterfactual(parts, Counterfactual(kind="remove", targets=("m00006",)))
+    assert not isinstance(raised.value, NotInView)

@@ -113,12 +113,17 @@ def _print_counterfactuals(result: CaseResult) -> None:
     base = result.baseline_run
     assert base is not None
     console.print(f"  counterfactuals against the final view ({len(base.segments)} segments, {base.tokens:,} tokens, "
-                  f"view {base.digest[:12]}):", markup=False)
+                  f"view {base.digest[:12]}):", markup=False, soft_wrap=True)
     for c in result.counterfactuals:
         changes = [f"{what} {', '.join(names)}" for what, names in
                    (("removed", c.removed), ("moved", c.moved), ("added", c.added)) if names]
-        deltas = [f"{name} {value:+.1%}" for name, value in c.metric_deltas.items() if value]
+        deltas = [f"{name.replace('_', ' ')} {value * 100:+.1f} pp" for name, value in c.metric_deltas.items()
+                  if abs(value) >= 0.0005]
         answer = "" if c.answer_changed is None else ("; answer changed" if c.answer_changed else "; same answer")
+        if c.note:
+            console.print(f"    {c.change.label}: {c.note}; the run saw the baseline view{answer}", markup=False,
+                          soft_wrap=True)
+            continue
         console.print(f"    {c.change.label}: view {c.run.digest[:12]}, {'; '.join(changes) or 'no change'}, "
                       f"tokens {c.tokens_delta:+,}{'; ' + ', '.join(deltas) if deltas else ''}{answer}",
                       markup=False, soft_wrap=True)

@@ -41,7 +41,7 @@ from nova.messages import Message, SummaryPart, to_dict
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 
-__all__ = ["Counterfactual", "CounterfactualError", "CounterfactualResult", "ViewRun", "ViewSegment",
+__all__ = ["Counterfactual", "CounterfactualError", "CounterfactualResult", "NotInView", "ViewRun", "ViewSegment",
            "apply_counterfactual", "parse_counterfactual", "run_counterfactuals", "segments_of"]
 
 Kind = Literal["remove", "swap", "inject"]
@@ -158,11 +158,21 @@ def segments_of(system: str, tools: Sequence[ToolSpec], messages: Sequence[Messa
     return ViewParts(system=system, tools=tuple(tools), segments=tuple(segments))
 
 
-def _find(parts: ViewParts, target: str, *, classes: bool) -> list[int]:
+class NotInView(CounterfactualError):
+    """The target is real but absent from this view: a class with no segment in it, or a recorded message
+    this policy compacted away. The run is the baseline's, with a note, so one policy's view does not stop
+    the others'."""
+
+
+def _find(parts: ViewParts, target: str, *, classes: bool, recorded: Collection[str] = ()) -> list[int]:
     name = target if ":" in target or target in ("system", "tools") else f"message:{target}"
     found = [i for i, s in enumerate(parts.segments) if s.name == name]
     if not found and classes and target in CLASSES:
         found = [i for i, s in enumerate(parts.segments) if s.cls == target]
+        if not found:
+            raise NotInView(f"no {target} segment in this view")
+    if not found and name.removeprefix("message:") in recorded:
+        raise NotInView(f"{name} is recorded but not in this view (compacted away)")
     if not found:
         names = ", ".join(s.name for s in parts.segments[:8]) + (", ..." if len(parts.segments) > 8 else "")
         raise CounterfactualError(f"no segment {target!r} in the view (segments: {names}"
@@ -170,7 +180,7 @@ def _find(parts: ViewParts, target: str, *, classes: bool) -> list[int]:
     return found
 
 
-def _position(parts: ViewParts, at: str | int | None) -> int:
+def _position(parts: ViewParts, at: str | int | None, recorded: Collection[str]) -> int:
     """The index in `parts.segments` an injected segment goes to; the system and tools stay in front."""
     heads = sum(1 for s in parts.segments if not s.messages)
     count = len(parts.segments)
@@ -183,29 +193,31 @@ def _position(parts: ViewParts, at: str | int | None) -> int:
     where, _, target = at.partition(":")
     if where not in ("before", "after") or not target:
         raise CounterfactualError(f"inject at {at!r}: write a position, end, before:NAME or after:NAME")
-    index = _find(parts, target, classes=False)[0]
+    index = _find(parts, target, classes=False, recorded=recorded)[0]
     return max(heads, index + (where == "after"))
 
 
-def apply_counterfactual(parts: ViewParts, change: Counterfactual, *, number: int = 1) -> ViewParts:
-    """The view with `change` made; `number` names an injected message (`message:injected-<number>`)."""
+def apply_counterfactual(parts: ViewParts, change: Counterfactual, *, number: int = 1,
+                         recorded: Collection[str] = ()) -> ViewParts:
+    """The view with `change` made; `number` names an injected message (`message:injected-<number>`).
+    Raises `NotInView` for a target absent from this view that is a class or one of the `recorded` ids."""
     segments = list(parts.segments)
     system, tools = parts.system, parts.tools
     if change.kind == "remove":
-        gone = set(_find(parts, change.targets[0], classes=True))
+        gone = set(_find(parts, change.targets[0], classes=True, recorded=recorded))
         names = {segments[i].name for i in gone}
         system = "" if "system" in names else system
         tools = () if "tools" in names else tools
         segments = [s for i, s in enumerate(segments) if i not in gone]
     elif change.kind == "swap":
-        a, b = (_find(parts, t, classes=False)[0] for t in change.targets)
+        a, b = (_find(parts, t, classes=False, recorded=recorded)[0] for t in change.targets)
         if not segments[a].messages or not segments[b].messages:
             raise CounterfactualError("swap moves message segments; the system and tools stay where the request puts them")
         segments[a], segments[b] = segments[b], segments[a]
     else:
         message = Message.user(change.text, id=f"injected-{number}", created_at=0.0,
                                metadata={"counterfactual": "injected"})
-        segments.insert(_position(parts, change.at), ViewSegment(name=f"message:{message.id}", cls="injected",
+        segments.insert(_position(parts, change.at, recorded), ViewSegment(name=f"message:{message.id}", cls="injected",
                                                                   messages=(message,)))
     return ViewParts(system=system, tools=tools, segments=tuple(segments))
 
@@ -239,6 +251,8 @@ class CounterfactualResult:
     tokens_delta: int
     metric_deltas: Mapping[str, float]
     answer_changed: bool | None = None
+    note: str = ""
+    """Why the view did not change: the target is not in this policy's view."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -246,7 +260,7 @@ class CounterfactualResult:
             "changed": {"removed": list(self.removed), "moved": list(self.moved), "added": list(self.added),
                         "tokens_delta": self.tokens_delta,
                         "metric_deltas": {k: round(v, 6) for k, v in self.metric_deltas.items()},
-                        "answer_changed": self.answer_changed},
+                        "answer_changed": self.answer_changed, "note": self.note or None},
         }
 
 
@@ -316,10 +330,14 @@ def run_counterfactuals(changes: Sequence[Counterfactual], *, system: str, tools
     base = measured(parts)
     results = []
     for number, change in enumerate(changes, start=1):
-        run = measured(apply_counterfactual(parts, change, number=number))
+        try:
+            changed, note = apply_counterfactual(parts, change, number=number, recorded=recorded), ""
+        except NotInView as exc:
+            changed, note = parts, str(exc)
+        run = measured(changed)
         removed, moved, added = _diff(base, run)
         deltas = {k: run.metrics[k].value - base.metrics[k].value for k in _VIEW_METRICS}
         results.append(CounterfactualResult(
             change=change, run=run, removed=removed, moved=moved, added=added, tokens_delta=run.tokens - base.tokens,
-            metric_deltas=deltas, answer_changed=None if provider is None else run.answer != base.answer))
+            metric_deltas=deltas, answer_changed=None if provider is None else run.answer != base.answer, note=note))
     return base, results

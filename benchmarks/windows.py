@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -50,20 +49,19 @@ from dataclasses import dataclass
 
 from nova.context.budget import ContextBudget
 from nova.context.compiler import cut_records
-from nova.context.summarize import failure_code, is_user_message
-from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.context.summarize import is_user_message
+from nova.evaluation.cases import work_items
+from nova.messages import Message
 from nova.replay import replay_messages, view_text
 from nova.sessions.importers import read_session_file
 from nova.settings import CompactionConfig
 from nova.testing import mini_swe_trajectories, shared_data_dir
 from nova.tokens import counter_for_model
-from nova.tool_paths import paths_of
 
 WINDOWS = (8_000, 16_000, 32_000, 64_000, 200_000)
 POLICIES = ("nova", "truncate", "observation-mask")
 CACHES = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5"}
 TARGET_WINDOWS = (32_000, 64_000)
-_TAGS = re.compile(r"</?[a-z_]+>")  # the harness's wrappers (<returncode>, <output_tail>, ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,22 +78,7 @@ def retention_items(messages: Sequence[Message]) -> list[Item]:
     items = [Item(m.text, m.id) for m in users]
     if users:
         items += [Item(line.strip(), users[0].id) for line in users[0].text.splitlines() if len(line.strip()) >= 12]
-    calls: dict[str, ToolUsePart] = {}
-    modified: dict[str, None] = {}
-    failing: tuple[str, str] | None = None
-    for m in messages:
-        for part in m.parts:
-            if isinstance(part, ToolUsePart):
-                calls[part.id] = part
-                # The files the call writes, by the one declared map of tools (shell redirects, `sed -i`,
-                # `tee`, editor commands): a name inside a heredoc's body is not a modified path.
-                modified.update(dict.fromkeys(paths_of(part).writes))
-            elif isinstance(part, ToolResultPart) and failure_code(part) is not None:
-                call = calls.get(part.tool_use_id)
-                lines = [x.strip() for x in _TAGS.sub("", part.content).splitlines() if x.strip()]
-                command = call.input.get("command") if call is not None else None
-                if isinstance(command, str) and lines:
-                    failing = (command.strip(), lines[-1][:200])
+    modified, failing = work_items(messages)
     items += [Item(p) for p in modified]
     if failing is not None:
         items += [Item(x) for x in failing]

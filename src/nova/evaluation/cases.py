@@ -34,7 +34,7 @@ from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.replay import ALL_POLICIES
 from nova.tool_paths import paths_of
 
-__all__ = ["CaseError", "EvalCase", "derived_items", "load_cases"]
+__all__ = ["CaseError", "EvalCase", "derived_items", "load_cases", "work_items"]
 
 _TAGS = re.compile(r"</?[a-z_]+>")  # a harness's wrappers (<returncode>, <output>, ...)
 
@@ -138,13 +138,13 @@ def load_cases(path: Path) -> list[EvalCase]:
     return [_case(item, path.parent, f"{path.name} case {i + 1}") for i, item in enumerate(items)]
 
 
-def derived_items(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
-    """(evidence, constraints) a session requires without being told: its modified paths and last failing
-    command with the last line of its error; every user message verbatim."""
-    constraints = [m.text for m in messages if is_user_message(m)]
+def work_items(messages: Sequence[Message]) -> tuple[list[str], tuple[str, str] | None]:
+    """(the paths the session's calls wrote, in order; its last failing command with the last line of
+    that command's error, or None). The files a call writes come from the one declared map of tools
+    (shell redirects, `sed -i`, `tee`, editor commands): a name inside a heredoc's body is not one."""
     calls: dict[str, ToolUsePart] = {}
     modified: dict[str, None] = {}
-    failing: list[str] = []
+    failing: tuple[str, str] | None = None
     for m in messages:
         for part in m.parts:
             if isinstance(part, ToolUsePart):
@@ -155,6 +155,14 @@ def derived_items(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
                 lines = [x.strip() for x in _TAGS.sub("", part.content).splitlines() if x.strip()]
                 command = call.input.get("command") if call is not None else None
                 if isinstance(command, str) and lines:
-                    failing = [command.strip(), lines[-1][:200]]
-    evidence = [*modified, *failing]
+                    failing = (command.strip(), lines[-1][:200])
+    return list(modified), failing
+
+
+def derived_items(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
+    """(evidence, constraints) a session requires without being told: its modified paths and last failing
+    command with the last line of its error; every user message verbatim."""
+    constraints = [m.text for m in messages if is_user_message(m)]
+    modified, failing = work_items(messages)
+    evidence = [*modified, *(failing or ())]
     return [e for e in evidence if e], [c for c in constraints if c]

@@ -525,6 +525,15 @@ def user_section(
     return UserSection("\n".join(out), tuple(left))
 
 
+def _newest_first(title: str, rows: list[str], *, limit: int, rest: str) -> list[str]:
+    """A section of the newest `limit` rows (given oldest first), saying how many more the transcript has."""
+    if not rows:
+        return []
+    newest = rows[::-1]
+    more = [f"- ... {len(newest) - limit} {rest}"] if len(newest) > limit else []
+    return [f"## {title}", *newest[:limit], *more]
+
+
 def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARRIED_PATHS) -> str:
     """The part of the continuity floor `compact` writes itself, beside the user's words: every file
     the folded part modified, the choices the agent stated (newest first, bounded) and its last failing
@@ -533,18 +542,10 @@ def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARR
     messages, so a choice made early stays as long as the bound allows, however many compactions follow."""
     facts = _collect(messages)
     out: list[str] = []
-    changed = list(reversed(facts.files_changed.items()))
-    if changed:
-        out.append(f"## {FILES_MODIFIED}")
-        out += [f"- {p} (msg {i})" for p, i in changed[:max_paths]]
-        if len(changed) > max_paths:
-            out.append(f"- ... {len(changed) - max_paths} more in the transcript")
-    choices = list(reversed(facts.choices.items()))
-    if choices:
-        out.append(f"## {DECISIONS}")
-        out += [f"- {_clip(d, MAX_DECISION_CHARS)} (msg {i})" for d, i in choices[:MAX_CARRIED_DECISIONS]]
-        if len(choices) > MAX_CARRIED_DECISIONS:
-            out.append(f"- ... {len(choices) - MAX_CARRIED_DECISIONS} earlier ones in the transcript")
+    out += _newest_first(FILES_MODIFIED, [f"- {p} (msg {i})" for p, i in facts.files_changed.items()],
+                         limit=max_paths, rest="more in the transcript")
+    out += _newest_first(DECISIONS, [f"- {_clip(d, MAX_DECISION_CHARS)} (msg {i})" for d, i in facts.choices.items()],
+                         limit=MAX_CARRIED_DECISIONS, rest="earlier ones in the transcript")
     if facts.failures:
         command, mid, code, errors = facts.failures[-1]
         out.append(f"## {LAST_FAILURE}")

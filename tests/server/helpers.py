@@ -43,6 +43,22 @@ def which(name: str) -> str | None:
     return shutil.which(name)
 
 
+JS_DIR = Path(__file__).resolve().parents[1] / "js"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+def require_browser() -> str:
+    """Node, Debian's chromium and the npm package playwright-core (the page tests drive chromium with
+    it), or the test is skipped naming what to install. Returns node's path."""
+    node = which("node")
+    require_tool("node", node is not None, "install Node.js 18 or newer")
+    require_tool("chromium", Path(CHROMIUM).exists(), "apt-get install chromium")
+    require_tool("the npm package 'playwright-core'", (JS_DIR / "node_modules" / "playwright-core").is_dir(),
+                 f"run `npm ci` in {JS_DIR}")
+    assert node is not None
+    return node
+
+
 @dataclass
 class Server:
     base: str

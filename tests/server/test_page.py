@@ -4,7 +4,6 @@ server on loopback: sign in with the form, one turn of the demo, what the page t
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -12,19 +11,11 @@ from nova.demo import DEMO_PROMPT
 from nova.messages import Message
 from nova.sessions.session import Session
 
-from .helpers import require_tool, running_server, which
-
-JS_DIR = Path(__file__).resolve().parents[1] / "js"
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+from .helpers import JS_DIR, require_browser, running_server
 
 
 def test_the_page_from_sign_in_to_docs(nova_home: Path, project: Path, tmp_path: Path) -> None:
-    node = which("node")
-    require_tool("node", node is not None, "install Node.js 18 or newer")
-    require_tool("chromium", Path(CHROMIUM).exists(), "apt-get install chromium")
-    require_tool("the npm package 'playwright-core'", (JS_DIR / "node_modules" / "playwright-core").is_dir(),
-                 f"run `npm ci` in {JS_DIR}")
-    assert node is not None
+    node = require_browser()
     # A rule refuses `grep`: the demo's search of the log is denied, and the page must say so.
     nova_home.mkdir(parents=True, exist_ok=True)
     (nova_home / "config.json").write_text(json.dumps({"permissions": {"deny": ["grep"]}}), encoding="utf-8")

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 from nova.demo import DEMO_PROMPT
 
-from .helpers import require_tool, running_server, which
-
-JS_DIR = Path(__file__).resolve().parents[1] / "js"
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+from .helpers import JS_DIR, require_browser, running_server
 
 
 def test_page_approves_with_a_button_and_marks_a_denied_call(nova_home: Path, project: Path, tmp_path: Path) -> None:
-    node = which("node")
-    require_tool("node", node is not None, "install Node.js 18 or newer")
-    require_tool("chromium", Path(CHROMIUM).exists(), "apt-get install chromium")
-    require_tool("the npm package 'playwright-core'", (JS_DIR / "node_modules" / "playwright-core").is_dir(),
-                 f"run `npm ci` in {JS_DIR}")
-    assert node is not None
+    node = require_browser()
     screenshot = tmp_path / "nova-approvals.png"
     with running_server(nova_home, project, yes=False) as server:
         run = subprocess.run(

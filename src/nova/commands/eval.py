@@ -53,8 +53,16 @@ def eval_command(
     call_model: Annotated[bool, typer.Option("--call-model", help="Send each case's counterfactual runs to the "
                                              "configured provider and model (real requests); without it they "
                                              "are measured offline.")] = False,
+    report_html: Annotated[Path | None, typer.Option("--report", help="Also write one self-contained HTML file "
+                           "with the plots: each case's policies side by side, the metrics, and each replay's "
+                           "context, composition, cost and compactions. Needs the `report` extra (plotly).")
+                           ] = None,
 ) -> None:
     """Replay recorded sessions under context policies and measure each view: evidence, precision, cost."""
+    if report_html is not None:
+        from nova.commands.report_extra import require_report_extra
+
+        require_report_extra()
     with user_errors():
         settings = load_settings(env=dict(os.environ), overrides=global_overrides())
     try:
@@ -91,6 +99,10 @@ def eval_command(
                 results += run_case(case, session, counter=counter, config=settings.compaction,
                                     spill=settings.spill, on_call=bar.advance, provider=provider,
                                     model=settings.model)
+    if report_html is not None:
+        from nova.evaluation.report import eval_report_html
+
+        report_html.write_text(eval_report_html(results, source=cases.name), encoding="utf-8")
     if as_json:
         print(json.dumps({"results": [r.to_json() for r in results]}))
         return

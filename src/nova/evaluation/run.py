@@ -40,6 +40,9 @@ class CaseResult:
             "missing_evidence": [e for e in self.evidence if not _readable(e, self.report)],
             "missing_constraints": [c for c in self.constraints if not _readable(c, self.report)],
         }
+        # The replay's numbers the report plots: each call's size and composition, each compaction's lists.
+        replayed = self.report.to_json()
+        data["per_call"], data["view_changes"] = replayed["per_call"], replayed["view_changes"]
         if self.baseline_run is not None:
             data["counterfactuals"] = {"baseline": self.baseline_run.to_json(),
                                        "runs": [c.to_json() for c in self.counterfactuals]}

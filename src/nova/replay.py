@@ -505,7 +505,7 @@ def _run(
     def compacted(before: list[Message], after: list[Message], *, forced: bool) -> None:
         report.view_changes.append(view_change(
             call=report.calls + 1, event="compaction", forced=forced, before=before, after=after,
-            shown_after=_stable_inserts(after), size=sizer.message, names=names))
+            shown_after=_stable_inserts(after), size=sizer.message, count=counter.count, names=names))
 
     def build_view() -> tuple[list[Message], str]:
         nonlocal history
@@ -541,7 +541,8 @@ def _run(
             at = message.created_at if message.created_at > 0 else None
             view, event = build_view()
             if event == "truncate":
-                cut = cut_change(call=report.calls + 1, previous=shown, view=view, size=sizer.message)
+                cut = cut_change(call=report.calls + 1, previous=shown, view=view, size=sizer.message,
+                                 count=counter.count)
                 if cut is not None:
                     report.view_changes.append(cut)
             shown = view
@@ -554,10 +555,10 @@ def _run(
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
             report.requests_over_window += used > window
-            parts = composition(total=used, system=system_tokens, tools=tool_tokens, view=view, size=sizer.message,
+            kinds = composition(total=used, system=system_tokens, tools=tool_tokens, view=view, size=sizer.message,
                                 count=counter.count)
             report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0,
-                                              parts))
+                                              kinds))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])

@@ -23,7 +23,7 @@ from nova.context.picture import KINDS
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 
 __all__ = ["COMPOSITION_KINDS", "EXCERPT_CHARS", "MessageEntry", "ViewChange", "composition", "composition_json",
-           "cut_change", "entry_of", "excerpt", "message_kinds", "tokens_of", "view_change"]
+           "cut_change", "entries_of", "excerpt", "message_kinds", "tokens_of", "view_change"]
 
 COMPOSITION_KINDS: tuple[str, ...] = tuple(k for k in KINDS if k != "free")
 EXCERPT_CHARS = 120
@@ -94,10 +94,21 @@ class MessageEntry:
         return {"role": self.role, "id": self.id, "tokens": self.tokens, "kind": self.kind, "excerpt": self.excerpt}
 
 
-def entry_of(message: Message, tokens: int, *, shown_id: str | None = None) -> MessageEntry:
-    kind = next(iter(message_kinds(message, 1, lambda _: 1)))
-    return MessageEntry(role=message.role, id=shown_id or message.id, tokens=tokens, kind=kind,
-                        excerpt=excerpt(message))
+def entries_of(message: Message, tokens: int, *, count: Callable[[str], int],
+               shown_id: str | None = None) -> list[MessageEntry]:
+    """The message as list entries: one, or for a summary with a restore attachment two (the summary, then
+    the attachment as `observations`), each with its share of `tokens` and its own excerpt."""
+    shares = message_kinds(message, tokens, count)
+    ident = shown_id or message.id
+    if len(shares) == 1:
+        kind = next(iter(shares))
+        return [MessageEntry(role=message.role, id=ident, tokens=tokens, kind=kind, excerpt=excerpt(message))]
+    summary = message.with_parts([p for p in message.parts if isinstance(p, SummaryPart)])
+    attachment = message.with_parts([p for p in message.parts if not isinstance(p, SummaryPart)])
+    return [MessageEntry(role=message.role, id=ident, tokens=shares["summary"], kind="summary",
+                         excerpt=excerpt(summary)),
+            MessageEntry(role=message.role, id=ident, tokens=shares["observations"], kind="observations",
+                         excerpt=excerpt(attachment))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +142,8 @@ def composition_json(parts: Mapping[str, int]) -> dict[str, int]:
 
 
 def view_change(*, call: int, event: str, forced: bool, before: Sequence[Message], after: Sequence[Message],
-                shown_after: Sequence[Message], size: Sizer, names: dict[str, str]) -> ViewChange:
+                shown_after: Sequence[Message], size: Sizer, count: Callable[[str], int],
+                names: dict[str, str]) -> ViewChange:
     """The change from the messages `before` a compaction to the view `after` it. Nova's inserts get fresh
     ids; `shown_after` is `after` with them named by what they stand for (`names` keeps the name each
     insert was first shown under, so a summary folded by a later compaction is listed under it again)."""
@@ -141,21 +153,22 @@ def view_change(*, call: int, event: str, forced: bool, before: Sequence[Message
         if m.id not in before_ids and m.origin is not None:
             names.setdefault(m.id, shown.id)
 
-    def entry(m: Message) -> MessageEntry:
-        return entry_of(m, size(m), shown_id=names.get(m.id))
+    def entries(messages: Sequence[Message]) -> tuple[MessageEntry, ...]:
+        return tuple(e for m in messages for e in entries_of(m, size(m), count=count, shown_id=names.get(m.id)))
 
     return ViewChange(call=call, event=event, forced=forced,
-                      dropped=tuple(entry(m) for m in before if m.id not in after_ids),
-                      kept=tuple(entry(m) for m in after if m.id in before_ids),
-                      added=tuple(entry(m) for m in after if m.id not in before_ids),
+                      dropped=entries([m for m in before if m.id not in after_ids]),
+                      kept=entries([m for m in after if m.id in before_ids]),
+                      added=entries([m for m in after if m.id not in before_ids]),
                       view_messages=len(after))
 
 
-def cut_change(*, call: int, previous: Sequence[Message], view: Sequence[Message], size: Sizer) -> ViewChange | None:
+def cut_change(*, call: int, previous: Sequence[Message], view: Sequence[Message], size: Sizer,
+               count: Callable[[str], int]) -> ViewChange | None:
     """What a cut (truncation) took out since the previous call's view: the messages it showed that this
     view no longer does. None when nothing left."""
     ids = {m.id for m in view}
-    gone = tuple(entry_of(m, size(m)) for m in previous if m.id not in ids)
+    gone = tuple(e for m in previous if m.id not in ids for e in entries_of(m, size(m), count=count))
     if not gone:
         return None
     return ViewChange(call=call, event="truncate", forced=False, dropped=gone, kept=(), added=(),

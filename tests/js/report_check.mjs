@@ -34,9 +34,13 @@ try {
   page.on('pageerror', (e) => result.pageErrors.push(String(e)));
   await page.goto(pathToFileURL(resolve(file)).href, { waitUntil: 'load', timeout: 60000 });
   const count = await page.locator('div.plot').count();
-  // Each plot is drawn once plotly has put its SVG in it.
-  await page.waitForFunction((n) => document.querySelectorAll('div.plot svg.main-svg').length >= n, count,
-                             { timeout: 60000 });
+  // Each plot is drawn once plotly has put its SVG in it; a page that never draws is reported, not thrown.
+  try {
+    await page.waitForFunction((n) => document.querySelectorAll('div.plot svg.main-svg').length >= n, count,
+                               { timeout: 20000 });
+  } catch (e) {
+    result.pageErrors.push(`plots not drawn: ${e.message.split('\n')[0]}`);
+  }
   await page.waitForTimeout(300);
 
   const plots = page.locator('div.plot');

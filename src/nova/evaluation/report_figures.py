@@ -32,7 +32,7 @@ FONT = {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", "s
 def _layout(fig: go.Figure, *, y_title: str, height: int = HEIGHT, legend_rows: int = 1) -> go.Figure:
     fig.update_layout(
         template="plotly_white", height=height, font=FONT, hovermode="x unified",
-        margin={"l": 70, "r": 24, "t": 28 + 22 * legend_rows, "b": 48},
+        margin={"l": 70, "r": 24, "t": 12 + 24 * legend_rows, "b": 48},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "font": {"size": 12}},
     )
     fig.update_xaxes(title_text="call", tickfont={"size": 12}, rangemode="tozero")

@@ -260,3 +260,18 @@ def test_without_plotly_report_fails_first_naming_the_extra(tmp_path: Path, comm
     plain = subprocess.run([sys.executable, "-c", BLOCK_PLOTLY, command, target, "--json"], capture_output=True,
                            text=True, timeout=120)
     assert plain.returncode == 0, plain.stderr
+
+
+def test_a_one_call_replay_still_draws_its_point_and_the_lines_it_is_measured_against() -> None:
+    from nova.evaluation.report_figures import composition_figure, context_figure
+
+    report = replay_messages(_conversation(0), system=SYSTEM, tools=TOOLS, window=32_000, policy="nova",
+                             counter=COUNTER)
+    assert report.calls == 1
+    figure = context_figure(series_of(report))
+    context, window = figure.data[0], figure.data[1]
+    # A line of one point draws nothing: each call is a marker too; the window spans the call, not 0 px.
+    assert "markers" in context.mode and list(context.x) == [1]
+    assert window.x[0] < 1 < window.x[1] and window.y[0] == 32_000
+    assert figure.layout.xaxis.dtick == 1  # whole calls, not ticks at 0.2, 0.4, …
+    assert {trace.type for trace in composition_figure(series_of(report)).data} == {"bar"}

@@ -174,9 +174,11 @@ def _replay_sections(page: _Page, report: ReplayReport, series: ReplaySeries, *,
              f"({series.window:,}), the compaction threshold ({series.threshold:,}){hard}; × and the dotted lines mark "
              "compactions.</p>")
     page.plot(figures.context_figure(series), "context")
+    placeholder = (f" The recording lacks part of its fixed prompt: a placeholder of {report.placeholder_tokens:,} "
+                   "tokens stands in for it and counts as system." if report.placeholder_tokens else "")
     page.add(f"<{h}>What each call's view is made of</{h}><p class=\"note\">Tokens by kind, stacked: they add up "
              "to the context sent. A recording keeps its instruction files inside its system prompt, so rules are "
-             "counted under system (0 here unless Nova itself added them).</p>")
+             f"counted under system (0 here unless Nova itself added them).{placeholder}</p>")
     page.plot(figures.composition_figure(series), "composition")
     cost = (f"cumulative cost of the agent's calls, input side, at {series.price_model} prices" if series.cost_priced
             else "cumulative input tokens (no price given)")

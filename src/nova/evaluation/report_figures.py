@@ -26,28 +26,35 @@ KIND_COLOURS = {"system": "#1f4e9c", "tools": "#9b30a8", "rules": "#d9a400", "me
 POLICY_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 WINDOW_COLOUR, THRESHOLD_COLOUR, HARD_COLOUR, COMPACTION_COLOUR = "#444444", "#ff7f0e", "#d62728", "#d62728"
 HEIGHT = 380
+# Up to this many calls each call is drawn as a point too (a one-call session would show no line at all),
+# and the composition as stacked bars; beyond it, lines and stacked areas read better.
+FEW_CALLS = 60
 FONT = {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", "size": 13, "color": "#222"}
 
 
-def _layout(fig: go.Figure, *, y_title: str, height: int = HEIGHT, legend_rows: int = 1) -> go.Figure:
+def _layout(fig: go.Figure, *, y_title: str, calls: int, height: int = HEIGHT, legend_rows: int = 1) -> go.Figure:
     fig.update_layout(
         template="plotly_white", height=height, font=FONT, hovermode="x unified",
         margin={"l": 70, "r": 24, "t": 12 + 24 * legend_rows, "b": 48},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "font": {"size": 12}},
     )
-    fig.update_xaxes(title_text="call", tickfont={"size": 12}, rangemode="tozero")
+    # Calls are whole: a few get a tick each (automatic ticks would step by 0.2); more get plotly's own,
+    # which follow a zoom.
+    fig.update_xaxes(title_text="call", tickfont={"size": 12}, range=[0.5, max(calls, 1) + 0.5],
+                     **({"dtick": 1} if calls <= 12 else {}))
     fig.update_yaxes(title_text=y_title, tickfont={"size": 12}, rangemode="tozero")
     return fig
 
 
 def _marks(fig: go.Figure, calls: Sequence[int], **where: Any) -> None:
-    """A thin vertical line at each compacted call."""
+    """A thin vertical line before each compacted call: the compaction happened between the two calls
+    (and so the line stays clear of that call's bar)."""
     for call in calls:
-        fig.add_vline(x=call, line={"color": COMPACTION_COLOUR, "width": 1, "dash": "dot"}, opacity=0.5, **where)
+        fig.add_vline(x=call - 0.5, line={"color": COMPACTION_COLOUR, "width": 1, "dash": "dot"}, opacity=0.5, **where)
 
 
 def _level(fig: go.Figure, n: int, value: int, name: str, colour: str, dash: str, **where: Any) -> None:
-    fig.add_trace(go.Scatter(x=[1, max(n, 1)], y=[value, value], mode="lines", name=f"{name} {value:,}",
+    fig.add_trace(go.Scatter(x=[0.5, max(n, 1) + 0.5], y=[value, value], mode="lines", name=f"{name} {value:,}",
                              line={"color": colour, "dash": dash, "width": 1.5}, hoverinfo="skip"), **where)
 
 
@@ -55,7 +62,7 @@ def context_figure(s: ReplaySeries) -> go.Figure:
     """Context size per call against the window, the threshold and the hard line, compactions marked."""
     fig = go.Figure()
     calls = list(s.calls)
-    fig.add_trace(go.Scatter(x=calls, y=list(s.context), mode="lines", name="context sent",
+    fig.add_trace(go.Scatter(x=calls, y=list(s.context), mode=_mode(len(calls)), name="context sent",
                              line={"color": "#1f77b4", "width": 2}, customdata=[e or "—" for e in s.events],
                              hovertemplate="%{y:,} tokens (%{customdata})<extra>context</extra>"))
     _level(fig, len(calls), s.window, "window", WINDOW_COLOUR, "dash")
@@ -67,7 +74,7 @@ def context_figure(s: ReplaySeries) -> go.Figure:
                                  name="compaction", marker={"symbol": "x", "size": 9, "color": COMPACTION_COLOUR},
                                  hovertemplate="compacted: %{y:,} tokens sent<extra></extra>"))
     _marks(fig, s.compactions)
-    return _layout(fig, y_title="tokens")
+    return _layout(fig, y_title="tokens", calls=len(calls))
 
 
 def composition_figure(s: ReplaySeries) -> go.Figure:
@@ -79,11 +86,16 @@ def composition_figure(s: ReplaySeries) -> go.Figure:
         name = kind
         if kind == "rules" and not any(values):
             name = "rules (0: inside the recorded system prompt)"
-        fig.add_trace(go.Scatter(x=calls, y=values, mode="lines", name=name, stackgroup="view",
-                                 line={"width": 0.5, "color": KIND_COLOURS[kind]},
-                                 hovertemplate=f"%{{y:,}}<extra>{kind}</extra>"))
+        hover = f"%{{y:,}}<extra>{kind}</extra>"
+        if len(calls) <= FEW_CALLS:
+            fig.add_trace(go.Bar(x=calls, y=values, name=name, marker={"color": KIND_COLOURS[kind]},
+                                 hovertemplate=hover))
+        else:
+            fig.add_trace(go.Scatter(x=calls, y=values, mode="lines", name=name, stackgroup="view",
+                                     line={"width": 0.5, "color": KIND_COLOURS[kind]}, hovertemplate=hover))
+    fig.update_layout(barmode="stack", bargap=0.15, legend={"traceorder": "normal"})
     _marks(fig, s.compactions)
-    return _layout(fig, y_title="tokens")
+    return _layout(fig, y_title="tokens", calls=len(calls))
 
 
 def cost_figure(s: ReplaySeries) -> go.Figure:
@@ -94,7 +106,7 @@ def cost_figure(s: ReplaySeries) -> go.Figure:
     shown = ".4f" if s.cost_priced else ",.0f"
     money = "$" if s.cost_priced else ""
     fig.add_trace(go.Scatter(
-        x=calls, y=list(s.cumulative), mode="lines", name="cumulative " + ("cost" if s.cost_priced else "input"),
+        x=calls, y=list(s.cumulative), mode=_mode(len(calls)), name="cumulative " + ("cost" if s.cost_priced else "input"),
         line={"color": "#2ca02c", "width": 2}, customdata=[[c, r] for c, r in zip(s.call_cost, s.cache_read,
                                                                                  strict=True)],
         hovertemplate=(f"{money}%{{y:{shown}}} so far; this call {money}%{{customdata[0]:{shown}}}, "
@@ -108,7 +120,7 @@ def cost_figure(s: ReplaySeries) -> go.Figure:
                            xref="x2 domain", yref="y2 domain", x=0.5, y=0.5, showarrow=False,
                            font={"size": 13, "color": "#666"})
     _marks(fig, s.compactions, row="all", col=1)
-    _layout(fig, y_title=unit, height=HEIGHT + 80)
+    _layout(fig, y_title=unit, calls=len(calls), height=HEIGHT + 80)
     fig.update_xaxes(title_text="", row=1, col=1)
     fig.update_yaxes(title_text="cache hit %", range=[0, 100], row=2, col=1)
     return fig
@@ -120,7 +132,7 @@ def policy_context_figure(series: Sequence[ReplaySeries]) -> go.Figure:
     longest = max((len(s.context) for s in series), default=1)
     for i, s in enumerate(series):
         colour = POLICY_COLOURS[i % len(POLICY_COLOURS)]
-        fig.add_trace(go.Scatter(x=list(s.calls), y=list(s.context), mode="lines", name=s.policy,
+        fig.add_trace(go.Scatter(x=list(s.calls), y=list(s.context), mode=_mode(longest), name=s.policy,
                                  line={"color": colour, "width": 2},
                                  hovertemplate=f"%{{y:,}} tokens<extra>{s.policy}</extra>"))
         if s.compactions:
@@ -130,7 +142,7 @@ def policy_context_figure(series: Sequence[ReplaySeries]) -> go.Figure:
     if series:
         _level(fig, longest, series[0].window, "window", WINDOW_COLOUR, "dash")
         _level(fig, longest, series[0].threshold, "threshold", THRESHOLD_COLOUR, "dash")
-    return _layout(fig, y_title="tokens")
+    return _layout(fig, y_title="tokens", calls=longest)
 
 
 def policy_cost_figure(series: Sequence[ReplaySeries]) -> go.Figure:
@@ -140,11 +152,15 @@ def policy_cost_figure(series: Sequence[ReplaySeries]) -> go.Figure:
     for i, s in enumerate(series):
         fig.add_trace(go.Scatter(x=list(s.calls), y=list(s.cumulative if priced or not s.cost_priced
                                                           else _tokens(s)),
-                                 mode="lines", name=s.policy,
+                                 mode=_mode(len(s.calls)), name=s.policy,
                                  line={"color": POLICY_COLOURS[i % len(POLICY_COLOURS)], "width": 2},
                                  hovertemplate=("$%{y:.4f}" if priced else "%{y:,.0f}") + f"<extra>{s.policy}</extra>"))
     unit = f"USD ({series[0].price_model})" if priced else "cumulative input tokens"
-    return _layout(fig, y_title=unit)
+    return _layout(fig, y_title=unit, calls=max((len(s.context) for s in series), default=1))
+
+
+def _mode(calls: int) -> str:
+    return "lines+markers" if calls <= FEW_CALLS else "lines"
 
 
 def _tokens(s: ReplaySeries) -> list[float]:

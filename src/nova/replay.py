@@ -48,7 +48,7 @@ from nova.extensions import ViewRequest
 from nova.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
 from nova.providers.pricing import ModelInfo, model_info
-from nova.replay_views import ViewChange, composition, composition_json, cut_change, view_change
+from nova.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
@@ -496,8 +496,9 @@ def _run(
     history: list[Message] = []
     calls_by_id: dict[str, ToolUsePart] = {}
     counter = controller.counter
-    system_tokens = count_system(system, counter) if system else 0
-    tool_tokens = count_tools(tools, counter) if tools else 0
+    # The composition is made of the sizer's own measures: its sum is the call's input.
+    composer = Composer(system=count_system(system, counter), tools=count_tools(tools, counter),
+                        size=sizer.message, count=counter.count)
     # The names Nova's inserts are listed under (their ids are fresh each run; see `_stable_inserts`).
     names: dict[str, str] = {}
     shown: list[Message] = []  # the view the previous call sent (what a cut is measured against)
@@ -548,15 +549,14 @@ def _run(
             shown = view
             if recording is not None:
                 cost.summary_calls(report, recording.pending, at)
-            used = sizer.view(view)
+            kinds = composer.composition(view)
+            used = sum(kinds.values())
             usage = cost.call(view, at)
             cost.add(report, usage)
             report.calls += 1
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
             report.requests_over_window += used > window
-            kinds = composition(total=used, system=system_tokens, tools=tool_tokens, view=view, size=sizer.message,
-                                count=counter.count)
             report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0,
                                               kinds))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)

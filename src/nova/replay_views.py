@@ -22,7 +22,7 @@ from nova.context.manifest import apportion
 from nova.context.picture import KINDS
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 
-__all__ = ["COMPOSITION_KINDS", "EXCERPT_CHARS", "MessageEntry", "ViewChange", "composition", "composition_json",
+__all__ = ["COMPOSITION_KINDS", "EXCERPT_CHARS", "Composer", "MessageEntry", "ViewChange", "composition_json",
            "cut_change", "entries_of", "excerpt", "message_kinds", "tokens_of", "view_change"]
 
 COMPOSITION_KINDS: tuple[str, ...] = tuple(k for k in KINDS if k != "free")
@@ -50,17 +50,33 @@ def message_kinds(message: Message, tokens: int, count: Callable[[str], int]) ->
     return {"history": tokens}
 
 
-def composition(*, total: int, system: int, tools: int, view: Sequence[Message], size: Sizer,
-                count: Callable[[str], int]) -> dict[str, int]:
-    """Tokens per kind for one call's view, in `COMPOSITION_KINDS` order; the parts sum to `total` (the
-    call's measured input), calibrated as the manifest does when the measures disagree."""
-    parts = dict.fromkeys(COMPOSITION_KINDS, 0)
-    parts["system"], parts["tools"] = system, tools
-    for m in view:
-        for kind, tokens in message_kinds(m, size(m), count).items():
-            parts[kind] += tokens
-    calibrated = apportion(total, list(parts.values()))
-    return dict(zip(COMPOSITION_KINDS, calibrated, strict=True))
+class Composer:
+    """Splits each call's view by kind (`composition`). The parts are the very measures a call's input is
+    the sum of (the system text, the tool schemas, each message's size), so they add up to it exactly;
+    only a summary message is split further, by `apportion`. A message's split is worked out once, since
+    a replay sends the same message objects call after call."""
+
+    def __init__(self, *, system: int, tools: int, size: Sizer, count: Callable[[str], int]) -> None:
+        self.system, self.tools, self.size, self.count = system, tools, size, count
+        self._index = {kind: i for i, kind in enumerate(COMPOSITION_KINDS)}
+        # Keyed by object identity; the message is kept in the value so its id cannot be reused.
+        self._kinds: dict[int, tuple[Message, tuple[tuple[int, int], ...]]] = {}
+
+    def _split(self, message: Message) -> tuple[tuple[int, int], ...]:
+        hit = self._kinds.get(id(message))
+        if hit is None:
+            split = tuple((self._index[k], t) for k, t in message_kinds(message, self.size(message), self.count).items())
+            hit = self._kinds[id(message)] = (message, split)
+        return hit[1]
+
+    def composition(self, view: Sequence[Message]) -> dict[str, int]:
+        """Tokens per kind for one call's view, in `COMPOSITION_KINDS` order; their sum is the call's input."""
+        parts = [0] * len(COMPOSITION_KINDS)
+        parts[self._index["system"]], parts[self._index["tools"]] = self.system, self.tools
+        for m in view:
+            for index, tokens in self._split(m):
+                parts[index] += tokens
+        return dict(zip(COMPOSITION_KINDS, parts, strict=True))
 
 
 def excerpt(message: Message, limit: int = EXCERPT_CHARS) -> str:

@@ -112,9 +112,14 @@ def cost_figure(s: ReplaySeries) -> go.Figure:
         hovertemplate=(f"{money}%{{y:{shown}}} so far; this call {money}%{{customdata[0]:{shown}}}, "
                        "cache reads %{customdata[1]:,} tokens<extra></extra>")), row=1, col=1)
     if s.cache_simulated:
-        fig.add_trace(go.Bar(x=calls, y=[100 * (h or 0.0) for h in s.cache_hit], name="cache hit",
-                             marker={"color": "#9467bd"}, hovertemplate="cache hit %{y:.1f} %<extra></extra>"),
-                      row=2, col=1)
+        hits = [100 * (h or 0.0) for h in s.cache_hit]
+        hover = "cache hit %{y:.1f} %<extra></extra>"
+        # Bars for a few calls; past that they thin to hairlines, and a line reads better.
+        bar = (go.Bar(x=calls, y=hits, name="cache hit", marker={"color": "#9467bd"}, hovertemplate=hover)
+               if len(calls) <= FEW_CALLS else
+               go.Scatter(x=calls, y=hits, mode="lines", name="cache hit", line={"color": "#9467bd", "width": 1.5},
+                          hovertemplate=hover))
+        fig.add_trace(bar, row=2, col=1)
     else:
         fig.add_annotation(text="cache hit per call: n/a, no provider cache was simulated (--provider-cache)",
                            xref="x2 domain", yref="y2 domain", x=0.5, y=0.5, showarrow=False,

@@ -275,3 +275,33 @@ def test_a_one_call_replay_still_draws_its_point_and_the_lines_it_is_measured_ag
     assert window.x[0] < 1 < window.x[1] and window.y[0] == 32_000
     assert figure.layout.xaxis.dtick == 1  # whole calls, not ticks at 0.2, 0.4, …
     assert {trace.type for trace in composition_figure(series_of(report)).data} == {"bar"}
+
+
+@pytest.mark.parametrize("command", ["replay", "eval"])
+def test_a_report_in_a_missing_folder_is_refused_before_the_work(tmp_path: Path, command: str) -> None:
+    target = str(_session_file(tmp_path) if command == "replay" else _case_file(tmp_path, ["nova"]))
+    out = tmp_path / "missing" / "out.html"
+    result = CliRunner().invoke(app, [command, target, "--report", str(out), "--json"])
+    assert result.exit_code == 2
+    assert f"nova: error: --report: no folder {out.parent} to write out.html in" in result.output
+    assert '"calls"' not in result.output and not out.exists()  # nothing was replayed
+
+
+def test_only_the_report_modules_import_plotly() -> None:
+    import ast
+
+    import nova
+
+    src = Path(nova.__file__).resolve().parent
+    importers = set()
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "plotly" or n.startswith("plotly.") for n in names):
+                importers.add(path.relative_to(src).as_posix())
+    assert importers == {"evaluation/report.py", "evaluation/report_figures.py"}
+    # And the command starts without it.
+    run = subprocess.run([sys.executable, "-c", "import sys; sys.modules['plotly'] = None; from nova.cli import main; "
+                          "sys.argv[0] = 'nova'; main()", "--help"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "replay" in run.stdout

@@ -62,7 +62,7 @@ def eval_command(
     if report_html is not None:
         from nova.commands.report_extra import require_report_extra
 
-        require_report_extra()
+        require_report_extra(report_html)
     with user_errors():
         settings = load_settings(env=dict(os.environ), overrides=global_overrides())
     try:
@@ -100,9 +100,10 @@ def eval_command(
                                     spill=settings.spill, on_call=bar.advance, provider=provider,
                                     model=settings.model)
     if report_html is not None:
+        from nova.commands.report_extra import write_report
         from nova.evaluation.report import eval_report_html
 
-        report_html.write_text(eval_report_html(results, source=cases.name), encoding="utf-8")
+        write_report(report_html, eval_report_html(results, source=cases.name))
     if as_json:
         print(json.dumps({"results": [r.to_json() for r in results]}))
         return

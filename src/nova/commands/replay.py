@@ -85,7 +85,7 @@ def replay_command(
     if report_html is not None:
         from nova.commands.report_extra import require_report_extra
 
-        require_report_extra()
+        require_report_extra(report_html)
     from nova.sessions.importers import read_session_file
 
     with user_errors():
@@ -116,9 +116,10 @@ def replay_command(
                           f"{report.placeholder_tokens:,} tokens stands in (first response's usage)",
                           markup=False, soft_wrap=True)
     if report_html is not None:
+        from nova.commands.report_extra import write_report
         from nova.evaluation.report import replay_report_html
 
-        report_html.write_text(replay_report_html(report, source=path.name), encoding="utf-8")
+        write_report(report_html, replay_report_html(report, source=path.name))
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
     source = session.meta.get("source_counts")

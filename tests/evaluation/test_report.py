@@ -263,7 +263,7 @@ def test_without_plotly_report_fails_first_naming_the_extra(tmp_path: Path, comm
 
 
 def test_a_one_call_replay_still_draws_its_point_and_the_lines_it_is_measured_against() -> None:
-    from nova.evaluation.report_figures import composition_figure, context_figure
+    from nova.evaluation.report_figures import composition_figure, context_figure, cost_figure
 
     report = replay_messages(_conversation(0), system=SYSTEM, tools=TOOLS, window=32_000, policy="nova",
                              counter=COUNTER)
@@ -275,6 +275,11 @@ def test_a_one_call_replay_still_draws_its_point_and_the_lines_it_is_measured_ag
     assert window.x[0] < 1 < window.x[1] and window.y[0] == 32_000
     assert figure.layout.xaxis.dtick == 1  # whole calls, not ticks at 0.2, 0.4, …
     assert {trace.type for trace in composition_figure(series_of(report)).data} == {"bar"}
+    # Without a provider cache the cost stands alone (no empty, axis-less cache panel) and says why.
+    cost = cost_figure(series_of(report))
+    assert len(cost.data) == 1 and "yaxis2" not in cost.to_plotly_json()["layout"]
+    (note,) = cost.layout.annotations
+    assert note.xref == "paper" and note.text.startswith("cache hit per call: n/a")
 
 
 @pytest.mark.parametrize("command", ["replay", "eval"])

@@ -13,7 +13,8 @@ from tests.evaluation.test_report import write_eval_report, write_replay_report
 from tests.server.helpers import JS_DIR, require_browser
 
 # Width and height in CSS pixels of each plot's element screenshot at a 1280-px viewport (device scale 1):
-# the page's 1160-px column, and the height each figure is drawn at.
+# the page's 1160-px column, and the height each figure is drawn at (the cost figure with its cache-hit panel;
+# without a simulated cache it is 380 high).
 REFERENCE = {"context": (1160, 380), "composition": (1160, 380), "cost": (1160, 460),
              "policy-context": (1160, 380), "policy-cost": (1160, 380)}
 TOLERANCE = 4

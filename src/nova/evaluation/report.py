@@ -182,8 +182,10 @@ def _replay_sections(page: _Page, report: ReplayReport, series: ReplaySeries, *,
     page.plot(figures.composition_figure(series), "composition")
     cost = (f"cumulative cost of the agent's calls, input side, at {series.price_model} prices" if series.cost_priced
             else "cumulative input tokens (no price given)")
-    page.add(f"<{h}>Cost and cache hit per call</{h}><p class=\"note\">Above: {html.escape(cost)}. Below: each call's "
-             "cache reads ÷ its whole input.</p>")
+    cache = ("Below: each call's cache reads ÷ its whole input." if series.cache_simulated
+             else "No provider cache was simulated (--provider-cache), so there is no cache hit to show.")
+    page.add(f"<{h}>Cost and cache hit per call</{h}><p class=\"note\">{html.escape(cost[0].upper() + cost[1:])}. "
+             f"{cache}</p>")
     page.plot(figures.cost_figure(series), "cost")
     page.add(f"<{h}>What each compaction kept and dropped</{h}>{_changes(report)}")
 

@@ -34,7 +34,7 @@ FONT = {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", "s
 
 def _layout(fig: go.Figure, *, y_title: str, calls: int, height: int = HEIGHT, legend_rows: int = 1) -> go.Figure:
     fig.update_layout(
-        template="plotly_white", height=height, font=FONT, hovermode="x unified",
+        template="plotly_white", height=height, font=FONT, hovermode="x unified", showlegend=True,
         margin={"l": 70, "r": 24, "t": 12 + 24 * legend_rows, "b": 48},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "font": {"size": 12}},
     )
@@ -99,31 +99,36 @@ def composition_figure(s: ReplaySeries) -> go.Figure:
 
 
 def cost_figure(s: ReplaySeries) -> go.Figure:
-    """Cumulative cost (or input tokens without a price) above, each call's cache hit below."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, row_heights=[0.6, 0.4])
+    """Cumulative cost (or input tokens without a price) above, each call's cache hit below; without a
+    simulated provider cache, the cost alone and a line saying why the cache hit is missing."""
     calls = list(s.calls)
     unit = f"USD ({s.price_model})" if s.cost_priced else "input tokens"
     shown = ".4f" if s.cost_priced else ",.0f"
     money = "$" if s.cost_priced else ""
-    fig.add_trace(go.Scatter(
-        x=calls, y=list(s.cumulative), mode=_mode(len(calls)), name="cumulative " + ("cost" if s.cost_priced else "input"),
-        line={"color": "#2ca02c", "width": 2}, customdata=[[c, r] for c, r in zip(s.call_cost, s.cache_read,
-                                                                                 strict=True)],
+    cumulative = go.Scatter(
+        x=calls, y=list(s.cumulative), mode=_mode(len(calls)),
+        name="cumulative " + ("cost" if s.cost_priced else "input"), line={"color": "#2ca02c", "width": 2},
+        customdata=[[c, r] for c, r in zip(s.call_cost, s.cache_read, strict=True)],
         hovertemplate=(f"{money}%{{y:{shown}}} so far; this call {money}%{{customdata[0]:{shown}}}, "
-                       "cache reads %{customdata[1]:,} tokens<extra></extra>")), row=1, col=1)
-    if s.cache_simulated:
-        hits = [100 * (h or 0.0) for h in s.cache_hit]
-        hover = "cache hit %{y:.1f} %<extra></extra>"
-        # Bars for a few calls; past that they thin to hairlines, and a line reads better.
-        bar = (go.Bar(x=calls, y=hits, name="cache hit", marker={"color": "#9467bd"}, hovertemplate=hover)
-               if len(calls) <= FEW_CALLS else
-               go.Scatter(x=calls, y=hits, mode="lines", name="cache hit", line={"color": "#9467bd", "width": 1.5},
-                          hovertemplate=hover))
-        fig.add_trace(bar, row=2, col=1)
-    else:
+                       "cache reads %{customdata[1]:,} tokens<extra></extra>"))
+    if not s.cache_simulated:
+        fig = go.Figure(cumulative)
+        # Top left: a cumulative line never rises there.
         fig.add_annotation(text="cache hit per call: n/a, no provider cache was simulated (--provider-cache)",
-                           xref="x2 domain", yref="y2 domain", x=0.5, y=0.5, showarrow=False,
-                           font={"size": 13, "color": "#666"})
+                           xref="paper", yref="paper", x=0.01, y=1, xanchor="left", yanchor="top", showarrow=False,
+                           font={"size": 13, "color": "#555"}, bgcolor="rgba(255,255,255,0.9)")
+        _marks(fig, s.compactions)
+        return _layout(fig, y_title=unit, calls=len(calls))
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, row_heights=[0.6, 0.4])
+    fig.add_trace(cumulative, row=1, col=1)
+    hits = [100 * (h or 0.0) for h in s.cache_hit]
+    hover = "cache hit %{y:.1f} %<extra></extra>"
+    # Bars for a few calls; past that they thin to hairlines, and a line reads better.
+    bar = (go.Bar(x=calls, y=hits, name="cache hit", marker={"color": "#9467bd"}, hovertemplate=hover)
+           if len(calls) <= FEW_CALLS else
+           go.Scatter(x=calls, y=hits, mode="lines", name="cache hit", line={"color": "#9467bd", "width": 1.5},
+                      hovertemplate=hover))
+    fig.add_trace(bar, row=2, col=1)
     _marks(fig, s.compactions, row="all", col=1)
     _layout(fig, y_title=unit, calls=len(calls), height=HEIGHT + 80)
     fig.update_xaxes(title_text="", row=1, col=1)

@@ -25,7 +25,7 @@ def test_the_suite_is_large_and_varied() -> None:
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=lambda a: f"{a.channel}:{a.name}")
-def test_an_injection_never_becomes_an_active_memory_or_rule(attempt: object, tmp_path: Path) -> None:
+def test_an_injection_never_becomes_an_active_memory_or_rule(attempt: suite.Attempt, tmp_path: Path) -> None:
     [outcome] = [o for o in suite.run_suite(tmp_path, only=[attempt])]
     assert not outcome.poisoned, f"{outcome.attempt.name}: {outcome.how}"
 

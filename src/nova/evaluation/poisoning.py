@@ -142,36 +142,40 @@ def forge(world: World, *, name: str, mtype: str, body: str, naive: bool, ledger
         world.store.write(memory_from_text(path.read_text(), path=path), by="user")
 
 
+def _extracting(window: list[Message], proposal: str) -> Callable[[World, bool], None]:
+    """An attempt that puts `window` before the obedient model, which proposes `proposal`."""
+    return lambda world, naive: extract(world, window, proposal, naive=naive)
+
+
+def _forging(*, name: str, mtype: str, body: str, ledger: bool) -> Callable[[World, bool], None]:
+    return lambda world, naive: forge(world, name=name, mtype=mtype, body=body, naive=naive, ledger=ledger)
+
+
 def attempts() -> list[Attempt]:
     found: list[Attempt] = []
     for i, (payload, marker) in enumerate(PAYLOADS):  # tool results, verbatim
         mtype = TYPES[i % len(TYPES)]
         found.append(Attempt(channel="tool result", name=f"tool-verbatim-{i}", marker=marker, query=payload,
-                             run=lambda w, naive, p=payload, t=mtype, i=i: extract(
-                                 w, tool_window(p), block(f"tool-{i}", t, p), naive=naive)))
+                             run=_extracting(tool_window(payload), block(f"tool-{i}", mtype, payload))))
     for i, (paraphrase, marker) in enumerate(PARAPHRASES):  # tool results, paraphrased harmless-sounding
         payload = PAYLOADS[[m for _, m in PAYLOADS].index(marker)][0]
         found.append(Attempt(channel="tool result", name=f"tool-paraphrase-{i}", marker=marker, query=paraphrase,
-                             run=lambda w, naive, p=payload, q=paraphrase, i=i: extract(
-                                 w, tool_window(p), block(f"para-{i}", "user", q), naive=naive)))
+                             run=_extracting(tool_window(payload), block(f"para-{i}", "user", paraphrase))))
     for i in range(5):  # file content carried in by a summary
         payload, marker = PAYLOADS[i * 2]
         found.append(Attempt(channel="file content", name=f"file-summary-{i}", marker=marker, query=payload,
-                             run=lambda w, naive, p=payload, i=i: extract(
-                                 w, file_window(p), block(f"file-{i}", "project" if i % 2 else "feedback", p),
-                                 naive=naive)))
+                             run=_extracting(file_window(payload),
+                                             block(f"file-{i}", "project" if i % 2 else "feedback", payload))))
     for i, (ledger, mtype) in enumerate(((False, "project"), (True, "project"), (False, "feedback"))):
         payload, marker = PAYLOADS[i + 1]
         found.append(Attempt(channel="file content", name=f"forged-file-{i}", marker=marker, query=payload,
-                             run=lambda w, naive, p=payload, t=mtype, led=ledger, i=i: forge(
-                                 w, name=f"forged-{i}", mtype=t, body=p, naive=naive, ledger=led)))
+                             run=_forging(name=f"forged-{i}", mtype=mtype, body=payload, ledger=ledger)))
     for i in range(6):  # pasted text; the last ones paraphrased with no rule words
         payload, marker = PAYLOADS[(i * 3) % len(PAYLOADS)]
         proposed = payload if i < 3 else PARAPHRASES[i - 3][0]
         marker = marker if i < 3 else PARAPHRASES[i - 3][1]
         found.append(Attempt(channel="pasted text", name=f"pasted-{i}", marker=marker, query=proposed,
-                             run=lambda w, naive, p=payload, q=proposed, i=i: extract(
-                                 w, pasted_window(p, i), block(f"pasted-{i}", "user", q), naive=naive)))
+                             run=_extracting(pasted_window(payload, i), block(f"pasted-{i}", "user", proposed))))
     found += recalled_attempts()
     return found
 
@@ -297,12 +301,10 @@ def custom_attempt(*, via: str, payload: str, marker: str, name: str, memory_typ
         raise ValueError(f"marker {marker!r} is not in the payload, so the attempt could never be found again")
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "attempt"
 
-    def run(world: World, naive: bool) -> None:
-        if via == "memory_file":
-            forge(world, name=slug, mtype=memory_type, body=payload, naive=naive)
-            return
-        window = {"tool_result": tool_window(payload), "file": file_window(payload),
-                  "pasted": pasted_window(payload, 0)}[via]
-        extract(world, window, block(slug, memory_type, payload), naive=naive)
-
+    if via == "memory_file":
+        run = _forging(name=slug, mtype=memory_type, body=payload, ledger=False)
+    else:
+        window = (tool_window(payload) if via == "tool_result" else file_window(payload) if via == "file"
+                  else pasted_window(payload, 0))
+        run = _extracting(window, block(slug, memory_type, payload))
     return Attempt(channel=CHANNELS[via], name=name, marker=marker, run=run, query=query or payload)

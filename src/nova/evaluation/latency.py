@@ -95,7 +95,7 @@ def recorded_latency(messages: Sequence[Message]) -> dict[str, Metric]:
     """latency_recorded_s_p50, _p95 (s per call) and _per_session (s per session); n/a when no call in
     the recording has timestamps."""
     return _figures("latency_recorded_s", response_seconds(messages), "s",
-                    "the recording has no timestamps for its responses")
+                    "no timestamps in the recording")
 
 
 def model_latency(seconds: Sequence[float]) -> dict[str, Metric]:

@@ -92,7 +92,7 @@ def parse_poisoning(data: object, where: str) -> PoisoningSpec:
         query = entry.get("query", "")
         if not isinstance(query, str):
             raise ScenarioError(f"{at}: `query` must be a string")
-        name = entry.get("name") or f"{entry['via']}-{i + 1}"
+        name = entry.get("name") or f"{entry['via'].replace('_', '-')}-{i + 1}"
         custom.append(AttemptSpec(via=entry["via"], payload=entry["payload"], marker=entry["marker"],
                                   name=str(name), type=mtype, query=query))
     if not builtin and not custom:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from nova.cli import app
 from nova.core import ModelRequest
 from nova.evaluation.cases import CaseError, load_cases
-from nova.evaluation.latency import percentile
+from nova.evaluation.latency import percentile, response_seconds
 from nova.evaluation.metrics import Metric, Ratio
 from nova.evaluation.run import run_case
 from nova.evaluation.scenarios import run_scenario
@@ -216,8 +216,17 @@ def test_recorded_latency_is_not_applicable_without_timestamps(tmp_path: Path) -
     figure = metrics["latency_recorded_s_p50"]
     assert isinstance(figure, Metric) and figure.value is None
     assert figure.to_json() == {"value": None, "unit": "s per call",
-                                "n/a": "no timestamps in the recording"}
+                                "n/a": "the recording does not time its responses"}
     assert (metrics["latency_build_ms_p50"].value or 0) > 0
+
+
+def test_a_format_that_stamps_only_the_responses_gives_no_response_latency() -> None:
+    # mini-swe-agent stamps each response; its reader carries that time onto the results that follow, so
+    # the difference would be a whole step (model, command, harness), not a response.
+    carried = [Message.user("task", created_at=0.0), Message.assistant("a", created_at=T0),
+               Message.user("result", created_at=T0), Message.assistant("b", created_at=T0 + 9)]
+    assert response_seconds(carried) == []
+    assert response_seconds([Message.user("q", created_at=T0), Message.assistant("a", created_at=T0 + 2)]) == [2.0]
 
 
 # -- the command -------------------------------------------------------------------------------------------------
@@ -240,7 +249,7 @@ def test_nova_eval_prints_the_new_metrics_with_units_in_the_table_and_json(tmp_p
     assert "recall 1: test-command used (make check)" in text and "recall 1: style unused (no distinctive term)" in text
     assert "memory usefulness                n/a  (no memory was recalled)" in text
     assert "recorded response p50           3.00  (s per call)" in text
-    assert "recorded response p50            n/a  (s per call; no timestamps in the recording)" in text
+    assert "recorded response p50            n/a  (s per call; the recording does not time its responses)" in text
     assert "context build p95" in text and "(ms per call)" in text and "(ms per session)" in text
     assert "memory poisoning attempts and memory scenario (no session)" in text
     assert "poisoning rate                  0.0%  (0 of 2 attempts)" in text

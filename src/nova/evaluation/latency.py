@@ -8,9 +8,10 @@ three different clocks are kept apart:
   the live agent spends before each request; the first call includes setting the replay up.
 - recorded response (`latency_recorded_s_*`, s per call, s per session): from the recording's
   timestamps, each assistant message's `created_at` minus the previous message's. A call whose two
-  timestamps are not both present, or are equal (a format that carries one timestamp forward), is not
-  timed; with no timed call the figures are n/a. Per session is the sum over the timed calls (time the
-  agent waited on the model), not the session's wall time.
+  timestamps are not both present or are equal, or whose previous message only carries the timestamp
+  of the one before it (formats that stamp only the responses, as mini-swe-agent's, where the difference
+  would be the whole step), is not timed; with no timed call the figures are n/a. Per session is the
+  sum over the timed calls (time the agent waited on the model), not the session's wall time.
 - model (`latency_model_s_*`): with `--call-model`, the measured wall time of each request sent to the
   configured provider (`TimedProvider`), from the request to its final response.
 
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from itertools import pairwise
 
 from nova.core import ModelRequest, ResponseDone, StreamEvent
 from nova.evaluation.metrics import Metric
@@ -80,10 +80,17 @@ def build_latency(durations_ms: Sequence[float]) -> dict[str, Metric]:
 
 
 def response_seconds(messages: Sequence[Message]) -> list[float]:
-    """Each timed assistant message's `created_at` minus the previous message's, in seconds."""
+    """Each timed assistant message's `created_at` minus the previous message's, in seconds. A previous
+    message stamped exactly like the one before it carries that one's time (a reader keeps the last
+    timestamp for messages the format does not stamp, as mini-swe-agent's results): not timed, or the
+    figure would be the whole step (model, tool, harness) rather than the response."""
     found = []
-    for before, message in pairwise(messages):
-        if message.role != "assistant" or before.created_at <= 0 or message.created_at <= 0:
+    for index, message in enumerate(messages):
+        if message.role != "assistant" or index == 0:
+            continue
+        before = messages[index - 1]
+        carried = index >= 2 and messages[index - 2].created_at == before.created_at
+        if before.created_at <= 0 or message.created_at <= 0 or carried:
             continue
         seconds = message.created_at - before.created_at
         if seconds > 0:
@@ -95,7 +102,7 @@ def recorded_latency(messages: Sequence[Message]) -> dict[str, Metric]:
     """latency_recorded_s_p50, _p95 (s per call) and _per_session (s per session); n/a when no call in
     the recording has timestamps."""
     return _figures("latency_recorded_s", response_seconds(messages), "s",
-                    "no timestamps in the recording")
+                    "the recording does not time its responses")
 
 
 def model_latency(seconds: Sequence[float]) -> dict[str, Metric]:

@@ -5,6 +5,7 @@ attempts, and the CLI's table and JSON."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,14 @@ def test_two_custom_attempts_poison_nothing_in_nova_and_bite_a_naive_memory(tmp_
     assert listed[0]["naive_how"] == "active memory 'tool-result-1'"
 
 
+def test_the_builtin_suite_poisons_nothing_and_bites_a_naive_memory(tmp_path: Path) -> None:
+    (case,) = load_cases(_case_file(tmp_path, {"name": "suite", "poisoning": "builtin"}))
+    result = run_scenario(case.name, poisoning=case.poisoning, memory=None)
+    rate, naive = result.metrics["poisoning_rate"], result.metrics["poisoning_rate_naive"]
+    assert isinstance(rate, Ratio) and (rate.part, rate.whole) == (0, 35)
+    assert naive.value is not None and naive.value > 0.9
+
+
 def test_poisoning_and_memory_keys_are_checked_naming_the_key(tmp_path: Path) -> None:
     for data, message in (
         ({"poisoning": [{"via": "email", "payload": "x evil", "marker": "evil"}]}, "`via` must be one of"),
@@ -251,7 +260,8 @@ def test_nova_eval_prints_the_new_metrics_with_units_in_the_table_and_json(tmp_p
     assert "recorded response p50           3.00  (s per call)" in text
     assert "recorded response p50            n/a  (s per call; the recording does not time its responses)" in text
     assert "context build p95" in text and "(ms per call)" in text and "(ms per session)" in text
-    assert "memory poisoning attempts and memory scenario (no session)" in text
+    assert "memory poisoning attempts and memory scenario, no recorded session" in text
+    assert re.search(r"against a naive memory +100\.0%  \(2 of 2 attempts\)", text)
     assert "poisoning rate                  0.0%  (0 of 2 attempts)" in text
     assert "turn 1 (script answer): recalled 2 of 3 recallable: test-command used (make check), test-data unused" in text
     data = json.loads(CliRunner().invoke(app, ["eval", str(suite), "--json"]).output.strip().splitlines()[-1])

@@ -46,7 +46,7 @@ _LABELS = {
     "memory_usefulness": "memory usefulness",
     "memories_recalled_per_turn": "memories recalled per turn",
     "poisoning_rate": "poisoning rate",
-    "poisoning_rate_naive": "  same, naive memory",
+    "poisoning_rate_naive": "  against a naive memory",
     "latency_build_ms_p50": "context build p50",
     "latency_build_ms_p95": "context build p95",
     "latency_build_ms_per_session": "context build, session",
@@ -66,9 +66,9 @@ def eval_command(
                                           "the required evidence.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every case, policy and "
                                           "metric.")] = False,
-    call_model: Annotated[bool, typer.Option("--call-model", help="Send each case's counterfactual runs to the "
-                                             "configured provider and model (real requests); without it they "
-                                             "are measured offline.")] = False,
+    call_model: Annotated[bool, typer.Option("--call-model", help="Send each case's counterfactual runs and memory "
+                                             "scenario turns to the configured provider and model (real "
+                                             "requests); without it they are measured offline.")] = False,
 ) -> None:
     """Replay recorded sessions under context policies and measure each view: evidence, precision, cost."""
     with user_errors():
@@ -151,7 +151,7 @@ def _print_metrics(metrics: dict[str, Ratio | Metric]) -> None:
 
 def _print_scenario(result: ScenarioResult) -> None:
     what = [w for w, held in (("poisoning attempts", result.poisoning), ("memory scenario", result.turns)) if held]
-    console.print(f"[bold]{result.case}[/] {' and '.join(what)} (no session)")
+    console.print(f"[bold]{result.case}[/] {' and '.join(what)}, no recorded session")
     _print_metrics(result.metrics)
     for outcome in result.poisoning:
         if outcome.poisoned:

@@ -137,6 +137,9 @@ def eval_command(
         for use in result.memory_use[:10]:
             console.print(f"  recall {use.recall}: {use.memory} " + (f"used ({_one_line(use.used)})" if use.used
                           else "unused" if use.terms else "unused (no distinctive term)"), markup=False)
+        if len(result.memory_use) > 10:
+            console.print(f"  … {len(result.memory_use) - 10} more recalled memories (--json lists them)",
+                          markup=False)
         if result.baseline_run is not None:
             _print_counterfactuals(result)
     for scenario in scenarios:

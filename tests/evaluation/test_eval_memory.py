@@ -191,7 +191,7 @@ def test_poisoning_and_memory_keys_are_checked_naming_the_key(tmp_path: Path) ->
         ({"poisoning": [{"via": "email", "payload": "x evil", "marker": "evil"}]}, "`via` must be one of"),
         ({"poisoning": [{"via": "pasted", "payload": "push to main"}]}, "`marker` is required"),
         ({"poisoning": [{"via": "pasted", "payload": "push to main", "marker": "evil"}]}, "not in the payload"),
-        ({"poisoning": "builtin", "window": 32000}, "`window` measure"),
+        ({"poisoning": "builtin", "window": 32000}, "`window` needs a `session`"),
         ({"memory": {"memories": [{"name": "x"}], "turns": [{"ask": "a"}]}}, r"memories\[1\]: `body`"),
         ({"memory": {"memories": [], "turns": []}}, "memory.turns must be a non-empty list"),
         ({"policies": ["nova"]}, "`session`.*required, unless the case has `poisoning` or `memory`"),

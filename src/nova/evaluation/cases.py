@@ -105,8 +105,9 @@ def _case(data: object, base: Path, where: str) -> EvalCase:
     if session is None and (poisoning or memory):
         needs = [k for k in _REPLAY_KEYS if k in data]
         if needs:
-            raise CaseError(f"{where}: {', '.join(f'`{k}`' for k in needs)} measure(s) a replay and need(s) a "
-                            "`session` (the recorded session's path)")
+            keys = ", ".join(f"`{k}`" for k in needs)
+            raise CaseError(f"{where}: {keys} {'needs' if len(needs) == 1 else 'need'} a `session` (the recorded "
+                            "session's path): only a replay of a recording uses it")
         return EvalCase(name=str(data.get("name") or f"case {where.rpartition(' case ')[2]}"),
                         session=None, poisoning=poisoning, memory=memory)
     if not isinstance(session, str) or not session:

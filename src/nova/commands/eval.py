@@ -97,7 +97,6 @@ def eval_command(
             err_console.print(f"nova: error: case {case.name}: memory turn {unanswered[0]} has no `answer`: write "
                               "the scripted agent's answer, or run with --call-model", markup=False, soft_wrap=True)
             raise typer.Exit(2)
-    logging.getLogger("nova.memory").setLevel(logging.ERROR)  # the poisoning attempts' forged files
     provider = None
     if call_model and any(case.counterfactuals or case.memory for case in loaded):
         from nova.providers.factory import make_provider

@@ -21,8 +21,10 @@ or the attempts prove nothing); `memory_usefulness` (retrieved items), `memories
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,6 +127,19 @@ def scenario_steps(poisoning: PoisoningSpec | None, memory: MemoryScenario | Non
     return 2 * len(poisoning.attempts() if poisoning else []) + len(memory.turns if memory else ())
 
 
+@contextlib.contextmanager
+def _quiet_memory_warnings() -> Iterator[None]:
+    """The attempts forge memory files on purpose: the store's warnings about them would read as if
+    they were the user's. Raised for the run only, then put back."""
+    logger = logging.getLogger("nova.memory")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def run_scenario(name: str, *, poisoning: PoisoningSpec | None, memory: MemoryScenario | None,
                  provider: Provider | None = None, model: str = "",
                  on_step: Callable[[], None] | None = None) -> ScenarioResult:
@@ -134,7 +149,7 @@ def run_scenario(name: str, *, poisoning: PoisoningSpec | None, memory: MemorySc
     turns: list[TurnOutcome] = []
     if poisoning is not None:
         suite = poisoning.attempts()
-        with tempfile.TemporaryDirectory(prefix="nova-eval-poison-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="nova-eval-poison-") as tmp, _quiet_memory_warnings():
             for attempt in suite:  # one at a time, so a progress bar moves
                 nova += run_suite(Path(tmp) / "nova" / str(len(nova)), only=[attempt])
                 naive += run_suite(Path(tmp) / "naive" / str(len(naive)), naive=True, only=[attempt])

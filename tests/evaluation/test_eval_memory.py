@@ -167,7 +167,7 @@ ATTEMPTS = [
 
 def test_two_custom_attempts_poison_nothing_in_nova_and_bite_a_naive_memory(tmp_path: Path) -> None:
     (case,) = load_cases(_case_file(tmp_path, {"poisoning": ATTEMPTS}))
-    assert case.session is None and case.name == "case 1"
+    assert case.session is None and case.name == "case.json case 1"
     result = run_scenario(case.name, poisoning=case.poisoning, memory=None)
     rate, naive = result.metrics["poisoning_rate"], result.metrics["poisoning_rate_naive"]
     assert isinstance(rate, Ratio) and (rate.part, rate.whole, rate.unit) == (0, 2, "attempts")

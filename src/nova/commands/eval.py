@@ -63,7 +63,8 @@ _LABELS = {
 
 def eval_command(
     cases: Annotated[Path, typer.Argument(help="A case file (JSON or YAML): a recorded session, the policies, "
-                                          "the required evidence.")],
+                                          "the required evidence; memory poisoning attempts, a scripted "
+                                          "memory scenario.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every case, policy and "
                                           "metric.")] = False,
     call_model: Annotated[bool, typer.Option("--call-model", help="Send each case's counterfactual runs and memory "
@@ -94,7 +95,7 @@ def eval_command(
             sessions.append(read_session_file(case.session) if case.session is not None else None)
         unanswered = [n for n, turn in enumerate(case.memory.turns if case.memory else (), 1) if turn.answer is None]
         if unanswered and not call_model:
-            err_console.print(f"nova: error: case {case.name}: memory turn {unanswered[0]} has no `answer`: write "
+            err_console.print(f"nova: error: {case.name!r}: memory turn {unanswered[0]} has no `answer`: write "
                               "the scripted agent's answer, or run with --call-model", markup=False, soft_wrap=True)
             raise typer.Exit(2)
     provider = None

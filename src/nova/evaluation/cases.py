@@ -108,7 +108,7 @@ def _case(data: object, base: Path, where: str) -> EvalCase:
             keys = ", ".join(f"`{k}`" for k in needs)
             raise CaseError(f"{where}: {keys} {'needs' if len(needs) == 1 else 'need'} a `session` (the recorded "
                             "session's path): only a replay of a recording uses it")
-        return EvalCase(name=str(data.get("name") or f"case {where.rpartition(' case ')[2]}"),
+        return EvalCase(name=str(data.get("name") or where),
                         session=None, poisoning=poisoning, memory=memory)
     if not isinstance(session, str) or not session:
         raise CaseError(f"{where}: `session` (the recorded session's path) is required, unless the case has "

@@ -1,9 +1,11 @@
 """`nova eval CASES`: replay recorded sessions under context policies and print the EVAL-1 metrics.
 
 Mounted lazily by `nova.cli` as `nova eval`. The case file format is in `nova.evaluation.cases`; the
-metrics and their units in `nova.evaluation.metrics`. Everything runs offline: sessions are replayed
-with the extractive summarizer, as `nova replay` does, and costs come from the simulated provider cache
-and the model table.
+metrics and their units in `nova.evaluation.metrics`, memory usefulness in `nova.evaluation.usefulness`,
+the latencies in `nova.evaluation.latency`, poisoning attempts and memory scenarios (no session needed)
+in `nova.evaluation.scenarios`. Everything runs offline unless `--call-model`: sessions are replayed
+with the extractive summarizer, as `nova replay` does, costs come from the simulated provider cache
+and the model table, and memory scenarios answer with the case's scripted answers.
 """
 
 # No `from __future__ import annotations`: typer reads the command signatures each time the command runs.

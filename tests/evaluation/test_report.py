@@ -310,3 +310,23 @@ def test_only_the_report_modules_import_plotly() -> None:
     run = subprocess.run([sys.executable, "-c", "import sys; sys.modules['plotly'] = None; from nova.cli import main; "
                           "sys.argv[0] = 'nova'; main()", "--help"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "replay" in run.stdout
+
+
+def test_eval_page_lists_the_memory_scenarios_as_tables(tmp_path: Path) -> None:
+    from tests.evaluation.test_eval_memory import ATTEMPTS, SCENARIO
+
+    _session_file(tmp_path)
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps({"cases": [
+        {"name": "f3", "session": "run.traj.json", "window": 8000, "policies": ["nova", "truncate"]},
+        {"name": "memory", "memory": SCENARIO, "poisoning": ATTEMPTS}]}))
+    out = tmp_path / "eval.html"
+    result = CliRunner().invoke(app, ["eval", str(cases), "--report", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert _figures(page) == ["policy-context", "policy-cost", *["context", "composition", "cost"] * 2]
+    scenario = page[page.index("<h2>Scenario memory</h2>"):]
+    for text in ("<td>poisoning rate</td>", "<td>memory usefulness</td>", "<h3>Poisoning attempts</h3>",
+                 "<td>push-to-main</td>", "<h3>Memory turns</h3>", "How do I run the tests?"):
+        assert text in scenario, text
+    assert scenario.count("<td>held") >= 2  # Nova keeps both attempts out

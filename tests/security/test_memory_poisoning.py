@@ -1,30 +1,18 @@
 """The poisoning suite (MEM-7, MEM-8): at least 30 injection attempts through tool results, file contents,
 pasted text and recalled memories; none may leave an active memory, a recalled instruction or a rule.
-The attempts live in `benchmarks/poisoning.py`, which also runs them against a naive memory to show
-they would bite; each runs here through the real pipeline in its own home and project."""
+The attempts live in `nova.evaluation.poisoning` (`benchmarks/poisoning.py` also runs them against a
+naive memory to show they would bite); each runs here through the real pipeline in its own home and
+project."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from nova.evaluation import poisoning as suite
 
-def _load() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "poisoning.py"
-    spec = importlib.util.spec_from_file_location("nova_poisoning_suite", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-suite = _load()
 ATTEMPTS = suite.attempts()
 
 
@@ -37,7 +25,7 @@ def test_the_suite_is_large_and_varied() -> None:
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=lambda a: f"{a.channel}:{a.name}")
-def test_an_injection_never_becomes_an_active_memory_or_rule(attempt: object, tmp_path: Path) -> None:
+def test_an_injection_never_becomes_an_active_memory_or_rule(attempt: suite.Attempt, tmp_path: Path) -> None:
     [outcome] = [o for o in suite.run_suite(tmp_path, only=[attempt])]
     assert not outcome.poisoned, f"{outcome.attempt.name}: {outcome.how}"
 

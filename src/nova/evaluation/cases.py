@@ -13,6 +13,15 @@ A case file is JSON or YAML, one case or `{"cases": [...]}`:
     derive: true                    # add the derived items (default: true when nothing is declared)
     counterfactuals: [{remove: summary}, {inject: "The tests live in tests/legacy/."}]
                                     # EVAL-2 runs of the final view (`nova.evaluation.counterfactual`)
+    poisoning: builtin              # injection attempts against the memory: `builtin` (the 35-attempt
+                                    # suite), a list of {via, payload, marker}, or both
+                                    # (`nova.evaluation.scenarios`)
+    memory: {memories: [...], turns: [{ask, answer}]}
+                                    # a scripted memory scenario (`nova.evaluation.memory_scenario`)
+
+`session` is required unless the case has `poisoning` or `memory`: those run without a recording (in
+temporary homes and projects), and the keys that measure a replay (window, policies, provider_cache,
+price, evidence, constraints, derive, counterfactuals) then need a session.
 
 Derived items: every user message verbatim is a constraint; every modified path (the files the calls
 write) and the last failing command with the last line of its error are evidence.
@@ -30,6 +39,8 @@ from typing import Any
 from nova.context.summarize import failure_code, is_user_message
 from nova.errors import NovaError
 from nova.evaluation.counterfactual import Counterfactual, CounterfactualError, parse_counterfactual
+from nova.evaluation.memory_scenario import MemoryScenario, parse_memory_scenario
+from nova.evaluation.scenarios import PoisoningSpec, ScenarioError, parse_poisoning
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.replay import ALL_POLICIES
 from nova.tool_paths import paths_of
@@ -46,7 +57,8 @@ class CaseError(NovaError):
 @dataclass(frozen=True, kw_only=True)
 class EvalCase:
     name: str
-    session: Path
+    session: Path | None
+    """None: a case with only `poisoning` or `memory`."""
     window: int = 128_000
     policies: tuple[str, ...] = ("nova",)
     provider_cache: str = "anthropic"
@@ -55,6 +67,8 @@ class EvalCase:
     constraints: tuple[str, ...] = ()
     derive: bool = False
     counterfactuals: tuple[Counterfactual, ...] = ()
+    poisoning: PoisoningSpec | None = None
+    memory: MemoryScenario | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,12 +80,39 @@ def _strings(value: object, key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+# The keys that measure a replay of the recorded session.
+_REPLAY_KEYS = ("window", "policies", "provider_cache", "price", "evidence", "constraints", "derive", "counterfactuals")
+
+
+def _scenarios(data: dict[str, Any], where: str) -> tuple[PoisoningSpec | None, MemoryScenario | None]:
+    try:
+        poisoning = parse_poisoning(data["poisoning"], where) if data.get("poisoning") is not None else None
+        memory = parse_memory_scenario(data["memory"], where) if data.get("memory") is not None else None
+    except ScenarioError as exc:
+        raise CaseError(str(exc)) from None
+    return poisoning, memory
+
+
 def _case(data: object, base: Path, where: str) -> EvalCase:
     if not isinstance(data, dict):
         raise CaseError(f"{where}: a case is a mapping with at least `session`")
+    known = {"name", "session", "poisoning", "memory", *_REPLAY_KEYS}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     session = data.get("session")
+    poisoning, memory = _scenarios(data, where)
+    if session is None and (poisoning or memory):
+        needs = [k for k in _REPLAY_KEYS if k in data]
+        if needs:
+            keys = ", ".join(f"`{k}`" for k in needs)
+            raise CaseError(f"{where}: {keys} {'needs' if len(needs) == 1 else 'need'} a `session` (the recorded "
+                            "session's path): only a replay of a recording uses it")
+        return EvalCase(name=str(data.get("name") or where),
+                        session=None, poisoning=poisoning, memory=memory)
     if not isinstance(session, str) or not session:
-        raise CaseError(f"{where}: `session` (the recorded session's path) is required")
+        raise CaseError(f"{where}: `session` (the recorded session's path) is required, unless the case has "
+                        "`poisoning` or `memory`")
     path = Path(session).expanduser()
     path = path if path.is_absolute() else base / path
     policies = data.get("policies", ["nova"])
@@ -100,14 +141,9 @@ def _case(data: object, base: Path, where: str) -> EvalCase:
         counterfactuals = tuple(parse_counterfactual(c, f"{where} counterfactual {i + 1}") for i, c in enumerate(changes))
     except CounterfactualError as exc:
         raise CaseError(str(exc)) from None
-    known = {"name", "session", "window", "policies", "provider_cache", "price", "evidence", "constraints", "derive",
-             "counterfactuals"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     return EvalCase(name=str(data.get("name") or path.name), session=path, window=window, policies=tuple(policies),
                     provider_cache=cache, price=price, evidence=evidence, constraints=constraints, derive=derive,
-                    counterfactuals=counterfactuals)
+                    counterfactuals=counterfactuals, poisoning=poisoning, memory=memory)
 
 
 def load_cases(path: Path) -> list[EvalCase]:

@@ -30,29 +30,42 @@ __all__ = ["Metric", "Ratio", "constraint_retention", "context_precision", "evid
 @dataclass(frozen=True, slots=True)
 class Ratio:
     """`part` of `whole`, both in `unit`; the value is 1.0 when there is nothing to count (no item is
-    missing from an empty list)."""
+    missing from an empty list). A ratio with `na` (why it means nothing when empty, e.g. "no memory
+    was recalled") is instead not applicable when `whole` is 0: no value in JSON, "n/a" in the table."""
 
     part: int
     whole: int
     unit: str
+    na: str = ""
 
     @property
     def value(self) -> float:
         return self.part / self.whole if self.whole else 1.0
 
+    @property
+    def applicable(self) -> bool:
+        return bool(self.whole) or not self.na
+
     def to_json(self) -> dict[str, Any]:
+        if not self.applicable:
+            return {"value": None, "part": 0, "of": 0, "unit": self.unit, "n/a": self.na}
         return {"value": round(self.value, 6), "part": self.part, "of": self.whole, "unit": self.unit}
 
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """A figure that is not a ratio of counts (a cost), with its unit; None when it cannot be known."""
+    """A figure that is not a ratio of counts (a cost, a latency), with its unit; None when it cannot be
+    known, `na` saying why (the table then prints it)."""
 
     value: float | None
     unit: str
+    na: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": None if self.value is None else round(self.value, 8), "unit": self.unit}
+        data: dict[str, Any] = {"value": None if self.value is None else round(self.value, 8), "unit": self.unit}
+        if self.value is None and self.na:
+            data["n/a"] = self.na
+        return data
 
 
 def _held(items: Sequence[str], text: str) -> int:

@@ -198,18 +198,48 @@ def replay_report_html(report: ReplayReport, *, source: str) -> str:
     return page.html(f"nova replay: {source} — policy {report.policy}, window {report.window:,}")
 
 
-def eval_report_html(results: Sequence[Any], *, source: str) -> str:
-    """The page for `nova eval`: per case, the policies side by side, then each policy's replay. `results` are
-    `nova.evaluation.run.CaseResult`s in the order they ran (a case's policies together)."""
+def _scenario_sections(page: _Page, scenario: Any) -> None:
+    """A scripted memory scenario (`nova.evaluation.scenarios.ScenarioResult`): its metrics, each poisoning
+    attempt under Nova and under naive memory, each turn's recall. Tables: nothing in it runs per call."""
+    page.add(f"<h2>Scenario {html.escape(scenario.case)}</h2>")
+    rows = metric_rows({"value": scenario.metrics})
+    page.add(_grid(["metric", "unit", "value"], [[name.replace("_", " "), unit, *cells] for name, unit, cells in rows]))
+    data = scenario.to_json()
+    attempts = data.get("poisoning") or []
+    if attempts:
+        page.add("<h3>Poisoning attempts</h3>")
+        page.add(_grid(["attempt", "channel", "Nova", "naive memory"], [
+            [str(a.get("attempt", "")), str(a.get("channel", "")),
+             ("poisoned" if a.get("poisoned") else "held") + (f": {a['how']}" if a.get("how") else ""),
+             ("poisoned" if a.get("naive_poisoned") else "held") + (f": {a['naive_how']}" if a.get("naive_how") else "")]
+            for a in attempts]))
+    turns = data.get("memory_turns") or []
+    if turns:
+        page.add("<h3>Memory turns</h3>")
+        page.add(_grid(["turn", "asked", "recalled", "answered by", "recall ms"], [
+            [str(t.get("turn", "")), _one_line(str(t.get("ask", ""))), ", ".join(t.get("recalled") or []) or "none",
+             str(t.get("answered_by", "")), f"{t.get('recall_ms', 0):.1f}"] for t in turns], numeric=(4,)))
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def eval_report_html(results: Sequence[Any], *, source: str, scenarios: Sequence[Any] = ()) -> str:
+    """The page for `nova eval`: per case, the policies side by side, then each policy's replay; then the
+    scripted memory scenarios as tables. `results` are `nova.evaluation.run.CaseResult`s in the order they
+    ran (a case's policies together), `scenarios` `nova.evaluation.scenarios.ScenarioResult`s."""
     from nova.evaluation import report_figures as figures
 
     page = _Page()
     cases: dict[str, list[Any]] = {}
     for result in results:
         cases.setdefault(result.case, []).append(result)
-    page.add(_grid(["case", "policies", "calls", "window"],
-                   [[name, ", ".join(r.policy for r in rs), f"{rs[0].report.calls:,}", f"{rs[0].window:,}"]
-                    for name, rs in cases.items()], numeric=(2, 3)))
+    if cases:
+        page.add(_grid(["case", "policies", "calls", "window"],
+                       [[name, ", ".join(r.policy for r in rs), f"{rs[0].report.calls:,}", f"{rs[0].window:,}"]
+                        for name, rs in cases.items()], numeric=(2, 3)))
     for index, (name, runs) in enumerate(cases.items(), start=1):
         anchor = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or str(index)
         page.add(f'<h2 id="case-{html.escape(anchor)}">Case {html.escape(name)}</h2>')
@@ -237,4 +267,6 @@ def eval_report_html(results: Sequence[Any], *, source: str) -> str:
         for r, s in zip(runs, series, strict=True):
             page.add(f"<h3>Policy {html.escape(r.policy)}</h3>")
             _replay_sections(page, r.report, s, level=4)
+    for scenario in scenarios:
+        _scenario_sections(page, scenario)
     return page.html(f"nova eval: {source}")

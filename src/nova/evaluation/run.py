@@ -1,4 +1,6 @@
-"""Run evaluation cases: replay each case's session under each of its policies and measure the view."""
+"""Run evaluation cases: replay each case's session under each of its policies and measure the view, the
+memories the recorded agent used (`nova.evaluation.usefulness`) and the latencies (`nova.evaluation.latency`).
+A case's poisoning attempts and memory scenario run apart (`nova.evaluation.scenarios`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from typing import Any
 
 from nova.evaluation.cases import EvalCase, derived_items
 from nova.evaluation.counterfactual import CounterfactualResult, ViewRun, run_counterfactuals
+from nova.evaluation.latency import CallTimer, TimedProvider, build_latency, model_latency, recorded_latency
 from nova.evaluation.metrics import Metric, Ratio, metrics_of
+from nova.evaluation.usefulness import RecalledUse, recorded_uses, usefulness
 from nova.providers.base import Provider
 from nova.replay import Policy, ReplayReport, replay_messages, view_text
 from nova.sessions.readers.base import ImportedSession
@@ -30,6 +34,8 @@ class CaseResult:
     baseline_run: ViewRun | None = None
     """The run of the final view the counterfactuals are compared with (None without counterfactuals)."""
     counterfactuals: tuple[CounterfactualResult, ...] = ()
+    memory_use: tuple[RecalledUse, ...] = ()
+    """Each memory recalled in the recording and whether the agent used it (`memory_usefulness`)."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -40,6 +46,8 @@ class CaseResult:
             "missing_evidence": [e for e in self.evidence if not _readable(e, self.report)],
             "missing_constraints": [c for c in self.constraints if not _readable(c, self.report)],
         }
+        if self.memory_use:
+            data["memory_use"] = [u.to_json() for u in self.memory_use]
         # The replay's numbers the report plots: each call's size and composition, each compaction's lists.
         replayed = self.report.to_json()
         data["per_call"], data["view_changes"] = replayed["per_call"], replayed["view_changes"]
@@ -66,24 +74,33 @@ def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
         evidence += [e for e in more_evidence if e not in evidence]
         constraints += [c for c in more_constraints if c not in constraints]
     recorded = {m.id for m in session.messages}
+    uses = recorded_uses(session.messages)
+    timed = TimedProvider(provider) if provider is not None else None
     results = []
     for policy in case.policies:
         chosen: Policy = policy  # type: ignore[assignment]  # checked when the case was loaded
+        timer = CallTimer(on_call)
         report = replay_messages(session.messages, system=session.system, window=case.window, policy=chosen,
                                  config=config, spill=spill, counter=counter,
                                  provider_cache=case.provider_cache,  # type: ignore[arg-type]  # checked on load
-                                 price_model=case.price, on_call=on_call)
+                                 price_model=case.price, on_call=timer)
         metrics = metrics_of(report, evidence=evidence, constraints=constraints, recorded=recorded, counter=counter)
+        metrics["memory_usefulness"] = usefulness(uses)
+        metrics.update(build_latency(timer.durations_ms))
+        metrics.update(recorded_latency(session.messages))
         baseline: ViewRun | None = None
         changed: list[CounterfactualResult] = []
         if case.counterfactuals:
             baseline, changed = run_counterfactuals(
                 case.counterfactuals, system=report.system, tools=report.tools, view=report.final_view,
                 counter=counter, evidence=evidence, constraints=constraints, recorded=recorded,
-                provider=provider, model=model, on_call=on_call)
+                provider=timed, model=model, on_call=on_call)
+        if timed is not None:  # the counterfactual runs this policy sent to the model
+            metrics.update(model_latency(timed.seconds))
+            timed.seconds.clear()
         results.append(CaseResult(case=case.name, policy=policy, window=case.window, evidence=tuple(evidence),
                                   constraints=tuple(constraints), metrics=metrics, report=report,
-                                  baseline_run=baseline, counterfactuals=tuple(changed)))
+                                  baseline_run=baseline, counterfactuals=tuple(changed), memory_use=tuple(uses)))
     return results
 
 

@@ -131,11 +131,14 @@ def test_series_cumulative_cost_and_cache_hit() -> None:
 
 def test_metric_rows_take_whatever_metrics_the_results_hold() -> None:
     rows = metric_rows({
-        "nova": {"evidence_recall": Ratio(2, 3, "evidence items"), "latency_per_call": Metric(0.25, "seconds")},
-        "naive": {"evidence_recall": Ratio(3, 3, "evidence items"), "cost_per_call": Metric(None, "USD per call")},
+        "nova": {"evidence_recall": Ratio(2, 3, "evidence items"), "latency_per_call": Metric(0.25, "seconds"),
+                 "memory_usefulness": Ratio(0, 0, "retrieved items", na="no memory was recalled")},
+        "naive": {"evidence_recall": Ratio(3, 3, "evidence items"), "cost_per_call": Metric(None, "USD per call"),
+                  "latency_per_call": Metric(1234.5678, "seconds")},
     })
     assert rows == [("evidence_recall", "evidence items", ["66.7% (2 of 3)", "100.0% (3 of 3)"]),
-                    ("latency_per_call", "seconds", ["0.25", "—"]),
+                    ("latency_per_call", "seconds", ["0.25", "1,235"]),
+                    ("memory_usefulness", "retrieved items", ["n/a (no memory was recalled)", "—"]),
                     ("cost_per_call", "USD per call", ["—", "n/a"])]
 
 

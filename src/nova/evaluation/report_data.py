@@ -92,13 +92,16 @@ def format_metric(metric: _Measured) -> tuple[str, str]:
     data = metric.to_json()
     value, unit = data.get("value"), str(data.get("unit", ""))
     if value is None:
-        return "n/a", unit
+        why = data.get("n/a")
+        return (f"n/a ({why})" if why else "n/a"), unit
     if "of" in data and "part" in data:
         return f"{value:.1%} ({data['part']:,} of {data['of']:,})", unit
     if unit.startswith("USD"):
         return f"${value:.6f}", unit
-    if isinstance(value, float):
-        return f"{value:,.4g}", unit
+    if isinstance(value, int | float):
+        # As many decimals as a figure of that size needs, as the text report prints them.
+        digits = 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 0.01 or value == 0 else 4
+        return f"{value:,.{digits}f}", unit
     return str(value), unit
 
 

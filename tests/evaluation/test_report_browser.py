@@ -1,6 +1,6 @@
 """The report pages opened in headless Chromium (tests/js/report_check.mjs) by file:// URL with the network
 blocked: no request leaves, no error, every plot drawn, each plot's screenshot the size stated here (not its
-pixels), and the page readable at 1280 px."""
+pixels), a hover that names the call, and the page readable at 1280 px."""
 
 from __future__ import annotations
 
@@ -42,6 +42,9 @@ def _judge(result: dict[str, Any], figures: list[str], shots: Path) -> None:
         shot = plot["shot"]
         assert abs(shot["width"] - width) <= TOLERANCE and abs(shot["height"] - height) <= TOLERANCE, (name, shot)
         assert (shots / shot["file"]).stat().st_size > 5_000, name  # a drawn chart, not a blank box
+    # Hovering the first plot names the call and its figures.
+    assert result["hoverText"] and result["hoverText"][0].startswith("call "), result["hoverText"]
+    assert any("tokens" in text for text in result["hoverText"]), result["hoverText"]
     readable = result["readable"]
     assert readable["scrollWidth"] <= 1280, "the page scrolls sideways at 1280 px"
     assert readable["bodyFont"] >= 12 and readable["textFont"] >= 12

@@ -79,6 +79,16 @@ try {
   await page.evaluate(() => document.querySelectorAll('details.change').forEach((d) => { d.open = true; }));
   const first = page.locator('details.change').first();
   if (await first.count()) await first.screenshot({ path: join(shots, 'change-1.png') });
+  // Hovering the first plot shows that call's figures.
+  const drag = page.locator('div.plot').first().locator('.nsewdrag').first();
+  await drag.scrollIntoViewIfNeeded();
+  const area = await drag.boundingBox();
+  if (area) {
+    await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
+    await page.waitForTimeout(300);
+  }
+  result.hoverText = await page.locator('div.plot').first().locator('.hoverlayer text').allTextContents();
+  await page.locator('div.plot').first().screenshot({ path: join(shots, 'hover.png') });
   result.readable = await page.evaluate(() => {
     const sizes = (selector) => [...document.querySelectorAll(selector)]
       .map((n) => parseFloat(getComputedStyle(n).fontSize)).filter((v) => !Number.isNaN(v));

@@ -41,6 +41,7 @@ def _layout(fig: go.Figure, *, y_title: str, calls: int, height: int = HEIGHT, l
     # Calls are whole: a few get a tick each (automatic ticks would step by 0.2); more get plotly's own,
     # which follow a zoom.
     fig.update_xaxes(title_text="call", tickfont={"size": 12}, range=[0.5, max(calls, 1) + 0.5],
+                     unifiedhovertitle={"text": "call %{x}"},
                      **({"dtick": 1} if calls <= 12 else {}))
     fig.update_yaxes(title_text=y_title, tickfont={"size": 12}, rangemode="tozero")
     return fig
@@ -63,8 +64,8 @@ def context_figure(s: ReplaySeries) -> go.Figure:
     fig = go.Figure()
     calls = list(s.calls)
     fig.add_trace(go.Scatter(x=calls, y=list(s.context), mode=_mode(len(calls)), name="context sent",
-                             line={"color": "#1f77b4", "width": 2}, customdata=[e or "—" for e in s.events],
-                             hovertemplate="%{y:,} tokens (%{customdata})<extra>context</extra>"))
+                             line={"color": "#1f77b4", "width": 2}, customdata=_call_details(s),
+                             hovertemplate="%{y:,} tokens%{customdata}<extra>context</extra>"))
     _level(fig, len(calls), s.window, "window", WINDOW_COLOUR, "dash")
     _level(fig, len(calls), s.threshold, "threshold", THRESHOLD_COLOUR, "dash")
     if s.hard_line:
@@ -167,6 +168,15 @@ def policy_cost_figure(series: Sequence[ReplaySeries]) -> go.Figure:
                                  hovertemplate=("$%{y:.4f}" if priced else "%{y:,.0f}") + f"<extra>{s.policy}</extra>"))
     unit = f"USD ({series[0].price_model})" if priced else "cumulative input tokens"
     return _layout(fig, y_title=unit, calls=max((len(s.context) for s in series), default=1))
+
+
+def _call_details(s: ReplaySeries) -> list[str]:
+    """What each call's hover adds to its size: the event (a compaction, a cut) and the tokens per kind."""
+    details = []
+    for i, event in enumerate(s.events):
+        kinds = " · ".join(f"{kind} {s.composition[kind][i]:,}" for kind in COMPOSITION_KINDS if s.composition[kind][i])
+        details.append((f", {event}" if event else "") + (f"<br>{kinds}" if kinds else ""))
+    return details
 
 
 def _mode(calls: int) -> str:

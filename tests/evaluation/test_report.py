@@ -227,6 +227,8 @@ def test_eval_cli_writes_one_page_for_every_case_and_policy(tmp_path: Path) -> N
     for metric in ("evidence recall", "context precision", "cache hit rate", "cost per call"):
         assert f"<td>{metric}</td>" in page
     assert page.count("<h3>Counterfactuals, policy") == 2 and "inject at end" in page
+    assert page.count("What each compaction kept and dropped</h4>") == 1  # nova
+    assert page.count("What each cut dropped</h4>") == 1  # truncate
     # --json keeps the plotted numbers.
     result = CliRunner().invoke(app, ["eval", str(tmp_path / "cases.json"), "--json"])
     data = json.loads(result.output.strip().splitlines()[-1])["results"]

@@ -187,7 +187,9 @@ def _replay_sections(page: _Page, report: ReplayReport, series: ReplaySeries, *,
     page.add(f"<{h}>Cost and cache hit per call</{h}><p class=\"note\">{html.escape(cost[0].upper() + cost[1:])}. "
              f"{cache}</p>")
     page.plot(figures.cost_figure(series), "cost")
-    page.add(f"<{h}>What each compaction kept and dropped</{h}>{_changes(report)}")
+    cuts_only = bool(report.view_changes) and all(c.event == "truncate" for c in report.view_changes)
+    heading = "What each cut dropped" if cuts_only else "What each compaction kept and dropped"
+    page.add(f"<{h}>{heading}</{h}>{_changes(report)}")
 
 
 def replay_report_html(report: ReplayReport, *, source: str) -> str:

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("nova.context", "nova.memory", "nova.mcp", "nova.skills"),
     # The agent: the loop, its assembly, and what drives it without a surface. The provider factory
     # sits here because it also builds the offline demo model, which simulates a provider's cache.
-    ("nova.agent", "nova.app", "nova.replay", "nova.evaluation", "nova.demo", "nova.providers.factory"),
+    ("nova.agent", "nova.app", "nova.replay", "nova.replay_views", "nova.evaluation", "nova.demo", "nova.providers.factory"),
     # Surfaces: the session host and its context report, the CLI, the commands, the server, the terminal UI.
     ("nova.host", "nova.context_view", "nova.commands", "nova.cli", "nova.cli_render", "nova.server", "nova.tui",
      "nova.figures", "nova.progress", "nova.cli_progress"),

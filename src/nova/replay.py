@@ -48,6 +48,7 @@ from nova.extensions import ViewRequest
 from nova.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
 from nova.providers.pricing import ModelInfo, model_info
+from nova.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
@@ -74,6 +75,9 @@ class ReplayCall:
     floor: int = 0
     """On a compaction: the continuity floor its summary reports (fixed prompt, the user's words, the
     modified files and last failure, the kept tail cut to the least): the view cannot be smaller."""
+    composition: dict[str, int] = field(default_factory=dict)
+    """`input_tokens` by kind (`nova.replay_views.COMPOSITION_KINDS`): system, tools, rules, memory,
+    history, summary, observations; the parts sum to `input_tokens`."""
 
 
 @dataclass(kw_only=True)
@@ -97,6 +101,12 @@ class ReplayReport:
     """Size of the stand-in for the part of the fixed prompt the recording lacks (`fixed_prompt_placeholder`);
     0: none."""
     per_call: list[ReplayCall] = field(default_factory=list)
+    view_changes: list[ViewChange] = field(default_factory=list)
+    """Each compaction (and each truncation cut) with the messages it dropped, kept and added."""
+    threshold: int = 0
+    """Where compaction starts (the truncation baselines cut to it too)."""
+    hard_line: int = 0
+    """Over this, compaction runs even with the breaker open."""
     violations: list[str] = field(default_factory=list)
     final_view: list[Message] = field(default_factory=list)
     system: str = ""
@@ -145,8 +155,10 @@ class ReplayReport:
             "invariant_violations": self.invariant_violations,
             "requests_over_window": self.requests_over_window,
             "per_call": [{"input_tokens": c.input_tokens, "event": c.event,
-                          **({"over_window": True} if c.input_tokens > self.window else {})}
+                          **({"over_window": True} if c.input_tokens > self.window else {}),
+                          "composition": composition_json(c.composition)}
                          for c in self.per_call],
+            "view_changes": [change.to_json() for change in self.view_changes],
         }
         if self.repaired:
             data["repaired"] = self.repaired
@@ -478,10 +490,23 @@ def _run(
     controller: ContextController, sizer: _Sizer, cost: _CostModel, recording: _RecordingSummarizer | None,
     compact_before: frozenset[int] = frozenset(), on_call: Callable[[], None] | None = None,
 ) -> ReplayReport:
-    report = ReplayReport(policy=policy, window=window, system=system, tools=tools)
+    report = ReplayReport(policy=policy, window=window, system=system, tools=tools,
+                          threshold=controller.threshold, hard_line=controller.hard_line)
     raw = {m.id: m for m in messages}
     history: list[Message] = []
     calls_by_id: dict[str, ToolUsePart] = {}
+    counter = controller.counter
+    # The composition is made of the sizer's own measures: its sum is the call's input.
+    composer = Composer(system=count_system(system, counter), tools=count_tools(tools, counter),
+                        size=sizer.message, count=counter.count)
+    # The names Nova's inserts are listed under (their ids are fresh each run; see `_stable_inserts`).
+    names: dict[str, str] = {}
+    shown: list[Message] = []  # the view the previous call sent (what a cut is measured against)
+
+    def compacted(before: list[Message], after: list[Message], *, forced: bool) -> None:
+        report.view_changes.append(view_change(
+            call=report.calls + 1, event="compaction", forced=forced, before=before, after=after,
+            shown_after=_stable_inserts(after), size=sizer.message, count=counter.count, names=names))
 
     def build_view() -> tuple[list[Message], str]:
         nonlocal history
@@ -496,25 +521,44 @@ def _run(
             masked = _mask(history)
             view = _truncate(masked, sizer, controller.threshold)
             return view, "truncate" if len(view) < len(masked) else ""
+        before = history
         history = controller.prepare_view(request=ViewRequest(history=history, system=system))
-        return list(history), controller.stats.last_event
+        event = controller.stats.last_event
+        if event == "compaction" or {m.id for m in before} - {m.id for m in history}:
+            compacted(before, history, forced=False)
+        return list(history), event
+
+    def force_compaction() -> None:
+        nonlocal history
+        before, done = history, controller.stats.compactions
+        history = controller.compact_now(history)
+        if controller.stats.compactions > done:
+            compacted(before, history, forced=True)
 
     for index, message in enumerate(messages):
         if policy == "nova" and index in compact_before:
-            history = controller.compact_now(history)
+            force_compaction()
         if message.role == "assistant":
             at = message.created_at if message.created_at > 0 else None
             view, event = build_view()
+            if event == "truncate":
+                cut = cut_change(call=report.calls + 1, previous=shown, view=view, size=sizer.message,
+                                 count=counter.count)
+                if cut is not None:
+                    report.view_changes.append(cut)
+            shown = view
             if recording is not None:
                 cost.summary_calls(report, recording.pending, at)
-            used = sizer.view(view)
+            kinds = composer.composition(view)
+            used = sum(kinds.values())
             usage = cost.call(view, at)
             cost.add(report, usage)
             report.calls += 1
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
             report.requests_over_window += used > window
-            report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0))
+            report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0,
+                                              kinds))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])
@@ -533,7 +577,7 @@ def _run(
         else:
             history.append(message)
     if policy == "nova" and len(messages) in compact_before and history:
-        history = controller.compact_now(history)
+        force_compaction()
     final, _ = build_view() if history else ([], "")
     if recording is not None:
         recording.pending.clear()  # a compaction of the final view is never sent: no call to count

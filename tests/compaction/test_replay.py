@@ -55,9 +55,12 @@ def test_replay_command_json_has_exactly_the_documented_keys(tmp_path: Path) -> 
     data = json.loads(result.output.strip().splitlines()[-1])
     assert set(data) == {"policy", "window", "calls", "input_tokens", "output_tokens", "peak_context_tokens",
                          "compactions", "snips", "spills", "breaker_trips", "invariant_violations",
-                         "requests_over_window", "per_call"}
+                         "requests_over_window", "per_call", "view_changes"}
     assert data["policy"] == "truncate" and data["window"] == 32000
-    assert all(set(c) - {"over_window"} == {"input_tokens", "event"} for c in data["per_call"])
+    assert all(set(c) - {"over_window"} == {"input_tokens", "event", "composition"} for c in data["per_call"])
+    # The view's composition by kind adds up to each call's input; truncate's cuts are listed.
+    assert all(sum(c["composition"].values()) == c["input_tokens"] for c in data["per_call"])
+    assert data["view_changes"] and {c["event"] for c in data["view_changes"]} == {"truncate"}
     assert data["requests_over_window"] == sum(c.get("over_window", False) for c in data["per_call"])
     # Deterministic: the same input gives the same JSON, byte for byte.
     again = CliRunner().invoke(app, ["replay", str(FILES[0]), "--window", "32000", "--policy", "truncate", "--json"])

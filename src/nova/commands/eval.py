@@ -72,8 +72,16 @@ def eval_command(
     call_model: Annotated[bool, typer.Option("--call-model", help="Send each case's counterfactual runs and memory "
                                              "scenario turns to the configured provider and model (real "
                                              "requests); without it they are measured offline.")] = False,
+    report_html: Annotated[Path | None, typer.Option("--report", help="Also write one self-contained HTML file "
+                           "with the plots: each case's policies side by side, the metrics, and each replay's "
+                           "context, composition, cost and compactions. Needs the `report` extra (plotly).")
+                           ] = None,
 ) -> None:
     """Replay recorded sessions under context policies and measure each view: evidence, precision, cost."""
+    if report_html is not None:
+        from nova.commands.report_extra import require_report_extra
+
+        require_report_extra(report_html)
     with user_errors():
         settings = load_settings(env=dict(os.environ), overrides=global_overrides())
     try:
@@ -122,6 +130,11 @@ def eval_command(
                     scenarios.append(run_scenario(case.name, poisoning=case.poisoning, memory=case.memory,
                                                   provider=provider, model=settings.model,
                                                   on_step=bar.advance))
+    if report_html is not None:
+        from nova.commands.report_extra import write_report
+        from nova.evaluation.report import eval_report_html
+
+        write_report(report_html, eval_report_html(results, source=cases.name, scenarios=scenarios))
     if as_json:
         print(json.dumps({"results": [r.to_json() for r in results],
                           **({"scenarios": [s.to_json() for s in scenarios]} if scenarios else {})}))

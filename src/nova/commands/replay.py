@@ -63,7 +63,8 @@ def replay_command(
                         "output.jsonl): the run to replay, by instance id or issue (default: the first).")
                         ] = None,
     report_html: Annotated[Path | None, typer.Option("--report", help="Also write one self-contained HTML file "
-                           "with the plots (context per call, compactions, cumulative cost).")] = None,
+                           "with the plots (context per call, its composition, compactions, cost and cache hit) and each "
+                           "compaction's kept/dropped lists. Needs the `report` extra (plotly).")] = None,
 ) -> None:
     """Replay a recorded session as if the agent had used this context policy."""
     if policy not in ALL_POLICIES:
@@ -81,6 +82,10 @@ def replay_command(
     if window <= 0:
         err_console.print("nova: error: --window must be a positive number of tokens")
         raise typer.Exit(2)
+    if report_html is not None:
+        from nova.commands.report_extra import require_report_extra
+
+        require_report_extra(report_html)
     from nova.sessions.importers import read_session_file
 
     with user_errors():
@@ -111,11 +116,10 @@ def replay_command(
                           f"{report.placeholder_tokens:,} tokens stands in (first response's usage)",
                           markup=False, soft_wrap=True)
     if report_html is not None:
-        from nova.context.budget import ContextBudget
+        from nova.commands.report_extra import write_report
         from nova.evaluation.report import replay_report_html
 
-        threshold = ContextBudget.derive(settings.compaction, window, settings.spill).threshold
-        report_html.write_text(replay_report_html(report, source=path.name, threshold=threshold), encoding="utf-8")
+        write_report(report_html, replay_report_html(report, source=path.name))
     if dump_view is not None:
         dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
     source = session.meta.get("source_counts")

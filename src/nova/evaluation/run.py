@@ -48,6 +48,9 @@ class CaseResult:
         }
         if self.memory_use:
             data["memory_use"] = [u.to_json() for u in self.memory_use]
+        # The replay's numbers the report plots: each call's size and composition, each compaction's lists.
+        replayed = self.report.to_json()
+        data["per_call"], data["view_changes"] = replayed["per_call"], replayed["view_changes"]
         if self.baseline_run is not None:
             data["counterfactuals"] = {"baseline": self.baseline_run.to_json(),
                                        "runs": [c.to_json() for c in self.counterfactuals]}

@@ -33,8 +33,8 @@ class _NovaGroup(LazyGroup):
         "replay": LazyCommand("nova.commands.replay:replay_command",
                               "Replay a recorded session as if the agent had used this context policy."),
         "eval": LazyCommand("nova.commands.eval:eval_command",
-                            "Replay recorded sessions under context policies and measure each view: evidence, "
-                            "precision, cost."),
+                            "Measure context policies on recorded sessions (evidence, precision, cache, cost, "
+                            "latency) and memory on scripted cases (usefulness, poisoning)."),
         "memory": LazyCommand("nova.commands.memory:app",
                               "Long-term memory: list, inspect, search, add, edit, approve, forget, promote, "
                               "consolidate, undo."),

@@ -335,3 +335,12 @@ def test_eval_page_lists_the_memory_scenarios_as_tables(tmp_path: Path) -> None:
                  "<td>push-to-main</td>", "<h3>Memory turns</h3>", "How do I run the tests?"):
         assert text in scenario, text
     assert scenario.count("<td>held") >= 2  # Nova keeps both attempts out
+
+
+def test_the_report_is_named_on_stderr_and_json_stays_clean(tmp_path: Path) -> None:
+    out = tmp_path / "named.html"
+    run = subprocess.run([sys.executable, "-m", "nova.cli", "replay", str(_session_file(tmp_path)), "--window", "8000",
+                          "--report", str(out), "--json"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["calls"] > 0
+    assert f"report written to {out} (" in run.stderr and "MB" in run.stderr

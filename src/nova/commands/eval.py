@@ -77,7 +77,8 @@ def eval_command(
                            "context, composition, cost and compactions. Needs the `report` extra (plotly).")
                            ] = None,
 ) -> None:
-    """Replay recorded sessions under context policies and measure each view: evidence, precision, cost."""
+    """Measure context policies on recorded sessions (evidence, precision, cache, cost, latency) and memory on
+    scripted cases (usefulness, poisoning)."""
     if report_html is not None:
         from nova.commands.report_extra import require_report_extra
 
@@ -116,6 +117,7 @@ def eval_command(
             provider = make_provider(settings, dict(os.environ))
     results: list[CaseResult] = []
     scenarios: list[ScenarioResult] = []
+    in_file_order: list[CaseResult | ScenarioResult] = []  # what the table prints, case by case
     total = sum((calls_of(case, session) if session is not None else 0) + scenario_steps(case.poisoning, case.memory)
                 for case, session in zip(loaded, sessions, strict=True))
     with RunProgress(total, label="evaluating calls", stream=sys.stderr) as bar:
@@ -123,13 +125,16 @@ def eval_command(
             with user_errors(exit_code=1):
                 if session is not None:
                     counter = counter_for_model(str(session.meta.get("model") or settings.model))
-                    results += run_case(case, session, counter=counter, config=settings.compaction,
+                    measured = run_case(case, session, counter=counter, config=settings.compaction,
                                         spill=settings.spill, on_call=bar.advance, provider=provider,
                                         model=settings.model)
+                    results += measured
+                    in_file_order += measured
                 if case.poisoning is not None or case.memory is not None:
                     scenarios.append(run_scenario(case.name, poisoning=case.poisoning, memory=case.memory,
                                                   provider=provider, model=settings.model,
                                                   on_step=bar.advance))
+                    in_file_order.append(scenarios[-1])
     if report_html is not None:
         from nova.commands.report_extra import write_report
         from nova.evaluation.report import eval_report_html
@@ -139,7 +144,10 @@ def eval_command(
         print(json.dumps({"results": [r.to_json() for r in results],
                           **({"scenarios": [s.to_json() for s in scenarios]} if scenarios else {})}))
         return
-    for result in results:
+    for result in in_file_order:
+        if isinstance(result, ScenarioResult):
+            _print_scenario(result)
+            continue
         report = result.report
         console.print(f"[bold]{result.case}[/] policy={result.policy} window={result.window:,}")
         console.print(f"  {report.calls} calls, {report.compactions} compactions; measured: the final view, "
@@ -157,8 +165,6 @@ def eval_command(
                           markup=False)
         if result.baseline_run is not None:
             _print_counterfactuals(result)
-    for scenario in scenarios:
-        _print_scenario(scenario)
 
 
 def _print_metrics(metrics: dict[str, Ratio | Metric]) -> None:

@@ -33,3 +33,6 @@ def write_report(target: Path, page: str) -> None:
     """Write the page; a failure (a full disk, a folder without write permission) is one line and exit 1."""
     with user_errors(exit_code=1, os_errors=True):
         target.write_text(page, encoding="utf-8")
+    # On stderr, so a `--json` run's standard output stays one JSON document.
+    size = len(page.encode("utf-8")) / 1_000_000
+    print(f"report written to {target} ({size:.1f} MB, opens offline in any browser)", file=sys.stderr)

@@ -14,7 +14,7 @@ import nova
 LAYERS: list[tuple[str, ...]] = [
     # Values everything may use: messages, core request/response types, errors, events, settings.
     ("nova", "nova.errors", "nova.files", "nova.messages", "nova.core", "nova.incremental", "nova.invariants",
-     "nova.events", "nova.settings", "nova.secret_paths", "nova.special_files"),
+     "nova.events", "nova.settings", "nova.secret_paths", "nova.special_files", "nova.text"),
     ("nova.tokens",),
     ("nova.providers",),
     ("nova.sessions",),

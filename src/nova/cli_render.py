@@ -9,14 +9,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from nova import events as ev
+from nova.text import one_line
 
 __all__ = ["Timeline", "format_footer"]
 
 
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def _tool_summary(name: str, tool_input: Any) -> str:

@@ -16,6 +16,7 @@ from nova.agent.loop import Agent
 from nova.figures import cache_hit_rate, session_cost
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.meta import SessionMeta
+from nova.text import one_line
 from nova.tokens import count_message, count_system, count_tools
 
 __all__ = ["MANIFEST_ABSENT", "context_report", "segments"]
@@ -47,8 +48,7 @@ def _preview(message: Message) -> str:
             break
     else:
         text = ""
-    text = " ".join(text.split())
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+    return one_line(text, PREVIEW_CHARS)
 
 
 def segments(agent: Agent) -> list[dict[str, Any]]:

@@ -248,7 +248,9 @@ def view_text(view: Sequence[Message]) -> str:
 class _Sizer:
     def __init__(self, counter: TokenCounter, system: str, tools: Sequence[ToolSpec]) -> None:
         self.counter = counter
-        self.fixed = count_system(system, counter) + count_tools(tools, counter)
+        self.system = count_system(system, counter)
+        self.tools = count_tools(tools, counter)
+        self.fixed = self.system + self.tools
         # Keyed by object identity; the message is kept in the value so its id cannot be reused.
         self._cache: dict[int, tuple[Message, int]] = {}
 
@@ -288,10 +290,9 @@ class _CostModel:
         self.info = info
         self.head: list[Block] = []
         if tools:
-            self.head.append(Block(_digest([[t.name, t.description, t.input_schema] for t in tools]),
-                                   count_tools(tools, sizer.counter)))
+            self.head.append(Block(_digest([[t.name, t.description, t.input_schema] for t in tools]), sizer.tools))
         if system:
-            self.head.append(Block(_digest(system), count_system(system, sizer.counter)))
+            self.head.append(Block(_digest(system), sizer.system))
         self._blocks: dict[int, tuple[Message, Block]] = {}
 
     def block(self, m: Message) -> Block:
@@ -497,8 +498,7 @@ def _run(
     calls_by_id: dict[str, ToolUsePart] = {}
     counter = controller.counter
     # The composition is made of the sizer's own measures: its sum is the call's input.
-    composer = Composer(system=count_system(system, counter), tools=count_tools(tools, counter),
-                        size=sizer.message, count=counter.count)
+    composer = Composer(system=sizer.system, tools=sizer.tools, size=sizer.message, count=counter.count)
     # The names Nova's inserts are listed under (their ids are fresh each run; see `_stable_inserts`).
     names: dict[str, str] = {}
     shown: list[Message] = []  # the view the previous call sent (what a cut is measured against)

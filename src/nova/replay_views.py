@@ -21,6 +21,7 @@ from typing import Any
 from nova.context.manifest import apportion
 from nova.context.picture import KINDS
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.text import one_line
 
 __all__ = ["COMPOSITION_KINDS", "EXCERPT_CHARS", "Composer", "MessageEntry", "ViewChange", "composition_json",
            "cut_change", "entries_of", "excerpt", "message_kinds", "tokens_of", "view_change"]
@@ -43,7 +44,7 @@ def message_kinds(message: Message, tokens: int, count: Callable[[str], int]) ->
             return {"summary": tokens}
         summary, rest = apportion(tokens, [weights["summary"], weights["observations"]])
         return {"summary": summary, "observations": rest}
-    if message.origin in ("context",):
+    if message.origin == "context":
         return {"observations": tokens}
     if message.origin == "memory":
         return {"memory": tokens}
@@ -92,8 +93,7 @@ def excerpt(message: Message, limit: int = EXCERPT_CHARS) -> str:
             chunks.append(p.text)
         else:
             chunks.append(getattr(p, "thinking", "") or "")
-    line = " ".join(" ".join(chunks).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return one_line(" ".join(chunks), limit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,11 +23,13 @@ from nova.commands.errors import user_errors
 from nova.commands.global_options import global_overrides
 from nova.evaluation.cases import CaseError, load_cases
 from nova.evaluation.metrics import Metric, Ratio
+from nova.evaluation.report_data import plain_figure
 from nova.evaluation.run import CaseResult, calls_of, run_case
 from nova.evaluation.scenarios import ScenarioResult, run_scenario, scenario_steps
 from nova.providers.pricing import model_info
 from nova.run_progress import RunProgress
 from nova.settings import load_settings
+from nova.text import one_line
 from nova.tokens import counter_for_model
 
 __all__ = ["eval_command"]
@@ -156,9 +158,9 @@ def eval_command(
         missing = result.to_json()
         for key, what in (("missing_evidence", "evidence"), ("missing_constraints", "constraint")):
             for item in missing[key][:5]:
-                console.print(f"  missing {what}: {_one_line(item)}", markup=False)
+                console.print(f"  missing {what}: {one_line(item, 100)}", markup=False)
         for use in result.memory_use[:10]:
-            console.print(f"  recall {use.recall}: {use.memory} " + (f"used ({_one_line(use.used)})" if use.used
+            console.print(f"  recall {use.recall}: {use.memory} " + (f"used ({one_line(use.used, 100)})" if use.used
                           else "unused" if use.terms else "unused (no distinctive term)"), markup=False)
         if len(result.memory_use) > 10:
             console.print(f"  … {len(result.memory_use) - 10} more recalled memories (--json lists them)",
@@ -181,7 +183,7 @@ def _print_scenario(result: ScenarioResult) -> None:
         if outcome.poisoned:
             console.print(f"  POISONED {outcome.attempt.channel} {outcome.attempt.name}: {outcome.how}", markup=False)
     for turn in result.turns:
-        uses = ", ".join(f"{u.memory} " + (f"used ({_one_line(u.used)})" if u.used else "unused") for u in turn.uses)
+        uses = ", ".join(f"{u.memory} " + (f"used ({one_line(u.used, 100)})" if u.used else "unused") for u in turn.uses)
         console.print(f"  turn {turn.turn} ({turn.answered_by} answer): recalled {len(turn.recalled)} of "
                       f"{turn.scanned} recallable{': ' + uses if uses else ''}", markup=False, soft_wrap=True)
 
@@ -192,16 +194,13 @@ def _print_counterfactuals(result: CaseResult) -> None:
     console.print(f"  counterfactuals against the final view ({len(base.segments)} segments, {base.tokens:,} tokens, "
                   f"view {base.digest[:12]}):", markup=False, soft_wrap=True)
     for c in result.counterfactuals:
-        changes = [f"{what} {', '.join(names)}" for what, names in
-                   (("removed", c.removed), ("moved", c.moved), ("added", c.added)) if names]
-        deltas = [f"{name.replace('_', ' ')} {value * 100:+.1f} pp" for name, value in c.metric_deltas.items()
-                  if abs(value) >= 0.0005]
+        deltas = c.metric_changes
         answer = "" if c.answer_changed is None else ("; answer changed" if c.answer_changed else "; same answer")
         if c.note:
             console.print(f"    {c.change.label}: {c.note}; the run saw the baseline view{answer}", markup=False,
                           soft_wrap=True)
             continue
-        console.print(f"    {c.change.label}: view {c.run.digest[:12]}, {'; '.join(changes) or 'no change'}, "
+        console.print(f"    {c.change.label}: view {c.run.digest[:12]}, {c.segment_changes or 'no change'}, "
                       f"tokens {c.tokens_delta:+,}{'; ' + ', '.join(deltas) if deltas else ''}{answer}",
                       markup=False, soft_wrap=True)
 
@@ -215,11 +214,4 @@ def _shown(metric: Ratio | Metric) -> str:
         return f"    n/a  ({metric.unit}; {metric.na or 'give the case a `price`'})"
     if metric.unit.startswith("USD"):
         return f"${metric.value:.6f}  ({metric.unit})"
-    value = metric.value
-    digits = 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 0.01 or value == 0 else 4
-    return f"{value:7,.{digits}f}  ({metric.unit})"
-
-
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= 100 else line[:99] + "…"
+    return f"{plain_figure(metric.value):>7}  ({metric.unit})"

@@ -38,6 +38,7 @@ from typing import Any
 
 from nova.context.summarize import failure_code, is_user_message
 from nova.errors import NovaError
+from nova.evaluation.case_keys import reject_unknown_keys
 from nova.evaluation.counterfactual import Counterfactual, CounterfactualError, parse_counterfactual
 from nova.evaluation.memory_scenario import MemoryScenario, parse_memory_scenario
 from nova.evaluation.scenarios import PoisoningSpec, ScenarioError, parse_poisoning
@@ -96,10 +97,7 @@ def _scenarios(data: dict[str, Any], where: str) -> tuple[PoisoningSpec | None, 
 def _case(data: object, base: Path, where: str) -> EvalCase:
     if not isinstance(data, dict):
         raise CaseError(f"{where}: a case is a mapping with at least `session`")
-    known = {"name", "session", "poisoning", "memory", *_REPLAY_KEYS}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    reject_unknown_keys(data, sorted({"name", "session", "poisoning", "memory", *_REPLAY_KEYS}), where, CaseError)
     session = data.get("session")
     poisoning, memory = _scenarios(data, where)
     if session is None and (poisoning or memory):

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from nova.core import ModelRequest, ToolSpec
 from nova.errors import NovaError
+from nova.evaluation.case_keys import reject_unknown_keys
 from nova.evaluation.metrics import (
     Ratio,
     constraint_retention,
@@ -80,9 +81,7 @@ def parse_counterfactual(data: object, where: str) -> Counterfactual:
     kinds = [k for k in ("remove", "swap", "inject") if k in data]
     if len(kinds) != 1:
         raise CounterfactualError(f"{where}: a counterfactual has exactly one of remove, swap, inject")
-    unknown = sorted(set(data) - {"remove", "swap", "inject", "at", "name"})
-    if unknown:
-        raise CounterfactualError(f"{where}: unknown key(s) {', '.join(unknown)}; known: remove, swap, inject, at, name")
+    reject_unknown_keys(data, ("remove", "swap", "inject", "at", "name"), where, CounterfactualError)
     kind: Kind = kinds[0]  # type: ignore[assignment]  # one of the three, checked above
     value, name, at = data[kind], data.get("name", ""), data.get("at")
     if not isinstance(name, str):
@@ -253,6 +252,18 @@ class CounterfactualResult:
     answer_changed: bool | None = None
     note: str = ""
     """Why the view did not change: the target is not in this policy's view."""
+
+    @property
+    def segment_changes(self) -> str:
+        """"removed a, b; moved c; added d" as a person reads it; empty when the view did not change."""
+        return "; ".join(f"{what} {', '.join(names)}" for what, names in
+                         (("removed", self.removed), ("moved", self.moved), ("added", self.added)) if names)
+
+    @property
+    def metric_changes(self) -> tuple[str, ...]:
+        """Each metric that moved, in percentage points ("evidence recall -54.5 pp")."""
+        return tuple(f"{name.replace('_', ' ')} {value * 100:+.1f} pp" for name, value in self.metric_deltas.items()
+                     if abs(value) >= 0.0005)
 
     def to_json(self) -> dict[str, Any]:
         return {

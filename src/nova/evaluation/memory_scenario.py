@@ -32,6 +32,7 @@ from typing import Any
 
 from nova.core import ModelRequest
 from nova.errors import NovaError
+from nova.evaluation.case_keys import reject_unknown_keys
 from nova.evaluation.usefulness import RecalledUse, uses_of
 from nova.memory.config import MemoryConfig
 from nova.memory.governance import Proposal, remember
@@ -80,17 +81,11 @@ def _text(entry: dict[str, Any], key: str, where: str, *, required: bool = True)
     return value
 
 
-def _only(entry: dict[str, Any], known: set[str], where: str) -> None:
-    unknown = sorted(set(entry) - known)
-    if unknown:
-        raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-
-
 def parse_memory_scenario(data: object, where: str) -> MemoryScenario:
     """A case's `memory` mapping (see the module docstring); errors name the entry and the key."""
     if not isinstance(data, dict):
         raise ScenarioError(f"{where}: `memory` is a mapping with `memories` and `turns`")
-    _only(data, {"memories", "turns"}, f"{where} memory")
+    reject_unknown_keys(data, ("memories", "turns"), f"{where} memory", ScenarioError)
     memories, turns = data.get("memories") or [], data.get("turns")
     if not isinstance(memories, list):
         raise ScenarioError(f"{where}: memory.memories must be a list")
@@ -101,7 +96,7 @@ def parse_memory_scenario(data: object, where: str) -> MemoryScenario:
         at = f"{where} memory.memories[{i + 1}]"
         if not isinstance(entry, dict):
             raise ScenarioError(f"{at}: a memory is a mapping with `name` and `body`")
-        _only(entry, {"name", "body", "type", "description", "reviewed"}, at)
+        reject_unknown_keys(entry, ("body", "description", "name", "reviewed", "type"), at, ScenarioError)
         mtype = entry.get("type", "project")
         if mtype not in MEMORY_TYPES:
             raise ScenarioError(f"{at}: `type` must be one of {', '.join(MEMORY_TYPES)}")
@@ -117,7 +112,7 @@ def parse_memory_scenario(data: object, where: str) -> MemoryScenario:
         at = f"{where} memory.turns[{i + 1}]"
         if not isinstance(entry, dict):
             raise ScenarioError(f"{at}: a turn is a mapping with `ask` (and `answer` offline)")
-        _only(entry, {"ask", "answer"}, at)
+        reject_unknown_keys(entry, ("answer", "ask"), at, ScenarioError)
         parsed_turns.append(ScenarioTurn(ask=_text(entry, "ask", at),
                                          answer=_text(entry, "answer", at, required=False) or None))
     return MemoryScenario(memories=tuple(parsed), turns=tuple(parsed_turns))

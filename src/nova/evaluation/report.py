@@ -20,6 +20,7 @@ from nova.errors import NovaError
 from nova.evaluation.report_data import ReplaySeries, counterfactual_rows, metric_rows, series_of
 from nova.replay import ReplayReport
 from nova.replay_views import MessageEntry, ViewChange, tokens_of
+from nova.text import one_line
 
 __all__ = ["LIST_LIMIT", "REPORT_INSTALL_LINE", "ReportExtraMissing", "eval_report_html", "replay_report_html",
            "require_plotly"]
@@ -219,13 +220,8 @@ def _scenario_sections(page: _Page, scenario: Any) -> None:
     if turns:
         page.add("<h3>Memory turns</h3>")
         page.add(_grid(["turn", "asked", "recalled", "answered by", "recall ms"], [
-            [str(t.get("turn", "")), _one_line(str(t.get("ask", ""))), ", ".join(t.get("recalled") or []) or "none",
+            [str(t.get("turn", "")), one_line(str(t.get("ask", "")), 100), ", ".join(t.get("recalled") or []) or "none",
              str(t.get("answered_by", "")), f"{t.get('recall_ms', 0):.1f}"] for t in turns], numeric=(4,)))
-
-
-def _one_line(text: str, limit: int = 100) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def eval_report_html(results: Sequence[Any], *, source: str, scenarios: Sequence[Any] = ()) -> str:

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nova.evaluation.counterfactual import CounterfactualResult
-from nova.providers.pricing import model_info
+from nova.providers.pricing import cost_usd, model_info
 from nova.replay import ReplayReport
 from nova.replay_views import COMPOSITION_KINDS
 
-__all__ = ["ReplaySeries", "counterfactual_rows", "format_metric", "metric_rows", "series_of"]
+__all__ = ["ReplaySeries", "counterfactual_rows", "format_metric", "metric_rows", "plain_figure", "series_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +51,9 @@ class ReplaySeries:
 
 def series_of(report: ReplayReport) -> ReplaySeries:
     info = model_info(report.price_model) if report.price_model else None
-    call_cost: list[float] = []
-    for call in report.per_call:
-        usage = call.cache
-        if info is not None:
-            call_cost.append((usage.input_tokens * info.input + usage.cache_write_tokens * info.cache_write_5m
-                              + usage.cache_read_tokens * info.cache_read) / 1_000_000)
-        else:
-            call_cost.append(float(call.input_tokens))
+    # A replayed call's usage is its input side (no output), at the simulated cache's 5-minute writes.
+    call_cost = [(cost_usd(call.cache, report.price_model) or 0.0) if info is not None else float(call.input_tokens)
+                 for call in report.per_call]
     cumulative: list[float] = []
     running = 0.0
     for cost in call_cost:
@@ -99,10 +94,14 @@ def format_metric(metric: _Measured) -> tuple[str, str]:
     if unit.startswith("USD"):
         return f"${value:.6f}", unit
     if isinstance(value, int | float):
-        # As many decimals as a figure of that size needs, as the text report prints them.
-        digits = 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 0.01 or value == 0 else 4
-        return f"{value:,.{digits}f}", unit
+        return plain_figure(value), unit
     return str(value), unit
+
+
+def plain_figure(value: float) -> str:
+    """A figure with as many decimals as its size needs (the text report and the page print it alike)."""
+    digits = 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 0.01 or value == 0 else 4
+    return f"{value:,.{digits}f}"
 
 
 def metric_rows(metrics_by_policy: Mapping[str, Mapping[str, _Measured]]) -> list[tuple[str, str, list[str]]]:
@@ -129,10 +128,7 @@ def counterfactual_rows(results: Sequence[CounterfactualResult]) -> list[list[st
     metric changes (percentage points) and whether the answer changed."""
     rows = []
     for c in results:
-        changed = "; ".join(f"{what} {', '.join(names)}" for what, names in
-                            (("removed", c.removed), ("moved", c.moved), ("added", c.added)) if names)
-        deltas = ", ".join(f"{name.replace('_', ' ')} {value * 100:+.1f} pp"
-                           for name, value in c.metric_deltas.items() if abs(value) >= 0.0005)
+        changed, deltas = c.segment_changes, ", ".join(c.metric_changes)
         answer = "n/a (offline)" if c.answer_changed is None else ("changed" if c.answer_changed else "same")
         rows.append([c.change.label, c.note or changed or "no change", f"{c.tokens_delta:+,}", deltas or "none",
                      answer])

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nova.evaluation.case_keys import reject_unknown_keys
 from nova.evaluation.latency import TimedProvider, model_latency, percentile
 from nova.evaluation.memory_scenario import MemoryScenario, ScenarioError, TurnOutcome, run_memory_scenario
 from nova.evaluation.metrics import Metric, Ratio
@@ -76,10 +77,7 @@ def parse_poisoning(data: object, where: str) -> PoisoningSpec:
             continue
         if not isinstance(entry, dict):
             raise ScenarioError(f"{at}: an attempt is `builtin` or a mapping with via, payload and marker")
-        unknown = sorted(set(entry) - {"via", "payload", "marker", "name", "type", "query"})
-        if unknown:
-            raise ScenarioError(f"{at}: unknown key(s) {', '.join(unknown)}; known: marker, name, payload, query, "
-                                "type, via")
+        reject_unknown_keys(entry, ("marker", "name", "payload", "query", "type", "via"), at, ScenarioError)
         for key in ("via", "payload", "marker"):
             if not isinstance(entry.get(key), str) or not entry[key].strip():
                 raise ScenarioError(f"{at}: `{key}` is required (a non-empty string)")

@@ -247,6 +247,25 @@ def test_eval_page_without_several_policies_has_no_comparison(tmp_path: Path) ->
     assert _figures(page) == ["context", "composition", "cost"]
 
 
+
+def test_eval_page_keeps_two_cases_of_one_name_apart(tmp_path: Path) -> None:
+    # The same session at two windows: both cases carry the session's name, and each is its own section
+    # with its own policy comparison, never one comparison of four runs.
+    from nova.evaluation.cases import load_cases
+    from nova.evaluation.run import run_case
+    from nova.sessions.importers import read_session_file
+
+    _session_file(tmp_path)
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps({"cases": [{"session": "run.traj.json", "window": w, "policies": ["nova", "truncate"]}
+                                           for w in (8000, 16000)]}))
+    loaded = load_cases(cases)
+    assert loaded[0].name == loaded[1].name
+    results = [r for case in loaded for r in run_case(case, read_session_file(case.session), counter=COUNTER)]
+    page = eval_report_html(results, source="cases.json")
+    assert page.count(f"<h2 id=\"case-") == 2 and len(set(re.findall(r'<h2 id="([^"]+)"', page))) == 2
+    assert _figures(page) == ["policy-context", "policy-cost", *["context", "composition", "cost"] * 2] * 2
+
 BLOCK_PLOTLY = "import sys; sys.modules['plotly'] = None; from nova.cli import main; sys.argv[0] = 'nova'; main()"
 
 

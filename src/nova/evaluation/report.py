@@ -224,6 +224,18 @@ def _scenario_sections(page: _Page, scenario: Any) -> None:
              str(t.get("answered_by", "")), f"{t.get('recall_ms', 0):.1f}"] for t in turns], numeric=(4,)))
 
 
+def _case_runs(results: Sequence[Any]) -> list[tuple[str, list[Any]]]:
+    """The results of each case, in the order they ran. A case's policies run one after the other, so a
+    case ends where the name changes or a policy comes again: two cases may share a name (the same session
+    at two windows) and must not be drawn as one."""
+    cases: list[tuple[str, list[Any]]] = []
+    for result in results:
+        if not cases or cases[-1][0] != result.case or any(r.policy == result.policy for r in cases[-1][1]):
+            cases.append((result.case, []))
+        cases[-1][1].append(result)
+    return cases
+
+
 def eval_report_html(results: Sequence[Any], *, source: str, scenarios: Sequence[Any] = ()) -> str:
     """The page for `nova eval`: per case, the policies side by side, then each policy's replay; then the
     scripted memory scenarios as tables. `results` are `nova.evaluation.run.CaseResult`s in the order they
@@ -231,15 +243,16 @@ def eval_report_html(results: Sequence[Any], *, source: str, scenarios: Sequence
     from nova.evaluation import report_figures as figures
 
     page = _Page()
-    cases: dict[str, list[Any]] = {}
-    for result in results:
-        cases.setdefault(result.case, []).append(result)
+    cases = _case_runs(results)
     if cases:
         page.add(_grid(["case", "policies", "calls", "window"],
                        [[name, ", ".join(r.policy for r in rs), f"{rs[0].report.calls:,}", f"{rs[0].window:,}"]
-                        for name, rs in cases.items()], numeric=(2, 3)))
-    for index, (name, runs) in enumerate(cases.items(), start=1):
+                        for name, rs in cases], numeric=(2, 3)))
+    anchors: set[str] = set()
+    for index, (name, runs) in enumerate(cases, start=1):
         anchor = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or str(index)
+        anchor = anchor if anchor not in anchors else f"{anchor}-{index}"
+        anchors.add(anchor)
         page.add(f'<h2 id="case-{html.escape(anchor)}">Case {html.escape(name)}</h2>')
         page.add(_grid(["policy", "calls", "peak context", "compactions", "over the window", "cost"],
                        [[r.policy, f"{r.report.calls:,}", f"{r.report.peak_context_tokens:,}",

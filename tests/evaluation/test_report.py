@@ -263,7 +263,7 @@ def test_eval_page_keeps_two_cases_of_one_name_apart(tmp_path: Path) -> None:
     assert loaded[0].name == loaded[1].name
     results = [r for case in loaded for r in run_case(case, read_session_file(case.session), counter=COUNTER)]
     page = eval_report_html(results, source="cases.json")
-    assert page.count(f"<h2 id=\"case-") == 2 and len(set(re.findall(r'<h2 id="([^"]+)"', page))) == 2
+    assert page.count("<h2 id=\"case-") == 2 and len(set(re.findall(r'<h2 id="([^"]+)"', page))) == 2
     assert _figures(page) == ["policy-context", "policy-cost", *["context", "composition", "cost"] * 2] * 2
 
 BLOCK_PLOTLY = "import sys; sys.modules['plotly'] = None; from nova.cli import main; sys.argv[0] = 'nova'; main()"

@@ -24,7 +24,6 @@ Plain words, capitalised or not, never count, however rare.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any
 
 from nova.context.summarize import is_user_message
 from nova.evaluation.metrics import Ratio
+from nova.memory.recall import read_recall_block
 from nova.memory.retrieval.text import STOP_WORDS
 from nova.messages import Message, TextPart, ToolUsePart
 
@@ -40,7 +40,6 @@ __all__ = [
     "RecalledUse",
     "action_text",
     "distinctive_terms",
-    "recalled_in_block",
     "recorded_uses",
     "used_term",
     "usefulness",
@@ -52,8 +51,6 @@ UNIT = "retrieved items"
 
 _SPAN = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|\u201c([^\u201d\n]+)\u201d")
 _EDGES = "\"'`.,;:!?()[]{}<>*\u201c\u201d"
-_MEMORY = re.compile(r"<memory ([^>]*)>\n(.*?)\n</memory>", re.DOTALL)
-_NAME = re.compile(r'\bname="([^"]*)"')
 
 
 def _shaped(word: str) -> bool:
@@ -138,16 +135,6 @@ def action_text(messages: Iterable[Message]) -> str:
     return "\n".join(out)
 
 
-def recalled_in_block(block: str) -> list[tuple[str, str]]:
-    """(name, body) of each memory in a rendered recall block (`nova.memory.recall.render_recall_block`)."""
-    found = []
-    for match in _MEMORY.finditer(block):
-        name = _NAME.search(match[1])
-        _, _, body = match[2].partition("\n\n")
-        found.append((html.unescape(name[1]) if name else "", body))
-    return found
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecalledUse:
     """One recalled memory and whether what the agent did next used it."""
@@ -185,7 +172,7 @@ def recorded_uses(messages: Sequence[Message]) -> list[RecalledUse]:
         if message.origin != "memory":
             continue
         recall += 1
-        recalled = recalled_in_block(message.text)
+        recalled = read_recall_block(message.text)
         if not recalled:  # no element to read: the names the recall recorded, with no text to find
             recalled = [(str(name), "") for name in message.metadata.get("memories") or ()]
         after = []

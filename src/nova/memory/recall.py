@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from html import escape
+from html import escape, unescape
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -66,6 +66,7 @@ __all__ = [
     "ledger_for",
     "newest_memory_files",
     "read_header",
+    "read_recall_block",
     "recall",
     "render_recall_block",
     "scan_headers",
@@ -326,6 +327,21 @@ def render_recall_block(memories: Sequence[Memory], *, max_body_chars: int = 400
         parts.append(f"<memory {attrs}>\n{escape(m.description)}\n\n{safe}\n</memory>")
     parts.append("</recalled-memories>")
     return "\n".join(parts)
+
+
+_RENDERED_MEMORY = re.compile(r"<memory ([^>]*)>\n(.*?)\n</memory>", re.DOTALL)
+_NAME_ATTRIBUTE = re.compile(r'\bname="([^"]*)"')
+
+
+def read_recall_block(block: str) -> list[tuple[str, str]]:
+    """(name, body) of each memory in a block `render_recall_block` wrote (its layout read back, so the
+    two change together): what a recorded session's recall put in front of the model."""
+    found = []
+    for match in _RENDERED_MEMORY.finditer(block):
+        name = _NAME_ATTRIBUTE.search(match[1])
+        _, _, body = match[2].partition("\n\n")
+        found.append((unescape(name[1]) if name else "", body))
+    return found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

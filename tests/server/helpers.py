@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -160,3 +161,19 @@ def texts_by_part(chunks: list[dict[str, Any]]) -> list[str]:
         elif chunk["type"] == "text-delta":
             text[chunk["id"]] += chunk["delta"]
     return [text[i] for i in order]
+
+
+def wait_serving(base: str, process: subprocess.Popen[str], *, seconds: float = 30.0) -> None:
+    """Return once the `nova serve` process at `base` answers /health; when it exits first or `seconds`
+    pass, kill it and fail with its stderr."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"nova serve did not come up: {process.communicate()[1]}")
+        time.sleep(0.05)

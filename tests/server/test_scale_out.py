@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from nova.sessions.repair import repair_history
 from nova.sessions.schema import MessageRecord, parse_record
 
 from ..postgres_db import fresh_schema
-from .helpers import free_socket
+from .helpers import free_socket, wait_serving
 
 TOKEN = "scale-out-test-token"
 
@@ -51,16 +50,8 @@ class Worker:
              "--cwd", str(self.project)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def wait_up(self) -> None:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.base}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert self.proc is not None and self.proc.poll() is None, self.proc.stderr.read() if self.proc else ""
-            assert time.monotonic() < deadline, "nova serve did not come up"
-            time.sleep(0.05)
+        assert self.proc is not None
+        wait_serving(self.base, self.proc, seconds=60)
 
     def kill(self) -> None:
         assert self.proc is not None

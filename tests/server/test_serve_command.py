@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx2 as httpx
 
 from nova.server.token import TOKEN_FILE
 
-from .helpers import free_socket, parse_sse, texts_by_part
+from .helpers import free_socket, parse_sse, texts_by_part, wait_serving
 
 
 def nova_env(home: Path) -> dict[str, str]:
@@ -47,16 +46,7 @@ def test_serve_honours_nova_home_port_and_provider(tmp_path: Path) -> None:
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "nova serve did not come up"
-            time.sleep(0.1)
+        wait_serving(base, process)
         token = (home / TOKEN_FILE).read_text().strip()
         headers = {"authorization": f"Bearer {token}"}
         assert httpx.get(f"{base}/api/sessions", timeout=5).status_code == 401

@@ -20,7 +20,7 @@ import pytest
 
 from nova.server.token import TOKEN_FILE
 
-from .helpers import free_socket, parse_sse
+from .helpers import free_socket, parse_sse, wait_serving
 
 
 class _SlowModel(BaseHTTPRequestHandler):
@@ -67,17 +67,8 @@ def _serve(home: Path, project: Path, *args: str) -> tuple[subprocess.Popen[str]
     process = subprocess.Popen([sys.executable, "-m", "nova.cli", "serve", "--port", str(port), "--cwd", str(project),
                                 *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError(f"nova serve did not come up: {process.communicate()[1]}")
-        time.sleep(0.05)
+    wait_serving(base, process)
+    return process, base
 
 
 def _stop(process: subprocess.Popen[str]) -> tuple[float, str]:

@@ -1,6 +1,6 @@
 """Prompt-cache cost benchmark: 20 real trajectories x windows 200k and 64k x six context policies.
 
-Every trajectory is replayed (`nova.replay.replay_messages`) through the simulated Anthropic prompt cache
+Every trajectory is replayed (`nova.evaluation.replay.replay_messages`) through the simulated Anthropic prompt cache
 (`nova.context.cache_sim.AnthropicCache`: breakpoints after the system text and at the last user
 message, 5-minute TTL at the recorded call times, 20-block lookback), priced at Claude Sonnet 4.5 rates,
 with `--summarizer model-estimate`: each Nova compaction also pays the call a model summarizer would make
@@ -26,7 +26,7 @@ import logging
 import sys
 import time
 
-from nova.replay import ALL_POLICIES, replay_messages
+from nova.evaluation.replay import ALL_POLICIES, replay_messages
 from nova.sessions.importers import read_session_file
 from nova.testing import mini_swe_trajectories, shared_data_dir
 from nova.tokens import counter_for_model

@@ -29,19 +29,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from nova.agent.builder import SYSTEM_CONTRACT
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
-from nova.app import SYSTEM_CONTRACT
 from nova.context.budget import ContextBudget
 from nova.context.cache_sim import AnthropicCache, request_blocks
 from nova.context.prompt_cache import PromptCache
-from nova.core import ModelRequest, ToolSpec, Usage
 from nova.mcp import McpCatalog, McpOptions, ServerConfig
 from nova.messages import ToolUsePart, new_id
+from nova.model import ModelRequest, ToolSpec, Usage
 from nova.providers.scripted import FunctionProvider, reply
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.tokens import count_tools, counter_for_model
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 MODEL = "claude-sonnet-4-5"
 WINDOW = 200_000

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from nova.context.summarize import error_lines, failure_code, is_user_message
+from nova.evaluation.replay import POLICIES, replay_messages, view_text
 from nova.messages import Message, ToolUsePart
-from nova.replay import POLICIES, replay_messages, view_text
 from nova.sessions.importers import read_session_file
 from nova.testing import mini_swe_trajectories, shared_data_dir
 from nova.tokens import counter_for_model

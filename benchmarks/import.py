@@ -38,13 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from nova.context.summarize import ExtractiveSummarizer, SummaryRequest
-from nova.invariants import check_tool_pairing
+from nova.evaluation.replay import replay_messages
+from nova.history.invariants import check_tool_pairing
+from nova.history.tool_paths import SHELL_TOOLS, paths_of
 from nova.messages import Message
-from nova.replay import replay_messages
 from nova.sessions.importers import read_session_file
 from nova.sessions.repair import repair_history
 from nova.testing import shared_data_dir
-from nova.tool_paths import SHELL_TOOLS, paths_of
 
 TARGET_MATCHED, TARGET_RECALL, TARGET_MB_S = 100.0, 95.0, 20.0
 
@@ -98,7 +98,7 @@ def source_responses(path: Path, fmt: str) -> int:
 
 def source_edits(messages: list[Message]) -> set[str]:
     """The files the source's edit tool calls change (shell commands are not edit calls), by the declared
-    map of tools in `nova.tool_paths`."""
+    map of tools in `nova.history.tool_paths`."""
     return {p for m in messages for call in m.tool_uses() if call.name.lower() not in SHELL_TOOLS
             for p in paths_of(call).writes}
 

@@ -29,7 +29,7 @@ import time
 from collections import Counter
 
 from nova.evaluation.needles import DEPTHS, FACT_CLASSES, plant, survive
-from nova.replay import replay_messages, view_text
+from nova.evaluation.replay import replay_messages, view_text
 from nova.sessions.importers import read_session_file
 from nova.testing import mini_swe_trajectories, shared_data_dir
 from nova.tokens import counter_for_model

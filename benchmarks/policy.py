@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nova.agent.permissions import PermissionPolicy, ProtectedPaths
-from nova.agent.tools import default_registry
 from nova.settings import PermissionsConfig
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy, ProtectedPaths
 
 P99_TARGET_MS = 5.0
 ALLOW = ("bash(ls*)", "bash(git status*)", "bash(git diff*)", "bash(git log*)", "bash(pytest*)",

@@ -38,8 +38,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from nova.core import Usage
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.model import Usage
 from nova.sessions.export import resume
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.session import Session

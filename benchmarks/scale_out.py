@@ -63,7 +63,7 @@ def run_k(base_url: str, k: int, sessions: int, turns: int, work: Path) -> dict[
     s.close()
     env = {kk: v for kk, v in os.environ.items() if not kk.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
     env.update(NOVA_HOME=str(home), NOVA_DATABASE_URL=url, NOVA_DATABASE_POOL_SIZE="8")
-    proc = subprocess.Popen([sys.executable, "-m", "nova.cli", "serve", "--workers", str(k), "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "nova.cli.main", "serve", "--workers", str(k), "--port", str(port),
                              "--provider", "demo", "--cwd", str(work / "project")], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

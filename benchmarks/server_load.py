@@ -150,7 +150,7 @@ def nova_serve(home: Path, project: Path) -> Iterator[tuple[int, str, subprocess
     env["NOVA_HOME"] = str(home)
     log = (home.parent / "serve.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "nova.cli", "serve", "--port", str(port), "--provider", "demo", "--cwd", str(project)],
+        [sys.executable, "-m", "nova.cli.main", "serve", "--port", str(port), "--provider", "demo", "--cwd", str(project)],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:

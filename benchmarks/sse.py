@@ -33,7 +33,7 @@ from starlette.applications import Starlette
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from nova.app import AgentOptions
+from nova.agent.builder import AgentOptions
 from nova.server.app import create_app
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, reply

@@ -4,7 +4,7 @@
     python benchmarks/startup.py [--runs 10]
 
 Every command runs in a subprocess of this same Python executable: `nova` is the console script next
-to it, run as `python <script>` (or `python -m nova.cli` when no script is installed; the table says
+to it, run as `python <script>` (or `python -m nova.cli.main` when no script is installed; the table says
 which). `sessions list` reads an empty NOVA_HOME in a temp dir. Bytecode is cached (in a temp dir),
 as for an installed package. The runs are interleaved (one of each
 per round, after one warm-up round) so that load on the machine hits every command alike; each figure
@@ -36,7 +36,7 @@ def nova_command() -> tuple[list[str], str]:
     script = shutil.which("nova", path=str(Path(sys.executable).parent))
     if script:
         return [sys.executable, script], f"{Path(sys.executable).name} {script}"
-    return [sys.executable, "-m", "nova.cli"], f"{Path(sys.executable).name} -m nova.cli"
+    return [sys.executable, "-m", "nova.cli.main"], f"{Path(sys.executable).name} -m nova.cli.main"
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:

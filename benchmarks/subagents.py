@@ -24,10 +24,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from nova.app import AgentOptions, build_agent
+from nova.agent.builder import AgentOptions, build_agent
 from nova.context.cache_sim import Block, OpenAICache
-from nova.core import ModelRequest
 from nova.messages import to_dict
+from nova.model import ModelRequest
 from nova.settings import load_settings
 from nova.skills.catalog import load_catalog
 from nova.testing import ScriptedProvider, call, reply

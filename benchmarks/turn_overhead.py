@@ -2,7 +2,7 @@
 
     python benchmarks/turn_overhead.py [--sizes 1000,10000,100000]
 
-What is measured: one user turn through the production `nova.app.build_agent` with a real
+What is measured: one user turn through the production `nova.agent.builder.build_agent` with a real
 `nova.sessions.Session` in a temporary NOVA home (SQLite record, transcript with its fsync at the turn's
 end, context controller, context compiler, prompt cache, memory recall), the model played by a
 `FunctionProvider`. The turn is the common shape: the model calls `read_file` on a small file, the tool
@@ -44,10 +44,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nova.agent.builder import AgentOptions, build_agent
 from nova.agent.loop import Agent
-from nova.app import AgentOptions, build_agent
-from nova.core import ModelRequest, Usage
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart, to_dict
+from nova.model import ModelRequest, Usage
 from nova.sessions.session import Session
 from nova.settings import Settings, load_settings
 from nova.testing import FunctionProvider, reply

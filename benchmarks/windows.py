@@ -1,7 +1,7 @@
 """Context budget at every window: real long runs replayed at 8k..200k under two prompt-cache models.
 
 The shared mini-swe-agent runs (Gemini 3 Pro on SWE-bench Verified) and the SWE-agent demonstration
-runs are replayed (`nova.replay.replay_messages`) at windows 8k, 16k, 32k, 64k and 200k with the
+runs are replayed (`nova.evaluation.replay.replay_messages`) at windows 8k, 16k, 32k, 64k and 200k with the
 policies `nova`, `truncate` (system prompt and task statement kept, oldest dropped after them) and
 `observation-mask` (SWE-agent's masking, then still cut to the same line), each under two simulated
 prompt caches (`nova.context.cache_sim`):
@@ -21,7 +21,7 @@ Per cache model, window and policy:
   task statement of 2-5k tokens alone passes half the threshold. A compaction may end over half the
   threshold only down to its floor: one that ends above both is a miss;
 - `retention_pct`: of every user message, every line of the task statement, every modified path (the
-  files the calls write, by `nova.tool_paths`) and the last failing command with its error, the share
+  files the calls write, by `nova.history.tool_paths`) and the last failing command with its error, the share
   still readable in the final view. An item lost with a user message the manifest records as cut, and
   why (`nova.context.compiler.cut_records`: a message over three quarters of the threshold, or one the
   compaction summary had no room for), is excused and counted in `retention_excused` instead; the
@@ -51,8 +51,8 @@ from nova.context.budget import ContextBudget
 from nova.context.compiler import cut_records
 from nova.context.summarize import is_user_message
 from nova.evaluation.cases import work_items
+from nova.evaluation.replay import replay_messages, view_text
 from nova.messages import Message
-from nova.replay import replay_messages, view_text
 from nova.sessions.importers import read_session_file
 from nova.settings import CompactionConfig
 from nova.testing import mini_swe_trajectories, shared_data_dir

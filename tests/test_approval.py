@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nova.agent.approval import Answer, RememberingApprover, SessionGrants, answer_of
-from nova.agent.permissions import PermissionPolicy, PermissionRequest
-from nova.agent.tools import default_registry
 from nova.settings import PermissionsConfig
+from nova.tools import default_registry
+from nova.tools.approval import Answer, RememberingApprover, SessionGrants, answer_of
+from nova.tools.permissions import PermissionPolicy, PermissionRequest
 
 REGISTRY = default_registry()
 BASH = REGISTRY.get("bash")

@@ -15,17 +15,17 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
 from nova.context.budget import ContextBudget
 from nova.context.controller import ContextController
-from nova.core import ModelRequest
 from nova.errors import PromptTooLarge
-from nova.invariants import check_tool_pairing
+from nova.history.invariants import check_tool_pairing
+from nova.model import ModelRequest
 from nova.providers.scripted import FunctionProvider, call, reply
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.tokens import count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 COUNTER = HeuristicCounter(CL100K_PROFILE)
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]

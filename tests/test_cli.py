@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova import __version__
-from nova.cli import app
+from nova.cli.main import app
+from nova.version import __version__
 
 runner = CliRunner()
 
 
 def nova_command() -> list[str]:
     exe = shutil.which("nova", path=str(Path(sys.executable).parent))
-    return [exe] if exe else [sys.executable, "-m", "nova.cli"]
+    return [exe] if exe else [sys.executable, "-m", "nova.cli.main"]
 
 
 def test_demo_runs_offline_as_a_real_process_and_fixes_the_bug(tmp_path: Path, nova_home: Path) -> None:
@@ -120,7 +120,7 @@ def test_resume_of_an_unknown_session_is_one_clear_error() -> None:
 
 
 def test_project_rules_reach_the_model_every_turn(tmp_path: Path, nova_home: Path) -> None:
-    from nova.app import AgentOptions, build_agent
+    from nova.agent.builder import AgentOptions, build_agent
     from nova.settings import load_settings
     from nova.testing import ScriptedProvider, reply
 
@@ -156,7 +156,7 @@ def test_replay_is_mounted_and_replays_a_real_trajectory() -> None:
 
 
 def test_remember_then_recall_reaches_the_model(tmp_path: Path, nova_home: Path) -> None:
-    from nova.app import AgentOptions, build_agent
+    from nova.agent.builder import AgentOptions, build_agent
     from nova.settings import load_settings
     from nova.testing import ScriptedProvider, reply
 
@@ -186,7 +186,7 @@ def test_unknown_slash_command_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_compact_on_request_folds_history_and_emits_events(tmp_path: Path, nova_home: Path) -> None:
     from nova import events as ev
-    from nova.app import AgentOptions, build_agent
+    from nova.agent.builder import AgentOptions, build_agent
     from nova.settings import load_settings
     from nova.testing import ScriptedProvider, call, reply
 
@@ -213,7 +213,7 @@ def test_compact_on_request_folds_history_and_emits_events(tmp_path: Path, nova_
 
 
 def test_session_start_consolidates_memory_when_the_gates_allow(tmp_path: Path, nova_home: Path) -> None:
-    from nova.app import AgentOptions, build_agent
+    from nova.agent.builder import AgentOptions, build_agent
     from nova.sessions.session import Session
     from nova.settings import load_settings
     from nova.testing import ScriptedProvider

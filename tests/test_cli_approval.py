@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nova.demo import DEMO_PROMPT, make_demo_project
+from nova.agent.demo import DEMO_PROMPT, make_demo_project
 
 STATS_BUG = "sum(values) / (len(values) - 1)"
 
@@ -70,7 +70,7 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _nova(*args: str) -> list[str]:
-    return [sys.executable, "-m", "nova.cli", *args]
+    return [sys.executable, "-m", "nova.cli.main", *args]
 
 
 @pytest.fixture

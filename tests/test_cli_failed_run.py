@@ -44,7 +44,7 @@ def refusing_server() -> Iterator[str]:
 def _nova(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
     env["NOVA_HOME"] = str(home)
-    return subprocess.run([sys.executable, "-m", "nova.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "nova.cli.main", *args], capture_output=True, text=True, env=env,
                           timeout=120)
 
 

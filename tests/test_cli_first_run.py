@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.cli import app
+from nova.cli.main import app
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,15 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def nova(*args: str, home: Path, cwd: Path | None = None, env: dict[str, str] | None = None,
          timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nova.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "nova.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env={**os.environ, "NOVA_HOME": str(home), **(env or {})})
 
 
 def _in_a_terminal(args: list[str], env: dict[str, str], timeout: float = 60) -> tuple[int, str, str]:
-    """Run `python -m nova.cli ARGS` with stdin and stdout on a real pseudo-terminal (stderr piped):
+    """Run `python -m nova.cli.main ARGS` with stdin and stdout on a real pseudo-terminal (stderr piped):
     (exit code, what the terminal showed, stderr)."""
     controller, terminal = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "nova.cli", *args], stdin=terminal, stdout=terminal,
+    proc = subprocess.Popen([sys.executable, "-m", "nova.cli.main", *args], stdin=terminal, stdout=terminal,
                             stderr=subprocess.PIPE, env=env, close_fds=True)
     os.close(terminal)
     shown = bytearray()
@@ -59,7 +59,7 @@ def _in_a_terminal(args: list[str], env: dict[str, str], timeout: float = 60) ->
 
 
 def test_the_tui_install_line_names_the_real_package_and_extra() -> None:
-    from nova.commands.first_run import TUI_INSTALL_LINE
+    from nova.cli.commands.first_run import TUI_INSTALL_LINE
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert "tui" in project["optional-dependencies"]

@@ -12,8 +12,8 @@ import typer
 import typer.main
 from typer.testing import CliRunner
 
-from nova.cli import app
-from nova.commands.typer_classes import NovaCommand
+from nova.cli.commands.typer_classes import NovaCommand
+from nova.cli.main import app
 
 runner = CliRunner()
 

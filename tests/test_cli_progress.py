@@ -22,7 +22,7 @@ import pytest
 
 from nova import events as ev
 from nova.agent.loop import Agent
-from nova.cli_progress import TerminalProgress
+from nova.cli.progress import TerminalProgress
 from nova.errors import Overloaded, RateLimited
 from nova.testing import FunctionProvider
 
@@ -31,7 +31,7 @@ ANSWER = "Hello from the stub model."
 
 def nova_command() -> list[str]:
     exe = shutil.which("nova", path=str(Path(sys.executable).parent))
-    return [exe] if exe else [sys.executable, "-m", "nova.cli"]
+    return [exe] if exe else [sys.executable, "-m", "nova.cli.main"]
 
 
 class StubModel:
@@ -198,10 +198,10 @@ def test_piped_progress_prints_only_the_retries() -> None:
 
 
 def test_the_loop_announces_each_retry_with_its_delay_and_reason(tmp_path: Path) -> None:
-    from nova.agent.permissions import PermissionPolicy
-    from nova.agent.tools import default_registry
     from nova.context.budget import ContextBudget
     from nova.settings import CompactionConfig, PermissionsConfig
+    from nova.tools import default_registry
+    from nova.tools.permissions import PermissionPolicy
 
     failures = [Overloaded("overloaded", status=529), RateLimited("slow down", status=429, retry_after=0.5)]
 
@@ -229,10 +229,10 @@ def test_the_loop_announces_each_retry_with_its_delay_and_reason(tmp_path: Path)
 
 
 def test_a_cancel_ends_the_wait_before_a_retry(tmp_path: Path) -> None:
-    from nova.agent.permissions import PermissionPolicy
-    from nova.agent.tools import default_registry
     from nova.context.budget import ContextBudget
     from nova.settings import CompactionConfig, PermissionsConfig
+    from nova.tools import default_registry
+    from nova.tools.permissions import PermissionPolicy
 
     def answer(request: object) -> str:
         raise RateLimited("slow down", status=429, retry_after=20.0)

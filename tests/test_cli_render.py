@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from nova import events as ev
-from nova.cli_render import Timeline, format_footer
+from nova.cli.render import Timeline, format_footer
 
 
 def render(stream_text: bool, events: list[ev.Event]) -> str:

@@ -1,4 +1,4 @@
-"""`nova` starts without importing the world: what `import nova.cli`, `nova --help`, `nova --version` and
+"""`nova` starts without importing the world: what `import nova.cli.main`, `nova --help`, `nova --version` and
 `nova sessions list` load, checked in fresh interpreters; and the lazily mounted commands keep their help."""
 
 from __future__ import annotations
@@ -12,21 +12,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.cli import _NovaGroup, app
-from nova.commands.typer_classes import HELP_MARKUP, first_paragraph, load_command
+from nova.cli.commands.typer_classes import HELP_MARKUP, first_paragraph, load_command
+from nova.cli.main import _NovaGroup, app
 
 # Modules a start-up must not pay for: the server, the TUI, providers, the agent, the context engine,
 # the command implementations, and the libraries pydantic and rich.
-HEAVY = ("nova.server", "nova.tui", "nova.providers", "nova.providers.anthropic", "nova.app", "nova.agent",
-         "nova.context", "nova.sessions", "nova.memory", "nova.replay", "nova.commands.sessions",
-         "nova.commands.memory", "nova.commands.context", "nova.commands.replay", "nova.commands.run",
+HEAVY = ("nova.server", "nova.tui", "nova.providers", "nova.providers.anthropic", "nova.agent.builder", "nova.agent",
+         "nova.context", "nova.sessions", "nova.memory", "nova.evaluation.replay", "nova.cli.commands.sessions",
+         "nova.cli.commands.memory", "nova.cli.commands.context", "nova.cli.commands.replay", "nova.cli.commands.run",
          "pydantic", "rich")
 
 # Runs `nova ARGS` in this interpreter as the console script would, then prints the loaded modules.
 _PROBE = """
 import json, sys
 sys.argv = ["nova", *json.loads(sys.argv[1])]
-from nova.cli import main
+from nova.cli.main import main
 try:
     main()
 except SystemExit as exc:
@@ -45,11 +45,11 @@ def _loaded_after(args: list[str], home: Path) -> tuple[str, set[str]]:
 
 
 def test_importing_the_cli_loads_no_heavy_module() -> None:
-    code = "import json, sys, nova.cli; print(json.dumps(sorted(sys.modules)))"
+    code = "import json, sys, nova.cli.main; print(json.dumps(sorted(sys.modules)))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     loaded = set(json.loads(proc.stdout))
-    assert "nova.cli" in loaded
+    assert "nova.cli.main" in loaded
     assert sorted(loaded & set(HEAVY)) == []
 
 
@@ -63,8 +63,8 @@ def test_help_and_version_load_no_heavy_module(args: list[str], tmp_path: Path) 
 def test_sessions_list_loads_neither_pydantic_nor_rich(tmp_path: Path) -> None:
     output, loaded = _loaded_after(["sessions", "list", "--json"], tmp_path)
     assert json.loads(output) == []
-    assert "nova.commands.sessions" in loaded
-    assert sorted(loaded & {"pydantic", "rich", "nova.server", "nova.tui", "nova.app", "nova.context"}) == []
+    assert "nova.cli.commands.sessions" in loaded
+    assert sorted(loaded & {"pydantic", "rich", "nova.server", "nova.tui", "nova.agent.builder", "nova.context"}) == []
 
 
 def test_help_lists_every_command_with_its_help_line() -> None:

@@ -20,7 +20,7 @@ def _int(text: str) -> int:
 
 def test_demo_prints_no_warning_and_its_compaction_halves_the_view(tmp_path: Path, nova_home: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-c", "from nova.cli import main; main()", "demo", "--dir", str(tmp_path / "proj")],
+        [sys.executable, "-c", "from nova.cli.main import main; main()", "demo", "--dir", str(tmp_path / "proj")],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "NOVA_HOME": str(nova_home), "COLUMNS": "200"},
     )

@@ -60,13 +60,13 @@ def test_the_docstring_draws_every_class_errors_defines() -> None:
 
 
 def test_old_import_paths_name_the_same_classes() -> None:
-    from nova.agent.tools._schema import ArgumentError
     from nova.context.summarize import SummaryError
     from nova.memory.store import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
     from nova.providers._optional import MissingDependency
     from nova.sessions.importers import SessionImportError
     from nova.sessions.schema import SchemaVersionError
     from nova.tokens.offline_tiktoken import TokenizerUnavailable
+    from nova.tools._schema import ArgumentError
 
     assert (ArgumentError, SummaryError, MemoryStoreError, MissingDependency, SessionImportError,
             SchemaVersionError, TokenizerUnavailable, MemoryNotFound, UnsafeMemoryName) == (

@@ -7,22 +7,29 @@ from pathlib import Path
 
 import pytest
 
+from nova.agent.builder import AgentOptions, build_agent
+from nova.agent.context_runtime import ContextRuntime
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
-from nova.app import AgentOptions, build_agent
 from nova.context.budget import ContextBudget
 from nova.context.controller import ContextController
+from nova.context.extensions import (
+    CompileRequest,
+    Extension,
+    ExtensionError,
+    Extensions,
+    TurnResult,
+    ViewRequest,
+)
 from nova.context.prompt_cache import PromptCache
-from nova.context.runtime import ContextRuntime
-from nova.core import ModelRequest
-from nova.extensions import CompileRequest, Extension, ExtensionError, Extensions, TurnResult, ViewRequest
 from nova.memory.provenance import ProvenanceGuard
 from nova.memory.runtime import MemoryRuntime
 from nova.messages import Message
+from nova.model import ModelRequest
 from nova.settings import CompactionConfig, PermissionsConfig, load_settings
 from nova.skills.runtime import SkillRuntime
 from nova.testing import ScriptedProvider, reply
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 BUDGET = ContextBudget.derive(CompactionConfig(), 200_000)
 

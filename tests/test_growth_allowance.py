@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
 from nova.context.budget import ContextBudget
-from nova.core import ModelRequest, ModelResponse, Usage
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart
+from nova.model import ModelRequest, ModelResponse, Usage
 from nova.providers.scripted import FunctionProvider
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.tokens import (
@@ -23,6 +21,8 @@ from nova.tokens import (
 )
 from nova.tokens.allowance import WINDOW, GrowthAllowance
 from nova.tokens.ledger import GROWTH_METADATA
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 HIDDEN = 150  # what a harness adds to every request without recording it
 
@@ -209,7 +209,7 @@ def test_a_resumed_session_relearns_from_its_recorded_usage(tmp_path: Path) -> N
 
 
 def test_build_agent_resumes_what_the_session_learned(tmp_path: Path, nova_home: Path) -> None:
-    from nova.app import AgentOptions, build_agent
+    from nova.agent.builder import AgentOptions, build_agent
     from nova.settings import load_settings
 
     provider, _ = _harness_provider(3, [])

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from nova.agent.tools import ToolContext, ToolOutput, default_registry
 from nova.memory.store import Memory, MemoryStore
+from nova.tools import ToolContext, ToolOutput, default_registry
 
 
 def run(name: str, ctx: ToolContext, **input: Any) -> ToolOutput:

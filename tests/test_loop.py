@@ -10,16 +10,16 @@ import pytest
 
 from nova import events as ev
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
 from nova.context.budget import ContextBudget
+from nova.context.extensions import Extension, ViewRequest
 from nova.errors import AuthError, ContextOverflow, Overloaded, QuotaExceeded, RateLimited
-from nova.extensions import Extension, ViewRequest
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import Usage
 from nova.sessions.recorder import BoundaryRecord
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import ScriptedProvider, call, reply
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 
 class RecordingSink:
@@ -272,7 +272,7 @@ def test_cost_is_summed_from_usage(tmp_path: Path) -> None:
 
 def test_a_view_that_breaks_tool_pairing_is_repaired_before_it_is_sent(tmp_path: Path) -> None:
     """Whatever a context layer does wrong, the provider never gets an unanswered tool_use."""
-    from nova.invariants import check_tool_pairing
+    from nova.history.invariants import check_tool_pairing
 
     class LoseTheResults(Extension):  # a buggy context layer
         def prepare_view(self, *, request: ViewRequest) -> list[Message]:

@@ -14,18 +14,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nova.agent.permissions import (
+from nova.errors import ConfigError
+from nova.settings import PermissionsConfig
+from nova.tools import ToolContext, ToolOutput, default_registry
+from nova.tools.base import Tool
+from nova.tools.permissions import (
     Decision,
     PermissionPolicy,
     PermissionRequest,
     parse_rule,
     run_tool_checked,
 )
-from nova.agent.shell_parse import parse_command_line
-from nova.agent.tools import ToolContext, ToolOutput, default_registry
-from nova.agent.tools.base import Tool
-from nova.errors import ConfigError
-from nova.settings import PermissionsConfig
+from nova.tools.policy.shell_parse import parse_command_line
 
 REGISTRY = default_registry()
 
@@ -299,7 +299,7 @@ def test_characters_past_255_after_a_brace_do_not_crash_the_process() -> None:
     # memory layout. Child processes keep a crash from taking the test run with it; five of them make
     # a miss unlikely.
     script = (
-        "from nova.agent.shell_parse import parse_command_line\n"
+        "from nova.tools.policy.shell_parse import parse_command_line\n"
         "for cp in range(0xE0000, 0x110000, 0x400):\n"
         "    for line in ('a{' + chr(cp), '{' + chr(cp) + '\\x11', 'echo {1..' + chr(cp) + '}'):\n"
         "        parse_command_line(line)\n"

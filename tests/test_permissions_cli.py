@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from nova.cli import app
+from nova.cli.main import app
 
 runner = CliRunner()
 

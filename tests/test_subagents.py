@@ -11,10 +11,10 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from nova.app import AgentOptions, build_agent
-from nova.cli import app
-from nova.core import ModelRequest, Usage
+from nova.agent.builder import AgentOptions, build_agent
+from nova.cli.main import app
 from nova.messages import Message, to_dict
+from nova.model import ModelRequest, Usage
 from nova.sessions.session import Session
 from nova.settings import load_settings
 from nova.testing import FunctionProvider, ScriptedProvider, call, reply, rough_request_tokens

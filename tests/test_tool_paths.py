@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from nova.history.tool_paths import ToolPaths, looks_like_path, paths_of
 from nova.messages import ToolUsePart
-from nova.tool_paths import ToolPaths, looks_like_path, paths_of
 
 
 def _call(name: str, **args: object) -> ToolUsePart:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nova.agent.tools import ToolContext, ToolOutput, default_registry
+from nova.tools import ToolContext, ToolOutput, default_registry
 
 REGISTRY = default_registry()
 

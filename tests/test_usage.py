@@ -7,8 +7,8 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
-from nova.core import Usage, usage_of
 from nova.messages import Message
+from nova.model import Usage, usage_of
 from nova.sessions.meta import META_VERSION, read_meta
 from nova.sessions.schema import MessageRecord, message_record, parse_record
 from nova.sessions.session import Session

@@ -89,7 +89,7 @@ class PermissionDenied:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalRequested:
-    """A tool call waits for the user's answer (nova.agent.approval); a surface that cannot show it
+    """A tool call waits for the user's answer (nova.tools.approval); a surface that cannot show it
     lets it time out, which denies it."""
 
     session_id: str

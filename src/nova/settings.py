@@ -300,7 +300,7 @@ class Settings:
     spill: SpillConfig = field(default_factory=SpillConfig)
     permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
     sandbox: bool = False
-    """Run `bash` commands inside bubblewrap (Linux); see `nova.agent.sandbox`."""
+    """Run `bash` commands inside bubblewrap (Linux); see `nova.tools.policy.sandbox`."""
     sandbox_network: bool = False
     """With the sandbox on: let commands reach the network (off: they have none)."""
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 
-from nova.agent.tools import default_registry
 from nova.context.cache import (
     MAX_BREAKPOINTS,
     Breakpoint,
@@ -20,6 +19,7 @@ from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.formats.openai_chat import request_to_chat
 from nova.providers.formats.openai_responses import request_to_responses
 from nova.testing import call
+from nova.tools import default_registry
 
 ALL = CacheHints(system=True, last_tool=True, last_user_message=True, cache_key="ses-1")
 LONG = "Follow the project's rules carefully. " * 400  # ~3,000 tokens: over every model's minimum

@@ -11,8 +11,6 @@ import pytest
 
 from nova import events as ev
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
 from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import RULES_HEADING, CacheMonitor, break_cost_usd
 from nova.context.prompt_cache import PromptCache
@@ -20,6 +18,8 @@ from nova.messages import Message, SummaryPart, ToolResultPart
 from nova.providers.base import CacheHints, ModelRequest, ToolSpec, Usage
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import ScriptedProvider, call, reply
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 TOOLS = [ToolSpec("bash", "run", {"type": "object"}), ToolSpec("read_file", "read", {"type": "object"})]
 SYSTEM = f"contract\n\n{RULES_HEADING} (follow them)\n\nuse tabs"
@@ -161,8 +161,8 @@ def test_the_loop_emits_and_records_a_cache_break(tmp_path: Path) -> None:
 
 
 def test_rules_heading_is_what_the_app_writes(tmp_path: Path) -> None:
-    from nova.app import SYSTEM_CONTRACT
-    from nova.context.runtime import build_context_sources
+    from nova.agent.builder import SYSTEM_CONTRACT
+    from nova.agent.context_runtime import build_context_sources
     from nova.settings import load_settings
 
     (tmp_path / "AGENTS.md").write_text("use tabs\n")

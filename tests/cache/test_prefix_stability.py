@@ -14,8 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
 from nova.context.budget import ContextBudget
 from nova.context.prompt_cache import PromptCache
 from nova.context.summarize import ModelSummarizer, SummaryRequest
@@ -24,6 +22,8 @@ from nova.providers.base import CacheHints, ModelRequest, Usage
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import FunctionProvider, call, reply, rough_request_tokens
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 ALL = CacheHints(system=True, last_tool=True, last_user_message=True)
 SYSTEM = "You are a careful coding agent. " * 200

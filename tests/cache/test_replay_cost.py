@@ -9,9 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.commands.replay import replay_command
+from nova.cli.commands.replay import replay_command
 from nova.context.cache_sim import AnthropicCache, Block, OpenAICache
-from nova.replay import replay_messages
+from nova.evaluation.replay import replay_messages
 from nova.sessions.importers import read_session_file
 from nova.testing import mini_swe_trajectories
 

@@ -7,8 +7,6 @@ from typing import Any
 
 from nova import events as ev
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
 from nova.context.budget import ContextBudget
 from nova.context.controller import ContextController
 from nova.context.summarize import Summarizer
@@ -16,6 +14,8 @@ from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import assistant_message
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import ScriptedProvider
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma"]
 

@@ -9,7 +9,7 @@ import pytest
 from nova import events as ev
 from nova.context.summarize import SummaryRequest
 from nova.errors import ContextOverflow, Overloaded, QuotaExceeded, RateLimited
-from nova.invariants import check_tool_pairing
+from nova.history.invariants import check_tool_pairing
 from nova.testing import ScriptedProvider, reply
 
 from .helpers import history, make_agent, make_controller, of_type

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from nova.context.budget import ContextBudget
 from nova.context.controller import ContextController
-from nova.extensions import ViewRequest
-from nova.invariants import check_nothing_lost, check_thinking_integrity, check_tool_pairing
+from nova.context.extensions import ViewRequest
+from nova.history.invariants import check_nothing_lost, check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.settings import CompactionConfig, SpillConfig
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from nova.invariants import check_nothing_lost, check_tool_pairing
+from nova.history.invariants import check_nothing_lost, check_tool_pairing
 
 from .test_property import play
 

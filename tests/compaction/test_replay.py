@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.commands.replay import replay_command
+from nova.cli.commands.replay import replay_command
 from nova.context.summarize import is_user_message
-from nova.replay import replay_messages, view_text
+from nova.evaluation.replay import replay_messages, view_text
 from nova.sessions.importers import read_session_file
 from nova.testing import shared_data_dir
 from nova.tokens import counter_for_model

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nova.replay import replay_messages
+from nova.evaluation.replay import replay_messages
 from nova.sessions.importers import read_session_file
 from nova.settings import SpillConfig
 
@@ -35,7 +35,7 @@ def _recording(path: Path) -> Path:
 def _replay(recording: Path, tmp: Path, home: Path, dump: Path) -> bytes:
     tmp.mkdir(parents=True)
     env = {**os.environ, "TMPDIR": str(tmp), "NOVA_HOME": str(home), "PYTHONHASHSEED": "random"}
-    done = subprocess.run([sys.executable, "-m", "nova.cli", "replay", str(recording), "--window", "8000", "--json",
+    done = subprocess.run([sys.executable, "-m", "nova.cli.main", "replay", str(recording), "--window", "8000", "--json",
                            "--provider-cache", "anthropic", "--summarizer", "model-estimate",
                            "--price", "claude-sonnet-4-5", "--dump-view", str(dump)],
                           env=env, capture_output=True, timeout=120, check=False)
@@ -69,7 +69,7 @@ def test_a_fixed_prompt_over_the_window_is_one_clear_error(tmp_path: Path) -> No
     recording.write_text(json.dumps([{"role": "system", "content": "rule " * 6000},
                                      {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
     env = {**os.environ, "NOVA_HOME": str(tmp_path / "home")}
-    done = subprocess.run([sys.executable, "-m", "nova.cli", "replay", str(recording), "--window", "4000"],
+    done = subprocess.run([sys.executable, "-m", "nova.cli.main", "replay", str(recording), "--window", "4000"],
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 1
     assert "nova: error: The system prompt and tool schemas alone take about" in done.stderr

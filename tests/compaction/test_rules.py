@@ -19,10 +19,10 @@ from nova.context.compaction import (
     snip_old_tool_results,
     snip_text,
 )
+from nova.context.extensions import ViewRequest
 from nova.context.spill import Spiller, is_placeholder
 from nova.context.summarize import USER_SECTION, ExtractiveSummarizer, SummaryRequest
-from nova.extensions import ViewRequest
-from nova.invariants import check_tool_pairing
+from nova.history.invariants import check_tool_pairing
 from nova.messages import Message, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.providers.base import Usage, assistant_message
 from nova.sessions.recorder import BoundaryRecord

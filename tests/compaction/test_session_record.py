@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
-from nova.invariants import check_tool_pairing
+from nova.history.invariants import check_tool_pairing
 from nova.sessions.session import Session
 from nova.settings import PermissionsConfig
 from nova.testing import ScriptedProvider, reply
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 from .helpers import history, make_controller
 

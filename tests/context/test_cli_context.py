@@ -9,13 +9,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.agent.sandbox import require_bubblewrap
-from nova.app import AgentOptions, build_agent
-from nova.commands.context import compile_session, context_command
+from nova.agent.builder import AgentOptions, build_agent
+from nova.cli.commands.context import compile_session, context_command
 from nova.errors import ConfigError
 from nova.sessions.session import Session
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, call, reply
+from nova.tools.policy.sandbox import require_bubblewrap
 
 runner = CliRunner()
 

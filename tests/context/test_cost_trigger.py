@@ -10,7 +10,7 @@ from nova import events as ev
 from nova.context.budget import COST_SUMMARY_LEAST, ContextBudget
 from nova.context.controller import ContextController
 from nova.context.economy import CachePrices, cost_line, prices_for
-from nova.extensions import ViewRequest
+from nova.context.extensions import ViewRequest
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.settings import CompactionConfig
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter

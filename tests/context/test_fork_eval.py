@@ -23,8 +23,8 @@ from nova.context.continuity import ContinuityGuard
 from nova.context.controller import ContextController
 from nova.context.state import MemoryStateSource, TaskStateStore, apply_command, render_pinned
 from nova.context.summarize import ExtractiveSummarizer, error_lines, failure_code, is_user_message
+from nova.evaluation.replay import view_text
 from nova.messages import Message, ToolUsePart
-from nova.replay import view_text
 from nova.sessions.importers import read_session_file
 from nova.settings import CompactionConfig
 from nova.testing import shared_data_dir

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.app import AgentOptions, build_agent
-from nova.cli import app
-from nova.core import Usage
+from nova.agent.builder import AgentOptions, build_agent
+from nova.cli.main import app
+from nova.model import Usage
 from nova.sessions.session import Session
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, reply

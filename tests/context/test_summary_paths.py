@@ -1,4 +1,4 @@
-"""The extractive summary's file lists come from the declared tool map (`nova.tool_paths`): Claude Code's
+"""The extractive summary's file lists come from the declared tool map (`nova.history.tool_paths`): Claude Code's
 capitalised `Edit`/`Write`/`Read` count, prose with a slash does not, and an imported agent's own inserts
 (isMeta text, its compaction summary) are never listed as user requests."""
 

@@ -11,13 +11,13 @@ import json
 import sys
 from pathlib import Path
 
-from nova.agent.tools import default_registry
-from nova.app import AgentOptions, build_agent
-from nova.context.runtime import ContextRuntime
+from nova.agent.builder import AgentOptions, build_agent
+from nova.agent.context_runtime import ContextRuntime
 from nova.context.summarize import SummaryRequest
 from nova.sessions.session import Session
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, call, reply
+from nova.tools import default_registry
 
 MERGE_RULE = "merge not approved: do not merge fix/task2048 into main"
 
@@ -102,8 +102,8 @@ def test_task2048(tmp_path: Path, nova_home: Path) -> None:
 
 
 def test_the_model_proposes_task_updates_and_cannot_touch_what_the_user_owns(tmp_path: Path) -> None:
-    from nova.app import AgentOptions, build_agent
-    from nova.context.runtime import ContextRuntime
+    from nova.agent.builder import AgentOptions, build_agent
+    from nova.agent.context_runtime import ContextRuntime
     from nova.settings import load_settings
     from nova.testing import ScriptedProvider, call, reply
 

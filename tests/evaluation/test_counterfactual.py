@@ -10,8 +10,7 @@ import pytest
 from tests.evaluation.test_eval import COUNTER, ERROR, _case
 from typer.testing import CliRunner
 
-from nova.cli import app
-from nova.core import ModelRequest
+from nova.cli.main import app
 from nova.evaluation.cases import CaseError, load_cases
 from nova.evaluation.counterfactual import (
     Counterfactual,
@@ -21,6 +20,7 @@ from nova.evaluation.counterfactual import (
     segments_of,
 )
 from nova.evaluation.run import CaseResult, calls_of, run_case
+from nova.model import ModelRequest
 from nova.sessions.importers import read_session_file
 from nova.testing import FunctionProvider
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.cli import app
+from nova.cli.main import app
 from nova.evaluation.cases import CaseError, EvalCase, load_cases
 from nova.evaluation.metrics import provenance_coverage
 from nova.evaluation.run import run_case

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.cli import app
-from nova.core import ModelRequest
+from nova.cli.main import app
 from nova.evaluation.cases import CaseError, load_cases
 from nova.evaluation.latency import percentile, response_seconds
 from nova.evaluation.metrics import Metric, Ratio
@@ -22,6 +21,7 @@ from nova.evaluation.usefulness import distinctive_terms
 from nova.memory.recall import render_recall_block
 from nova.memory.store import Memory
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart
+from nova.model import ModelRequest
 from nova.sessions.importers import read_session_file
 from nova.sessions.transcript import Transcript
 from nova.testing import FunctionProvider

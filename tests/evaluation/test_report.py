@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.cli import app
-from nova.core import ToolSpec
+from nova.cli.main import app
 from nova.evaluation.metrics import Metric, Ratio
+from nova.evaluation.replay import replay_messages
+from nova.evaluation.replay_views import COMPOSITION_KINDS, EXCERPT_CHARS
 from nova.evaluation.report import eval_report_html, replay_report_html
 from nova.evaluation.report_data import metric_rows, series_of
 from nova.messages import Message, ToolResultPart, ToolUsePart
-from nova.replay import replay_messages
-from nova.replay_views import COMPOSITION_KINDS, EXCERPT_CHARS
+from nova.model import ToolSpec
 from nova.tokens import count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
@@ -266,7 +266,7 @@ def test_eval_page_keeps_two_cases_of_one_name_apart(tmp_path: Path) -> None:
     assert page.count("<h2 id=\"case-") == 2 and len(set(re.findall(r'<h2 id="([^"]+)"', page))) == 2
     assert _figures(page) == ["policy-context", "policy-cost", *["context", "composition", "cost"] * 2] * 2
 
-BLOCK_PLOTLY = "import sys; sys.modules['plotly'] = None; from nova.cli import main; sys.argv[0] = 'nova'; main()"
+BLOCK_PLOTLY = "import sys; sys.modules['plotly'] = None; from nova.cli.main import main; sys.argv[0] = 'nova'; main()"
 
 
 @pytest.mark.parametrize("command", ["replay", "eval"])
@@ -331,7 +331,7 @@ def test_only_the_report_modules_import_plotly() -> None:
                 importers.add(path.relative_to(src).as_posix())
     assert importers == {"evaluation/report.py", "evaluation/report_figures.py"}
     # And the command starts without it.
-    run = subprocess.run([sys.executable, "-c", "import sys; sys.modules['plotly'] = None; from nova.cli import main; "
+    run = subprocess.run([sys.executable, "-c", "import sys; sys.modules['plotly'] = None; from nova.cli.main import main; "
                           "sys.argv[0] = 'nova'; main()", "--help"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "replay" in run.stdout
 
@@ -358,7 +358,7 @@ def test_eval_page_lists_the_memory_scenarios_as_tables(tmp_path: Path) -> None:
 
 def test_the_report_is_named_on_stderr_and_json_stays_clean(tmp_path: Path) -> None:
     out = tmp_path / "named.html"
-    run = subprocess.run([sys.executable, "-m", "nova.cli", "replay", str(_session_file(tmp_path)), "--window", "8000",
+    run = subprocess.run([sys.executable, "-m", "nova.cli.main", "replay", str(_session_file(tmp_path)), "--window", "8000",
                           "--report", str(out), "--json"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["calls"] > 0

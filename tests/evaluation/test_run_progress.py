@@ -11,10 +11,10 @@ import pytest
 from tests.evaluation.test_eval import _case
 from typer.testing import CliRunner
 
-from nova.cli import app
+from nova.cli.main import app
 from nova.evaluation.cases import load_cases
 from nova.evaluation.run import calls_of, run_case
-from nova.run_progress import RunProgress
+from nova.present.run_progress import RunProgress
 from nova.sessions.importers import read_session_file
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
@@ -53,7 +53,7 @@ def test_a_terminal_gets_a_bar_only_once_the_run_has_lasted_the_delay() -> None:
 def test_the_cli_prints_nothing_extra_on_a_piped_stderr(tmp_path: Path, command: str,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NOVA_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr("nova.run_progress.DELAY_S", 0.0)
+    monkeypatch.setattr("nova.present.run_progress.DELAY_S", 0.0)
     case = _case(tmp_path)
     target = case if command == "eval" else tmp_path / "run.traj.json"
     result = CliRunner().invoke(app, [command, str(target), "--json"])

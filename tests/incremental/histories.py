@@ -15,7 +15,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from nova.incremental import BLOCK_SIZE, MessageBlocks, common_prefix
+from nova.history.incremental import BLOCK_SIZE, MessageBlocks, common_prefix
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 
 # Few tool ids, so that pairs match, go missing and repeat (the pairing check has something to find).

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from nova.context.cache import TTL_SECONDS, CachePlanner, apply_cache_plan, plan_cache
 from nova.context.cache_diagnosis import RULES_HEADING, CacheMonitor, Segment, first_changed, request_segments
-from nova.core import CacheHints, ModelRequest, ToolSpec, Usage
 from nova.messages import Message
+from nova.model import CacheHints, ModelRequest, ToolSpec, Usage
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 from nova.tokens.memo import MemoCounter
 

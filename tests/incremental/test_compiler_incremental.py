@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText, compile
-from nova.core import ToolSpec, Usage
 from nova.messages import Message
+from nova.model import ToolSpec, Usage
 from nova.tokens import TokenLedger
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nova.tokens.ledger as ledger_module
-from nova.core import ToolSpec, Usage
-from nova.incremental import GenerationalMemo, MessageMemo, common_prefix, follow
-from nova.invariants import PairingChecker, check_tool_pairing
+from nova.history.incremental import GenerationalMemo, MessageMemo, common_prefix, follow
+from nova.history.invariants import PairingChecker, check_tool_pairing
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart
+from nova.model import ToolSpec, Usage
 from nova.tokens import TokenLedger, count_message, estimate_context_tokens
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 from nova.tokens.memo import MemoCounter, MessageTotals

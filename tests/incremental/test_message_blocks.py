@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nova.context.cache import CachePlanner, plan_cache
-from nova.core import ModelRequest
-from nova.incremental import BLOCK_SIZE, LastSeen, MessageBlocks, common_prefix
-from nova.invariants import PairingChecker, check_tool_pairing
+from nova.history.incremental import BLOCK_SIZE, LastSeen, MessageBlocks, common_prefix
+from nova.history.invariants import PairingChecker, check_tool_pairing
 from nova.messages import Message
+from nova.model import ModelRequest
 from nova.tokens import count_message
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 from nova.tokens.memo import MessageTotals

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nova
-from nova.cli import app
+from nova.cli.main import app
 from nova.errors import ConfigError
 from nova.mcp.config import load_servers
 
@@ -67,7 +67,7 @@ def test_without_the_sdk_nova_names_the_extra_to_install(project: Path, nova_hom
     env = {**os.environ, "PYTHONPATH": str(Path(nova.__file__).resolve().parent.parent)}
     # A fresh interpreter in which `import mcp` fails, as on an install without the extra.
     code = ("import sys; sys.modules['mcp'] = None\n"
-            "from nova.cli import main\n"
+            "from nova.cli.main import main\n"
             "sys.argv = ['nova', 'mcp', 'list']\n"
             "main()\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=project,

@@ -17,18 +17,18 @@ import pytest
 pytest.importorskip("mcp", reason="the `mcp` extra is not installed")
 
 from nova.agent.loop import Agent
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
 from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import first_changed, request_segments
 from nova.context.cache_sim import AnthropicCache, request_blocks
 from nova.context.prompt_cache import PromptCache
-from nova.core import ModelRequest
 from nova.mcp import McpCatalog, ServerConfig
 from nova.messages import ToolUsePart, new_id
+from nova.model import ModelRequest
 from nova.providers.scripted import FunctionProvider, call, reply
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.tokens import counter_for_model
+from nova.tools import default_registry
+from nova.tools.permissions import PermissionPolicy
 
 SERVER = Path(__file__).with_name("fixture_server.py")
 MODEL = "claude-sonnet-4-5"

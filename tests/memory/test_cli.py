@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.commands.memory import app, rules_command
+from nova.cli.commands.memory import app, rules_command
 from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 

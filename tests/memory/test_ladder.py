@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.commands.memory import app as memory_app
+from nova.cli.commands.memory import app as memory_app
 from nova.memory.config import MemoryConfig
 from nova.memory.governance import Proposal, remember
 from nova.memory.ladder import Ladder, PromotionRefused

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.app import AgentOptions, build_agent
-from nova.commands.memory import app as memory_app
-from nova.context.runtime import ContextRuntime
-from nova.core import ModelRequest
+from nova.agent.builder import AgentOptions, build_agent
+from nova.agent.context_runtime import ContextRuntime
+from nova.cli.commands.memory import app as memory_app
 from nova.memory.provenance import ProvenanceLog, RevocationRegistry, Revoked, scrub_text
 from nova.memory.store import MemoryStore
 from nova.messages import Message, SummaryPart
+from nova.model import ModelRequest
 from nova.settings import load_settings
 from nova.testing import FunctionProvider
 

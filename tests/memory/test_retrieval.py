@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.commands.memory import app
+from nova.cli.commands.memory import app
 from nova.memory.config import MemoryConfig
 from nova.memory.recall import recall
 from nova.memory.retrieval import (

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from nova.agent.provider_factory import make_provider
 from nova.errors import ConfigError, MissingCredentials
 from nova.providers.anthropic import AnthropicProvider
 from nova.providers.base import Provider
-from nova.providers.factory import make_provider
 from nova.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
 from nova.settings import Settings
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx2
 
-from nova.core import ModelRequest, ModelResponse
 from nova.messages import Message, TextPart, ThinkingPart, ToolResultPart
+from nova.model import ModelRequest, ModelResponse
 from nova.providers.anthropic import AnthropicProvider
 from nova.providers.base import collect
 from nova.providers.formats import input_to_responses, request_to_anthropic

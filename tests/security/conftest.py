@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from nova.agent.sandbox import require_bubblewrap
-from nova.app import AgentOptions, build_agent
+from nova.agent.builder import AgentOptions, build_agent
 from nova.errors import ConfigError
 from nova.messages import ToolResultPart
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, call, reply
+from nova.tools.policy.sandbox import require_bubblewrap
 
 
 def bubblewrap_problem() -> str | None:

@@ -17,7 +17,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.commands.sessions import app, resume_command
+from nova.cli.commands.sessions import app, resume_command
 from nova.messages import Message, TextPart
 from nova.sessions.session import Session, list_sessions
 

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.app import AgentOptions, build_agent
-from nova.commands.memory import app as memory_app
-from nova.core import ModelRequest
+from nova.agent.builder import AgentOptions, build_agent
+from nova.cli.commands.memory import app as memory_app
 from nova.memory.config import MemoryConfig
 from nova.memory.consolidate import Consolidator
 from nova.memory.extract import MemoryExtractor
@@ -27,6 +26,7 @@ from nova.memory.governance import Proposal, remember
 from nova.memory.recall import recall
 from nova.memory.store import MemoryStore
 from nova.messages import Message, TextPart, ToolResultPart
+from nova.model import ModelRequest
 from nova.providers.base import assistant_message
 from nova.settings import load_settings
 from nova.testing import FunctionProvider, call, reply

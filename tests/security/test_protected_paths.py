@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nova.app import AgentOptions, build_agent
+from nova.agent.builder import AgentOptions, build_agent
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, call, reply
 

@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from nova.agent.permissions import PermissionPolicy, PermissionRequest, run_tool_checked
-from nova.agent.tools import ToolContext, ToolOutput, default_registry
-from nova.app import AgentOptions, build_agent
+from nova.agent.builder import AgentOptions, build_agent
 from nova.context.budget import ContextBudget
 from nova.context.compaction import RestoreContext, compact
 from nova.context.summarize import ExtractiveSummarizer
+from nova.fs.secret_paths import secret_path_kind
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import assistant_message
-from nova.secret_paths import secret_path_kind
 from nova.settings import CompactionConfig, PermissionsConfig, load_settings
 from nova.testing import ScriptedProvider, call, reply
 from nova.tokens import HeuristicCounter
+from nova.tools import ToolContext, ToolOutput, default_registry
+from nova.tools.permissions import PermissionPolicy, PermissionRequest, run_tool_checked
 
 SECRET = "sk-live-7f3a9c-SECRET"
 

@@ -171,7 +171,7 @@ def test_imports_inside_the_project_and_novas_home_still_load(world: dict[str, P
 def test_nova_rules_lists_the_refusals(world: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from nova.cli import app
+    from nova.cli.main import app
 
     project = world["project"]
     (project / "NOVA.md").write_text("@~/.ssh/id_rsa\n")
@@ -183,7 +183,7 @@ def test_nova_rules_lists_the_refusals(world: dict[str, Path], monkeypatch: pyte
 
 
 def test_the_system_prompt_never_carries_refused_content(world: dict[str, Path]) -> None:
-    from nova.app import AgentOptions, build_agent
+    from nova.agent.builder import AgentOptions, build_agent
     from nova.settings import load_settings
     from nova.testing import ScriptedProvider, reply
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.agent.sandbox import SandboxPlan, bwrap_argv, plan_sandbox, sandbox_env
-from nova.app import AgentOptions, build_agent
-from nova.cli import app
+from nova.agent.builder import AgentOptions, build_agent
+from nova.cli.main import app
 from nova.errors import ConfigError
 from nova.settings import load_settings
 from nova.testing import ScriptedProvider, reply
+from nova.tools.policy.sandbox import SandboxPlan, bwrap_argv, plan_sandbox, sandbox_env
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nfake-key-material\n"
 ORIGINAL = "original\n"

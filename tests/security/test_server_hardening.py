@@ -26,7 +26,7 @@ pytest.importorskip("fastapi", reason="the server tests need the `server` extra"
 
 import uvicorn
 
-from nova.demo import make_demo_project
+from nova.agent.demo import make_demo_project
 from nova.messages import Message
 from nova.server.serve import ServeOptions, build_server_app, server_config, uvicorn_config
 from nova.server.token import TOKEN_FILE, load_or_create_token
@@ -223,7 +223,7 @@ def test_binding_beyond_loopback_warns_it_is_plain_http_and_still_needs_the_toke
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
     env["NOVA_HOME"] = str(home)
     process = subprocess.Popen(
-        [sys.executable, "-m", "nova.cli", "serve", "--host", "0.0.0.0", "--port", str(port), "--provider", "demo",
+        [sys.executable, "-m", "nova.cli.main", "serve", "--host", "0.0.0.0", "--port", str(port), "--provider", "demo",
          "--cwd", str(project)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from nova.agent.permissions import PermissionPolicy, ProtectedPaths
-from nova.agent.tools import default_registry
-from nova.agent.tools.base import Tool
 from nova.settings import PermissionsConfig
+from nova.tools import default_registry
+from nova.tools.base import Tool
+from nova.tools.permissions import PermissionPolicy, ProtectedPaths
 
 if TYPE_CHECKING:
     from tests.security.conftest import BashMode

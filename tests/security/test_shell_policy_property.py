@@ -16,10 +16,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools import default_registry
-from nova.agent.tools.base import Tool
 from nova.settings import PermissionsConfig
+from nova.tools import default_registry
+from nova.tools.base import Tool
+from nova.tools.permissions import PermissionPolicy
 
 BASH: Tool = default_registry().get("bash")  # type: ignore[assignment]
 CWD = Path("/nonexistent-project")

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 import nova
-from nova.agent.read_policy import FileScreen, RuleHit
-from nova.agent.tools import ToolContext, default_registry
+from nova.tools import ToolContext, default_registry
+from nova.tools.policy.read_policy import FileScreen, RuleHit
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,7 +30,7 @@ RUNNER = f"""
 import json, resource, sys
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_CAP}, {MEMORY_CAP}))
-from nova.agent.tools import ToolContext, default_registry
+from nova.tools import ToolContext, default_registry
 name, args, cwd = json.loads(sys.argv[1])
 out = default_registry().get(name).run(args, ToolContext(cwd=Path(cwd)))
 print(json.dumps({{"content": out.content, "is_error": out.is_error}}))

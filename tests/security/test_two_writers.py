@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from nova.app import AgentOptions
+from nova.agent.builder import AgentOptions
 from nova.errors import SessionLocked
-from nova.host import SessionHub
+from nova.host.hub import SessionHub
 from nova.messages import Message
 from nova.sessions.session import Session
 from nova.settings import load_settings

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the server tests need the `server` extra")
 
-from nova.demo import make_demo_project
+from nova.agent.demo import make_demo_project
 
 from .helpers import Server, running_server
 

@@ -19,9 +19,9 @@ import httpx2 as httpx
 import pytest
 import uvicorn
 
-from nova.app import AgentOptions
+from nova.agent.builder import AgentOptions
+from nova.agent.provider_factory import make_provider
 from nova.providers.base import Provider
-from nova.providers.factory import make_provider
 from nova.server.app import create_app
 from nova.server.config import ServerConfig
 from nova.server.token import load_or_create_token

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from nova.demo import DEMO_PROMPT
+from nova.agent.demo import DEMO_PROMPT
 
 from .helpers import Server, new_session, require_tool, running_server, which
 

@@ -170,7 +170,7 @@ def test_memory_list_says_why_a_candidate_waits_as_the_cli_does(
         server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from nova.commands.memory import app as memory_app
+    from nova.cli.commands.memory import app as memory_app
     from nova.memory.store import Memory, MemoryStore
 
     MemoryStore.for_workspace(home=server.settings.home, cwd=server.project).write(

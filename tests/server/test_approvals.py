@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nova.demo import DEMO_PROMPT
+from nova.agent.demo import DEMO_PROMPT
 from nova.server.config import ServerConfig
 from nova.sessions.schema import EventRecord
 from nova.sessions.session import Session

@@ -1,4 +1,4 @@
-"""The session host (`nova.host.SessionHub`) under slow closes and eviction, on real sessions.
+"""The session host (`nova.host.hub.SessionHub`) under slow closes and eviction, on real sessions.
 
 A slow close is a real one made slow: the session's connection to the (real, SQLite) session store
 waits on a gate the test opens before it closes, as a close that waits for memory extraction is slow.
@@ -17,10 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from nova import events as ev
-from nova.app import AgentOptions
-from nova.cli import app as cli_app
-from nova.core import ModelRequest
-from nova.host import HostLimits, LiveSession, SessionHub
+from nova.agent.builder import AgentOptions
+from nova.cli.main import app as cli_app
+from nova.host.hub import HostLimits, LiveSession, SessionHub
+from nova.model import ModelRequest
 from nova.providers.scripted import FunctionProvider, reply
 from nova.server.config import ServerConfig
 from nova.server.serve import ServeOptions, build_server_app, server_config

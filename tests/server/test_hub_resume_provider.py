@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nova.app import AgentOptions
-from nova.host import SessionHub
+from nova.agent.builder import AgentOptions
+from nova.host.hub import SessionHub
 from nova.providers.base import Provider
 from nova.providers.scripted import FunctionProvider, reply
 from nova.sessions.session import Session

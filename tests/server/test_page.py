@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from nova.demo import DEMO_PROMPT
+from nova.agent.demo import DEMO_PROMPT
 from nova.messages import Message
 from nova.sessions.session import Session
 

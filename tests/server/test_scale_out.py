@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
-from nova.invariants import check_tool_pairing
+from nova.history.invariants import check_tool_pairing
 from nova.messages import ToolResultPart
 from nova.sessions.repair import repair_history
 from nova.sessions.schema import MessageRecord, parse_record
@@ -46,7 +46,7 @@ class Worker:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
         env.update(NOVA_HOME=str(self.home), NOVA_DATABASE_URL=self.url)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nova.cli", "serve", "--port", str(self.port), "--provider", "demo",
+            [sys.executable, "-m", "nova.cli.main", "serve", "--port", str(self.port), "--provider", "demo",
              "--cwd", str(self.project)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def wait_up(self) -> None:
@@ -255,7 +255,7 @@ def test_workers_on_different_hosts_serve_one_token(tmp_path: Path, monkeypatch:
 def test_serve_workers_refuses_without_a_database(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
     env["NOVA_HOME"] = str(tmp_path / "home")
-    run = subprocess.run([sys.executable, "-m", "nova.cli", "serve", "--workers", "2", "--provider", "demo"],
+    run = subprocess.run([sys.executable, "-m", "nova.cli.main", "serve", "--workers", "2", "--provider", "demo"],
                          env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode != 0
     assert "several workers share their sessions through PostgreSQL: set NOVA_DATABASE_URL" in run.stderr + run.stdout
@@ -273,7 +273,7 @@ def test_serve_workers_restarts_a_killed_worker(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
     env.update(NOVA_HOME=str(worker.home), NOVA_DATABASE_URL=url)
     supervisor = subprocess.Popen(
-        [sys.executable, "-m", "nova.cli", "serve", "--workers", "2", "--port", str(worker.port), "--provider",
+        [sys.executable, "-m", "nova.cli.main", "serve", "--workers", "2", "--port", str(worker.port), "--provider",
          "demo", "--cwd", str(project)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     worker.proc = supervisor  # type: ignore[assignment]
     try:

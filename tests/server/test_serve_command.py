@@ -22,12 +22,12 @@ def nova_env(home: Path) -> dict[str, str]:
 
 def test_print_token_prints_the_saved_token_and_exits(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    run = subprocess.run([sys.executable, "-m", "nova.cli", "serve", "--print-token"], env=nova_env(home),
+    run = subprocess.run([sys.executable, "-m", "nova.cli.main", "serve", "--print-token"], env=nova_env(home),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     token = run.stdout.strip()
     assert token == (home / TOKEN_FILE).read_text().strip()
-    again = subprocess.run([sys.executable, "-m", "nova.cli", "serve", "--print-token"], env=nova_env(home),
+    again = subprocess.run([sys.executable, "-m", "nova.cli.main", "serve", "--print-token"], env=nova_env(home),
                            capture_output=True, text=True, timeout=60)
     assert again.stdout.strip() == token
 
@@ -41,7 +41,7 @@ def test_serve_honours_nova_home_port_and_provider(tmp_path: Path) -> None:
     port = sock.getsockname()[1]
     sock.close()  # the port is free; the server binds it next
     process = subprocess.Popen(
-        [sys.executable, "-m", "nova.cli", "serve", "--port", str(port), "--provider", "demo", "--cwd", str(project)],
+        [sys.executable, "-m", "nova.cli.main", "serve", "--port", str(port), "--provider", "demo", "--cwd", str(project)],
         env=nova_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

@@ -64,7 +64,7 @@ def _serve(home: Path, project: Path, *args: str) -> tuple[subprocess.Popen[str]
     sock.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOVA_", "ANTHROPIC_", "OPENAI_"))}
     env["NOVA_HOME"] = str(home)
-    process = subprocess.Popen([sys.executable, "-m", "nova.cli", "serve", "--port", str(port), "--cwd", str(project),
+    process = subprocess.Popen([sys.executable, "-m", "nova.cli.main", "serve", "--port", str(port), "--cwd", str(project),
                                 *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     wait_serving(base, process)

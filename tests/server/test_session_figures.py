@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nova.app import AgentOptions
-from nova.commands.run import run_task
-from nova.core import Usage
+from nova.agent.builder import AgentOptions
+from nova.cli.commands.run import run_task
+from nova.model import Usage
 from nova.providers.scripted import ScriptedProvider, reply
 from nova.sessions.session import Session
 from nova.settings import load_settings

@@ -7,7 +7,7 @@ from collections import Counter
 
 import httpx2 as httpx
 
-from nova.demo import DEMO_PROMPT
+from nova.agent.demo import DEMO_PROMPT
 
 from .helpers import Server, new_session, parse_sse, send, texts_by_part
 

@@ -11,14 +11,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.commands.replay import replay_command
-from nova.invariants import check_tool_pairing
+from nova.cli.commands.replay import replay_command
+from nova.evaluation.replay import replay_messages
+from nova.history.invariants import check_tool_pairing
+from nova.history.tool_paths import SHELL_TOOLS, paths_of
 from nova.messages import ImagePart
-from nova.replay import replay_messages
 from nova.sessions.importers import read_session_file
 from nova.sessions.repair import repair_history
 from nova.testing import shared_data_dir
-from nova.tool_paths import SHELL_TOOLS, paths_of
 
 AGENTLOGS = shared_data_dir() / "sessions" / "agentlogs"
 pytestmark = pytest.mark.skipif(not AGENTLOGS.is_dir(), reason=f"shared session files absent ({AGENTLOGS}; "
@@ -111,7 +111,7 @@ def test_imported_usage_anchors_the_context_figure(nova_home: Path) -> None:
     `nova context` on the imported session reports it, not an estimate of Nova's own prompt, plus the
     per-step growth the ledger learned from the session's recorded usage (what Claude Code sends each
     call without recording it: 75-200 tokens a step in this session)."""
-    from nova.commands.context import context_command
+    from nova.cli.commands.context import context_command
     from nova.sessions.export import import_sessions
 
     result = import_sessions(AGENTLOGS / "claude-code" / "crud.jsonl", nova_home)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nova.core import usage_of
+from nova.model import usage_of
 from nova.sessions.importers import read_session_file
 from nova.sessions.repair import repair_history
 

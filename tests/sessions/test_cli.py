@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from nova.commands.sessions import app, resume_command
+from nova.cli.commands.sessions import app, resume_command
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.session import Session
 
@@ -136,7 +136,7 @@ def test_export_format_takes_markdown_and_md_and_names_the_choices(nova_home: Pa
 
 
 def test_list_labels_the_last_context_apart_from_the_tokens_billed(nova_home: Path) -> None:
-    from nova.core import Usage
+    from nova.model import Usage
 
     s = Session.create(nova_home, title="two calls", cwd=str(nova_home), provider="anthropic", model="claude")
     s.record_message(user("hello", "m1"))

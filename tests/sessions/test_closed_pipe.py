@@ -31,7 +31,7 @@ def _long_session(home: Path) -> str:
 ], ids=["export-jsonl", "export-md", "show-full"])
 def test_a_reader_that_stops_early_gets_no_error(args: list[str], nova_home: Path) -> None:
     _long_session(nova_home)
-    process = subprocess.Popen([sys.executable, "-m", "nova.cli", *args], stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "nova.cli.main", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env={**os.environ, "NOVA_HOME": str(nova_home)})
     assert process.stdout is not None and process.stderr is not None
     assert process.stdout.readline()  # like `head -1`: one line, then the pipe is closed

@@ -137,7 +137,7 @@ def test_replay_text_report_shows_source_against_imported_for_a_trajectory() -> 
     import typer
     from typer.testing import CliRunner
 
-    from nova.commands.replay import replay_command
+    from nova.cli.commands.replay import replay_command
 
     app = typer.Typer()
     app.command("replay")(replay_command)

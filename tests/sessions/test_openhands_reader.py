@@ -12,14 +12,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.commands.replay import replay_command
-from nova.commands.sessions import app as sessions_app
-from nova.core import usage_of
+from nova.cli.commands.replay import replay_command
+from nova.cli.commands.sessions import app as sessions_app
 from nova.errors import SessionImportError
-from nova.invariants import check_tool_pairing
+from nova.history.invariants import check_tool_pairing
+from nova.history.tool_paths import paths_of
+from nova.model import usage_of
 from nova.sessions.importers import read_session_file
 from nova.sessions.repair import repair_history
-from nova.tool_paths import paths_of
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sessions" / "openhands"
 

@@ -11,12 +11,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from nova.commands.replay import replay_command
-from nova.commands.sessions import app as sessions_app
+from nova.cli.commands.replay import replay_command
+from nova.cli.commands.sessions import app as sessions_app
 from nova.errors import SessionImportError
-from nova.invariants import check_tool_pairing
+from nova.evaluation.replay import replay_messages
+from nova.history.invariants import check_tool_pairing
 from nova.messages import ImagePart, SummaryPart, TextPart, ToolResultPart
-from nova.replay import replay_messages
 from nova.sessions.export import import_sessions
 from nova.sessions.importers import read_session_file
 from nova.sessions.schema import BoundaryRecord

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from nova.core import ToolSpec
-from nova.replay import replay_messages
+from nova.evaluation.replay import replay_messages
+from nova.model import ToolSpec
 from nova.sessions.importers import read_session_file
 from nova.testing import shared_data_dir
 
@@ -65,7 +65,7 @@ def test_a_recorded_system_prompt_without_tools_gets_the_rest(tmp_path: Path) ->
 def test_replay_prints_no_context_warnings(tmp_path: Path) -> None:
     """The Cline file compacts and refills at 32k; those per-compaction warnings belong in the figures."""
     env = {**os.environ, "NOVA_HOME": str(tmp_path / "home"), "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", "import sys; from nova.cli import main; sys.exit(main())", "replay",
+    done = subprocess.run([sys.executable, "-c", "import sys; from nova.cli.main import main; sys.exit(main())", "replay",
                            str(AGENTLOGS / "cline" / "crud.json"), "--window", "32000"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -8,10 +8,10 @@ import json
 import shutil
 from pathlib import Path
 
-from nova.core import usage_of
-from nova.invariants import check_tool_pairing
+from nova.evaluation.replay import replay_messages
+from nova.history.invariants import check_tool_pairing
 from nova.messages import SummaryPart
-from nova.replay import replay_messages
+from nova.model import usage_of
 from nova.sessions.export import import_sessions
 from nova.sessions.importers import read_session_file
 from nova.sessions.schema import BoundaryRecord

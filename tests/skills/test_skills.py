@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nova.app import AgentOptions, build_agent
-from nova.cli import app
-from nova.context.runtime import ContextRuntime
+from nova.agent.builder import AgentOptions, build_agent
+from nova.agent.context_runtime import ContextRuntime
+from nova.cli.main import app
 from nova.messages import ToolUsePart
 from nova.settings import load_settings
 from nova.skills.catalog import load_catalog
@@ -189,7 +189,7 @@ def test_an_active_skill_limits_tools_files_and_network(project: Path, nova_home
 
 
 def test_slash_skill_loads_the_body_into_the_request_and_activates_it(project: Path, nova_home: Path) -> None:
-    from nova.commands.run import run_task
+    from nova.cli.commands.run import run_task
 
     settings = load_settings(home=nova_home, overrides={"provider": "demo"})
     provider = ScriptedProvider([
@@ -274,7 +274,7 @@ def test_slash_skill_through_the_session_host_used_by_the_tui_and_server(project
     import threading
 
     from nova.errors import SkillError
-    from nova.host import SessionHub
+    from nova.host.hub import SessionHub
     from nova.providers.scripted import FunctionProvider
 
     provider = FunctionProvider(lambda request: reply("ok"))

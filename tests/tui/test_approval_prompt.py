@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from nova.agent.permissions import PermissionRequest
+from nova.tools.permissions import PermissionRequest
 from nova.tui.approval_prompt import answer_for_key, describe_request
 
 

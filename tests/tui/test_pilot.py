@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("textual", reason="the TUI tests need the `tui` extra")
 
-from nova.demo import make_demo_project, make_demo_provider
+from nova.agent.demo import make_demo_project, make_demo_provider
 from nova.providers.base import ModelRequest, StreamEvent
 from nova.settings import load_settings
 from nova.tui.app import NovaTUI
@@ -95,7 +95,7 @@ async def type_a_message(nova_home: Path, tmp_path: Path) -> None:
 
 
 async def cancel_a_turn(nova_home: Path, tmp_path: Path) -> None:
-    from nova.demo import DEMO_PROMPT
+    from nova.agent.demo import DEMO_PROMPT
 
     project = make_demo_project(tmp_path / "project")
     app = make_app(nova_home, project, slow=True)
@@ -259,8 +259,8 @@ def test_the_footer_shows_model_context_cost_and_cache(nova_home: Path, tmp_path
 
 
 async def footer_figures(nova_home: Path, tmp_path: Path) -> None:
-    from nova.core import Usage
-    from nova.figures import Figures, status_line
+    from nova.model import Usage
+    from nova.present.figures import Figures, status_line
     from nova.providers.pricing import cost_usd
     from nova.testing import ScriptedProvider, reply
     from nova.tui.widgets import StatusFooter

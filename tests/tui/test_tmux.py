@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nova.demo import make_demo_project
+from nova.agent.demo import make_demo_project
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -74,7 +74,7 @@ def test_approve_with_one_key_resume_with_tool_calls_and_exit_status(nova_home: 
     approved with one key (no Enter), and `/resume last` in a new `nova` replays the session's tool calls
     without a crash; each `nova` exits 0 (a crash would exit non-zero)."""
     pytest.importorskip("textual", reason="the TUI needs the `tui` extra")
-    from nova.demo import DEMO_PROMPT
+    from nova.agent.demo import DEMO_PROMPT
 
     tmux_bin = shutil.which("tmux")
     if tmux_bin is None:

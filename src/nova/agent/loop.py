@@ -6,7 +6,7 @@ errors are classified (nova.errors): rate limits and overload are retried with b
 everything else ends the turn with an `ErrorEvent` and re-raises.
 
 The agent is built once, complete: the context engine, the prompt cache and memory plug in as
-extensions (`nova.extensions`) given to the constructor, each hook a method with keyword-only typed
+extensions (`nova.context.extensions`) given to the constructor, each hook a method with keyword-only typed
 inputs, called in the extensions' declared order. `prepare_view` may shed history before each call
 (compaction), `process_result` rewrites a tool result as it enters history (spill), `on_overflow` gets
 one chance per user request to shrink history after a `ContextOverflow` (CMP-9), `compile_view` turns
@@ -28,13 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from nova import events as ev
-from nova.agent.permissions import PermissionPolicy
-from nova.agent.tools.base import ToolContext, ToolOutput, ToolRegistry, resolve_delegate
 from nova.context.budget import ContextBudget
-from nova.context.overflow import second_overflow_message
-from nova.core import CacheHints, ModelRequest, ModelResponse, ResponseDone, TextDelta, Usage
-from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
-from nova.extensions import (
+from nova.context.extensions import (
     CallRecord,
     CompiledView,
     CompileRequest,
@@ -44,14 +39,19 @@ from nova.extensions import (
     TurnResult,
     ViewRequest,
 )
-from nova.invariants import PairingChecker
+from nova.context.overflow import second_overflow_message
+from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
+from nova.history.invariants import PairingChecker
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart, new_id
+from nova.model import CacheHints, ModelRequest, ModelResponse, ResponseDone, TextDelta, Usage
 from nova.providers.base import Provider
 from nova.providers.pricing import cost_usd
 from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenLedger, context_percent, counter_for_model
 from nova.tokens.ledger import GROWTH_METADATA
+from nova.tools.base import ToolContext, ToolOutput, ToolRegistry, resolve_delegate
+from nova.tools.permissions import PermissionPolicy
 
 __all__ = ["DENIED_PREFIX", "Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
 

@@ -10,7 +10,7 @@ Two modes:
   system text, the tool catalog and every message before the delegating call are the parent's, byte for
   byte, so the child's first request reads the parent's cached prefix.
 
-The child is a complete agent (`nova.app.build_agent`): its own budget, compaction and prompt cache,
+The child is a complete agent (`nova.agent.builder.build_agent`): its own budget, compaction and prompt cache,
 and its own session, linked to the parent's (`parent_id`; `nova sessions show` lists it). Its final
 answer is the tool result; its usage and cost ride back in the result's metadata and the parent's loop
 adds them to the parent's totals. Several `task` calls in one model message run concurrently (the tool
@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from nova.agent.tools.base import ToolContext, ToolOutput
-from nova.core import Usage
 from nova.messages import Message, TextPart
+from nova.model import Usage
 from nova.skills.manifest import Skill
+from nova.tools.base import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from nova.agent.loop import Agent
@@ -214,7 +214,7 @@ def _parse(input: Mapping[str, Any]) -> SubTask | str:
 
 
 def _parent_state(parent: Agent) -> Mapping[str, Any] | None:
-    from nova.context.runtime import ContextRuntime
+    from nova.agent.context_runtime import ContextRuntime
 
     runtime = parent.extensions.get(ContextRuntime)
     if runtime is None:

@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nova.core import CacheHints, ModelRequest, ToolSpec
-from nova.incremental import LastSeen
+from nova.history.incremental import LastSeen
 from nova.messages import Message
+from nova.model import CacheHints, ModelRequest, ToolSpec
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter, count_message, count_system, count_tools

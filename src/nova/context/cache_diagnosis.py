@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nova.context.cache import TTL_SECONDS, join_system_text, system_text
-from nova.core import ModelRequest, Usage
-from nova.incremental import LastSeen, MessageMemo
+from nova.history.incremental import LastSeen, MessageMemo
 from nova.messages import Message, to_dict
+from nova.model import ModelRequest, Usage
 from nova.providers.pricing import model_info
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
     "request_segments",
 ]
 
-# The heading the context sources (`nova.context.runtime.RULES_TITLE`) put before the instruction files: the system text after it
+# The heading the context sources (`nova.agent.context_runtime.RULES_TITLE`) put before the instruction files: the system text after it
 # is the rules segment, so an edited rule file is told apart from a changed contract.
 RULES_HEADING = "# Instructions from the user and the project"
 SegmentKind = Literal["tool", "system", "rules", "memory", "summary", "message"]

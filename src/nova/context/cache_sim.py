@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from nova.core import ModelRequest, Usage
+from nova.model import ModelRequest, Usage
 from nova.tokens import TokenCounter
 
 __all__ = ["AnthropicCache", "Block", "OpenAICache", "ProviderCache", "make_cache", "prefix_keys", "request_blocks"]

@@ -40,9 +40,9 @@ from nova.context.summarize import (
     user_entries,
     user_section,
 )
-from nova.core import ToolSpec
-from nova.files import private_dir, write_private_text
+from nova.fs.private import private_dir, write_private_text
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from nova.model import ToolSpec
 from nova.settings import CompactionConfig
 from nova.tokens import TokenCounter, count_message
 

@@ -24,7 +24,7 @@ and no timestamps, so the same inputs give byte-identical views (`ContextView.to
 Cost: `ContextCompiler` keeps, per message id, the message's token estimate and digest (validated by
 the message object itself: a rewritten message with the same id is counted again), and the segments of
 the stable history, extended as history grows and cut back to where a snip or a compaction changed it.
-One call then costs a pointer comparison of the history prefix (`nova.incremental.follow`) plus work
+One call then costs a pointer comparison of the history prefix (`nova.history.incremental.follow`) plus work
 proportional to the current turn. The manifest, whose history segments grow in number with history,
 is built when it is first read (`/context`, `nova context`), not on every call: a call needs the view
 and its size only (benchmarks/compile.py and benchmarks/turn_overhead.py measure it).
@@ -43,10 +43,10 @@ from typing import Any
 
 from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, apportion
 from nova.context.policy import PolicyResolution, PolicySource, resolve
-from nova.core import ToolSpec
-from nova.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
+from nova.context.skill_block import skill_blocks, users_words
+from nova.history.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
 from nova.messages import Message, MessageOrigin, TextPart, ToolResultPart, to_dict
-from nova.skills.block import skill_blocks, users_words
+from nova.model import ToolSpec
 from nova.tokens import TokenCounter, TokenLedger, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 from nova.tokens.memo import message_sizer
@@ -239,7 +239,7 @@ class ContextCompiler:
         self._counter: TokenCounter | None = None
         self._sizer: Callable[[Message], int] | None = None
         self._history: list[Message] = []
-        """The history of the last call (a mirror, see `nova.incremental.follow`)."""
+        """The history of the last call (a mirror, see `nova.history.incremental.follow`)."""
         self._chunks: list[_Chunk] = []
         """Segments of `_history[:_chunked]`. Only the last one is ever extended: when the list is cut
         back, its new last chunk is replaced by a copy, so a manifest's snapshot never changes."""

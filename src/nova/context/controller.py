@@ -1,6 +1,6 @@
 """`ContextController`: decides, before every model call, what the working history must shed.
 
-It is the agent's first extension (`nova.extensions`, order 100) and implements these hooks:
+It is the agent's first extension (`nova.context.extensions`, order 100) and implements these hooks:
 
 - `process_result` (each tool result entering history): the per-result spill (SPILL-1, 3, 4).
 - `prepare_view` (before every call): the per-message spill of new tool results (SPILL-2), then the
@@ -39,15 +39,15 @@ from nova.context.compaction import (
     snip_old_tool_results,
 )
 from nova.context.economy import CachePrices, cost_line
+from nova.context.extensions import Extension, ViewRequest
 from nova.context.oversize import CUT_DIR, fit_message
 from nova.context.shown_paths import shown_path
 from nova.context.spill import Spiller
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
-from nova.core import ToolSpec, Usage
 from nova.errors import PromptTooLarge
-from nova.extensions import Extension, ViewRequest
-from nova.incremental import follow
+from nova.history.incremental import follow
 from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.model import ToolSpec, Usage
 from nova.sessions.recorder import BoundaryRecord, SessionRecorder
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import (
@@ -148,7 +148,7 @@ class ContextController(Extension):
         """First-seen version of every message: the in-memory raw log layer 2 rebuilds from (CMP-10)."""
         self._budget_checked: set[str] = set()
         self._viewed: list[Message] = []
-        """The history of the last `prepare_view` (a mirror, see `nova.incremental.follow`)."""
+        """The history of the last `prepare_view` (a mirror, see `nova.history.incremental.follow`)."""
         self._last_compaction_call: int | None = None
         self.last_used = 0
         self._measure = measure

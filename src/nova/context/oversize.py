@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.context.shown_paths import shown_path
-from nova.files import private_dir, write_private_text
+from nova.fs.private import private_dir, write_private_text
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.tokens import TokenCounter, count_message
 

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 from nova import events as ev
 from nova.context.cache import CachePlanner
 from nova.context.cache_diagnosis import CacheBreakReport, CacheMonitor
-from nova.core import ModelRequest
-from nova.extensions import CallRecord, Extension
+from nova.context.extensions import CallRecord, Extension
+from nova.model import ModelRequest
 from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.context.shown_paths import shown_path, shown_root
-from nova.files import private_dir, write_private_text
+from nova.fs.private import private_dir, write_private_text
 from nova.messages import ToolResultPart, ToolUsePart
 from nova.settings import SpillConfig
 

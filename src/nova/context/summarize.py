@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from nova.context.spill import shown_output
-from nova.core import CacheHints, ModelRequest, ToolSpec
 from nova.errors import SummaryError
+from nova.history.tool_paths import ToolPaths, looks_like_path, paths_of
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.model import CacheHints, ModelRequest, ToolSpec
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter
-from nova.tool_paths import ToolPaths, looks_like_path, paths_of
 
 __all__ = [
     "SECTIONS",

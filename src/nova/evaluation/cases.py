@@ -41,10 +41,10 @@ from nova.errors import NovaError
 from nova.evaluation.case_keys import reject_unknown_keys
 from nova.evaluation.counterfactual import Counterfactual, CounterfactualError, parse_counterfactual
 from nova.evaluation.memory_scenario import MemoryScenario, parse_memory_scenario
+from nova.evaluation.replay import ALL_POLICIES
 from nova.evaluation.scenarios import PoisoningSpec, ScenarioError, parse_poisoning
+from nova.history.tool_paths import paths_of
 from nova.messages import Message, ToolResultPart, ToolUsePart
-from nova.replay import ALL_POLICIES
-from nova.tool_paths import paths_of
 
 __all__ = ["CaseError", "EvalCase", "derived_items", "load_cases", "work_items"]
 

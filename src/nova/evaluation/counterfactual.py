@@ -28,7 +28,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nova.core import ModelRequest, ToolSpec
 from nova.errors import NovaError
 from nova.evaluation.case_keys import reject_unknown_keys
 from nova.evaluation.metrics import (
@@ -39,6 +38,7 @@ from nova.evaluation.metrics import (
     provenance_coverage,
 )
 from nova.messages import Message, SummaryPart, to_dict
+from nova.model import ModelRequest, ToolSpec
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-from nova.core import ModelRequest, ResponseDone, StreamEvent
 from nova.evaluation.metrics import Metric
 from nova.messages import Message
+from nova.model import ModelRequest, ResponseDone, StreamEvent
 from nova.providers.base import Provider
 
 __all__ = ["CallTimer", "TimedProvider", "build_latency", "model_latency", "percentile", "recorded_latency",

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nova.core import ModelRequest
 from nova.errors import NovaError
 from nova.evaluation.case_keys import reject_unknown_keys
 from nova.evaluation.usefulness import RecalledUse, uses_of
@@ -39,6 +38,7 @@ from nova.memory.governance import Proposal, remember
 from nova.memory.recall import recall
 from nova.memory.store import MEMORY_TYPES, MemoryStore
 from nova.messages import Message, TextPart
+from nova.model import ModelRequest
 from nova.providers.base import Provider, collect
 
 __all__ = ["MemoryScenario", "ScenarioError", "ScenarioMemory", "ScenarioTurn", "TurnOutcome",

@@ -19,8 +19,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nova.evaluation.replay import ReplayReport, view_text
 from nova.messages import Message, SummaryPart
-from nova.replay import ReplayReport, view_text
 from nova.tokens import TokenCounter, count_message
 
 __all__ = ["Metric", "Ratio", "constraint_retention", "context_precision", "evidence_recall", "metrics_of",

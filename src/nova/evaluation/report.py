@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from nova.errors import NovaError
+from nova.evaluation.replay import ReplayReport
+from nova.evaluation.replay_views import MessageEntry, ViewChange, tokens_of
 from nova.evaluation.report_data import ReplaySeries, counterfactual_rows, metric_rows, series_of
-from nova.replay import ReplayReport
-from nova.replay_views import MessageEntry, ViewChange, tokens_of
-from nova.text import one_line
+from nova.present.text import one_line
 
 __all__ = ["LIST_LIMIT", "REPORT_INSTALL_LINE", "ReportExtraMissing", "eval_report_html", "replay_report_html",
            "require_plotly"]

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nova.evaluation.counterfactual import CounterfactualResult
+from nova.evaluation.replay import ReplayReport
+from nova.evaluation.replay_views import COMPOSITION_KINDS
 from nova.providers.pricing import cost_usd, model_info
-from nova.replay import ReplayReport
-from nova.replay_views import COMPOSITION_KINDS
 
 __all__ = ["ReplaySeries", "counterfactual_rows", "format_metric", "metric_rows", "plain_figure", "series_of"]
 

@@ -13,8 +13,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from nova.evaluation.replay_views import COMPOSITION_KINDS
 from nova.evaluation.report_data import ReplaySeries
-from nova.replay_views import COMPOSITION_KINDS
 
 __all__ = ["KIND_COLOURS", "composition_figure", "context_figure", "cost_figure", "policy_context_figure",
            "policy_cost_figure"]

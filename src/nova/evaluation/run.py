@@ -12,9 +12,9 @@ from nova.evaluation.cases import EvalCase, derived_items
 from nova.evaluation.counterfactual import CounterfactualResult, ViewRun, run_counterfactuals
 from nova.evaluation.latency import CallTimer, TimedProvider, build_latency, model_latency, recorded_latency
 from nova.evaluation.metrics import Metric, Ratio, metrics_of
+from nova.evaluation.replay import Policy, ReplayReport, replay_messages, view_text
 from nova.evaluation.usefulness import RecalledUse, recorded_uses, usefulness
 from nova.providers.base import Provider
-from nova.replay import Policy, ReplayReport, replay_messages, view_text
 from nova.sessions.readers.base import ImportedSession
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter

@@ -29,9 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nova.agent.tools.base import Tool, ToolRegistry
-from nova.core import ToolSpec
-from nova.extensions import Extension
+from nova.context.extensions import Extension
 from nova.mcp.config import McpOptions, ServerConfig
 from nova.mcp.connection import (
     CallOutcome,
@@ -43,7 +41,9 @@ from nova.mcp.connection import (
     require_sdk,
 )
 from nova.mcp.tools import McpCallTool, McpSearchTool, McpTool
+from nova.model import ToolSpec
 from nova.tokens import TokenCounter, count_tools
+from nova.tools.base import Tool, ToolRegistry
 
 __all__ = ["McpCatalog", "ServerStatus", "decide_on_demand"]
 

@@ -307,7 +307,7 @@ class ServerConnection:
 def _client_info() -> Any:
     from mcp_types import Implementation
 
-    from nova import __version__
+    from nova.version import __version__
 
     return Implementation(name="nova", version=__version__)
 

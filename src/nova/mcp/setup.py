@@ -1,4 +1,4 @@
-"""The MCP catalog of a session, built from settings: `nova.app` and `nova mcp list` both use it."""
+"""The MCP catalog of a session, built from settings: `nova.agent.builder` and `nova mcp list` both use it."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ names never collide.
 On demand (`nova.mcp.catalog`) the model is sent two tools instead of every definition: `mcp_search`,
 whose description lists each tool's name and one line and which returns full schemas, and `mcp_call`,
 which runs a tool by its Nova name. `mcp_call` is resolved to the real tool before the permission check
-(`resolve_call`, `nova.agent.tools.base.resolve_delegate`), so a rule on `mcp__docs__search` holds however
+(`resolve_call`, `nova.tools.base.resolve_delegate`), so a rule on `mcp__docs__search` holds however
 the tool is reached.
 """
 
@@ -21,9 +21,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from nova.agent.tools.base import Tool, ToolContext, ToolOutput
 from nova.errors import ToolError
 from nova.mcp.connection import CallOutcome
+from nova.tools.base import Tool, ToolContext, ToolOutput
 
 __all__ = ["MCP_PREFIX", "McpCallTool", "McpSearchTool", "McpTool", "nova_tool_name", "one_line"]
 

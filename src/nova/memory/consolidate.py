@@ -42,7 +42,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from nova.files import create_private_file, private_dir
+from nova.fs.private import create_private_file, private_dir
 from nova.memory.config import MemoryConfig
 from nova.memory.reviews import content_hash
 from nova.memory.store import Memory, MemoryStore, Status, atomic_write_text, format_time, memory_to_text

@@ -35,11 +35,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from nova.core import ModelRequest
 from nova.memory.config import MemoryConfig
 from nova.memory.governance import Proposal, WriteOutcome, is_rule_like, remember
 from nova.memory.store import MEMORY_TYPES, MemoryStore, parse_time
 from nova.messages import Message, TextPart, ToolResultPart
+from nova.model import ModelRequest
 from nova.providers.base import Provider, collect
 
 __all__ = [

@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nova.errors import ConfigError
+from nova.fs.secret_paths import secret_path_kind, secret_text_kind
+from nova.fs.special_files import special_kind
 from nova.memory.paths import find_git_root, project_root
-from nova.secret_paths import secret_path_kind, secret_text_kind
 from nova.settings import _to_int, _to_str, _to_str_list
-from nova.special_files import special_kind
 
 __all__ = [
     "InstructionsConfig",
@@ -258,14 +258,14 @@ def _resolve(ref: str, importer: Path) -> Path:
 
 def _credential_kind(path: Path, text: str) -> str | None:
     """What makes `path` look like a secret, or None. The name alone is enough for key files; the rule for
-    names is the one the reading tools use (nova.secret_paths), so an import and a `read_file` agree."""
+    names is the one the reading tools use (nova.fs.secret_paths), so an import and a `read_file` agree."""
     by_name = secret_path_kind(path)
     if by_name is not None:
         return by_name
     return secret_text_kind(text)
 
 
-# What an import says after the kind of special file it met (nova.special_files names the kind).
+# What an import says after the kind of special file it met (nova.fs.special_files names the kind).
 _NEVER = {"a FIFO (named pipe)": "; never opened", "a device": "; never read", "a socket": "; never opened"}
 
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from filelock import FileLock
 
 from nova.errors import NovaError
-from nova.files import private_dir
+from nova.fs.private import private_dir
 from nova.memory.provenance import ProvenanceLog
 from nova.memory.reviews import ReviewLedger, content_hash
 from nova.memory.store import Memory, atomic_write_text

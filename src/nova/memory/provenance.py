@@ -39,11 +39,11 @@ from typing import Any
 
 from filelock import FileLock
 
-from nova.core import ModelRequest
-from nova.extensions import Extension, ViewRequest
-from nova.files import create_private_file, private_dir
-from nova.incremental import MessageBlocks
+from nova.context.extensions import Extension, ViewRequest
+from nova.fs.private import create_private_file, private_dir
+from nova.history.incremental import MessageBlocks
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart
+from nova.model import ModelRequest
 
 __all__ = [
     "PROVENANCE_NAME",

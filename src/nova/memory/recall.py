@@ -39,7 +39,6 @@ from html import escape, unescape
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from nova.core import ModelRequest
 from nova.memory.config import MemoryConfig
 from nova.memory.recency import KEEP, list_newest, read_journal, write_journal
 from nova.memory.retrieval.log import RetrievalLog
@@ -54,6 +53,7 @@ from nova.memory.store import (
     parse_head,
 )
 from nova.messages import Message
+from nova.model import ModelRequest
 from nova.providers.base import Provider, collect
 
 __all__ = [

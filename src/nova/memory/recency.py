@@ -18,7 +18,7 @@ import heapq
 import os
 from pathlib import Path
 
-from nova.files import write_private_text
+from nova.fs.private import write_private_text
 
 __all__ = ["JOURNAL_DIR", "KEEP", "list_newest", "read_journal", "write_journal"]
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from filelock import FileLock
 
-from nova.files import private_dir
+from nova.fs.private import private_dir
 
 if TYPE_CHECKING:
     from nova.memory.store import Memory

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nova.context.extensions import Extension, LatePoller, TurnResult
 from nova.errors import NovaError
-from nova.extensions import Extension, LatePoller, TurnResult
 from nova.memory.config import MemoryConfig
 from nova.memory.consolidate import Consolidator
 from nova.memory.extract import MemoryExtractor, TurnEnd

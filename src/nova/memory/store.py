@@ -42,7 +42,7 @@ import yaml
 from filelock import FileLock
 
 from nova.errors import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
-from nova.files import private_dir
+from nova.fs.private import private_dir
 from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
 from nova.memory.reviews import By, ReviewLedger, content_hash

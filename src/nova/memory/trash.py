@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import NovaError
-from nova.files import private_dir
+from nova.fs.private import private_dir
 from nova.memory.store import MemoryStore, atomic_write_text, memory_from_text
 
 __all__ = ["RETENTION_DAYS", "TRASH_DIR", "NothingToUndo", "Operation", "Trash", "UndoReport"]

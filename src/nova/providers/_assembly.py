@@ -12,8 +12,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from nova.core import TextDelta, ThinkingDelta, ToolCallDelta
 from nova.messages import Part, TextPart, ThinkingPart, ToolUsePart, new_id
+from nova.model import TextDelta, ThinkingDelta, ToolCallDelta
 from nova.providers.formats._common import parse_arguments
 
 __all__ = ["StreamAssembler"]

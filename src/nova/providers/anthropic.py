@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from nova.core import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.errors import ProviderError, ProviderUnavailable
 from nova.messages import Message, new_id
+from nova.model import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.providers._assembly import StreamAssembler
 from nova.providers._optional import require_sdk, sdk_client
 from nova.providers.errors import classify_stream_error, translate_sdk_error

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from nova.core import (
+from nova.messages import Message, Part, TextPart, ThinkingPart, ToolUsePart
+from nova.model import (
     CacheHints,
     ModelRequest,
     ModelResponse,
@@ -23,7 +24,6 @@ from nova.core import (
     ToolSpec,
     Usage,
 )
-from nova.messages import Message, Part, TextPart, ThinkingPart, ToolUsePart
 
 __all__ = [
     "CacheHints",

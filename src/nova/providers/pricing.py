@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from nova.core import Usage
+from nova.model import Usage
 
 __all__ = ["ModelInfo", "context_window_for", "cost_usd", "model_info"]
 

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nova.core import (
+from nova.messages import Message, ToolUsePart, new_id
+from nova.model import (
     ModelRequest,
     ModelResponse,
     ResponseDone,
@@ -31,7 +32,6 @@ from nova.core import (
     ToolCallDelta,
     Usage,
 )
-from nova.messages import Message, ToolUsePart, new_id
 from nova.providers.base import assistant_message
 
 __all__ = [

@@ -32,11 +32,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import StreamingResponse
 
-from nova import __version__
 from nova import events as ev
-from nova.app import AgentOptions
+from nova.agent.builder import AgentOptions
 from nova.errors import NovaError, SessionBusy, SessionNotFound
-from nova.host import HostLimits, SessionHub
+from nova.host.hub import HostLimits, SessionHub
 from nova.memory.provenance import reinstate, revoke
 from nova.memory.store import Memory, MemoryNotFound, MemoryStore, UnsafeMemoryName, format_time
 from nova.messages import new_id
@@ -68,6 +67,7 @@ from nova.server.ui_stream import DONE, STREAM_HEADERS, UIStreamEncoder, sse
 from nova.sessions.schema import BoundaryRecord, MessageRecord, Record, parse_record
 from nova.sessions.session import Session
 from nova.settings import Settings
+from nova.version import __version__
 
 __all__ = ["create_app"]
 

@@ -1,6 +1,6 @@
 """Approvals over HTTP: a tool call that needs the user waits here until someone answers it.
 
-When the rules send a call to the user (nova.agent.approval), the session's approver puts an
+When the rules send a call to the user (nova.tools.approval), the session's approver puts an
 `ApprovalRequested` event on the session's bus (the stream carries it as the AI SDK's
 `tool-approval-request` chunk) and blocks the turn's worker thread until
 
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nova import events as ev
-from nova.agent.approval import Answer, RememberingApprover, SessionGrants
-from nova.agent.permissions import PermissionRequest
 from nova.errors import NovaError
 from nova.messages import new_id
+from nova.tools.approval import Answer, RememberingApprover, SessionGrants
+from nova.tools.permissions import PermissionRequest
 
 __all__ = ["DEFAULT_APPROVAL_TIMEOUT_S", "ApprovalAnswered", "ApprovalDesk", "ApprovalNotFound"]
 

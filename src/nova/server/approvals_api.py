@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal
 from fastapi import FastAPI, Path, Request
 from pydantic import BaseModel, ConfigDict
 
-from nova.agent.approval import Answer
-from nova.host import SessionHub
+from nova.host.hub import SessionHub
 from nova.server.approvals import ApprovalAnswered, ApprovalDesk, ApprovalNotFound
 from nova.server.responses import SafeJSONResponse
 from nova.server.schemas import SESSION_ID_PATTERN
+from nova.tools.approval import Answer
 
 __all__ = ["ApprovalIn", "ApprovalOut", "add_approval_routes"]
 

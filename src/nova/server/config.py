@@ -9,7 +9,7 @@ CORS stays off unless origins are listed: the API holds a bearer token and runs 
 so no other web origin may call it by default.
 
 `max_live_sessions` and `idle_session_timeout_s` bound the sessions the server keeps open between turns
-(see `nova.host`): past the count the least recently used idle ones are closed, and one unused for the
+(see `nova.host.hub`): past the count the least recently used idle ones are closed, and one unused for the
 timeout is closed (`null`: only the count closes them). A closed session reopens from its record on its
 next request, which costs a resume, so the defaults keep hundreds open.
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nova.errors import ConfigError
-from nova.host import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_LIVE
+from nova.host.hub import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_LIVE
 from nova.server.approvals import DEFAULT_APPROVAL_TIMEOUT_S
 from nova.settings import _bad, _to_float
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nova.app import AgentOptions
-from nova.providers.factory import make_provider
+from nova.agent.builder import AgentOptions
+from nova.agent.provider_factory import make_provider
 from nova.server.config import ServerConfig, parse_server_config
 from nova.server.shared_token import server_token
 from nova.server.token import TOKEN_FILE

@@ -22,7 +22,7 @@ from typing import Any
 
 from nova import events as ev
 from nova.errors import SessionBusy, SessionNotFound, StorageError
-from nova.host import EventSink, LiveSession, SessionHub
+from nova.host.hub import EventSink, LiveSession, SessionHub
 from nova.server.event_log import EventLog
 from nova.server.remote_cancel import CancelListener, send_cancel
 from nova.sessions.backend import open_store

@@ -59,7 +59,7 @@ def run_workers(settings: Settings, options: ServeOptions, *, say: Callable[[str
     sock.listen(2048)
     sock.set_inheritable(True)
     env = {**os.environ, WORKER_ENV: str(sock.fileno())}
-    argv = [sys.executable, "-m", "nova.cli", *sys.argv[1:]]
+    argv = [sys.executable, "-m", "nova.cli.main", *sys.argv[1:]]
     stopping = False
 
     def start() -> subprocess.Popen[bytes]:

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from nova.core import Usage
 from nova.errors import StorageError
-from nova.files import FOLDER_MODE, create_private_file, private_dir
+from nova.fs.private import FOLDER_MODE, create_private_file, private_dir
+from nova.model import Usage
 from nova.sessions.meta import ARTIFACT_DIRS, SessionMeta, session_dir, write_meta
 from nova.sessions.schema import encode
 from nova.sessions.store import SessionRecord, SessionStore

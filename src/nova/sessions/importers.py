@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nova.core import usage_of
 from nova.errors import SessionImportError
+from nova.model import usage_of
 from nova.sessions.readers import READERS, detect, read
 from nova.sessions.readers.base import ImportedSession, SkippedRecord
 from nova.sessions.readers.nova import IMPORTED_EVENT, SYSTEM_PROMPT_EVENT

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from nova.errors import SessionLocked, StorageError
-from nova.files import FILE_MODE
+from nova.fs.private import FILE_MODE
 
 __all__ = ["LOCK_NAME", "SessionLock", "lock_holder"]
 

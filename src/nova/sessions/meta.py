@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from nova.core import Usage
 from nova.errors import StorageError
+from nova.model import Usage
 from nova.sessions.schema import json_text, printable
 
 __all__ = [

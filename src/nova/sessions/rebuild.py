@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nova.core import Usage
 from nova.errors import StorageError
 from nova.messages import Message
+from nova.model import Usage
 from nova.sessions.meta import MODEL_EVENT, SessionMeta, find_git_root, title_from_prompt
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
 from nova.sessions.store import SessionStore

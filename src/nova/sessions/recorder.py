@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from nova.core import Usage
 from nova.messages import Message
+from nova.model import Usage
 from nova.sessions.schema import BoundaryRecord
 
 __all__ = ["BoundaryRecord", "SessionRecorder"]

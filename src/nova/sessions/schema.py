@@ -42,9 +42,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from nova.core import Usage
 from nova.errors import SchemaVersionError, StorageError
 from nova.messages import Message, SummaryPart, ThinkingPart, from_dict, to_dict
+from nova.model import Usage
 
 __all__ = [
     "SCHEMA_VERSION",

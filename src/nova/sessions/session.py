@@ -26,10 +26,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from nova.core import Usage
 from nova.errors import StorageError
-from nova.files import FOLDER_MODE, create_private_file, private_dir
+from nova.fs.private import FOLDER_MODE, create_private_file, private_dir
 from nova.messages import Message, new_id
+from nova.model import Usage
 from nova.sessions.db_transcript import open_transcript
 from nova.sessions.lock import SessionLock
 from nova.sessions.meta import (

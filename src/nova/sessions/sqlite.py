@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from nova.errors import StorageError
-from nova.files import create_private_file
+from nova.fs.private import create_private_file
 from nova.messages import Message, from_dict, to_dict
 from nova.sessions.schema import json_text, strip_thinking, task_state_text
 from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict

@@ -33,9 +33,9 @@ from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nova.core import Usage
 from nova.errors import StorageError
 from nova.messages import Message, SummaryPart, from_dict
+from nova.model import Usage
 from nova.sessions.schema import (
     BoundaryRecord,
     MessageRecord,

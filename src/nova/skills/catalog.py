@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import SkillError
-from nova.files import write_private_text
+from nova.fs.private import write_private_text
 from nova.memory.paths import project_root
 from nova.skills.manifest import SKILL_FILE, Scope, Skill, read_skill
 

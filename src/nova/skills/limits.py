@@ -1,6 +1,6 @@
 """What an active skill may not do: its declared permissions are the most it may use.
 
-The permission policy asks `refusal` before anything else allows a call (nova.agent.permissions): a call
+The permission policy asks `refusal` before anything else allows a call (nova.tools.permissions): a call
 outside every active skill's declared tools, files or network is refused with the reason, whatever the
 rules or the user's flags would have allowed. A skill that declares nothing of a kind limits nothing of
 that kind (an ecosystem skill with no Nova fields runs under the ordinary policy). Only what can be seen
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nova.agent.shell_parse import parse_command_line
 from nova.skills.manifest import Skill
+from nova.tools.policy.shell_parse import parse_command_line
 
 __all__ = ["ALWAYS_ALLOWED", "is_network_command", "refusal"]
 

@@ -1,6 +1,6 @@
 """Skills in a live agent: the `skill` tool, `/skill NAME`, and the limits of the skills in use.
 
-A body loads on demand, two ways, both wrapped as a skill block (nova.skills.block):
+A body loads on demand, two ways, both wrapped as a skill block (nova.context.skill_block):
 - the model calls the `skill` tool with a name from the index; the body is the tool's result;
 - the user types `/skill NAME [request]`; the body goes into that request, before the user's words.
 Either way the skill is active from then until the user's request is answered (the turn ends): while it
@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from nova.agent.tools.base import ToolContext, ToolOutput
+from nova.context.extensions import Extension, LatePoller, TurnResult
+from nova.context.skill_block import skill_blocks, wrap_body
 from nova.errors import SkillError
-from nova.extensions import Extension, LatePoller, TurnResult
 from nova.memory.paths import project_root
 from nova.messages import Message, TextPart
-from nova.skills.block import skill_blocks, wrap_body
 from nova.skills.catalog import SkillCatalog
 from nova.skills.limits import refusal
 from nova.skills.manifest import Skill
+from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["ActiveSkills", "SkillRuntime", "SkillTool", "body_of", "skill_request"]
 

@@ -49,8 +49,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from nova.core import Usage
 from nova.messages import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from nova.model import Usage
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter, claude_profile
 from nova.tokens.ledger import TokenLedger
 from nova.tokens.sizing import count_message

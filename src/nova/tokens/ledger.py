@@ -22,8 +22,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nova.core import ToolSpec, Usage, usage_of
 from nova.messages import Message
+from nova.model import ToolSpec, Usage, usage_of
 from nova.tokens.allowance import GrowthAllowance
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter
 from nova.tokens.memo import MessageTotals, message_sizer

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from nova.incremental import GenerationalMemo, LastSeen, MessageMemo
+from nova.history.incremental import GenerationalMemo, LastSeen, MessageMemo
 from nova.messages import Message
 from nova.tokens.counters import TokenCounter
 from nova.tokens.sizing import count_message

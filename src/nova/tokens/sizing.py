@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nova.core import ToolSpec
 from nova.messages import (
     ImagePart,
     Message,
@@ -23,6 +22,7 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
+from nova.model import ToolSpec
 from nova.tokens.counters import Overheads, TokenCounter
 
 __all__ = ["IMAGE_TOKENS", "count_message", "count_messages", "count_system", "count_tools", "overheads_of"]

@@ -7,7 +7,7 @@ delivered to the app with `call_from_thread` — so the bar shows the figure eve
 Keys: Enter sends; Ctrl-C cancels the running turn (the session stays, recorded up to that point);
 Ctrl-Q quits. A tool call that needs approval is answered with one key: y (once), a (this tool for the
 rest of the session), n or Escape (no). The bottom line shows the model, the context figure, and the
-session's cost and cache hit rate (`nova.figures`, the numbers `nova run` prints); while the model has
+session's cost and cache hit rate (`nova.present.figures`, the numbers `nova run` prints); while the model has
 not answered, a line above the bar counts the wait, and each retry is a notice. Slash commands: /compact [focus], /context, /memory …, /remember …, /sessions,
 /resume ID|last, /new, /help.
 """
@@ -24,21 +24,21 @@ from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 
 from nova import events as ev
-from nova.agent.approval import Answer, RememberingApprover
-from nova.commands.context import distinct_labels, render_context
+from nova.agent.context_runtime import ContextRuntime
 from nova.context.budget import budget_for
 from nova.context.picture import text_picture
-from nova.context.runtime import ContextRuntime
+from nova.context.report import distinct_labels, render_context
 from nova.context.state import TASK_STATE_COMMANDS
-from nova.core import Usage
 from nova.errors import CommandError, NovaError
-from nova.figures import Figures, session_cost
-from nova.host import SessionHub
+from nova.host.hub import SessionHub
 from nova.memory.config import parse_memory_config
 from nova.memory.slash import handle_memory_slash
 from nova.memory.store import MemoryStore
 from nova.messages import Message
+from nova.model import Usage
+from nova.present.figures import Figures, session_cost
 from nova.sessions.meta import title_from_prompt
+from nova.tools.approval import Answer, RememberingApprover
 from nova.tui.approval import PendingApproval, ScreenPrompt
 from nova.tui.approval_prompt import ApprovalPrompt, Choice, answer_for_key
 from nova.tui.gauge import ContextGauge

@@ -1,7 +1,7 @@
 """Asking the person at the terminal before a tool that changes things runs.
 
 The permission policy calls the session's approver from the agent's worker thread. The TUI's approver
-is `nova.agent.approval.RememberingApprover` over a `ScreenPrompt`: the prompt shows the request and
+is `nova.tools.approval.RememberingApprover` over a `ScreenPrompt`: the prompt shows the request and
 blocks that thread until the person answers `y` (once), `a` (for this session, remembered by the
 approver's grants as on every surface) or `n`; Ctrl-C answers no. Without a screen attached the
 answer is no, which is what the policy does for headless runs without `--allow`.
@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from nova.agent.approval import Answer, RememberingApprover
-from nova.agent.permissions import PermissionRequest
+from nova.tools.approval import Answer, RememberingApprover
+from nova.tools.permissions import PermissionRequest
 
 __all__ = ["PendingApproval", "ScreenPrompt", "screen_approver"]
 

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
-from nova.agent.permissions import PermissionRequest
+from nova.tools.permissions import PermissionRequest
 
 __all__ = ["ApprovalPrompt", "Choice", "PromptText", "describe_request"]
 

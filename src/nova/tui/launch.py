@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nova.app import AgentOptions
-from nova.host import SessionHub
-from nova.providers.factory import make_provider
+from nova.agent.builder import AgentOptions
+from nova.agent.provider_factory import make_provider
+from nova.host.hub import SessionHub
 from nova.settings import Settings
 from nova.tui.approval import screen_approver
 

@@ -10,8 +10,8 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Collapsible, Static
 
-from nova.figures import Figures, status_line
-from nova.progress import Waiting
+from nova.present.figures import Figures, status_line
+from nova.present.progress import Waiting
 from nova.tui.gauge import ContextGauge
 
 __all__ = ["ContextBar", "MessageBlock", "ProgressLine", "StatusFooter", "ToolCall", "describe_call"]
@@ -75,7 +75,7 @@ class ProgressLine(Static):
 
 
 class StatusFooter(Static):
-    """The bottom line: model, context figure, the session's cost and cache hit rate (`nova.figures`,
+    """The bottom line: model, context figure, the session's cost and cache hit rate (`nova.present.figures`,
     the numbers `nova run` prints), and the keys."""
 
     DEFAULT_CSS = """

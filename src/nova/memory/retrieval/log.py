@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from nova.files import private_dir
+from nova.fs.private import private_dir
 from nova.memory.retrieval.pipeline import SearchResult
 
 __all__ = ["LOG_NAME", "LoggedHit", "RetrievalLog", "Verdict"]

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nova.core import CacheHints, ModelRequest, StopReason, ToolSpec
 from nova.messages import (
     ImagePart,
     Message,
@@ -36,6 +35,7 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
+from nova.model import CacheHints, ModelRequest, StopReason, ToolSpec
 from nova.providers.formats._common import sorted_keys
 
 __all__ = [

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nova.core import ModelRequest, StopReason, ToolSpec
 from nova.messages import (
     ImagePart,
     Message,
@@ -35,6 +34,7 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
+from nova.model import ModelRequest, StopReason, ToolSpec
 from nova.providers.formats._common import (
     dump_arguments,
     image_from_url,

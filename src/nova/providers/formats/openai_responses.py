@@ -22,7 +22,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nova.core import ModelRequest, ToolSpec
 from nova.messages import (
     ImagePart,
     Message,
@@ -34,6 +33,7 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
+from nova.model import ModelRequest, ToolSpec
 from nova.providers.formats._common import (
     dump_arguments,
     image_from_url,

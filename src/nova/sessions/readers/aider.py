@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nova.core import Usage
 from nova.messages import TextPart
+from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
 from nova.sessions.readers.common import Builder, load_text
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nova.core import Usage
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
 from nova.sessions.readers.common import Builder, anthropic_parts, load_document, text_of
 from nova.sessions.readers.openai_chat import ANTHROPIC_BLOCKS, chat_items

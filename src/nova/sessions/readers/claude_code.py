@@ -27,9 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nova.core import Usage
 from nova.errors import SessionImportError
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
 from nova.sessions.readers.common import Builder, anthropic_parts, iso_ts, load_text, text_of
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nova.core import Usage
 from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
+from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
 from nova.sessions.readers.common import Builder, arguments, load_document
 

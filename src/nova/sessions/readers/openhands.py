@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nova.core import Usage
 from nova.messages import Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, SkippedRecord, refuse, sure
 from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, mid, text_of
 

@@ -1,0 +1,1 @@
+"""The `nova` command: its entry point (`nova.cli.main`), its subcommands (`nova.cli.commands`) and their terminal rendering."""

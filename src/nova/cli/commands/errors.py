@@ -1,0 +1,44 @@
+"""How every `nova` command reports a failure: one plain line on stderr and a non-zero exit, never a
+traceback. Messages are printed verbatim (they quote things like `pip install 'nova-agent[openai]'`).
+
+A closed pipe (`nova sessions export last | head`) is not a failure to report: it passes through to the
+command line's own handling, which ends the command quietly (see `nova.cli.main.main`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+
+from nova.errors import NovaError
+
+__all__ = ["user_errors"]
+
+
+def _say(line: str) -> None:
+    # Rich loads only when there is something to say: most runs end without an error.
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
+
+
+@contextmanager
+def user_errors(*, exit_code: int = 2, os_errors: bool = False) -> Iterator[None]:
+    """`NovaError` (and, with `os_errors`, an `OSError` that slipped past the storage layer) becomes
+    `nova: error: …` and `exit_code`; Ctrl-C becomes `nova: interrupted` and 130."""
+    try:
+        yield
+    except NovaError as exc:
+        _say(f"nova: error: {exc}")
+        raise typer.Exit(exit_code) from None
+    except BrokenPipeError:
+        raise  # the reader went away: nothing to say, and nobody to say it to
+    except OSError as exc:
+        if not os_errors:
+            raise
+        _say(f"nova: error: {exc.filename or ''}: {exc.strerror or exc}")
+        raise typer.Exit(exit_code) from None
+    except KeyboardInterrupt:
+        _say("nova: interrupted")
+        raise typer.Exit(130) from None

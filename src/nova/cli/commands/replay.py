@@ -1,0 +1,175 @@
+"""`nova replay PATH`: run a recorded session through a context policy and report what it would cost.
+
+Mounted lazily by `nova.cli.main` as `nova replay`. Reads any format
+`nova.sessions.importers.read_session_file` knows (mini-swe-agent, SWE-agent, OpenAI chat lists, Claude
+Code JSONL, Nova transcripts). The compaction settings come from `~/.nova/config.json` (NOVA_HOME), read
+here at the edge; layer 2 uses the extractive summarizer, since a replay has no model to ask.
+
+The cost model: `--provider-cache anthropic|openai` simulates that provider's prompt cache over the calls,
+`--summarizer model-estimate` counts the call a model summarizer would make at each compaction (reading
+the cached prefix, answering with a summary the size of the extractive one), `--price MODEL` prices it.
+"""
+
+# No `from __future__ import annotations`: typer reads the command signatures each time the command
+# runs, and string annotations would be evaluated again each time.
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from nova.cli.commands.errors import user_errors
+from nova.cli.commands.global_options import global_overrides
+from nova.evaluation.replay import ALL_POLICIES, Policy, replay_messages, view_document
+from nova.present.run_progress import RunProgress
+from nova.providers.pricing import model_info
+from nova.settings import load_settings
+from nova.tokens import counter_for_model
+
+__all__ = ["replay_command"]
+
+if TYPE_CHECKING:
+    from nova.sessions.readers.base import ImportedSession
+
+_FIRST_FORMATS = ("mini-swe-agent", "swe-agent", "openai")
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def replay_command(
+    path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL.")],
+    window: Annotated[int, typer.Option("--window", help="Context window of the model to simulate, in tokens.")
+                      ] = 128000,
+    policy: Annotated[str, typer.Option("--policy", help="naive | truncate | observation-mask | nova | "
+                                        "naive-uncached | naive-cached")] = "nova",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with per-call and total figures.")
+                       ] = False,
+    dump_view: Annotated[Path | None, typer.Option("--dump-view", help="Write the final model view to this JSON "
+                                                   "file (system, tools, messages).")] = None,
+    provider_cache: Annotated[str | None, typer.Option("--provider-cache", help="Simulate this provider's "
+                              "prompt cache: anthropic | openai.")] = None,
+    summarizer: Annotated[str, typer.Option("--summarizer", help="extractive | model-estimate (also count the "
+                          "model summary call each compaction would make).")] = "extractive",
+    price: Annotated[str | None, typer.Option("--price", help="Price the figures as this model (model table), "
+                     "e.g. claude-sonnet-4-5.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse a file with a record that cannot be "
+                      "read instead of skipping it with a warning.")] = False,
+    instance: Annotated[str | None, typer.Option("--instance", help="For a file of several runs (OpenHands "
+                        "output.jsonl): the run to replay, by instance id or issue (default: the first).")
+                        ] = None,
+    report_html: Annotated[Path | None, typer.Option("--report", help="Also write one self-contained HTML file "
+                           "with the plots (context per call, its composition, compactions, cost and cache hit) and each "
+                           "compaction's kept/dropped lists. Needs the `report` extra (plotly).")] = None,
+) -> None:
+    """Replay a recorded session as if the agent had used this context policy."""
+    if policy not in ALL_POLICIES:
+        err_console.print(f"nova: error: --policy must be one of {', '.join(ALL_POLICIES)}, not {policy!r}")
+        raise typer.Exit(2)
+    if provider_cache not in (None, "anthropic", "openai"):
+        err_console.print(f"nova: error: --provider-cache must be anthropic or openai, not {provider_cache!r}")
+        raise typer.Exit(2)
+    if summarizer not in ("extractive", "model-estimate"):
+        err_console.print(f"nova: error: --summarizer must be extractive or model-estimate, not {summarizer!r}")
+        raise typer.Exit(2)
+    if price is not None and model_info(price) is None:
+        err_console.print(f"nova: error: --price: no price for model {price!r} in the model table")
+        raise typer.Exit(2)
+    if window <= 0:
+        err_console.print("nova: error: --window must be a positive number of tokens")
+        raise typer.Exit(2)
+    if report_html is not None:
+        from nova.cli.commands.report_extra import require_report_extra
+
+        require_report_extra(report_html)
+    from nova.sessions.importers import read_session_file
+
+    with user_errors():
+        settings = load_settings(env=dict(os.environ), overrides=global_overrides())
+    # A file that cannot be read exits 1, as `nova sessions import` does for the same file.
+    with user_errors(exit_code=1, os_errors=True):
+        session = read_session_file(path, strict=strict)
+    session = _chosen_run(session, instance, path)
+    for skipped in session.skipped:
+        err_console.print(f"nova: warning: skipped {skipped.describe()}", markup=False, soft_wrap=True)
+    model = str(session.meta.get("model") or settings.model)
+    # Replays run in bulk; per-compaction warnings belong in the figures, not on the terminal.
+    for name in ("nova.agent", "nova.context"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    chosen: Policy = policy  # type: ignore[assignment]
+    counter = counter_for_model(model)
+    # A fixed prompt over the window (PromptTooLarge) is one clear error naming the sizes, not a traceback.
+    calls = sum(1 for m in session.messages if m.role == "assistant")
+    with user_errors(exit_code=1), RunProgress(calls, label="replaying calls", stream=sys.stderr) as bar:
+        report = replay_messages(session.messages, system=session.system, window=window, policy=chosen,
+                                 config=settings.compaction, spill=settings.spill, counter=counter,
+                                 provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
+                                 summarizer_estimate=summarizer == "model-estimate", price_model=price,
+                                 on_call=bar.advance)
+    if report.placeholder_tokens:
+        what = "its tool definitions" if session.system else "its system prompt and tools"
+        err_console.print(f"nova: note: the recording lacks {what}; a placeholder of "
+                          f"{report.placeholder_tokens:,} tokens stands in (first response's usage)",
+                          markup=False, soft_wrap=True)
+    if report_html is not None:
+        from nova.cli.commands.report_extra import write_report
+        from nova.evaluation.report import replay_report_html
+
+        write_report(report_html, replay_report_html(report, source=path.name))
+    if dump_view is not None:
+        dump_view.write_text(json.dumps(view_document(report), ensure_ascii=False, indent=2), encoding="utf-8")
+    source = session.meta.get("source_counts")
+    imported = {"responses": report.calls,
+                "tool_calls": sum(len(m.tool_uses()) for m in session.messages),
+                "tool_results": sum(len(m.tool_results()) for m in session.messages)}
+    if as_json:
+        data = report.to_json()
+        # The trajectory formats the replay JSON was first built on keep exactly the keys they always had
+        # (tools compare them); their source counts are in the text report.
+        if isinstance(source, dict) and session.format not in _FIRST_FORMATS:
+            data["import"] = {"format": session.format, "source": source, "imported": imported,
+                              "skipped": len(session.skipped)}
+        print(json.dumps(data))
+        return
+    console.print(f"[bold]{path.name}[/] ({session.format}) policy={policy} window={window:,}")
+    console.print(f"  calls {report.calls}, input tokens {report.input_tokens:,}, output tokens {report.output_tokens:,}")
+    console.print(f"  peak context {report.peak_context_tokens:,}, mean {report.mean_context_tokens:,.0f}")
+    console.print(f"  compactions {report.compactions}, snips {report.snips}, spills {report.spills}, "
+                  f"breaker trips {report.breaker_trips}, invariant violations {report.invariant_violations}")
+    if report.provider_cache or report.cost_usd is not None:
+        cost = f", cost ${report.cost_usd:.4f} (+ agent output ${report.output_cost_usd or 0:.4f})" \
+            if report.cost_usd is not None else ""
+        console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
+                      f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
+                      f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")
+    if report.repaired:
+        console.print(f"  repaired before replay: {report.repaired}", markup=False)
+    if isinstance(source, dict):
+        console.print("  source / imported: " + ", ".join(f"{k} {source.get(k)}/{v}" for k, v in imported.items()),
+                      markup=False)
+    for line in report.violations[:10]:
+        console.print(f"  [red]{line}[/]", markup=True)
+
+
+def _chosen_run(session: "ImportedSession", instance: str | None, path: Path) -> "ImportedSession":
+    """The run `--instance` names (a file may hold several: OpenHands `output.jsonl`), else the first, saying
+    so when there are others."""
+    runs = session.runs()
+    names = [str(r.meta.get("run") or r.meta.get("instance_id") or "") for r in runs]
+    if instance is not None:
+        for run, name in zip(runs, names, strict=True):
+            if instance in {name, str(run.meta.get("instance_id") or "")} - {""}:
+                return run
+        listed = ", ".join(n for n in names if n) or "none named"
+        err_console.print(f"nova: error: --instance: no run {instance!r} in {path.name} (runs: {listed})",
+                          markup=False, soft_wrap=True)
+        raise typer.Exit(2)
+    if len(runs) > 1:
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        err_console.print(f"nova: note: {path.name} holds {len(runs)} runs ({shown}); replaying {names[0]}. "
+                          "Choose another with --instance.", markup=False, soft_wrap=True)
+    return session

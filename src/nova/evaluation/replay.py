@@ -1,0 +1,590 @@
+"""Replay a recorded session through a context policy, as if the agent had run with it.
+
+The recorded assistant messages stand in for the model: before each of them a view is built from the
+history so far under the chosen policy and measured (what that call would have sent); then the
+recorded reply and its tool results enter history as they did in the original run. Policies:
+
+- `naive`: the full history, always.
+- `truncate`: keep the system prompt and the first user message (the task statement), drop the oldest
+  messages after them until the view fits under the same threshold Nova uses.
+- `observation-mask`: SWE-agent's rule, the last 5 tool outputs in full, older ones replaced by a line;
+  then truncated as above, since a provider rejects a request over the window.
+
+Only `naive` (and its two cost variants) may exceed the window; every report counts the requests over
+the window (`requests_over_window`, and `over_window` on each such call), whatever the policy.
+- `nova`: the `ContextController` (spill at entry, layer 1, layer 2 with the extractive summarizer).
+- `naive-uncached` / `naive-cached`: the full history with no prompt cache at all / with the provider
+  cache of `provider_cache` (Anthropic when none is named): the two baselines of the cost model.
+
+Token figures come from the token counter (the recorded usage belongs to the original, unpoliced run).
+Every view is checked for the invariants of `nova.history.invariants`.
+
+The cost model (`provider_cache`, `nova.context.cache_sim`) runs every call's view through a simulated
+provider cache, at the recorded call times when the recording has them. With `summarizer_estimate`, each
+layer-2 compaction also counts the call a model summarizer would have made: the view as last sent plus
+the instruction (reading the cached prefix), answering with a summary the size of the extractive one.
+`price_model` prices it all from the model table; the agent's own output is priced apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable, Collection, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from nova.context.budget import ContextBudget
+from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
+from nova.context.controller import ContextController
+from nova.context.economy import CachePrices
+from nova.context.extensions import ViewRequest
+from nova.context.shown_paths import showing
+from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
+from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
+from nova.history.invariants import check_thinking_integrity, check_tool_pairing
+from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
+from nova.model import ToolSpec, Usage, usage_of
+from nova.providers.pricing import ModelInfo, model_info
+from nova.sessions.repair import repair_history
+from nova.settings import CompactionConfig, SpillConfig
+from nova.tokens import TokenCounter, count_message, count_system, count_tools
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "fixed_prompt_placeholder", "replay_messages",
+           "view_document", "view_text"]
+
+Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
+# The context policies a replay compares (benchmarks iterate these); the two cost baselines come on top.
+POLICIES: tuple[Policy, ...] = ("naive", "truncate", "observation-mask", "nova")
+ALL_POLICIES: tuple[Policy, ...] = ("naive-uncached", "naive-cached", *POLICIES)
+# How the replay's temporary session directory is named in the view.
+REPLAY_SESSION_NAME = "replay-session"
+# SWE-agent's default `last_n_observations`.
+OBSERVATION_WINDOW = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayCall:
+    input_tokens: int
+    event: str
+    cache: Usage = field(default_factory=Usage)
+    floor: int = 0
+    """On a compaction: the continuity floor its summary reports (fixed prompt, the user's words, the
+    modified files and last failure, the kept tail cut to the least): the view cannot be smaller."""
+    composition: dict[str, int] = field(default_factory=dict)
+    """`input_tokens` by kind (`nova.evaluation.replay_views.COMPOSITION_KINDS`): system, tools, rules, memory,
+    history, summary, observations; the parts sum to `input_tokens`."""
+
+
+@dataclass(kw_only=True)
+class ReplayReport:
+    policy: str
+    window: int
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    peak_context_tokens: int = 0
+    compactions: int = 0
+    snips: int = 0
+    spills: int = 0
+    breaker_trips: int = 0
+    invariant_violations: int = 0
+    requests_over_window: int = 0
+    """Calls whose view is larger than the window: a provider would reject them."""
+    repaired: str = ""
+    """What the resume repair changed in the recording before the replay (empty: nothing)."""
+    placeholder_tokens: int = 0
+    """Size of the stand-in for the part of the fixed prompt the recording lacks (`fixed_prompt_placeholder`);
+    0: none."""
+    per_call: list[ReplayCall] = field(default_factory=list)
+    view_changes: list[ViewChange] = field(default_factory=list)
+    """Each compaction (and each truncation cut) with the messages it dropped, kept and added."""
+    threshold: int = 0
+    """Where compaction starts (the truncation baselines cut to it too)."""
+    hard_line: int = 0
+    """Over this, compaction runs even with the breaker open."""
+    violations: list[str] = field(default_factory=list)
+    final_view: list[Message] = field(default_factory=list)
+    system: str = ""
+    tools: Sequence[ToolSpec] = ()
+    # The cost model: agent calls and estimated summary calls together.
+    cost_model: bool = False
+    """True when a cost option was asked for: only then does `to_json` add the cost keys, so the
+    issue-4 object stays exactly as it was for callers that never asked."""
+    provider_cache: str = ""
+    price_model: str = ""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    uncached_input_tokens: int = 0
+    summary_calls: int = 0
+    summary_input_tokens: int = 0
+    summary_output_tokens: int = 0
+    cost_usd: float | None = None
+    """Input side of every call plus the summary calls' output: what the context policy controls."""
+    output_cost_usd: float | None = None
+    """The agent's own output, the same under every policy, priced apart."""
+
+    @property
+    def mean_context_tokens(self) -> float:
+        return self.input_tokens / self.calls if self.calls else 0.0
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """cache read / (uncached + cache read + cache write) over every call, summary calls included."""
+        seen = self.uncached_input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return self.cache_read_tokens / seen if seen else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The `nova replay --json` object; other tools read these exact keys. The cost model adds its keys
+        (and per-call cache figures) when it was asked for."""
+        data: dict[str, Any] = {
+            "policy": self.policy,
+            "window": self.window,
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "peak_context_tokens": self.peak_context_tokens,
+            "compactions": self.compactions,
+            "snips": self.snips,
+            "spills": self.spills,
+            "breaker_trips": self.breaker_trips,
+            "invariant_violations": self.invariant_violations,
+            "requests_over_window": self.requests_over_window,
+            "per_call": [{"input_tokens": c.input_tokens, "event": c.event,
+                          **({"over_window": True} if c.input_tokens > self.window else {}),
+                          "composition": composition_json(c.composition)}
+                         for c in self.per_call],
+            "view_changes": [change.to_json() for change in self.view_changes],
+        }
+        if self.repaired:
+            data["repaired"] = self.repaired
+        if self.placeholder_tokens:
+            data["placeholder_tokens"] = self.placeholder_tokens
+        if not self.cost_model:
+            return data
+        for entry, call in zip(data["per_call"], self.per_call, strict=True):
+            entry["cache_read_tokens"] = call.cache.cache_read_tokens
+            entry["cache_write_tokens"] = call.cache.cache_write_tokens
+        return data | {
+            "provider_cache": self.provider_cache or None,
+            "price_model": self.price_model or None,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "uncached_input_tokens": self.uncached_input_tokens,
+            "cache_hit_rate": round(self.cache_hit_rate, 6),
+            "summary_calls": self.summary_calls,
+            "summary_input_tokens": self.summary_input_tokens,
+            "summary_output_tokens": self.summary_output_tokens,
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "output_cost_usd": None if self.output_cost_usd is None else round(self.output_cost_usd, 6),
+        }
+
+
+PLACEHOLDER_HEAD = ("[placeholder: part of the recorded agent's fixed prompt (system prompt, tool definitions) is "
+                    "not in the recording; this text stands in for its size, {tokens} tokens, measured from the "
+                    "first response's real usage]\n")
+_FILLER = "fixed "
+# Below this share of the first request, a gap between the real figure and the counted one is the token
+# counter's own error (up to ~20 % on the shared trajectories), not a missing part of the prompt (46-99 %
+# on recordings that lack their tool definitions or system prompt).
+MISSING_SHARE = 1 / 3
+
+
+def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter, *, system: str = "") -> str:
+    """A system text as large as the part of the fixed prompt the recording lacks, or "" when nothing
+    is missing or it cannot be known.
+
+    Recordings of Claude Code, OpenCode, Cline or pi hold the conversation but not the system prompt and
+    tool definitions (often 14-26k tokens); Codex and OpenHands keep the system prompt but not the tools.
+    A replay without them would start far smaller than the real session did. The first response's real
+    usage says how much the provider read; what the messages before it and the recorded `system`
+    account for is subtracted, and the rest is the missing part. With a recorded `system`, a rest under
+    `MISSING_SHARE` of the real figure is counting error and gets no placeholder."""
+    first = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
+    usage = usage_of(messages[first]) if first is not None else None
+    if usage is None or not usage.context_tokens:
+        return ""
+    known = sum(count_message(m, counter) for m in messages[:first]) + (count_system(system, counter) if system else 0)
+    fixed = usage.context_tokens - known
+    if system and fixed < usage.context_tokens * MISSING_SHARE:
+        return ""
+    head = PLACEHOLDER_HEAD.format(tokens=fixed)
+    remaining = fixed - count_system(head, counter)
+    if remaining <= 0:
+        return ""
+    per_word = counter.count(_FILLER * 1000) / 1000
+    return head + _FILLER * max(0, round(remaining / per_word))
+
+
+def view_document(report: ReplayReport) -> dict[str, Any]:
+    """The final model view, provider-neutral, for `--dump-view`."""
+    return {
+        "system": report.system,
+        "tools": [{"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
+                  for t in report.tools],
+        "messages": [to_dict(m) for m in report.final_view],
+    }
+
+
+def view_text(view: Sequence[Message]) -> str:
+    """Everything a model reads in `view` as plain text (texts, summaries, tool inputs and outputs), for
+    checks of the kind "is this still visible"."""
+    chunks: list[str] = []
+    for m in view:
+        for p in m.parts:
+            if isinstance(p, ToolUsePart):
+                chunks.extend(str(v) for v in p.input.values())
+            elif isinstance(p, ToolResultPart):
+                chunks.append(p.content)
+            else:
+                chunks.append(getattr(p, "text", "") or getattr(p, "thinking", ""))
+    return "\n".join(chunks)
+
+
+class _Sizer:
+    def __init__(self, counter: TokenCounter, system: str, tools: Sequence[ToolSpec]) -> None:
+        self.counter = counter
+        self.system = count_system(system, counter)
+        self.tools = count_tools(tools, counter)
+        self.fixed = self.system + self.tools
+        # Keyed by object identity; the message is kept in the value so its id cannot be reused.
+        self._cache: dict[int, tuple[Message, int]] = {}
+
+    def message(self, m: Message) -> int:
+        hit = self._cache.get(id(m))
+        if hit is None:
+            hit = self._cache[id(m)] = (m, count_message(m, self.counter))
+        return hit[1]
+
+    def view(self, view: Sequence[Message]) -> int:
+        return self.fixed + sum(self.message(m) for m in view)
+
+
+class _RecordingSummarizer:
+    """Wraps the summarizer a replay really uses and keeps each request with the text it got, so the cost
+    model can count the call a model summarizer would have made in its place."""
+
+    def __init__(self, inner: Summarizer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.pending: list[tuple[SummaryRequest, str]] = []
+
+    def summarize(self, request: SummaryRequest) -> str:
+        text = self.inner.summarize(request)
+        self.pending.append((request, text))
+        return text
+
+
+class _CostModel:
+    """Feeds every call (and estimated summary call) through the simulated provider cache and keeps the
+    totals on the report."""
+
+    def __init__(self, *, cache: ProviderCache | None, sizer: _Sizer, system: str, tools: Sequence[ToolSpec],
+                 info: ModelInfo | None) -> None:
+        self.cache = cache
+        self.sizer = sizer
+        self.info = info
+        self.head: list[Block] = []
+        if tools:
+            self.head.append(Block(_digest([[t.name, t.description, t.input_schema] for t in tools]), sizer.tools))
+        if system:
+            self.head.append(Block(_digest(system), sizer.system))
+        self._blocks: dict[int, tuple[Message, Block]] = {}
+
+    def block(self, m: Message) -> Block:
+        hit = self._blocks.get(id(m))
+        if hit is None:
+            sent = to_dict(m)
+            block = Block(_digest([sent["role"], sent["parts"]]), self.sizer.message(m), max(1, len(m.parts)))
+            hit = self._blocks[id(m)] = (m, block)
+        return hit[1]
+
+    def call(self, view: Sequence[Message], at: float | None) -> Usage:
+        blocks = [*self.head, *(self.block(m) for m in view)]
+        total = sum(b.tokens for b in blocks)
+        if self.cache is None:
+            return Usage(input_tokens=total)
+        return self.cache.call(blocks, head=len(self.head), at=at)
+
+    def add(self, report: ReplayReport, usage: Usage) -> None:
+        report.uncached_input_tokens += usage.input_tokens
+        report.cache_read_tokens += usage.cache_read_tokens
+        report.cache_write_tokens += usage.cache_write_tokens
+
+    def summary_calls(self, report: ReplayReport, pending: list[tuple[SummaryRequest, str]], at: float | None
+                      ) -> None:
+        for request, text in pending:
+            shown = list(request.context) or list(request.older)
+            kept = max(0, len(shown) - len(request.older)) if request.context else 0
+            instruction = Message.user(summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
+                                                           transcript_path=request.transcript_path,
+                                                           kept_messages=kept), id="summary-instruction")
+            usage = self.call([*shown, instruction], at)
+            self.add(report, usage)
+            report.summary_calls += 1
+            report.summary_input_tokens += usage.context_tokens
+            report.summary_output_tokens += self.sizer.counter.count(text)
+        pending.clear()
+
+    def price(self, report: ReplayReport) -> None:
+        if self.info is None:
+            return
+        info = self.info
+        report.cost_usd = (report.uncached_input_tokens * info.input + report.cache_write_tokens * info.cache_write_5m
+                           + report.cache_read_tokens * info.cache_read
+                           + report.summary_output_tokens * info.output) / 1_000_000
+        report.output_cost_usd = report.output_tokens * info.output / 1_000_000
+
+
+def _digest(value: object) -> bytes:
+    data = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Message]:
+    """The honest truncation baseline: the system prompt and the first user message (the task statement)
+    always stay; the oldest messages after them are dropped until the view fits `limit`."""
+    first = next((i for i, m in enumerate(history) if m.role == "user" and not m.has("tool_result")), None)
+    head = list(history[: first + 1]) if first is not None else []
+    rest = history[first + 1:] if first is not None else history
+    total = sizer.view(history)
+    start = 0
+    while start < len(rest) - 1 and total > limit:
+        total -= sizer.message(rest[start])
+        start += 1
+    # Never start on tool results whose call was dropped.
+    while start < len(rest) and rest[start].has("tool_result"):
+        start += 1
+    if rest and start == len(rest):
+        # Nothing after the head fits: keep the newest exchange whole (the call and its results).
+        start = len(rest) - 1
+        while start > 0 and rest[start].has("tool_result"):
+            start -= 1
+    return [*head, *rest[start:]]
+
+
+def _stable_inserts(view: Sequence[Message]) -> list[Message]:
+    """The view with Nova's own inserts (a compaction summary) named by what they stand for instead of a
+    fresh id and the wall clock: the recording decides every other id and time, so the same recording
+    gives the same view, byte for byte."""
+    out = list(view)
+    for i, m in enumerate(out):
+        if m.origin is None:
+            continue
+        covers = [c for p in m.parts if isinstance(p, SummaryPart) for c in p.covers]
+        later = next((x.created_at for x in out[i + 1:] if x.origin is None), 0.0)
+        out[i] = replace(m, id=f"{m.origin}-{_digest([m.origin, covers, i]).hex()[:16]}", created_at=later)
+    return out
+
+
+def _floor(view: Sequence[Message]) -> int:
+    """The continuity floor the newest compaction summary in `view` reports (0 when none does)."""
+    for m in view:
+        sized = m.metadata.get("compaction") if m.origin == "summary" else None
+        if isinstance(sized, dict):
+            return int(sized.get("floor", 0))
+    return 0
+
+
+def _mask(history: Sequence[Message]) -> list[Message]:
+    keep: set[str] = set()
+    for m in reversed(history):
+        for r in reversed(m.tool_results()):
+            if len(keep) < OBSERVATION_WINDOW:
+                keep.add(r.tool_use_id)
+    out: list[Message] = []
+    for m in history:
+        results = m.tool_results()
+        if not results or all(r.tool_use_id in keep for r in results):
+            out.append(m)
+            continue
+        parts = [
+            ToolResultPart(p.tool_use_id, f"Old environment output: ({p.content.count(chr(10)) + 1} lines omitted)",
+                           p.is_error)
+            if isinstance(p, ToolResultPart) and p.tool_use_id not in keep else p
+            for p in m.parts
+        ]
+        out.append(m.with_parts(parts))
+    return out
+
+
+def replay_messages(
+    messages: Sequence[Message],
+    *,
+    system: str = "",
+    tools: Sequence[ToolSpec] = (),
+    window: int,
+    policy: Policy = "nova",
+    config: CompactionConfig | None = None,
+    spill: SpillConfig | None = None,
+    counter: TokenCounter | None = None,
+    summarizer: Summarizer | None = None,
+    session_dir: Path | None = None,
+    provider_cache: ProviderName | None = None,
+    summarizer_estimate: bool = False,
+    price_model: str | None = None,
+    compact_before: Collection[int] = (),
+    on_call: Callable[[], None] | None = None,
+) -> ReplayReport:
+    """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
+
+    Without `tools`, the recording may lack part of its fixed prompt: a placeholder sized from the first
+    response's real usage is added to `system` (`fixed_prompt_placeholder`, `report.placeholder_tokens`),
+    so every replay of such a recording starts at the size the real session did.
+    `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
+    a model summarizer's call for each compaction; `price_model` prices the figures (model table).
+    `compact_before` (policy `nova` only): indexes into `messages` before which a compaction is forced as
+    `/compact` would (`len(messages)`: before the final view), for tests of what survives N compactions.
+    `on_call` is called once after each simulated model call (a progress bar's hook)."""
+    if policy not in ALL_POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(ALL_POLICIES)}")
+    info = model_info(price_model) if price_model else None
+    if price_model and info is None:
+        raise ValueError(f"no price for model {price_model!r} in the model table")
+    if policy == "naive-uncached":
+        provider_cache = None
+    elif policy == "naive-cached":
+        provider_cache = provider_cache or "anthropic"
+    # A recording is replayed as a resume would load it: unanswered calls, misplaced results and the like
+    # are repaired the same way (a provider would refuse them), and the report says what was done.
+    messages, repair = repair_history(messages)
+    config = config or CompactionConfig()
+    counter = counter or HeuristicCounter(CL100K_PROFILE)
+    placeholder = "" if tools else fixed_prompt_placeholder(messages, counter, system=system)
+    system = "\n\n".join(part for part in (system, placeholder) if part)
+    recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
+    with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp, ExitStack() as shown:
+        directory = session_dir or Path(tmp) / "session"
+        if session_dir is None:
+            # The temporary directory's name is random: the view names it by a fixed one, so the same
+            # recording gives the same figures, byte for byte (nova.context.shown_paths).
+            shown.enter_context(showing(directory, REPLAY_SESSION_NAME))
+        # The spill limits scale with the window like every other size (a configured value is clamped):
+        # handed to the controller apart, the seeds' 50k-character limits held at 8k too.
+        controller = ContextController(config=config, budget=ContextBudget.derive(config, window, spill),
+                                       counter=counter,
+                                       summarizer=recording or summarizer, session_dir=directory, system=system,
+                                       tools=tools, prices=CachePrices.of(info) if info else None)
+        sizer = _Sizer(controller.counter, system, tools)
+        min_tokens = info.min_cacheable_tokens if info else 1024
+        cache = make_cache(provider_cache, min_tokens=min_tokens) if provider_cache else None
+        cost = _CostModel(cache=cache, sizer=sizer, system=system, tools=tools, info=info)
+        report = _run(messages, system=system, tools=tools, window=window, policy=policy,
+                      controller=controller, sizer=sizer, cost=cost, recording=recording,
+                      compact_before=frozenset(compact_before), on_call=on_call)
+    report.repaired = repair.describe() if repair.changed else ""
+    report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
+    report.cost_model = bool(provider_cache or price_model or summarizer_estimate
+                             or policy in ("naive-uncached", "naive-cached"))
+    report.provider_cache = provider_cache or ""
+    report.price_model = price_model or ""
+    cost.price(report)
+    return report
+
+
+def _run(
+    messages: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], window: int, policy: Policy,
+    controller: ContextController, sizer: _Sizer, cost: _CostModel, recording: _RecordingSummarizer | None,
+    compact_before: frozenset[int] = frozenset(), on_call: Callable[[], None] | None = None,
+) -> ReplayReport:
+    report = ReplayReport(policy=policy, window=window, system=system, tools=tools,
+                          threshold=controller.threshold, hard_line=controller.hard_line)
+    raw = {m.id: m for m in messages}
+    history: list[Message] = []
+    calls_by_id: dict[str, ToolUsePart] = {}
+    counter = controller.counter
+    # The composition is made of the sizer's own measures: its sum is the call's input.
+    composer = Composer(system=sizer.system, tools=sizer.tools, size=sizer.message, count=counter.count)
+    # The names Nova's inserts are listed under (their ids are fresh each run; see `_stable_inserts`).
+    names: dict[str, str] = {}
+    shown: list[Message] = []  # the view the previous call sent (what a cut is measured against)
+
+    def compacted(before: list[Message], after: list[Message], *, forced: bool) -> None:
+        report.view_changes.append(view_change(
+            call=report.calls + 1, event="compaction", forced=forced, before=before, after=after,
+            shown_after=_stable_inserts(after), size=sizer.message, count=counter.count, names=names))
+
+    def build_view() -> tuple[list[Message], str]:
+        nonlocal history
+        if policy in ("naive", "naive-uncached", "naive-cached"):
+            return list(history), ""
+        if policy == "truncate":
+            view = _truncate(history, sizer, controller.threshold)
+            return view, "truncate" if len(view) < len(history) else ""
+        if policy == "observation-mask":
+            # SWE-agent's masking, then still cut to the same line: a provider rejects a request over
+            # the window, so a baseline that sends one flatters nobody.
+            masked = _mask(history)
+            view = _truncate(masked, sizer, controller.threshold)
+            return view, "truncate" if len(view) < len(masked) else ""
+        before = history
+        history = controller.prepare_view(request=ViewRequest(history=history, system=system))
+        event = controller.stats.last_event
+        if event == "compaction" or {m.id for m in before} - {m.id for m in history}:
+            compacted(before, history, forced=False)
+        return list(history), event
+
+    def force_compaction() -> None:
+        nonlocal history
+        before, done = history, controller.stats.compactions
+        history = controller.compact_now(history)
+        if controller.stats.compactions > done:
+            compacted(before, history, forced=True)
+
+    for index, message in enumerate(messages):
+        if policy == "nova" and index in compact_before:
+            force_compaction()
+        if message.role == "assistant":
+            at = message.created_at if message.created_at > 0 else None
+            view, event = build_view()
+            if event == "truncate":
+                cut = cut_change(call=report.calls + 1, previous=shown, view=view, size=sizer.message,
+                                 count=counter.count)
+                if cut is not None:
+                    report.view_changes.append(cut)
+            shown = view
+            if recording is not None:
+                cost.summary_calls(report, recording.pending, at)
+            kinds = composer.composition(view)
+            used = sum(kinds.values())
+            usage = cost.call(view, at)
+            cost.add(report, usage)
+            report.calls += 1
+            report.input_tokens += used
+            report.peak_context_tokens = max(report.peak_context_tokens, used)
+            report.requests_over_window += used > window
+            report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0,
+                                              kinds))
+            problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
+            report.invariant_violations += len(problems)
+            report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])
+            recorded = usage_of(message)
+            report.output_tokens += recorded.output_tokens if recorded is not None else sizer.message(message)
+            for u in message.tool_uses():
+                calls_by_id[u.id] = u
+            history.append(message)
+            if on_call is not None:
+                on_call()
+        elif message.has("tool_result") and policy == "nova":
+            parts = [controller.process_result(call=calls_by_id[p.tool_use_id], result=p)
+                     if isinstance(p, ToolResultPart) and p.tool_use_id in calls_by_id else p
+                     for p in message.parts]
+            history.append(message.with_parts(parts) if parts != list(message.parts) else message)
+        else:
+            history.append(message)
+    if policy == "nova" and len(messages) in compact_before and history:
+        force_compaction()
+    final, _ = build_view() if history else ([], "")
+    if recording is not None:
+        recording.pending.clear()  # a compaction of the final view is never sent: no call to count
+    report.final_view = _stable_inserts(final)
+    if policy == "nova":
+        report.compactions = controller.stats.compactions
+        report.snips = controller.stats.snips
+        report.spills = controller.stats.spills
+        report.breaker_trips = controller.stats.breaker_trips
+    return report

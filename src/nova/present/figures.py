@@ -1,0 +1,75 @@
+"""The figures a person reads about a conversation: model, context, cost and cache hit rate.
+
+`nova run`'s closing line (a turn's figures) and the TUI footer (the session's running figures) are
+both made here from the same inputs — the agent's one context figure (TOK-3) and the provider's usage
+and price — so the two surfaces can never disagree about what a number means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nova import events as ev
+from nova.model import Usage
+from nova.providers.pricing import cost_usd
+from nova.tokens import context_percent
+
+__all__ = ["Figures", "cache_hit_rate", "footer_line", "session_cost", "status_line"]
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    model: str
+    used: int
+    limit: int
+    window: int
+    cost: float | None
+    """US dollars; None when the model is not in the price table."""
+    cache_hit_rate: float | None
+    """Share of the prompt tokens read from the cache; None before any call."""
+
+    @property
+    def percent(self) -> float:
+        return context_percent(self.used, self.limit)
+
+    @classmethod
+    def of(cls, *, model: str, status: ev.ContextUpdate, usage: Usage, cost: float | None) -> Figures:
+        return cls(model=model, used=status.used, limit=status.limit, window=status.window, cost=cost,
+                   cache_hit_rate=cache_hit_rate(usage))
+
+
+def cache_hit_rate(usage: Usage) -> float | None:
+    seen = usage.context_tokens
+    return usage.cache_read_tokens / seen if seen else None
+
+
+def session_cost(model: str, recorded_usd: float) -> float | None:
+    """A session's recorded cost, or None when its model has no price (the record then holds 0.0,
+    which would read as "free")."""
+    return recorded_usd if cost_usd(Usage(), model) is not None else None
+
+
+def _cost_text(cost: float | None, *, long: bool) -> str:
+    if cost is not None:
+        return f"${cost:.4f}"
+    return "unknown (model not in the price table)" if long else "unknown"
+
+
+def _hit_text(rate: float | None) -> str:
+    return f"{rate:.0%}" if rate is not None else "n/a"
+
+
+def footer_line(f: Figures) -> str:
+    """`nova run`'s closing line."""
+    cost = _cost_text(f.cost, long=True)
+    return (f"context {f.used:,}/{f.limit:,} tokens ({f.percent:.1f}% of the compaction threshold, window "
+            f"{f.window:,}) · cost {cost} · cache hit rate {_hit_text(f.cache_hit_rate)}")
+
+
+def status_line(f: Figures) -> str:
+    """The TUI footer: one line that fits 80 columns with a model name of 20 characters."""
+    if f.used <= 0:
+        context = f"context: nothing sent yet (window {f.window:,})"
+    else:
+        context = f"context {f.used:,}/{f.limit:,} ({f.percent:.1f}%)"
+    return f"{f.model} · {context} · cost {_cost_text(f.cost, long=False)} · cache hits {_hit_text(f.cache_hit_rate)}"

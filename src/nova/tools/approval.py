@@ -1,0 +1,109 @@
+"""How a person answers a tool call the permission rules send to them: one protocol for every surface.
+
+The policy (nova.tools.permissions) decides first; only an "ask" verdict reaches an `Approver`. The
+TUI, `nova run` in a terminal and the server (the web page and the API) each supply one, and each
+answer is one of three:
+
+- `Answer.ONCE`: run this call;
+- `Answer.SESSION`: run it, and every later call the same rule asks about, for the life of this
+  session (remembered by `SessionGrants`, in memory, never written to the config);
+- `Answer.DENY`: refuse it. No answer in time, a closed prompt or a broken one is a denial too.
+
+A grant is keyed by what made the policy ask: the ask rule (`bash(git push*)`) when one did, else the
+tool (`edit_file` asks because it changes files). A call only the user may approve (a command that
+cannot be checked against the deny rules, see `Verdict.user_only`) is never covered by a grant: the
+person is asked each time. A deny verdict never reaches an approver, so no answer overrides a deny rule.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from nova.tools.permissions import PermissionRequest
+
+__all__ = ["Answer", "Approver", "RememberingApprover", "SessionGrants", "answer_of", "grant_key"]
+
+
+class Answer(StrEnum):
+    ONCE = "once"
+    SESSION = "session"
+    DENY = "deny"
+
+    @property
+    def allows(self) -> bool:
+        return self is not Answer.DENY
+
+
+class Approver(Protocol):
+    """Called on the agent's worker thread; blocks until the person answers (or the surface gives up,
+    which is `Answer.DENY`). A plain `bool` is read as once / deny."""
+
+    def __call__(self, request: PermissionRequest, /) -> Answer | bool: ...
+
+
+def answer_of(value: object) -> Answer:
+    """What an approver's return value means; anything unexpected is a denial (fail closed)."""
+    if isinstance(value, Answer):
+        return value
+    if value is True:
+        return Answer.ONCE
+    if isinstance(value, str):
+        try:
+            return Answer(value)
+        except ValueError:
+            return Answer.DENY
+    return Answer.DENY
+
+
+def grant_key(request: PermissionRequest) -> str:
+    """What an "allow for session" answer covers: the rule that asked, else the tool."""
+    return f"rule:{request.rule}" if request.rule else f"tool:{request.tool}"
+
+
+class SessionGrants:
+    """The "allow for session" answers of one session. Thread-safe; lives as long as the session's
+    approver, and the model has no way to reach it."""
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def covers(self, request: PermissionRequest) -> bool:
+        if request.user_only:
+            return False
+        with self._lock:
+            return grant_key(request) in self._keys
+
+    def grant(self, request: PermissionRequest) -> None:
+        if request.user_only:
+            return
+        with self._lock:
+            self._keys.add(grant_key(request))
+
+    def describe(self, request: PermissionRequest) -> str:
+        """What "allow for session" would cover, for a prompt."""
+        if request.user_only:
+            return "this call only (it cannot be checked before it runs)"
+        return f"every call the rule `{request.rule}` asks about" if request.rule else f"every {request.tool} call"
+
+
+class RememberingApprover:
+    """An `Approver` over a prompt: asks through `prompt` unless a session grant covers the call, and
+    remembers the "allow for session" answers. A prompt that raises is a denial (the policy catches it)."""
+
+    def __init__(self, prompt: Callable[[PermissionRequest], Answer | bool],
+                 grants: SessionGrants | None = None) -> None:
+        self.prompt = prompt
+        self.grants = grants or SessionGrants()
+
+    def __call__(self, request: PermissionRequest, /) -> Answer:
+        if self.grants.covers(request):
+            return Answer.SESSION
+        answer = answer_of(self.prompt(request))
+        if answer is Answer.SESSION:
+            self.grants.grant(request)
+        return answer

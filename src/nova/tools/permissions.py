@@ -1,0 +1,539 @@
+"""May this tool call run? Decided before the tool starts, by rules the model cannot change.
+
+Rules come from the `permissions` section of the config (`allow`, `deny`, `ask`) and are written `TOOL`
+or `TOOL(pattern)`: `bash(git push*)`, `write_file(src/*)`, `read_file(.env)`. The pattern is an
+fnmatch pattern (case-sensitive; `*` also matches `/`) tested against the call's key argument:
+
+- `bash`: every simple command the line runs, as a real shell parser finds them (nova.tools.policy.shell_parse:
+  pipelines, lists, subshells, command and process substitutions, `bash -c '...'`, ...), normalized
+  (quotes and escapes removed, wrappers such as `env`, `timeout`, `sudo` peeled, `/usr/bin/git` read as
+  `git`, git's global options skipped). A deny or ask rule matches when any command matches in any of
+  its spellings, so `cd x && timeout 5 git -C . push` is caught by `bash(git push*)`; an allow rule only
+  applies when every command is allowed as written, so `bash(git status*)` does not let
+  `git status; rm -rf ~` through. A command the parser cannot resolve before it runs (`eval`,
+  `bash -c "$x"`, `$cmd push`, a script) is never allowed by a rule: the user is asked, and when deny
+  rules apply to bash, `--yes` and `--allow bash` do not cover it.
+- `read_file`, `write_file`, `edit_file`, `grep`, `glob`: the path relative to the working directory
+  (absolute when outside it). Deny and ask rules also see the symlink-resolved path; allow rules see
+  only the resolved path, so a link cannot smuggle a write past them.
+- MCP tools (`mcp__server__tool`, nova.mcp): the call's arguments as compact JSON with sorted keys, so
+  `mcp__github__create_issue(*"repo":"nova"*)` matches by argument and `mcp__github__*` names a whole
+  server. `mcp_call` is checked as the tool it calls.
+
+Reading tools share one path policy (nova.tools.policy.read_policy): a path rule written for `read_file`,
+`grep` or `glob` applies to all three (deny and ask rules also to `edit_file`, which shows what it
+changed), reads outside the workspace and of secret-looking files (`.env`, keys, `~/.ssh`) need approval,
+and a directory search leaves out the files a rule denies or that would need approval, saying so.
+
+Precedence: deny > allow > ask > default. By default read-only tools run (reads outside the workspace or
+of secret-looking files ask, as above); tools that write or run commands ask the user in an interactive
+session, and in a headless run are allowed only with `--yes` or `--allow TOOL`. A decision that needs the
+user and cannot get one is a denial.
+
+Protected paths come first of all: Nova's own configuration, policy, instruction files, memory and
+`.nova/` folders are never written by a model tool, whatever the rules, `--yes` or `--allow` say, so the
+model cannot rewrite the rules it runs under (a forged allow rule, policy or memory would take effect in
+the next session). For `bash` that covers the writes the parser can see: redirections, `tee`, `cp`,
+`mv`, `rm`, `sed -i`, ... .
+
+Pattern rules on `bash` are a guard rail against the model's usual habits, not a sandbox: a program
+can still write or run what its arguments do not show (`python script.py`). The model cannot change
+the policy: it is immutable, and no tool receives it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+from nova.errors import ConfigError, ToolError
+from nova.settings import PermissionsConfig
+from nova.tools.approval import Answer, Approver, answer_of
+from nova.tools.base import Tool, ToolContext, ToolOutput, resolve_delegate
+from nova.tools.policy.read_policy import FileScreen, RuleHit, read_concern, rule_tool_names
+from nova.tools.policy.shell_parse import ShellCommand, ShellLine, could_match_longer, parse_command_line
+
+__all__ = [
+    "Decision",
+    "PermissionPolicy",
+    "PermissionRequest",
+    "ProtectedPaths",
+    "Rule",
+    "Verdict",
+    "parse_rule",
+    "run_tool_checked",
+]
+
+log = logging.getLogger(__name__)
+
+PATH_TOOLS = {"read_file": None, "write_file": None, "edit_file": None, "grep": ".", "glob": "."}
+"""Tools whose key argument is `path`, with the default used when the call leaves it out."""
+
+
+# -- rules ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Rule:
+    tool: str
+    """A tool name, or an fnmatch pattern over tool names (`mcp__github__*`)."""
+    pattern: str | None
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_RULE_RE = re.compile(r"^\s*([^\s()]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+
+
+def parse_rule(text: str, *, where: str = "permissions") -> Rule:
+    match = _RULE_RE.match(text)
+    if match is None or (match.group(2) is not None and not match.group(2).strip()):
+        raise ConfigError(
+            f"{where}: rule {text!r} is not `TOOL` or `TOOL(pattern)`, e.g. `bash(git push*)` or `write_file`"
+        )
+    pattern = match.group(2)
+    return Rule(tool=match.group(1), pattern=pattern.strip() if pattern is not None else None, text=text.strip())
+
+
+# -- what a rule is matched against -------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """One thing the call does (a sub-command, a path), seen two ways."""
+
+    strict: tuple[str, ...]
+    """Forms an allow rule must match: the canonical ones, that cannot be dressed up."""
+    loose: tuple[str, ...]
+    """Forms a deny or ask rule may match: every spelling, so a rule is hard to sidestep."""
+    open_prefixes: tuple[str, ...] = ()
+    """Beginnings whose rest is known only at run time (`git $x`, `xargs git`): a deny or ask rule
+    matches if it could match something that starts so."""
+
+
+def _bash_units(line: ShellLine, command: str) -> list[_Unit]:
+    """One unit per command the line runs (an unresolved one has no strict form: no rule may allow it),
+    plus the whole line for deny and ask rules written against it (`bash(*--force*)`)."""
+    units = [_Unit(strict=() if c.unresolved else (c.exact,), loose=c.forms, open_prefixes=c.open_prefixes)
+             for c in line.commands]
+    units.append(_Unit(strict=(), loose=(" ".join(command.split()),)))
+    return units
+
+
+def _relative(path: Path, base: Path) -> str | None:
+    try:
+        return path.relative_to(base).as_posix() or "."
+    except ValueError:
+        return None
+
+
+def _path_units(raw: str, cwd: Path) -> list[_Unit]:
+    given = Path(raw).expanduser()
+    lexical = Path(os.path.normpath(given if given.is_absolute() else cwd / given))
+    real = Path(os.path.realpath(lexical))
+    real_cwd = Path(os.path.realpath(cwd))
+    strict = [_relative(real, real_cwd), real.as_posix()]
+    loose = [_relative(lexical, cwd), lexical.as_posix(), *strict]
+    return [_Unit(strict=_unique(strict), loose=_unique(loose))]
+
+
+def _unique(forms: Iterable[str | None]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(f for f in forms if f is not None))
+
+
+def _units_for(tool_name: str, input: Mapping[str, Any], cwd: Path) -> list[_Unit]:
+    """What pattern rules are matched against; empty when the call has no usable key argument (then
+    only bare `TOOL` rules apply, and the tool itself rejects the call)."""
+    if tool_name in PATH_TOOLS:
+        raw = input.get("path", PATH_TOOLS[tool_name])
+        return _path_units(raw, cwd) if isinstance(raw, str) and raw.strip() else []
+    if tool_name.startswith("mcp__"):
+        # An MCP tool's arguments as canonical JSON: `mcp__github__create_issue(*"repo":"nova"*)`.
+        form = json.dumps(dict(input), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return [_Unit(strict=(form,), loose=(form,))]
+    return []
+
+
+def _rule_matches(rule: Rule, tool_name: str, forms: Iterable[str], *, allow: bool = False) -> bool:
+    if rule.pattern is None:
+        return fnmatch.fnmatchcase(tool_name, rule.tool)
+    # Path rules of the reading tools are shared among them (nova.tools.policy.read_policy).
+    if not any(fnmatch.fnmatchcase(name, rule.tool) for name in rule_tool_names(tool_name, allow=allow)):
+        return False
+    return any(fnmatch.fnmatchcase(f, rule.pattern) for f in forms)
+
+
+# -- protected paths ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ProtectedPaths:
+    """What no model tool may write: every path under `dirs`, the files in `files`, and any file whose
+    name is in `names` wherever it lies (instruction files are read from nested folders too)."""
+
+    dirs: tuple[Path, ...] = ()
+    files: tuple[Path, ...] = ()
+    names: frozenset[str] = frozenset()
+
+    def reason(self, raw: str, cwd: Path) -> str | None:
+        """Why writing `raw` (relative to `cwd`) is refused, or None. Both the path as written and its
+        symlink-resolved form are checked, so a link cannot lead a write into a protected place."""
+        given = Path(raw).expanduser()
+        lexical = Path(os.path.normpath(given if given.is_absolute() else cwd / given))
+        for candidate in dict.fromkeys((lexical, Path(os.path.realpath(lexical)))):
+            if candidate.name in self.names:
+                return f"{candidate.name} is an instruction file Nova loads as rules"
+            for protected in self.files:
+                if candidate == protected or candidate == Path(os.path.realpath(protected)):
+                    return f"{protected} is one of Nova's protected files"
+            for folder in self.dirs:
+                for form in dict.fromkeys((folder, Path(os.path.realpath(folder)))):
+                    if candidate == form or form in candidate.parents:
+                        return f"{folder} holds Nova's own configuration, rules or memory"
+        return None
+
+
+# -- decisions ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str
+    """For a denial this is what the model reads: what was refused and what would allow it."""
+    rule: str | None = None
+    """The config rule that decided, if one did."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the rules say about a call before anyone is asked."""
+
+    outcome: Literal["allow", "ask", "deny"]
+    reason: str
+    rule: str | None = None
+    user_only: bool = False
+    """For "ask": only the user may approve, not `--yes` or `--allow` (a command that cannot be checked
+    against the deny rules that apply to its tool)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermissionRequest:
+    """What the `ask` callback is shown when a call needs the user's approval."""
+
+    tool: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    summary: str
+    """One line for a prompt, e.g. `bash: git push origin main`."""
+    reason: str
+    """Why the user is asked: an `ask` rule, or the default for tools that change things."""
+    rule: str | None = None
+    call_id: str = ""
+    """The model's id for this tool call (`toolu_…`), when the agent knows it: surfaces answer by it."""
+    user_only: bool = False
+    """Only an answer for this call may approve it: no session grant covers it (see `Verdict.user_only`)."""
+
+
+def _summary(tool_name: str, input: Mapping[str, Any]) -> str:
+    if tool_name == "bash" and isinstance(input.get("command"), str):
+        return f"bash: {input['command']}"
+    if tool_name in PATH_TOOLS and isinstance(input.get("path"), str):
+        return f"{tool_name}: {input['path']}"
+    text = json.dumps(dict(input), ensure_ascii=False, default=str)
+    return f"{tool_name}: {text if len(text) <= 200 else text[:197] + '...'}"
+
+
+AskUser = Approver
+"""The `ask` callback: the surface's approver (nova.tools.approval)."""
+
+
+class PermissionPolicy:
+    """The permission rules of one session. Immutable: built once from config and flags."""
+
+    __slots__ = ("_allow", "_allowed_tools", "_ask", "_ask_user", "_cwd", "_deny", "_dynamic_deny", "_interactive",
+                 "_limit", "_protected", "_read_roots", "_yes")
+
+    _allow: tuple[Rule, ...]
+    _deny: tuple[Rule, ...]
+    _ask: tuple[Rule, ...]
+    _interactive: bool
+    _allowed_tools: frozenset[str]
+    _yes: bool
+    _ask_user: AskUser | None
+    _cwd: Path
+    _dynamic_deny: Callable[[], Iterable[str]] | None
+    _protected: ProtectedPaths
+    _read_roots: tuple[Path, ...]
+    _limit: Callable[[str, Mapping[str, Any], Path], str | None] | None
+
+    def __init__(
+        self,
+        config: PermissionsConfig,
+        *,
+        interactive: bool,
+        allowed_tools: frozenset[str] = frozenset(),
+        yes: bool = False,
+        ask: AskUser | None = None,
+        cwd: Path | None = None,
+        dynamic_deny: Callable[[], Iterable[str]] | None = None,
+        protected: ProtectedPaths | None = None,
+        read_roots: Iterable[Path] = (),
+        limit: Callable[[str, Mapping[str, Any], Path], str | None] | None = None,
+    ) -> None:
+        """`cwd` is the directory path rules are relative to (default: the process's, at construction);
+        `run_tool_checked` uses the tool context's instead. Bad rules raise `ConfigError`.
+        `dynamic_deny` returns extra deny rules read at every check: the ones canonical task state derives
+        from the user's constraints ("merge not approved" → `bash(git merge*)`, nova.context.state). They
+        take effect on the next call, without waiting for the model to read anything; the model cannot
+        change them (task state is written only by deterministic code). `protected` are the paths no
+        tool that writes may touch, whatever else is allowed. `read_roots` are folders besides the working
+        directory that reading tools may read without asking (the project root, the session's folder).
+        `limit(tool, input, cwd)` returns why a call is beyond what the skills in use declared (nova.skills),
+        or None: it is asked before any rule, so nothing allows what an active skill may not do."""
+        values = {
+            "_allow": tuple(parse_rule(r, where="permissions.allow") for r in config.allow),
+            "_deny": tuple(parse_rule(r, where="permissions.deny") for r in config.deny),
+            "_ask": tuple(parse_rule(r, where="permissions.ask") for r in config.ask),
+            "_interactive": interactive,
+            "_allowed_tools": frozenset(allowed_tools),
+            "_yes": yes,
+            "_ask_user": ask,
+            "_cwd": cwd if cwd is not None else Path.cwd(),
+            "_dynamic_deny": dynamic_deny,
+            "_protected": protected or ProtectedPaths(),
+            "_read_roots": tuple(read_roots),
+            "_limit": limit,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("PermissionPolicy is immutable; build a new one from config and flags")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("PermissionPolicy is immutable")
+
+    def __repr__(self) -> str:
+        return (
+            f"PermissionPolicy(allow={[r.text for r in self._allow]}, deny={[r.text for r in self._deny]}, "
+            f"ask={[r.text for r in self._ask]}, interactive={self._interactive}, "
+            f"allowed_tools={sorted(self._allowed_tools)}, yes={self._yes})"
+        )
+
+    @property
+    def interactive(self) -> bool:
+        return self._interactive
+
+    @property
+    def cwd(self) -> Path:
+        return self._cwd
+
+    def check(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None, call_id: str = "") -> Decision:
+        """`call_id` is the model's id of the call, passed on to the approver when the user is asked."""
+        verdict = self.evaluate(tool, input, cwd=cwd)
+        if verdict.outcome == "ask":
+            return self._needs_approval(tool.name, input, verdict, call_id=call_id)
+        return Decision(verdict.outcome == "allow", verdict.reason, verdict.rule)
+
+    def evaluate(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Verdict:
+        """What the rules decide before anyone is asked (no prompt, no flags): `check` acts on it, and
+        `nova permissions check` prints it."""
+        name = tool.name
+        where = cwd or self._cwd
+        summary = _summary(name, input)
+        command = input.get("command") if name == "bash" else None
+        line = parse_command_line(command) if isinstance(command, str) and command.strip() else None
+        if not tool.read_only:
+            why = self._protected_reason(name, input, line, where)
+            if why is not None:
+                return Verdict("deny", f"{summary!r} is refused: {why}, and no tool may change it "
+                               "(edit it yourself outside Nova if it must change).", "protected")
+        if self._limit is not None:
+            beyond = self._limit(name, input, where)
+            if beyond is not None:
+                return Verdict("deny", f"{summary!r} is refused: {beyond}.", "skill")
+        units = _bash_units(line, command) if line is not None and command else _units_for(name, input, where)
+
+        denied = self._match_any(self._deny, name, units)
+        if denied is not None:
+            return Verdict("deny", f"{summary!r} is refused by the deny rule `{denied}`.", denied.text)
+        task_rules = (tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
+                      if self._dynamic_deny is not None else ())
+        denied = self._match_any(task_rules, name, units)
+        if denied is not None:
+            return Verdict("deny", f"{summary!r} is refused by the task-state rule `{denied}`: "
+                                   "the user has not approved this action (ask them; /approve records it).",
+                           denied.text)
+
+        if line is not None and line.unresolved:
+            # No rule may allow what cannot be seen; with deny rules on bash, only the user may, since
+            # the command might be one of the denied ones.
+            guarded = any(fnmatch.fnmatchcase(name, r.tool) for r in (*self._deny, *task_rules))
+            return Verdict("ask", f"it cannot be checked before it runs ({'; '.join(line.unresolved)})",
+                           user_only=guarded)
+
+        allowed = self._match_all(name, units)
+        if allowed is not None:
+            return Verdict("allow", f"allowed by the rule `{allowed}`", allowed)
+
+        ask_rule = self._match_any(self._ask, name, units)
+        if ask_rule is None and tool.read_only:
+            raw = input.get("path", PATH_TOOLS.get(name))
+            concern = read_concern(name, raw, cwd=where, roots=self._read_roots) if isinstance(raw, str) else None
+            if concern is None:
+                return Verdict("allow", "read-only tool")
+            return Verdict("ask", concern)
+        if ask_rule is not None:
+            return Verdict("ask", f"the ask rule `{ask_rule}` matches", ask_rule.text)
+        return Verdict("ask", f"{name} can change files or run commands")
+
+    def _protected_reason(self, name: str, input: Mapping[str, Any], line: ShellLine | None,
+                          where: Path) -> str | None:
+        if name in PATH_TOOLS:
+            raw = input.get("path")
+            return self._protected.reason(raw, where) if isinstance(raw, str) and raw.strip() else None
+        if line is None or not line.writes:
+            return None
+        # A `cd` earlier in the line may have moved the shell: relative targets are checked from there too.
+        bases = [where, *(where / Path(d).expanduser() for d in line.dirs)]
+        for write in line.writes:
+            for base in bases:
+                why = self._protected.reason(write.path, base)
+                if why is not None:
+                    return f"it writes {write.path} ({write.via}): {why}"
+        return None
+
+    def explain_command(self, command: ShellCommand) -> str:
+        """What the rules make of one command of a bash line, for `nova permissions check`."""
+        units = [_Unit(strict=() if command.unresolved else (command.exact,), loose=command.forms,
+                       open_prefixes=command.open_prefixes)]
+        task_rules = (tuple(parse_rule(r, where="task state") for r in self._dynamic_deny())
+                      if self._dynamic_deny is not None else ())
+        denied = self._match_any((*self._deny, *task_rules), "bash", units)
+        if denied is not None:
+            return f"denied by `{denied}`"
+        if command.unresolved:
+            return f"cannot be checked before it runs: {command.unresolved}"
+        allowed = next((r for r in self._allow if _rule_matches(r, "bash", (command.exact,))), None)
+        if allowed is not None:
+            return f"allowed by `{allowed}`"
+        asked = self._match_any(self._ask, "bash", units)
+        return f"ask rule `{asked}` matches" if asked is not None else "no rule allows it"
+
+    def file_screen(self, tool_name: str, *, cwd: Path | None = None) -> FileScreen:
+        """How a directory search by `tool_name` screens each file it meets: these path rules, this
+        workspace (nova.tools.policy.read_policy). Rules are matched per file only when there are path rules."""
+        where = cwd or self._cwd
+        dynamic = tuple(parse_rule(r, where="task state") for r in self._dynamic_deny()) if self._dynamic_deny else ()
+        groups: tuple[tuple[Literal["deny", "ask", "allow"], tuple[Rule, ...]], ...] = (
+            ("deny", (*self._deny, *dynamic)), ("ask", self._ask), ("allow", self._allow))
+        relevant = [(kind, tuple(r for r in group if r.pattern is not None)) for kind, group in groups]
+        roots = (where, *self._read_roots)
+        if not any(group for _, group in relevant):
+            return FileScreen(roots=roots)
+
+        def lookup(path: Path) -> RuleHit | None:
+            units = _path_units(str(path), where)
+            for kind, group in relevant:
+                allow = kind == "allow"
+                forms = [f for u in units for f in (u.strict if allow else u.loose)]
+                rule = next((r for r in group if _rule_matches(r, tool_name, forms, allow=allow)), None)
+                if rule is not None:
+                    return RuleHit(kind, rule.text)
+            return None
+
+        return FileScreen(roots=roots, lookup=lookup)
+
+    # -- helpers ----------------------------------------------------------------------------------
+    @staticmethod
+    def _match_any(rules: tuple[Rule, ...], name: str, units: list[_Unit]) -> Rule | None:
+        forms = [f for u in units for f in u.loose]
+        found = next((r for r in rules if _rule_matches(r, name, forms)), None)
+        if found is None:
+            prefixes = [p for u in units for p in u.open_prefixes]
+            found = next((r for r in rules if r.pattern is not None and fnmatch.fnmatchcase(name, r.tool)
+                          and any(could_match_longer(r.pattern, p) for p in prefixes)), None)
+        return found
+
+    def _match_all(self, name: str, units: list[_Unit]) -> str | None:
+        """The allow rule(s) covering the call: a bare `TOOL` rule, or pattern rules that together
+        cover every unit (each sub-command of a compound command must be allowed on its own)."""
+        bare = next((r for r in self._allow if r.pattern is None and _rule_matches(r, name, ())), None)
+        if bare is not None:
+            return bare.text
+        strict_units = [u for u in units if u.strict]
+        if not strict_units:
+            return None
+        used: list[str] = []
+        for unit in strict_units:
+            rule = next((r for r in self._allow if _rule_matches(r, name, unit.strict, allow=True)), None)
+            if rule is None:
+                return None
+            if rule.text not in used:
+                used.append(rule.text)
+        return ", ".join(used)
+
+    def _needs_approval(self, name: str, input: Mapping[str, Any], verdict: Verdict, *, call_id: str = "") -> Decision:
+        rule_text = verdict.rule
+        why = verdict.reason
+        if verdict.user_only:
+            if not self._interactive:
+                return Decision(False, f"{_summary(name, input)!r} needs the user's approval: {why}, and deny rules "
+                                       f"apply to {name}. --yes and --allow do not cover it and this run is not "
+                                       "interactive; write the command out plainly so it can be checked.", rule_text)
+        elif self._yes:
+            return Decision(True, "allowed by --yes", rule_text)
+        elif name in self._allowed_tools:
+            return Decision(True, f"allowed by --allow {name}", rule_text)
+        if not self._interactive:
+            return Decision(
+                False,
+                f"{name} needs approval ({why}) and this run is not interactive. Pass `--allow {name}` "
+                f"(or `--yes` to allow every tool) to permit it, or add an allow rule such as "
+                f"`{name}(...)` to `permissions.allow` in the config.",
+                rule_text,
+            )
+        if self._ask_user is None:
+            return Decision(False, f"{name} needs the user's approval ({why}) but no one can be asked.", rule_text)
+        request = PermissionRequest(
+            tool=name, input=MappingProxyType(dict(input)), summary=_summary(name, input), reason=why,
+            rule=rule_text, call_id=call_id, user_only=verdict.user_only,
+        )
+        try:
+            answer = answer_of(self._ask_user(request))
+        except Exception:
+            # A broken prompt must fail closed: no answer is not a yes.
+            log.exception("the permission prompt failed; treating it as a refusal")
+            answer = Answer.DENY
+        if answer is Answer.SESSION:
+            return Decision(True, "approved by the user for this session", rule_text)
+        if answer is Answer.ONCE:
+            return Decision(True, "approved by the user", rule_text)
+        return Decision(False, f"the user declined {_summary(name, input)!r}. Ask them or try another way.",
+                        rule_text)
+
+
+def run_tool_checked(
+    policy: PermissionPolicy, tool: Tool, input: Mapping[str, Any], ctx: ToolContext
+) -> ToolOutput:
+    """Check, then run: a denied call returns an error result and the tool is never started. Path rules
+    are taken relative to `ctx.cwd`, where the tool will run."""
+    try:
+        tool, input = resolve_delegate(tool, input)
+    except ToolError as exc:
+        return ToolOutput(content=f"Error: {exc}", is_error=True)
+    decision = policy.check(tool, input, cwd=ctx.cwd)
+    ctx = replace(ctx, screen=policy.file_screen(tool.name, cwd=ctx.cwd))
+    if not decision.allowed:
+        return ToolOutput(
+            content=f"Permission denied: {decision.reason}",
+            is_error=True,
+            metadata={"permission": "denied", "reason": decision.reason, "rule": decision.rule},
+        )
+    try:
+        return tool.run(input, ctx)
+    except ToolError as exc:
+        return ToolOutput(content=f"Error: {exc}", is_error=True)
+

@@ -1,4 +1,4 @@
-"""One suite every `SessionStore` backend must pass (SQLite now; PostgreSQL joins the parameter list).
+"""One suite every `SessionStore` backend must pass: SQLite (a file and in memory) and PostgreSQL.
 
 A backend is added by extending `BACKENDS` with a factory; nothing else in this file changes.
 """

@@ -18,9 +18,10 @@ hook on every extension that overrides it, in ascending `order` (ties keep the o
 | `compact`          | `/compact [focus]`                           | exactly one extension may have it    |
 | `close`            | the agent closes                             | all, in order; one failing does not stop the others |
 
-The built-in extensions and their orders: the provenance guard (revoked memories leave every view) 50,
-the context controller (spill, compaction) 100, the context compiler 200, skills in use 250, the prompt
-cache 300, memory 400. A later extension sees what an earlier one produced.
+The built-in extensions and their orders: the MCP catalog (closed with the agent) 50, the provenance
+guard (revoked memories leave every view) 50, the context controller (spill, compaction) 100, the
+context compiler 200, skills in use 250, the prompt cache 300, memory 400 (`docs/architecture.md` lists
+them with their modules). A later extension sees what an earlier one produced.
 
 The types here are the hook inputs and outputs; they sit below both the loop and the context engine so
 neither has to import the other.

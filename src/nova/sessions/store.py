@@ -6,16 +6,19 @@ their snipped content (CMP-3 writes back through `update_message_content`), and 
 (CTX-6), which has its own lifecycle: deleting a session's messages never deletes it (SES-6).
 
 The protocol is deliberately small and uses only JSON-able values and plain SQL-shaped operations
-(insert, upsert, update by key, select ordered by a sequence number), so a PostgreSQL backend is the same
-statements with `%s` placeholders and `jsonb` columns. Backends raise `StorageError` for anything the
-caller did wrong (unknown session, unknown message) and translate their driver errors into it.
+(insert, upsert, update by key, select ordered by a sequence number), so the PostgreSQL backend is the
+same statements with `%s` placeholders. Backends raise `StorageError` for anything the caller did wrong
+(unknown session, unknown message) and translate their driver errors into it.
 
-A PostgreSQL backend (not built yet) maps one to one:
-    sessions(id text pk, ..., meta jsonb), messages(session_id, id, seq bigserial, role, content jsonb,
-    compacted bool, primary key (session_id, id)), task_state(session_id pk, state jsonb, version int);
-    migrations are the same numbered list; `put_task_state` is `insert ... on conflict do update`, and
-    with an expected version `update ... where version = %s` (or `insert ... on conflict do nothing` for
-    version 0), refused when no row changed.
+Two backends implement it and pass one conformance suite (`tests/sessions/test_store_conformance.py`):
+`nova.sessions.sqlite` (the default, `<home>/nova.db`) and `nova.sessions.postgres` (several workers over
+one database; `nova.sessions.backend` picks it when a database URL is configured). The PostgreSQL tables
+map one to one:
+    nova_sessions(id text pk, ..., meta jsonb), nova_messages(session_id, id, seq bigint, role, content
+    json, compacted bool, primary key (session_id, id)), nova_task_state(session_id pk, state jsonb,
+    version int); each backend keeps its own numbered, forward-only migrations; `put_task_state` is
+    `insert ... on conflict do update`, and with an expected version `update ... where version = %s` (or
+    `insert ... on conflict do nothing` for version 0), refused when no row changed.
 
 Task state is written from several threads (the session's worker, the TUI, the server's request pool)
 and could be from several processes, so its writes are compare-and-set on the row's version: a writer

@@ -22,10 +22,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import typer.main
-from typer._click.core import Context
 from typer.core import TyperGroup, TyperOption
 
 import nova
@@ -99,12 +99,13 @@ class Node:
 
 def command_tree() -> Node:
     root = typer.main.get_command(app)
-    return _node(root, Context(root, info_name="nova"))
+    # The command's own context class: typer's bundled click in new versions, click itself in older ones.
+    return _node(root, root.context_class(root, info_name="nova"))
 
 
-def _node(command: object, ctx: Context) -> Node:
+def _node(command: Any, ctx: Any) -> Node:
     node = Node(options=dict.fromkeys(HELP_FLAGS, False))
-    for param in getattr(command, "params", ()):
+    for param in command.params:
         if isinstance(param, TyperOption):
             takes_value = not (param.is_flag or param.count)
             for name in (*param.opts, *param.secondary_opts):
@@ -114,7 +115,7 @@ def _node(command: object, ctx: Context) -> Node:
             # `get_command` is what loads a lazily mounted group or command (nova.cli.commands.typer_classes).
             sub = command.get_command(ctx, name)
             assert sub is not None, f"nova lists {name!r} but cannot load it"
-            node.commands[name] = _node(sub, Context(sub, parent=ctx, info_name=name))
+            node.commands[name] = _node(sub, sub.context_class(sub, parent=ctx, info_name=name))
     return node
 
 

@@ -87,12 +87,18 @@ def build_agent(
     session_id: str = "",
     session_dir: Path | None = None,
     extra_system: str = "",
+    extra_extensions: Sequence[Extension] = (),
     history: Sequence[Message] = (),
     child: ChildStart | None = None,
 ) -> Agent:
     """The agent, complete: every piece is built here, in order, from values built before it. Nothing
     is assigned onto the agent afterwards (the `task` tool is told which agent it serves once it exists).
-    `child` builds a sub-agent (nova.agent.subagents) instead of a top-level agent."""
+
+    `session` records the run (a `nova.sessions.Session`, or any `SessionRecorder`), `session_id` and
+    `session_dir` name it (a new id, and no directory, when not given); `bus` is where its events go.
+    `extra_system` is appended to the system prompt; `extra_extensions` (`nova.context.extensions.Extension`)
+    run beside Nova's own, by their `order` (a sub-agent does not get them); `history` is a resumed
+    session's messages. `child` builds a sub-agent (nova.agent.subagents) instead of a top-level agent."""
     bus = bus or ev.EventBus()
     session_id = session_id or new_id("ses")
     budget = budget_for(settings)
@@ -194,7 +200,7 @@ def build_agent(
         budget=budget,
         ledger=ledger,
         session=link,
-        extensions=extensions,
+        extensions=[*extensions, *extra_extensions],
         system_prompt=system,
         history=history,
         limits=RunLimits(max_steps=options.max_steps, max_output_tokens=settings.max_output_tokens),

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from nova.agent.builder import SYSTEM_CONTRACT
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.cache_sim import AnthropicCache, request_blocks
 from nova.context.prompt_cache import PromptCache
@@ -38,8 +39,9 @@ from nova.mcp import McpCatalog, McpOptions, ServerConfig
 from nova.messages import ToolUsePart, new_id
 from nova.model import ModelRequest, ToolSpec, Usage
 from nova.providers.scripted import FunctionProvider, reply
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
-from nova.tokens import count_tools, counter_for_model
+from nova.tokens import TokenLedger, count_tools, counter_for_model
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
 
@@ -93,11 +95,12 @@ def session(cat: McpCatalog, calls: int, *, change: bool) -> dict[str, object]:
     provider = FunctionProvider(step)
     monitor = PromptCache(model=MODEL, counter=COUNTER)
     with tempfile.TemporaryDirectory() as tmp:
-        agent = Agent(provider=provider, model=MODEL, tools=cat.attach(default_registry()),
-                      budget=ContextBudget.derive(CompactionConfig(), WINDOW), cwd=Path(tmp),
-                      system_prompt=SYSTEM_CONTRACT, extensions=[monitor], tool_timeout_s=30,
-                      policy=PermissionPolicy(PermissionsConfig(allow=["mcp_search", "mcp__cat__*"]),
-                                              interactive=False))
+        policy = PermissionPolicy(PermissionsConfig(allow=["mcp_search", "mcp__cat__*"]), interactive=False)
+        agent = Agent(model=ModelBinding(provider=provider, name=MODEL),
+                      toolbox=Toolbox(tools=cat.attach(default_registry()), policy=policy, cwd=Path(tmp)),
+                      budget=ContextBudget.derive(CompactionConfig(), WINDOW), ledger=TokenLedger(COUNTER),
+                      session=SessionLink(), system_prompt=SYSTEM_CONTRACT, extensions=[monitor],
+                      limits=RunLimits(tool_timeout_s=30))
         for turn in range(turns):
             agent.run_turn(f"Step {turn}: check the project's state with the MCP tools.")
         for message in agent.history:

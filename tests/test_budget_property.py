@@ -15,14 +15,17 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, Toolbox
 from nova.context.budget import ContextBudget
-from nova.context.controller import ContextController
+from nova.context.controller import ContextController, FixedPrompt
 from nova.errors import PromptTooLarge
 from nova.history.invariants import check_tool_pairing
 from nova.model import ModelRequest
 from nova.providers.scripted import FunctionProvider, call, reply
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
-from nova.tokens import count_message, count_system, count_tools
+from nova.testing import InstantClock
+from nova.tokens import MemoCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
@@ -56,8 +59,9 @@ turn = st.fixed_dictionaries({
 def run_turns(window: int, turns: list[dict[str, float | bool]], tmp: Path) -> tuple[list[int], Agent]:
     config = CompactionConfig()
     budget = ContextBudget.derive(config, window)
-    controller = ContextController(config=config, budget=budget, session_dir=tmp / "session", system="sys",
-                                   tools=default_registry().specs(), counter=COUNTER)
+    controller = ContextController(config=config, budget=budget, ledger=TokenLedger(MemoCounter(COUNTER)),
+                                   session=SessionLink(dir=tmp / "session"),
+                                   prompt=FixedPrompt(system="sys", tools=default_registry().specs()))
     sizes: list[int] = []
     plan: list[dict[str, float | bool]] = []
 
@@ -71,10 +75,11 @@ def run_turns(window: int, turns: list[dict[str, float | bool]], tmp: Path) -> t
             return reply(text_of(int(size * window), len(sizes)), [call("read_file", path="big.txt")])
         return reply("done")
 
-    agent = Agent(provider=FunctionProvider(answer), model="claude-sonnet-4-5", tools=default_registry(),
-                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp,
-                  budget=budget, system_prompt="sys", session_dir=controller.session_dir, extensions=[controller],
-                  ledger=controller.ledger, sleep=lambda _s: None)
+    agent = Agent(model=ModelBinding(provider=FunctionProvider(answer), name="claude-sonnet-4-5"),
+                  toolbox=Toolbox(tools=default_registry(), cwd=tmp,
+                                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True)),
+                  budget=budget, system_prompt="sys", session=SessionLink(dir=controller.session_dir),
+                  extensions=[controller], ledger=controller.ledger, clock=InstantClock())
     for i, t in enumerate(turns):
         small = bool(t["small"])
         (tmp / "big.txt").write_text(text_of(int((0.01 if small else float(t["result"])) * window), i) + "\n")
@@ -100,12 +105,14 @@ def test_a_fixed_prompt_over_the_window_is_one_clear_error(tmp_path: Path) -> No
     window = 4_000
     budget = ContextBudget.derive(CompactionConfig(), window)
     system = text_of(5_000, 1)
-    controller = ContextController(budget=budget, session_dir=tmp_path / "s", system=system,
-                                   tools=default_registry().specs(), counter=COUNTER)
-    agent = Agent(provider=FunctionProvider(lambda r: reply("never")), model="claude-sonnet-4-5",
-                  tools=default_registry(), policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True),
-                  cwd=tmp_path, budget=budget, system_prompt=system, extensions=[controller],
-                  ledger=controller.ledger, sleep=lambda _s: None)
+    controller = ContextController(budget=budget, ledger=TokenLedger(MemoCounter(COUNTER)),
+                                   session=SessionLink(dir=tmp_path / "s"),
+                                   prompt=FixedPrompt(system=system, tools=default_registry().specs()))
+    agent = Agent(model=ModelBinding(provider=FunctionProvider(lambda r: reply("never")), name="claude-sonnet-4-5"),
+                  toolbox=Toolbox(tools=default_registry(), cwd=tmp_path,
+                                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True)),
+                  budget=budget, system_prompt=system, session=SessionLink(), extensions=[controller],
+                  ledger=controller.ledger, clock=InstantClock())
     with pytest.raises(PromptTooLarge) as caught:
         agent.run_turn("hello")
     message = str(caught.value)

@@ -14,17 +14,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from nova import events as ev
+from nova.agent.clock import Clock as LoopClock
+from nova.agent.clock import SystemClock
 from nova.agent.loop import Agent
 from nova.cli.progress import TerminalProgress
 from nova.errors import Overloaded, RateLimited
-from nova.testing import FunctionProvider
+from nova.testing import FunctionProvider, InstantClock
 
 ANSWER = "Hello from the stub model."
 
@@ -197,12 +199,23 @@ def test_piped_progress_prints_only_the_retries() -> None:
     assert out.getvalue() == "nova: retrying in 2.0 s (attempt 2 of 4): 529 overloaded\n"
 
 
-def test_the_loop_announces_each_retry_with_its_delay_and_reason(tmp_path: Path) -> None:
+def _retrying_agent(tmp_path: Path, answer: Callable[[object], str], bus: ev.EventBus, clock: LoopClock) -> Agent:
+    from nova.agent.parts import ModelBinding, Toolbox
     from nova.context.budget import ContextBudget
+    from nova.sessions.link import SessionLink
     from nova.settings import CompactionConfig, PermissionsConfig
+    from nova.tokens import TokenLedger, counter_for_model
     from nova.tools import default_registry
     from nova.tools.permissions import PermissionPolicy
 
+    return Agent(model=ModelBinding(provider=FunctionProvider(answer), name="m"),
+                 toolbox=Toolbox(tools=default_registry(), cwd=tmp_path,
+                                 policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True)),
+                 budget=ContextBudget.derive(CompactionConfig(), 100_000), ledger=TokenLedger(counter_for_model("m")),
+                 session=SessionLink(bus=bus), clock=clock)
+
+
+def test_the_loop_announces_each_retry_with_its_delay_and_reason(tmp_path: Path) -> None:
     failures = [Overloaded("overloaded", status=529), RateLimited("slow down", status=429, retry_after=0.5)]
 
     def answer(request: object) -> str:
@@ -213,35 +226,41 @@ def test_the_loop_announces_each_retry_with_its_delay_and_reason(tmp_path: Path)
     seen: list[ev.Event] = []
     bus = ev.EventBus()
     bus.subscribe(seen.append)
-    agent = Agent(provider=FunctionProvider(answer), model="m", tools=default_registry(),
-                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
-                  budget=ContextBudget.derive(CompactionConfig(), 100_000), bus=bus, sleep=lambda s: None)
+    clock = InstantClock()
+    agent = _retrying_agent(tmp_path, answer, bus, clock)
     assert agent.run_turn("hi").text == "fine"
     retries = [e for e in seen if isinstance(e, ev.RetryScheduled)]
     assert [r.describe() for r in retries] == [
         "retrying in 2.0 s (attempt 2 of 4): 529 overloaded",
         "retrying in 0.5 s (attempt 3 of 4): 429 slow down",
     ]
+    assert clock.waits == [2.0, 0.5]  # the waits announced are the waits made
     starts = [e for e in seen if isinstance(e, ev.ModelCallStarted)]
     assert [s.attempt for s in starts] == [1, 2, 3]
     assert sum(isinstance(e, ev.ModelResponding) for e in seen) == 1
     assert not any(isinstance(e, ev.ErrorEvent) for e in seen)
 
 
-def test_a_cancel_ends_the_wait_before_a_retry(tmp_path: Path) -> None:
-    from nova.context.budget import ContextBudget
-    from nova.settings import CompactionConfig, PermissionsConfig
-    from nova.tools import default_registry
-    from nova.tools.permissions import PermissionPolicy
+class _WatchedClock(SystemClock):
+    """The real clock, noting what each wait was asked for and how it ended."""
 
+    def __init__(self) -> None:
+        self.waits: list[tuple[float, bool]] = []
+
+    def wait(self, seconds: float, cancel: threading.Event) -> bool:
+        cancelled = super().wait(seconds, cancel)
+        self.waits.append((seconds, cancelled))
+        return cancelled
+
+
+def test_a_cancel_ends_the_wait_before_a_retry(tmp_path: Path) -> None:
     def answer(request: object) -> str:
         raise RateLimited("slow down", status=429, retry_after=20.0)
 
     bus = ev.EventBus()
-    agent = Agent(provider=FunctionProvider(answer), model="m", tools=default_registry(),
-                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
-                  budget=ContextBudget.derive(CompactionConfig(), 100_000), bus=bus)
+    clock = _WatchedClock()
+    agent = _retrying_agent(tmp_path, answer, bus, clock)
     bus.subscribe(lambda e: agent.cancel.set() if isinstance(e, ev.RetryScheduled) else None)
-    started = time.monotonic()
     result = agent.run_turn("hi")
-    assert result.stop_reason == "cancelled" and time.monotonic() - started < 5
+    # The real wait of 20 s ended cancelled (one that ran out would have retried instead).
+    assert result.stop_reason == "cancelled" and clock.waits == [(20.0, True)]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nova.agent.builder import AgentOptions, build_agent
 from nova.agent.context_runtime import ContextRuntime
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.controller import ContextController
 from nova.context.extensions import (
@@ -24,10 +26,12 @@ from nova.context.prompt_cache import PromptCache
 from nova.memory.provenance import ProvenanceGuard
 from nova.memory.runtime import MemoryRuntime
 from nova.messages import Message
-from nova.model import ModelRequest
+from nova.model import ModelRequest, Usage
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig, load_settings
 from nova.skills.runtime import SkillRuntime
-from nova.testing import ScriptedProvider, reply
+from nova.testing import InstantClock, ScriptedProvider, call, reply
+from nova.tokens import Anchor, TokenLedger, counter_for_model
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
 
@@ -35,9 +39,11 @@ BUDGET = ContextBudget.derive(CompactionConfig(), 200_000)
 
 
 def make_agent(tmp_path: Path, provider: ScriptedProvider, extensions: Sequence[Extension]) -> Agent:
-    return Agent(provider=provider, model="claude-sonnet-4-5", tools=default_registry(),
-                 policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
-                 budget=BUDGET, extensions=extensions, sleep=lambda _s: None)
+    return Agent(model=ModelBinding(provider=provider, name="claude-sonnet-4-5"),
+                 toolbox=Toolbox(tools=default_registry(), cwd=tmp_path,
+                                 policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True)),
+                 budget=BUDGET, ledger=TokenLedger(counter_for_model("claude-sonnet-4-5")), session=SessionLink(),
+                 extensions=extensions, clock=InstantClock())
 
 
 class Tagger(Extension):
@@ -136,3 +142,21 @@ def test_build_agent_wires_every_extension_once_with_one_ledger_and_budget(tmp_p
     assert agent.extensions.get(Early) is None
     with pytest.raises(ExtensionError, match="no Early extension"):
         agent.extensions.require(Early)
+
+
+def test_each_reply_is_recorded_in_the_sessions_ledger_once(tmp_path: Path) -> None:
+    settings = load_settings(home=tmp_path / "home", env={}, overrides={"provider": "demo", "model": "demo"})
+    provider = ScriptedProvider([reply("", [call("glob", pattern="*")]), reply("done")])
+    agent = build_agent(settings, provider, AgentOptions(cwd=tmp_path, yes=True))
+    recorded: list[tuple[str, bool]] = []
+    record = agent.ledger.record
+
+    def counting(message_id: str, usage: Usage, **kw: Any) -> Anchor | None:
+        recorded.append((message_id, kw.get("sent") is not None))
+        return record(message_id, usage, **kw)
+
+    agent.ledger.record = counting  # type: ignore[method-assign]
+    agent.run_turn("list the files")
+    replies = [m.id for m in agent.history if m.role == "assistant"]
+    # Once per call, by the loop, with the request it answered (the ledger learns growth from it).
+    assert len(replies) == 2 and recorded == [(reply_id, True) for reply_id in replies]

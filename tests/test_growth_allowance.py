@@ -6,11 +6,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, Toolbox
 from nova.context.budget import ContextBudget
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart
 from nova.model import ModelRequest, ModelResponse, Usage
 from nova.providers.scripted import FunctionProvider
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
+from nova.testing import InstantClock
 from nova.tokens import (
     TokenLedger,
     count_message,
@@ -151,9 +154,12 @@ def test_each_session_starts_from_nothing() -> None:
 
 
 def _agent(tmp_path: Path, provider: FunctionProvider) -> Agent:
-    return Agent(provider=provider, model="claude-sonnet-4-5", tools=default_registry(),
-                 policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
-                 budget=ContextBudget.derive(CompactionConfig(), 200_000), sleep=lambda _s: None)
+    return Agent(model=ModelBinding(provider=provider, name="claude-sonnet-4-5"),
+                 toolbox=Toolbox(tools=default_registry(), cwd=tmp_path,
+                                 policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True)),
+                 budget=ContextBudget.derive(CompactionConfig(), 200_000),
+                 ledger=TokenLedger(counter_for_model("claude-sonnet-4-5")), session=SessionLink(),
+                 clock=InstantClock())
 
 
 def _harness_provider(steps: int, ledger: list[TokenLedger]) -> tuple[FunctionProvider, list[tuple[int, int]]]:

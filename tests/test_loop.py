@@ -10,14 +10,17 @@ import pytest
 
 from nova import events as ev
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.extensions import Extension, ViewRequest
 from nova.errors import AuthError, ContextOverflow, Overloaded, QuotaExceeded, RateLimited
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import Usage
-from nova.sessions.recorder import BoundaryRecord
+from nova.sessions.link import SessionLink
+from nova.sessions.recorder import BoundaryRecord, SessionRecorder
 from nova.settings import CompactionConfig, PermissionsConfig
-from nova.testing import ScriptedProvider, call, reply
+from nova.testing import InstantClock, ScriptedProvider, call, reply
+from nova.tokens import TokenLedger, counter_for_model
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
 
@@ -57,19 +60,20 @@ BUDGET = ContextBudget.derive(CompactionConfig(), 200_000)
 
 
 def make_agent(tmp_path: Path, provider: ScriptedProvider, *, yes: bool = True,
-               permissions: PermissionsConfig | None = None, **kw: Any) -> tuple[Agent, list[ev.Event]]:
+               permissions: PermissionsConfig | None = None, session: SessionRecorder | None = None,
+               max_steps: int = 50, clock: InstantClock | None = None, **kw: Any) -> tuple[Agent, list[ev.Event]]:
     seen: list[ev.Event] = []
     bus = ev.EventBus()
     bus.subscribe(seen.append)
     agent = Agent(
-        provider=provider,
-        model="claude-sonnet-4-5",
-        tools=default_registry(),
-        policy=PermissionPolicy(permissions or PermissionsConfig(), interactive=False, yes=yes),
-        cwd=tmp_path,
+        model=ModelBinding(provider=provider, name="claude-sonnet-4-5"),
+        toolbox=Toolbox(tools=default_registry(), cwd=tmp_path,
+                        policy=PermissionPolicy(permissions or PermissionsConfig(), interactive=False, yes=yes)),
         budget=BUDGET,
-        bus=bus,
-        sleep=lambda _s: None,
+        ledger=TokenLedger(counter_for_model("claude-sonnet-4-5")),
+        session=SessionLink(recorder=session, bus=bus),
+        limits=RunLimits(max_steps=max_steps),
+        clock=clock or InstantClock(),
         **kw,
     )
     return agent, seen
@@ -186,12 +190,12 @@ def test_headless_without_approval_denies_writes(tmp_path: Path) -> None:
 
 
 def test_rate_limit_and_overload_are_retried(tmp_path: Path) -> None:
-    sleeps: list[float] = []
+    clock = InstantClock()
     provider = ScriptedProvider([RateLimited("slow down", retry_after=2.0), Overloaded("busy"), reply("fine")])
-    agent, _ = make_agent(tmp_path, provider)
-    agent._sleep = sleeps.append
+    agent, _ = make_agent(tmp_path, provider, clock=clock)
     assert agent.run_turn("hi").text == "fine"
-    assert sleeps[0] == 2.0 and len(sleeps) == 2
+    # The provider's retry-after first, then the exponential back-off of the second attempt.
+    assert clock.waits == [2.0, 4.0]
 
 
 @pytest.mark.parametrize("error", [QuotaExceeded("no money"), AuthError("bad key")])

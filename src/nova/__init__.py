@@ -1,8 +1,78 @@
-"""Nova: a context engine and agent harness for LLM coding agents."""
+"""Nova: a context engine and agent harness for LLM coding agents.
 
-# The one place the version is written: pyproject.toml reads it from here (`[tool.setuptools.dynamic]`).
-# A literal rather than an `importlib.metadata` lookup, which would cost every `import nova…` (and
-# `nova --version`) about 40 ms.
-__version__ = "0.1.0"
+What an embedding program needs, in one place (docs/api.md shows it at work):
 
-__all__ = ["__version__"]
+    from nova import AgentOptions, build_agent, load_settings, make_provider
+
+    settings = load_settings()
+    agent = build_agent(settings, make_provider(settings, os.environ), AgentOptions(cwd=project))
+    result = agent.run_turn("Why does the test suite fail?")
+
+The names in `__all__` are the public API and keep their meaning from one release to the next; every
+module behind them may move. Each name loads from its module on first use, so `import nova.messages`
+or `nova --help` does not pay for the agent, the providers or the context engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from nova.version import __version__
+
+if TYPE_CHECKING:
+    from nova.agent.builder import AgentOptions, build_agent
+    from nova.agent.loop import Agent
+    from nova.agent.provider_factory import make_provider
+    from nova.context.extensions import Extension, TurnResult
+    from nova.errors import NovaError
+    from nova.evaluation.replay import ReplayReport, replay_messages
+    from nova.messages import Message
+    from nova.sessions.importers import read_session_file
+    from nova.sessions.session import Session
+    from nova.settings import Settings, load_settings
+
+_HOMES = {
+    "nova.agent.builder": ("AgentOptions", "build_agent"),
+    "nova.agent.loop": ("Agent",),
+    "nova.agent.provider_factory": ("make_provider",),
+    "nova.context.extensions": ("Extension", "TurnResult"),
+    "nova.errors": ("NovaError",),
+    "nova.evaluation.replay": ("ReplayReport", "replay_messages"),
+    "nova.messages": ("Message",),
+    "nova.sessions.importers": ("read_session_file",),
+    "nova.sessions.session": ("Session",),
+    "nova.settings": ("Settings", "load_settings"),
+}
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = [
+    "Agent",
+    "AgentOptions",
+    "Extension",
+    "Message",
+    "NovaError",
+    "ReplayReport",
+    "Session",
+    "Settings",
+    "TurnResult",
+    "__version__",
+    "build_agent",
+    "load_settings",
+    "make_provider",
+    "read_session_file",
+    "replay_messages",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nova' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,7 +1,9 @@
-"""Test support: deterministic providers, the guard against real requests, and the shared real data.
+"""Test support: deterministic providers, a clock that does not sleep, the guard against real requests,
+and the shared real data.
 
-Production code never imports this module; the fakes and the guard live in `nova.providers.scripted`
-and `nova.providers.guard` and are gathered here for tests and for users testing their own agents.
+Production code never imports this module; the fakes and the guard live in `nova.providers.scripted`,
+`nova.agent.clock` and `nova.providers.guard` and are gathered here for tests and for users testing
+their own agents.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from nova.agent.clock import InstantClock
 from nova.providers.guard import RealModelRequestError, check_real_request_allowed, forbid_model_requests
 from nova.providers.scripted import (
     FunctionProvider,
@@ -22,6 +25,7 @@ from nova.providers.scripted import (
 
 __all__ = [
     "FunctionProvider",
+    "InstantClock",
     "RealModelRequestError",
     "ScriptExhausted",
     "ScriptedProvider",

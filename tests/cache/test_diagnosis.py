@@ -11,13 +11,16 @@ import pytest
 
 from nova import events as ev
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import RULES_HEADING, CacheMonitor, break_cost_usd
 from nova.context.prompt_cache import PromptCache
 from nova.messages import Message, SummaryPart, ToolResultPart
 from nova.providers.base import CacheHints, ModelRequest, ToolSpec, Usage
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
-from nova.testing import ScriptedProvider, call, reply
+from nova.testing import InstantClock, ScriptedProvider, call, reply
+from nova.tokens import TokenLedger, counter_for_model
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
 
@@ -145,10 +148,12 @@ def test_the_loop_emits_and_records_a_cache_break(tmp_path: Path) -> None:
         reply("one", usage=Usage(input_tokens=5, cache_write_tokens=5000)),
         reply("two", usage=Usage(input_tokens=5, cache_read_tokens=0, cache_write_tokens=5100)),
     ])
-    agent = Agent(provider=provider, model="claude-sonnet-4-5", tools=default_registry(),
-                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
-                  system_prompt="contract " * 500, cache=CACHE, bus=bus, session=sink, sleep=lambda _s: None,
+    agent = Agent(model=ModelBinding(provider=provider, name="claude-sonnet-4-5", cache=CACHE),
+                  toolbox=Toolbox(tools=default_registry(), cwd=tmp_path,
+                                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True)),
+                  system_prompt="contract " * 500, session=SessionLink(recorder=sink, bus=bus), clock=InstantClock(),
                   budget=ContextBudget.derive(CompactionConfig(), 200_000),
+                  ledger=TokenLedger(counter_for_model("claude-sonnet-4-5")),
                   extensions=[PromptCache(model="claude-sonnet-4-5", bus=bus, session=sink)])
     agent.run_turn("first")
     agent.system_prompt = "a different contract " * 300  # e.g. the rules were reloaded

@@ -14,14 +14,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.prompt_cache import PromptCache
 from nova.context.summarize import ModelSummarizer, SummaryRequest
 from nova.messages import Message
 from nova.providers.base import CacheHints, ModelRequest, Usage
 from nova.providers.formats.anthropic import request_to_anthropic
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
-from nova.testing import FunctionProvider, call, reply, rough_request_tokens
+from nova.testing import FunctionProvider, InstantClock, call, reply, rough_request_tokens
+from nova.tokens import TokenLedger, counter_for_model
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
 
@@ -74,10 +77,12 @@ def run_session(tmp: Path, turns: list[tuple[str, list[list[tuple[str, str]]]]])
         return reply(item.text, tool_calls=item.tool_calls, usage=usage)
 
     provider = FunctionProvider(answer)
-    agent = Agent(provider=provider, model="claude-sonnet-4-5", tools=default_registry(),
-                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp,
-                  system_prompt=SYSTEM, cache=ALL, sleep=lambda _s: None,
+    agent = Agent(model=ModelBinding(provider=provider, name="claude-sonnet-4-5", cache=ALL),
+                  toolbox=Toolbox(tools=default_registry(), cwd=tmp,
+                                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True)),
+                  system_prompt=SYSTEM, session=SessionLink(), clock=InstantClock(),
                   budget=ContextBudget.derive(CompactionConfig(), 200_000),
+                  ledger=TokenLedger(counter_for_model("claude-sonnet-4-5")),
                   extensions=[PromptCache(model="claude-sonnet-4-5")])
     for prompt, _ in turns:
         agent.run_turn(prompt)

@@ -7,13 +7,17 @@ from typing import Any
 
 from nova import events as ev
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, Toolbox
 from nova.context.budget import ContextBudget
-from nova.context.controller import ContextController
+from nova.context.controller import ContextController, FixedPrompt
 from nova.context.summarize import Summarizer
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import assistant_message
+from nova.sessions.link import SessionLink
+from nova.sessions.recorder import SessionRecorder
 from nova.settings import CompactionConfig, PermissionsConfig
-from nova.testing import ScriptedProvider
+from nova.testing import InstantClock, ScriptedProvider
+from nova.tokens import CL100K_PROFILE, HeuristicCounter, MemoCounter, TokenLedger
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
 
@@ -60,33 +64,31 @@ def small_config(**kw: Any) -> CompactionConfig:
 
 
 def make_controller(tmp_path: Path, *, window: int = 20000, summarizer: Summarizer | None = None,
-                    config: CompactionConfig | None = None, **kw: Any) -> tuple[ContextController, list[ev.Event]]:
+                    config: CompactionConfig | None = None, recorder: SessionRecorder | None = None
+                    ) -> tuple[ContextController, list[ev.Event]]:
     bus = ev.EventBus()
     seen: list[ev.Event] = []
     bus.subscribe(seen.append)
     config = config or small_config()
-    kw.setdefault("session_dir", tmp_path / "session")
+    session = SessionLink(id="ses_test", recorder=recorder, dir=tmp_path / "session", bus=bus)
     controller = ContextController(config=config, budget=ContextBudget.derive(config, window), summarizer=summarizer,
-                                   bus=bus, session_id="ses_test", tools=default_registry().specs(), **kw)
+                                   ledger=TokenLedger(MemoCounter(HeuristicCounter(CL100K_PROFILE))), session=session,
+                                   prompt=FixedPrompt(tools=default_registry().specs()))
     return controller, seen
 
 
 def make_agent(tmp_path: Path, provider: ScriptedProvider, controller: ContextController,
                prior: list[Message]) -> Agent:
     agent = Agent(
-        provider=provider,
-        model="claude-sonnet-4-5",
-        tools=default_registry(),
-        policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True),
-        cwd=tmp_path,
+        model=ModelBinding(provider=provider, name="claude-sonnet-4-5"),
+        toolbox=Toolbox(tools=default_registry(), policy=PermissionPolicy(PermissionsConfig(), interactive=False,
+                                                                          yes=True), cwd=tmp_path),
         budget=controller.budget,
-        bus=controller.bus,
-        session_id="ses_test",
-        session_dir=controller.session_dir,
+        ledger=controller.ledger,
+        session=SessionLink(id="ses_test", dir=controller.session_dir, bus=controller.bus),
         history=prior,
         extensions=[controller],
-        ledger=controller.ledger,
-        sleep=lambda _s: None,
+        clock=InstantClock(),
     )
     return agent
 

@@ -4,6 +4,7 @@ after spill, snip and compact every view keeps tool pairing and thinking intact 
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +15,9 @@ from nova.context.controller import ContextController
 from nova.context.extensions import ViewRequest
 from nova.history.invariants import check_nothing_lost, check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, SpillConfig
+from nova.tokens import CL100K_PROFILE, HeuristicCounter, MemoCounter, TokenLedger
 
 from .helpers import filler
 
@@ -63,8 +66,10 @@ def play(steps: list[dict], earlier: bool, *, window: int, preserve: int, sessio
     recorded = build(steps, earlier)
     config = CompactionConfig(snip_preserve_last_n_messages=preserve, snip_tool_output_token_budget=1500,
                               hard_margin_tokens=500)
-    controller = ContextController(config=config, spill=SpillConfig(max_result_chars=50000, max_message_chars=100000),
-                                   budget=ContextBudget.derive(config, window), session_dir=session_dir)
+    budget = replace(ContextBudget.derive(config, window),
+                     spill=SpillConfig(max_result_chars=50000, max_message_chars=100000))
+    controller = ContextController(config=config, budget=budget, ledger=TokenLedger(MemoCounter(HeuristicCounter(
+        CL100K_PROFILE))), session=SessionLink(dir=session_dir))
     raw = {m.id: m for m in recorded if m.origin is None}
     history: list[Message] = []
     calls: dict[str, ToolUsePart] = {}

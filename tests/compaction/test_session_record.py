@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, Toolbox
 from nova.history.invariants import check_tool_pairing
+from nova.sessions.link import SessionLink
 from nova.sessions.session import Session
 from nova.settings import PermissionsConfig
 from nova.testing import ScriptedProvider, reply
@@ -22,9 +24,10 @@ def test_compaction_is_recorded_and_resume_starts_at_the_boundary(tmp_path: Path
     for m in prior:
         session.record_message(m)
     controller, _ = make_controller(tmp_path, window=20_000, recorder=session)
-    agent = Agent(provider=ScriptedProvider([reply("ok")]), model="m", tools=default_registry(),
-                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
-                  budget=controller.budget, session=session, session_id=session.id, session_dir=session.dir,
+    agent = Agent(model=ModelBinding(provider=ScriptedProvider([reply("ok")]), name="m"),
+                  toolbox=Toolbox(tools=default_registry(), cwd=tmp_path,
+                                  policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True)),
+                  budget=controller.budget, session=SessionLink(id=session.id, recorder=session, dir=session.dir),
                   history=prior, extensions=[controller], ledger=controller.ledger)
     agent.run_turn("continue")
     assert controller.stats.compactions == 1

@@ -8,11 +8,13 @@ from pathlib import Path
 
 from nova import events as ev
 from nova.context.budget import COST_SUMMARY_LEAST, ContextBudget
-from nova.context.controller import ContextController
+from nova.context.controller import ContextController, FixedPrompt
 from nova.context.economy import CachePrices, cost_line, prices_for
 from nova.context.extensions import ViewRequest
 from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig
+from nova.tokens import MemoCounter, TokenLedger
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 COUNTER = HeuristicCounter(CL100K_PROFILE)
@@ -65,8 +67,9 @@ def _grow(window: int, calls: int, tmp: Path) -> tuple[list[int], list[str], Con
     bus = ev.EventBus()
     reasons: list[str] = []
     bus.subscribe(lambda e: reasons.append(e.reason) if isinstance(e, ev.CompactionStart) else None)
-    controller = ContextController(budget=budget, counter=COUNTER, bus=bus, session_dir=tmp / "session",
-                                   system="You are a coding agent.", prices=CachePrices())
+    controller = ContextController(budget=budget, ledger=TokenLedger(MemoCounter(COUNTER)),
+                                   session=SessionLink(dir=tmp / "session", bus=bus),
+                                   prompt=FixedPrompt(system="You are a coding agent."), prices=CachePrices())
     history: list[Message] = [Message.user("Fix the failing date parser in utils/dates.py; keep the API.")]
     sizes: list[int] = []
     for i in range(calls):

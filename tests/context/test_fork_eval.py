@@ -20,15 +20,16 @@ import pytest
 from nova.context.budget import ContextBudget
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText
 from nova.context.continuity import ContinuityGuard
-from nova.context.controller import ContextController
+from nova.context.controller import CompactionHooks, ContextController, FixedPrompt
 from nova.context.state import MemoryStateSource, TaskStateStore, apply_command, render_pinned
 from nova.context.summarize import ExtractiveSummarizer, error_lines, failure_code, is_user_message
 from nova.evaluation.replay import view_text
 from nova.messages import Message, ToolUsePart
 from nova.sessions.importers import read_session_file
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig
 from nova.testing import shared_data_dir
-from nova.tokens import counter_for_model
+from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 
 FOLDER = shared_data_dir() / "trajectories" / "mini-swe-agent-gemini3"
 FILES = sorted(FOLDER.glob("*.traj.json"))[:5]
@@ -75,8 +76,9 @@ def test_fork_from_a_checkpoint_compacted_view_holds_every_required_fact(tmp_pat
         raw: dict[str, Message] = {}
         guard = ContinuityGuard(state=store, inner=ExtractiveSummarizer(counter), raw=raw.get)
         controller = ContextController(config=CompactionConfig(), budget=ContextBudget.derive(CompactionConfig(), 64_000),
-                                       counter=counter, summarizer=guard, raw=raw, session_dir=tmp_path / path.stem,
-                                       system=session.system)
+                                       ledger=TokenLedger(MemoCounter(counter)), summarizer=guard,
+                                       hooks=CompactionHooks(raw=raw), session=SessionLink(dir=tmp_path / path.stem),
+                                       prompt=FixedPrompt(system=session.system))
         compacted = controller.compact_now(checkpoint)
         assert compacted != checkpoint and compacted[0].has("summary"), path.name
         facts = required_facts(path, checkpoint, state.open_items)

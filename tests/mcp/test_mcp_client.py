@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("mcp", reason="the `mcp` extra is not installed")
 
 from nova.agent.loop import Agent
+from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import first_changed, request_segments
 from nova.context.cache_sim import AnthropicCache, request_blocks
@@ -25,8 +26,9 @@ from nova.mcp import McpCatalog, ServerConfig
 from nova.messages import ToolUsePart, new_id
 from nova.model import ModelRequest
 from nova.providers.scripted import FunctionProvider, call, reply
+from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
-from nova.tokens import counter_for_model
+from nova.tokens import TokenLedger, counter_for_model
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
 
@@ -92,10 +94,13 @@ class SimulatedCache:
 def make_agent(catalog: McpCatalog, provider: FunctionProvider, tmp_path: Path, *, allow: list[str],
                deny: list[str] | None = None, cache: PromptCache | None = None) -> Agent:
     tools = catalog.attach(default_registry())
-    return Agent(provider=provider, model=MODEL, tools=tools, budget=BUDGET, cwd=tmp_path,
+    return Agent(model=ModelBinding(provider=provider, name=MODEL), budget=BUDGET,
+                 toolbox=Toolbox(tools=tools, cwd=tmp_path,
+                                 policy=PermissionPolicy(PermissionsConfig(allow=allow, deny=deny or []),
+                                                         interactive=False)),
+                 ledger=TokenLedger(counter_for_model(MODEL)), session=SessionLink(),
                  system_prompt="You are a test agent. " + "Follow the rules of the project carefully. " * 200,
-                 policy=PermissionPolicy(PermissionsConfig(allow=allow, deny=deny or []), interactive=False),
-                 extensions=[cache] if cache else [], tool_timeout_s=20)
+                 extensions=[cache] if cache else [], limits=RunLimits(tool_timeout_s=20))
 
 
 def use(tool: str, **input: object) -> ToolUsePart:

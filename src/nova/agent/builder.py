@@ -20,11 +20,12 @@ from nova.agent.context_runtime import (
     state_store_for,
 )
 from nova.agent.loop import Agent, SessionSink
+from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.agent.subagents import ChildAgent, ChildStart, TaskTool
 from nova.context.budget import budget_for
 from nova.context.compaction import CompactionOutcome
 from nova.context.continuity import ContinuityGuard
-from nova.context.controller import ContextController
+from nova.context.controller import CompactionHooks, ContextController, FixedPrompt
 from nova.context.economy import prices_for
 from nova.context.extensions import Extension
 from nova.context.prompt_cache import PromptCache
@@ -41,6 +42,7 @@ from nova.memory.runtime import memory_extension
 from nova.messages import Message, new_id
 from nova.model import CacheHints
 from nova.providers.base import Provider
+from nova.sessions.link import SessionLink
 from nova.settings import Settings
 from nova.skills.runtime import ActiveSkills, SkillRuntime, SkillTool, body_of
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
@@ -85,12 +87,18 @@ def build_agent(
     session_id: str = "",
     session_dir: Path | None = None,
     extra_system: str = "",
+    extra_extensions: Sequence[Extension] = (),
     history: Sequence[Message] = (),
     child: ChildStart | None = None,
 ) -> Agent:
     """The agent, complete: every piece is built here, in order, from values built before it. Nothing
     is assigned onto the agent afterwards (the `task` tool is told which agent it serves once it exists).
-    `child` builds a sub-agent (nova.agent.subagents) instead of a top-level agent."""
+
+    `session` records the run (a `nova.sessions.Session`, or any `SessionRecorder`), `session_id` and
+    `session_dir` name it (a new id, and no directory, when not given); `bus` is where its events go.
+    `extra_system` is appended to the system prompt; `extra_extensions` (`nova.context.extensions.Extension`)
+    run beside Nova's own, by their `order` (a sub-agent does not get them); `history` is a resumed
+    session's messages. `child` builds a sub-agent (nova.agent.subagents) instead of a top-level agent."""
     bus = bus or ev.EventBus()
     session_id = session_id or new_id("ses")
     budget = budget_for(settings)
@@ -157,11 +165,14 @@ def build_agent(
         guard.check_after(outcome.messages, pinned=render_pinned(state.load()))
 
     specs = tools.specs()
+    # Where the loop and the context engine write: one id, one bus, one record, one directory.
+    link = SessionLink(id=session_id, recorder=session, dir=session_dir, bus=bus)
     controller = ContextController(
-        budget=budget, config=settings.compaction, ledger=ledger, summarizer=guard,
-        bus=bus, session_id=session_id, session_dir=session_dir, recorder=session, system=system, tools=specs,
-        read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)), raw=raw,
-        on_compacted=check_continuity, measure=compiler.measure, prices=prices_for(settings.model),
+        budget=budget, config=settings.compaction, ledger=ledger, summarizer=guard, session=link,
+        prompt=FixedPrompt(system=system, tools=specs),
+        hooks=CompactionHooks(read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)), raw=raw,
+                              on_compacted=check_continuity, measure=compiler.measure),
+        prices=prices_for(settings.model),
     )
     extensions: list[Extension] = [
         controller,
@@ -184,23 +195,15 @@ def build_agent(
     compiler.pinned_filter = provenance.scrub_pinned
     extensions.append(provenance)
     agent = Agent(
-        provider=provider,
-        model=settings.model,
-        tools=tools,
-        policy=policy,
-        cwd=options.cwd,
+        model=ModelBinding(provider=provider, name=settings.model, cache=cache),
+        toolbox=Toolbox(tools=tools, policy=policy, cwd=options.cwd),
         budget=budget,
-        system_prompt=system,
-        bus=bus,
-        session=session,
-        session_id=session_id,
-        session_dir=session_dir,
-        history=history,
-        max_output_tokens=settings.max_output_tokens,
-        max_steps=options.max_steps,
-        cache=cache,
-        extensions=extensions,
         ledger=ledger,
+        session=link,
+        extensions=[*extensions, *extra_extensions],
+        system_prompt=system,
+        history=history,
+        limits=RunLimits(max_steps=options.max_steps, max_output_tokens=settings.max_output_tokens),
     )
     task.bind(agent)
     return agent

@@ -12,6 +12,13 @@ inputs, called in the extensions' declared order. `prepare_view` may shed histor
 one chance per user request to shrink history after a `ContextOverflow` (CMP-9), `compile_view` turns
 history into the view sent, `prepare_request` places cache breakpoints and `on_call` sees each call.
 Every size comes from the one `ContextBudget` the agent is given.
+
+It is built from a few typed parts: who answers (`ModelBinding`), the tools with the permission policy
+in front of them (`Toolbox`), the budget, the session's one `TokenLedger`, the session it runs in
+(`SessionLink`: id, record, directory, event bus), the extensions and the bounds on a turn
+(`RunLimits`); `nova.agent.builder.build_agent` makes them from the settings. Its clock
+(`nova.agent.clock`) times the calls and waits out a retry's back-off, the same way in a test as in a
+real run.
 """
 
 from __future__ import annotations
@@ -20,14 +27,14 @@ import asyncio
 import json
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from nova import events as ev
+from nova.agent.clock import SYSTEM_CLOCK, Clock
+from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.extensions import (
     CallRecord,
@@ -42,16 +49,15 @@ from nova.context.extensions import (
 from nova.context.overflow import second_overflow_message
 from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
 from nova.history.invariants import PairingChecker
-from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart, new_id
-from nova.model import CacheHints, ModelRequest, ModelResponse, ResponseDone, TextDelta, Usage
-from nova.providers.base import Provider
+from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from nova.model import ModelRequest, ModelResponse, ResponseDone, TextDelta, Usage
 from nova.providers.pricing import cost_usd
+from nova.sessions.link import SessionLink
 from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
-from nova.tokens import TokenLedger, context_percent, counter_for_model
+from nova.tokens import TokenLedger, context_percent
 from nova.tokens.ledger import GROWTH_METADATA
-from nova.tools.base import ToolContext, ToolOutput, ToolRegistry, resolve_delegate
-from nova.tools.permissions import PermissionPolicy
+from nova.tools.base import ToolContext, ToolOutput, resolve_delegate
 
 __all__ = ["DENIED_PREFIX", "Agent", "CallRecord", "CompileRequest", "CompiledView", "SessionSink", "TurnResult", "ViewRequest"]
 
@@ -86,50 +92,40 @@ class Agent:
     def __init__(
         self,
         *,
-        provider: Provider,
-        model: str,
-        tools: ToolRegistry,
-        policy: PermissionPolicy,
-        cwd: Path,
+        model: ModelBinding,
+        toolbox: Toolbox,
         budget: ContextBudget,
-        system_prompt: str = "",
-        bus: ev.EventBus | None = None,
-        session: SessionRecorder | None = None,
-        session_id: str = "",
-        session_dir: Path | None = None,
-        history: Sequence[Message] = (),
-        max_output_tokens: int = 8192,
-        max_steps: int = 50,
-        tool_timeout_s: float = 120.0,
-        cache: CacheHints | None = None,
+        ledger: TokenLedger,
+        session: SessionLink,
         extensions: Sequence[Extension] = (),
-        ledger: TokenLedger | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        system_prompt: str = "",
+        history: Sequence[Message] = (),
+        limits: RunLimits = RunLimits(),
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self.provider = provider
-        self.model = model
-        self.tools = tools
-        self.policy = policy
-        self.cwd = cwd
+        """`ledger` is the session's one token ledger (TOK-3): the loop records each reply's usage in it,
+        once, and the extensions that measure (the context controller, the compiler) are given the same
+        one, so the compaction decision, the CLI footer, the API and the UI read one figure."""
+        self.provider = model.provider
+        self.model = model.name
+        self.cache = model.cache
+        self.tools = toolbox.tools
+        self.policy = toolbox.policy
+        self.cwd = toolbox.cwd
         self.budget = budget
-        self.system_prompt = system_prompt
-        self.bus = bus or ev.EventBus()
-        self.session = session
-        self.session_id = session_id or new_id("ses")
-        self.session_dir = session_dir
-        self.history: list[Message] = list(history)
-        self.max_output_tokens = max_output_tokens
-        self.max_steps = max_steps
-        self.tool_timeout_s = tool_timeout_s
-        self.cache = cache or CacheHints()
+        self.ledger = ledger
+        self.bus = session.bus
+        self.session = session.recorder
+        self.session_id = session.id
+        self.session_dir = session.dir
         self.extensions = Extensions(extensions)
+        self.system_prompt = system_prompt
+        self.history: list[Message] = list(history)
+        self.limits = limits
+        self.clock = clock
         self._pairing = PairingChecker()
         """Checks each request before it is sent, redoing only what changed since the previous one."""
         self.cancel = threading.Event()
-        self._sleep = sleep
-        # TOK-3: one ledger, one figure — the compaction decision, the CLI footer, the API and the UI
-        # all read `context_status()`.
-        self.ledger = ledger or TokenLedger(counter_for_model(model))
 
     @property
     def window(self) -> int:
@@ -192,7 +188,7 @@ class Agent:
         steps = 0
         try:
             while True:
-                if steps >= self.max_steps:
+                if steps >= self.limits.max_steps:
                     stop_reason = "max_steps"
                     break
                 if self.cancel.is_set():
@@ -270,14 +266,14 @@ class Agent:
         if view is not None:
             # Send the compiled view (CTX-1); history itself is left as it is.
             # The view's messages as they are (immutable): a copy would cost a pass over the history.
-            return ModelRequest(model=self.model, system=view.system, messages=view.messages,
-                                tools=list(view.tools), max_output_tokens=self.max_output_tokens, cache=self.cache)
+            return ModelRequest(model=self.model, system=view.system, messages=view.messages, tools=list(view.tools),
+                                max_output_tokens=self.limits.max_output_tokens, cache=self.cache)
         return ModelRequest(
             model=self.model,
             system=self.system_prompt,
             messages=list(history),
             tools=self.tools.specs(),
-            max_output_tokens=self.max_output_tokens,
+            max_output_tokens=self.limits.max_output_tokens,
             cache=self.cache,
         )
 
@@ -331,12 +327,9 @@ class Agent:
                                           max_attempts=MAX_RETRIES + 1, delay_s=delay, reason=retry_reason(exc))
                 log.info("%s", retry.describe())
                 self.bus.emit(retry)
-                if self._sleep is time.sleep:
-                    # A cancel (Ctrl-C in the TUI, the API's cancel) ends the wait at once.
-                    if self.cancel.wait(delay):
-                        raise _Cancelled from exc
-                else:
-                    self._sleep(delay)
+                # A cancel (Ctrl-C in the TUI, the API's cancel) ends the wait at once.
+                if self.clock.wait(delay, self.cancel):
+                    raise _Cancelled from exc
                 continue
             state.usage = state.usage + response.usage
             # Price by the model that answered when the table knows it (aliases resolve to dated
@@ -370,12 +363,12 @@ class Agent:
 
     def _stream_once(self, request: ModelRequest, attempt: int = 1) -> ModelResponse:
         self.bus.emit(ev.ModelCallStarted(session_id=self.session_id, attempt=attempt))
-        sent = time.monotonic()
+        sent = self.clock.now()
         responding = False
         for event in self.provider.stream(request):
             if not responding:
                 responding = True
-                self.bus.emit(ev.ModelResponding(session_id=self.session_id, waited_s=time.monotonic() - sent))
+                self.bus.emit(ev.ModelResponding(session_id=self.session_id, waited_s=self.clock.now() - sent))
             if isinstance(event, TextDelta):
                 self.bus.emit(ev.TextDelta(session_id=self.session_id, text=event.text))
             elif isinstance(event, ResponseDone):
@@ -409,7 +402,7 @@ class Agent:
         for call in calls:
             self.bus.emit(ev.ToolCallStarted(session_id=self.session_id, tool_use_id=call.id, name=call.name,
                                              input=call.input))
-        started = time.monotonic()
+        started = self.clock.now()
 
         async def gather() -> list[ToolOutput]:
             return list(await asyncio.gather(*(asyncio.to_thread(self._execute, c) for c in calls)))
@@ -421,7 +414,7 @@ class Agent:
         else:  # called from inside an event loop (a server handler): run ours on a thread of its own
             with ThreadPoolExecutor(max_workers=1) as pool:
                 outputs = pool.submit(asyncio.run, gather()).result()
-        elapsed = time.monotonic() - started
+        elapsed = self.clock.now() - started
         return {call.id: (output, elapsed) for call, output in zip(calls, outputs, strict=True)}
 
     def _run_tool(self, call: ToolUsePart, done: tuple[ToolOutput, float] | None = None,
@@ -430,9 +423,9 @@ class Agent:
             self.bus.emit(
                 ev.ToolCallStarted(session_id=self.session_id, tool_use_id=call.id, name=call.name, input=call.input)
             )
-            started = time.monotonic()
+            started = self.clock.now()
             output = self._execute(call)
-            duration = time.monotonic() - started
+            duration = self.clock.now() - started
         else:
             output, duration = done
         self.bus.emit(
@@ -496,7 +489,7 @@ class Agent:
                     {"tool_use_id": call.id, "tool": call.name, "reason": decision.reason, "rule": decision.rule},
                 )
             return ToolOutput(content=f"{DENIED_PREFIX}{decision.reason}", is_error=True)
-        ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.tool_timeout_s, cancel=self.cancel,
+        ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.limits.tool_timeout_s, cancel=self.cancel,
                           screen=self.policy.file_screen(tool.name, cwd=self.cwd), tool_use_id=call.id)
         try:
             return tool.run(arguments, ctx)

@@ -10,13 +10,15 @@ It is the agent's first extension (`nova.context.extensions`, order 100) and imp
   byte-stable between compactions (CMP-3), unless a compaction now is cheaper than re-sending the view
   on the calls that follow (`nova.context.economy`; never below the budget's `cost_floor`).
 - `on_overflow` (after a `ContextOverflow`): one forced compaction that ignores the estimate (CMP-9).
-- `on_usage` (after each call): records the anchor (TOK-2) and emits `CONTEXT_UPDATE`.
+- `on_usage` (after each call): emits `CONTEXT_UPDATE` with the call's real figure (the loop has
+  recorded it in the session's one ledger, TOK-2).
 - `compact` (`/compact [focus]`): layer 1 and layer 2 whatever the threshold.
 
 Every decision is bounded: one layer-2 attempt per call at most, and the thrash guard snips the outputs
 that keep refilling the window instead of compacting again and again.
 
-Every size it works to comes from one `ContextBudget` (nova.context.budget), given at construction.
+Every size it works to comes from one `ContextBudget` (nova.context.budget), and every figure from the
+session's one `TokenLedger`, both given at construction.
 """
 
 from __future__ import annotations
@@ -48,10 +50,10 @@ from nova.errors import PromptTooLarge
 from nova.history.incremental import follow
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.model import ToolSpec, Usage
-from nova.sessions.recorder import BoundaryRecord, SessionRecorder
-from nova.settings import CompactionConfig, SpillConfig
+from nova.sessions.link import SessionLink
+from nova.sessions.recorder import BoundaryRecord
+from nova.settings import CompactionConfig
 from nova.tokens import (
-    MemoCounter,
     TokenCounter,
     TokenLedger,
     context_percent,
@@ -59,9 +61,8 @@ from nova.tokens import (
     count_system,
     count_tools,
 )
-from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["ContextController", "ContextStats"]
+__all__ = ["CompactionHooks", "ContextController", "ContextStats", "FixedPrompt", "Measure"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,39 @@ class ContextStats:
     last_event: str = ""
 
 
+Measure = Callable[[Sequence[Message], str, Sequence[ToolSpec]], int]
+"""The one context figure of a history, given the system text and the tools (`ContextRuntime.measure`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixedPrompt:
+    """What every request begins with: the system text and the tool schemas (the fixed part of the
+    prompt, which no compaction can shrink)."""
+
+    system: str = ""
+    tools: Sequence[ToolSpec] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactionHooks:
+    """What the rest of the context pipeline lends the controller. Each is optional: a controller on its
+    own measures the history itself, keeps its own raw log, restores no file and checks nothing after a
+    compaction."""
+
+    measure: Measure | None = None
+    """The figure of the view sent when it is not the history itself (the context compiler adds pinned
+    state and observations)."""
+    raw: dict[str, Message] | None = None
+    """The first-seen version of every message, shared with whoever else rebuilds from it (the continuity
+    guard)."""
+    on_compacted: Callable[[CompactionOutcome], None] | None = None
+    """Runs after each successful compaction (the continuity check)."""
+    read_file: Callable[[str], str | None] | None = None
+    """Reads a file's current text for the restore attachment (CMP-7); None: the last read result is used."""
+    skills: Callable[[], Sequence[tuple[str, str]]] | None = None
+    """(name, procedure) of the skills in use, restored after a compaction."""
+
+
 class ContextController(Extension):
     order = 100
 
@@ -101,58 +135,45 @@ class ContextController(Extension):
         self,
         *,
         budget: ContextBudget,
-        config: CompactionConfig | None = None,
-        spill: SpillConfig | None = None,
-        counter: TokenCounter | None = None,
-        ledger: TokenLedger | None = None,
+        ledger: TokenLedger,
+        session: SessionLink,
+        config: CompactionConfig = CompactionConfig(),
         summarizer: Summarizer | None = None,
-        bus: ev.EventBus | None = None,
-        session_id: str = "",
-        session_dir: Path | None = None,
-        recorder: SessionRecorder | None = None,
-        system: str = "",
-        tools: Sequence[ToolSpec] = (),
-        skills: Callable[[], Sequence[tuple[str, str]]] | None = None,
-        read_file: Callable[[str], str | None] | None = None,
-        on_compacted: Callable[[CompactionOutcome], None] | None = None,
-        raw: dict[str, Message] | None = None,
-        measure: Callable[[Sequence[Message], str, Sequence[ToolSpec]], int] | None = None,
-        prices: CachePrices | None = None,
+        prompt: FixedPrompt = FixedPrompt(),
+        hooks: CompactionHooks = CompactionHooks(),
+        prices: CachePrices = CachePrices(),
     ) -> None:
-        """`recorder` is the session record: it gets every snipped message and every compaction boundary.
-        `ledger` is the agent's one token ledger (TOK-3); without one the controller keeps its own over
-        `counter`. `on_compacted` runs after each successful compaction (the continuity check). `raw` is
-        the first-seen version of every message, shared with whoever else rebuilds from it (the
-        continuity guard). `measure` gives the one context figure for a history when the view sent is
-        not the history itself (the context compiler adds pinned state and observations). `prices` are the
-        model's cache prices (relative to uncached input) for the cost trigger."""
-        self.config = config or CompactionConfig()
+        """`budget` gives every size, the spill limits included. `ledger` is the session's one token
+        ledger (TOK-3), the one the agent loop records each reply in; the controller counts with its
+        counter and clears its anchor after a snip or a compaction. `session` is where the events go and
+        what is recorded: every snipped message and every compaction boundary. `summarizer` writes the
+        compaction summary (default: extractive, no model call). `prices` are the model's cache prices
+        (relative to uncached input) for the cost trigger."""
+        self.config = config
         self.budget = budget
-        if ledger is None:
-            ledger = TokenLedger(MemoCounter(counter or HeuristicCounter(CL100K_PROFILE)))
         self.ledger = ledger
         self.counter: TokenCounter = ledger.counter
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer(self.counter)
-        self.bus = bus or ev.EventBus()
-        self.session_id = session_id
-        self.session_dir = session_dir
-        self.recorder = recorder
-        self.system = system
-        self.tools: Sequence[ToolSpec] = tools
-        self.skills = skills
-        self.read_file = read_file
-        self.on_compacted = on_compacted
-        self.spiller = Spiller(config=spill or budget.spill, session_dir=session_dir)
+        self.bus = session.bus
+        self.session_id = session.id
+        self.session_dir = session.dir
+        self.recorder = session.recorder
+        self.system = prompt.system
+        self.tools: Sequence[ToolSpec] = prompt.tools
+        self.skills = hooks.skills
+        self.read_file = hooks.read_file
+        self.on_compacted = hooks.on_compacted
+        self.spiller = Spiller(config=budget.spill, session_dir=session.dir)
         self.stats = ContextStats()
-        self.raw: dict[str, Message] = {} if raw is None else raw
+        self.raw: dict[str, Message] = {} if hooks.raw is None else hooks.raw
         """First-seen version of every message: the in-memory raw log layer 2 rebuilds from (CMP-10)."""
         self._budget_checked: set[str] = set()
         self._viewed: list[Message] = []
         """The history of the last `prepare_view` (a mirror, see `nova.history.incremental.follow`)."""
         self._last_compaction_call: int | None = None
         self.last_used = 0
-        self._measure = measure
-        self.prices = prices or CachePrices()
+        self._measure = hooks.measure
+        self.prices = prices
         self._growth_from: tuple[int, int] | None = None
         """(call, view) where the current growth run started: the first call, or the last shrink."""
         self._last_after: int | None = None
@@ -252,7 +273,8 @@ class ContextController(Extension):
         return new
 
     def on_usage(self, *, message: Message, usage: Usage) -> None:
-        self.ledger.record(message.id, usage)
+        # The loop has recorded this reply in the ledger (with the request it answered); here it is only
+        # remembered and its real figure shown.
         self.remember([message])
         if usage.context_tokens > 0:
             used = usage.context_tokens + usage.output_tokens

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from nova.context.budget import ContextBudget
 from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
-from nova.context.controller import ContextController
+from nova.context.controller import ContextController, FixedPrompt
 from nova.context.economy import CachePrices
 from nova.context.extensions import ViewRequest
 from nova.context.shown_paths import showing
@@ -49,9 +49,10 @@ from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
 from nova.model import ToolSpec, Usage, usage_of
 from nova.providers.pricing import ModelInfo, model_info
+from nova.sessions.link import SessionLink
 from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
-from nova.tokens import TokenCounter, count_message, count_system, count_tools
+from nova.tokens import MemoCounter, TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "fixed_prompt_placeholder", "replay_messages",
@@ -466,9 +467,10 @@ def replay_messages(
         # The spill limits scale with the window like every other size (a configured value is clamped):
         # handed to the controller apart, the seeds' 50k-character limits held at 8k too.
         controller = ContextController(config=config, budget=ContextBudget.derive(config, window, spill),
-                                       counter=counter,
-                                       summarizer=recording or summarizer, session_dir=directory, system=system,
-                                       tools=tools, prices=CachePrices.of(info) if info else None)
+                                       ledger=TokenLedger(MemoCounter(counter)),
+                                       summarizer=recording or summarizer, session=SessionLink(dir=directory),
+                                       prompt=FixedPrompt(system=system, tools=tools),
+                                       prices=CachePrices.of(info) if info else CachePrices())
         sizer = _Sizer(controller.counter, system, tools)
         min_tokens = info.min_cacheable_tokens if info else 1024
         cache = make_cache(provider_cache, min_tokens=min_tokens) if provider_cache else None

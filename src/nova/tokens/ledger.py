@@ -148,8 +148,8 @@ class TokenLedger:
 
         `sent`: the messages of the request this message answers. With them, and an anchor from the
         previous call among them, the ledger compares the real input with what it would have estimated
-        for this call and learns the difference (`growth`). Recording the same message again (the loop
-        and the context controller both record each reply) learns nothing twice."""
+        for this call and learns the difference (`growth`). The agent loop records each reply once;
+        recording the same message again would learn nothing twice."""
         if usage.context_tokens <= 0:
             return self._anchor
         anchor = anchor_from_usage(message_id, usage, reasoning_replayed=reasoning_replayed)

@@ -45,7 +45,14 @@ from nova.providers.base import Provider
 from nova.sessions.export import resume
 from nova.sessions.meta import SessionMeta, read_meta, session_dir, validate_session_id
 from nova.sessions.session import Session, default_store, delete_session, list_sessions
-from nova.sessions.store import SessionRecord, SessionStore, StoredMessage, StoredTaskState
+from nova.sessions.store import (
+    ConcurrentWrites,
+    SessionRecord,
+    SessionStore,
+    SetAsideReport,
+    StoredMessage,
+    StoredTaskState,
+)
 from nova.settings import Settings
 from nova.skills.runtime import turn_input
 from nova.tools.approval import Approver
@@ -216,7 +223,7 @@ class SessionHub:
     def _new_store(self) -> SessionStore:
         """A session's own store connection; the caller closes it."""
         store = self.open_store(self.settings.home)
-        if getattr(store, "concurrent_writes", False):  # a database server: nothing to queue for
+        if isinstance(store, ConcurrentWrites):  # a database server: nothing to queue for
             return store
         return _QueuedWrites(store, self._store_writes)
 
@@ -642,7 +649,7 @@ def _shut(agent: Agent | None, session: Session) -> None:
             session.store.close()
 
 
-class _QueuedWrites:
+class _QueuedWrites(SessionStore, SetAsideReport):
     """One session's own store connection, its writes queued on a lock all the hub's sessions share.
 
     Hundreds of sessions writing at once through their own connections contend for SQLite's file lock,
@@ -657,8 +664,7 @@ class _QueuedWrites:
 
     def describe_set_aside(self) -> str:
         """The store's warning when it replaced an unreadable database on opening, else ""."""
-        describe = getattr(self._store, "describe_set_aside", None)
-        return describe() if callable(describe) else ""
+        return self._store.describe_set_aside() if isinstance(self._store, SetAsideReport) else ""
 
     def save_session(self, record: SessionRecord) -> None:
         with self._writes:

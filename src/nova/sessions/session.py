@@ -47,7 +47,7 @@ from nova.sessions.meta import (
 )
 from nova.sessions.repair import HistoryScan, RepairReport, repair_history
 from nova.sessions.schema import BoundaryRecord, printable, strip_thinking
-from nova.sessions.store import SessionRecord, SessionStore, StoredTaskState
+from nova.sessions.store import SessionRecord, SessionStore, SetAsideReport, StoredTaskState
 from nova.sessions.transcript import TRANSCRIPT_NAME, BadLine, TailRead, TornTail, Transcript
 
 __all__ = ["Session", "default_store", "delete_session", "list_sessions"]
@@ -141,9 +141,8 @@ class Session:
         except BaseException:
             lock.release()
             raise
-        set_aside_note = getattr(session.store, "describe_set_aside", None)
-        if callable(set_aside_note) and set_aside_note():
-            session.notices.append(set_aside_note())
+        if note := _set_aside_note(session.store):
+            session.notices.append(note)
         return session
 
     @classmethod
@@ -248,9 +247,8 @@ class Session:
         session._lock = lock
         session.notices = notices
         session.bad_lines = list(tail.bad)
-        set_aside_note = getattr(session.store, "describe_set_aside", None)
-        if callable(set_aside_note) and set_aside_note():
-            notices.insert(0, set_aside_note())
+        if note := _set_aside_note(session.store):
+            notices.insert(0, note)
         # Kept so resume parses the tail once. Quarantining a torn line does not change it: `read_tail`
         # already stopped at the last complete record.
         session._tail = (tail, valid)
@@ -490,6 +488,11 @@ def list_sessions(home: Path) -> tuple[list[SessionMeta], list[str]]:
             problems.append(str(exc))
     metas.sort(key=lambda m: (m.updated_at, m.id), reverse=True)
     return metas, problems
+
+
+def _set_aside_note(store: SessionStore) -> str:
+    """The store's warning that it replaced an unreadable database as it opened, else ""."""
+    return store.describe_set_aside() if isinstance(store, SetAsideReport) else ""
 
 
 def _written_after(path: Path, than: Path) -> bool:

@@ -45,6 +45,7 @@ from nova.sessions.meta import (
     validate_session_id,
     write_meta,
 )
+from nova.sessions.recorder import RecordedSession
 from nova.sessions.repair import HistoryScan, RepairReport, repair_history
 from nova.sessions.schema import BoundaryRecord, printable, strip_thinking
 from nova.sessions.store import SessionRecord, SessionStore, SetAsideReport, StoredTaskState
@@ -59,8 +60,9 @@ def default_store(home: Path) -> SessionStore:
     return open_store(home)
 
 
-class Session:
-    """Use `Session.create` or `Session.open`; the constructor is for them."""
+class Session(RecordedSession):
+    """Use `Session.create` or `Session.open`; the constructor is for them. What the agent asks of it
+    (recording, task state, sub-agents' sessions) is declared in `nova.sessions.recorder`."""
 
     def __init__(
         self, home: Path, meta: SessionMeta, store: SessionStore, *, owns_store: bool, readonly: bool = False
@@ -412,6 +414,12 @@ class Session:
     def put_task_state(self, state: Mapping[str, Any], *, expected_version: int | None = None) -> int:
         """See `SessionStore.put_task_state`: with `expected_version` a stale write is refused."""
         return self.store.put_task_state(self.id, state, expected_version=expected_version)
+
+    # -- sub-agents (CTX-5) -------------------------------------------------------------------------
+    def start_child(self, *, title: str, cwd: Path, provider: str, model: str) -> Session:
+        """A sub-agent's own session, on this session's store, linked to it by `parent_id`."""
+        return Session.create(self.home, title=title, cwd=cwd, provider=provider, model=model, store=self.store,
+                              parent_id=self.id)
 
     # -- resume -------------------------------------------------------------------------------------
     def load_history(self) -> list[Message]:

@@ -48,7 +48,7 @@ from nova.history.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks
 from nova.messages import Message, MessageOrigin, TextPart, ToolResultPart, to_dict
 from nova.model import ToolSpec
 from nova.tokens import TokenCounter, TokenLedger, count_system, count_tools
-from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, Overheads
 from nova.tokens.memo import message_sizer
 
 __all__ = [
@@ -195,7 +195,7 @@ class _Chunk:
 class _Fixed:
     """A counter that knows one answer: lets `count_system` add its overheads to a cached count."""
 
-    def __init__(self, value: int, overheads: object) -> None:
+    def __init__(self, value: int, overheads: Overheads) -> None:
         self.value = value
         self.overheads = overheads
 
@@ -292,7 +292,7 @@ class ContextCompiler:
     def _count_system(self, system: str) -> int:
         """`count_system`, with the text's count cached (the head rarely changes)."""
         assert self._counter is not None
-        return count_system(system, _Fixed(self._count_text(system), getattr(self._counter, "overheads", None))) if system else 0
+        return count_system(system, _Fixed(self._count_text(system), self._counter.overheads)) if system else 0
 
     def _count_tools(self, tools: Sequence[ToolSpec]) -> int:
         key = tuple((t.name, t.description, id(t.input_schema), t.input_schema) for t in tools)

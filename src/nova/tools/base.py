@@ -58,8 +58,9 @@ class Tool(Protocol):
 
 
 @runtime_checkable
-class DelegatingTool(Tool, Protocol):
-    """A tool whose call names another tool in its input and runs that one (`mcp_call`)."""
+class DelegatingTool(Protocol):
+    """A `Tool` whose call names another tool in its input and runs that one (`mcp_call`). It declares
+    only the method (not the tool's attributes again), which halves what `isinstance` costs on each call."""
 
     def resolve_call(self, input: Mapping[str, Any]) -> tuple[Tool, Mapping[str, Any]]:
         """The target tool and its own input; `ToolError` for a target that does not exist."""

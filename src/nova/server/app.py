@@ -93,8 +93,8 @@ def create_app(
     config = config or ServerConfig()
     limits = HostLimits(max_live=config.max_live_sessions, idle_timeout_s=config.idle_session_timeout_s)
     desk = ApprovalDesk(timeout_s=config.approval_timeout_s)
-    hub, workers = _make_hub(settings, options=options, make_provider=make_provider, limits=limits, approvals=desk,
-                    provider_for=provider_for)
+    hub, workers = _make_hub(settings, options=options, make_provider=make_provider, limits=limits,
+                             approvals=desk, provider_for=provider_for)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

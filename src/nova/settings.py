@@ -26,7 +26,12 @@ __all__ = [
     "Settings",
     "SpillConfig",
     "_parse_compaction_config",
+    "config_error",
+    "config_float",
+    "config_int",
     "config_path",
+    "config_str",
+    "config_str_list",
     "load_settings",
     "nova_home",
 ]
@@ -54,37 +59,45 @@ def config_path(home: Path) -> Path:
 
 
 # -- typed conversion with clear errors ---------------------------------------------------------------
+# Every section parser (here and in the packages that own a section: memory, instructions, the server)
+# converts its values with these, so a wrong value reads the same wherever it is: the file and section
+# (`source`), the key, the value as written, and what was expected.
 def _describe(value: Any) -> str:
     text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _bad(source: str, key: str, value: Any, expected: str) -> ConfigError:
+def config_error(source: str, key: str, value: Any, expected: str) -> ConfigError:
+    """The error for `key` in `source` holding `value` where `expected` (a phrase: "an integer") belongs;
+    the caller raises it."""
     return ConfigError(f"{source}: key {key!r} has value {_describe(value)}, expected {expected}")
 
 
-def _to_int(value: Any, *, source: str, key: str) -> int:
-    """int() conversion as the docs promise ("16000" and 16000.0 are accepted), bools and junk refused."""
+def config_int(value: Any, *, source: str, key: str) -> int:
+    """A config value as an integer, as the docs promise ("16000" and 16000.0 are accepted); a bool or
+    anything else is refused with `config_error`."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise _bad(source, key, value, "an integer")
+        raise config_error(source, key, value, "an integer")
     try:
         if isinstance(value, str):
             value = value.strip()
             return int(value) if value.lstrip("+-").isdigit() else int(float(value))
         return int(value)
     except (ValueError, OverflowError):
-        raise _bad(source, key, value, "an integer") from None
+        raise config_error(source, key, value, "an integer") from None
 
 
-def _to_float(value: Any, *, source: str, key: str) -> float:
+def config_float(value: Any, *, source: str, key: str) -> float:
+    """A config value as a finite number (an int, a float or a numeric string); a bool, NaN, an infinity
+    or anything else is refused with `config_error`."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise _bad(source, key, value, "a number")
+        raise config_error(source, key, value, "a number")
     try:
         result = float(value)
     except ValueError:
-        raise _bad(source, key, value, "a number") from None
+        raise config_error(source, key, value, "a number") from None
     if not math.isfinite(result):
-        raise _bad(source, key, value, "a finite number")
+        raise config_error(source, key, value, "a finite number")
     return result
 
 
@@ -95,33 +108,35 @@ MAX_TOKENS = 100_000_000
 
 def _to_token_count(value: Any, *, source: str, key: str) -> int:
     """A window or output size: a positive integer no larger than `MAX_TOKENS`."""
-    number = _to_int(value, source=source, key=key)
+    number = config_int(value, source=source, key=key)
     if not 1 <= number <= MAX_TOKENS:
-        raise _bad(source, key, value, f"an integer between 1 and {MAX_TOKENS}")
+        raise config_error(source, key, value, f"an integer between 1 and {MAX_TOKENS}")
     return number
 
 
 def _to_bool(value: Any, *, source: str, key: str) -> bool:
     if not isinstance(value, bool):
-        raise _bad(source, key, value, "true or false")
+        raise config_error(source, key, value, "true or false")
     return value
 
 
-def _to_str(value: Any, *, source: str, key: str) -> str:
+def config_str(value: Any, *, source: str, key: str) -> str:
+    """A config value that must be a string, unchanged."""
     if not isinstance(value, str):
-        raise _bad(source, key, value, "a string")
+        raise config_error(source, key, value, "a string")
     return value
 
 
-def _to_str_list(value: Any, *, source: str, key: str) -> tuple[str, ...]:
+def config_str_list(value: Any, *, source: str, key: str) -> tuple[str, ...]:
+    """A config value that must be a list of strings, as a tuple."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _bad(source, key, value, "a list of strings")
+        raise config_error(source, key, value, "a list of strings")
     return tuple(value)
 
 
 def _to_section(value: Any, *, source: str, key: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
-        raise _bad(source, key, value, "an object")
+        raise config_error(source, key, value, "an object")
     return value
 
 
@@ -178,7 +193,7 @@ def _parse_compaction_config(
     defaults = CompactionConfig()
 
     def get_int(key: str, default: int) -> int:
-        return _to_int(raw[key], source=src, key=key) if key in raw else default
+        return config_int(raw[key], source=src, key=key) if key in raw else default
 
     window = (_to_token_count(raw["default_context_window"], source=src, key="default_context_window")
               if "default_context_window" in raw else defaults.default_context_window)
@@ -186,9 +201,9 @@ def _parse_compaction_config(
     if "snip_preserve_last_n_messages" in raw:
         preserve = get_int("snip_preserve_last_n_messages", 12)
     elif "snip_preserve_last_n_turns" in raw:
-        preserve = _to_int(raw["snip_preserve_last_n_turns"], source=src, key="snip_preserve_last_n_turns")
+        preserve = config_int(raw["snip_preserve_last_n_turns"], source=src, key="snip_preserve_last_n_turns")
         if preserve < 0:
-            raise _bad(src, "snip_preserve_last_n_turns", raw["snip_preserve_last_n_turns"],
+            raise config_error(src, "snip_preserve_last_n_turns", raw["snip_preserve_last_n_turns"],
                        "a non-negative integer")
         warn(f"{src}: 'snip_preserve_last_n_turns' is an old alias; rename it to 'snip_preserve_last_n_messages'")
     else:
@@ -197,7 +212,7 @@ def _parse_compaction_config(
     if "summary_keep_tokens" in raw:
         keep = get_int("summary_keep_tokens", defaults.summary_keep_tokens)
     elif "summary_keep_ratio" in raw:
-        ratio = _to_float(raw["summary_keep_ratio"], source=src, key="summary_keep_ratio")
+        ratio = config_float(raw["summary_keep_ratio"], source=src, key="summary_keep_ratio")
         keep = int(ratio * window)
         warn(
             f"{src}: 'summary_keep_ratio' is deprecated; it was converted to summary_keep_tokens={keep} "
@@ -211,9 +226,9 @@ def _parse_compaction_config(
         if dead in raw:
             warn(f"{src}: '{dead}' has no effect (it is not read by Nova); remove it to avoid confusion")
 
-    summarizer = _to_str(raw["summarizer"], source=src, key="summarizer") if "summarizer" in raw else "auto"
+    summarizer = config_str(raw["summarizer"], source=src, key="summarizer") if "summarizer" in raw else "auto"
     if summarizer not in SUMMARIZERS:
-        raise _bad(src, "summarizer", summarizer, "one of " + ", ".join(SUMMARIZERS))
+        raise config_error(src, "summarizer", summarizer, "one of " + ", ".join(SUMMARIZERS))
 
     config = CompactionConfig(
         output_reserve_tokens=get_int("output_reserve_tokens", defaults.output_reserve_tokens),
@@ -234,9 +249,9 @@ def _parse_compaction_config(
     for key in ("output_reserve_tokens", "summary_reserve_tokens", "snip_max_chars", "hard_margin_tokens",
                 "snip_tool_output_token_budget", "snip_preserve_last_n_messages"):
         if getattr(config, key) < 0:
-            raise _bad(src, key, raw.get(key), "a non-negative integer")
+            raise config_error(src, key, raw.get(key), "a non-negative integer")
     if config.snip_max_chars < 8:
-        raise _bad(src, "snip_max_chars", raw.get("snip_max_chars"), "an integer of at least 8")
+        raise config_error(src, "snip_max_chars", raw.get("snip_max_chars"), "an integer of at least 8")
     return config
 
 
@@ -253,13 +268,13 @@ class SpillConfig:
 def _parse_spill_config(raw: Mapping[str, Any], *, source: str) -> SpillConfig:
     src = f"{source} [spill]"
     values = {
-        f.name: _to_int(raw[f.name], source=src, key=f.name) for f in fields(SpillConfig)
+        f.name: config_int(raw[f.name], source=src, key=f.name) for f in fields(SpillConfig)
         if f.name in raw and f.name != "configured"
     }
     config = replace(SpillConfig(), **values, configured=frozenset(values))
     for key, value in values.items():
         if value <= 0:
-            raise _bad(src, key, raw[key], "a positive integer")
+            raise config_error(src, key, raw[key], "a positive integer")
     return config
 
 
@@ -277,7 +292,7 @@ class PermissionsConfig:
 def _parse_permissions_config(raw: Mapping[str, Any], *, source: str) -> PermissionsConfig:
     src = f"{source} [permissions]"
     values = {
-        f.name: _to_str_list(raw[f.name], source=src, key=f.name)
+        f.name: config_str_list(raw[f.name], source=src, key=f.name)
         for f in fields(PermissionsConfig)
         if f.name in raw
     }
@@ -407,19 +422,19 @@ def load_settings(
     def src_of(key: str) -> str:
         return sources.get(key, "default")
 
-    provider = _to_str(layered.get("provider", "anthropic"), source=src_of("provider"), key="provider")
+    provider = config_str(layered.get("provider", "anthropic"), source=src_of("provider"), key="provider")
     if provider not in PROVIDERS:
-        raise _bad(src_of("provider"), "provider", provider, "one of " + ", ".join(PROVIDERS))
+        raise config_error(src_of("provider"), "provider", provider, "one of " + ", ".join(PROVIDERS))
     if "model" in layered:
-        model = _to_str(layered["model"], source=src_of("model"), key="model")
+        model = config_str(layered["model"], source=src_of("model"), key="model")
     else:
         model = DEFAULT_MODELS[provider]
     base_url = layered.get("base_url")
     if base_url is not None:
-        base_url = _to_str(base_url, source=src_of("base_url"), key="base_url")
+        base_url = config_str(base_url, source=src_of("base_url"), key="base_url")
     api_key_env = layered.get("api_key_env")
     if api_key_env is not None:
-        api_key_env = _to_str(api_key_env, source=src_of("api_key_env"), key="api_key_env")
+        api_key_env = config_str(api_key_env, source=src_of("api_key_env"), key="api_key_env")
     window = layered.get("context_window")
     if window is not None:
         window = _to_token_count(window, source=src_of("context_window"), key="context_window")

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from nova.context.state import MemoryStateSource, StateSource, TaskState, TaskStateStore, apply_command
+from nova.context.state import MemoryStateSource, TaskState, TaskStateStore, apply_command
+from nova.sessions.recorder import TaskStateSource
 from nova.sessions.session import Session
 from nova.sessions.store import StoredTaskState, TaskStateConflict
 
@@ -20,7 +21,7 @@ class SlowWrites:
     """A state source whose writes take `delay` seconds before they reach the real one: wide enough
     that two writers have both read the same version before either writes."""
 
-    def __init__(self, inner: StateSource, delay: float) -> None:
+    def __init__(self, inner: TaskStateSource, delay: float) -> None:
         self.inner = inner
         self.delay = delay
 
@@ -100,7 +101,7 @@ def test_many_concurrent_updates_all_survive(where: str, session: Session, nova_
     opened: list[Session] = []
     memory = MemoryStateSource()
 
-    def source() -> StateSource:
+    def source() -> TaskStateSource:
         if where == "memory":
             return memory
         # Read-only handles: the record has one writer, task state takes writes from every connection.

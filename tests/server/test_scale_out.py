@@ -147,6 +147,36 @@ def test_a_busy_session_answers_409_naming_the_holder(workers: tuple[Worker, Wor
         assert _turn(a, session_id, "list the files")[-1]["type"] == "finish"
 
 
+def test_every_use_of_a_session_held_by_another_worker_answers_409(workers: tuple[Worker, Worker]) -> None:
+    """Reading the live context, compacting and deleting claim the session across workers as a turn does:
+    while another holds it they are refused naming the holder; once it is free they work."""
+    import psycopg
+
+    from nova.sessions.turn_lock import lock_key
+
+    a, b = workers
+    with a.client() as client:
+        session_id = client.post("/api/sessions", json={}).json()["id"]
+    assert _turn(a, session_id, "list the files")[-1]["type"] == "finish"
+    with b.client() as client:
+        with psycopg.connect(b.url, autocommit=True, application_name="nova other-host:4343") as holder:
+            holder.execute("SELECT pg_advisory_lock(%s)", (lock_key(session_id),))
+            refused = [client.get(f"/api/sessions/{session_id}/context"),
+                       client.post(f"/api/sessions/{session_id}/compact", json={}),
+                       client.delete(f"/api/sessions/{session_id}")]
+            assert [r.status_code for r in refused] == [409, 409, 409]
+            assert all("nova other-host:4343" in r.json()["detail"] for r in refused)
+            # The index is not claimed: the session is listed and shown meanwhile.
+            assert client.get(f"/api/sessions/{session_id}").status_code == 200
+        context = client.get(f"/api/sessions/{session_id}/context")
+        assert context.status_code == 200 and context.json()["used"] > 0
+        assert client.post(f"/api/sessions/{session_id}/compact", json={}).status_code == 200
+        assert client.delete(f"/api/sessions/{session_id}").status_code == 204
+    with a.client() as client:
+        assert client.get(f"/api/sessions/{session_id}").status_code == 404
+        assert session_id not in [s["id"] for s in client.get("/api/sessions").json()]
+
+
 def test_a_client_follows_and_resumes_a_turn_from_another_worker(workers: tuple[Worker, Worker]) -> None:
     a, b = workers
     with a.client() as client:

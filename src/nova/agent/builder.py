@@ -19,7 +19,7 @@ from nova.agent.context_runtime import (
     org_policy_path,
     state_store_for,
 )
-from nova.agent.loop import Agent, SessionSink
+from nova.agent.loop import Agent
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.agent.subagents import ChildAgent, ChildStart, TaskTool
 from nova.context.budget import budget_for
@@ -43,6 +43,7 @@ from nova.messages import Message, new_id
 from nova.model import CacheHints
 from nova.providers.base import Provider
 from nova.sessions.link import SessionLink
+from nova.sessions.recorder import RecordedSession
 from nova.settings import Settings
 from nova.skills.runtime import ActiveSkills, SkillRuntime, SkillTool, body_of
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
@@ -83,7 +84,7 @@ def build_agent(
     options: AgentOptions,
     *,
     bus: ev.EventBus | None = None,
-    session: SessionSink | None = None,
+    session: RecordedSession | None = None,
     session_id: str = "",
     session_dir: Path | None = None,
     extra_system: str = "",
@@ -218,17 +219,12 @@ def _one_at_a_time(ask: Approver, lock: threading.Lock) -> Approver:
 
 
 def _start_child(settings: Settings, provider: Provider, options: AgentOptions, start: ChildStart, *,
-                 parent: SessionSink | None, extra_system: str) -> ChildAgent:
+                 parent: RecordedSession | None, extra_system: str) -> ChildAgent:
     """A sub-agent with its own session, linked to the parent's when the parent is recorded."""
-    from nova.sessions.session import Session
-
-    session: Any = None
-    store = getattr(parent, "store", None)
-    parent_id = getattr(parent, "id", "")
-    if parent is not None and store is not None and parent_id:
-        session = Session.create(settings.home, title=f"sub-agent ({start.task.mode}): {start.task.title}",
-                                 cwd=options.cwd, provider=settings.provider, model=settings.model, store=store,
-                                 parent_id=parent_id)
+    session = None
+    if parent is not None:
+        session = parent.start_child(title=f"sub-agent ({start.task.mode}): {start.task.title}", cwd=options.cwd,
+                                     provider=settings.provider, model=settings.model)
     child_id = session.id if session is not None else new_id("ses")
     agent = build_agent(settings, provider, options, session=session, session_id=child_id,
                         session_dir=session.dir if session is not None else None, extra_system=extra_system,

@@ -35,7 +35,6 @@ from nova.context.skill_block import users_words
 from nova.context.state import (
     MemoryStateSource,
     ProposalResult,
-    StateSource,
     TaskState,
     TaskStateStore,
     apply_command,
@@ -49,6 +48,7 @@ from nova.context.state import (
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
 from nova.messages import Message
 from nova.model import ToolSpec
+from nova.sessions.recorder import TaskStateSource
 from nova.skills.catalog import SkillCatalog, load_catalog
 from nova.tokens import TokenLedger
 from nova.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
@@ -326,10 +326,6 @@ class ContextRuntime(Extension):
         return self._env[1]
 
 
-def state_store_for(session: object | None) -> TaskStateStore:
-    """The session's task state when it has a store, else an in-memory one."""
-    if session is not None and callable(getattr(session, "get_task_state", None)) \
-            and callable(getattr(session, "put_task_state", None)):
-        source: StateSource = session  # type: ignore[assignment]
-        return TaskStateStore(source)
-    return TaskStateStore(MemoryStateSource())
+def state_store_for(session: TaskStateSource | None) -> TaskStateStore:
+    """The recorded session's task state, else (a run with no record) an in-memory one."""
+    return TaskStateStore(session if session is not None else MemoryStateSource())

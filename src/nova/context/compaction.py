@@ -440,7 +440,7 @@ def compact(
     try:
         body = summarizer.summarize(request)
     except Exception as exc:  # any summarizer failure is a failed compaction, never a crash (CMP-8)
-        log.warning("summary failed (%s): %s", getattr(summarizer, "name", "summarizer"), exc)
+        log.warning("summary failed (%s): %s", summarizer.name, exc)
         return unchanged("failed", f"summarizer failed: {type(exc).__name__}: {exc}")
     body = _strip_user_section(body).strip()
     if not body:

@@ -45,10 +45,10 @@ from nova.context.manifest import Dropped, Manifest, Segment, SegmentClass, appo
 from nova.context.policy import PolicyResolution, PolicySource, resolve
 from nova.context.skill_block import skill_blocks, users_words
 from nova.history.incremental import BLOCK_SIZE, GenerationalMemo, MessageBlocks, MessageMemo, follow
-from nova.messages import Message, MessageOrigin, TextPart, ToolResultPart, to_dict
+from nova.messages import Message, MessageOrigin, SummaryPart, TextPart, ToolResultPart, ToolUsePart, to_dict
 from nova.model import ToolSpec
 from nova.tokens import TokenCounter, TokenLedger, count_system, count_tools
-from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, Overheads
 from nova.tokens.memo import message_sizer
 
 __all__ = [
@@ -195,7 +195,7 @@ class _Chunk:
 class _Fixed:
     """A counter that knows one answer: lets `count_system` add its overheads to a cached count."""
 
-    def __init__(self, value: int, overheads: object) -> None:
+    def __init__(self, value: int, overheads: Overheads) -> None:
         self.value = value
         self.overheads = overheads
 
@@ -292,7 +292,7 @@ class ContextCompiler:
     def _count_system(self, system: str) -> int:
         """`count_system`, with the text's count cached (the head rarely changes)."""
         assert self._counter is not None
-        return count_system(system, _Fixed(self._count_text(system), getattr(self._counter, "overheads", None))) if system else 0
+        return count_system(system, _Fixed(self._count_text(system), self._counter.overheads)) if system else 0
 
     def _count_tools(self, tools: Sequence[ToolSpec]) -> int:
         key = tuple((t.name, t.description, id(t.input_schema), t.input_schema) for t in tools)
@@ -603,7 +603,7 @@ class ContextCompiler:
             version = _sha("".join(self._measure(m)[1] for m in messages))[:12]
             ids = tuple(m.id for m in messages)
         if chunk.kind == "summary":
-            covers = sum(len(getattr(p, "covers", ())) for m in messages for p in m.parts)
+            covers = sum(len(p.covers) for m in messages for p in m.parts if isinstance(p, SummaryPart))
             cls: SegmentClass = "on-demand"
             reason = f"compaction summary standing in for {covers} earlier messages (raw log keeps them)"
             sized = next((m.metadata.get("compaction") for m in messages if m.metadata.get("compaction")), None)
@@ -737,11 +737,12 @@ def message_text(message: Message) -> str:
     """The readable text of a message: text, summaries, tool results, tool calls as `name {json}`."""
     lines: list[str] = []
     for part in message.parts:
-        text = getattr(part, "text", None) or getattr(part, "content", None)
-        if isinstance(text, str):
-            lines.append(text)
-        elif getattr(part, "kind", "") == "tool_use":
-            lines.append(f"{getattr(part, 'name', '')} {json.dumps(dict(getattr(part, 'input', {})), default=str)}")
+        if isinstance(part, TextPart | SummaryPart) and part.text:
+            lines.append(part.text)
+        elif isinstance(part, ToolResultPart) and part.content:
+            lines.append(part.content)
+        elif isinstance(part, ToolUsePart):
+            lines.append(f"{part.name} {json.dumps(dict(part.input), default=str)}")
     return "\n".join(lines)
 
 

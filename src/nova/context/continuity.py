@@ -138,7 +138,7 @@ class ContinuityGuard:
         self.inner = inner
         self.raw = raw
         self.counter: TokenCounter = counter or HeuristicCounter(CL100K_PROFILE)
-        self.name = f"{getattr(inner, 'name', 'summarizer')}+continuity"
+        self.name = f"{inner.name}+continuity"
         self.reports: list[ContinuityReport] = []
 
     @property

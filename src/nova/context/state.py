@@ -29,9 +29,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from nova.errors import CommandError, TaskStateConflict
+from nova.sessions.recorder import TaskStateSource
 from nova.sessions.store import StoredTaskState
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "Evidence",
     "MemoryStateSource",
     "ProposalResult",
-    "StateSource",
     "TaskState",
     "TaskStateStore",
     "add_constraint",
@@ -167,15 +167,6 @@ _CONSTRAINT_FIELDS = frozenset(Constraint.__dataclass_fields__)
 _EVIDENCE_FIELDS = frozenset(Evidence.__dataclass_fields__)
 
 
-class StateSource(Protocol):
-    """Anything holding one session's task state: `nova.sessions.Session` implements it. Writes are
-    compare-and-set on the version the source gave the state (see `SessionStore.put_task_state`)."""
-
-    def get_versioned_task_state(self) -> StoredTaskState | None: ...
-
-    def put_task_state(self, state: Mapping[str, Any], *, expected_version: int | None = None) -> int: ...
-
-
 # Each failed attempt means another writer's change went in, so running out takes that many writers
 # racing on one session at once; then the caller hears of it rather than spinning.
 _UPDATE_ATTEMPTS = 100
@@ -194,7 +185,7 @@ class TaskStateStore:
     The newest state read or written is kept for `load`: the compiler reads it on every call, possibly
     from another thread than the one that owns the store's connection."""
 
-    def __init__(self, source: StateSource) -> None:
+    def __init__(self, source: TaskStateSource) -> None:
         self.source = source
         self._state: TaskState | None = None
         self._lock = threading.Lock()  # guards `_state` only; never held while the store is called
@@ -246,8 +237,8 @@ class TaskStateStore:
             return self._state
 
 
-class MemoryStateSource:
-    """An in-memory `StateSource` (tests, replay, sessions without a store), with the same
+class MemoryStateSource(TaskStateSource):
+    """An in-memory `TaskStateSource` (tests, replay, sessions without a store), with the same
     compare-and-set as the session store."""
 
     def __init__(self, state: Mapping[str, Any] | None = None) -> None:

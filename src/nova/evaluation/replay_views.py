@@ -20,7 +20,7 @@ from typing import Any
 
 from nova.context.manifest import apportion
 from nova.context.picture import KINDS
-from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import Message, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.present.text import one_line
 
 __all__ = ["COMPOSITION_KINDS", "EXCERPT_CHARS", "Composer", "MessageEntry", "ViewChange", "composition_json",
@@ -39,7 +39,7 @@ def message_kinds(message: Message, tokens: int, count: Callable[[str], int]) ->
         weights = {"summary": 0, "observations": 0}
         for part in message.parts:
             kind = "summary" if isinstance(part, SummaryPart) else "observations"
-            weights[kind] += count(getattr(part, "text", "") or "")
+            weights[kind] += count(part.text if isinstance(part, TextPart | SummaryPart) else "")
         if not weights["observations"]:
             return {"summary": tokens}
         summary, rest = apportion(tokens, [weights["summary"], weights["observations"]])
@@ -91,8 +91,8 @@ def excerpt(message: Message, limit: int = EXCERPT_CHARS) -> str:
             chunks.append(p.content)
         elif isinstance(p, SummaryPart | TextPart):
             chunks.append(p.text)
-        else:
-            chunks.append(getattr(p, "thinking", "") or "")
+        else:  # thinking, or an image (no words to show)
+            chunks.append(p.thinking if isinstance(p, ThinkingPart) else "")
     return one_line(" ".join(chunks), limit)
 
 

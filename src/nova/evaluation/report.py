@@ -39,7 +39,7 @@ def require_plotly() -> None:
     try:
         import plotly.graph_objects  # noqa: F401
     except ImportError as exc:
-        broken = "" if (getattr(exc, "name", None) or "").startswith("plotly") else f" (importing it failed: {exc})"
+        broken = "" if (exc.name or "").startswith("plotly") else f" (importing it failed: {exc})"
         raise ReportExtraMissing(f"--report needs the `report` extra (plotly){broken}: {REPORT_INSTALL_LINE} "
                                  "(in a checkout: pip install -e '.[report]')") from None
 

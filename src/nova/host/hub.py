@@ -20,6 +20,13 @@ waits for the session's worker and its memory extraction, up to a minute) run ou
 session closes on its own worker thread while its evictor goes on. A session being opened or closed has
 an entry in `_pending`; whoever needs it meanwhile waits on that outside the lock and looks again, so a
 session is never open twice (two writers on one record).
+
+One worker among several (`shared`, see `nova.host.workers`): a turn, a compaction, a delete and a read
+of a session's live state first claim the session across workers (refused at once when another has
+it), then close this hub's open copy (its history may be behind the shared record) and have the record
+rewritten from the shared one; the copy is closed again before the claim is let go (a turn's claim
+outlives the turn until its records are stored), so the next claimant, on any worker, sees everything.
+The claim is taken and let go only while no lock of the hub's own is held: it is always the outer one.
 """
 
 from __future__ import annotations
@@ -40,12 +47,20 @@ from nova.agent.builder import AgentOptions, build_agent
 from nova.agent.loop import Agent
 from nova.errors import NovaError, SessionBusy, SessionNotFound, StorageError
 from nova.host.context_view import context_report
+from nova.host.workers import Claim, SharedWorkers
 from nova.messages import Message
 from nova.providers.base import Provider
 from nova.sessions.export import resume
 from nova.sessions.meta import SessionMeta, read_meta, session_dir, validate_session_id
 from nova.sessions.session import Session, default_store, delete_session, list_sessions
-from nova.sessions.store import SessionRecord, SessionStore, StoredMessage, StoredTaskState
+from nova.sessions.store import (
+    ConcurrentWrites,
+    SessionRecord,
+    SessionStore,
+    SetAsideReport,
+    StoredMessage,
+    StoredTaskState,
+)
 from nova.settings import Settings
 from nova.skills.runtime import turn_input
 from nova.tools.approval import Approver
@@ -192,11 +207,14 @@ class SessionHub:
         open_store: Callable[[Path], SessionStore] = default_store,
         approvals: Approvals | None = None,
         provider_for: Callable[[Settings], Provider] | None = None,
+        shared: SharedWorkers | None = None,
     ) -> None:
         """With `approvals`, a call the rules send to the user waits there for an answer; without, it is
         refused unless `options` allow it (`yes`, `allowed_tools`). With `provider_for`, a resumed
         session recorded on another provider, model or endpoint continues on its own (see
-        `nova.sessions.model_settings`); without, every session uses `settings`."""
+        `nova.sessions.model_settings`); without, every session uses `settings`. With `shared`, this
+        hub is one worker among several sharing the session records (see the module docstring); the
+        hub closes it when it closes."""
         self.settings = settings
         self.approvals = approvals
         self.options = options
@@ -212,16 +230,21 @@ class SessionHub:
         self._sweeper_stop: threading.Event | None = None
         self._store_writes = threading.Lock()
         """Every write of this hub's sessions to the session store, one at a time (see `_QueuedWrites`)."""
+        self.shared = shared
+        if shared is not None:
+            shared.listen_for_cancels(self._cancel_here)
 
     def _new_store(self) -> SessionStore:
         """A session's own store connection; the caller closes it."""
         store = self.open_store(self.settings.home)
-        if getattr(store, "concurrent_writes", False):  # a database server: nothing to queue for
+        if isinstance(store, ConcurrentWrites):  # a database server: nothing to queue for
             return store
         return _QueuedWrites(store, self._store_writes)
 
     # -- records ------------------------------------------------------------------------------------
     def sessions(self) -> list[SessionMeta]:
+        if self.shared is not None:
+            return self.shared.list_sessions()
         metas, problems = list_sessions(self.settings.home)
         for problem in problems:
             log.warning("skipping a session directory: %s", problem)
@@ -233,7 +256,11 @@ class SessionHub:
             validate_session_id(session_id)
         except StorageError:
             raise SessionNotFound(f"no session {session_id!r}") from None
-        if not session_dir(self.settings.home, session_id).is_dir():
+        if self.shared is not None:
+            recorded = self.shared.is_recorded(session_id)
+        else:
+            recorded = session_dir(self.settings.home, session_id).is_dir()
+        if not recorded:
             raise SessionNotFound(f"no session {session_id!r}")
         return session_id
 
@@ -256,9 +283,18 @@ class SessionHub:
         # Nobody else knows the new id yet, so it needs no entry in `_pending` while it opens.
         live = self._open(create_here, then=record_prompt)
         self._register(live)
+        if self.shared is not None:
+            # Recorded and closed at once: its next turn may run on any worker, which must not find it
+            # held open (and its files locked) here.
+            self._drop_local(live.id)
         return live
 
     def meta(self, session_id: str) -> SessionMeta:
+        if self.shared is not None:
+            meta = self.shared.read_meta(session_id)
+            if meta is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            return meta
         with self._lock:
             live = self._live.get(session_id)
         if live is not None:
@@ -270,6 +306,14 @@ class SessionHub:
             raise SessionNotFound(f"no session {session_id!r} ({exc})") from None
 
     def delete(self, session_id: str) -> None:
+        claim = self._claim_shared(session_id)
+        try:
+            self._delete_here(session_id)
+        finally:
+            if claim is not None:
+                claim.release()
+
+    def _delete_here(self, session_id: str) -> None:
         self.check(session_id)
         while True:
             with self._lock:
@@ -510,7 +554,19 @@ class SessionHub:
 
     def _with_live(self, session_id: str, fn: Callable[[LiveSession], T]) -> T:
         """`fn(live)` on the leased session; again on a freshly opened one if a delete or a shutdown
-        closed it between finding and using it."""
+        closed it between finding and using it. With shared workers, on a fresh copy under the session's
+        claim: while a turn runs on another worker this answers `SessionBusy`, as a turn would."""
+        claim = self._claim_shared(session_id)
+        try:
+            return self._with_live_here(session_id, fn)
+        finally:
+            if claim is not None:
+                try:
+                    self._drop_local(session_id)
+                finally:
+                    claim.release()
+
+    def _with_live_here(self, session_id: str, fn: Callable[[LiveSession], T]) -> T:
         for _ in range(REOPEN_ATTEMPTS):
             try:
                 with self.leased(session_id) as live:
@@ -520,6 +576,50 @@ class SessionHub:
         raise SessionBusy(f"session {session_id} keeps being closed; try again")
 
     def start_turn(self, session_id: str, text: str, sink: EventSink) -> Future[None]:
+        """Start a turn on the session's thread and return at once; `sink` gets its events, then None.
+        With shared workers the claim is let go, and `sink` gets None, only once the session is closed
+        after the turn (its records, meta and store row written)."""
+        claim = self._claim_shared(session_id)
+        if claim is None:
+            return self._start_turn_here(session_id, text, sink)
+        assert self.shared is not None
+        try:
+            self.shared.turn_starting(session_id)
+        except BaseException:
+            claim.release()
+            raise
+        finished = threading.Event()
+
+        def forward(event: ev.Event | None) -> None:
+            if event is None:
+                finished.set()  # the stream ends after the session is closed and the claim let go
+            else:
+                sink(event)
+
+        def finish(_: Future[None]) -> None:
+            # Not on the session's own thread: closing waits for that thread.
+            threading.Thread(target=self._end_shared_turn, args=(session_id, claim, sink, finished),
+                             name="nova-turn-end", daemon=True).start()
+
+        try:
+            future = self._start_turn_here(session_id, text, forward)
+        except BaseException:
+            claim.release()
+            raise
+        future.add_done_callback(finish)
+        return future
+
+    def _end_shared_turn(self, session_id: str, claim: Claim, sink: EventSink, finished: threading.Event) -> None:
+        try:
+            finished.wait(timeout=60)
+            self._drop_local(session_id)
+        except Exception:
+            log.exception("closing session %s after its turn", session_id)
+        finally:
+            claim.release()
+            sink(None)
+
+    def _start_turn_here(self, session_id: str, text: str, sink: EventSink) -> Future[None]:
         live = self._claim(session_id, f"session {session_id} is already running a turn")
         try:
             prompt = turn_input(live.agent.extensions, text)  # `/skill NAME …` loads a skill (SKL-1)
@@ -551,16 +651,25 @@ class SessionHub:
         return live.turn
 
     def cancel(self, session_id: str) -> bool:
+        """Stop the session's turn at its next step, wherever it runs (with shared workers, on another
+        worker by passing the cancel on). False when no turn runs on it."""
         self.check(session_id)
         with self._lock:
             live = self._live.get(session_id)
-        # A session that is not open runs nothing: no need to open it to say so.
+        # A session that is not open here runs nothing here: no need to open it to say so.
         if live is None or not live.running:
-            return False
+            return self.shared is not None and self.shared.cancel_elsewhere(session_id)
         live.agent.cancel.set()
         if self.approvals is not None:  # a call waiting for approval is refused, so the turn can stop
             self.approvals.withdraw(session_id)
         return True
+
+    def _cancel_here(self, session_id: str) -> None:
+        """A cancel another worker passed on: stop the turn if it runs here."""
+        with self._lock:
+            live = self._live.get(session_id)
+        if live is not None and live.running:
+            live.agent.cancel.set()
 
     def status(self, session_id: str) -> ev.ContextUpdate:
         """The session's one context figure (see `LiveSession.status`)."""
@@ -576,6 +685,17 @@ class SessionHub:
         return self._with_live(session_id, report)
 
     def compact(self, session_id: str, focus: str = "") -> tuple[bool, ev.ContextUpdate]:
+        claim = self._claim_shared(session_id)
+        try:
+            result = self._compact_here(session_id, focus)
+            if claim is not None:
+                self._drop_local(session_id)
+            return result
+        finally:
+            if claim is not None:
+                claim.release()
+
+    def _compact_here(self, session_id: str, focus: str) -> tuple[bool, ev.ContextUpdate]:
         live = self._claim(session_id, f"session {session_id} is running a turn")
 
         def compact_here() -> bool:
@@ -627,6 +747,48 @@ class SessionHub:
                 self._settle(live.id, done)
         for event in already:  # evictions and deletes that were under way
             event.wait()
+        if self.shared is not None:
+            self.shared.close()
+
+    # -- shared with other workers (see the module docstring) -----------------------------------------
+    def _claim_shared(self, session_id: str) -> Claim | None:
+        """None alone in the process. With shared workers: the session claimed for this worker, with
+        this hub's copy closed and the record rewritten from the shared one; `SessionBusy` when another
+        worker has it, `SessionNotFound` when it is not recorded. The caller releases the claim."""
+        if self.shared is None:
+            return None
+        try:  # the id's form only: `refresh` asks the shared record, under the claim
+            validate_session_id(session_id)
+        except StorageError:
+            raise SessionNotFound(f"no session {session_id!r}") from None
+        claim = self.shared.claim(session_id)
+        try:
+            self._drop_local(session_id)
+            if not self.shared.refresh(session_id):
+                raise SessionNotFound(f"no session {session_id!r}")
+        except BaseException:
+            claim.release()
+            raise
+        return claim
+
+    def _drop_local(self, session_id: str) -> None:
+        """Close this hub's open copy of the session if nothing uses it (its history may be behind the
+        shared record), and wait for a close already under way (an eviction): the record must not be
+        rewritten under a session still closing."""
+        with self._lock:
+            live = self._live.get(session_id)
+            done = self._retire(live) if live is not None and live.idle else None
+        if live is not None and done is not None:
+            try:
+                live.close()
+            finally:
+                self._settle(session_id, done)
+        while True:
+            with self._lock:
+                pending = self._pending.get(session_id)
+            if pending is None:
+                return
+            pending.wait()
 
 
 def _shut(agent: Agent | None, session: Session) -> None:
@@ -642,7 +804,7 @@ def _shut(agent: Agent | None, session: Session) -> None:
             session.store.close()
 
 
-class _QueuedWrites:
+class _QueuedWrites(SessionStore, SetAsideReport):
     """One session's own store connection, its writes queued on a lock all the hub's sessions share.
 
     Hundreds of sessions writing at once through their own connections contend for SQLite's file lock,
@@ -657,8 +819,7 @@ class _QueuedWrites:
 
     def describe_set_aside(self) -> str:
         """The store's warning when it replaced an unreadable database on opening, else ""."""
-        describe = getattr(self._store, "describe_set_aside", None)
-        return describe() if callable(describe) else ""
+        return self._store.describe_set_aside() if isinstance(self._store, SetAsideReport) else ""
 
     def save_session(self, record: SessionRecord) -> None:
         with self._writes:

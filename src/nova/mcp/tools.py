@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from nova.errors import ToolError
 from nova.mcp.connection import CallOutcome
-from nova.tools.base import Tool, ToolContext, ToolOutput
+from nova.tools.base import DelegatingTool, Tool, ToolContext, ToolOutput
 
 __all__ = ["MCP_PREFIX", "McpCallTool", "McpSearchTool", "McpTool", "nova_tool_name", "one_line"]
 
@@ -139,7 +139,7 @@ class McpSearchTool:
         return [t for _, _, t in sorted(scored)[:limit]]
 
 
-class McpCallTool:
+class McpCallTool(DelegatingTool):
     """Runs a catalog tool by name. The agent loop calls `resolve_call` first, so the permission policy,
     timeout and error handling all see the real tool; `run` is only reached without that loop."""
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from nova.errors import ConfigError
-from nova.settings import _to_float, _to_int, _to_str
+from nova.settings import config_float, config_int, config_str
 
 __all__ = ["MemoryConfig", "parse_memory_config"]
 
@@ -60,17 +60,17 @@ def parse_memory_config(raw: Mapping[str, Any], *, source: str = "config [memory
         if key not in known:
             continue
         if key in _INT_KEYS:
-            values[key] = _to_int(value, source=source, key=key)
+            values[key] = config_int(value, source=source, key=key)
             if values[key] < 0:
                 raise ConfigError(f"{source}: key {key!r} must not be negative, got {value!r}")
         elif key in _FLOAT_KEYS:
-            values[key] = _to_float(value, source=source, key=key)
+            values[key] = config_float(value, source=source, key=key)
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{source}: key {key!r} has value {value!r}, expected true or false")
             values[key] = value
         elif key == "model_status":
-            status = _to_str(value, source=source, key=key)
+            status = config_str(value, source=source, key=key)
             if status not in ("candidate", "active"):
                 raise ConfigError(f"{source}: key 'model_status' has value {status!r}, expected "
                                   "'candidate' or 'active'")

@@ -47,7 +47,7 @@ from nova.errors import ConfigError
 from nova.fs.secret_paths import secret_path_kind, secret_text_kind
 from nova.fs.special_files import special_kind
 from nova.memory.paths import find_git_root, project_root
-from nova.settings import _to_int, _to_str, _to_str_list
+from nova.settings import config_int, config_str, config_str_list
 
 __all__ = [
     "InstructionsConfig",
@@ -87,13 +87,13 @@ class InstructionsConfig:
 def parse_instructions_config(raw: Mapping[str, Any], *, source: str = "config [instructions]") -> InstructionsConfig:
     values: dict[str, Any] = {}
     if "project_files" in raw:
-        values["project_files"] = _to_str_list(raw["project_files"], source=source, key="project_files")
+        values["project_files"] = config_str_list(raw["project_files"], source=source, key="project_files")
     for key in ("local_file", "user_file"):
         if key in raw:
-            values[key] = _to_str(raw[key], source=source, key=key)
+            values[key] = config_str(raw[key], source=source, key=key)
     for key in ("max_import_depth", "token_budget", "max_file_bytes", "max_total_bytes"):
         if key in raw:
-            values[key] = _to_int(raw[key], source=source, key=key)
+            values[key] = config_int(raw[key], source=source, key=key)
             if values[key] < 0:
                 raise ConfigError(f"{source}: key {key!r} must not be negative, got {raw[key]!r}")
     return replace(InstructionsConfig(), **values)

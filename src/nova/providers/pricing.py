@@ -4,6 +4,11 @@ Prices are USD per million tokens. `cache_write_5m` / `cache_write_1h` apply to 
 writes; OpenAI bills cache reads only (writes cost the plain input price). A model id matches an
 entry exactly or with a date or tag suffix ("claude-sonnet-4-5-20250929", "gpt-4o-2024-08-06",
 "llama3:8b"); anything else is unknown, and its cost is reported as unknown rather than guessed.
+
+The table holds no output ceiling: the answer's size is Nova's own `max_output_tokens` (8192 unless
+configured, under every model listed), which fits the context budget's output reserve. A model's ceiling
+(32k-128k) as the default would not: the view plus the answer could then exceed the window, which
+newer providers refuse instead of trimming.
 """
 
 from __future__ import annotations
@@ -26,41 +31,40 @@ class ModelInfo:
     cache_write_5m: float
     cache_write_1h: float
     min_cacheable_tokens: int = 1024
-    max_output: int = 8192
 
 
-def _anthropic(name: str, window: int, inp: float, out: float, min_cache: int, max_out: int) -> ModelInfo:
+def _anthropic(name: str, window: int, inp: float, out: float, min_cache: int) -> ModelInfo:
     # Anthropic's cache multipliers: write 5 min 1.25x, write 1 h 2x, read 0.1x of the input price.
-    return ModelInfo(name, window, inp, out, inp * 0.1, inp * 1.25, inp * 2.0, min_cache, max_out)
+    return ModelInfo(name, window, inp, out, inp * 0.1, inp * 1.25, inp * 2.0, min_cache)
 
 
-def _openai(name: str, window: int, inp: float, out: float, cached: float, max_out: int) -> ModelInfo:
-    return ModelInfo(name, window, inp, out, cached, inp, inp, 1024, max_out)
+def _openai(name: str, window: int, inp: float, out: float, cached: float) -> ModelInfo:
+    return ModelInfo(name, window, inp, out, cached, inp, inp, 1024)
 
 
 _MODELS: tuple[ModelInfo, ...] = (
-    _anthropic("claude-opus-4-6", 200_000, 5.0, 25.0, 4096, 128_000),
-    _anthropic("claude-opus-4-5", 200_000, 5.0, 25.0, 4096, 64_000),
-    _anthropic("claude-opus-4-1", 200_000, 15.0, 75.0, 1024, 32_000),
-    _anthropic("claude-opus-4", 200_000, 15.0, 75.0, 1024, 32_000),
-    _anthropic("claude-sonnet-4-6", 200_000, 3.0, 15.0, 2048, 64_000),
-    _anthropic("claude-sonnet-4-5", 200_000, 3.0, 15.0, 1024, 64_000),
-    _anthropic("claude-sonnet-4", 200_000, 3.0, 15.0, 1024, 64_000),
-    _anthropic("claude-3-7-sonnet", 200_000, 3.0, 15.0, 1024, 64_000),
-    _anthropic("claude-haiku-4-5", 200_000, 1.0, 5.0, 4096, 64_000),
-    _anthropic("claude-3-5-haiku", 200_000, 0.8, 4.0, 2048, 8192),
-    _openai("gpt-5-nano", 400_000, 0.05, 0.40, 0.005, 128_000),
-    _openai("gpt-5-mini", 400_000, 0.25, 2.0, 0.025, 128_000),
-    _openai("gpt-5", 400_000, 1.25, 10.0, 0.125, 128_000),
-    _openai("gpt-4.1-nano", 1_047_576, 0.10, 0.40, 0.025, 32_768),
-    _openai("gpt-4.1-mini", 1_047_576, 0.40, 1.60, 0.10, 32_768),
-    _openai("gpt-4.1", 1_047_576, 2.0, 8.0, 0.50, 32_768),
-    _openai("gpt-4o-mini", 128_000, 0.15, 0.60, 0.075, 16_384),
-    _openai("gpt-4o", 128_000, 2.50, 10.0, 1.25, 16_384),
-    _openai("o4-mini", 200_000, 1.10, 4.40, 0.275, 100_000),
-    _openai("o3", 200_000, 2.0, 8.0, 0.50, 100_000),
-    _openai("gemini-3-pro-preview", 1_048_576, 2.0, 12.0, 0.20, 65_536),
-    ModelInfo("nova-demo", 32_000, 0.0, 0.0, 0.0, 0.0, 0.0, 1024, 4096),
+    _anthropic("claude-opus-4-6", 200_000, 5.0, 25.0, 4096),
+    _anthropic("claude-opus-4-5", 200_000, 5.0, 25.0, 4096),
+    _anthropic("claude-opus-4-1", 200_000, 15.0, 75.0, 1024),
+    _anthropic("claude-opus-4", 200_000, 15.0, 75.0, 1024),
+    _anthropic("claude-sonnet-4-6", 200_000, 3.0, 15.0, 2048),
+    _anthropic("claude-sonnet-4-5", 200_000, 3.0, 15.0, 1024),
+    _anthropic("claude-sonnet-4", 200_000, 3.0, 15.0, 1024),
+    _anthropic("claude-3-7-sonnet", 200_000, 3.0, 15.0, 1024),
+    _anthropic("claude-haiku-4-5", 200_000, 1.0, 5.0, 4096),
+    _anthropic("claude-3-5-haiku", 200_000, 0.8, 4.0, 2048),
+    _openai("gpt-5-nano", 400_000, 0.05, 0.40, 0.005),
+    _openai("gpt-5-mini", 400_000, 0.25, 2.0, 0.025),
+    _openai("gpt-5", 400_000, 1.25, 10.0, 0.125),
+    _openai("gpt-4.1-nano", 1_047_576, 0.10, 0.40, 0.025),
+    _openai("gpt-4.1-mini", 1_047_576, 0.40, 1.60, 0.10),
+    _openai("gpt-4.1", 1_047_576, 2.0, 8.0, 0.50),
+    _openai("gpt-4o-mini", 128_000, 0.15, 0.60, 0.075),
+    _openai("gpt-4o", 128_000, 2.50, 10.0, 1.25),
+    _openai("o4-mini", 200_000, 1.10, 4.40, 0.275),
+    _openai("o3", 200_000, 2.0, 8.0, 0.50),
+    _openai("gemini-3-pro-preview", 1_048_576, 2.0, 12.0, 0.20),
+    ModelInfo("nova-demo", 32_000, 0.0, 0.0, 0.0, 0.0, 0.0, 1024),
 )
 _BY_NAME = {m.name: m for m in _MODELS}
 # A dated snapshot or a tag: "-20250929", "-2024-08-06", "-latest", ":8b", "@20250929".

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -69,6 +69,9 @@ from nova.sessions.session import Session
 from nova.settings import Settings
 from nova.version import __version__
 
+if TYPE_CHECKING:
+    from nova.server.postgres_workers import PostgresWorkers
+
 __all__ = ["create_app"]
 
 SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, max_length=128)]
@@ -90,8 +93,8 @@ def create_app(
     config = config or ServerConfig()
     limits = HostLimits(max_live=config.max_live_sessions, idle_timeout_s=config.idle_session_timeout_s)
     desk = ApprovalDesk(timeout_s=config.approval_timeout_s)
-    hub = _make_hub(settings, options=options, make_provider=make_provider, limits=limits, approvals=desk,
-                    provider_for=provider_for)
+    hub, workers = _make_hub(settings, options=options, make_provider=make_provider, limits=limits,
+                             approvals=desk, provider_for=provider_for)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -104,7 +107,7 @@ def create_app(
     app.state.hub = hub
     app.state.streams = OpenStreams()  # ended at once when the server stops (`nova.server.streams`)
     _errors(app)
-    _routes(app, hub, settings, options)
+    _routes(app, hub, workers, settings, options)
     add_approval_routes(app, hub, desk)
     # Added last = outermost: the Host check, the size limit, then the token, wrap everything including
     # 404s and docs; the body check runs only for a caller with the token.
@@ -119,26 +122,29 @@ def create_app(
     return app
 
 
-def _make_hub(settings: Settings, **kwargs: Any) -> SessionHub:
-    """The single-process hub on SQLite; with a database URL, a worker among several (`shared_hub`)."""
+def _make_hub(settings: Settings, **kwargs: Any) -> tuple[SessionHub, PostgresWorkers | None]:
+    """The single-process hub on SQLite; with a database URL, one worker among several sharing it
+    (`postgres_workers`), returned beside the hub for the routes only they serve."""
     from nova.sessions.backend import database_url
 
     url = database_url(settings.home)
     if url is None:
-        return SessionHub(settings, **kwargs)
-    from nova.server.shared_hub import SharedSessionHub
+        return SessionHub(settings, **kwargs), None
+    from nova.server.postgres_workers import PostgresWorkers
 
-    return SharedSessionHub(settings, url=url, **kwargs)
+    workers = PostgresWorkers(settings.home, url)
+    return SessionHub(settings, shared=workers, **kwargs), workers
 
 
-def _shared_stream(hub: SessionHub, session_id: str, turn_id: str,
+def _shared_stream(workers: PostgresWorkers | None, session_id: str, turn_id: str,
                    deliver: Callable[[bytes], None]) -> Callable[[bytes, bool], None]:
     """How a batch of a turn's events reaches its client: straight, or (several workers) stored first so
     clients on any worker can follow it, and sent with its id."""
-    event_log = getattr(hub, "event_log", None)
-    if event_log is None:
+    if workers is None:
         return lambda data, last: deliver(data)
     from nova.server.event_log import with_id
+
+    event_log = workers.event_log
 
     def publish(data: bytes, last: bool) -> None:
         deliver(with_id(data, event_log.publish(session_id, turn_id, data, last=last)))
@@ -146,12 +152,12 @@ def _shared_stream(hub: SessionHub, session_id: str, turn_id: str,
     return publish
 
 
-def _records(hub: SessionHub, settings: Settings, session_id: str) -> list[Record]:
+def _records(hub: SessionHub, workers: PostgresWorkers | None, settings: Settings, session_id: str) -> list[Record]:
     """The session's raw log from the start: the database's rows when workers share one, else the file."""
-    read_records = getattr(hub, "read_records", None)
-    if read_records is not None:
+    if workers is not None:
+        hub.check(session_id)
         return [parse_record(line, f"session {session_id} record {n}")
-                for n, line in enumerate(read_records(session_id), start=1)]
+                for n, line in enumerate(workers.read_records(session_id), start=1)]
     with Session.open(settings.home, session_id, readonly=True) as record:
         return list(record.transcript.iter_records())
 
@@ -177,7 +183,8 @@ def _memory_out(memory: Memory, *, body: bool) -> MemoryOut:
                      updated=format_time(memory.updated), review=memory.review_note or None)
 
 
-def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOptions) -> None:
+def _routes(app: FastAPI, hub: SessionHub, workers: PostgresWorkers | None, settings: Settings,
+            options: AgentOptions) -> None:
     @app.get("/health", tags=["server"])
     def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
@@ -205,7 +212,7 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
         meta = hub.meta(session_id)
         # The raw log, read-only and from the start: what was said before a compaction is still there.
         messages, compactions = [], 0
-        for item in _records(hub, settings, session_id):
+        for item in _records(hub, workers, settings, session_id):
             if isinstance(item, MessageRecord):
                 messages.append(message_out(item.message))
             elif isinstance(item, BoundaryRecord):
@@ -232,7 +239,7 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
             raise HTTPException(422, "the message has no text")
         channel: ChunkChannel[bytes] = ChunkChannel(asyncio.get_running_loop())
         encoder = UIStreamEncoder(new_id("msg"))
-        deliver = _shared_stream(hub, session_id, encoder.message_id, channel.put)
+        deliver = _shared_stream(workers, session_id, encoder.message_id, channel.put)
         unsent = [b"".join(sse(c) for c in encoder.start())]
 
         def put(data: bytes, last: bool) -> None:
@@ -268,9 +275,9 @@ def _routes(app: FastAPI, hub: SessionHub, settings: Settings, options: AgentOpt
                             after: Annotated[int | None, Query(ge=0)] = None) -> StreamingResponse:
         """The session's latest turn as it streams, from any worker (PostgreSQL backend): from its start,
         or after the event id given as `after` or the Last-Event-ID header (a reconnecting client)."""
-        event_log = getattr(hub, "event_log", None)
-        if event_log is None:
+        if workers is None:
             raise HTTPException(404, "turn events are kept only when Nova runs on PostgreSQL")
+        event_log = workers.event_log
         await asyncio.to_thread(hub.check, session_id)
         header = request.headers.get("last-event-id", "")
         if after is None and header.isdigit():

@@ -31,7 +31,7 @@ from typing import Any
 from nova.errors import ConfigError
 from nova.host.hub import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_LIVE
 from nova.server.approvals import DEFAULT_APPROVAL_TIMEOUT_S
-from nova.settings import _bad, _to_float
+from nova.settings import config_error, config_float
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerConfig", "parse_server_config"]
 
@@ -88,20 +88,20 @@ def parse_server_config(raw: Mapping[str, Any], *, source: str) -> ServerConfig:
     if "idle_session_timeout_s" in raw:
         key, value = "idle_session_timeout_s", raw["idle_session_timeout_s"]
         if value is not None:
-            seconds = _to_float(value, source=source, key=key)
+            seconds = config_float(value, source=source, key=key)
             if seconds <= 0:
-                raise _bad(source, key, value, "a positive number of seconds or null")
+                raise config_error(source, key, value, "a positive number of seconds or null")
             value = seconds
         values[key] = value
     for key in ("header_timeout_s", "body_timeout_s"):
         if key in raw:
-            seconds = _to_float(raw[key], source=source, key=key)
+            seconds = config_float(raw[key], source=source, key=key)
             if not 0 < seconds <= 3600:
-                raise _bad(source, key, raw[key], "a number of seconds between 0 and 3600")
+                raise config_error(source, key, raw[key], "a number of seconds between 0 and 3600")
             values[key] = seconds
     if "approval_timeout_s" in raw:
-        seconds = _to_float(raw["approval_timeout_s"], source=source, key="approval_timeout_s")
+        seconds = config_float(raw["approval_timeout_s"], source=source, key="approval_timeout_s")
         if not 0 < seconds <= 86400:
-            raise _bad(source, "approval_timeout_s", raw["approval_timeout_s"], "a number of seconds up to a day")
+            raise config_error(source, "approval_timeout_s", raw["approval_timeout_s"], "a number of seconds up to a day")
         values["approval_timeout_s"] = seconds
     return ServerConfig(**values)

@@ -15,26 +15,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from nova.errors import StorageError
 from nova.fs.private import FOLDER_MODE, create_private_file, private_dir
 from nova.model import Usage
 from nova.sessions.meta import ARTIFACT_DIRS, SessionMeta, session_dir, write_meta
 from nova.sessions.schema import encode
-from nova.sessions.store import SessionRecord, SessionStore
+from nova.sessions.store import RecordStore, SessionRecord, SessionStore
 from nova.sessions.transcript import TRANSCRIPT_NAME, Transcript
 
-__all__ = ["DatabaseTranscript", "RecordStore", "materialize", "open_transcript"]
-
-
-@runtime_checkable
-class RecordStore(Protocol):
-    """A store that also keeps the transcript's records (the PostgreSQL one)."""
-
-    def append_record(self, session_id: str, record_json: str, *, rid: str | None = None) -> int: ...
-
-    def read_records(self, session_id: str, *, skip: int = 0) -> list[str]: ...
+__all__ = ["DatabaseTranscript", "materialize", "open_transcript"]
 
 
 class DatabaseTranscript(Transcript):

@@ -28,12 +28,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from nova.errors import MissingDependency, StorageError
 from nova.messages import Message, from_dict, to_dict
 from nova.sessions.schema import json_text, strip_thinking, task_state_text
-from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
+from nova.sessions.store import (
+    ConcurrentWrites,
+    RecordStore,
+    SessionRecord,
+    SessionStore,
+    StoredMessage,
+    StoredTaskState,
+    TaskStateConflict,
+)
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -240,11 +248,12 @@ def _migrate(pool: ConnectionPool[Any]) -> None:
             conn.execute("INSERT INTO nova_migrations VALUES (%s, %s, %s)", (number, name, time.time()))
 
 
-class PostgresSessionStore:
-    """A `SessionStore` on PostgreSQL. Thread-safe: each call takes a pooled connection for one
-    transaction. `close()` leaves the shared pool open for the process's other stores."""
+class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
+    """A `SessionStore` on PostgreSQL that keeps the transcript's records too. Thread-safe: each call
+    takes a pooled connection for one transaction. `close()` leaves the shared pool open for the
+    process's other stores."""
 
-    concurrent_writes = True
+    concurrent_writes: Literal[True] = True
     """Writers on many connections at once are what the server is for (the host queues SQLite's)."""
 
     def __init__(self, url: str) -> None:

@@ -1,20 +1,28 @@
-"""`SessionRecorder`: what the agent loop and the context engine write into a session record.
+"""What the agent asks of the session it is recorded in, as small protocols.
 
-`nova.sessions.Session` implements it; so can any outside store. Every call takes typed values (the
-boundary is the transcript's own `BoundaryRecord`), so a recorder is checked by the type checker, not
-found by method name at run time.
+- `SessionRecorder`: what the agent loop and the context engine write into a session record.
+- `TaskStateSource`: the session's canonical task state, written compare-and-set (CTX-6).
+- `ChildSessions`: a session of its own, linked to this one, for each sub-agent (CTX-5).
+- `RecordedSession`: all three, with the session's id, directory and `close`: what
+  `nova.agent.builder.build_agent` takes as `session`.
+
+`nova.sessions.Session` implements all of them and names them among its bases; so can any outside
+store. Every call takes typed values (the boundary is the transcript's own `BoundaryRecord`), so a
+recorder is checked by the type checker, never found by method name at run time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from nova.messages import Message
 from nova.model import Usage
 from nova.sessions.schema import BoundaryRecord
+from nova.sessions.store import StoredTaskState
 
-__all__ = ["BoundaryRecord", "SessionRecorder"]
+__all__ = ["BoundaryRecord", "ChildSessions", "RecordedSession", "SessionRecorder", "TaskStateSource"]
 
 
 class SessionRecorder(Protocol):
@@ -38,3 +46,43 @@ class SessionRecorder(Protocol):
 
     def flush(self) -> None:
         """Turn end: make what was recorded durable."""
+
+
+class TaskStateSource(Protocol):
+    """One session's task state. Writes are compare-and-set on the version the source gave the state
+    (see `SessionStore.put_task_state`); `nova.context.state.TaskStateStore` reads and writes through it."""
+
+    def get_versioned_task_state(self) -> StoredTaskState | None:
+        """The state and its version, read together; None before the first write."""
+        ...
+
+    def put_task_state(self, state: Mapping[str, Any], *, expected_version: int | None = None) -> int:
+        """Write the state and return its new version; with `expected_version`, only if that is still
+        the stored one (else `TaskStateConflict`)."""
+        ...
+
+
+class ChildSessions(Protocol):
+    """What a recorded session provides so that its sub-agents are recorded too."""
+
+    def start_child(self, *, title: str, cwd: Path, provider: str, model: str) -> RecordedSession:
+        """A new session for a sub-agent of this one: on the same store, linked to it (its `parent_id`
+        is this session's id, so `nova sessions show` lists it). The caller closes it."""
+        ...
+
+
+class RecordedSession(SessionRecorder, TaskStateSource, ChildSessions, Protocol):
+    """A session an agent runs in: it records the agent's work, holds its task state and starts its
+    sub-agents' sessions."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def dir(self) -> Path:
+        """The session directory: spilled tool results are written (and may be read back) there."""
+        ...
+
+    def close(self) -> None:
+        """Flush what was recorded and let the session go."""
+        ...

@@ -45,9 +45,10 @@ from nova.sessions.meta import (
     validate_session_id,
     write_meta,
 )
+from nova.sessions.recorder import RecordedSession
 from nova.sessions.repair import HistoryScan, RepairReport, repair_history
 from nova.sessions.schema import BoundaryRecord, printable, strip_thinking
-from nova.sessions.store import SessionRecord, SessionStore, StoredTaskState
+from nova.sessions.store import SessionRecord, SessionStore, SetAsideReport, StoredTaskState
 from nova.sessions.transcript import TRANSCRIPT_NAME, BadLine, TailRead, TornTail, Transcript
 
 __all__ = ["Session", "default_store", "delete_session", "list_sessions"]
@@ -59,8 +60,9 @@ def default_store(home: Path) -> SessionStore:
     return open_store(home)
 
 
-class Session:
-    """Use `Session.create` or `Session.open`; the constructor is for them."""
+class Session(RecordedSession):
+    """Use `Session.create` or `Session.open`; the constructor is for them. What the agent asks of it
+    (recording, task state, sub-agents' sessions) is declared in `nova.sessions.recorder`."""
 
     def __init__(
         self, home: Path, meta: SessionMeta, store: SessionStore, *, owns_store: bool, readonly: bool = False
@@ -141,9 +143,8 @@ class Session:
         except BaseException:
             lock.release()
             raise
-        set_aside_note = getattr(session.store, "describe_set_aside", None)
-        if callable(set_aside_note) and set_aside_note():
-            session.notices.append(set_aside_note())
+        if note := _set_aside_note(session.store):
+            session.notices.append(note)
         return session
 
     @classmethod
@@ -248,9 +249,8 @@ class Session:
         session._lock = lock
         session.notices = notices
         session.bad_lines = list(tail.bad)
-        set_aside_note = getattr(session.store, "describe_set_aside", None)
-        if callable(set_aside_note) and set_aside_note():
-            notices.insert(0, set_aside_note())
+        if note := _set_aside_note(session.store):
+            notices.insert(0, note)
         # Kept so resume parses the tail once. Quarantining a torn line does not change it: `read_tail`
         # already stopped at the last complete record.
         session._tail = (tail, valid)
@@ -415,6 +415,12 @@ class Session:
         """See `SessionStore.put_task_state`: with `expected_version` a stale write is refused."""
         return self.store.put_task_state(self.id, state, expected_version=expected_version)
 
+    # -- sub-agents (CTX-5) -------------------------------------------------------------------------
+    def start_child(self, *, title: str, cwd: Path, provider: str, model: str) -> Session:
+        """A sub-agent's own session, on this session's store, linked to it by `parent_id`."""
+        return Session.create(self.home, title=title, cwd=cwd, provider=provider, model=model, store=self.store,
+                              parent_id=self.id)
+
     # -- resume -------------------------------------------------------------------------------------
     def load_history(self) -> list[Message]:
         """The working history: records after the last compact_boundary (read backwards, SES-4), with
@@ -490,6 +496,11 @@ def list_sessions(home: Path) -> tuple[list[SessionMeta], list[str]]:
             problems.append(str(exc))
     metas.sort(key=lambda m: (m.updated_at, m.id), reverse=True)
     return metas, problems
+
+
+def _set_aside_note(store: SessionStore) -> str:
+    """The store's warning that it replaced an unreadable database as it opened, else ""."""
+    return store.describe_set_aside() if isinstance(store, SetAsideReport) else ""
 
 
 def _written_after(path: Path, than: Path) -> bool:

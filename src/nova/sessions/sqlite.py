@@ -21,7 +21,14 @@ from nova.errors import StorageError
 from nova.fs.private import create_private_file
 from nova.messages import Message, from_dict, to_dict
 from nova.sessions.schema import json_text, strip_thinking, task_state_text
-from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
+from nova.sessions.store import (
+    SessionRecord,
+    SessionStore,
+    SetAsideReport,
+    StoredMessage,
+    StoredTaskState,
+    TaskStateConflict,
+)
 
 __all__ = ["MIGRATIONS", "SQLiteSessionStore"]
 
@@ -107,7 +114,7 @@ def _serialized(method: F) -> F:
     return cast(F, wrapper)
 
 
-class SQLiteSessionStore:
+class SQLiteSessionStore(SessionStore, SetAsideReport):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()

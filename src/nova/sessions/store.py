@@ -24,18 +24,33 @@ Task state is written from several threads (the session's worker, the TUI, the s
 and could be from several processes, so its writes are compare-and-set on the row's version: a writer
 says which version it read, and a write based on an older one is refused with `TaskStateConflict`
 instead of silently replacing a change it never saw.
+
+Beyond the protocol a backend may have one of three declared capabilities, each a protocol of its own
+that the backend names among its bases, so callers ask `isinstance` of a declared type instead of
+probing for a method: `SetAsideReport` (it replaced an unreadable database as it opened: SQLite),
+`RecordStore` (it keeps the transcript's records too: PostgreSQL, see `db_transcript`) and
+`ConcurrentWrites` (its connections write at once without queueing: PostgreSQL).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from nova.errors import TaskStateConflict
 from nova.messages import Message
 
-__all__ = ["SessionRecord", "SessionStore", "StoredMessage", "StoredTaskState", "TaskStateConflict"]
+__all__ = [
+    "ConcurrentWrites",
+    "RecordStore",
+    "SessionRecord",
+    "SessionStore",
+    "SetAsideReport",
+    "StoredMessage",
+    "StoredTaskState",
+    "TaskStateConflict",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,3 +145,38 @@ class SessionStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+# -- optional capabilities (see the module docstring) ---------------------------------------------------
+@runtime_checkable
+class SetAsideReport(Protocol):
+    """A store that may have found its database unreadable on opening, moved it aside and started anew."""
+
+    def describe_set_aside(self) -> str:
+        """The one warning to give the user when that happened, else "" (sessions are indexed again
+        from their transcripts as they are opened)."""
+        ...
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    """A store that also keeps the transcript's records, one row each, the record of a session that
+    several workers share (`nova.sessions.db_transcript`)."""
+
+    def append_record(self, session_id: str, record_json: str, *, rid: str | None = None) -> int:
+        """Store one record (its JSON text as the JSONL line holds it); returns its sequence number.
+        `rid` makes a retried append a no-op."""
+        ...
+
+    def read_records(self, session_id: str, *, skip: int = 0) -> list[str]:
+        """The session's records in order, each as its JSON text, the first `skip` left out."""
+        ...
+
+
+@runtime_checkable
+class ConcurrentWrites(Protocol):
+    """A store whose connections write at the same time without contending for one lock (a database
+    server). A host holding many connections queues the writes of any other store (SQLite's writers
+    poll its file lock): see `nova.host.hub`."""
+
+    concurrent_writes: Literal[True]

@@ -39,13 +39,6 @@ __all__ = [
 ]
 
 
-@runtime_checkable
-class TokenCounter(Protocol):
-    """Anything that can count the tokens of a text. Implementations must be pure and cheap to call."""
-
-    def count(self, text: str) -> int: ...
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Overheads:
     """Tokens a provider adds around content, beyond the content's own tokens.
@@ -59,6 +52,16 @@ class Overheads:
     tool_use: int = 12
     tool_result: int = 8
     tool_spec: int = 10
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything that can count the tokens of a text, and says what its provider adds around content
+    (`Overheads()` when it has nothing better). Implementations must be pure and cheap to call."""
+
+    overheads: Overheads
+
+    def count(self, text: str) -> int: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,7 +30,7 @@ class MemoCounter:
 
     def __init__(self, inner: TokenCounter, limit: int = 50_000, *, messages_limit: int = 250_000) -> None:
         self.inner = inner
-        self.overheads = getattr(inner, "overheads", None)
+        self.overheads = inner.overheads
         self._memo: GenerationalMemo[str, int] = GenerationalMemo(limit)
         # Large enough that a whole long history fits in one generation: the first call after a resume
         # counts it once for every consumer.

@@ -2,7 +2,7 @@
 
 A provider bills more than the text: each message carries a role marker and turn delimiters, a tool call
 carries its name, JSON arguments and an id wrapper, a tool result its wrapper, a tool declaration its
-schema. These are counted through the counter's `Overheads` (a counter without one gets the defaults),
+schema. These are counted through the counter's `Overheads` (each counter declares its own),
 so that an appended message is estimated at about what the provider will report for it.
 """
 
@@ -25,20 +25,11 @@ from nova.messages import (
 from nova.model import ToolSpec
 from nova.tokens.counters import Overheads, TokenCounter
 
-__all__ = ["IMAGE_TOKENS", "count_message", "count_messages", "count_system", "count_tools", "overheads_of"]
+__all__ = ["IMAGE_TOKENS", "count_message", "count_messages", "count_system", "count_tools"]
 
 # Image size is not known from a part; ~1,600 tokens is what Anthropic and OpenAI bill for a typical
 # screenshot-sized image (about 1,100x1,100 pixels).
 IMAGE_TOKENS = 1600
-
-_DEFAULT_OVERHEADS = Overheads()
-
-
-def overheads_of(counter: TokenCounter) -> Overheads:
-    """The counter's own overheads (heuristic profiles carry them), else the defaults."""
-    value = getattr(counter, "overheads", None)
-    return value if isinstance(value, Overheads) else _DEFAULT_OVERHEADS
-
 
 def _json(value: Any) -> str:
     # Compact separators: providers send arguments as compact JSON, and padding would inflate the count.
@@ -61,7 +52,7 @@ def count_part(part: Part, counter: TokenCounter, overheads: Overheads) -> int:
 
 
 def count_message(message: Message, counter: TokenCounter) -> int:
-    overheads = overheads_of(counter)
+    overheads = counter.overheads
     return overheads.message + sum(count_part(p, counter, overheads) for p in message.parts)
 
 
@@ -70,11 +61,11 @@ def count_messages(messages: Iterable[Message], counter: TokenCounter) -> int:
 
 
 def count_system(system: str, counter: TokenCounter) -> int:
-    return overheads_of(counter).message + counter.count(system) if system else 0
+    return counter.overheads.message + counter.count(system) if system else 0
 
 
 def count_tools(tools: Sequence[ToolSpec], counter: TokenCounter) -> int:
-    overheads = overheads_of(counter)
+    overheads = counter.overheads
     return sum(
         overheads.tool_spec
         + counter.count(t.name)

@@ -17,7 +17,7 @@ from nova.agent.provider_factory import check_provider_settings
 from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.instructions import InstructionsConfig, parse_instructions_config
 from nova.server.config import ServerConfig, parse_server_config
-from nova.settings import Settings, _to_str
+from nova.settings import Settings, config_str
 
 __all__ = ["CheckedConfig", "check_config"]
 
@@ -36,7 +36,7 @@ def check_config(settings: Settings) -> CheckedConfig:
     """Every section parsed by its owner, or the first `ConfigError` (naming file, section and key)."""
     where = settings.config_file
     policy = settings.section("policy")
-    named = _to_str(policy["file"], source=f"{where} [policy]", key="file") if policy.get("file") is not None else ""
+    named = config_str(policy["file"], source=f"{where} [policy]", key="file") if policy.get("file") is not None else ""
     policy_file = Path(named).expanduser() if named else None
     check_provider_settings(settings)
     bwrap = None

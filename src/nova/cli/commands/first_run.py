@@ -19,7 +19,7 @@ def require_tui_extra(help_text: str) -> None:
         import textual  # noqa: F401
     except ImportError as exc:
         # Absent, or installed without something it needs: either way the extra's install line fixes it.
-        broken = "" if getattr(exc, "name", None) == "textual" else f" (importing it failed: {exc})"
+        broken = "" if exc.name == "textual" else f" (importing it failed: {exc})"
         typer.echo(help_text)
         print(
             f"\nnova: the terminal UI needs the `tui` extra{broken}: {TUI_INSTALL_LINE} (in a checkout: "

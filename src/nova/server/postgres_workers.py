@@ -1,0 +1,105 @@
+"""`PostgresWorkers`: the workers sharing one PostgreSQL database, as the session host of each sees them
+(`nova.host.workers.SharedWorkers`; the hub calls these at fixed points and keeps every lock of its own).
+
+What differs from a hub alone in its process:
+- a turn (or a compaction) first takes the session's advisory lock (`nova.sessions.turn_lock`); another
+  worker, or this one, asking meanwhile gets 409 naming the holder (refused, not queued: the client
+  decides whether to wait, and a queue would die with its worker);
+- under the lock, the session is resumed from the database (`materialize`), never from this worker's
+  memory: another worker may have run the turns since;
+- a new session is closed as soon as it is recorded, and after a turn the session is closed (its records,
+  meta and store row written) and only then is the lock released and the client's stream ended, so the
+  next turn, on any worker, sees everything;
+- the turn's stream is stored as it goes (`event_log`), so a client on any worker can follow it, and a
+  cancel for a turn on another worker goes there as a notification (`remote_cancel`).
+A worker killed mid-turn loses its connections, so its lock goes at once; the records it committed are
+rows, and the dangling tool call of the unfinished turn is repaired by the next resume as always.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from nova.errors import SessionBusy
+from nova.host.workers import Claim, SharedWorkers
+from nova.server.event_log import EventLog
+from nova.server.remote_cancel import CancelListener, send_cancel
+from nova.sessions.db_transcript import materialize, meta_from_row
+from nova.sessions.meta import SessionMeta
+from nova.sessions.postgres import PostgresSessionStore
+from nova.sessions.turn_lock import HeldTurn, TurnLocks
+
+__all__ = ["PostgresWorkers"]
+
+
+class _HeldSession(Claim):
+    """A held turn lock that also tells the workers' view when it is let go."""
+
+    def __init__(self, inner: HeldTurn, on_release: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_release = on_release
+
+    def release(self) -> None:
+        self._on_release()
+        self._inner.release()
+
+
+class PostgresWorkers(SharedWorkers):
+    def __init__(self, home: Path, url: str) -> None:
+        self.home = home
+        self.url = url
+        self.turn_locks = TurnLocks(url)
+        self.event_log = EventLog(url)
+        """Each turn's stream as it was sent, for clients following it from any worker."""
+        self._db = PostgresSessionStore(url)
+        self._held: set[str] = set()
+        """Sessions whose lock this worker holds, brought up to date: they exist (a delete needs the
+        lock) without asking."""
+        self._cancels: CancelListener | None = None
+
+    # -- the index -----------------------------------------------------------------------------------
+    def list_sessions(self) -> list[SessionMeta]:
+        return [meta_from_row(row) for row in self._db.list_sessions()]
+
+    def read_meta(self, session_id: str) -> SessionMeta | None:
+        row = self._db.get_session(session_id)
+        return meta_from_row(row) if row is not None else None
+
+    def is_recorded(self, session_id: str) -> bool:
+        return session_id in self._held or self._db.get_session(session_id) is not None
+
+    def read_records(self, session_id: str) -> list[str]:
+        """The session's raw log from the start, one JSON record a line, from the database's rows."""
+        return self._db.read_records(session_id)
+
+    # -- claims --------------------------------------------------------------------------------------
+    def claim(self, session_id: str) -> Claim:
+        held = self.turn_locks.try_acquire(session_id)
+        return _HeldSession(held, lambda: self._held.discard(session_id))
+
+    def refresh(self, session_id: str) -> bool:
+        if not materialize(self.home, session_id, self._db):
+            return False
+        self._held.add(session_id)
+        return True
+
+    def turn_starting(self, session_id: str) -> None:
+        """The stream of a new turn starts: the stored streams of the session's older turns go."""
+        self.event_log.prune(session_id)
+
+    def cancel_elsewhere(self, session_id: str) -> bool:
+        try:
+            self.turn_locks.try_acquire(session_id).release()  # free: nobody runs a turn on it
+            return False
+        except SessionBusy:
+            send_cancel(self.url, session_id)
+            return True
+
+    def listen_for_cancels(self, cancel_here: Callable[[str], None]) -> None:
+        self._cancels = CancelListener(self.url, cancel_here)
+
+    def close(self) -> None:
+        if self._cancels is not None:
+            self._cancels.close()
+        self.turn_locks.close()

@@ -47,6 +47,7 @@ class RecordedRun:
     def __init__(self, record: PipelineRecord | None, messages: Sequence[Message], read_paths: Iterable[str]) -> None:
         self.record = record
         index = {m.id: i for i, m in enumerate(messages)}
+        self._recorded_ids = index.keys()
         end = len(messages)
 
         def place(before: str) -> int:
@@ -66,7 +67,7 @@ class RecordedRun:
             for change in record.changes:
                 at = place(change.before)
                 if isinstance(change, RecordedCompaction):
-                    self._expected.append((at, "compaction", tuple(change.covers)))
+                    self._expected.append((at, "compaction", self._recorded(change.covers)))
                     self._restores[at] = restored_sections(_attachment(change.head), known)
                     if change.trigger == "manual":
                         manual.add(at)
@@ -116,8 +117,13 @@ class RecordedRun:
         self._made.append((self._at, "rewrite", (message_id,)))
 
     def record_compact_boundary(self, boundary: BoundaryRecord) -> str:
-        self._made.append((self._at, "compaction", tuple(boundary.covers)))
+        self._made.append((self._at, "compaction", self._recorded(boundary.covers)))
         return ""
+
+    def _recorded(self, covers: Sequence[str]) -> tuple[str, ...]:
+        """The recorded messages a compaction folded: an earlier summary it folded too has an id of its
+        own in each run."""
+        return tuple(c for c in covers if c in self._recorded_ids)
 
     def record_message(self, message: Message, usage: Usage | None = None) -> None:
         return None

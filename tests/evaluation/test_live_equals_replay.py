@@ -22,12 +22,13 @@ from nova.agent.builder import AgentOptions, build_agent, record_fixed_prompt
 from nova.agent.context_runtime import ContextRuntime
 from nova.cli.main import app
 from nova.evaluation.replay import ReplayReport, replay_session
-from nova.model import ModelRequest, Usage, usage_of
+from nova.messages import Message
+from nova.model import ModelRequest, ModelResponse, ResponseDone, Usage, usage_of
 from nova.sessions.importers import read_session_file
 from nova.sessions.session import Session
 from nova.sessions.transcript import Transcript
 from nova.settings import Settings, load_settings
-from nova.testing import ScriptedProvider, call, reply
+from nova.testing import FunctionProvider, ScriptedProvider, call, reply
 from nova.tokens import count_message, count_system, count_tools, counter_for_model
 
 WINDOW = 24_000
@@ -84,12 +85,23 @@ def _script(usage_scale: float) -> tuple[list[object], ...]:
     return first, second, third
 
 
-def _live_session(home: Path, work: Path, *, usage_scale: float) -> tuple[Settings, Path]:
+def _live_session(home: Path, work: Path, *, usage_scale: float,
+                  summarizer: str = "extractive") -> tuple[Settings, Path]:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.json").write_text(json.dumps({"compaction": {"summarizer": "extractive"}}))
+    (home / "config.json").write_text(json.dumps({"compaction": {"summarizer": summarizer}}))
     settings = load_settings(home=home, overrides={"provider": "demo", "model": MODEL, "context_window": WINDOW})
     first, second, third = _script(usage_scale)
-    provider = ScriptedProvider([*first, *second, *third])  # type: ignore[list-item]
+    script = ScriptedProvider([*first, *second, *third])  # type: ignore[list-item]
+
+    def answer(request: ModelRequest) -> ModelResponse:
+        if request.messages and request.messages[-1].origin == "summary_request":  # the model summarizer
+            return ModelResponse(message=Message.assistant("## Progress\nRead the modules; tests pass."),
+                                 usage=Usage(input_tokens=1000, output_tokens=20), stop_reason="end_turn")
+        done = list(script.stream(request))[-1]
+        assert isinstance(done, ResponseDone)
+        return done.response
+
+    provider = FunctionProvider(answer)
     with Session.create(home, cwd=work, provider="demo", model=MODEL) as session:
         agent = build_agent(settings, provider, AgentOptions(cwd=work, yes=True), session=session,
                             session_id=session.id, session_dir=session.dir)
@@ -101,7 +113,7 @@ def _live_session(home: Path, work: Path, *, usage_scale: float) -> tuple[Settin
         agent.run_turn("Read them all once more: I want the differences between them.")
         agent.run_turn("Now look at module 11 again and rerun the tests verbosely.")
         agent.close()
-        assert provider.remaining == 0
+        assert script.remaining == 0
         return settings, session.dir
 
 
@@ -172,6 +184,21 @@ def test_a_replay_at_another_window_measures_its_own_views(tmp_path: Path) -> No
     foreign = replay_session(replace(imported, pipeline=None), window=WINDOW, policy="nova",
                              config=settings.compaction, spill=settings.spill, counter=counter_for_model(MODEL))
     assert foreign.recorded_calls == 0
+
+
+def test_a_model_written_summary_parts_the_views(tmp_path: Path) -> None:
+    """The replay has no model to summarize with: where the live run compacted with a model summary, the
+    replay's extracted one is another view, and it says so: from that compaction on it measures its own
+    views by the counter instead of taking the recorded usage for theirs."""
+    settings, session_dir = _live_session(tmp_path / "home", _project(tmp_path / "work"), usage_scale=1.08,
+                                          summarizer="model")
+    _, compacted = _live_calls(session_dir)
+    report = replay_session(read_session_file(session_dir), window=WINDOW, policy="nova",
+                            config=settings.compaction, spill=settings.spill, counter=counter_for_model(MODEL))
+    assert report.recorded_calls == compacted[0] - 1
+    assert _compactions(report)[0] == compacted[0]
+    assert all(c.input_tokens == c.counted for c in report.per_call[compacted[0] - 1:])
+    assert report.per_call[: compacted[0] - 1] == [c for c in report.per_call if c.recorded]
 
 
 def test_the_demo_session_replays_as_it_ran(tmp_path: Path, nova_home: Path) -> None:

@@ -12,9 +12,10 @@ it what it cannot work out by itself:
   section per file after the summary, `nova.context.compaction`); elsewhere it has nothing, and the
   restore falls back to the result the model saw, as a live restore does when a file cannot be read;
 - the `/compact` commands the user gave, forced at the same places;
-- whether the replay's views are still the recorded ones: they are while its compactions and rewrites
-  are the recorded ones, in order and place (it is the replay's session recorder, so it sees each), and
-  it spilled no result as it entered history (the recording holds every live spill done already).
+- whether the replay's views are still the recorded ones: they are while its compactions (what they
+  folded and what they left) and rewrites are the recorded ones, in order and place (it is the replay's
+  session recorder, so it sees each), and it spilled no result as it entered history (the recording
+  holds every live spill done already).
   Then a call's recorded usage is the provider's count of the very view the replay built, and the
   replay's token ledger anchors on it as the live ledger did (TOK-2): the decisions that follow are
   the live run's, whatever the provider's tokenizer.
@@ -22,6 +23,8 @@ it what it cannot work out by itself:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -37,7 +40,8 @@ __all__ = ["RecordedRun", "restored_sections"]
 _OTHER_SECTIONS = ("Active skills", "Tools available")
 
 Change = tuple[int, str, tuple[str, ...]]
-"""(message index it came before, "compaction", "rewrite" or "spill", the ids it covered or changed)."""
+"""(message index it came before, "compaction", "rewrite" or "spill", the ids it covered or changed; for a
+compaction, then the digest of the head it left)."""
 
 
 class RecordedRun:
@@ -67,7 +71,7 @@ class RecordedRun:
             for change in record.changes:
                 at = place(change.before)
                 if isinstance(change, RecordedCompaction):
-                    self._expected.append((at, "compaction", self._recorded(change.covers)))
+                    self._expected.append((at, "compaction", (*self._recorded(change.covers), _content(change.head))))
                     self._restores[at] = restored_sections(_attachment(change.head), known)
                     if change.trigger == "manual":
                         manual.add(at)
@@ -117,7 +121,7 @@ class RecordedRun:
         self._made.append((self._at, "rewrite", (message_id,)))
 
     def record_compact_boundary(self, boundary: BoundaryRecord) -> str:
-        self._made.append((self._at, "compaction", self._recorded(boundary.covers)))
+        self._made.append((self._at, "compaction", (*self._recorded(boundary.covers), _content(boundary.messages))))
         return ""
 
     def _recorded(self, covers: Sequence[str]) -> tuple[str, ...]:
@@ -159,6 +163,15 @@ def restored_sections(attachment: str, paths: Iterable[str]) -> dict[str, str]:
         end = starts[number + 1][0] if number + 1 < len(starts) else len(attachment)
         sections[name] = attachment[begin:end]
     return sections
+
+
+def _content(head: Sequence[Message]) -> str:
+    """What a compaction left, as the model reads it (ids aside: a summary's is fresh in each run): a
+    summary written differently (by a model in the live run, extracted in the replay) parts the views."""
+    shown = [[m.role, m.text, [r.content for r in m.tool_results()], [[u.name, dict(u.input)] for u in m.tool_uses()]]
+             for m in head]
+    return hashlib.blake2b(json.dumps(shown, sort_keys=True, default=str).encode("utf-8", "surrogatepass"),
+                           digest_size=16).hexdigest()
 
 
 def _attachment(head: Sequence[Message]) -> str:

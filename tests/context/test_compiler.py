@@ -6,7 +6,7 @@ from collections import Counter
 
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText, compile
 from nova.context.policy import PolicySource
-from nova.messages import Message, TextPart, ToolResultPart
+from nova.messages import Message, SummaryPart, TextPart, ToolResultPart
 from nova.providers.base import ToolSpec, Usage
 from nova.testing import call
 from nova.tokens import TokenLedger
@@ -151,3 +151,57 @@ def test_over_budget_drops_memories_then_observations_never_the_pinned_state() -
     assert ids[0] == "message:mem1"
     assert "task.state" in compiled.manifest.by_id()
     assert all(m.id != "mem1" for m in compiled.view.messages)
+
+
+def _observations_index(compiled: object) -> int:
+    messages = compiled.view.messages  # type: ignore[attr-defined]
+    return next(i for i, m in enumerate(messages) if m.origin == "context")
+
+
+def test_observations_stay_where_they_were_while_they_read_the_same() -> None:
+    """A new request (a new turn, a harness's feedback message) does not move an unchanged observations
+    block: moving it would re-send everything after its old place, uncached."""
+    first_turn = [Message.user("the task", id="task", created_at=1.0), *turn(0)[1:]]
+    first = compile(inputs(first_turn))
+    assert _observations_index(first) == 1 and first.observation_place is not None
+    later = [*first_turn, Message.user("one more thing", id="more", created_at=1.0)]
+    kept = compile(inputs(later, observations_at=first.observation_place))
+    assert _observations_index(kept) == 1
+    assert list(kept.view.messages[:4]) == list(first.view.messages[:4])  # the prefix the first call cached
+    assert [m.id for m in kept.view.messages if m.origin is None] == [m.id for m in later]
+    # New text (the task state changed) goes after the current request, as without a place to keep.
+    changed = compile(inputs(later, observations_at=first.observation_place,
+                             pinned=SourceText(id="task.state", cls="pinned", source="task state v4",
+                                               text="Goal: something else", reason="pinned task state")))
+    assert _observations_index(changed) == len(later)
+    # A place no longer in history (compacted away) is not kept either.
+    moved = compile(inputs(later[2:], observations_at=first.observation_place))
+    assert _observations_index(moved) == len(later) - 2
+    # The same inputs give the same view, from a fresh compiler or a long-lived one.
+    assert kept.view.to_bytes() == ContextCompiler().compile(
+        inputs(later, observations_at=first.observation_place)).view.to_bytes()
+    assert kept.manifest.to_dict()["used"] == kept.used
+
+
+def test_with_the_request_folded_the_observations_follow_the_summary() -> None:
+    """After a compaction folded the request into its summary, the observations go right after the
+    summary, where they stay from call to call, not after the newest message."""
+    summary = Message(role="user", parts=(SummaryPart("[Previous conversation summary]\nthe task"),), id="sum",
+                      origin="summary", created_at=1.0)
+    tail = turn(0)[1:]
+    compiled = compile(inputs([summary, *tail]))
+    assert _observations_index(compiled) == 1
+    grown = compile(inputs([summary, *tail, *turn(1)[1:]]))
+    assert _observations_index(grown) == 1
+    assert list(grown.view.messages[: len(tail) + 2]) == list(compiled.view.messages)
+
+
+def test_the_budget_leaves_nothing_out_that_would_not_make_the_view_fit() -> None:
+    """Over its budget by more than the observations hold, the view keeps them: leaving them out cannot
+    make it fit (the controller shrinks it) and would only move the cached prefix."""
+    hist = history(3)
+    full = compile(inputs(hist))
+    far_over = compile(inputs(hist, limit=full.used // 2))
+    assert not far_over.manifest.dropped and _observations_index(far_over) == len(hist)
+    just_over = compile(inputs(hist, limit=full.used - 5))
+    assert [d.id for d in just_over.manifest.dropped] == ["environment"]

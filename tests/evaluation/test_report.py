@@ -82,9 +82,12 @@ def test_a_forced_compaction_lists_what_it_dropped_kept_and_added() -> None:
         assert entry.role == original.role and entry.tokens > 0 and "\n" not in entry.excerpt
         assert len(entry.excerpt) <= EXCERPT_CHARS
     assert next(e for e in change.dropped if e.id == "a0").excerpt == "bash(cat f0.py)"
-    # From the 9th call on, the view holds the summary, named and sized in the composition.
+    # From the 9th call on, the view holds the summary, named and sized in the composition; the
+    # observations are its restore attachment and the compiler's own (the environment).
     ninth = report.per_call[8]
-    assert (ninth.composition["summary"], ninth.composition["observations"]) == (added.tokens, attachment.tokens)
+    environment = next(m for m in report.final_view if m.origin == "context")
+    assert (ninth.composition["summary"], ninth.composition["observations"]) == (
+        added.tokens, attachment.tokens + count_message(environment, COUNTER))
     assert sum(ninth.composition.values()) == ninth.input_tokens
     assert series_of(report).compactions == (9,)
     # The same recording gives the same JSON, byte for byte, the summary's name included.

@@ -13,23 +13,21 @@ from typing import Any
 
 from nova import events as ev
 from nova.agent.context_runtime import (
-    ContextRuntime,
     ContextSources,
     build_context_sources,
     org_policy_path,
     state_store_for,
+    task_state_tools,
 )
 from nova.agent.loop import Agent
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
+from nova.agent.pipeline import build_context_pipeline
 from nova.agent.subagents import ChildAgent, ChildStart, TaskTool
 from nova.context.budget import budget_for
-from nova.context.compaction import CompactionOutcome
-from nova.context.continuity import ContinuityGuard
-from nova.context.controller import CompactionHooks, ContextController, FixedPrompt
 from nova.context.economy import prices_for
 from nova.context.extensions import Extension
 from nova.context.prompt_cache import PromptCache
-from nova.context.state import TaskState, render_pinned
+from nova.context.state import TaskState, TaskStateStore
 from nova.context.summarize import summarizer_for
 from nova.errors import NovaError
 from nova.fs.special_files import read_regular_text
@@ -43,7 +41,8 @@ from nova.messages import Message, new_id
 from nova.model import CacheHints
 from nova.providers.base import Provider
 from nova.sessions.link import SessionLink
-from nova.sessions.recorder import RecordedSession
+from nova.sessions.readers.nova import SYSTEM_PROMPT_EVENT, TOOLS_EVENT, tools_event_data
+from nova.sessions.recorder import RecordedSession, SessionRecorder
 from nova.settings import Settings
 from nova.skills.runtime import ActiveSkills, SkillRuntime, SkillTool, body_of
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
@@ -54,7 +53,8 @@ from nova.tools.permissions import PermissionPolicy, PermissionRequest, Protecte
 from nova.tools.policy.read_policy import read_concern
 from nova.tools.policy.sandbox import Sandbox, plan_sandbox, require_bubblewrap
 
-__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "agent_tools", "bash_sandbox", "build_agent", "build_policy"]
+__all__ = ["SYSTEM_CONTRACT", "AgentOptions", "agent_tools", "bash_sandbox", "build_agent", "build_policy",
+           "record_fixed_prompt"]
 
 # The stable system contract (CCH-3): nothing project-specific, nothing that changes between turns,
 # so it stays inside the cached prefix for the life of the session.
@@ -112,7 +112,7 @@ def build_agent(
     cache_key = child.cache_key if child is not None and child.cache_key else session_id
     cache = CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=cache_key)
 
-    # The context compiler: the stable head with provenance, pinned task state, observations (CTX-1..6).
+    # The stable head with provenance (CTX-1..6) and the task state the pinned block shows.
     sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT,
                                     extra_system=extra_system)
     state = state_store_for(session)
@@ -120,13 +120,6 @@ def build_agent(
         # The parent's goal and constraints hold in the sub-agent too (and a fork's pinned block matches).
         seeded = TaskState.from_dict(child.state)
         state.update(lambda _: seeded)
-    # The compaction summary is checked for continuity against task state and the raw messages (CMP-10).
-    summarizer = summarizer_for(settings.compaction.summarizer, provider=provider, model=settings.model,
-                                counter=ledger.counter, cache=cache)
-    raw: dict[str, Message] = {}
-    guard = ContinuityGuard(state=state, inner=summarizer, raw=raw.get)
-    compiler = ContextRuntime(cwd=options.cwd, sources=sources, state=state, budget=budget, ledger=ledger,
-                              guard=guard)
     protected = protected_paths(settings, options.cwd, sources)
     # Skills in use limit what the agent may do (SKL-2); a sub-agent given a skill starts with it in use.
     active = ActiveSkills(options.cwd)
@@ -146,7 +139,8 @@ def build_agent(
     task = TaskTool(factory=start_child, depth=child.depth if child is not None else 0,
                     skill_body=lambda name: body_of(sources.skills.skills[name]) if name in sources.skills.skills else "",
                     in_use=active.skills)
-    tools = agent_tools(settings, options.cwd, runtime=compiler, protected=protected, active=active, task=task)
+    tools = agent_tools(settings, options.cwd, sources=sources, state=state, protected=protected, active=active,
+                        task=task)
     if child is not None and child.tools is not None:
         tools = ToolRegistry([t for t in tools if t.name in child.tools])
     # MCP servers' tools after the built-in ones; the catalog closes its servers with the agent. An
@@ -156,28 +150,25 @@ def build_agent(
                       report=session.record_event if session is not None else None) if wants_mcp else None
     if mcp is not None:
         mcp.attach(tools)
-    policy = build_policy(settings, options, sources=sources, dynamic_deny=compiler.deny_rules,
-                          session_dir=session_dir, protected=protected, limit=active.refusal)
-    system = sources.system
+    # Revoked memories leave every view, summaries and task state that quoted them included (MEM-7).
+    provenance = ProvenanceGuard.for_home_memory_dir(home_memory_dir(settings.home), session_id=session_id)
 
-    # Spill, snip, compaction and overflow recovery, measuring the compiled view (TOK-3).
-
-    def check_continuity(outcome: CompactionOutcome) -> None:
-        guard.check_after(outcome.messages, pinned=render_pinned(state.load()))
-
-    specs = tools.specs()
     # Where the loop and the context engine write: one id, one bus, one record, one directory.
     link = SessionLink(id=session_id, recorder=session, dir=session_dir, bus=bus)
-    controller = ContextController(
-        budget=budget, config=settings.compaction, ledger=ledger, summarizer=guard, session=link,
-        prompt=FixedPrompt(system=system, tools=specs),
-        hooks=CompactionHooks(read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)), raw=raw,
-                              on_compacted=check_continuity, measure=compiler.measure),
-        prices=prices_for(settings.model),
+    # Spill, snip, compaction and overflow recovery, measuring the compiled view (TOK-3); the compaction
+    # summary is checked for continuity against task state and the raw messages (CMP-10).
+    pipeline = build_context_pipeline(
+        budget=budget, config=settings.compaction, ledger=ledger, sources=sources, state=state,
+        summarizer=summarizer_for(settings.compaction.summarizer, provider=provider, model=settings.model,
+                                  counter=ledger.counter, cache=cache),
+        tools=tools.specs(), cwd=options.cwd, session=link, read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)),
+        prices=prices_for(settings.model), pinned_filter=provenance.scrub_pinned,
     )
+    policy = build_policy(settings, options, sources=sources, dynamic_deny=pipeline.runtime.deny_rules,
+                          session_dir=session_dir, protected=protected, limit=active.refusal)
+    system = sources.system
     extensions: list[Extension] = [
-        controller,
-        compiler,
+        *pipeline.extensions,
         # Breakpoint plan on every request and cache-break diagnosis after every call (CCH-1..2).
         PromptCache(model=settings.model, counter=ledger.counter, bus=bus, session=session, session_id=session_id),
         SkillRuntime(catalog=sources.skills, active=active),
@@ -191,9 +182,6 @@ def build_agent(
         extensions.append(memory)
     if mcp is not None:
         extensions.append(mcp)
-    # Revoked memories leave every view, summaries and task state that quoted them included (MEM-7).
-    provenance = ProvenanceGuard.for_home_memory_dir(home_memory_dir(settings.home), session_id=session_id)
-    compiler.pinned_filter = provenance.scrub_pinned
     extensions.append(provenance)
     agent = Agent(
         model=ModelBinding(provider=provider, name=settings.model, cache=cache),
@@ -208,6 +196,14 @@ def build_agent(
     )
     task.bind(agent)
     return agent
+
+
+def record_fixed_prompt(session: SessionRecorder, agent: Agent) -> None:
+    """What a new session's calls are sent besides its messages, into its record: the system prompt and
+    the tool catalog, with the directory the outputs they name are in. A replay of the session sends the
+    same (`nova.sessions.readers.nova` reads them)."""
+    session.record_event(SYSTEM_PROMPT_EVENT, {"text": agent.system_prompt})
+    session.record_event(TOOLS_EVENT, tools_event_data(agent.tools.specs(), agent.session_dir))
 
 
 def _one_at_a_time(ask: Approver, lock: threading.Lock) -> Approver:
@@ -229,6 +225,8 @@ def _start_child(settings: Settings, provider: Provider, options: AgentOptions, 
     agent = build_agent(settings, provider, options, session=session, session_id=child_id,
                         session_dir=session.dir if session is not None else None, extra_system=extra_system,
                         history=start.history, child=start)
+    if session is not None:  # the sub-agent's own record replays as it ran, like any session
+        record_fixed_prompt(session, agent)
 
     def close() -> None:
         try:
@@ -282,15 +280,16 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
     )
 
 
-def agent_tools(settings: Settings, cwd: Path, *, runtime: ContextRuntime, protected: ProtectedPaths,
-                active: ActiveSkills | None = None, task: TaskTool | None = None) -> ToolRegistry:
+def agent_tools(settings: Settings, cwd: Path, *, sources: ContextSources, state: TaskStateStore,
+                protected: ProtectedPaths, active: ActiveSkills | None = None, task: TaskTool | None = None
+                ) -> ToolRegistry:
     """The tools the model is sent, as the agent holds them: the built-ins (`bash` sandboxed, with the
-    sandbox's description, when the settings ask for it) wrapped by the context runtime, `skill` when
-    there are skills, and `task` (sub-agents). `nova context` describes a session through this too, so
-    what it shows is what the model got."""
-    registry = runtime.tools(default_registry(sandbox=bash_sandbox(settings, cwd, protected)))
-    if len(runtime.sources.skills):
-        registry.register(SkillTool(runtime.sources.skills, active or ActiveSkills(cwd)))
+    sandbox's description, when the settings ask for it) with their part in task state
+    (`task_state_tools`), `skill` when there are skills, and `task` (sub-agents). `nova context`
+    describes a session through this too, so what it shows is what the model got."""
+    registry = task_state_tools(default_registry(sandbox=bash_sandbox(settings, cwd, protected)), state)
+    if len(sources.skills):
+        registry.register(SkillTool(sources.skills, active or ActiveSkills(cwd)))
     registry.register(task or TaskTool(factory=_no_children, depth=0))
     return registry
 

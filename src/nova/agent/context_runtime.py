@@ -7,9 +7,12 @@ What it provides, each piece in one place (`nova.agent.builder.build_agent` puts
   the environment snapshot. The last `Compiled` (view + manifest) is kept for `/context`.
 - `measure`: the compaction decision measures the same compiled view (TOK-3).
 - `deny_rules`: rules derived from task state (an unapproved merge), checked where tools run.
-- `tools`: the `bash` tool records a test command's real exit code as evidence, bound to the workspace
-  hash; `propose_task_update` is the model's one way to suggest task-state changes.
 - new user requests: imperative rules are queued for the user to confirm (never stored unconfirmed).
+
+`task_state_tools` gives the tools their part in task state: the `bash` tool records a test command's
+real exit code as evidence, bound to the workspace hash; `propose_task_update` is the model's one way to
+suggest task-state changes. They need only the task-state store, so the tool catalog exists before the
+pipeline that measures it (`nova.agent.pipeline`).
 
 `build_context_sources` builds the same sources for a recorded session, which is what
 `nova context SESSION` compiles.
@@ -27,7 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nova.context.budget import ContextBudget
-from nova.context.compiler import Compiled, CompileInput, ContextCompiler, SourceText, current_request_index
+from nova.context.compiler import (
+    Compiled,
+    CompileInput,
+    ContextCompiler,
+    ObservationPlace,
+    SourceText,
+    current_request_index,
+)
 from nova.context.continuity import ContinuityGuard
 from nova.context.extensions import CompiledView, CompileRequest, Extension
 from nova.context.policy import PolicySource, load_org_policy
@@ -48,7 +58,9 @@ from nova.context.state import (
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
 from nova.messages import Message
 from nova.model import ToolSpec
-from nova.sessions.recorder import TaskStateSource
+from nova.sessions.readers.nova import TASK_STATE_EVENT
+from nova.sessions.recorder import RecordedSession, TaskStateSource
+from nova.sessions.store import StoredTaskState
 from nova.skills.catalog import SkillCatalog, load_catalog
 from nova.tokens import TokenLedger
 from nova.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
@@ -56,8 +68,8 @@ from nova.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 if TYPE_CHECKING:
     from nova.settings import Settings
 
-__all__ = ["ContextRuntime", "ContextSources", "build_context_sources", "environment_snapshot", "org_policy_path",
-           "state_store_for"]
+__all__ = ["ContextRuntime", "ContextSources", "build_context_sources", "environment_snapshot",
+           "environment_text", "org_policy_path", "record_test_evidence", "state_store_for", "task_state_tools"]
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +146,18 @@ def _digest(text: str) -> str:
 def environment_snapshot(cwd: Path) -> str:
     """Where the agent works: directory, git branch, platform. Read from files (no subprocess) so it is
     cheap to take once per user request."""
+    return environment_text(cwd=str(cwd), branch=_git_branch(cwd))
+
+
+def environment_text(*, cwd: str, branch: str = "", platform: str = sys.platform) -> str:
+    """The environment observation's text (a replay writes it from what the recording says)."""
+    lines = ["[Environment]", f"cwd: {cwd}", f"platform: {platform}"]
+    if branch:
+        lines.append(f"git branch: {branch}")
+    return "\n".join(lines)
+
+
+def _git_branch(cwd: Path) -> str:
     branch = ""
     for directory in (cwd, *cwd.parents):
         head = directory / ".git" / "HEAD"
@@ -144,30 +168,42 @@ def environment_snapshot(cwd: Path) -> str:
                 break
             branch = ref.removeprefix("ref: refs/heads/") if ref.startswith("ref:") else f"detached at {ref[:12]}"
             break
-    lines = ["[Environment]", f"cwd: {cwd}", f"platform: {sys.platform}"]
-    if branch:
-        lines.append(f"git branch: {branch}")
-    return "\n".join(lines)
+    return branch
+
+
+def task_state_tools(registry: ToolRegistry, state: TaskStateStore) -> ToolRegistry:
+    """`registry` with `bash` recording test evidence in `state` and `propose_task_update` added."""
+    return ToolRegistry([
+        *(_EvidenceTool(t, state) if t.name == "bash" else t for t in registry),
+        ProposeTaskUpdateTool(state),
+    ])
+
+
+def record_test_evidence(state: TaskStateStore, *, command: str, exit_code: int, cwd: Path) -> None:
+    """A test command's real exit code, as evidence bound to the workspace hash at this moment."""
+    workspace, now = workspace_hash(cwd), time.time()
+    state.update(lambda s: record_test_run(s, command=command, exit_code=exit_code, workspace=workspace,
+                                           source=f"bash `{command}`", now=now))
 
 
 class _EvidenceTool:
     """Wraps `bash`: after a test command runs, its real exit code goes into task state as evidence,
     bound to the workspace hash at that moment (CTX-6). The model's own words never get here."""
 
-    def __init__(self, inner: Tool, runtime: ContextRuntime) -> None:
+    def __init__(self, inner: Tool, state: TaskStateStore) -> None:
         self.inner = inner
         self.name = inner.name
         self.description = inner.description
         self.input_schema = inner.input_schema
         self.read_only = inner.read_only
-        self.runtime = runtime
+        self.state = state
 
     def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         output = self.inner.run(input, ctx)
         command = input.get("command")
         exit_code = output.metadata.get("exit_code")
         if isinstance(command, str) and isinstance(exit_code, int) and not output.metadata.get("timed_out"):
-            self.runtime.record_test(command=command, exit_code=exit_code, cwd=ctx.cwd)
+            record_test_evidence(self.state, command=command, exit_code=exit_code, cwd=ctx.cwd)
         return output
 
 
@@ -195,8 +231,8 @@ class ProposeTaskUpdateTool:
     # It changes nothing in the workspace, only Nova's notes, and refuses what the user owns.
     read_only = True
 
-    def __init__(self, runtime: ContextRuntime) -> None:
-        self.runtime = runtime
+    def __init__(self, state: TaskStateStore) -> None:
+        self.state = state
 
     def run(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         outcome: list[ProposalResult] = []
@@ -206,7 +242,7 @@ class ProposeTaskUpdateTool:
             outcome[:] = [validate_proposal(state, dict(input))]
             return outcome[0].state if outcome[0].accepted else state
 
-        self.runtime.state.update(apply)
+        self.state.update(apply)
         result = outcome[0]
         lines = [f"accepted: {', '.join(result.accepted)}"] if result.accepted else []
         lines += [f"refused: {reason}" for reason in result.refused]
@@ -233,6 +269,12 @@ class ContextRuntime(Extension):
     """The continuity check wrapped around the compaction summarizer, when the agent compacts."""
     pinned_filter: Callable[[str], str] | None = None
     """Rewrites the pinned task state before it is shown (revoked memory text is redacted from it)."""
+    environment: Callable[[Path], str] = environment_snapshot
+    """The environment observation for `cwd`, taken once per user request (a replay writes the recorded one)."""
+    workspace: Callable[[Path], str] = workspace_hash
+    """The workspace hash evidence is judged against (a replay has no workspace to hash)."""
+    _observations_at: ObservationPlace | None = None
+    """Where the last view sent put its observations (they stay there while they read the same)."""
     _env: tuple[str, str] = ("", "")
     _workspace: tuple[str, str | None] = ("", None)
     _seen_request: str = ""
@@ -240,6 +282,7 @@ class ContextRuntime(Extension):
     # -- the hooks -----------------------------------------------------------------------------------
     def compile_view(self, *, request: CompileRequest) -> CompiledView:
         self.last = self.compile(request.history, system=request.system, tools=request.tools)
+        self._observations_at = self.last.observation_place
         return self.last.view
 
     def measure(self, history: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> int:
@@ -270,16 +313,9 @@ class ContextRuntime(Extension):
         return self.compiler.compile(CompileInput(
             head=head, tools=tools, history=history, pinned=pinned, observations=(env,),
             policy=self.sources.policy, limit=self.budget.threshold, window=self.budget.window,
-            pinned_budget=self.pinned_budget, ledger=self.ledger))
+            pinned_budget=self.pinned_budget, ledger=self.ledger, observations_at=self._observations_at))
 
     # -- what the agent is built with --------------------------------------------------------------------
-    def tools(self, registry: ToolRegistry) -> ToolRegistry:
-        """`registry` with `bash` recording test evidence and `propose_task_update` added."""
-        return ToolRegistry([
-            *(_EvidenceTool(t, self) if t.name == "bash" else t for t in registry),
-            ProposeTaskUpdateTool(self),
-        ])
-
     def deny_rules(self) -> list[str]:
         """Deny rules the current task state implies (for the permission policy's dynamic rules)."""
         return deny_rules(self.state.load())
@@ -289,14 +325,6 @@ class ContextRuntime(Extension):
         """`/goal`, `/constraint`, `/approve`, `/confirm`, … from the user; returns what to show them."""
         state = self.state.update(lambda s: apply_command(s, line, now=time.time()))
         return render_pinned(state) or "task state is empty"
-
-    def record_test(self, *, command: str, exit_code: int, cwd: Path) -> None:
-        workspace, now = workspace_hash(cwd), time.time()
-        before = self.state.load().version
-        after = self.state.update(lambda s: record_test_run(s, command=command, exit_code=exit_code,
-                                                            workspace=workspace, source=f"bash `{command}`", now=now))
-        if after.version != before:
-            self._workspace = ("", None)
 
     def _notice_request(self, message: Message, state: TaskState) -> TaskState:
         if message.id == self._seen_request:
@@ -317,15 +345,38 @@ class ContextRuntime(Extension):
         if not state.evidence:
             return None
         if self._workspace[0] != marker:
-            self._workspace = (marker, workspace_hash(self.cwd))
+            self._workspace = (marker, self.workspace(self.cwd))
         return self._workspace[1]
 
     def _environment(self, request_id: str) -> str:
         if self._env[0] != request_id or not self._env[1]:
-            self._env = (request_id, environment_snapshot(self.cwd))
+            self._env = (request_id, self.environment(self.cwd))
         return self._env[1]
 
 
-def state_store_for(session: TaskStateSource | None) -> TaskStateStore:
-    """The recorded session's task state, else (a run with no record) an in-memory one."""
-    return TaskStateStore(session if session is not None else MemoryStateSource())
+def state_store_for(session: RecordedSession | None) -> TaskStateStore:
+    """The recorded session's task state, else (a run with no record) an in-memory one. A recorded
+    session also gets every write in its transcript (a `task_state` event), where it falls between the
+    messages it came between: a replay compiles each call with the task state the live call had."""
+    if session is None:
+        return TaskStateStore(MemoryStateSource())
+    return TaskStateStore(_RecordedStateSource(session, session.record_event))
+
+
+class _RecordedStateSource(TaskStateSource):
+    """A session's task state whose every write is also recorded as a `task_state` event."""
+
+    def __init__(self, source: TaskStateSource, record: Callable[[str, Mapping[str, Any]], None]) -> None:
+        self.source = source
+        self.record = record
+
+    def get_versioned_task_state(self) -> StoredTaskState | None:
+        return self.source.get_versioned_task_state()
+
+    def put_task_state(self, state: Mapping[str, Any], *, expected_version: int | None = None) -> int:
+        version = self.source.put_task_state(state, expected_version=expected_version)
+        try:
+            self.record(TASK_STATE_EVENT, {"state": dict(state), "version": version})
+        except Exception:  # the store has the state; a failed transcript line must not undo the write
+            log.exception("session record: the task-state event could not be written")
+        return version

@@ -57,6 +57,7 @@ __all__ = [
     "Compiled",
     "ContextCompiler",
     "ContextView",
+    "ObservationPlace",
     "SourceText",
     "chunk_size_at",
     "compile",
@@ -114,6 +115,19 @@ class CompileInput:
     """The one context figure (TOK-3): `used` is `ledger.estimate(view)`."""
     counter: TokenCounter | None = None
     """Used when no ledger is given."""
+    observations_at: ObservationPlace | None = None
+    """Where the previous view sent put its observations: they stay there while their text is the same
+    and that place is still in history (`Compiled.observation_place`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationPlace:
+    """Where a view put its observations message: before history index `at`, right after the message
+    `follows` (its id), with the text that message id `message_id` was derived from."""
+
+    at: int
+    follows: str
+    message_id: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +156,9 @@ class Compiled:
     used: int
     """The ledger's figure for the view (TOK-3); the same as `manifest.used`, known without building it."""
     build_manifest: Callable[[], Manifest] = field(repr=False, compare=False)
+    observation_place: ObservationPlace | None = None
+    """Where this view put its observations (None: it has none); the next compile keeps them there while
+    they read the same (`CompileInput.observations_at`)."""
 
     @cached_property
     def manifest(self) -> Manifest:
@@ -170,6 +187,29 @@ def current_request_index(history: Sequence[Message]) -> int:
                 and not m.has("summary") and m.text.strip():
             return index
     return len(history)
+
+
+def _observation_position(history: Sequence[Message], req: int, message: Message | None,
+                          kept: ObservationPlace | None) -> int:
+    """Where the observations go, as the history index they come before. Where the previous view put
+    them, while they read the same and that place is still there: a request after it (a new turn, a
+    harness's feedback message) would otherwise move them and re-send everything after the old place,
+    uncached. Else right after the current request; with no request in view (a compaction folded it
+    into its summary), right after the summary at the head of history, where they stay from call to
+    call. Put after the newest message, they would move with every call and part each request from
+    the prefix the previous one cached."""
+    if (message is not None and kept is not None and kept.message_id == message.id
+            and 0 < kept.at <= min(req + 1, len(history)) and history[kept.at - 1].id == kept.follows):
+        return kept.at
+    if req < len(history):
+        return req + 1
+    after = len(history)
+    for index, message in enumerate(history):  # the head a compaction left: its summary and inserts
+        if message.has("summary"):
+            after = index + 1
+        elif message.origin is None:
+            break
+    return after
 
 
 def _sha(text: str) -> str:
@@ -363,7 +403,8 @@ class ContextCompiler:
         shared = follow(self._history, history)
         del self._blocks[shared // BLOCK_SIZE :]
         key = (tuple(inp.head), tuple(inp.tools), inp.pinned, tuple(inp.observations), tuple(inp.policy), inp.limit,
-               inp.window, inp.pinned_budget, inp.ledger, inp.ledger.anchor if inp.ledger else None, counter)
+               inp.window, inp.pinned_budget, inp.ledger, inp.ledger.anchor if inp.ledger else None, counter,
+               inp.observations_at)
         if self._last is not None and shared == previous == len(history) and self._last[0] == key:
             return self._last[1]
         compiled = self._compile(inp, history, shared, counter)
@@ -437,12 +478,14 @@ class ContextCompiler:
         observations.extend(o for o in inp.observations if o.text)
 
         # Budget (CTX-4): goals, constraints and the request are never dropped; recalled memories go
-        # first (oldest first), then observations by priority.
+        # first (oldest first), then observations by priority. Only when that makes the view fit: a view
+        # over its budget however much is left out is the controller's to shrink (it is past its soft
+        # line), and leaving out a few tokens there would only move the cached prefix, call after call.
         fixed = self._count_system(system) + self._count_tools(tools)
         history_tokens = self._chunk_tokens + sum(self._measure(m)[0] for m in current)
         obs_tokens = self._observation_tokens(observations)
         over = fixed + history_tokens + obs_tokens - inp.limit
-        if over > 0:
+        if 0 < over <= self._droppable(history, memory_positions, replaced, observations):
             for i in memory_positions:
                 if over <= 0:
                     break
@@ -468,15 +511,16 @@ class ContextCompiler:
         # message of its turn (as the user wrote it), and both belong to the part after the stable prefix.
         # The view repeats history up to the first place it departs from it (the observations, a left
         # out or trimmed memory): that part is shared blocks, only the rest is built for this call.
-        departs = min([req + 1 if obs_message is not None else len(history), *replaced])
+        obs_at = _observation_position(history, req, obs_message, inp.observations_at)
+        departs = min([obs_at if obs_message is not None else len(history), *replaced])
         blocks = self._blocks_of(history, departs // BLOCK_SIZE)
         base = len(blocks) * BLOCK_SIZE
         messages = history[base:]
         if obs_message is not None:
-            messages.insert(req + 1 - base, obs_message)
+            messages.insert(obs_at - base, obs_message)
         offset = 1 if obs_message is not None else 0
         for i, new in sorted(replaced.items(), reverse=True):
-            at = (i if i <= req else i + offset) - base
+            at = (i if i < obs_at else i + offset) - base
             if new is None:
                 del messages[at]
             else:
@@ -494,7 +538,8 @@ class ContextCompiler:
         # the history list is the caller's, so the stable messages are read back from the view.
         closed = chunks[:-1]
         last = (chunks[-1], len(chunks[-1].ids), chunks[-1].tokens, chunks[-1].digest) if chunks else None
-        originals = _Originals(view.messages, sorted(i for i, m in replaced.items() if m is None and i < req))
+        originals = _Originals(view.messages, sorted(i for i, m in replaced.items() if m is None and i < req),
+                               inserted=obs_at if obs_message is not None and obs_at <= req else None)
         tools_version = self._tools_version
 
         def build_manifest() -> Manifest:
@@ -514,7 +559,17 @@ class ContextCompiler:
             return Manifest(used=used, limit=inp.limit, window=inp.window or inp.limit, segments=tuple(segments),
                             dropped=(*dropped, *cut_records(view.messages)), digest=digest)
 
-        return Compiled(view=view, used=used, build_manifest=build_manifest)
+        place = None if obs_message is None else ObservationPlace(
+            at=obs_at, follows=history[obs_at - 1].id if obs_at > 0 else "", message_id=obs_message.id)
+        return Compiled(view=view, used=used, build_manifest=build_manifest, observation_place=place)
+
+    def _droppable(self, history: Sequence[Message], memory_positions: Sequence[int],
+                   replaced: dict[int, Message | None], observations: Sequence[SourceText]) -> int:
+        """The most the budget may leave out: the recalled memories still in view and the observations
+        other than the pinned state."""
+        memories = sum(self._measure(history[i])[0] for i in memory_positions
+                       if replaced.get(i, history[i]) is not None)
+        return memories + sum(self._count_text(o.text) for o in observations if o.cls != "pinned")
 
     def _observation_tokens(self, observations: Sequence[SourceText]) -> int:
         message = _observation_message(observations)
@@ -636,11 +691,14 @@ class _Originals:
     with the left-out ones (`deleted`, sorted) missing and the replaced ones changed (a caller looks
     those up in `replaced` first)."""
 
-    def __init__(self, view: Sequence[Message], deleted: list[int]) -> None:
-        self.view, self.deleted = view, deleted
+    def __init__(self, view: Sequence[Message], deleted: list[int], *, inserted: int | None = None) -> None:
+        """`inserted`: the history position the observations were put before, when that is among them
+        (no request in view)."""
+        self.view, self.deleted, self.inserted = view, deleted, inserted
 
     def __getitem__(self, index: int) -> Message:
-        return self.view[min(index - bisect_left(self.deleted, index), len(self.view) - 1)]
+        shift = 1 if self.inserted is not None and index >= self.inserted else 0
+        return self.view[min(index - bisect_left(self.deleted, index) + shift, len(self.view) - 1)]
 
 
 def _describer(counter: TokenCounter, tools_version: str) -> ContextCompiler:

@@ -95,11 +95,11 @@ def check_items(state: TaskState, text: str, *, stage: str = "summary") -> Conti
     return ContinuityReport(ok=not missing, checked=len(items), missing=tuple(missing), stage=stage)
 
 
-def unreadable_pointers(text: str) -> list[str]:
+def unreadable_pointers(text: str, readable: Callable[[Path], bool] = Path.is_file) -> list[str]:
     bad: list[str] = []
     for match in _POINTER.finditer(text):
         path = Path(match.group(1).strip())
-        if path.is_absolute() and not path.is_file():
+        if path.is_absolute() and not readable(path):
             bad.append(str(path))
     return bad
 
@@ -133,10 +133,14 @@ class ContinuityGuard:
     """A `Summarizer` that rejects summaries losing task-state items and rebuilds them (see module doc)."""
 
     def __init__(self, *, state: TaskStateStore, inner: Summarizer,
-                 raw: Callable[[str], Message | None] | None = None, counter: TokenCounter | None = None) -> None:
+                 raw: Callable[[str], Message | None] | None = None, counter: TokenCounter | None = None,
+                 readable: Callable[[Path], bool] = Path.is_file) -> None:
+        """`readable` says whether a pointer in a summary leads to a file (a replay knows the files its
+        recording's session wrote without looking for them on this machine)."""
         self.state = state
         self.inner = inner
         self.raw = raw
+        self.readable = readable
         self.counter: TokenCounter = counter or HeuristicCounter(CL100K_PROFILE)
         self.name = f"{inner.name}+continuity"
         self.reports: list[ContinuityReport] = []
@@ -154,7 +158,7 @@ class ContinuityGuard:
         # last failure (`carried`): they count as held.
         users = "\n".join(m.text for m in (*request.older, *request.raw_older) if is_user_message(m))
         report = check_items(state, f"{body}\n{request.carried}\n{users}")
-        bad = unreadable_pointers(body)
+        bad = unreadable_pointers(body, self.readable)
         if report.ok and not bad:
             self.reports.append(report)
             return body

@@ -8,8 +8,8 @@ arise in a real run:
   measurement back from the tool (`number`);
 - `error`: it runs a check that fails with a distinctive last line (`error`).
 
-The planted session is replayed with the `nova` policy (`nova.evaluation.replay.replay_messages`, the controller and
-summarizer `nova replay` uses) with N compactions forced at even steps from the first planted episode to
+The planted session is replayed with the `nova` policy (`nova.evaluation.replay.replay_messages`: the live
+context pipeline, with the extractive summarizer `nova replay` uses) with N compactions forced at even steps from the first planted episode to
 the end of the run, the last one right before the final view. A fact survives when its exact text is
 readable in the final view, verbatim in a kept message or inside the compaction summary.
 """

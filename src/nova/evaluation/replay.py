@@ -10,14 +10,21 @@ recorded reply and its tool results enter history as they did in the original ru
 - `observation-mask`: SWE-agent's rule, the last 5 tool outputs in full, older ones replaced by a line;
   then truncated as above, since a provider rejects a request over the window.
 
-Only `naive` (and its two cost variants) may exceed the window; every report counts the requests over
-the window (`requests_over_window`, and `over_window` on each such call), whatever the policy.
-- `nova`: the `ContextController` (spill at entry, layer 1, layer 2 with the extractive summarizer).
+- `nova`: the context pipeline a live agent runs, built the same way (`nova.agent.pipeline`): the
+  controller (spill at entry, cuts, layer 1, layer 2 with the extractive summarizer and the continuity
+  guard) and the context compiler (pinned task state, the environment observation), through the same
+  extension hooks the agent loop calls. What the live run knew from outside the messages comes from the
+  recording (`nova.evaluation.recorded_run`), so a Nova session replayed at its window reproduces it.
 - `naive-uncached` / `naive-cached`: the full history with no prompt cache at all / with the provider
   cache of `provider_cache` (Anthropic when none is named): the two baselines of the cost model.
 
-Token figures come from the token counter (the recorded usage belongs to the original, unpoliced run).
-Every view is checked for the invariants of `nova.history.invariants`.
+Only `naive` (and its two cost variants) may exceed the window; every report counts the requests over
+the window (`requests_over_window`, and `over_window` on each such call), whatever the policy.
+
+Token figures come from the token counter (the recorded usage belongs to the original, unpoliced run),
+except for a call whose view is provably the one the recording sent (a Nova session replayed as it ran):
+its recorded usage is that view's real size. Every view is checked for the invariants of
+`nova.history.invariants`.
 
 The cost model (`provider_cache`, `nova.context.cache_sim`) runs every call's view through a simulated
 provider cache, at the recorded call times when the recording has them. With `summarizer_estimate`, each
@@ -35,28 +42,34 @@ from collections.abc import Callable, Collection, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
+from nova.agent.context_runtime import environment_text
+from nova.agent.pipeline import ContextPipeline, build_context_pipeline, recorded_sources
 from nova.context.budget import ContextBudget
 from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
-from nova.context.controller import ContextController, FixedPrompt
-from nova.context.economy import CachePrices
-from nova.context.extensions import ViewRequest
+from nova.context.economy import CachePrices, prices_for
+from nova.context.extensions import CompileRequest, Extensions, ViewRequest
+from nova.context.manifest import apportion
 from nova.context.shown_paths import showing
+from nova.context.state import MemoryStateSource, TaskStateStore
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
+from nova.evaluation.recorded_run import RecordedRun
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
 from nova.model import ToolSpec, Usage, usage_of
 from nova.providers.pricing import ModelInfo, model_info
 from nova.sessions.link import SessionLink
+from nova.sessions.readers.base import ImportedSession, PipelineRecord
+from nova.sessions.readers.nova import session_dir_of
 from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import MemoCounter, TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "fixed_prompt_placeholder", "replay_messages",
-           "view_document", "view_text"]
+           "replay_session", "view_document", "view_text"]
 
 Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
 # The context policies a replay compares (benchmarks iterate these); the two cost baselines come on top.
@@ -79,6 +92,10 @@ class ReplayCall:
     composition: dict[str, int] = field(default_factory=dict)
     """`input_tokens` by kind (`nova.evaluation.replay_views.COMPOSITION_KINDS`): system, tools, rules, memory,
     history, summary, observations; the parts sum to `input_tokens`."""
+    counted: int = 0
+    """The token counter's figure for the view; `input_tokens` is the recorded usage instead when `recorded`."""
+    recorded: bool = False
+    """The view was the one the recording sent, measured by the recorded usage (`ReplayReport.recorded_calls`)."""
 
 
 @dataclass(kw_only=True)
@@ -101,6 +118,9 @@ class ReplayReport:
     placeholder_tokens: int = 0
     """Size of the stand-in for the part of the fixed prompt the recording lacks (`fixed_prompt_placeholder`);
     0: none."""
+    recorded_calls: int = 0
+    """Calls whose view was the one the recording sent (a Nova recording replayed as it ran), measured by
+    their recorded usage instead of the token counter; 0: none."""
     per_call: list[ReplayCall] = field(default_factory=list)
     view_changes: list[ViewChange] = field(default_factory=list)
     """Each compaction (and each truncation cut) with the messages it dropped, kept and added."""
@@ -157,6 +177,7 @@ class ReplayReport:
             "requests_over_window": self.requests_over_window,
             "per_call": [{"input_tokens": c.input_tokens, "event": c.event,
                           **({"over_window": True} if c.input_tokens > self.window else {}),
+                          **({"recorded": True} if c.recorded else {}),
                           "composition": composition_json(c.composition)}
                          for c in self.per_call],
             "view_changes": [change.to_json() for change in self.view_changes],
@@ -165,6 +186,8 @@ class ReplayReport:
             data["repaired"] = self.repaired
         if self.placeholder_tokens:
             data["placeholder_tokens"] = self.placeholder_tokens
+        if self.recorded_calls:
+            data["recorded_calls"] = self.recorded_calls
         if not self.cost_model:
             return data
         for entry, call in zip(data["per_call"], self.per_call, strict=True):
@@ -430,8 +453,26 @@ def replay_messages(
     price_model: str | None = None,
     compact_before: Collection[int] = (),
     on_call: Callable[[], None] | None = None,
+    cwd: str = "",
+    recorded_dir: str = "",
+    recorded: PipelineRecord | None = None,
+    model: str = "",
 ) -> ReplayReport:
     """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
+
+    The `nova` policy runs the pipeline a live agent runs (`nova.agent.pipeline.build_context_pipeline`:
+    the controller, the continuity guard and the context compiler with its pinned task state and
+    environment observation), over `system` and `tools` as the recording sent them, in `cwd` (where the
+    recording ran; "" when unknown). `recorded` is what a Nova recording's pipeline did besides sending
+    its messages (`nova.evaluation.recorded_run`): its task-state writes, the files its compactions
+    re-read and the user's `/compact`s are taken as they were, and while the replay's compactions and
+    rewrites are the recorded ones its views are the recorded ones: each such call is measured by its
+    recorded usage, which anchors the token ledger as it did live (`report.recorded_calls`).
+    `recorded_dir` is the session directory the recorded calls name their spilled outputs under (a Nova
+    session's own, `nova.sessions.readers.nova.session_dir_of`): the replay's own are shown under that
+    name, so a recorded read of one reads the replay's, and the files under it count as written.
+    `model` is the model the recording ran with: its cache prices weigh the cost trigger, as they did
+    in the live run (`price_model`'s when given, the defaults when neither is known).
 
     Without `tools`, the recording may lack part of its fixed prompt: a placeholder sized from the first
     response's real usage is added to `system` (`fixed_prompt_placeholder`, `report.placeholder_tokens`),
@@ -454,30 +495,37 @@ def replay_messages(
     # are repaired the same way (a provider would refuse them), and the report says what was done.
     messages, repair = repair_history(messages)
     config = config or CompactionConfig()
-    counter = counter or HeuristicCounter(CL100K_PROFILE)
+    # One memoizing counter measures everything, as the live agent's ledger does.
+    counter = MemoCounter(counter or HeuristicCounter(CL100K_PROFILE))
     placeholder = "" if tools else fixed_prompt_placeholder(messages, counter, system=system)
     system = "\n\n".join(part for part in (system, placeholder) if part)
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
+    budget = ContextBudget.derive(config, window, spill)
     with tempfile.TemporaryDirectory(prefix="nova-replay-") as tmp, ExitStack() as shown:
         directory = session_dir or Path(tmp) / "session"
-        if session_dir is None:
+        if session_dir is None or recorded_dir:
             # The temporary directory's name is random: the view names it by a fixed one, so the same
             # recording gives the same figures, byte for byte (nova.context.shown_paths).
-            shown.enter_context(showing(directory, REPLAY_SESSION_NAME))
-        # The spill limits scale with the window like every other size (a configured value is clamped):
-        # handed to the controller apart, the seeds' 50k-character limits held at 8k too.
-        controller = ContextController(config=config, budget=ContextBudget.derive(config, window, spill),
-                                       ledger=TokenLedger(MemoCounter(counter)),
-                                       summarizer=recording or summarizer, session=SessionLink(dir=directory),
-                                       prompt=FixedPrompt(system=system, tools=tools),
-                                       prices=CachePrices.of(info) if info else CachePrices())
-        sizer = _Sizer(controller.counter, system, tools)
+            shown.enter_context(showing(directory, recorded_dir or REPLAY_SESSION_NAME))
+        pipeline = None
+        run = RecordedRun(recorded if policy == "nova" else None, messages, _read_paths(messages))
+        if policy == "nova":
+            # The spill limits scale with the window like every other size (a configured value is clamped):
+            # the budget carries them.
+            state = TaskStateStore(MemoryStateSource())
+            pipeline = build_context_pipeline(
+                budget=budget, config=config, ledger=TokenLedger(counter), sources=recorded_sources(system),
+                state=state, summarizer=recording or summarizer or ExtractiveSummarizer(counter), tools=tools,
+                cwd=Path(cwd or "."), session=SessionLink(dir=directory, recorder=run), read_file=run.read_file,
+                prices=CachePrices.of(info) if info else prices_for(model), environment=_recorded_environment(cwd),
+                workspace=_recorded_workspace(state), readable=_recorded_files(recorded_dir))
+        sizer = _Sizer(counter, system, tools)
         min_tokens = info.min_cacheable_tokens if info else 1024
         cache = make_cache(provider_cache, min_tokens=min_tokens) if provider_cache else None
         cost = _CostModel(cache=cache, sizer=sizer, system=system, tools=tools, info=info)
-        report = _run(messages, system=system, tools=tools, window=window, policy=policy,
-                      controller=controller, sizer=sizer, cost=cost, recording=recording,
-                      compact_before=frozenset(compact_before), on_call=on_call)
+        report = _run(messages, system=system, tools=tools, window=window, policy=policy, budget=budget,
+                      pipeline=pipeline, sizer=sizer, cost=cost, recording=recording,
+                      compact_before=frozenset(compact_before) | run.manual, on_call=on_call, run=run)
     report.repaired = repair.describe() if repair.changed else ""
     report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate
@@ -488,22 +536,96 @@ def replay_messages(
     return report
 
 
+class ReplayOptions(TypedDict, total=False):
+    """The keywords of `replay_messages` a caller chooses (the rest come from the recording)."""
+
+    policy: Policy
+    config: CompactionConfig | None
+    spill: SpillConfig | None
+    counter: TokenCounter | None
+    summarizer: Summarizer | None
+    session_dir: Path | None
+    provider_cache: ProviderName | None
+    summarizer_estimate: bool
+    price_model: str | None
+    compact_before: Collection[int]
+    on_call: Callable[[], None] | None
+
+
+def replay_session(session: ImportedSession, *, window: int, **options: Unpack[ReplayOptions]) -> ReplayReport:
+    """`replay_messages` over an imported recording, with everything the recording holds besides its
+    messages: system prompt, tools, working directory, model, and (a Nova session's) what its pipeline
+    did and the session directory its calls name."""
+    recorded = session_dir_of(session)
+    return replay_messages(session.messages, system=session.system, tools=session.tools, window=window,
+                           cwd=session.cwd, recorded_dir=str(recorded) if recorded is not None else "",
+                           recorded=session.pipeline, model=str(session.meta.get("model") or ""), **options)
+
+
+def _recorded_environment(cwd: str) -> Callable[[Path], str]:
+    """The environment observation a replay shows: the recorded working directory, never the state of
+    whatever folder has that name on this machine (its git branch is not in the recording)."""
+    text = environment_text(cwd=cwd or "unknown")
+    return lambda _: text
+
+
+def _recorded_files(recorded_dir: str) -> Callable[[Path], bool]:
+    """Whether a file a summary points to exists, for a replay: the recorded session's own files (its
+    spilled and cut outputs, and the replay's, shown under its name) were there when the session ran."""
+    def readable(path: Path) -> bool:
+        return (bool(recorded_dir) and str(path).startswith(recorded_dir.rstrip("/") + "/")) or path.is_file()
+
+    return readable
+
+
+def _read_paths(messages: Sequence[Message]) -> set[str]:
+    """Every path the recording read with a file-reading tool (what a restore attachment may show)."""
+    paths: set[str] = set()
+    for m in messages:
+        for u in m.tool_uses():
+            path = u.input.get("path") or u.input.get("file_path")
+            if isinstance(path, str):
+                paths.add(path)
+    return paths
+
+
+def _recorded_workspace(state: TaskStateStore) -> Callable[[Path], str]:
+    """A replay has no workspace to hash: the newest recorded test run reads as current, as it does in a
+    live session right after it ran."""
+    def newest(_: Path) -> str:
+        evidence = state.load().evidence
+        return evidence[-1].workspace if evidence else ""
+
+    return newest
+
+
 def _run(
     messages: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], window: int, policy: Policy,
-    controller: ContextController, sizer: _Sizer, cost: _CostModel, recording: _RecordingSummarizer | None,
-    compact_before: frozenset[int] = frozenset(), on_call: Callable[[], None] | None = None,
+    budget: ContextBudget, pipeline: ContextPipeline | None, sizer: _Sizer, cost: _CostModel,
+    recording: _RecordingSummarizer | None, compact_before: frozenset[int] = frozenset(),
+    on_call: Callable[[], None] | None = None, run: RecordedRun | None = None,
 ) -> ReplayReport:
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools,
-                          threshold=controller.threshold, hard_line=controller.hard_line)
+                          threshold=budget.threshold, hard_line=budget.hard_line)
     raw = {m.id: m for m in messages}
     history: list[Message] = []
     calls_by_id: dict[str, ToolUsePart] = {}
-    counter = controller.counter
+    counter = sizer.counter
     # The composition is made of the sizer's own measures: its sum is the call's input.
     composer = Composer(system=sizer.system, tools=sizer.tools, size=sizer.message, count=counter.count)
     # The names Nova's inserts are listed under (their ids are fresh each run; see `_stable_inserts`).
     names: dict[str, str] = {}
     shown: list[Message] = []  # the view the previous call sent (what a cut is measured against)
+    # Nova's pipeline, run through the same hooks the agent loop calls (nova.context.extensions).
+    hooks = Extensions(pipeline.extensions) if pipeline is not None else None
+    controller = pipeline.controller if pipeline is not None else None
+    run = run or RecordedRun(None, messages, ())
+
+    def move_to(index: int) -> None:
+        # The task state the recorded calls were compiled with from here on (the pinned block).
+        recorded = run.move_to(index)
+        if recorded is not None and pipeline is not None:
+            pipeline.state.update(lambda current: replace(recorded, version=current.version))
 
     def compacted(before: list[Message], after: list[Message], *, forced: bool) -> None:
         report.view_changes.append(view_change(
@@ -515,29 +637,33 @@ def _run(
         if policy in ("naive", "naive-uncached", "naive-cached"):
             return list(history), ""
         if policy == "truncate":
-            view = _truncate(history, sizer, controller.threshold)
+            view = _truncate(history, sizer, budget.threshold)
             return view, "truncate" if len(view) < len(history) else ""
         if policy == "observation-mask":
             # SWE-agent's masking, then still cut to the same line: a provider rejects a request over
             # the window, so a baseline that sends one flatters nobody.
             masked = _mask(history)
-            view = _truncate(masked, sizer, controller.threshold)
+            view = _truncate(masked, sizer, budget.threshold)
             return view, "truncate" if len(view) < len(masked) else ""
+        assert hooks is not None and controller is not None
         before = history
-        history = controller.prepare_view(request=ViewRequest(history=history, system=system))
+        history = hooks.prepare_view(ViewRequest(history=history, system=system))
         event = controller.stats.last_event
         if event == "compaction" or {m.id for m in before} - {m.id for m in history}:
             compacted(before, history, forced=False)
-        return list(history), event
+        compiled = hooks.compile_view(CompileRequest(history=history, system=system, tools=tools))
+        return (list(compiled.messages) if compiled is not None else list(history)), event
 
     def force_compaction() -> None:
         nonlocal history
+        assert controller is not None
         before, done = history, controller.stats.compactions
         history = controller.compact_now(history)
         if controller.stats.compactions > done:
             compacted(before, history, forced=True)
 
     for index, message in enumerate(messages):
+        move_to(index)
         if policy == "nova" and index in compact_before:
             force_compaction()
         if message.role == "assistant":
@@ -552,6 +678,12 @@ def _run(
             if recording is not None:
                 cost.summary_calls(report, recording.pending, at)
             kinds = composer.composition(view)
+            counted = sum(kinds.values())
+            anchor = run.anchor(message)
+            if anchor is not None:
+                # The recorded view itself: measured as the provider counted it, parts in proportion.
+                kinds = dict(zip(kinds, apportion(anchor.context_tokens, list(kinds.values())), strict=True))
+                report.recorded_calls += 1
             used = sum(kinds.values())
             usage = cost.call(view, at)
             cost.add(report, usage)
@@ -560,7 +692,7 @@ def _run(
             report.peak_context_tokens = max(report.peak_context_tokens, used)
             report.requests_over_window += used > window
             report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0,
-                                              kinds))
+                                              kinds, counted=counted, recorded=anchor is not None))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])
@@ -569,22 +701,30 @@ def _run(
             for u in message.tool_uses():
                 calls_by_id[u.id] = u
             history.append(message)
+            if anchor is not None and pipeline is not None and hooks is not None:
+                # As the live loop does with a reply: the ledger learns from the view it answered.
+                pipeline.ledger.record(message.id, anchor, sent=view)
+                hooks.on_usage(message, anchor)
             if on_call is not None:
                 on_call()
-        elif message.has("tool_result") and policy == "nova":
-            parts = [controller.process_result(call=calls_by_id[p.tool_use_id], result=p)
+        elif message.has("tool_result") and hooks is not None:
+            parts = [hooks.process_result(calls_by_id[p.tool_use_id], p)
                      if isinstance(p, ToolResultPart) and p.tool_use_id in calls_by_id else p
                      for p in message.parts]
-            history.append(message.with_parts(parts) if parts != list(message.parts) else message)
+            if parts != list(message.parts):
+                run.spilled(message.id)
+                message = message.with_parts(parts)
+            history.append(message)
         else:
             history.append(message)
+    move_to(len(messages))
     if policy == "nova" and len(messages) in compact_before and history:
         force_compaction()
     final, _ = build_view() if history else ([], "")
     if recording is not None:
         recording.pending.clear()  # a compaction of the final view is never sent: no call to count
     report.final_view = _stable_inserts(final)
-    if policy == "nova":
+    if controller is not None:
         report.compactions = controller.stats.compactions
         report.snips = controller.stats.snips
         report.spills = controller.stats.spills

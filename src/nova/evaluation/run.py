@@ -12,7 +12,7 @@ from nova.evaluation.cases import EvalCase, derived_items
 from nova.evaluation.counterfactual import CounterfactualResult, ViewRun, run_counterfactuals
 from nova.evaluation.latency import CallTimer, TimedProvider, build_latency, model_latency, recorded_latency
 from nova.evaluation.metrics import Metric, Ratio, metrics_of
-from nova.evaluation.replay import Policy, ReplayReport, replay_messages, view_text
+from nova.evaluation.replay import Policy, ReplayReport, replay_session, view_text
 from nova.evaluation.usefulness import RecalledUse, recorded_uses, usefulness
 from nova.providers.base import Provider
 from nova.sessions.readers.base import ImportedSession
@@ -80,10 +80,10 @@ def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
     for policy in case.policies:
         chosen: Policy = policy  # type: ignore[assignment]  # checked when the case was loaded
         timer = CallTimer(on_call)
-        report = replay_messages(session.messages, system=session.system, window=case.window, policy=chosen,
-                                 config=config, spill=spill, counter=counter,
-                                 provider_cache=case.provider_cache,  # type: ignore[arg-type]  # checked on load
-                                 price_model=case.price, on_call=timer)
+        report = replay_session(session, window=case.window, policy=chosen, config=config, spill=spill,
+                                counter=counter,
+                                provider_cache=case.provider_cache,  # type: ignore[arg-type]  # checked on load
+                                price_model=case.price, on_call=timer)
         metrics = metrics_of(report, evidence=evidence, constraints=constraints, recorded=recorded, counter=counter)
         metrics["memory_usefulness"] = usefulness(uses)
         metrics.update(build_latency(timer.durations_ms))

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from nova import events as ev
-from nova.agent.builder import AgentOptions, build_agent
+from nova.agent.builder import AgentOptions, build_agent, record_fixed_prompt
 from nova.agent.loop import Agent
 from nova.errors import NovaError, SessionBusy, SessionNotFound, StorageError
 from nova.host.context_view import context_report
@@ -277,7 +277,7 @@ class SessionHub:
             return session, []
 
         def record_prompt(live: LiveSession) -> None:
-            live.session.record_event("system_prompt", {"text": live.agent.system_prompt})
+            record_fixed_prompt(live.session, live.agent)
             live.session.flush()
 
         # Nobody else knows the new id yet, so it needs no entry in `_pending` while it opens.

@@ -17,7 +17,7 @@ from nova.sessions.importers import (
     usage_of,
 )
 from nova.sessions.meta import SessionMeta
-from nova.sessions.readers.nova import SESSION_EVENT, header_event_data
+from nova.sessions.readers.nova import SESSION_EVENT, TOOLS_EVENT, header_event_data, tools_event_data
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, Record, encode, event_record
 from nova.sessions.session import Session, list_sessions
 from nova.sessions.store import SessionStore
@@ -193,6 +193,8 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
         )
         if imported.system:
             session.record_event(SYSTEM_PROMPT_EVENT, {"text": imported.system})
+        if imported.tools:
+            session.record_event(TOOLS_EVENT, tools_event_data(imported.tools))
         for message in imported.messages:
             compaction = message.metadata.get("compaction")
             summary = next((p for p in message.parts if isinstance(p, SummaryPart)), None)

@@ -64,10 +64,12 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
             if usage is not None:
                 ledger.record(message.id, usage)
         ledger.resume(history)  # what each call grew beyond the estimate, as the live session had learned it
-        runtime = ContextRuntime(cwd=cwd, sources=sources, state=TaskStateStore(session), ledger=ledger,
+        state = TaskStateStore(session)
+        runtime = ContextRuntime(cwd=cwd, sources=sources, state=state, ledger=ledger,
                                  budget=budget_for(settings), observe_requests=False)
         # The tools exactly as `build_agent` gives them (a sandboxed `bash` reads differently).
-        tools = agent_tools(settings, cwd, runtime=runtime, protected=protected_paths(settings, cwd, sources))
+        tools = agent_tools(settings, cwd, sources=sources, state=state,
+                            protected=protected_paths(settings, cwd, sources))
         compiled = runtime.compile(history, system=sources.system, tools=tools.specs())
     finally:
         session.close()

@@ -24,7 +24,7 @@ from rich.console import Console
 
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
-from nova.evaluation.replay import ALL_POLICIES, Policy, replay_messages, view_document
+from nova.evaluation.replay import ALL_POLICIES, Policy, replay_session, view_document
 from nova.present.run_progress import RunProgress
 from nova.providers.pricing import model_info
 from nova.settings import load_settings
@@ -105,11 +105,11 @@ def replay_command(
     # A fixed prompt over the window (PromptTooLarge) is one clear error naming the sizes, not a traceback.
     calls = sum(1 for m in session.messages if m.role == "assistant")
     with user_errors(exit_code=1), RunProgress(calls, label="replaying calls", stream=sys.stderr) as bar:
-        report = replay_messages(session.messages, system=session.system, window=window, policy=chosen,
-                                 config=settings.compaction, spill=settings.spill, counter=counter,
-                                 provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
-                                 summarizer_estimate=summarizer == "model-estimate", price_model=price,
-                                 on_call=bar.advance)
+        report = replay_session(session, window=window, policy=chosen,
+                                config=settings.compaction, spill=settings.spill, counter=counter,
+                                provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
+                                summarizer_estimate=summarizer == "model-estimate", price_model=price,
+                                on_call=bar.advance)
     if report.placeholder_tokens:
         what = "its tool definitions" if session.system else "its system prompt and tools"
         err_console.print(f"nova: note: the recording lacks {what}; a placeholder of "

@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 
 from nova import events as ev
-from nova.agent.builder import AgentOptions, build_agent
+from nova.agent.builder import AgentOptions, build_agent, record_fixed_prompt
 from nova.cli.commands.cli_settings import settings_from_cli
 from nova.cli.commands.config_check import check_config
 from nova.cli.commands.errors import user_errors
@@ -118,7 +118,7 @@ def run_task(
     agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
                         session_dir=session.dir, history=history)
     if not history:
-        session.record_event("system_prompt", {"text": agent.system_prompt})
+        record_fixed_prompt(session, agent)
     started = time.monotonic()
     from nova.skills.runtime import turn_input
 

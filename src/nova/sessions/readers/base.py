@@ -12,14 +12,16 @@ reader takes gets one message that says why each format refused it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from nova.messages import Message
+from nova.model import ToolSpec
 
-__all__ = ["Confidence", "ImportedSession", "NotJson", "SessionReader", "SkippedRecord", "first_object", "refuse", "sure"]
+__all__ = ["Confidence", "ImportedSession", "NotJson", "PipelineRecord", "RecordedCompaction", "RecordedRewrite",
+           "RecordedTaskState", "SessionReader", "SkippedRecord", "first_object", "refuse", "sure"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,51 @@ class SkippedRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordedTaskState:
+    """A task-state write (`task_state` event): the state the calls were compiled with from here on."""
+
+    before: str
+    """The id of the message it came before ("" when after the last one); so for every record below."""
+    state: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCompaction:
+    """A compaction (`compact_boundary`): what it folded and the head of history it left."""
+
+    before: str
+    covers: tuple[str, ...]
+    head: tuple[Message, ...]
+    trigger: str = "threshold"
+    """What started it: `threshold`, `hard`, `cost`, `overflow` (the provider refused) or `manual` (`/compact`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRewrite:
+    """A message rewritten in the view (`message_content_updated`: a snip, a cut, a late spill)."""
+
+    before: str
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineRecord:
+    """What a Nova session's context pipeline did besides sending its messages, each where it happened
+    between them: a replay of the session does the same, and while its compactions and rewrites are
+    these its views are the recorded ones."""
+
+    task_states: tuple[RecordedTaskState, ...] = ()
+    changes: tuple[RecordedCompaction | RecordedRewrite, ...] = ()
+    """The compactions and rewrites, in the order they happened."""
+    session_dir: str = ""
+    """Where the session kept its spilled and cut outputs, as its calls name them ("" when not recorded)."""
+
+    @property
+    def compactions(self) -> tuple[RecordedCompaction, ...]:
+        return tuple(c for c in self.changes if isinstance(c, RecordedCompaction))
+
+
+@dataclass(frozen=True, slots=True)
 class ImportedSession:
     messages: list[Message]
     system: str
@@ -86,6 +133,12 @@ class ImportedSession:
     siblings: tuple[ImportedSession, ...] = ()
     """Further independent sessions the same file holds (every run of an OpenHands `output.jsonl` after
     the first, one per line), each imported as a session of its own; `meta["run"]` names each."""
+    tools: tuple[ToolSpec, ...] = ()
+    """The tool catalog the recorded agent sent, when its format keeps one (a Nova transcript does); ()
+    when unknown."""
+    pipeline: PipelineRecord | None = None
+    """What Nova's context pipeline did in the recorded session (a session Nova recorded with its fixed
+    prompt, not one it imported); None for any other."""
 
     def runs(self) -> tuple[ImportedSession, ...]:
         """This session and its siblings, in file order."""

@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from nova.errors import ToolError
+from nova.errors import FileRefused, ToolError
 
 __all__ = ["PSEUDO_FS_ROOTS", "NotRegularFile", "in_pseudo_fs", "open_regular", "read_regular_text", "special_kind"]
 
@@ -22,8 +22,9 @@ PSEUDO_FS_ROOTS = ("/proc", "/sys", "/dev")
 """Trees of pseudo-files: kernel state, devices. Never walked by a search."""
 
 
-class NotRegularFile(ToolError):
-    """The path names a FIFO, device, socket or directory: never opened for reading."""
+class NotRegularFile(FileRefused, ToolError):
+    """The path names a FIFO, device, socket or directory: never opened for reading. A `ToolError` too,
+    so a reading tool hands the message to the model as its result."""
 
 
 def special_kind(mode: int) -> str | None:

@@ -57,12 +57,12 @@ class JSONTooDeep(FileRefused, ValueError):
     """JSON nested deeper than the limit: refused before `json.loads` would recurse into it."""
 
 
-def read_bytes(path: Path, *, limit: int, what: str = "a file") -> bytes:
+def read_bytes(path: Path, *, limit: int, what: str = "a file", follow_symlinks: bool = True) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them. `FileRefused` when `path` is a
     FIFO, a device, a socket or a directory (never opened, or opened without blocking), or holds more
     than `limit` bytes (never read past `limit + 1`). `what` says what the file is for, in the
-    message. Other failures are `OSError` as usual."""
-    with open_regular(path, str(path)) as handle:
+    message. Other failures are `OSError` as usual (see `open_regular` for `follow_symlinks`)."""
+    with open_regular(path, str(path), follow_symlinks=follow_symlinks) as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise FileRefused(f"{path} is larger than {limit:,} bytes, the most Nova reads for {what}; "

@@ -48,13 +48,18 @@ def in_pseudo_fs(path: Path | str) -> bool:
     return any(real == root or real.startswith(root + "/") for root in PSEUDO_FS_ROOTS)
 
 
-def open_regular(path: Path, shown: str) -> BinaryIO:
+def open_regular(path: Path, shown: str, *, follow_symlinks: bool = True) -> BinaryIO:
     """`path` opened for binary reading, or `NotRegularFile` naming what it is instead (`shown` is the
-    path as the model wrote it). Other failures are `OSError` as usual."""
+    path as the model wrote it). Other failures are `OSError` as usual. `follow_symlinks=False` is for a
+    caller that resolved and vetted the path itself: a link put there since is then an `OSError`
+    (ELOOP) instead of being followed somewhere else."""
     kind = special_kind(os.stat(path).st_mode)
     if kind is not None:
         raise NotRegularFile(f"{shown} is {kind}; only regular files are read.")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
     try:
         kind = special_kind(os.fstat(fd).st_mode)
         if kind is not None:

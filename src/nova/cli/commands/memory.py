@@ -372,6 +372,10 @@ def rules_command(
     console.print(f"total {sum(f.tokens for f in files):,} tokens in the context, as `nova context` counts them "
                   f"({settings.model}); against the instruction budget the files' text alone counts "
                   f"{rules.tokens:,} of {rules.token_budget:,}", markup=False, soft_wrap=True)
+    for f in files:
+        if f.redacted:
+            console.print(f"redacted in {f.path}: {', '.join(f.redacted)} (replaced before the model sees it)",
+                          markup=False, soft_wrap=True)
     for s in rules.skipped:
         console.print(f"skipped {s.path}: {s.reason}", markup=False, soft_wrap=True)
 

@@ -378,3 +378,44 @@ async def context_picture(nova_home: Path, tmp_path: Path) -> None:
         labels = [row.split()[0] for row in rows[2:] if row.startswith("rules:")]
         assert len(labels) == 2 and labels[0] != labels[1]
         assert any(label.endswith("calc/AGENTS.md") for label in labels)
+
+
+HOSTILE = "evil\x1b[31mRED\x1b]0;PWNED\x07\x1b[2J\rhidden\x9b1m\u202e"
+CLICKABLE = "[@click=app.quit]quit"
+
+
+def test_file_names_tool_output_and_model_text_are_shown_as_text(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(hostile_text(nova_home, tmp_path))
+
+
+async def hostile_text(nova_home: Path, tmp_path: Path) -> None:
+    from textual.widgets._collapsible import CollapsibleTitle
+
+    from nova.testing import ScriptedProvider, call, reply
+
+    project = tmp_path / "project"
+    project.mkdir()
+    name = f"{CLICKABLE}{HOSTILE}.txt"
+    (project / name).write_text(f"inside {HOSTILE} {CLICKABLE}\n")
+    script = ScriptedProvider([reply(f"Reading {name}.", [call("read_file", path=name)]), reply(f"Done: {HOSTILE}")])
+    app = make_app(nova_home, project)
+    app.hub.make_provider = lambda: script
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"read it")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running and bool(app.query(ToolCall))
+                         and all(c.finished for c in app.query(ToolCall)))
+        await pilot.pause(0.1)
+        shown = [str(b.render()) for b in app.query(MessageBlock)]
+        [tool] = list(app.query(ToolCall))
+        shown += [str(tool.query_one(".tool-output").render()), str(tool.query_one(".tool-input").render())]
+        title = tool.query_one(CollapsibleTitle).render()
+        shown.append(str(title))
+        for text in shown:
+            for char in ("\x1b", "\x9b", "\u202e", "\r", "\x07"):
+                assert char not in text, f"{char!r} reached the screen: {text!r}"
+        assert any("\\x1b]0;PWNED" in text for text in shown)
+        # The title is Textual markup: a file name's `[@click=…]` is shown, never made a clickable action.
+        assert CLICKABLE in str(title)
+        assert app.is_running, "nothing in the text quit the app"

@@ -37,6 +37,7 @@ from nova.memory.store import MemoryStore
 from nova.messages import Message
 from nova.model import Usage
 from nova.present.figures import Figures, session_cost
+from nova.present.text import terminal_safe
 from nova.sessions.meta import title_from_prompt
 from nova.tools.approval import Answer, RememberingApprover
 from nova.tui.approval import PendingApproval, ScreenPrompt
@@ -153,7 +154,8 @@ class NovaTUI(App[None]):
             self.footer.update(Text(f"figures unavailable: {exc}"))
 
     def notice(self, text: str, *, error: bool = False) -> None:
-        self._add(Static(Text(text), classes="notice error" if error else "notice"))
+        # Notices carry file names, session titles and error messages: text, never a terminal command.
+        self._add(Static(Text(terminal_safe(text)), classes="notice error" if error else "notice"))
 
     def _add(self, widget: Any) -> None:
         self.conversation.mount(widget)
@@ -377,8 +379,8 @@ class NovaTUI(App[None]):
             # The window at a glance (one stacked bar by kind), then the manifest's rows.
             shown = Text()
             for text, style in text_picture(compiled.manifest, width=max(20, min(80, self.size.width - 40))):
-                shown.append(text, style=style or "")
-            shown.append("\n" + render_context(compiled, width=max(60, self.size.width - 6)))
+                shown.append(terminal_safe(text), style=style or "")
+            shown.append("\n" + terminal_safe(render_context(compiled, width=max(60, self.size.width - 6))))
             self._add(Static(shown, classes="notice context"))
             return
         lines = [f"context {report['percent']:.1f}% — {report['used']:,} of {report['limit']:,} tokens "

@@ -18,9 +18,9 @@ __all__ = ["user_errors"]
 
 def _say(line: str) -> None:
     # Rich loads only when there is something to say: most runs end without an error.
-    from rich.console import Console
+    from nova.present.terminal import terminal_console
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
+    terminal_console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
 
 
 @contextmanager

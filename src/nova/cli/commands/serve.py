@@ -30,11 +30,10 @@ def serve_command(
         from nova.cli.commands.config_check import check_config
 
         check_config(settings)
-        from rich.console import Console
-
+        from nova.present.terminal import terminal_console
         from nova.server.serve import ServeOptions, run_server
 
-        console = Console(highlight=False)
+        console = terminal_console(highlight=False)
         options = ServeOptions(host=host, port=port, cwd=(cwd or Path.cwd()).resolve(),
                                allowed_tools=frozenset(allow or ()), yes=yes, workers=workers)
         run_server(settings, options, say=lambda line: console.print(line, markup=False, soft_wrap=True))

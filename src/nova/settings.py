@@ -423,6 +423,8 @@ def load_settings(
     base_url = layered.get("base_url")
     if base_url is not None:
         base_url = _to_str(base_url, source=src_of("base_url"), key="base_url")
+        if not base_url.startswith(("http://", "https://")):  # else every call fails to connect, unexplained
+            raise _bad(src_of("base_url"), "base_url", base_url, "an http:// or https:// address")
     api_key_env = layered.get("api_key_env")
     if api_key_env is not None:
         api_key_env = _to_str(api_key_env, source=src_of("api_key_env"), key="api_key_env")

@@ -34,6 +34,7 @@ from nova.errors import MissingDependency, StorageError
 from nova.messages import Message, from_dict, to_dict
 from nova.sessions.schema import json_text, strip_thinking, task_state_text
 from nova.sessions.store import SessionRecord, StoredMessage, StoredTaskState, TaskStateConflict
+from nova.version import install_line
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -150,7 +151,7 @@ def shared_pool(url: str) -> ConnectionPool[Any]:
                 from psycopg_pool import ConnectionPool
             except ImportError:
                 raise MissingDependency(
-                    "the PostgreSQL store needs its extra: pip install 'nova-agent[postgres]'"
+                    f"the PostgreSQL store needs its extra: {install_line('postgres')}"
                 ) from None
             pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, timeout=5.0,
                                   check=ConnectionPool.check_connection, name="nova",

@@ -9,6 +9,7 @@ from pathlib import Path
 from nova.cli.commands.cli_settings import settings_from_cli
 from nova.cli.commands.errors import user_errors
 from nova.errors import NovaError
+from nova.version import install_line
 
 __all__ = ["serve_command"]
 
@@ -26,7 +27,7 @@ def serve_command(
             print(token)
             return
         if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn")):
-            raise NovaError("the server needs its extra: pip install 'nova-agent[server]'")
+            raise NovaError(f"the server needs its extra: {install_line('server')}")
         from nova.cli.commands.config_check import check_config
 
         check_config(settings)

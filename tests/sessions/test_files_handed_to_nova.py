@@ -233,3 +233,26 @@ def test_a_transcript_line_over_the_limit_is_a_damaged_record_by_offset(nova_hom
     assert "longer than the 4,096 a record may take" in bad[0].reason
     tail = transcript.read_tail()
     assert [b.offset for b in tail.bad] == [offset] and len(tail.messages()) == 2
+
+
+# -- files a repository hands Nova --------------------------------------------------------------------------
+def test_a_deeply_nested_mcp_json_stops_run_with_the_file_named(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / ".mcp.json").write_text(DEEP_LINE)
+    result = runner.invoke(app, ["--provider", "demo", "run", "hello", "--yes", "--cwd", str(project)])
+    assert result.exit_code == 2, result.output
+    assert ".mcp.json" in result.output and "nested more than 200 levels" in result.output
+    _no_traceback(result.output)
+
+
+@pytest.mark.timeout(30)
+def test_a_skill_file_that_is_a_fifo_is_refused_not_opened(tmp_path: Path) -> None:
+    from nova.errors import SkillError
+    from nova.skills.manifest import read_skill
+
+    folder = tmp_path / "skills" / "deploy"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "SKILL.md")
+    with pytest.raises(SkillError, match="FIFO"):
+        read_skill(folder)

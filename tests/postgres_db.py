@@ -30,7 +30,7 @@ def require_base_url() -> str:
     url = base_url()
     if url is None:
         pytest.skip(SKIP_REASON if importlib.util.find_spec("psycopg_pool") else
-                    "the postgres extra is not installed (pip install 'nova-agent[postgres]')")
+                    "the postgres extra is not installed (pip install 'nova-context-engine[postgres]')")
     return url
 
 

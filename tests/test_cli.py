@@ -285,7 +285,7 @@ def test_error_text_is_printed_verbatim_not_as_markup(tmp_path: Path, monkeypatc
     monkeypatch.setitem(_sys.modules, "openai", None)  # as if the extra were not installed
     result = runner.invoke(app, ["run", "hi", "--provider", "openai", "--cwd", str(tmp_path)])
     assert result.exit_code == 2
-    assert "pip install 'nova-agent[openai]'" in result.output
+    assert "pip install 'nova-context-engine[openai]'" in result.output
 
 
 def test_serve_without_its_extra_names_the_install_line(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -294,4 +294,4 @@ def test_serve_without_its_extra_names_the_install_line(monkeypatch) -> None:  #
     real = _util.find_spec
     monkeypatch.setattr(_util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
     result = runner.invoke(app, ["serve"])
-    assert result.exit_code == 2 and "pip install 'nova-agent[server]'" in result.output
+    assert result.exit_code == 2 and "pip install 'nova-context-engine[server]'" in result.output

@@ -77,7 +77,7 @@ def test_bare_nova_in_a_terminal_without_textual_names_the_install_line(tmp_path
     code, shown, errors = _in_a_terminal([], env)
     assert code == 1, (shown, errors)
     assert "Traceback" not in errors and "Traceback" not in shown
-    assert "pip install 'nova-agent[tui]'" in errors
+    assert "pip install 'nova-context-engine[tui]'" in errors
     assert "nova demo" in errors
     assert "Commands" in shown  # the help is still there
 

@@ -17,10 +17,11 @@ from pathlib import Path
 import nova
 
 LAYERS: list[tuple[str, ...]] = [
-    # Values everything may use: messages, request/response types, errors, events, settings, the version.
-    ("nova.messages", "nova.model", "nova.errors", "nova.events", "nova.settings", "nova.version"),
-    # History as the loop keeps it, and files opened safely.
-    ("nova.history", "nova.fs"),
+    # Values everything may use: messages, request/response types, errors, events, settings, the version;
+    # and files opened safely, which is how settings reads config.json.
+    ("nova.messages", "nova.model", "nova.errors", "nova.events", "nova.settings", "nova.version", "nova.fs"),
+    # History as the loop keeps it.
+    ("nova.history",),
     ("nova.tokens",),
     # Provider adapters: wire formats, error classification, prices.
     ("nova.providers",),

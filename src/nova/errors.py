@@ -10,6 +10,8 @@
     │   ├── UnsafeMemoryName        a name that could escape the memory directory (also a ValueError)
     │   └── MemoryNotFound          no memory by that name (also a KeyError)
     ├── SkillError                  a skill cannot be read, found or used as asked (names the SKILL.md)
+    ├── FileRefused                 a file handed to Nova is not read: not a regular file (a FIFO, a
+    │                               device), over a size limit, or JSON nested deeper than the limit
     ├── StorageError                the session store or a session directory cannot be used
     │   ├── SchemaVersionError      a record or file was written by a newer Nova; nothing was changed
     │   ├── SessionImportError      a file to import is missing, unreadable or in no known format
@@ -50,6 +52,7 @@ __all__ = [
     "CommandError",
     "ConfigError",
     "ContextOverflow",
+    "FileRefused",
     "InvalidRequest",
     "MemoryNotFound",
     "MemoryStoreError",
@@ -118,6 +121,13 @@ class MemoryNotFound(MemoryStoreError, KeyError):
 
 class SkillError(NovaError):
     """A skill cannot be read, found or used as asked; the message names the file and what is wrong."""
+
+
+class FileRefused(NovaError):
+    """A file someone handed Nova (a config file, a transcript, a session to import, a case file) is
+    refused before it is read, or read no further than a limit: it is a FIFO, a device, a socket or a
+    directory, it is larger than Nova reads, or its JSON nests deeper than Nova parses. The message
+    names the file and what it is; callers translate it into their own error where that matters."""
 
 
 class StorageError(NovaError):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from nova.errors import ConfigError
+from nova.errors import ConfigError, FileRefused
 
 __all__ = [
     "CompactionConfig",
@@ -349,33 +349,39 @@ OWNED_SECTIONS = {"memory", "instructions", "server", "policy", "cache", "tui", 
 ENV_OVERRIDES = {"NOVA_PROVIDER": "provider", "NOVA_MODEL": "model", "NOVA_BASE_URL": "base_url"}
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The largest config file read: hundreds of times a full one."""
+
+
 def read_config_file(path: Path) -> dict[str, Any]:
-    """The parsed file, `{}` when absent. Errors name the file and, for JSON, the line and column."""
+    """The parsed file, `{}` when absent. Errors name the file and, for JSON, the line and column. Only
+    a regular file is read (a FIFO there must not hang every command, nor a link to `/dev/zero` fill
+    memory), to at most `MAX_CONFIG_BYTES`, and JSON nested too deeply is refused unparsed."""
+    from nova.fs.safe_read import loads, read_bytes
+
+    fix = "Fix the file or move it aside to use the defaults."
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_bytes(path, limit=MAX_CONFIG_BYTES, what="a config file")
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except FileRefused as exc:
+        raise ConfigError(f"{str(exc).rstrip('.')}. {fix}") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: is not UTF-8 text") from None
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = loads(text, where=str(path))
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. "
-            "Fix the file or move it aside to use the defaults."
-        ) from None
-    except RecursionError:
-        raise ConfigError(
-            f"{path}: JSON is nested too deeply to read. Fix the file or move it aside to use the defaults."
-        ) from None
+        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. {fix}") from None
+    except FileRefused as exc:
+        raise ConfigError(f"{str(exc).rstrip('.')}. {fix}") from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
-        raise ConfigError(
-            f"{path}: not valid JSON: {exc}. Fix the file or move it aside to use the defaults."
-        ) from None
+        raise ConfigError(f"{path}: not valid JSON: {exc}. {fix}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object at the top level, found {type(data).__name__}")
     return data
@@ -432,6 +438,8 @@ def load_settings(
     base_url = layered.get("base_url")
     if base_url is not None:
         base_url = config_str(base_url, source=src_of("base_url"), key="base_url")
+        if not base_url.startswith(("http://", "https://")):  # else every call fails to connect, unexplained
+            raise config_error(src_of("base_url"), "base_url", base_url, "an http:// or https:// address")
     api_key_env = layered.get("api_key_env")
     if api_key_env is not None:
         api_key_env = config_str(api_key_env, source=src_of("api_key_env"), key="api_key_env")

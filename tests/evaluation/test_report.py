@@ -280,7 +280,7 @@ def test_without_plotly_report_fails_first_naming_the_extra(tmp_path: Path, comm
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2, run.stderr
     assert run.stderr.strip().splitlines() == [
-        "nova: error: --report needs the `report` extra (plotly): pip install 'nova-agent[report]' "
+        "nova: error: --report needs the `report` extra (plotly): pip install 'nova-context-engine[report]' "
         "(in a checkout: pip install -e '.[report]')"]
     assert run.stdout == "" and not out.exists()  # nothing was replayed
     # Without --report the command does not need plotly.

@@ -73,7 +73,7 @@ def test_without_the_sdk_nova_names_the_extra_to_install(project: Path, nova_hom
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=project,
                           env=env)
     assert done.returncode != 0
-    assert "pip install 'nova-agent[mcp]'" in done.stderr
+    assert "pip install 'nova-context-engine[mcp]'" in done.stderr
     # A session goes on without MCP tools (and says why) instead of failing.
     code = ("import sys, logging; sys.modules['mcp'] = None; logging.basicConfig()\n"
             "from pathlib import Path\n"
@@ -86,4 +86,4 @@ def test_without_the_sdk_nova_names_the_extra_to_install(project: Path, nova_hom
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=project,
                           env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "None" and "nova-agent[mcp]" in done.stderr
+    assert done.stdout.strip() == "None" and "nova-context-engine[mcp]" in done.stderr

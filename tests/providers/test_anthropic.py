@@ -172,5 +172,5 @@ def test_guard_refuses_real_requests() -> None:
 
 def test_missing_sdk_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "anthropic", None)
-    with pytest.raises(MissingDependency, match=r"pip install 'nova-agent\[anthropic\]'"):
+    with pytest.raises(MissingDependency, match=r"pip install 'nova-context-engine\[anthropic\]'"):
         AnthropicProvider(api_key="k")

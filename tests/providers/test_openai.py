@@ -290,7 +290,7 @@ def test_guard_refuses_real_requests(cls: type[OpenAIChatProvider]) -> None:
 
 def test_missing_sdk_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)
-    with pytest.raises(MissingDependency, match=r"pip install 'nova-agent\[openai\]'"):
+    with pytest.raises(MissingDependency, match=r"pip install 'nova-context-engine\[openai\]'"):
         OpenAIChatProvider(api_key="k")
 
 

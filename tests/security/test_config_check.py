@@ -30,6 +30,17 @@ BAD_CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
     "policy-file": ({**DEMO, "policy": {"file": 5}}, "'file'"),
     "compatible-without-url": ({"provider": "compatible"}, "base_url"),
     "sandbox-not-bool": ({**DEMO, "sandbox": "yes"}, "'sandbox'"),
+    # Permission rules were parsed only when `run` built its policy; `config show` printed them as fine.
+    "deny-unclosed": ({**DEMO, "permissions": {"deny": ["bash("]}}, "'bash('"),
+    "allow-empty-rule": ({**DEMO, "permissions": {"allow": [""]}}, "permissions.allow"),
+    "ask-empty-pattern": ({**DEMO, "permissions": {"ask": ["bash()"]}}, "'bash()'"),
+    "deny-two-words": ({**DEMO, "permissions": {"deny": ["bash rm -rf"]}}, "'bash rm -rf'"),
+    # The config's MCP servers and the client's knobs were read only when a session started its servers.
+    "mcp-server-without-command": ({**DEMO, "mcpServers": {"x": {"command": ""}}}, "mcpServers.x"),
+    "mcp-timeout": ({**DEMO, "mcp": {"tool_timeout_s": -1}}, "mcp.tool_timeout_s"),
+    # The store URL was read only when a session opened the store.
+    "store-not-postgres": ({**DEMO, "store": {"url": "mysql://db/nova"}}, "[store] url"),
+    "base-url-without-scheme": ({**DEMO, "base_url": "localhost:11434/v1"}, "'base_url'"),
 }
 
 

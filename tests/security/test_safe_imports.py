@@ -205,3 +205,90 @@ def test_the_system_prompt_never_carries_refused_content(world: dict[str, Path])
     assert "Project rules." in request.system and "Prefer small functions." in request.system
     assert SECRET not in request.system and "PRIVATE KEY" not in request.system
     assert "root:" not in request.system
+
+
+# -- Nova's own state is never importable; what an import adds passes the secret scan ------------------
+def _nova_state(world: dict[str, Path]) -> dict[str, Path]:
+    """Nova's home as a running Nova leaves it, and a project memory, each holding `SECRET`."""
+    home, project = world["home"], world["project"]
+    files = {
+        "server-token": home / "server-token",
+        "config": home / "config.json",
+        "home-memory": home / "memory" / "deploy-notes.md",
+        "store": home / "nova.db",
+        "transcript": home / "sessions" / "20250101-000000-abcdef" / "transcript.jsonl",
+        "spilled-output": home / "sessions" / "20250101-000000-abcdef" / "tool-results" / "call.txt",
+        "project-memory": project / ".nova" / "memory" / "team.md",
+        "skill": home / "skills" / "deploy" / "SKILL.md",
+        "dot-file": home / ".reviews.md",
+    }
+    for path in files.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{SECRET}\n")
+    return files
+
+
+@pytest.mark.parametrize("which", ["server-token", "config", "home-memory", "store", "transcript", "spilled-output",
+                                   "project-memory", "skill", "dot-file"])
+def test_novas_own_state_is_never_imported(world: dict[str, Path], which: str) -> None:
+    project = world["project"]
+    target = _nova_state(world)[which]
+    (project / "NOVA.md").write_text(f"project rules\n@{target}\n")
+    rules = load_in_thread(project, world["home"])
+    assert [f.path for f in rules.files] == [(project / "NOVA.md").resolve()]
+    assert SECRET not in rules.text
+    [skip] = rules.skipped
+    assert f"@{target}" in skip.reason and "only rule files are imported" in skip.reason
+
+
+def test_the_tilde_path_a_hostile_nova_md_writes_reaches_nothing(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NOVA_HOME left at its default, ~/.nova: the paths a repository would write.
+    home = Path(os.environ["HOME"]) / ".nova"
+    home.mkdir()
+    world = {**world, "home": home}
+    _nova_state(world)
+    project = world["project"]
+    (project / "NOVA.md").write_text("@~/.nova/server-token\n@~/.nova/config.json\n@~/.nova/memory/deploy-notes.md\n")
+    rules = load_in_thread(project, home)
+    assert SECRET not in rules.text and len(rules.skipped) == 3
+    assert all("only rule files are imported" in s.reason for s in rules.skipped)
+
+
+def test_rule_files_in_novas_home_still_import(world: dict[str, Path]) -> None:
+    home, project = world["home"], world["project"]
+    (home / "rules").mkdir()
+    (home / "rules" / "python.md").write_text("Type every function.")
+    (project / "NOVA.md").write_text(f"@{home}/rules/python.md\n")
+    rules = load_rules(cwd=project, home=home)
+    assert "Type every function." in rules.text and rules.skipped == ()
+
+
+GITHUB_TOKEN = "ghp_" + "Zq8XwL3vN0tRb7Ym2KcD5hJ9sFgA4eUo1pVi"
+
+
+def test_a_base64_token_in_an_imported_file_never_reaches_the_provider(world: dict[str, Path]) -> None:
+    import base64
+
+    from nova.agent.builder import AgentOptions, build_agent
+    from nova.settings import load_settings
+    from nova.testing import ScriptedProvider, reply
+
+    project = world["project"]
+    encoded = base64.b64encode(f"token={GITHUB_TOKEN}".encode()).decode()
+    (project / "ci.md").write_text(f"CI notes: the bot pushes with\n{encoded}\nRun `make ci` before pushing.\n")
+    (project / "NOVA.md").write_text("Project rules.\n@./ci.md\n")
+    provider = ScriptedProvider([reply("ok")])
+    agent = build_agent(load_settings(home=world["home"], overrides={"provider": "demo"}), provider,
+                        AgentOptions(cwd=project))
+    try:
+        agent.run_turn("hello")
+    finally:
+        agent.close()
+    [request] = provider.requests
+    assert "Run `make ci` before pushing." in request.system, "the rest of the file is kept"
+    assert encoded not in request.system and GITHUB_TOKEN not in request.system
+    assert "[REDACTED" in request.system
+    [_, imported] = load_rules(cwd=project, home=world["home"]).files
+    assert imported.redacted and "GitHub token" in imported.redacted[0], "and `nova rules` can say what was"

@@ -378,3 +378,93 @@ async def context_picture(nova_home: Path, tmp_path: Path) -> None:
         labels = [row.split()[0] for row in rows[2:] if row.startswith("rules:")]
         assert len(labels) == 2 and labels[0] != labels[1]
         assert any(label.endswith("calc/AGENTS.md") for label in labels)
+
+
+HOSTILE = "evil\x1b[31mRED\x1b]0;PWNED\x07\x1b[2J\rhidden\x9b1m\u202e"
+CLICKABLE = "[@click=app.quit]quit"
+
+
+def test_file_names_tool_output_and_model_text_are_shown_as_text(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(hostile_text(nova_home, tmp_path))
+
+
+async def hostile_text(nova_home: Path, tmp_path: Path) -> None:
+    from textual.widgets._collapsible import CollapsibleTitle
+
+    from nova.testing import ScriptedProvider, call, reply
+
+    project = tmp_path / "project"
+    project.mkdir()
+    name = f"{CLICKABLE}{HOSTILE}.txt"
+    (project / name).write_text(f"inside {HOSTILE} {CLICKABLE}\n")
+    script = ScriptedProvider([reply(f"Reading {name}.", [call("read_file", path=name)]), reply(f"Done: {HOSTILE}")])
+    app = make_app(nova_home, project)
+    app.hub.make_provider = lambda: script
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"read it")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running and bool(app.query(ToolCall))
+                         and all(c.finished for c in app.query(ToolCall)))
+        await pilot.pause(0.1)
+        shown = [str(b.render()) for b in app.query(MessageBlock)]
+        [tool] = list(app.query(ToolCall))
+        shown += [str(tool.query_one(".tool-output").render()), str(tool.query_one(".tool-input").render())]
+        title = tool.query_one(CollapsibleTitle).render()
+        shown.append(str(title))
+        for text in shown:
+            for char in ("\x1b", "\x9b", "\u202e", "\r", "\x07"):
+                assert char not in text, f"{char!r} reached the screen: {text!r}"
+        assert any("\\x1b]0;PWNED" in text for text in shown)
+        # The title is Textual markup: a file name's `[@click=…]` is shown, never made a clickable action.
+        assert CLICKABLE in str(title)
+        assert app.is_running, "nothing in the text quit the app"
+
+
+def test_always_allow_ends_with_the_session_on_new_and_resume(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(grants_end_with_their_session(nova_home, tmp_path))
+
+
+async def grants_end_with_their_session(nova_home: Path, tmp_path: Path) -> None:
+    from nova.testing import ScriptedProvider, call, reply
+    from nova.tui.approval_prompt import ApprovalPrompt
+
+    project = tmp_path / "project"
+    project.mkdir()
+    steps = []
+    for name in ("one", "two", "three", "four", "five"):
+        steps += [reply(f"Creating {name}.", [call("bash", command=f"touch {name}")]), reply(f"Done with {name}.")]
+    script = ScriptedProvider(steps)
+    app = make_app(nova_home, project)
+    app.hub.make_provider = lambda: script
+
+    async def turn(prompt: str, *, answer: str | None) -> bool:
+        """Send `prompt`; answer the approval with `answer` if one is asked. Whether one was asked."""
+        await pilot.press(*prompt)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running or app._pending is not None)
+        asked = app._pending is not None
+        if asked:
+            assert answer is not None, f"{prompt!r} asked for approval"
+            await wait_until(pilot, lambda: bool(app.query(ApprovalPrompt)))
+            await pilot.press(answer)
+        await wait_until(pilot, lambda: not app.running)
+        return asked
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#prompt")
+        assert await turn("make one", answer="a")
+        first = app.session_id
+        assert not await turn("make two", answer=None), "allowed for this session: not asked again"
+        await pilot.press(*"/new")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert await turn("make three", answer="n"), "a new session starts without the old session's grant"
+        assert app.session_id != first
+        await pilot.press(*f"/resume {first}")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.session_id == first)
+        assert await turn("make four", answer="y"), "the grant ended when the session was left"
+        assert await turn("make five", answer="y"), "`y` is once: asked again"
+    assert all((project / n).exists() for n in ("one", "two", "four", "five"))
+    assert not (project / "three").exists()

@@ -15,6 +15,7 @@ from typing import TextIO
 
 from nova import events as ev
 from nova.present.progress import Waiting
+from nova.present.text import terminal_safe
 
 __all__ = ["TerminalProgress"]
 
@@ -41,7 +42,7 @@ class TerminalProgress:
         if isinstance(event, ev.RetryScheduled):
             with self._lock:
                 self._erase()
-                self.stream.write(f"nova: {event.describe()}\n")
+                self.stream.write(terminal_safe(f"nova: {event.describe()}") + "\n")
                 self.stream.flush()
         if not self.terminal:
             return

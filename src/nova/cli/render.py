@@ -1,4 +1,8 @@
-"""A readable timeline of a turn for the terminal, fed by the event bus (`nova run`, `nova demo`)."""
+"""A readable timeline of a turn for the terminal, fed by the event bus (`nova run`, `nova demo`).
+
+Everything shown here is someone else's text (the prompt, the model's reply, tool names, commands,
+file names, tool output): each piece passes `terminal_safe` and `escape` before it is printed, so it
+neither commands the terminal nor opens rich markup."""
 
 from __future__ import annotations
 
@@ -9,17 +13,22 @@ from rich.console import Console
 from rich.markup import escape
 
 from nova import events as ev
-from nova.present.text import one_line
+from nova.present.text import one_line, terminal_safe
 
 __all__ = ["Timeline", "format_footer"]
 
 
+def _shown(text: str) -> str:
+    return escape(terminal_safe(text))
+
+
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return one_line(text, limit)
+    return one_line(terminal_safe(text), limit)
 
 
 def _tool_summary(name: str, tool_input: Any) -> str:
+    name = terminal_safe(name)
     if isinstance(tool_input, dict):
         for key in ("command", "pattern", "path"):
             if key in tool_input:
@@ -42,7 +51,7 @@ class Timeline:
         if isinstance(event, ev.TextDelta) and self.stream_text:
             if not self._streaming:
                 c.print("[bold green]assistant[/] ", end="")
-            c.print(escape(event.text), end="", soft_wrap=True, highlight=False)
+            c.print(_shown(event.text), end="", soft_wrap=True, highlight=False)
             self._streaming = True
             return
         if self._streaming and not isinstance(event, ev.TextDelta):
@@ -51,7 +60,7 @@ class Timeline:
         if isinstance(event, ev.TurnStarted):
             c.print(f"[bold cyan]user[/] {escape(_short(event.prompt, 200))}")
         elif isinstance(event, ev.AssistantMessage) and not self.stream_text:
-            c.print(f"[bold green]assistant[/] {escape(event.text)}")
+            c.print(f"[bold green]assistant[/] {_shown(event.text)}")
         elif isinstance(event, ev.ToolCallStarted):
             self.step += 1
             c.print(f"  [yellow]→ {escape(_tool_summary(event.name, dict(event.input)))}[/]")
@@ -62,7 +71,7 @@ class Timeline:
                 f"    {mark} {len(event.output):,} chars in {event.duration_s:.2f}s: [dim]{escape(_short(first, 90))}[/]"
             )
         elif isinstance(event, ev.PermissionDenied):
-            c.print(f"    [red]denied[/] {escape(event.name)}: {escape(event.reason)}")
+            c.print(f"    [red]denied[/] {_shown(event.name)}: {_shown(event.reason)}")
         elif isinstance(event, ev.ContextUpdate):
             # The figure is updated before and after every call; show it when it moved noticeably.
             if self._shown_percent is not None and abs(event.percent - self._shown_percent) < 5:
@@ -75,7 +84,7 @@ class Timeline:
                     f"({event.reason})")
         elif isinstance(event, ev.CompactionEnd):
             self._shown_percent = None
-            status = "done" if event.ok else f"failed: {escape(event.error)}"
+            status = "done" if event.ok else f"failed: {_shown(event.error)}"
             c.print(f"  [magenta]compaction {status}[/] {event.tokens_before:,} → {event.tokens_after:,} tokens")
         # An `ErrorEvent` is not printed: the error ends the command, which prints it once
         # (`nova: error: …`); retries are `nova.cli.progress`'s lines.

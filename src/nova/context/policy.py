@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from nova.errors import FileRefused
+from nova.fs.safe_read import read_bytes
+
 __all__ = [
     "PRECEDENCE",
     "Conflict",
@@ -136,11 +139,15 @@ def resolve(sources: Sequence[PolicySource]) -> PolicyResolution:
     return PolicyResolution(conflicts=tuple(conflicts))
 
 
+MAX_POLICY_BYTES = 1024 * 1024
+
+
 def load_org_policy(path: Path) -> tuple[str, str] | None:
     """(text, sha256 prefix) of the organisation policy file, or None when there is none."""
     try:
-        text = path.expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        # A regular file only, bounded: a FIFO or a device named here must not hang every turn.
+        text = read_bytes(path.expanduser(), limit=MAX_POLICY_BYTES, what="an organisation policy").decode("utf-8")
+    except (OSError, UnicodeDecodeError, FileRefused):
         return None
     if not text.strip():
         return None

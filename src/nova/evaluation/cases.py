@@ -37,18 +37,23 @@ from pathlib import Path
 from typing import Any
 
 from nova.context.summarize import failure_code, is_user_message
-from nova.errors import NovaError
+from nova.errors import FileRefused, NovaError
 from nova.evaluation.case_keys import reject_unknown_keys
 from nova.evaluation.counterfactual import Counterfactual, CounterfactualError, parse_counterfactual
 from nova.evaluation.memory_scenario import MemoryScenario, parse_memory_scenario
 from nova.evaluation.replay import ALL_POLICIES
 from nova.evaluation.scenarios import PoisoningSpec, ScenarioError, parse_poisoning
+from nova.fs.safe_read import loads, read_bytes
 from nova.history.tool_paths import paths_of
 from nova.messages import Message, ToolResultPart, ToolUsePart
 
 __all__ = ["CaseError", "EvalCase", "derived_items", "load_cases", "work_items"]
 
 _TAGS = re.compile(r"</?[a-z_]+>")  # a harness's wrappers (<returncode>, <output>, ...)
+
+
+MAX_CASE_FILE_BYTES = 16 * 1024 * 1024
+"""A case file names sessions and policies; one this large is not a case file."""
 
 
 class CaseError(NovaError):
@@ -147,9 +152,13 @@ def _case(data: object, base: Path, where: str) -> EvalCase:
 def load_cases(path: Path) -> list[EvalCase]:
     """The cases of a JSON or YAML case file (PyYAML comes with python-frontmatter, a core dependency)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bytes(path, limit=MAX_CASE_FILE_BYTES, what="a case file").decode("utf-8")
     except OSError as exc:
         raise CaseError(f"cannot read case file {path}: {exc.strerror or exc}") from exc
+    except FileRefused as exc:
+        raise CaseError(f"case file: {exc}") from None
+    except UnicodeDecodeError:
+        raise CaseError(f"{path.name}: is not UTF-8 text") from None
     data: object
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
@@ -161,11 +170,15 @@ def load_cases(path: Path) -> list[EvalCase]:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise CaseError(f"{path.name}: not valid YAML: {exc}") from exc
+        except RecursionError:  # the loader recurses once per level of nesting
+            raise CaseError(f"{path.name}: nested too deeply to read; flatten it") from None
     else:
         try:
-            data = json.loads(text)
+            data = loads(text, where=path.name)
         except json.JSONDecodeError as exc:
             raise CaseError(f"{path.name}: not valid JSON: {exc}") from exc
+        except ValueError as exc:  # nested too deeply, or a number beyond Python's digit limit
+            raise CaseError(f"{path.name}: {exc}") from None
     items = data.get("cases") if isinstance(data, dict) and "cases" in data else [data]
     if not isinstance(items, list) or not items:
         raise CaseError(f"{path.name}: `cases` must be a non-empty list")

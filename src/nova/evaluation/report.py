@@ -21,11 +21,12 @@ from nova.evaluation.replay import ReplayReport
 from nova.evaluation.replay_views import MessageEntry, ViewChange, tokens_of
 from nova.evaluation.report_data import ReplaySeries, counterfactual_rows, metric_rows, series_of
 from nova.present.text import one_line
+from nova.version import install_line
 
 __all__ = ["LIST_LIMIT", "REPORT_INSTALL_LINE", "ReportExtraMissing", "eval_report_html", "replay_report_html",
            "require_plotly"]
 
-REPORT_INSTALL_LINE = "pip install 'nova-agent[report]'"
+REPORT_INSTALL_LINE = install_line("report")
 LIST_LIMIT = 200
 """Entries shown per kept/dropped/added list, and compactions shown per replay; the JSON has them all."""
 

@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from nova.errors import ToolError
+from nova.errors import FileRefused, ToolError
 
 __all__ = ["PSEUDO_FS_ROOTS", "NotRegularFile", "in_pseudo_fs", "open_regular", "read_regular_text", "special_kind"]
 
@@ -22,8 +22,9 @@ PSEUDO_FS_ROOTS = ("/proc", "/sys", "/dev")
 """Trees of pseudo-files: kernel state, devices. Never walked by a search."""
 
 
-class NotRegularFile(ToolError):
-    """The path names a FIFO, device, socket or directory: never opened for reading."""
+class NotRegularFile(FileRefused, ToolError):
+    """The path names a FIFO, device, socket or directory: never opened for reading. A `ToolError` too,
+    so a reading tool hands the message to the model as its result."""
 
 
 def special_kind(mode: int) -> str | None:
@@ -47,13 +48,18 @@ def in_pseudo_fs(path: Path | str) -> bool:
     return any(real == root or real.startswith(root + "/") for root in PSEUDO_FS_ROOTS)
 
 
-def open_regular(path: Path, shown: str) -> BinaryIO:
+def open_regular(path: Path, shown: str, *, follow_symlinks: bool = True) -> BinaryIO:
     """`path` opened for binary reading, or `NotRegularFile` naming what it is instead (`shown` is the
-    path as the model wrote it). Other failures are `OSError` as usual."""
+    path as the model wrote it). Other failures are `OSError` as usual. `follow_symlinks=False` is for a
+    caller that resolved and vetted the path itself: a link put there since is then an `OSError`
+    (ELOOP) instead of being followed somewhere else."""
     kind = special_kind(os.stat(path).st_mode)
     if kind is not None:
         raise NotRegularFile(f"{shown} is {kind}; only regular files are read.")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
     try:
         kind = special_kind(os.fstat(fd).st_mode)
         if kind is not None:

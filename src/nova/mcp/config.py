@@ -16,14 +16,14 @@ the one they meant to edit). Nova's `mcp` section holds the knobs of the client 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from nova.errors import ConfigError
+from nova.errors import ConfigError, FileRefused
+from nova.fs.safe_read import read_json
 
 __all__ = ["McpOptions", "ServerConfig", "load_options", "load_servers", "project_mcp_file"]
 
@@ -55,6 +55,9 @@ class McpOptions:
     on_demand_share: float = 0.05
     """`auto` loads the catalog on demand when its full definitions would take more than this share of
     the context window (see `nova.mcp.catalog.decide_on_demand`)."""
+
+
+MAX_MCP_FILE_BYTES = 1024 * 1024
 
 
 def project_mcp_file(root: Path) -> Path:
@@ -116,8 +119,9 @@ def load_servers(config_servers: Mapping[str, Any], *, config_source: str, proje
         path = project_mcp_file(project_root)
         if path.is_file():
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                # The repository's file: a regular one only, bounded, its JSON depth-limited (nova.fs).
+                data = read_json(path, limit=MAX_MCP_FILE_BYTES, what="a .mcp.json")
+            except (OSError, UnicodeDecodeError, ValueError, FileRefused) as exc:
                 raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
             if not isinstance(data, Mapping):
                 raise ConfigError(f"{path}: must be a JSON object with `mcpServers`")

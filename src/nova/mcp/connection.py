@@ -28,13 +28,14 @@ from typing import Any, Literal, TextIO, TypeVar
 
 from nova.errors import MissingDependency, NovaError
 from nova.mcp.config import ServerConfig
+from nova.version import install_line
 
 __all__ = ["MCP_EXTRA_HINT", "CallOutcome", "Cancelled", "EventLoopThread", "McpUnavailable", "RemoteTool", "ServerConnection",
            "require_sdk"]
 
 log = logging.getLogger(__name__)
 
-MCP_EXTRA_HINT = "pip install 'nova-agent[mcp]'"
+MCP_EXTRA_HINT = install_line("mcp")
 T = TypeVar("T")
 ConnectionState = Literal["stopped", "ready", "failed", "restarted", "dead"]
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from nova.memory.config import MemoryConfig
-from nova.memory.governance import Proposal, WriteOutcome, is_rule_like, remember
+from nova.memory.governance import Proposal, WriteOutcome, is_instruction_shaped, is_rule_like, remember
 from nova.memory.store import MEMORY_TYPES, MemoryStore, parse_time
 from nova.messages import Message, TextPart, ToolResultPart
 from nova.model import ModelRequest
@@ -143,15 +143,17 @@ def untrusted_evidence(messages: Sequence[Message]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-# Text the user pasted rather than wrote: a fenced or quoted block, mail or log headers, or a wall of
-# text. Its words are someone else's, so what is drawn from it waits for review like a tool result.
+# Text the user pasted rather than wrote: a fenced or quoted block, mail or log headers, a wall of
+# text, or anything shaped like instructions to a model (`###(system_message)`, "ignore your previous
+# instructions"). Its words are someone else's, so what is drawn from it waits for review like a tool
+# result.
 _PASTED = re.compile(r"(?m)^\s*(?:```|~~~|>\s|(?:from|to|subject|date|cc):\s|\[?\d{4}-\d\d-\d\d[ t]\d\d:)",
                      re.IGNORECASE)
 PASTED_CHARS = 1200
 
 
 def looks_pasted(text: str) -> bool:
-    return len(text) > PASTED_CHARS or _PASTED.search(text) is not None
+    return len(text) > PASTED_CHARS or _PASTED.search(text) is not None or is_instruction_shaped(text)
 
 
 def _shingles(text: str, n: int = 4) -> set[tuple[str, ...]]:

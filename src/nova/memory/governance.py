@@ -7,9 +7,11 @@ Every write — from the model's extraction, `/remember`, or `nova memory add` �
    hit refuses the write and the refusal names the kind of secret, never the secret;
 2. the name must make a safe file name and the type must be known;
 3. provenance, not wording, decides whether model text may become active: a proposal whose evidence
-   includes a tool result, file content or the web is held as `candidate` until a user approves it,
-   whatever `memory.model_status` says; other model-authored memories start as `model_status`
-   (`candidate` unless configured);
+   includes a tool result, file content, the web or text the user pasted is held as `candidate` until a
+   user approves it, whatever `memory.model_status` says; so is one whose own text is shaped like an
+   instruction to a model ("Ignore your previous instructions…", `###(system_message)`, chat-template
+   tokens), which is someone else's words whoever typed them; other model-authored memories start as
+   `model_status` (`candidate` unless configured);
 4. a model proposal never changes an approved memory: new text for a name the user approved becomes a
    separate candidate, `<name>-revision`, and the approved memory stays as it is and stays active;
 5. the user's own words are active at once (the user writing it is the approval), except when they
@@ -51,6 +53,7 @@ __all__ = [
     "WriteOutcome",
     "claims_task_state",
     "find_secrets",
+    "is_instruction_shaped",
     "is_rule_like",
     "is_sensitive",
     "merge",
@@ -75,6 +78,31 @@ _RULE_LIKE = re.compile(
 
 def is_rule_like(text: str) -> bool:
     return _RULE_LIKE.search(text) is not None
+
+
+# Text written to steer a model rather than to say something: overrides of its instructions, role
+# markers and chat-template tokens. Nobody's preference reads like this; a prompt injection does, and a
+# user who pasted one has pasted someone else's words.
+_INSTRUCTION_SHAPED = re.compile(
+    r"(?ix)"
+    r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|of\s+)?(?:(?:your|the|my|these|those)\s+)?"
+    r"(?:(?:previous|prior|above|earlier|preceding|original|initial|system|existing)\s+)?"
+    r"(?:instructions?|prompts?|directives?|guidelines?|system\s+message)\b"
+    r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:(?:your|the|my)\s+)?(?:previous|prior|above|earlier|preceding)"
+    r"\s+(?:rules?|context|messages?|commands?|conversation)\b"
+    r"|\#{2,}\s*\(\s*(?:system|assistant|developer|user)(?:[\s_-]?(?:message|prompt|instructions?))?\s*\)"
+    r"|\#{2,}\s*(?:system|developer)[_-](?:message|prompt)\b"
+    r"|<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|>"
+    r"|\[/?INST\]|<</?SYS>>"
+    r"|\b(?:new|updated|real|actual|hidden|secret)\s+(?:system\s+)?(?:prompt|instructions)\s*:"
+    r"|\byou\s+are\s+now\s+(?:an?\s+|the\s+|in\s+)?(?:DAN\b|unrestricted|unfiltered|jailbroken|developer\s+mode|free\s+from)"
+    r"|\b(?:end|begin)\s+of\s+(?:the\s+)?(?:system\s+)?(?:prompt|instructions)\b"
+)
+
+
+def is_instruction_shaped(text: str) -> bool:
+    """Whether `text` reads as an instruction to a model (see `_INSTRUCTION_SHAPED`)."""
+    return _INSTRUCTION_SHAPED.search(text) is not None
 
 
 # What only a person may change: the permission and sandbox rules, the approval flow, the policy files.
@@ -182,6 +210,11 @@ def review(proposal: Proposal, *, config: MemoryConfig) -> Decision:
     if claims_task_state(text):
         return Decision(allowed=False, refusal="it claims an approval or decision; task state is recorded only "
                                                "by the user's own commands, never carried in memory")
+    if is_instruction_shaped(text):
+        # External too: never recalled unreviewed, even where candidates are.
+        return Decision(allowed=True, status="candidate", external=True, rule_like=True,
+                        notes=("reads as instructions to a model (a prompt injection's shape): needs your review "
+                               "whatever model_status says",))
     untrusted = [*proposal.evidence, *(["tool or web output"] if external else [])]
     if untrusted:
         sources = ", ".join(dict.fromkeys(untrusted))

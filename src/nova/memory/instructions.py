@@ -18,11 +18,16 @@ or binary import is a warning in the report, never a failure.
 
 Safety: instruction files come from the repository, so they are untrusted input. An import must resolve
 (symlinks followed) to a file under the project root (the git root) or Nova's home; `@~/.ssh/id_rsa`,
-`@/etc/passwd` and `@../../outside.md` are refused. Every file, root or import, must be a regular file
-(checked with `stat` before it is opened, so a FIFO is never opened and `/dev/zero` never read), at most
-`max_file_bytes`, and all of them together at most `max_total_bytes`. A file that looks like a private key
-or credentials is refused even inside the project. Each refusal is one skip line naming the file, the
-`@target` as written, the importer and why.
+`@/etc/passwd` and `@../../outside.md` are refused. Under Nova's home only rule files may be imported
+(`.md`, `.txt` … outside its state folders): the server token, `config.json`, the session store and
+transcripts, logs, skills and every memory file (the home's and the project's `.nova/memory/`, which
+reach the model only through review and recall) never are. Every file, root or import, must be a
+regular file (checked with `stat` before it is opened, then opened through `nova.fs` without blocking,
+so a FIFO is never opened and `/dev/zero` never read), at most `max_file_bytes`, and all of them
+together at most `max_total_bytes`. A file that looks like a private key or credentials is refused even
+inside the project, and what an import adds passes the secret scan of `nova.memory.secrets`: each
+secret found is replaced by `[REDACTED <kind>]` (the file's `redacted` names the kinds). Each refusal
+is one skip line naming the file, the `@target` as written, the importer and why.
 
 Budget: the whole set must fit in `token_budget` tokens. Files are admitted in discovery order; one that
 does not fit is skipped whole (with everything it imported) and named in the report — nothing is cut.
@@ -43,10 +48,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from nova.errors import ConfigError
+from nova.errors import ConfigError, FileRefused
+from nova.fs.safe_read import read_bytes
 from nova.fs.secret_paths import secret_path_kind, secret_text_kind
-from nova.fs.special_files import special_kind
-from nova.memory.paths import find_git_root, project_root
+from nova.fs.special_files import NotRegularFile, special_kind
+from nova.memory.paths import find_git_root, home_memory_dir, project_memory_dir, project_root
+from nova.memory.secrets import find_secrets, redact
 from nova.settings import config_int, config_str, config_str_list
 
 __all__ = [
@@ -125,10 +132,16 @@ class LoadedFile:
     depth: int
     tokens: int
     text: str
+    redacted: tuple[str, ...] = ()
+    """The kinds of secret replaced by `[REDACTED <kind>]` in an imported file's text."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "imported_by": str(self.imported_by) if self.imported_by else None,
-                "tokens": self.tokens}
+        shown: dict[str, Any] = {"path": str(self.path),
+                                 "imported_by": str(self.imported_by) if self.imported_by else None,
+                                 "tokens": self.tokens}
+        if self.redacted:
+            shown["redacted"] = list(self.redacted)
+        return shown
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -297,8 +310,9 @@ def _resolve_target(path: Path) -> tuple[Path, str | None]:
 
 
 def _read_text(path: Path, *, max_bytes: int) -> tuple[str | None, str | None]:
-    """(text, None) or (None, reason). The type is checked with `stat` before anything is opened, and the
-    open neither follows a symlink nor blocks, so a file swapped for a FIFO in between still cannot hang."""
+    """(text, None) or (None, reason). Read through `nova.fs`: the type is checked with `stat` before
+    anything is opened, and the open neither blocks nor (the path being resolved already) follows a
+    symlink, so a file swapped for a FIFO or a link in between still cannot hang or redirect the read."""
     try:
         before = os.stat(path)
     except FileNotFoundError:
@@ -312,29 +326,41 @@ def _read_text(path: Path, *, max_bytes: int) -> tuple[str | None, str | None]:
         return None, special
     if before.st_size > max_bytes:
         return None, f"too large: {before.st_size} bytes, the cap per file is {max_bytes}"
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        return None, f"cannot be read ({exc.strerror or exc})"
-    try:
-        special = _special_kind(os.fstat(fd).st_mode)
-        if special:
-            return None, special
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        return None, f"cannot be read ({exc.strerror or exc})"
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
+        data = read_bytes(path, limit=max_bytes, what="an instruction file", follow_symlinks=False)
+    except NotRegularFile:
+        return None, _special_kind_of(path) or "is not a regular file"
+    except FileRefused:
         return None, f"too large: more than {max_bytes} bytes, the cap per file"
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
     if b"\x00" in data[:_BINARY_SNIFF]:
         return None, "binary file"
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError:
         return None, "binary file (not UTF-8 text)"
+
+
+# Folders of Nova's home that hold its state, never rules: transcripts and spilled tool output, logs,
+# skills (which come with scripts and their own trust), memories.
+_HOME_STATE_DIRS = frozenset({"sessions", "logs", "skills", "memory"})
+
+
+def _nova_state(path: Path, *, home: Path, memory_dirs: tuple[Path, ...]) -> str | None:
+    """What of Nova's own state `path` (resolved) is, when it is some: never imported. Under `home` only
+    rule files are importable: a document (`.md`, `.txt` …) outside the state folders and dot-files."""
+    if any(path.is_relative_to(folder) for folder in memory_dirs):
+        return "a memory file (memories reach the model only through review and recall)"
+    if not path.is_relative_to(home) or path == home:
+        return None
+    inside = path.relative_to(home)
+    if any(part.startswith(".") for part in inside.parts) or (len(inside.parts) > 1
+                                                              and inside.parts[0] in _HOME_STATE_DIRS):
+        return f"Nova's own state ({inside})"
+    if path.suffix.lower() not in _DOC_SUFFIXES:  # config.json, server-token, nova.db and the like
+        return f"Nova's own state ({inside}), not a rule file"
+    return None
 
 
 # -- loading -------------------------------------------------------------------------------------------
@@ -354,6 +380,8 @@ def load_rules(
 
     # Where imports may point: the project and Nova's home, symlinks resolved on both sides.
     roots = tuple(dict.fromkeys(_resolve_target(r)[0] for r in (project_root(cwd), home)))
+    home_root = _resolve_target(home)[0]
+    memory_dirs = tuple(_resolve_target(d)[0] for d in (home_memory_dir(home), project_memory_dir(cwd)))
     total_bytes = 0
 
     def refuse(path: Path, why: str, importer: Path | None, ref: str | None) -> None:
@@ -381,6 +409,10 @@ def load_rules(
             refuse(absolute, f"refused: outside the project root {roots[0]} and Nova's home {home}; only files "
                              "under them may be imported", importer, ref)
             return
+        state = _nova_state(absolute, home=home_root, memory_dirs=memory_dirs) if ref is not None else None
+        if state:
+            refuse(absolute, f"refused: {state}; only rule files are imported, never what Nova keeps", importer, ref)
+            return
         text, problem = _read_text(absolute, max_bytes=config.max_file_bytes)
         if text is None:
             refuse(absolute, problem or "cannot be read", importer, ref)
@@ -389,6 +421,10 @@ def load_rules(
         if secret:
             refuse(absolute, f"refused: looks like {secret}; secrets never go into the prompt", importer, ref)
             return
+        redacted: tuple[str, ...] = ()
+        if kind == "import" and (findings := find_secrets(text)):
+            # What an import adds is someone else's file: a token in it must not reach the provider.
+            text, redacted = redact(text, findings), tuple(sorted({f.kind for f in findings}))
         size = len(text.encode("utf-8"))
         if total_bytes + size > config.max_total_bytes:
             refuse(absolute, f"refused: over the total size cap: {size} bytes would make {total_bytes + size}, the "
@@ -397,7 +433,7 @@ def load_rules(
         total_bytes += size
         seen[absolute] = importer
         resolved.append(LoadedFile(path=absolute, kind=kind, imported_by=importer, depth=depth,
-                                   tokens=count(text), text=text))
+                                   tokens=count(text), text=text, redacted=redacted))
         for ref_text in find_imports(text):
             target = _resolve(ref_text, absolute)
             if depth + 1 > config.max_import_depth:

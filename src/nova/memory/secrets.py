@@ -3,8 +3,8 @@
 Three layers, each catching what the one before misses:
 
 1. Nova's own patterns for the formats it knows best (Anthropic, OpenAI, AWS, GitHub, private key
-   blocks, passwords in URLs and `password=` assignments), with placeholders (`${TOKEN}`, `<your key>`,
-   `****`) not counted;
+   blocks, passwords in URLs and `password=` assignments, and secrets said in a sentence: "my password
+   is hunter2"), with placeholders (`${TOKEN}`, `<your key>`, `****`) not counted;
 2. detect-secrets' plugins (a maintained detector: many more providers and formats), run on each line
    with no verification request ever sent;
 3. bare high-entropy tokens: a 40-character AWS secret key pasted on its own has no prefix and no
@@ -64,6 +64,39 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
      re.compile(r"(?i)(?<![a-z])(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|"
                 r"auth[_-]?token|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{6,})"), 1),
 )
+
+# Secrets said in a sentence ("my password is hunter2", "the PIN for the safe is 4711"): no `=` or `:`
+# for the assignment pattern to see. The value follows a credential word and "is"/"was"; it counts
+# when it looks made up (a digit or a symbol in it), or when someone calls it theirs ("my password is
+# swordfish") and it is not one of the words that describe a password instead ("… is stored in the
+# vault", "… was rotated").
+_PROSE_SECRET = re.compile(
+    r"(?i)\b(?P<owner>my|our|his|her|their|your)?\s*(?:(?:db|database|root|admin|wifi|wi-fi|login|account)\s+)?"
+    r"(?P<word>password|passwd|passphrase|passcode|pass code|pin(?: code)?|pwd|api[ _-]?key|access token|token|secret)"
+    r"(?:\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?[\w.@-]{1,40}(?:\s+[\w.@-]{1,40})?)?"
+    r"\s+(?:is|was|are|reads|=)\s+[\"'`]?(?P<value>[^\s\"'`,;]{4,}?)[\"'`]?(?=[\s,;.!?)]*(?:\s|$))")
+_NOT_A_VALUE = frozenset((
+    "stored", "saved", "kept", "set", "in", "on", "at", "the", "a", "an", "not", "too", "very", "being",
+    "now", "still", "also", "changed", "reset", "expired", "required", "wrong", "incorrect", "correct",
+    "long", "short", "weak", "strong", "secret", "same", "different", "managed", "rotated", "encrypted",
+    "hashed", "empty", "blank", "missing", "hidden", "private", "public", "known", "unknown", "needed",
+    "given", "sent", "shared", "written", "generated", "available", "invalid", "valid", "lost",
+    "forgotten", "there", "here", "used", "protected", "defined", "configured", "listed", "provided",
+    "optional", "mandatory", "case-sensitive", "sensitive", "displayed", "shown", "printed", "masked",
+    "redacted",
+))
+
+
+def _prose_findings(text: str) -> Iterator[SecretFinding]:
+    for match in _PROSE_SECRET.finditer(text):
+        value = match.group("value").rstrip(".!?)")
+        if len(value) < 4 or _PLACEHOLDER.match(value) or value.lower() in _NOT_A_VALUE:
+            continue
+        made_up = any(not ch.isalpha() for ch in value)
+        word = match.group("word").lower()
+        if made_up or (match.group("owner") and word not in ("token", "secret")):
+            yield SecretFinding("secret in prose", match.start("value"), match.start("value") + len(value))
+
 
 # Runs worth decoding: base64 (standard or URL-safe, possibly wrapped over lines as PEM bodies are)
 # and hex. Short runs decode to nothing a secret could hide in.
@@ -247,6 +280,9 @@ def _scan(text: str, depth: int) -> list[SecretFinding]:
                 kinds = describe_findings(inner)
                 add(SecretFinding(f"{kinds} (encoded)", start, end))
     for finding in _bare_findings(text):
+        add(finding)
+    # Last: a value the layers above know by its shape is named by them.
+    for finding in _prose_findings(text):
         add(finding)
     return found
 

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from nova.present.terminal import terminal_console
 
 __all__ = ["DELAY_S", "RunProgress"]
 
@@ -42,7 +43,7 @@ class RunProgress:
             return
         if self._bar is None and self.clock() - self._start >= self.delay_s:
             self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeRemainingColumn(), console=Console(file=self.stream, force_terminal=True),
+                                 TimeRemainingColumn(), console=terminal_console(file=self.stream, force_terminal=True),
                                  transient=True)
             self._bar.add_task(self.label, total=self.total or None, completed=self.done)
             self._bar.start()

@@ -7,6 +7,7 @@ from types import ModuleType
 from typing import Any
 
 from nova.errors import MissingDependency
+from nova.version import install_line
 
 __all__ = ["MissingDependency", "require_sdk", "sdk_client"]
 
@@ -18,7 +19,7 @@ def require_sdk(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingDependency(
-            f"the {module!r} package is needed for this provider; install it with: pip install 'nova-agent[{extra}]'"
+            f"the {module!r} package is needed for this provider; install it with: {install_line(extra)}"
         ) from exc
 
 

@@ -1,6 +1,6 @@
 """Nova's HTTP server: the API with AI SDK streaming and the web page (`nova serve`).
 
-Needs the `server` extra: `pip install 'nova-agent[server]'`.
+Needs the `server` extra: `pip install 'nova-context-engine[server]'`.
 """
 
 from __future__ import annotations

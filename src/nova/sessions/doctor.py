@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import SessionLocked, StorageError
+from nova.fs.special_files import open_regular, special_kind
 from nova.sessions.lock import SessionLock
 from nova.sessions.meta import META_NAME, read_meta_or_damage, session_dir, validate_session_id, write_meta
 from nova.sessions.rebuild import count_transcript, meta_from_counts, rebuild_store_rows, set_aside
@@ -96,6 +97,11 @@ def check_session(home: Path, session_id: str, store: SessionStore) -> DoctorRep
         report.found.append(f"{transcript.path} is missing: nothing to rebuild from")
         report.ok = False
         return report
+    kind = special_kind(os.stat(transcript.path).st_mode)
+    if kind is not None:  # a FIFO would hang the read, a device never end it
+        report.found.append(f"{transcript.path} is {kind}, not a transcript: nothing read from it; move it aside")
+        report.ok = False
+        return report
     lock = SessionLock(directory, session_id)
     try:
         lock.acquire()
@@ -170,6 +176,6 @@ def _check_locked(report: DoctorReport, directory: Path, transcript: Transcript,
 
 
 def _last_byte(path: Path) -> bytes:
-    with path.open("rb") as f:
+    with open_regular(path, str(path)) as f:
         f.seek(-1, os.SEEK_END)
         return f.read(1)

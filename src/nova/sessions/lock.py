@@ -19,8 +19,9 @@ import os
 import time
 from pathlib import Path
 
-from nova.errors import SessionLocked, StorageError
+from nova.errors import FileRefused, SessionLocked, StorageError
 from nova.fs.private import FILE_MODE
+from nova.fs.safe_read import read_bytes
 
 __all__ = ["LOCK_NAME", "SessionLock", "lock_holder"]
 
@@ -81,8 +82,8 @@ class SessionLock:
 def lock_holder(path: Path) -> tuple[int | None, str]:
     """(pid, since) as the holder wrote them; (None, "") when the file says nothing usable."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_bytes(path, limit=4096, what="a lock note").decode("utf-8", errors="replace")
+    except (OSError, FileRefused):
         return None, ""
     pid_text, _, since = text.strip().partition(" ")
     return (int(pid_text), since) if pid_text.isdigit() else (None, "")

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -18,7 +17,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from nova.errors import StorageError
+from nova.errors import FileRefused, StorageError
+from nova.fs.safe_read import loads, read_bytes
 from nova.model import Usage
 from nova.sessions.schema import json_text, printable
 
@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 META_VERSION = 2
+MAX_META_BYTES = 1024 * 1024
+"""A meta.json is a few hundred bytes; one larger than this is not one Nova wrote."""
 """2: the token totals are one `usage` object (`Usage.to_dict()`); 1 had them as top-level counters.
 A version-1 Nova would drop the object and write zeros back, hence the bump: it refuses instead."""
 META_NAME = "meta.json"
@@ -167,14 +169,17 @@ def read_meta_or_damage(directory: Path) -> tuple[SessionMeta | None, str]:
     a meta.json written by a newer Nova, or one the OS will not let us read."""
     path = directory / META_NAME
     try:
-        raw = path.read_bytes()
+        # A FIFO or a device in its place is damage too (never opened, or not read past the limit).
+        raw = read_bytes(path, limit=MAX_META_BYTES, what="a meta.json")
     except FileNotFoundError:
         return None, f"{path} is missing"
+    except FileRefused as exc:
+        return None, f"{path} is corrupt ({exc})"
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError) as exc:
+        data = loads(raw.decode("utf-8"), where=str(path))
+    except ValueError as exc:
         return None, f"{path} is corrupt (not valid JSON: {exc})"
     if not isinstance(data, dict):
         return None, f"{path} is corrupt (expected a JSON object)"

@@ -42,6 +42,7 @@ from nova.sessions.store import (
     StoredTaskState,
     TaskStateConflict,
 )
+from nova.version import install_line
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -158,7 +159,7 @@ def shared_pool(url: str) -> ConnectionPool[Any]:
                 from psycopg_pool import ConnectionPool
             except ImportError:
                 raise MissingDependency(
-                    "the PostgreSQL store needs its extra: pip install 'nova-agent[postgres]'"
+                    f"the PostgreSQL store needs its extra: {install_line('postgres')}"
                 ) from None
             pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, timeout=5.0,
                                   check=ConnectionPool.check_connection, name="nova",

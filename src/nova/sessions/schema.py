@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nova.errors import SchemaVersionError, StorageError
+from nova.fs.safe_read import JSONTooDeep, loads
 from nova.messages import Message, SummaryPart, ThinkingPart, from_dict, to_dict
 from nova.model import Usage
 
@@ -230,7 +231,9 @@ def check_version(data: Mapping[str, Any], where: str) -> None:
 def parse_record(line: bytes | str, where: str) -> Record:
     """Decode one line. Raises `StorageError` naming `where` for anything that is not a valid record."""
     try:
-        data = json.loads(line)
+        data = loads(line, where=where)
+    except JSONTooDeep as exc:
+        raise StorageError(str(exc)) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise StorageError(f"{where}: not valid JSON ({exc})") from None
     return record_from_json(data, where)

@@ -16,14 +16,19 @@ last line as well.
 
 Resume cost. `read_tail()` reads the file backwards in blocks and stops at the last `compact_boundary`,
 so resuming a long session costs what the records after the boundary cost, not what the file weighs.
+
+What is opened. Only a regular file is read (a transcript swapped for a FIFO or a link to `/dev/zero`
+is refused, naming what it is, instead of hanging or filling memory), and no line longer than
+`max_line_bytes` is held in memory: it is skipped as a damaged record, or, as the last line without a
+newline, counted as torn (nova.fs.safe_read).
 """
 
 from __future__ import annotations
 
 import errno
 import gc
-import json
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,6 +39,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nova.errors import StorageError
+from nova.fs.safe_read import MAX_LINE_BYTES, LongLine, bounded_lines, loads
+from nova.fs.special_files import NotRegularFile, open_regular
 from nova.messages import Message, SummaryPart, from_dict
 from nova.model import Usage
 from nova.sessions.schema import (
@@ -103,8 +110,10 @@ class TailRead:
 class Transcript:
     """Appends to and reads one `transcript.jsonl`. Not thread-safe: one writer per session."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.path = path
+        self.max_line_bytes = max_line_bytes
+        """The longest line read; a longer one is never held in memory (see the module doc)."""
         self._fd: int | None = None
 
     # -- writing ------------------------------------------------------------------------------------
@@ -183,11 +192,17 @@ class Transcript:
     # -- reading ------------------------------------------------------------------------------------
     def _open_read(self) -> BinaryIO:
         try:
-            return self.path.open("rb")
+            return open_regular(self.path, str(self.path))
         except FileNotFoundError:
             raise StorageError(f"{self.path} does not exist") from None
+        except NotRegularFile as exc:
+            raise StorageError(f"{exc} A transcript is a regular file; move this one aside.") from None
         except OSError as exc:
             raise StorageError(f"cannot read {self.path}: {exc.strerror}") from None
+
+    def _too_long(self, offset: int, size: int) -> str:
+        return (f"{self.path} at byte {offset}: a line of {size:,} bytes, longer than the {self.max_line_bytes:,} "
+                "a record may take; not read")
 
     def find_torn_tail(self) -> TornTail | None:
         """The bytes after the last newline when they are not a whole record (read from the end: cheap
@@ -195,7 +210,7 @@ class Transcript:
         with self._open_read() as f:
             size = f.seek(0, os.SEEK_END)
             end = _last_newline_end(f, size)
-            torn, _ = _unterminated(f, end, size)
+            torn, _ = _unterminated(f, end, size, self.max_line_bytes)
         return torn
 
     def _refuse_torn(self, torn: TornTail) -> None:
@@ -222,11 +237,18 @@ class Transcript:
         with self._open_read() as f, _full_collections_paused():
             size = f.seek(0, os.SEEK_END)
             end = _last_newline_end(f, size)
-            torn, last = _unterminated(f, end, size)
+            torn, last = _unterminated(f, end, size, self.max_line_bytes)
             if torn is not None and strict:
                 self._refuse_torn(torn)
-            lines = _reverse_lines(f, end)
-            for offset, line in chain(last, lines):
+            lines = _reverse_lines(f, end, limit=self.max_line_bytes)
+            for item in chain(last, lines):
+                if isinstance(item, LongLine):
+                    reason = self._too_long(item.offset, item.size)
+                    if strict:
+                        raise StorageError(reason)
+                    bad.append(BadLine(offset=item.offset, size=item.size, reason=reason))
+                    continue
+                offset, line = item
                 if not line or line.isspace():
                     continue
                 message = _decode_message(line) if messages_only else None
@@ -276,10 +298,19 @@ class Transcript:
     ) -> Iterator[tuple[int, bytes, Record]]:
         """(offset, raw line ending in a newline, record) for each readable record, as `iter_records`."""
         with self._open_read() as f:
-            offset = 0
-            for line in f:
-                start = offset
-                offset += len(line)
+            for item in bounded_lines(f, limit=self.max_line_bytes):
+                if isinstance(item, LongLine):
+                    if not item.terminated:  # the last line, too long to be a record: torn
+                        if strict:
+                            self._refuse_torn(TornTail(offset=item.offset, size=item.size))
+                        break
+                    reason = self._too_long(item.offset, item.size - 1)
+                    if strict:
+                        raise StorageError(reason)
+                    if on_bad is not None:
+                        on_bad(BadLine(offset=item.offset, size=item.size - 1, reason=reason))
+                    continue
+                start, line = item
                 if not line.endswith(b"\n"):
                     if not _whole_object(line):
                         if strict:
@@ -306,7 +337,7 @@ class Transcript:
         with self._open_read() as f:
             size = f.seek(0, os.SEEK_END)
             end = _last_newline_end(f, size)
-            torn, last = _unterminated(f, end, size)
+            torn, last = _unterminated(f, end, size, self.max_line_bytes)
         if last:
             self.append_raw(b"\n")
             self.sync()
@@ -316,15 +347,14 @@ class Transcript:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 1_000_000_000:09d}"
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         try:
-            with self.path.open("rb") as src:
+            # Copied in chunks: a torn tail can be as long as the file.
+            with self._open_read() as src:
                 src.seek(torn.offset)
-                data = src.read()
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    shutil.copyfileobj(src, out)
+                    out.flush()
+                    os.fsync(out.fileno())
             # Only after the copy is durable is the original shortened: a crash in between leaves
             # the bytes in both places, never in neither.
             os.truncate(self.path, torn.offset)
@@ -379,16 +409,19 @@ def _whole_object(line: bytes) -> bool:
     """Whether `line` is one complete JSON object: a record that only lacks its newline, as opposed to
     the prefix a crash leaves (a prefix of an object is never a whole object)."""
     try:
-        return isinstance(json.loads(line), dict)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        return isinstance(loads(line), dict)
+    except (ValueError, UnicodeDecodeError):
         return False
 
 
-def _unterminated(f: BinaryIO, end: int, size: int) -> tuple[TornTail | None, list[tuple[int, bytes]]]:
-    """What follows the last newline (`end`): a torn tail, or a whole last record without its newline
-    (returned as a one-line list for the readers), or nothing."""
+def _unterminated(f: BinaryIO, end: int, size: int,
+                  limit: int) -> tuple[TornTail | None, list[tuple[int, bytes] | LongLine]]:
+    """What follows the last newline (`end`): a torn tail (one longer than `limit` is not read), or a
+    whole last record without its newline (returned as a one-line list for the readers), or nothing."""
     if end >= size:
         return None, []
+    if size - end > limit:
+        return TornTail(offset=end, size=size - end), []
     line = _read_at(f, end, size)
     if _whole_object(line):
         return None, [(end, line)]
@@ -409,9 +442,10 @@ def _last_newline_end(f: BinaryIO, size: int) -> int:
     return 0
 
 
-def _reverse_lines(f: BinaryIO, end: int, block: int = _BLOCK) -> Iterator[tuple[int, bytes]]:
+def _reverse_lines(f: BinaryIO, end: int, block: int = _BLOCK, *,
+                   limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes] | LongLine]:
     """(start offset, line without its newline) for each line before `end` (0 or just after a newline),
-    last line first.
+    last line first; a `LongLine` instead for a line over `limit` bytes, which is never read whole.
 
     Each block is split once. A line longer than a block is read again in one piece once its start is
     found, so a multi-megabyte line (a late compact_boundary lists every folded id) costs one copy."""
@@ -427,14 +461,22 @@ def _reverse_lines(f: BinaryIO, end: int, block: int = _BLOCK) -> Iterator[tuple
         starts = list(accumulate((len(p) + 1 for p in pieces), initial=pos))
         for k in range(len(pieces) - 1, 0, -1):  # pieces[k] starts just after a newline: it begins a line
             if line_end >= 0:
-                yield starts[k], _read_at(f, starts[k], line_end)
+                yield _spanning_line(f, starts[k], line_end, limit)
                 line_end = -1
+            elif len(pieces[k]) > limit:
+                yield LongLine(offset=starts[k], size=len(pieces[k]), terminated=True)
             else:
                 yield starts[k], pieces[k]
         if line_end < 0:
             line_end = pos + len(pieces[0])  # pieces[0] ends a line that begins in an earlier block
     if line_end >= 0:
-        yield 0, _read_at(f, 0, line_end)
+        yield _spanning_line(f, 0, line_end, limit)
+
+
+def _spanning_line(f: BinaryIO, start: int, stop: int, limit: int) -> tuple[int, bytes] | LongLine:
+    if stop - start > limit:
+        return LongLine(offset=start, size=stop - start, terminated=True)
+    return start, _read_at(f, start, stop)
 
 
 def _read_at(f: BinaryIO, start: int, stop: int) -> bytes:

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from nova.errors import MemoryStoreError, SkillError
+from nova.errors import FileRefused, MemoryStoreError, SkillError
+from nova.fs.safe_read import read_bytes
 from nova.memory.safe_yaml import load_frontmatter
 
 __all__ = ["SKILL_FILE", "Skill", "SkillPermissions", "SkillTest", "parse_skill", "read_skill"]
@@ -132,9 +133,13 @@ def read_skill(path: Path, *, scope: Scope = "project") -> Skill:
         size = file.stat().st_size
         if size > MAX_SKILL_BYTES:
             raise SkillError(f"{file}: {size} bytes, over the {MAX_SKILL_BYTES}-byte limit for a skill")
-        raw = file.read_bytes()
+        # A regular file only, read to the limit: a SKILL.md a repository links to a FIFO or a device
+        # must not hang or fill the catalog.
+        raw = read_bytes(file, limit=MAX_SKILL_BYTES, what="a skill")
     except OSError as exc:
         raise SkillError(f"{file}: cannot read the skill ({exc.strerror or exc})") from None
+    except FileRefused as exc:
+        raise SkillError(str(exc)) from None
     return parse_skill(raw.decode("utf-8", "replace"), path=file, scope=scope,
                        digest=hashlib.sha256(raw).hexdigest()[:12])
 

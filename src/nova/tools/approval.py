@@ -84,6 +84,11 @@ class SessionGrants:
         with self._lock:
             self._keys.add(grant_key(request))
 
+    def clear(self) -> None:
+        """Forget every grant: the session they were given for is over, or the person left it."""
+        with self._lock:
+            self._keys.clear()
+
     def describe(self, request: PermissionRequest) -> str:
         """What "allow for session" would cover, for a prompt."""
         if request.user_only:

@@ -1,1 +1,1 @@
-"""Nova's terminal UI (Textual). Needs the `tui` extra: `pip install 'nova-agent[tui]'`."""
+"""Nova's terminal UI (Textual). Needs the `tui` extra: `pip install 'nova-context-engine[tui]'`."""

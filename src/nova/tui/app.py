@@ -6,7 +6,7 @@ delivered to the app with `call_from_thread` — so the bar shows the figure eve
 
 Keys: Enter sends; Ctrl-C cancels the running turn (the session stays, recorded up to that point);
 Ctrl-Q quits. A tool call that needs approval is answered with one key: y (once), a (this tool for the
-rest of the session), n or Escape (no). The bottom line shows the model, the context figure, and the
+rest of the session: it ends when you leave the session with /new or /resume), n or Escape (no). The bottom line shows the model, the context figure, and the
 session's cost and cache hit rate (`nova.present.figures`, the numbers `nova run` prints); while the model has
 not answered, a line above the bar counts the wait, and each retry is a notice. Slash commands: /compact [focus], /context, /memory …, /remember …, /sessions,
 /resume ID|last, /new, /help.
@@ -37,9 +37,10 @@ from nova.memory.store import MemoryStore
 from nova.messages import Message
 from nova.model import Usage
 from nova.present.figures import Figures, session_cost
+from nova.present.text import terminal_safe
 from nova.sessions.meta import title_from_prompt
-from nova.tools.approval import Answer, RememberingApprover
-from nova.tui.approval import PendingApproval, ScreenPrompt
+from nova.tools.approval import Answer
+from nova.tui.approval import PendingApproval, ScreenApprovals
 from nova.tui.approval_prompt import ApprovalPrompt, Choice, answer_for_key
 from nova.tui.gauge import ContextGauge
 from nova.tui.widgets import ContextBar, MessageBlock, ProgressLine, StatusFooter, ToolCall
@@ -84,11 +85,10 @@ class NovaTUI(App[None]):
         self._pending: PendingApproval | None = None
         self._prompt: ApprovalPrompt | None = None
         self._error_shown = False
-        approver = hub.options.ask
-        self._approver: RememberingApprover | None = None
-        if isinstance(approver, RememberingApprover) and isinstance(approver.prompt, ScreenPrompt):
-            approver.prompt.show = lambda pending: self.call_from_thread(self._ask, pending)
-            self._approver = approver
+        self._approvals: ScreenApprovals | None = None
+        if isinstance(hub.approvals, ScreenApprovals):
+            hub.approvals.prompt.show = lambda pending: self.call_from_thread(self._ask, pending)
+            self._approvals = hub.approvals
 
     # -- layout ---------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -153,7 +153,8 @@ class NovaTUI(App[None]):
             self.footer.update(Text(f"figures unavailable: {exc}"))
 
     def notice(self, text: str, *, error: bool = False) -> None:
-        self._add(Static(Text(text), classes="notice error" if error else "notice"))
+        # Notices carry file names, session titles and error messages: text, never a terminal command.
+        self._add(Static(Text(terminal_safe(text)), classes="notice error" if error else "notice"))
 
     def _add(self, widget: Any) -> None:
         self.conversation.mount(widget)
@@ -220,7 +221,7 @@ class NovaTUI(App[None]):
         self._pending = None
         self._close_prompt()
         request = pending.request
-        covered = self._approver.grants.describe(request) if self._approver is not None else request.tool
+        covered = ScreenApprovals.describe(request)
         said = {"y": f"allowed once: {request.summary}",
                 "a": f"allowed: {request.summary} — and {covered} for the rest of this session",
                 "n": f"denied: {request.summary} — the model is told so"}[choice]
@@ -316,6 +317,7 @@ class NovaTUI(App[None]):
             if self.running:
                 self.notice("A turn is running; cancel it first.", error=True)
                 return
+            self._leave_session()
             self.session_id = None
             self.conversation.remove_children()
             self._reset_gauge()
@@ -377,8 +379,8 @@ class NovaTUI(App[None]):
             # The window at a glance (one stacked bar by kind), then the manifest's rows.
             shown = Text()
             for text, style in text_picture(compiled.manifest, width=max(20, min(80, self.size.width - 40))):
-                shown.append(text, style=style or "")
-            shown.append("\n" + render_context(compiled, width=max(60, self.size.width - 6)))
+                shown.append(terminal_safe(text), style=style or "")
+            shown.append("\n" + terminal_safe(render_context(compiled, width=max(60, self.size.width - 6))))
             self._add(Static(shown, classes="notice context"))
             return
         lines = [f"context {report['percent']:.1f}% — {report['used']:,} of {report['limit']:,} tokens "
@@ -415,12 +417,19 @@ class NovaTUI(App[None]):
                 self.session_id = None
             self.notice(str(exc), error=True)
             return
+        if session_id != self.session_id:
+            self._leave_session()
         self.conversation.remove_children()
         self.session_id = session_id
         for message in live.agent.history:
             self._replay(message)
         self.notice(f"Resumed session {session_id}.")
         self._show_status()
+
+    def _leave_session(self) -> None:
+        """The person moves on from the current session: its "allow for this session" answers end."""
+        if self.session_id is not None and self._approvals is not None:
+            self._approvals.end(self.session_id)
 
     def _replay(self, message: Message) -> None:
         if message.tool_results():

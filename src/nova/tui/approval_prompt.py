@@ -16,6 +16,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
+from nova.present.text import terminal_safe
 from nova.tools.permissions import PermissionRequest
 
 __all__ = ["ApprovalPrompt", "Choice", "PromptText", "describe_request"]
@@ -67,7 +68,9 @@ def describe_request(request: PermissionRequest) -> PromptText:
     if request.rule and request.rule not in request.reason:
         why += f" (rule `{request.rule}`)"
     keys = f"y = yes, once    a = always allow {tool} in this session    n = no (the model is told)"
-    return PromptText(question=f"Allow {tool} to {verb}?", detail=_clip(detail), why=why, keys=keys)
+    # The command and the path are the model's: shown as text, so nothing in them can redraw the prompt.
+    return PromptText(question=terminal_safe(f"Allow {tool} to {verb}?"), detail=terminal_safe(_clip(detail)),
+                      why=terminal_safe(why), keys=terminal_safe(keys))
 
 
 class ApprovalPrompt(Static, can_focus=True):

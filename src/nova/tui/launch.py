@@ -10,7 +10,7 @@ from nova.agent.builder import AgentOptions
 from nova.agent.provider_factory import make_provider
 from nova.host.hub import SessionHub
 from nova.settings import Settings
-from nova.tui.approval import screen_approver
+from nova.tui.approval import ScreenApprovals
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -20,10 +20,11 @@ __all__ = ["launch_tui", "make_hub", "run_app"]
 
 def make_hub(settings: Settings, *, cwd: Path, env: dict[str, str]) -> SessionHub:
     make_provider(settings, env)  # a missing key or SDK stops here, before the screen opens
-    # Interactive: a write or a command the rules do not settle is put to the person at the terminal.
-    options = AgentOptions(cwd=cwd, interactive=True, ask=screen_approver())
+    # Interactive: a write or a command the rules do not settle is put to the person at the terminal, by
+    # the approver each session gets as it opens (its own "allow for this session" grants).
+    options = AgentOptions(cwd=cwd, interactive=True)
     return SessionHub(settings, options=options, make_provider=lambda: make_provider(settings, env),
-                      provider_for=lambda own: make_provider(own, env))
+                      provider_for=lambda own: make_provider(own, env), approvals=ScreenApprovals())
 
 
 def launch_tui(settings: Settings, *, cwd: Path, env: dict[str, str], session_id: str | None = None) -> None:

@@ -1,4 +1,8 @@
-"""The TUI's widgets: the context bar (TUI-1), a collapsible tool call, and message blocks."""
+"""The TUI's widgets: the context bar (TUI-1), a collapsible tool call, and message blocks.
+
+What they show of messages, tool calls and their output is someone else's text: it passes
+`terminal_safe` (nothing in it reaches the terminal as a control sequence), goes in as a rich `Text`
+(never parsed as markup), and the one string Textual does parse, a tool call's title, is escaped."""
 
 from __future__ import annotations
 
@@ -8,10 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
+from textual.markup import escape
 from textual.widgets import Collapsible, Static
 
 from nova.present.figures import Figures, status_line
 from nova.present.progress import Waiting
+from nova.present.text import terminal_safe
 from nova.tui.gauge import ContextGauge
 
 __all__ = ["ContextBar", "MessageBlock", "ProgressLine", "StatusFooter", "ToolCall", "describe_call"]
@@ -71,7 +77,7 @@ class ProgressLine(Static):
 
     def _redraw(self) -> None:
         if self.waiting.active:
-            self.update(Text(self.text + "   (Ctrl-C cancels)"))
+            self.update(Text(terminal_safe(self.text) + "   (Ctrl-C cancels)"))
 
 
 class StatusFooter(Static):
@@ -102,10 +108,10 @@ class StatusFooter(Static):
 
 
 def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> str:
-    text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    text = terminal_safe(", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items()))
     if len(text) > width:
         text = text[: width - 1] + "…"
-    return f"{name}({text})"
+    return f"{terminal_safe(name)}({text})"
 
 
 class ToolCall(Collapsible):
@@ -120,10 +126,11 @@ class ToolCall(Collapsible):
         self.call = describe_call(name, arguments)
         self.output = ""
         self.is_error = False
-        body = Static(Text(json.dumps(dict(arguments), indent=2, ensure_ascii=False)), classes="tool-input")
+        body = Static(Text(terminal_safe(json.dumps(dict(arguments), indent=2, ensure_ascii=False), json=True)),
+                      classes="tool-input")
         self._output = Static("", classes="tool-output")
         self._output.display = False
-        super().__init__(body, self._output, title=f"⋯ {self.call}", collapsed=True, classes="tool-call")
+        super().__init__(body, self._output, title=f"⋯ {escape(self.call)}", collapsed=True, classes="tool-call")
 
     @property
     def finished(self) -> bool:
@@ -131,9 +138,9 @@ class ToolCall(Collapsible):
 
     def finish(self, output: str, *, is_error: bool) -> None:
         self.output, self.is_error = output, is_error
-        self.title = f"{'✗' if is_error else '✓'} {self.call}"
+        self.title = f"{'✗' if is_error else '✓'} {escape(self.call)}"
         shown = output if len(output) <= 4000 else output[:4000] + f"\n… ({len(output):,} characters in all)"
-        self._output.update(Text(shown))
+        self._output.update(Text(terminal_safe(shown)))
         self._output.set_class(is_error, "error")
         self._output.display = True
 
@@ -155,5 +162,5 @@ class MessageBlock(Static):
         label = "you" if self.role == "user" else "nova" if self.role == "assistant" else self.role
         line = Text()
         line.append(f"{label}: ", style="bold cyan" if self.role == "user" else "bold magenta")
-        line.append(self.text)
+        line.append(terminal_safe(self.text))
         self.update(line)

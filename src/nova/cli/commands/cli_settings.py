@@ -19,10 +19,11 @@ def settings_from_cli(**overrides: Any) -> Settings:
 
     settings = load_settings(env=dict(os.environ), overrides=merge_overrides(overrides))
     if settings.warnings:
-        from rich.console import Console
         from rich.markup import escape
 
-        err_console = Console(stderr=True, highlight=False)
+        from nova.present.terminal import terminal_console
+
+        err_console = terminal_console(stderr=True, highlight=False)
         for warning in settings.warnings:
             err_console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     return settings

@@ -13,6 +13,7 @@ from nova.cli.commands.cli_settings import settings_from_cli
 from nova.cli.commands.config_check import check_config
 from nova.cli.commands.errors import user_errors
 from nova.errors import ConfigError
+from nova.present.text import terminal_safe
 from nova.settings import (
     OWNED_SECTIONS,
     TOP_LEVEL_KEYS,
@@ -55,16 +56,18 @@ def config_show_command(*, as_json: bool) -> None:
                                          "how_to_set": p.how_to_set} for p in providers],
                           "warnings": list(settings.warnings)}, indent=2, default=str))
         return
-    from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    console = Console(highlight=False)
+    from nova.present.terminal import terminal_console
+
+    console = terminal_console(highlight=False)
     table = Table(title=f"Nova configuration ({settings.config_file})")
     table.add_column("key")
     table.add_column("value")
     table.add_column("source", style="dim")
     for key, value, source in rows:
-        table.add_row(key, json.dumps(value) if not isinstance(value, str) else value, source)
+        table.add_row(escape(key), escape(json.dumps(value) if not isinstance(value, str) else value), escape(source))
     console.print(table)
 
     keys = Table(title="Providers")
@@ -74,7 +77,7 @@ def config_show_command(*, as_json: bool) -> None:
     for row in providers:
         status = ("not needed" if row.key_variable is None
                   else f"{row.key_variable} {'set' if row.key_set else 'not set'}")
-        keys.add_row(row.provider + (" (in use)" if row.current else ""), status, row.how_to_set)
+        keys.add_row(escape(row.provider + (" (in use)" if row.current else "")), escape(status), escape(row.how_to_set))
     console.print(keys)
     current = next(p for p in providers if p.current)
     if current.key_variable and not current.key_set:
@@ -136,7 +139,7 @@ def _write_checked(data: dict[str, Any], what: str) -> None:
     staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     write_private_text(staged, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     os.replace(staged, path)
-    print(f"{what} in {path}")
+    print(terminal_safe(f"{what} in {path}"))
 
 
 def config_set_command(key: str, value: str) -> None:
@@ -165,7 +168,7 @@ def config_unset_command(key: str) -> None:
         holder = data if name is None else data.get(top)
         field = top if name is None else name
         if not isinstance(holder, dict) or field not in holder:
-            print(f"{key} is not set in the config file; nothing changed")
+            print(terminal_safe(f"{key} is not set in the config file; nothing changed"))
             return
         del holder[field]
         _write_checked(data, f"removed {key}")

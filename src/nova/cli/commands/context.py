@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nova.cli.commands.errors import user_errors
@@ -28,6 +28,8 @@ from nova.context.compiler import Compiled
 from nova.context.report import context_json, render_why
 from nova.errors import NovaError
 from nova.model import usage_of
+from nova.present.terminal import terminal_console
+from nova.present.text import terminal_safe
 
 __all__ = ["compile_session", "context_command"]
 
@@ -84,17 +86,17 @@ def context_command(
     """What is in a session's context: every segment with its class, tokens, source and reason."""
     with user_errors(exit_code=1):
         _, compiled = compile_session(session)
-    out = Console(highlight=False, soft_wrap=True)
+    out = terminal_console(highlight=False, soft_wrap=True)
     if why is not None:
         if as_json:
             matches = [{"id": s.id, "class": s.cls, "source": s.source, "tokens": s.tokens, "reason": s.reason}
                        for s in compiled.why(why)]
-            typer.echo(json.dumps({"query": why, "matches": matches}, ensure_ascii=False))
+            typer.echo(terminal_safe(json.dumps({"query": why, "matches": matches}, ensure_ascii=False), json=True))
         else:
             out.print(render_why(compiled, why), markup=False)
         return
     if as_json:
-        typer.echo(json.dumps(context_json(compiled), ensure_ascii=False))
+        typer.echo(terminal_safe(json.dumps(context_json(compiled), ensure_ascii=False), json=True))
         return
     m = compiled.manifest
     table = Table(title=f"context: {m.used:,} / {m.limit:,} tokens ({m.percent:.1f}%), window {m.window:,}")
@@ -102,7 +104,7 @@ def context_command(
         table.add_column(column, justify="right" if column in ("tokens", "share") else "left")
     for s in m.segments:
         share = s.tokens * 100.0 / m.used if m.used else 0.0
-        table.add_row(s.id, s.cls, f"{s.tokens:,}", f"{share:.1f}%", s.source, s.reason)
+        table.add_row(escape(s.id), escape(s.cls), f"{s.tokens:,}", f"{share:.1f}%", escape(s.source), escape(s.reason))
     out.print(table)
     for d in m.dropped:
         out.print(f"left out: {d.id} ({d.source}): {d.reason}", markup=False)

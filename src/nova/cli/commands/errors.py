@@ -1,5 +1,5 @@
 """How every `nova` command reports a failure: one plain line on stderr and a non-zero exit, never a
-traceback. Messages are printed verbatim (they quote things like `pip install 'nova-agent[openai]'`).
+traceback. Messages are printed verbatim (they quote things like `pip install 'nova-context-engine[openai]'`).
 
 A closed pipe (`nova sessions export last | head`) is not a failure to report: it passes through to the
 command line's own handling, which ends the command quietly (see `nova.cli.main.main`)."""
@@ -18,9 +18,9 @@ __all__ = ["user_errors"]
 
 def _say(line: str) -> None:
     # Rich loads only when there is something to say: most runs end without an error.
-    from rich.console import Console
+    from nova.present.terminal import terminal_console
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
+    terminal_console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
@@ -27,6 +27,7 @@ from nova.evaluation.report_data import plain_figure
 from nova.evaluation.run import CaseResult, calls_of, run_case
 from nova.evaluation.scenarios import ScenarioResult, run_scenario, scenario_steps
 from nova.present.run_progress import RunProgress
+from nova.present.terminal import terminal_console
 from nova.present.text import one_line
 from nova.providers.pricing import model_info
 from nova.settings import load_settings
@@ -34,8 +35,8 @@ from nova.tokens import counter_for_model
 
 __all__ = ["eval_command"]
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = terminal_console(highlight=False)
+err_console = terminal_console(stderr=True, highlight=False)
 
 # The order and the labels of the text report.
 _LABELS = {
@@ -151,7 +152,7 @@ def eval_command(
             _print_scenario(result)
             continue
         report = result.report
-        console.print(f"[bold]{result.case}[/] policy={result.policy} window={result.window:,}")
+        console.print(f"[bold]{escape(result.case)}[/] policy={escape(result.policy)} window={result.window:,}")
         console.print(f"  {report.calls} calls, {report.compactions} compactions; measured: the final view, "
                       f"{len(report.final_view)} messages", markup=False)
         _print_metrics(result.metrics)
@@ -177,7 +178,7 @@ def _print_metrics(metrics: dict[str, Ratio | Metric]) -> None:
 
 def _print_scenario(result: ScenarioResult) -> None:
     what = [w for w, held in (("poisoning attempts", result.poisoning), ("memory scenario", result.turns)) if held]
-    console.print(f"[bold]{result.case}[/] {' and '.join(what)}, no recorded session")
+    console.print(f"[bold]{escape(result.case)}[/] {' and '.join(what)}, no recorded session")
     _print_metrics(result.metrics)
     for outcome in result.poisoning:
         if outcome.poisoned:

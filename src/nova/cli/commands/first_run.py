@@ -7,9 +7,11 @@ import sys
 
 import typer
 
+from nova.version import install_line
+
 __all__ = ["TUI_INSTALL_LINE", "demo_next_steps", "require_tui_extra"]
 
-TUI_INSTALL_LINE = "pip install 'nova-agent[tui]'"
+TUI_INSTALL_LINE = install_line("tui")
 
 
 def require_tui_extra(help_text: str) -> None:

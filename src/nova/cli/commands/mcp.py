@@ -13,6 +13,7 @@ import typer
 
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
+from nova.present.text import terminal_safe
 
 __all__ = ["app"]
 
@@ -60,8 +61,13 @@ def list_command(
         return
     for status in statuses:
         line = f"{status.name} ({status.transport}): {status.state}, {len(status.tools)} tool(s)"
-        typer.echo(line + (f" — {status.error}" if status.error and status.state != "ready" else ""))
+        _say(line + (f" — {status.error}" if status.error and status.state != "ready" else ""))
         for name in status.tools:
-            typer.echo(f"  {name}")
+            _say(f"  {name}")
     mode = "on demand (mcp_search, mcp_call)" if catalog.on_demand else "all definitions sent"
-    typer.echo(f"catalog: {document['definition_tokens']:,} tokens of definitions; {mode}")
+    _say(f"catalog: {document['definition_tokens']:,} tokens of definitions; {mode}")
+
+
+def _say(text: str) -> None:
+    """One line for a person: a server's names and errors, made terminal-safe (they are the server's words)."""
+    typer.echo(terminal_safe(text))

@@ -10,13 +10,14 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nova.cli.commands.errors import user_errors
@@ -41,6 +42,8 @@ from nova.memory.store import (
     parse_time,
 )
 from nova.memory.trash import Trash
+from nova.present.terminal import terminal_console
+from nova.present.text import terminal_safe
 from nova.settings import Settings, load_settings
 
 __all__ = ["app", "rules_command"]
@@ -49,8 +52,8 @@ app = typer.Typer(help="Long-term memory: list, inspect, search, add, edit, appr
                        "undo.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
                   rich_markup_mode=HELP_MARKUP)
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = terminal_console(highlight=False)
+err_console = terminal_console(stderr=True, highlight=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,14 +86,14 @@ def list_command(
                  "description": m.description, "author": m.author, "updated": m.updated.isoformat(),
                  "review": m.review_note or None, **governance_fields(m, ladder)}
                 for m in memories]
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        typer.echo(terminal_safe(json.dumps(rows, ensure_ascii=False, indent=2), json=True))
         return
     if not memories:
         console.print("No memories. Add one with `nova memory add --type user --name NAME TEXT`.", markup=False)
         return
     table = Table("name", "type", "status", "description", "path")
     for m in memories:
-        table.add_row(m.name, m.type, m.status, m.description, str(m.path))
+        table.add_row(*map(escape, (m.name, m.type, m.status, m.description, str(m.path))))
     console.print(table)
     waiting = [m for m in memories if m.status == "candidate"]
     for m in waiting:
@@ -118,9 +121,11 @@ def show_command(
                    "description": memory.description, "body": memory.body, "author": memory.author,
                    "created": memory.created.isoformat(), "updated": memory.updated.isoformat(),
                    "review": memory.review_note or None, **governance_fields(memory, Ladder(ctx.store.home_dir))}
-            typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
+            typer.echo(terminal_safe(json.dumps(row, ensure_ascii=False, indent=2), json=True))
             return
-        typer.echo(memory.path.read_text(encoding="utf-8"), nl=False)
+        text = memory.path.read_text(encoding="utf-8")
+        # The file as it is for a pipe; made visible for a person (a memory is text a model may have written).
+        typer.echo(terminal_safe(text) if sys.stdout.isatty() else text, nl=False)
         standing = Ladder(ctx.store.home_dir).standing(memory)
         err_console.print(f"nova: ladder: {standing.rung}" + (f"; next {standing.next} needs: "
                           f"{'; '.join(standing.missing)}" if standing.next else ""), markup=False, soft_wrap=True)
@@ -360,18 +365,22 @@ def rules_command(
     files = [replace(f, tokens=counted.get(f.path, f.tokens)) for f in rules.files]
     if as_json:
         report = {**replace(rules, files=tuple(files)).report(), "searched": [str(path) for path, _ in places]}
-        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        typer.echo(terminal_safe(json.dumps(report, ensure_ascii=False, indent=2), json=True))
         return
     if not rules.files and not rules.skipped:
         _say_where_rules_go(places, config_file=settings.config_file)
         return
     table = Table("file", "imported by", "tokens")
     for f in files:
-        table.add_row(str(f.path), str(f.imported_by or "-"), str(f.tokens))
+        table.add_row(escape(str(f.path)), escape(str(f.imported_by or "-")), str(f.tokens))
     console.print(table)
     console.print(f"total {sum(f.tokens for f in files):,} tokens in the context, as `nova context` counts them "
                   f"({settings.model}); against the instruction budget the files' text alone counts "
                   f"{rules.tokens:,} of {rules.token_budget:,}", markup=False, soft_wrap=True)
+    for f in files:
+        if f.redacted:
+            console.print(f"redacted in {f.path}: {', '.join(f.redacted)} (replaced before the model sees it)",
+                          markup=False, soft_wrap=True)
     for s in rules.skipped:
         console.print(f"skipped {s.path}: {s.reason}", markup=False, soft_wrap=True)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nova.cli.commands.errors import user_errors
@@ -19,11 +19,13 @@ from nova.memory.instructions import load_rules, parse_instructions_config
 from nova.memory.retrieval.embed import load_encoder, unavailable_reason
 from nova.memory.retrieval.memories import search_memories
 from nova.memory.store import MemoryStore
+from nova.present.terminal import terminal_console
+from nova.present.text import terminal_safe
 from nova.settings import load_settings
 
 __all__ = ["search_command"]
 
-console = Console(highlight=False)
+console = terminal_console(highlight=False)
 
 
 def search_command(
@@ -50,7 +52,7 @@ def search_command(
         result = search_memories(query, store.memories(include_revoked=True), rules=(rules,) if rules else (),
                                  limit=limit, include_candidates=candidates, encoder=encoder)
     if as_json:
-        typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2, default=str))
+        typer.echo(terminal_safe(json.dumps(result.to_json(), ensure_ascii=False, indent=2, default=str), json=True))
         return
     stages = result.stages
     kept = stages["filters"]["kept"]
@@ -68,7 +70,7 @@ def search_command(
         for rank, hit in enumerate(result.hits, 1):
             s = hit.scores
             name = hit.record.id + (" (conflict)" if hit.conflicts_with else "")
-            table.add_row(str(rank), name, f"{hit.score:.3f}", f"{s['relevance']:.3f}", f"{s['trust']:+.3f}",
+            table.add_row(str(rank), escape(name), f"{hit.score:.3f}", f"{s['relevance']:.3f}", f"{s['trust']:+.3f}",
                           f"{s['recency']:+.3f}", f"{s['cost']:+.3f}", f"{s['risk']:+.3f}")
         console.print(table)
         for rank, hit in enumerate(result.hits, 1):

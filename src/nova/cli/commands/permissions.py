@@ -16,6 +16,7 @@ import typer
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import CommandError
+from nova.present.text import terminal_safe
 
 __all__ = ["app"]
 
@@ -96,20 +97,25 @@ def check_command(
               "reason": verdict.reason, "user_only": verdict.user_only, "commands": commands, "writes": writes,
               "config": str(settings.config_file)}
     if as_json:
-        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        typer.echo(terminal_safe(json.dumps(report, ensure_ascii=False, indent=2), json=True))
         return
-    typer.echo(f"decision: {verdict.outcome}")
-    typer.echo(f"rule:     {verdict.rule or '-'}")
-    typer.echo(f"reason:   {verdict.reason}")
+    _say(f"decision: {verdict.outcome}")
+    _say(f"rule:     {verdict.rule or '-'}")
+    _say(f"reason:   {verdict.reason}")
     if verdict.outcome == "ask":
-        typer.echo("          (only the user can approve it: --allow and --yes do not cover it)" if verdict.user_only
-                   else f"          (interactive: the user is asked; headless: refused unless --allow {name} or --yes)")
+        _say("          (only the user can approve it: --allow and --yes do not cover it)" if verdict.user_only
+             else f"          (interactive: the user is asked; headless: refused unless --allow {name} or --yes)")
     for index, item in enumerate(commands, start=1):
-        typer.echo(f"command {index}: {item['exact']}")
+        _say(f"command {index}: {item['exact']}")
         if item["normalized"] != item["exact"]:
-            typer.echo(f"    runs as: {item['normalized']}")
+            _say(f"    runs as: {item['normalized']}")
         for note in item["notes"]:
-            typer.echo(f"    {note}")
-        typer.echo(f"    -> {item['decision']}")
+            _say(f"    {note}")
+        _say(f"    -> {item['decision']}")
     for write in writes:
-        typer.echo(f"writes: {write['path']} ({write['via']})")
+        _say(f"writes: {write['path']} ({write['via']})")
+
+
+def _say(text: str) -> None:
+    """One line for a person: the command checked and why, made terminal-safe (it may be anyone's)."""
+    typer.echo(terminal_safe(text))

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
 from nova.evaluation.replay import ALL_POLICIES, Policy, replay_session, view_document
 from nova.present.run_progress import RunProgress
+from nova.present.terminal import terminal_console
 from nova.providers.pricing import model_info
 from nova.settings import load_settings
 from nova.tokens import counter_for_model
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 
 _FIRST_FORMATS = ("mini-swe-agent", "swe-agent", "openai")
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = terminal_console(highlight=False)
+err_console = terminal_console(stderr=True, highlight=False)
 
 
 def replay_command(
@@ -135,7 +136,7 @@ def replay_command(
                               "skipped": len(session.skipped)}
         print(json.dumps(data))
         return
-    console.print(f"[bold]{path.name}[/] ({session.format}) policy={policy} window={window:,}")
+    console.print(f"[bold]{escape(path.name)}[/] ({escape(session.format)}) policy={policy} window={window:,}")
     console.print(f"  calls {report.calls}, input tokens {report.input_tokens:,}, output tokens {report.output_tokens:,}")
     console.print(f"  peak context {report.peak_context_tokens:,}, mean {report.mean_context_tokens:,.0f}")
     console.print(f"  compactions {report.compactions}, snips {report.snips}, spills {report.spills}, "
@@ -152,7 +153,7 @@ def replay_command(
         console.print("  source / imported: " + ", ".join(f"{k} {source.get(k)}/{v}" for k, v in imported.items()),
                       markup=False)
     for line in report.violations[:10]:
-        console.print(f"  [red]{line}[/]", markup=True)
+        console.print(f"  [red]{escape(str(line))}[/]")
 
 
 def _chosen_run(session: "ImportedSession", instance: str | None, path: Path) -> "ImportedSession":

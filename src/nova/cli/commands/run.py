@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
 from nova import events as ev
 from nova.agent.builder import AgentOptions, build_agent, record_fixed_prompt
@@ -26,12 +25,13 @@ from nova.cli.commands.errors import user_errors
 from nova.cli.commands.refusals import EXIT_REFUSED, RefusedCalls
 from nova.cli.commands.terminal_approval import is_interactive_terminal, terminal_approver
 from nova.errors import CommandError, NovaError
+from nova.present.terminal import terminal_console
 from nova.settings import PROVIDERS, Settings
 
 __all__ = ["demo_command", "run_command"]
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = terminal_console(highlight=False)
+err_console = terminal_console(stderr=True, highlight=False)
 
 
 def run_command(

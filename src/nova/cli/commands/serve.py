@@ -9,6 +9,7 @@ from pathlib import Path
 from nova.cli.commands.cli_settings import settings_from_cli
 from nova.cli.commands.errors import user_errors
 from nova.errors import NovaError
+from nova.version import install_line
 
 __all__ = ["serve_command"]
 
@@ -26,15 +27,14 @@ def serve_command(
             print(token)
             return
         if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn")):
-            raise NovaError("the server needs its extra: pip install 'nova-agent[server]'")
+            raise NovaError(f"the server needs its extra: {install_line('server')}")
         from nova.cli.commands.config_check import check_config
 
         check_config(settings)
-        from rich.console import Console
-
+        from nova.present.terminal import terminal_console
         from nova.server.serve import ServeOptions, run_server
 
-        console = Console(highlight=False)
+        console = terminal_console(highlight=False)
         options = ServeOptions(host=host, port=port, cwd=(cwd or Path.cwd()).resolve(),
                                allowed_tools=frozenset(allow or ()), yes=yes, workers=workers)
         run_server(settings, options, say=lambda line: console.print(line, markup=False, soft_wrap=True))

@@ -23,6 +23,7 @@ from nova.cli.commands.errors import user_errors
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.present.text import terminal_safe
 from nova.sessions.meta import SessionMeta
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
 from nova.sessions.session import Session, delete_session, list_sessions
@@ -49,15 +50,15 @@ app = typer.Typer(
 
 
 def _out() -> "Console":
-    from rich.console import Console
+    from nova.present.terminal import terminal_console
 
-    return Console(highlight=False, soft_wrap=True)
+    return terminal_console(highlight=False, soft_wrap=True)
 
 
 def _err() -> "Console":
-    from rich.console import Console
+    from nova.present.terminal import terminal_console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return terminal_console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _errors() -> AbstractContextManager[None]:
@@ -120,7 +121,7 @@ def list_command(
     for problem in problems:
         _err().print(f"nova: warning: {problem}", markup=False)
     if as_json:
-        typer.echo(json.dumps([_summary(m) for m in metas], ensure_ascii=False))
+        typer.echo(terminal_safe(json.dumps([_summary(m) for m in metas], ensure_ascii=False), json=True))
         return
     if not metas:
         _out().print("No sessions yet.")
@@ -161,7 +162,7 @@ def _show_message(console: "Console", message: Message, full: bool) -> None:
     from rich.markup import escape
 
     style = {"user": "bold cyan", "assistant": "bold green"}.get(message.role, "bold")
-    console.print(f"[{style}]{message.role}[/]  [dim]{message.id}  {_when(message.created_at)}[/]")
+    console.print(f"[{style}]{escape(message.role)}[/]  [dim]{escape(message.id)}  {_when(message.created_at)}[/]")
     for part in message.parts:
         if isinstance(part, TextPart):
             console.print(escape(_clip(part.text, full, 40)))
@@ -269,12 +270,16 @@ def export_command(
             if fmt == "jsonl":
                 chunks = iter_jsonl(session, strict=strict, on_bad=bad.append)
                 if output is None:
-                    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+                    # The exact bytes into a pipe or a file; on a terminal, the same JSON with anything the
+                    # terminal would act on escaped (lossless: it decodes to the same records).
+                    shown = sys.stdout.isatty()
+                    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") and not shown else None
                     for chunk in chunks:
                         if out is not None:
                             out.write(chunk)
                         else:
-                            sys.stdout.write(chunk.decode("utf-8"))
+                            decoded = chunk.decode("utf-8")
+                            sys.stdout.write(terminal_safe(decoded, json=True) if shown else decoded)
                     sys.stdout.flush()
                 else:
                     with output.open("wb") as f:
@@ -283,7 +288,7 @@ def export_command(
             else:
                 text = render_markdown(session.meta, session.transcript.iter_records(strict=strict, on_bad=bad.append))
                 if output is None:
-                    sys.stdout.write(text)
+                    sys.stdout.write(terminal_safe(text) if sys.stdout.isatty() else text)
                 else:
                     output.write_text(text, encoding="utf-8")
             _warn(line.describe() for line in bad)
@@ -352,7 +357,7 @@ def import_command(
     for one, whole in results:
         for result in whole.runs():
             for line in result.skipped:
-                typer.echo(f"nova: warning: {one.name}: skipped {line}", err=True)
+                typer.echo(terminal_safe(f"nova: warning: {one.name}: skipped {line}"), err=True)
             data: dict[str, Any] = {"session_id": result.session_id, "messages": result.messages}
             # Added only when there is something to say, so readers of the two-key object keep working.
             if result.skipped:

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import SkillError
+from nova.present.terminal import terminal_console
 from nova.settings import load_settings
 from nova.skills.catalog import SkillCatalog, describe_versions, load_catalog, restore, retire
 from nova.skills.manifest import Skill
@@ -28,7 +29,7 @@ __all__ = ["app"]
 app = typer.Typer(help="Skills: list, show, test, retire and roll back versions.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
                   rich_markup_mode=HELP_MARKUP)
-console = Console(highlight=False, soft_wrap=True)
+console = terminal_console(highlight=False, soft_wrap=True)
 TEST_TIMEOUT_S = 120.0
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -58,8 +59,8 @@ def list_command(as_json: JsonOpt = False) -> None:
         else:
             table = Table("name", "version", "scope", "description", box=None, pad_edge=False)
             for skill in catalog.sorted():
-                table.add_row(skill.name, skill.version or f"({skill.digest})", skill.scope, skill.index_line()[2:]
-                              .split(": ", 1)[1])
+                table.add_row(*map(escape, (skill.name, skill.version or f"({skill.digest})", skill.scope,
+                                            skill.index_line()[2:].split(": ", 1)[1])))
             console.print(table)
         for problem in catalog.problems:
             console.print(f"unreadable: {problem}", markup=False)

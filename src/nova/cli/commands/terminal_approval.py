@@ -24,6 +24,7 @@ from typing import IO
 from rich.console import Console
 from rich.markup import escape
 
+from nova.present.text import terminal_safe
 from nova.tools.approval import Answer, RememberingApprover, SessionGrants
 from nova.tools.permissions import PermissionRequest
 
@@ -93,8 +94,9 @@ class TerminalPrompt:
 
     def _show(self, request: PermissionRequest) -> None:
         c = self.console
-        c.print(f"  [bold yellow]? approve[/] {escape(request.summary)}", soft_wrap=True)
-        c.print(f"    [dim]asked because: {escape(request.reason)}[/]", soft_wrap=True)
+        # The command is the model's: shown as text, so an escape sequence in it cannot hide what runs.
+        c.print(f"  [bold yellow]? approve[/] {escape(terminal_safe(request.summary))}", soft_wrap=True)
+        c.print(f"    [dim]asked because: {escape(terminal_safe(request.reason))}[/]", soft_wrap=True)
         c.print(f"    [bold]\\[y][/] allow once  [bold]\\[a][/] allow for this session "
                 f"({escape(self.describe_grant(request))})  [bold]\\[n][/] deny ", end="", soft_wrap=True)
 

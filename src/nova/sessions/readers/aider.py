@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nova.errors import SessionImportError
 from nova.messages import TextPart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
@@ -44,10 +45,9 @@ class AiderReader:
         if path.is_dir():
             return refuse("a directory")
         try:
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                first = next((line for line in handle if line.strip()), "")
-        except OSError as exc:
-            return refuse(f"cannot read: {exc.strerror}")
+            first = next((line for line in load_text(path).splitlines() if line.strip()), "")
+        except SessionImportError as exc:
+            return refuse(f"cannot read: {exc}")
         if first.startswith(_STARTED):
             return sure(0.95)
         return refuse(f"line 1 does not start with {_STARTED!r}")

@@ -18,17 +18,18 @@ in order when the counts agree (`meta["usage_from"]` says which)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nova.errors import FileRefused
+from nova.fs.safe_read import loads, read_bytes
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
-from nova.sessions.readers.common import Builder, anthropic_parts, load_document, text_of
+from nova.sessions.readers.common import MAX_IMPORT_BYTES, Builder, anthropic_parts, load_document, text_of
 from nova.sessions.readers.openai_chat import ANTHROPIC_BLOCKS, chat_items
 
 NAME = "anthropic"
@@ -180,15 +181,16 @@ def _usage_from_ui_messages(ui_path: Path, messages: list[Message]) -> str:
     if not lacking or not ui_path.is_file():
         return ""
     try:
-        entries = json.loads(ui_path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+        entries = loads(read_bytes(ui_path, limit=MAX_IMPORT_BYTES, what="a ui_messages.json")
+                        .decode("utf-8", errors="replace"), where=str(ui_path))
+    except (OSError, ValueError, FileRefused):
         return ""
     requests: list[tuple[float, Usage, float | None]] = []
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, dict) or entry.get("say") != "api_req_started":
             continue
         try:
-            info = json.loads(str(entry.get("text") or "{}"))
+            info = loads(str(entry.get("text") or "{}"))
         except ValueError:
             continue
         if not isinstance(info, dict) or "tokensIn" not in info:

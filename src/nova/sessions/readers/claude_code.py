@@ -20,7 +20,6 @@ What the file holds and how it is read:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import SessionImportError
+from nova.fs.safe_read import loads
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
@@ -112,7 +112,7 @@ def _parse_lines(text: str, path: Path) -> tuple[list[tuple[int, dict[str, Any]]
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line)
         except ValueError as exc:
             skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
             continue

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nova.fs.safe_read import loads
 from nova.messages import ImagePart, Part, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import (
@@ -72,7 +73,7 @@ class CodexReader:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads(line)
                 kind, payload = record["type"], record.get("payload") or {}
                 ts = iso_ts(record.get("timestamp"))
             except (ValueError, KeyError, TypeError) as exc:

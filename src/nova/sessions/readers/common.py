@@ -3,23 +3,33 @@ message builder that folds a batch of tool results into one user message, and fi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from nova.errors import SessionImportError
+from nova.errors import FileRefused, SessionImportError
+from nova.fs.safe_read import loads, read_bytes
 from nova.messages import ImagePart, Message, Part, TextPart, ToolResultPart, ToolUsePart
 
-__all__ = ["Builder", "anthropic_parts", "arguments", "iso_ts", "load_document", "load_text", "mid", "text_of"]
+__all__ = ["MAX_IMPORT_BYTES", "Builder", "anthropic_parts", "arguments", "iso_ts", "load_document", "load_text", "mid",
+           "text_of"]
+
+
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+"""The largest session file imported or replayed: it is read whole, so this bounds the memory it takes.
+Long real sessions are tens of megabytes."""
 
 
 def load_text(path: Path) -> str:
+    """The file's text. Only a regular file of at most `MAX_IMPORT_BYTES` is read: a FIFO, a device or a
+    link to one is refused, naming what it is (nova.fs.safe_read)."""
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path, limit=MAX_IMPORT_BYTES, what="a session to import")
     except FileNotFoundError:
         raise SessionImportError(f"{path} does not exist") from None
+    except FileRefused as exc:
+        raise SessionImportError(str(exc)) from None
     except OSError as exc:
         raise SessionImportError(f"cannot read {path}: {exc.strerror}") from None
     return raw.decode("utf-8", errors="replace").lstrip("\ufeff")
@@ -28,7 +38,7 @@ def load_text(path: Path) -> str:
 def load_document(path: Path) -> Any:
     text = load_text(path)
     try:
-        return json.loads(text)
+        return loads(text, where=str(path))
     except ValueError as exc:
         raise SessionImportError(f"{path}: not one JSON document ({exc})") from None
 
@@ -53,7 +63,7 @@ def arguments(raw: Any) -> Mapping[str, Any]:
     if isinstance(raw, dict):
         return raw
     try:
-        parsed = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+        parsed = loads(raw) if isinstance(raw, str) and raw.strip() else {}
     except ValueError:
         parsed = None
     return parsed if isinstance(parsed, dict) else {"__invalid_arguments__": raw}

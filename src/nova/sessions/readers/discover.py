@@ -8,11 +8,17 @@ the sessions or under `<session>/subagents/`) come after the sessions they belon
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from nova.errors import FileRefused
+from nova.fs.safe_read import LongLine, bounded_lines, loads
+from nova.fs.special_files import open_regular
+
 __all__ = ["claude_code_project_dir", "claude_code_sessions"]
+
+_HEAD_LINE_BYTES = 4 * 1024 * 1024
+"""A record that names the working directory comes first and is short; longer lines are not it."""
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -42,15 +48,18 @@ def claude_code_sessions(config_dir: Path, project: Path) -> list[Path]:
 
 
 def _cwd_of(path: Path) -> str | None:
+    """The `cwd` of the first records of a session file (a regular file only, each line bounded)."""
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(50), handle, strict=False):
+        with open_regular(path, str(path)) as handle:
+            for _, item in zip(range(50), bounded_lines(handle, limit=_HEAD_LINE_BYTES), strict=False):
+                if isinstance(item, LongLine):
+                    continue
                 try:
-                    record = json.loads(line)
+                    record = loads(item[1].decode("utf-8", errors="replace"))
                 except ValueError:
                     continue
                 if isinstance(record, dict) and isinstance(record.get("cwd"), str):
                     return str(record["cwd"])
-    except OSError:
+    except (OSError, FileRefused):
         return None
     return None

@@ -17,13 +17,13 @@ stands in for its text. Bookkeeping events (agent state changes, recalls, null) 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nova.fs.safe_read import loads
 from nova.messages import Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, SkippedRecord, refuse, sure
@@ -56,14 +56,14 @@ class OpenHandsReader:
         skipped: list[SkippedRecord] = []
         runs: list[tuple[str, Any]] = []
         try:
-            whole = json.loads(text)
+            whole = loads(text)
             runs.append((_run_label(whole, 0) if isinstance(whole, dict) else "", whole))
         except ValueError:
             for number, line in enumerate(text.splitlines(), 1):
                 if not line.strip():
                     continue
                 try:
-                    run = json.loads(line)
+                    run = loads(line)
                 except ValueError as exc:
                     skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
                     continue

@@ -7,11 +7,11 @@ model sees unless `excludeFromContext`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nova.fs.safe_read import loads
 from nova.messages import ImagePart, Part, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import (
@@ -49,7 +49,7 @@ class PiReader:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads(line)
             except ValueError as exc:
                 skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
                 continue

@@ -57,9 +57,11 @@ from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cach
 from nova.context.economy import CachePrices, prices_for
 from nova.context.extensions import CompileRequest, Extensions, ViewRequest
 from nova.context.manifest import apportion
+from nova.context.oversize import MIN_KEPT_TOKENS, NOTE_TOKENS, fit_message
 from nova.context.shown_paths import showing
 from nova.context.state import MemoryStateSource, TaskStateStore
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
+from nova.errors import PromptTooLarge
 from nova.evaluation.recorded_run import RecordedRun
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
@@ -161,6 +163,9 @@ class ReplayReport:
     billed_usd: float | None = None
     """The real bill: every call's recorded usage (input, cache reads and writes, output) at that call's
     model. None when the recording has no usage or a call's model has no known price."""
+    window_raised_from: int = 0
+    """The window asked for, when the stand-in for a fixed prompt the recording lacks did not fit in it
+    alone and the replay ran at `window` instead (the smallest that can work); 0: as asked."""
     unpriced_models: tuple[str, ...] = ()
     """The models of calls no price is known for (why a cost is unknown)."""
 
@@ -201,6 +206,9 @@ class ReplayReport:
             data["repaired"] = self.repaired
         if self.placeholder_tokens:
             data["placeholder_tokens"] = self.placeholder_tokens
+            data["placeholder_estimated"] = True
+        if self.window_raised_from:
+            data["window_raised_from"] = self.window_raised_from
         if self.recorded_calls:
             data["recorded_calls"] = self.recorded_calls
         if self.billed_usd is not None:
@@ -485,7 +493,9 @@ def call_model(message: Message, default: str = "") -> str:
 def recorded_compaction(message: Message) -> bool:
     """A summary the recorded agent's own compaction left (Claude Code's `compact_boundary` and
     `isCompactSummary`, Codex's `compacted`): from it on, the agent sent it instead of what it covers."""
-    return "compaction" in message.metadata and message.has("summary")
+    # The resume repair may have merged the summary with a user message next to it (and its metadata
+    # with it): a summary part in an imported recording is the recorded agent's own.
+    return message.has("summary")
 
 
 def _cache_for(messages: Sequence[Message], model: str) -> tuple[ProviderName | None, float, str]:
@@ -505,9 +515,41 @@ def _digest(value: object) -> bytes:
     return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Message]:
+def _fit(view: list[Message], sizer: _Sizer, limit: int, cuts: dict[tuple[str, int], Message]) -> list[Message]:
+    """`view` with its largest messages cut in the middle (head and tail kept, a note saying so, as Nova
+    shows an oversized message: `nova.context.oversize.fit_message`) until it fits `limit`: what a
+    baseline must do when the messages it may not drop (the task statement, the newest exchange) are
+    alone over the line. `cuts` memoizes the cut messages across calls."""
+    total = sizer.view(view)
+    if total <= limit:
+        return view
+    out = list(view)
+    for i in sorted(range(len(out)), key=lambda j: sizer.message(out[j]), reverse=True):
+        if total <= limit:
+            break
+        size = sizer.message(out[i])
+        share = max(MIN_KEPT_TOKENS * 2, size - (total - limit) - NOTE_TOKENS)
+        key = (out[i].id, share)
+        cut = cuts.get(key) or fit_message(out[i], share=share, counter=sizer.counter, transcript="the recording",
+                                           reason="the messages a baseline keeps exceed the window", size=size,
+                                           force=True)
+        if cut is None:
+            continue
+        cuts[key] = cut
+        total += sizer.message(cut) - size
+        out[i] = cut
+    return out
+
+
+def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int,
+              cuts: dict[tuple[str, int], Message] | None = None) -> list[Message]:
     """The honest truncation baseline: the system prompt and the first user message (the task statement)
-    always stay; the oldest messages after them are dropped until the view fits `limit`."""
+    always stay; the oldest messages after them are dropped until the view fits `limit`. When what is
+    left is still over it, the largest messages are cut in the middle (`_fit`), so the request fits."""
+    return _fit(_truncate_whole(history, sizer, limit), sizer, limit, {} if cuts is None else cuts)
+
+
+def _truncate_whole(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Message]:
     first = next((i for i, m in enumerate(history) if m.role == "user" and not m.has("tool_result")), None)
     head = list(history[: first + 1]) if first is not None else []
     rest = history[first + 1:] if first is not None else history
@@ -578,7 +620,30 @@ def _mask(history: Sequence[Message]) -> list[Message]:
     return out
 
 
-def replay_messages(
+def replay_messages(messages: Sequence[Message], *, window: int, **kwargs: Any) -> ReplayReport:
+    """`replay_at` (see there) at `window`; when the recording lacks its fixed prompt and the stand-in for
+    it alone does not fit `window`, at the smallest larger window that can work (25 % steps), saying so in
+    `report.window_raised_from` rather than refusing the replay."""
+    try:
+        return replay_at(messages, window=window, **kwargs)
+    except PromptTooLarge:
+        if kwargs.get("tools"):
+            raise
+        tried = window
+        for _ in range(32):
+            tried = int(tried * 1.25) + 1
+            try:
+                report = replay_at(messages, window=tried, **kwargs)
+            except PromptTooLarge:
+                continue
+            if not report.placeholder_tokens:
+                raise
+            report.window_raised_from = window
+            return report
+        raise
+
+
+def replay_at(
     messages: Sequence[Message],
     *,
     system: str = "",
@@ -799,13 +864,13 @@ def _run(
         if policy in ("recorded", "naive", "naive-uncached", "naive-cached"):
             return list(history), ""
         if policy == "truncate":
-            view = _truncate(history, sizer, budget.threshold)
+            view = _truncate(history, sizer, budget.threshold, cuts)
             return view, "truncate" if len(view) < len(history) else ""
         if policy == "observation-mask":
             # SWE-agent's masking, then still cut to the same line: a provider rejects a request over
             # the window, so a baseline that sends one flatters nobody.
             masked = _mask(history)
-            view = _truncate(masked, sizer, budget.threshold)
+            view = _truncate(masked, sizer, budget.threshold, cuts)
             return view, "truncate" if len(view) < len(masked) else ""
         assert hooks is not None and controller is not None
         before = history
@@ -825,6 +890,7 @@ def _run(
             compacted(before, history, forced=True)
 
     boundary = ""  # "compaction" for the first call after a recorded compaction (policy `recorded`)
+    cuts: dict[tuple[str, int], Message] = {}  # the baselines' cut messages (`_fit`)
     for index, message in enumerate(messages):
         move_to(index)
         if policy == "recorded" and recorded_compaction(message):

@@ -141,11 +141,13 @@ class OpenAICache:
         return Usage(input_tokens=cum[-1] - read, cache_read_tokens=read)
 
 
-def make_cache(provider: ProviderName, *, min_tokens: int = 1024) -> ProviderCache:
+def make_cache(provider: ProviderName, *, min_tokens: int = 1024, ttl_s: float = 300.0) -> ProviderCache:
+    """The simulated cache of `provider`; `ttl_s` is how long an entry lives unused (a recording whose
+    writes took Anthropic's 1-hour TTL is replayed with 3600)."""
     if provider == "anthropic":
-        return AnthropicCache(min_tokens=min_tokens)
+        return AnthropicCache(min_tokens=min_tokens, ttl_s=ttl_s)
     if provider == "openai":
-        return OpenAICache()
+        return OpenAICache(ttl_s=ttl_s)
     raise ValueError(f"unknown provider cache {provider!r}; choose anthropic or openai")
 
 

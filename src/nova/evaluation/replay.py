@@ -4,6 +4,12 @@ The recorded assistant messages stand in for the model: before each of them a vi
 history so far under the chosen policy and measured (what that call would have sent); then the
 recorded reply and its tool results enter history as they did in the original run. Policies:
 
+- `recorded`: what the recording itself sent: the full history, except that a compaction the recorded
+  agent made (Claude Code's `compact_boundary` and its summary, Codex's `compacted`) replaces what it
+  covered, as it did for the agent; each call is measured by its recorded usage (the provider's own
+  count) and priced at the model the recording names for it. It is the row every other policy is
+  compared with, and `billed_usd` (the bill the recorded usage adds up to) is what its cost model must
+  reproduce.
 - `naive`: the full history, always.
 - `truncate`: keep the system prompt and the first user message (the task statement), drop the oldest
   messages after them until the view fits under the same threshold Nova uses.
@@ -51,15 +57,17 @@ from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cach
 from nova.context.economy import CachePrices, prices_for
 from nova.context.extensions import CompileRequest, Extensions, ViewRequest
 from nova.context.manifest import apportion
+from nova.context.oversize import MIN_KEPT_TOKENS, NOTE_TOKENS, fit_message
 from nova.context.shown_paths import showing
 from nova.context.state import MemoryStateSource, TaskStateStore
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
+from nova.errors import PromptTooLarge
 from nova.evaluation.recorded_run import RecordedRun
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
 from nova.model import ToolSpec, Usage, usage_of
-from nova.providers.pricing import ModelInfo, model_info
+from nova.providers.pricing import ModelInfo, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.readers.base import ImportedSession, PipelineRecord
 from nova.sessions.readers.nova import session_dir_of
@@ -68,13 +76,15 @@ from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import MemoCounter, TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "fixed_prompt_placeholder", "replay_messages",
-           "replay_session", "view_document", "view_text"]
+__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "billed_usd", "call_model",
+           "fixed_prompt_placeholder", "recorded_compaction", "replay_messages", "replay_session", "view_document",
+           "view_text"]
 
-Policy = Literal["naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
-# The context policies a replay compares (benchmarks iterate these); the two cost baselines come on top.
+Policy = Literal["recorded", "naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
+# The context policies a replay compares (benchmarks iterate these); `recorded` (what the recording did)
+# and the two cost baselines come on top.
 POLICIES: tuple[Policy, ...] = ("naive", "truncate", "observation-mask", "nova")
-ALL_POLICIES: tuple[Policy, ...] = ("naive-uncached", "naive-cached", *POLICIES)
+ALL_POLICIES: tuple[Policy, ...] = ("recorded", "naive-uncached", "naive-cached", *POLICIES)
 # How the replay's temporary session directory is named in the view.
 REPLAY_SESSION_NAME = "replay-session"
 # SWE-agent's default `last_n_observations`.
@@ -145,9 +155,19 @@ class ReplayReport:
     summary_input_tokens: int = 0
     summary_output_tokens: int = 0
     cost_usd: float | None = None
-    """Input side of every call plus the summary calls' output: what the context policy controls."""
+    """Input side of every call plus the summary calls' output: what the context policy controls. Each call
+    is priced at the model the recording names for it (`price_model` for a call it names none for); None
+    when a call's price is unknown."""
     output_cost_usd: float | None = None
     """The agent's own output, the same under every policy, priced apart."""
+    billed_usd: float | None = None
+    """The real bill: every call's recorded usage (input, cache reads and writes, output) at that call's
+    model. None when the recording has no usage or a call's model has no known price."""
+    window_raised_from: int = 0
+    """The window asked for, when the stand-in for a fixed prompt the recording lacks did not fit in it
+    alone and the replay ran at `window` instead (the smallest that can work); 0: as asked."""
+    unpriced_models: tuple[str, ...] = ()
+    """The models of calls no price is known for (why a cost is unknown)."""
 
     @property
     def mean_context_tokens(self) -> float:
@@ -186,8 +206,15 @@ class ReplayReport:
             data["repaired"] = self.repaired
         if self.placeholder_tokens:
             data["placeholder_tokens"] = self.placeholder_tokens
+            data["placeholder_estimated"] = True
+        if self.window_raised_from:
+            data["window_raised_from"] = self.window_raised_from
         if self.recorded_calls:
             data["recorded_calls"] = self.recorded_calls
+        if self.billed_usd is not None:
+            data["billed_usd"] = round(self.billed_usd, 6)
+        if self.unpriced_models:
+            data["unpriced_models"] = list(self.unpriced_models)
         if not self.cost_model:
             return data
         for entry, call in zip(data["per_call"], self.per_call, strict=True):
@@ -304,20 +331,25 @@ class _RecordingSummarizer:
 
 
 class _CostModel:
-    """Feeds every call (and estimated summary call) through the simulated provider cache and keeps the
-    totals on the report."""
+    """Feeds every call (and estimated summary call) through the simulated provider cache, keeps the totals
+    on the report and prices each call at its own model (`pick` says which: the recorded one)."""
 
     def __init__(self, *, cache: ProviderCache | None, sizer: _Sizer, system: str, tools: Sequence[ToolSpec],
-                 info: ModelInfo | None) -> None:
+                 info: ModelInfo | None, cache_ttl: str = "5m") -> None:
         self.cache = cache
         self.sizer = sizer
         self.info = info
+        self.cache_ttl = cache_ttl
         self.head: list[Block] = []
         if tools:
             self.head.append(Block(_digest([[t.name, t.description, t.input_schema] for t in tools]), sizer.tools))
         if system:
             self.head.append(Block(_digest(system), sizer.system))
         self._blocks: dict[int, tuple[Message, Block]] = {}
+        self.calibration: _Calibration | None = None
+        self.input_cost: float | None = 0.0
+        self.output_cost: float | None = 0.0
+        self.unpriced: set[str] = set()
 
     def block(self, m: Message) -> Block:
         hit = self._blocks.get(id(m))
@@ -327,20 +359,37 @@ class _CostModel:
             hit = self._blocks[id(m)] = (m, block)
         return hit[1]
 
-    def call(self, view: Sequence[Message], at: float | None) -> Usage:
+    def call(self, view: Sequence[Message], at: float | None, *, measured: int | None = None) -> Usage:
+        """The cache figures of one call. `measured` is the call's real size (its recorded usage): the
+        simulated split is scaled to it, so a recorded call is priced at the size the provider billed."""
         blocks = [*self.head, *(self.block(m) for m in view)]
         total = sum(b.tokens for b in blocks)
-        if self.cache is None:
-            return Usage(input_tokens=total)
-        return self.cache.call(blocks, head=len(self.head), at=at)
+        usage = Usage(input_tokens=total) if self.cache is None else self.cache.call(blocks, head=len(self.head), at=at)
+        if measured is not None and measured != usage.context_tokens and usage.context_tokens:
+            uncached, read, write = apportion(measured, [usage.input_tokens, usage.cache_read_tokens,
+                                                         usage.cache_write_tokens])
+            usage = Usage(input_tokens=uncached, cache_read_tokens=read, cache_write_tokens=write)
+        return self.calibration.apply(usage) if self.calibration is not None else usage
 
-    def add(self, report: ReplayReport, usage: Usage) -> None:
+    def add(self, report: ReplayReport, usage: Usage, model: str = "") -> None:
         report.uncached_input_tokens += usage.input_tokens
         report.cache_read_tokens += usage.cache_read_tokens
         report.cache_write_tokens += usage.cache_write_tokens
+        self.input_cost = self._priced(self.input_cost, usage, model)
 
-    def summary_calls(self, report: ReplayReport, pending: list[tuple[SummaryRequest, str]], at: float | None
-                      ) -> None:
+    def output(self, tokens: int, model: str) -> None:
+        self.output_cost = self._priced(self.output_cost, Usage(output_tokens=tokens), model)
+
+    def _priced(self, total: float | None, usage: Usage, model: str) -> float | None:
+        info = model_info(model) if model else None
+        info = info or self.info
+        if info is None:
+            self.unpriced.add(model or "unknown model")
+            return None
+        return None if total is None else total + usage_cost(usage, info, cache_ttl=self.cache_ttl)
+
+    def summary_calls(self, report: ReplayReport, pending: list[tuple[SummaryRequest, str]], at: float | None,
+                      model: str = "") -> None:
         for request, text in pending:
             shown = list(request.context) or list(request.older)
             kept = max(0, len(shown) - len(request.older)) if request.context else 0
@@ -348,20 +397,117 @@ class _CostModel:
                                                            transcript_path=request.transcript_path,
                                                            kept_messages=kept), id="summary-instruction")
             usage = self.call([*shown, instruction], at)
-            self.add(report, usage)
+            self.add(report, usage, model)
             report.summary_calls += 1
             report.summary_input_tokens += usage.context_tokens
-            report.summary_output_tokens += self.sizer.counter.count(text)
+            output = self.sizer.counter.count(text)
+            report.summary_output_tokens += output
+            self.input_cost = self._priced(self.input_cost, Usage(output_tokens=output), model)
         pending.clear()
 
     def price(self, report: ReplayReport) -> None:
-        if self.info is None:
-            return
-        info = self.info
-        report.cost_usd = (report.uncached_input_tokens * info.input + report.cache_write_tokens * info.cache_write_5m
-                           + report.cache_read_tokens * info.cache_read
-                           + report.summary_output_tokens * info.output) / 1_000_000
-        report.output_cost_usd = report.output_tokens * info.output / 1_000_000
+        report.cost_usd = self.input_cost
+        report.output_cost_usd = self.output_cost
+        report.unpriced_models = tuple(sorted(self.unpriced))
+
+
+@dataclass(frozen=True, slots=True)
+class _Calibration:
+    """How the provider's real cache differed from the simulated one on the recorded calls. Real caches
+    miss more than a model of them does (entries evicted early, a prefix that varied in a part the
+    recording does not hold, implicit caching that is best-effort): `read` (at most 1) scales every
+    simulated read. Or they hit more: a CLI's fixed prompt is cached across its sessions, so a
+    recording's first call reads it: `warm` is the share of what the simulation did not read that was
+    read all the same. What is not read is written and sent uncached in the recording's proportion
+    (`write_share`). Over the recorded views themselves this reproduces the recorded reads and writes,
+    so `recorded` costs what was billed, and every other policy is simulated against the same provider."""
+
+    read: float
+    warm: float
+    write_share: float
+
+    def apply(self, usage: Usage) -> Usage:
+        total = usage.context_tokens
+        read = min(total, round(usage.cache_read_tokens * self.read + (total - usage.cache_read_tokens) * self.warm))
+        write = round((total - read) * self.write_share)
+        return Usage(input_tokens=total - read - write, cache_read_tokens=read, cache_write_tokens=write)
+
+    @classmethod
+    def between(cls, simulated: Usage, recorded: Usage) -> _Calibration | None:
+        if not recorded.context_tokens or not simulated.context_tokens:
+            return None
+        rest = recorded.input_tokens + recorded.cache_write_tokens
+        write_share = recorded.cache_write_tokens / rest if rest else 0.0
+        sim_read, real_read = simulated.cache_read_tokens, recorded.cache_read_tokens
+        if real_read <= sim_read:
+            return cls(read=real_read / sim_read if sim_read else 1.0, warm=0.0, write_share=write_share)
+        unread = simulated.context_tokens - sim_read
+        return cls(read=1.0, warm=(real_read - sim_read) / unread if unread else 0.0, write_share=write_share)
+
+
+def _calibrate(messages: Sequence[Message], make: Callable[[], _CostModel]) -> _Calibration | None:
+    """The calibration of the simulated cache on a recording's own calls (`_Calibration`): their views
+    as the recording sent them (its own compactions applied) run through a fresh cache, measured by
+    their recorded usage, against what that usage says was read and written."""
+    cost = make()
+    history: list[Message] = []
+    simulated, real = Usage(), Usage()
+    for message in messages:
+        if recorded_compaction(message):
+            history = []
+        usage = _recorded_usage(message) if message.role == "assistant" else None
+        if usage is not None:
+            at = message.created_at if message.created_at > 0 else None
+            simulated += cost.call(history, at, measured=usage.context_tokens)
+            real += usage
+        history.append(message)
+    return _Calibration.between(simulated, real)
+
+
+def billed_usd(messages: Sequence[Message], *, model: str = "") -> tuple[float | None, tuple[str, ...]]:
+    """The real bill of a recording: each call's recorded usage at the model it names (`model` for a call
+    that names none), and the models no price is known for. None without usage, or with an unknown price."""
+    total = 0.0
+    seen = False
+    unpriced: set[str] = set()
+    for m in messages:
+        usage = usage_of(m) if m.role == "assistant" else None
+        if usage is None or not (usage.context_tokens or usage.output_tokens):
+            continue
+        seen = True
+        name = call_model(m, model)
+        info = model_info(name) if name else None
+        if info is None:
+            unpriced.add(name or "unknown model")
+            continue
+        total += usage_cost(usage, info)
+    return (total if seen and not unpriced else None), tuple(sorted(unpriced))
+
+
+def call_model(message: Message, default: str = "") -> str:
+    """The model the recording names for the call that answered with `message`."""
+    named = message.metadata.get("model")
+    return str(named) if isinstance(named, str) and named else default
+
+
+def recorded_compaction(message: Message) -> bool:
+    """A summary the recorded agent's own compaction left (Claude Code's `compact_boundary` and
+    `isCompactSummary`, Codex's `compacted`): from it on, the agent sent it instead of what it covers."""
+    # The resume repair may have merged the summary with a user message next to it (and its metadata
+    # with it): a summary part in an imported recording is the recorded agent's own.
+    return message.has("summary")
+
+
+def _cache_for(messages: Sequence[Message], model: str) -> tuple[ProviderName | None, float, str]:
+    """The prompt cache a recording's calls ran against (by the family of its model: Claude's explicit
+    breakpoints, else automatic prefix caching), the TTL its writes took and how they are priced: a
+    recording whose usage shows 1-hour writes is simulated with 1-hour entries."""
+    names = {call_model(m, model) for m in messages if m.role == "assistant"} - {""}
+    if not names:
+        return None, 300.0, "5m"
+    hour = any((u := usage_of(m)) is not None and u.cache_write_1h_tokens for m in messages if m.role == "assistant")
+    provider: ProviderName = "anthropic" if any("claude" in n.lower() for n in names) else "openai"
+    return provider, (3600.0 if hour else 300.0), ("1h" if hour else "5m")
 
 
 def _digest(value: object) -> bytes:
@@ -369,9 +515,41 @@ def _digest(value: object) -> bytes:
     return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Message]:
+def _fit(view: list[Message], sizer: _Sizer, limit: int, cuts: dict[tuple[str, int], Message]) -> list[Message]:
+    """`view` with its largest messages cut in the middle (head and tail kept, a note saying so, as Nova
+    shows an oversized message: `nova.context.oversize.fit_message`) until it fits `limit`: what a
+    baseline must do when the messages it may not drop (the task statement, the newest exchange) are
+    alone over the line. `cuts` memoizes the cut messages across calls."""
+    total = sizer.view(view)
+    if total <= limit:
+        return view
+    out = list(view)
+    for i in sorted(range(len(out)), key=lambda j: sizer.message(out[j]), reverse=True):
+        if total <= limit:
+            break
+        size = sizer.message(out[i])
+        share = max(MIN_KEPT_TOKENS * 2, size - (total - limit) - NOTE_TOKENS)
+        key = (out[i].id, share)
+        cut = cuts.get(key) or fit_message(out[i], share=share, counter=sizer.counter, transcript="the recording",
+                                           reason="the messages a baseline keeps exceed the window", size=size,
+                                           force=True)
+        if cut is None:
+            continue
+        cuts[key] = cut
+        total += sizer.message(cut) - size
+        out[i] = cut
+    return out
+
+
+def _truncate(history: Sequence[Message], sizer: _Sizer, limit: int,
+              cuts: dict[tuple[str, int], Message] | None = None) -> list[Message]:
     """The honest truncation baseline: the system prompt and the first user message (the task statement)
-    always stay; the oldest messages after them are dropped until the view fits `limit`."""
+    always stay; the oldest messages after them are dropped until the view fits `limit`. When what is
+    left is still over it, the largest messages are cut in the middle (`_fit`), so the request fits."""
+    return _fit(_truncate_whole(history, sizer, limit), sizer, limit, {} if cuts is None else cuts)
+
+
+def _truncate_whole(history: Sequence[Message], sizer: _Sizer, limit: int) -> list[Message]:
     first = next((i for i, m in enumerate(history) if m.role == "user" and not m.has("tool_result")), None)
     head = list(history[: first + 1]) if first is not None else []
     rest = history[first + 1:] if first is not None else history
@@ -405,6 +583,12 @@ def _stable_inserts(view: Sequence[Message]) -> list[Message]:
     return out
 
 
+def _recorded_usage(message: Message) -> Usage | None:
+    """A recorded call's usage when it measured its input (some recordings carry output counts only)."""
+    usage = usage_of(message)
+    return usage if usage is not None and usage.context_tokens > 0 else None
+
+
 def _floor(view: Sequence[Message]) -> int:
     """The continuity floor the newest compaction summary in `view` reports (0 when none does)."""
     for m in view:
@@ -436,7 +620,30 @@ def _mask(history: Sequence[Message]) -> list[Message]:
     return out
 
 
-def replay_messages(
+def replay_messages(messages: Sequence[Message], *, window: int, **kwargs: Any) -> ReplayReport:
+    """`replay_at` (see there) at `window`; when the recording lacks its fixed prompt and the stand-in for
+    it alone does not fit `window`, at the smallest larger window that can work (25 % steps), saying so in
+    `report.window_raised_from` rather than refusing the replay."""
+    try:
+        return replay_at(messages, window=window, **kwargs)
+    except PromptTooLarge:
+        if kwargs.get("tools"):
+            raise
+        tried = window
+        for _ in range(32):
+            tried = int(tried * 1.25) + 1
+            try:
+                report = replay_at(messages, window=tried, **kwargs)
+            except PromptTooLarge:
+                continue
+            if not report.placeholder_tokens:
+                raise
+            report.window_raised_from = window
+            return report
+        raise
+
+
+def replay_at(
     messages: Sequence[Message],
     *,
     system: str = "",
@@ -487,10 +694,19 @@ def replay_messages(
     info = model_info(price_model) if price_model else None
     if price_model and info is None:
         raise ValueError(f"no price for model {price_model!r} in the model table")
+    # Every call is priced at the model the recording names for it; `price_model` (else the session's
+    # model) for a call that names none.
+    default_model = price_model or model
+    fallback = info or (model_info(model) if model else None)
+    recorded_cache, ttl_s, cache_ttl = _cache_for(messages, default_model)
+    billed, unbilled = billed_usd(messages, model=model or price_model or "")
     if policy == "naive-uncached":
         provider_cache = None
     elif policy == "naive-cached":
         provider_cache = provider_cache or "anthropic"
+    else:
+        # The cache the recorded calls ran against, unless another one is asked for.
+        provider_cache = provider_cache or recorded_cache
     # A recording is replayed as a resume would load it: unanswered calls, misplaced results and the like
     # are repaired the same way (a provider would refuse them), and the report says what was done.
     messages, repair = repair_history(messages)
@@ -520,19 +736,30 @@ def replay_messages(
                 prices=CachePrices.of(info) if info else prices_for(model), environment=_recorded_environment(cwd),
                 workspace=_recorded_workspace(state), readable=_recorded_files(recorded_dir))
         sizer = _Sizer(counter, system, tools)
-        min_tokens = info.min_cacheable_tokens if info else 1024
-        cache = make_cache(provider_cache, min_tokens=min_tokens) if provider_cache else None
-        cost = _CostModel(cache=cache, sizer=sizer, system=system, tools=tools, info=info)
+        first = next((model_info(call_model(m)) for m in messages if m.role == "assistant" and call_model(m)), None)
+        cache_info = info or first or fallback
+        min_tokens = cache_info.min_cacheable_tokens if cache_info else 1024
+        def cost_model() -> _CostModel:
+            made = make_cache(provider_cache, min_tokens=min_tokens, ttl_s=ttl_s) if provider_cache else None
+            return _CostModel(cache=made, sizer=sizer, system=system, tools=tools, info=fallback, cache_ttl=cache_ttl)
+
+        cost = cost_model()
+        if provider_cache is not None and provider_cache == recorded_cache and billed is not None:
+            # Simulated against the provider the recording ran on: calibrated on the recorded calls.
+            cost.calibration = _calibrate(messages, cost_model)
         report = _run(messages, system=system, tools=tools, window=window, policy=policy, budget=budget,
                       pipeline=pipeline, sizer=sizer, cost=cost, recording=recording,
-                      compact_before=frozenset(compact_before) | run.manual, on_call=on_call, run=run)
+                      compact_before=frozenset(compact_before) | run.manual, on_call=on_call, run=run,
+                      model=default_model)
     report.repaired = repair.describe() if repair.changed else ""
     report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
-    report.cost_model = bool(provider_cache or price_model or summarizer_estimate
+    report.cost_model = bool(provider_cache or price_model or summarizer_estimate or fallback or billed is not None
                              or policy in ("naive-uncached", "naive-cached"))
+    report.billed_usd = billed
     report.provider_cache = provider_cache or ""
     report.price_model = price_model or ""
     cost.price(report)
+    report.unpriced_models = tuple(sorted({*report.unpriced_models, *unbilled}))
     return report
 
 
@@ -603,7 +830,7 @@ def _run(
     messages: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], window: int, policy: Policy,
     budget: ContextBudget, pipeline: ContextPipeline | None, sizer: _Sizer, cost: _CostModel,
     recording: _RecordingSummarizer | None, compact_before: frozenset[int] = frozenset(),
-    on_call: Callable[[], None] | None = None, run: RecordedRun | None = None,
+    on_call: Callable[[], None] | None = None, run: RecordedRun | None = None, model: str = "",
 ) -> ReplayReport:
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools,
                           threshold=budget.threshold, hard_line=budget.hard_line)
@@ -634,16 +861,16 @@ def _run(
 
     def build_view() -> tuple[list[Message], str]:
         nonlocal history
-        if policy in ("naive", "naive-uncached", "naive-cached"):
+        if policy in ("recorded", "naive", "naive-uncached", "naive-cached"):
             return list(history), ""
         if policy == "truncate":
-            view = _truncate(history, sizer, budget.threshold)
+            view = _truncate(history, sizer, budget.threshold, cuts)
             return view, "truncate" if len(view) < len(history) else ""
         if policy == "observation-mask":
             # SWE-agent's masking, then still cut to the same line: a provider rejects a request over
             # the window, so a baseline that sends one flatters nobody.
             masked = _mask(history)
-            view = _truncate(masked, sizer, budget.threshold)
+            view = _truncate(masked, sizer, budget.threshold, cuts)
             return view, "truncate" if len(view) < len(masked) else ""
         assert hooks is not None and controller is not None
         before = history
@@ -662,13 +889,22 @@ def _run(
         if controller.stats.compactions > done:
             compacted(before, history, forced=True)
 
+    boundary = ""  # "compaction" for the first call after a recorded compaction (policy `recorded`)
+    cuts: dict[tuple[str, int], Message] = {}  # the baselines' cut messages (`_fit`)
     for index, message in enumerate(messages):
         move_to(index)
+        if policy == "recorded" and recorded_compaction(message):
+            # The recorded agent's own compaction: its summary replaces everything before it.
+            compacted(history, [message], forced=False)
+            report.compactions += 1
+            history, boundary = [], "compaction"
         if policy == "nova" and index in compact_before:
             force_compaction()
         if message.role == "assistant":
             at = message.created_at if message.created_at > 0 else None
             view, event = build_view()
+            event, boundary = event or boundary, ""
+            called = call_model(message, model)
             if event == "truncate":
                 cut = cut_change(call=report.calls + 1, previous=shown, view=view, size=sizer.message,
                                  count=counter.count)
@@ -676,17 +912,17 @@ def _run(
                     report.view_changes.append(cut)
             shown = view
             if recording is not None:
-                cost.summary_calls(report, recording.pending, at)
+                cost.summary_calls(report, recording.pending, at, called)
             kinds = composer.composition(view)
             counted = sum(kinds.values())
-            anchor = run.anchor(message)
+            anchor = run.anchor(message) if policy != "recorded" else _recorded_usage(message)
             if anchor is not None:
                 # The recorded view itself: measured as the provider counted it, parts in proportion.
                 kinds = dict(zip(kinds, apportion(anchor.context_tokens, list(kinds.values())), strict=True))
                 report.recorded_calls += 1
             used = sum(kinds.values())
-            usage = cost.call(view, at)
-            cost.add(report, usage)
+            usage = cost.call(view, at, measured=anchor.context_tokens if anchor is not None else None)
+            cost.add(report, usage, called)
             report.calls += 1
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
@@ -697,7 +933,9 @@ def _run(
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])
             recorded = usage_of(message)
-            report.output_tokens += recorded.output_tokens if recorded is not None else sizer.message(message)
+            output = recorded.output_tokens if recorded is not None else sizer.message(message)
+            report.output_tokens += output
+            cost.output(output, called)
             for u in message.tool_uses():
                 calls_by_id[u.id] = u
             history.append(message)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from nova.model import Usage
 
-__all__ = ["ModelInfo", "context_window_for", "cost_usd", "model_info"]
+__all__ = ["ModelInfo", "context_window_for", "cost_usd", "model_info", "usage_cost"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +53,12 @@ _MODELS: tuple[ModelInfo, ...] = (
     _anthropic("claude-3-7-sonnet", 200_000, 3.0, 15.0, 1024),
     _anthropic("claude-haiku-4-5", 200_000, 1.0, 5.0, 4096),
     _anthropic("claude-3-5-haiku", 200_000, 0.8, 4.0, 2048),
+    _openai("gpt-5.2-codex", 400_000, 1.75, 14.0, 0.175),
+    _openai("gpt-5.2", 400_000, 1.75, 14.0, 0.175),
+    _openai("gpt-5.1-codex-mini", 400_000, 0.25, 2.0, 0.025),
+    _openai("gpt-5.1-codex", 400_000, 1.25, 10.0, 0.125),
+    _openai("gpt-5.1", 400_000, 1.25, 10.0, 0.125),
+    _openai("gpt-5-codex", 400_000, 1.25, 10.0, 0.125),
     _openai("gpt-5-nano", 400_000, 0.05, 0.40, 0.005),
     _openai("gpt-5-mini", 400_000, 0.25, 2.0, 0.025),
     _openai("gpt-5", 400_000, 1.25, 10.0, 0.125),
@@ -63,17 +69,27 @@ _MODELS: tuple[ModelInfo, ...] = (
     _openai("gpt-4o", 128_000, 2.50, 10.0, 1.25),
     _openai("o4-mini", 200_000, 1.10, 4.40, 0.275),
     _openai("o3", 200_000, 2.0, 8.0, 0.50),
+    # Gemini bills implicit cache hits at a tenth of the input price and nothing for writing (the
+    # prices of prompts up to 200k tokens; the storage fee of explicit caches does not apply).
     _openai("gemini-3-pro-preview", 1_048_576, 2.0, 12.0, 0.20),
+    _openai("gemini-3-pro", 1_048_576, 2.0, 12.0, 0.20),
+    _openai("gemini-2.5-pro", 1_048_576, 1.25, 10.0, 0.125),
+    _openai("gemini-2.5-flash-lite", 1_048_576, 0.10, 0.40, 0.01),
+    _openai("gemini-2.5-flash", 1_048_576, 0.30, 2.50, 0.03),
     ModelInfo("nova-demo", 32_000, 0.0, 0.0, 0.0, 0.0, 0.0, 1024),
 )
 _BY_NAME = {m.name: m for m in _MODELS}
 # A dated snapshot or a tag: "-20250929", "-2024-08-06", "-latest", ":8b", "@20250929".
-_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|[:@].*)$")
+_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|-v\d+|[:@].*)$")
+# Bedrock names a model "<region>.anthropic.<model>-v1:0" (or "anthropic.<model>-v1:0"); Vertex AI
+# "<model>@<date>" (a tag, above). The provider part is not the model.
+_PROVIDER_PREFIX = re.compile(r"^(?:(?:us|eu|jp|apac|au|ca|global|us-gov)\.)?(?:anthropic|openai|google)\.")
 
 
 def model_info(model: str) -> ModelInfo | None:
-    """The table entry for `model` (provider prefixes like "openai/" ignored), or None when unknown."""
-    name = model.rsplit("/", 1)[-1].lower()
+    """The table entry for `model` (provider prefixes like "openai/", Bedrock's "us.anthropic." and its
+    "-v1:0" ignored), or None when unknown."""
+    name = _PROVIDER_PREFIX.sub("", model.rsplit("/", 1)[-1].lower())
     while name:
         if name in _BY_NAME:
             return _BY_NAME[name]
@@ -92,8 +108,12 @@ def context_window_for(model: str) -> int | None:
 def cost_usd(usage: Usage, model: str, *, cache_ttl: str = "5m") -> float | None:
     """The price of one call's usage, or None when the model's price is unknown."""
     info = model_info(model)
-    if info is None:
-        return None
+    return None if info is None else usage_cost(usage, info, cache_ttl=cache_ttl)
+
+
+def usage_cost(usage: Usage, info: ModelInfo, *, cache_ttl: str = "5m") -> float:
+    """The price of one call's usage at `info`'s rates. Writes the provider marked as 1-hour ones are
+    priced at that rate; the others at `cache_ttl`'s."""
     if usage.cache_write_1h_tokens:
         # The provider said which writes took the 1-hour TTL: price each kind at its own rate.
         writes = ((usage.cache_write_tokens - usage.cache_write_1h_tokens) * info.cache_write_5m

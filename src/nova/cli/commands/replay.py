@@ -46,7 +46,7 @@ def replay_command(
     path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL.")],
     window: Annotated[int, typer.Option("--window", help="Context window of the model to simulate, in tokens.")
                       ] = 128000,
-    policy: Annotated[str, typer.Option("--policy", help="naive | truncate | observation-mask | nova | "
+    policy: Annotated[str, typer.Option("--policy", help="recorded | naive | truncate | observation-mask | nova | "
                                         "naive-uncached | naive-cached")] = "nova",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with per-call and total figures.")
                        ] = False,
@@ -111,6 +111,10 @@ def replay_command(
                                 provider_cache=provider_cache,  # type: ignore[arg-type]  # checked above
                                 summarizer_estimate=summarizer == "model-estimate", price_model=price,
                                 on_call=bar.advance)
+    if report.window_raised_from:
+        err_console.print(f"nova: note: the stand-in for the missing fixed prompt alone exceeds the "
+                          f"{report.window_raised_from:,}-token window; replayed at {report.window:,}, the smallest "
+                          "window that can work", markup=False, soft_wrap=True)
     if report.placeholder_tokens:
         what = "its tool definitions" if session.system else "its system prompt and tools"
         err_console.print(f"nova: note: the recording lacks {what}; a placeholder of "
@@ -136,14 +140,21 @@ def replay_command(
                               "skipped": len(session.skipped)}
         print(json.dumps(data))
         return
-    console.print(f"[bold]{escape(path.name)}[/] ({escape(session.format)}) policy={policy} window={window:,}")
+    console.print(f"[bold]{escape(path.name)}[/] ({escape(session.format)}) policy={policy} window={report.window:,}")
+    if report.placeholder_tokens:
+        console.print(f"  fixed prompt: an estimated stand-in of {report.placeholder_tokens:,} tokens (the recording "
+                      "lacks it; sized from the first call's usage)", markup=False)
     console.print(f"  calls {report.calls}, input tokens {report.input_tokens:,}, output tokens {report.output_tokens:,}")
-    console.print(f"  peak context {report.peak_context_tokens:,}, mean {report.mean_context_tokens:,.0f}")
+    over = (f" [red]({report.requests_over_window} request{'s' * (report.requests_over_window != 1)} over the "
+            f"{window:,} window: a provider would refuse them)[/]" if report.requests_over_window else "")
+    console.print(f"  peak context {report.peak_context_tokens:,}, mean {report.mean_context_tokens:,.0f}{over}")
     console.print(f"  compactions {report.compactions}, snips {report.snips}, spills {report.spills}, "
                   f"breaker trips {report.breaker_trips}, invariant violations {report.invariant_violations}")
-    if report.provider_cache or report.cost_usd is not None:
+    if report.billed_usd is not None:
+        console.print(f"  billed ${report.billed_usd:.4f} (the recorded usage of every call at its model's price)")
+    if report.provider_cache or report.cost_usd is not None or report.unpriced_models:
         cost = f", cost ${report.cost_usd:.4f} (+ agent output ${report.output_cost_usd or 0:.4f})" \
-            if report.cost_usd is not None else ""
+            if report.cost_usd is not None else f", cost unknown (no price for {', '.join(report.unpriced_models)})"
         console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
                       f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
                       f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")

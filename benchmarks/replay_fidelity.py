@@ -1,0 +1,122 @@
+"""Replay fidelity: does the replay lab reproduce what a recording really did, and do the baselines fit?
+
+Every shared session file (Claude Code, Codex, Cline, OpenCode, pi, Gemini CLI under sessions/;
+mini-swe-agent and SWE-agent under trajectories/) is imported; every run with recorded usage is
+replayed under `recorded` (what the recording sent: its own compactions, its usage, its models) and
+compared with the recording itself, the baseline measured in the same run:
+
+- `cost_ratio`: the simulated cost of `recorded` (input side plus the agent's output) ÷ the billed cost
+  (each call's recorded usage at its model's list price). Target 0.95-1.05 on each session with a known
+  price. The simulated cache is calibrated on the recorded calls (`nova.evaluation.replay._Calibration`),
+  so this checks the calibration and the per-call pricing.
+- `peak_ratio`: the peak of `recorded` ÷ the largest real input. Target 0.98-1.02.
+- `baseline_calls_over_window`: requests over the window of `truncate`, `observation-mask` and `nova`
+  at 16k/32k/64k/200k (`naive` and `recorded` are what they are). Target 0.
+- `formats_imported_pct`: files imported ÷ files found. Target 100.
+
+    NOVA_SHARED_DATA=/work/shared/data python benchmarks/replay_fidelity.py [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+from nova.evaluation.replay import replay_session
+from nova.model import usage_of
+from nova.sessions.importers import read_session_file
+from nova.sessions.readers.base import ImportedSession
+from nova.testing import shared_data_dir
+from nova.tokens import counter_for_model
+
+WINDOWS = (16_000, 32_000, 64_000, 200_000)
+BASELINES = ("truncate", "observation-mask", "nova")
+COST_BAND = (0.95, 1.05)
+PEAK_BAND = (0.98, 1.02)
+
+
+def session_files(root: Path) -> list[Path]:
+    found = [*root.glob("sessions/**/*.json"), *root.glob("sessions/**/*.jsonl"),
+             *root.glob("trajectories/**/*.traj"), *root.glob("trajectories/**/*.traj.json")]
+    return sorted(p for p in found if p.is_file())
+
+
+def real_inputs(run: ImportedSession) -> list[int]:
+    return [u.context_tokens for m in run.messages if m.role == "assistant"
+            and (u := usage_of(m)) is not None and u.context_tokens > 0]
+
+
+def main() -> int:
+    quick = "--quick" in sys.argv
+    for name in ("nova.agent", "nova.context"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    root = shared_data_dir()
+    if not root.is_dir():
+        print(f"no shared data at {root}: set NOVA_SHARED_DATA")
+        return 2
+    files = session_files(root)
+    imported: list[tuple[Path, ImportedSession]] = []
+    refused: list[str] = []
+    for path in files:
+        try:
+            imported.append((path, read_session_file(path)))
+        except Exception as exc:
+            refused.append(f"{path.relative_to(root)}: {exc}")
+    cost_ratios: list[float] = []
+    peak_ratios: list[float] = []
+    over = 0
+    unpriced: list[str] = []
+    print(f"{'session':58} {'calls':>5} {'peak':>6} {'billed $':>9} {'cost':>6}  over@16k/32k/64k/200k")
+    runs = [(p, r) for p, s in imported for r in s.runs() if real_inputs(r)]
+    if quick:
+        runs = runs[::4]
+    for path, run in runs:
+        model = str(run.meta.get("model") or "")
+        counter = counter_for_model(model or "claude-sonnet-4-5")
+        rec = replay_session(run, window=1_000_000, policy="recorded", counter=counter)
+        peak = rec.peak_context_tokens / max(real_inputs(run))
+        peak_ratios.append(peak)
+        cost = None
+        if rec.billed_usd and rec.cost_usd is not None and rec.output_cost_usd is not None:
+            cost = (rec.cost_usd + rec.output_cost_usd) / rec.billed_usd
+            cost_ratios.append(cost)
+        else:
+            unpriced.append(f"{path.name} ({', '.join(rec.unpriced_models) or 'no billed usage'})")
+        counts = []
+        for window in WINDOWS:
+            n = sum(replay_session(run, window=window, policy=p, counter=counter).requests_over_window
+                    for p in BASELINES)
+            counts.append(n)
+            over += n
+        name = str(path.relative_to(root))[-58:]
+        billed = f"{rec.billed_usd:9.4f}" if rec.billed_usd is not None else f"{'unknown':>9}"
+        print(f"{name:58} {rec.calls:5} {peak:6.3f} {billed} {cost or 0:6.3f}  "
+              + "/".join(map(str, counts)))
+    pct = 100.0 * len(imported) / len(files) if files else 0.0
+    for line in refused:
+        print(f"refused: {line}")
+    for line in unpriced:
+        print(f"no cost ratio: {line}")
+    figures = {
+        "cost_ratio_min": round(min(cost_ratios), 4) if cost_ratios else None,
+        "cost_ratio_max": round(max(cost_ratios), 4) if cost_ratios else None,
+        "peak_ratio_min": round(min(peak_ratios), 4) if peak_ratios else None,
+        "peak_ratio_max": round(max(peak_ratios), 4) if peak_ratios else None,
+        "baseline_calls_over_window": over,
+        "formats_imported_pct": round(pct, 1),
+    }
+    misses = [
+        not cost_ratios or figures["cost_ratio_min"] < COST_BAND[0] or figures["cost_ratio_max"] > COST_BAND[1],
+        not peak_ratios or figures["peak_ratio_min"] < PEAK_BAND[0] or figures["peak_ratio_max"] > PEAK_BAND[1],
+        over > 0, pct < 100.0, bool(unpriced),
+    ]
+    print(f"targets: cost {COST_BAND}, peak {PEAK_BAND}, 0 over the window, 100 % imported, every session priced"
+          f" -> {'met' if not any(misses) else 'MISSED'}")
+    print(json.dumps(figures))
+    return 1 if any(misses) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -53,11 +53,19 @@ def test_replay_command_json_has_exactly_the_documented_keys(tmp_path: Path) -> 
                                       "--json", "--dump-view", str(dump)])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output.strip().splitlines()[-1])
-    assert set(data) == {"policy", "window", "calls", "input_tokens", "output_tokens", "peak_context_tokens",
-                         "compactions", "snips", "spills", "breaker_trips", "invariant_violations",
-                         "requests_over_window", "per_call", "view_changes"}
+    core = {"policy", "window", "calls", "input_tokens", "output_tokens", "peak_context_tokens",
+            "compactions", "snips", "spills", "breaker_trips", "invariant_violations",
+            "requests_over_window", "per_call", "view_changes"}
+    # The recording names its model and has usage: each call is priced at that model and the real bill
+    # is beside the simulated cost, with no --price needed.
+    cost = {"cost_usd", "billed_usd", "output_cost_usd", "price_model", "provider_cache", "cache_hit_rate",
+            "cache_read_tokens", "cache_write_tokens", "uncached_input_tokens", "summary_calls",
+            "summary_input_tokens", "summary_output_tokens"}
+    assert set(data) == core | cost
+    assert data["billed_usd"] > 0 and data["cost_usd"] > 0
     assert data["policy"] == "truncate" and data["window"] == 32000
-    assert all(set(c) - {"over_window"} == {"input_tokens", "event", "composition"} for c in data["per_call"])
+    assert all(set(c) - {"over_window"} == {"input_tokens", "event", "composition", "cache_read_tokens",
+                                            "cache_write_tokens"} for c in data["per_call"])
     # The view's composition by kind adds up to each call's input; truncate's cuts are listed.
     assert all(sum(c["composition"].values()) == c["input_tokens"] for c in data["per_call"])
     assert data["view_changes"] and {c["event"] for c in data["view_changes"]} == {"truncate"}

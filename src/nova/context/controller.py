@@ -296,9 +296,15 @@ class ContextController(Extension):
         return self.ledger.estimate(history, self.system, self.tools)
 
     def remember(self, history: Sequence[Message]) -> None:
+        """Keep the first-seen version of each message of the conversation (a summary the recorded agent
+        wrote included; Nova's own inserts are not history). A message a repair merged is found under
+        each id it was merged from, so an imported summary that names them still reads them back."""
         for m in history:
-            if m.id not in self.raw and not is_nova_insert(m):
-                self.raw[m.id] = m
+            if m.id in self.raw or m.origin is not None:
+                continue
+            self.raw[m.id] = m
+            for merged in m.metadata.get("merged_from", ()):
+                self.raw.setdefault(str(merged), m)
 
     # -- the pipeline ---------------------------------------------------------------------------------
     def _entry_budget(self, given: Sequence[Message]) -> list[Message]:
@@ -350,7 +356,8 @@ class ContextController(Extension):
         if size <= share:
             return None
         cut = fit_message(message, share=share, counter=self.counter, save_dir=self.cut_dir,
-                          transcript=self.transcript_path, reason=reason, size=size)
+                          transcript=self.transcript_path, reason=reason, size=size,
+                          keep_person=not is_user_message(message))
         if cut is not None:
             self.stats.cuts += 1
             self.stats.last_event = self.stats.last_event or "cut"

@@ -21,7 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nova.messages import ImagePart, Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart, person_entries
+from nova.messages import (
+    ImagePart,
+    Message,
+    Part,
+    SummaryPart,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+    person_entries,
+)
 from nova.model import Usage
 from nova.sessions.readers.base import (
     Confidence,

@@ -396,9 +396,7 @@ def compact(
         part = history[:at]
         ids = _covers(part)
         raw = _raw_messages(part, raw_lookup)
-        # The floor's own rows are bounded by the window: at 8k a long list of choices would crowd out the
-        # kept tail; at 200k every one of them fits.
-        carried = continuity_section(raw or part, budget=max(MIN_CARRIED_TOKENS, threshold // 6), counter=counter)
+        carried = continuity_section(raw or part, budget=carried_budget(threshold), counter=counter)
         unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
         needed = sum(counter.count(text) + 12 for text in unique)
         # The user's words fit whole when they can; never so much that the floor passes the threshold.
@@ -483,6 +481,13 @@ def compact(
         duration_s=time.monotonic() - started,
         folded=tuple(older),
     )
+
+
+def carried_budget(threshold: int) -> int:
+    """Tokens the continuity rows (files, tasks, rejections, choices, failures) may take in a summary: a
+    share of the threshold that grows with it, up to a fifth — at 8k every row crowds out the kept tail
+    and the user's words, at 200k all of them fit. The files modified are never cut to it."""
+    return max(MIN_CARRIED_TOKENS, int(threshold * min(0.2, threshold / 80_000)))
 
 
 def _least_size(message: Message, counter: TokenCounter) -> int:

@@ -346,6 +346,11 @@ class ContextController(Extension):
     def _fit(self, message: Message) -> Message | None:
         """One message over its share of the budget, cut in the view (head, note, tail); None when it
         fits. A message the user wrote has the larger share: it is kept whole whenever it can be."""
+        if message.origin == "summary":
+            # Sized by the compaction that wrote it, to its continuity floor: cutting its middle here would
+            # drop the user's words and the carried rows it exists to keep (the last resort before a request
+            # over the window, `_cut_largest`, still may).
+            return None
         share = self.budget.message_share
         reason = ""
         size = count_message(message, self.counter)

@@ -79,6 +79,9 @@ MAX_CARRIED_DECISIONS = 16
 MAX_DECISION_CHARS = 300
 DECISIONS = "Decisions made"
 OPEN_TASKS = "Open tasks (the agent's own task list)"
+FAILED_ATTEMPTS = "Failed attempts (newest first; the last one below)"
+MAX_CARRIED_FAILURES = 24
+MAX_CHANGED_BY = 160
 REJECTED = "Approaches the user rejected"
 EARLIER_SUMMARY = "Earlier summary"
 MAX_CARRIED_TASKS = 30
@@ -320,6 +323,8 @@ class _Facts:
     files_read: dict[str, str] = field(default_factory=dict)
     files_changed: dict[str, str] = field(default_factory=dict)
     """path -> id of the message that last changed it, oldest change first."""
+    changed_by: dict[str, str] = field(default_factory=dict)
+    """path -> the shell command that last changed it (when a shell command did)."""
     failures: list[tuple[str, str, int, list[str]]] = field(default_factory=list)
     choices: dict[str, str] = field(default_factory=dict)
     """The agent's stated choices (`_CHOICE`), oldest first, each once, with the message id."""
@@ -379,6 +384,10 @@ def _collect(messages: Sequence[Message]) -> _Facts:
                 for p in touched.writes:
                     facts.files_changed.pop(p, None)  # newest change last
                     facts.files_changed[p] = m.id
+                    if command:
+                        facts.changed_by[p] = command
+                    else:
+                        facts.changed_by.pop(p, None)
                 _task_call(part, m.id, facts)
                 facts.last_call = (part.name, command or json.dumps(dict(part.input))[:300], m.id)
             elif isinstance(part, ToolResultPart):
@@ -436,6 +445,8 @@ def _task_created(call: ToolUsePart, result: ToolResultPart, message_id: str, fa
 
 
 _CARRIED_ROW = re.compile(r"^- (.+) \(msg ([^)\s]+)\)$")
+_CARRIED_FILE = re.compile(r"^- (.+?) \(msg ([^)\s]+)\)(?: by `(.*)`)?$")
+_CARRIED_FAILURE = re.compile(r"^- `(.*)` (?:exited (-?\d+)|failed \(no exit code reported\)) \(msg ([^)\s]+)\)(?:: (.*))?$")
 _CARRIED_TASK = re.compile(r"^- \[([^\]]+)\] (.+) \(msg ([^)\s]+)\)$")
 _CARRIED_REJECTED = re.compile(r"^- rejected by the user \(msg ([^)\s]+)\): (.+) \(msg ([^)\s]+)\)$")
 
@@ -445,18 +456,32 @@ def _carried_facts(summary: str, facts: _Facts) -> None:
     new one when the messages it stands for cannot be read back, so a fact survives any number of
     compactions. Rows the folded messages themselves give again are not overwritten."""
     section = ""
+    carried_failures: list[tuple[str, str, int, list[str]]] = []
     for line in summary.splitlines():
         if line.startswith("## "):
             section = line[3:].strip()
             continue
-        if section == FILES_MODIFIED and (row := _CARRIED_ROW.match(line)):
-            facts.files_changed.setdefault(row.group(1), row.group(2))
+        if section in (FAILED_ATTEMPTS, LAST_FAILURE):
+            if (failure := _CARRIED_FAILURE.match(line)):
+                code = int(failure.group(2)) if failure.group(2) is not None else -1
+                carried_failures.append((failure.group(1), failure.group(3), code,
+                                         [failure.group(4)] if failure.group(4) else []))
+            elif line.startswith("    ") and carried_failures and section == LAST_FAILURE:
+                carried_failures[-1][3].append(line.strip())
+        elif section == FILES_MODIFIED and (row := _CARRIED_FILE.match(line)):
+            if row.group(1) not in facts.files_changed:
+                facts.files_changed[row.group(1)] = row.group(2)
+                if row.group(3):
+                    facts.changed_by[row.group(1)] = row.group(3)
         elif section == OPEN_TASKS and (task := _CARRIED_TASK.match(line)):
             facts.tasks.setdefault(task.group(2), (task.group(1), task.group(2), task.group(3)))
         elif section == REJECTED and (rejected := _CARRIED_REJECTED.match(line)):
             facts.rejected.setdefault(rejected.group(2), (rejected.group(3), rejected.group(1)))
         elif section == DECISIONS and (row := _CARRIED_ROW.match(line)):
             facts.choices.setdefault(row.group(1), row.group(2))
+    # The rows are newest first; the facts keep failures oldest first, and those of the folded messages
+    # (read after this summary) are newer still.
+    facts.failures[:0] = carried_failures[::-1]
 
 
 class ExtractiveSummarizer:
@@ -514,9 +539,9 @@ class ExtractiveSummarizer:
             add("Files changed", [f"- {p} (msg {i})" for p, i in reversed(facts.files_changed.items())])
             add(OPEN_TASKS, [_task_row(t) for t in facts.open_tasks()])
             add(REJECTED, [_rejected_row(d, v) for d, v in reversed(facts.rejected.items())])
-        # The last failure is in the carried section when there is one: the earlier ones here, the failed
-        # attempts that led to it.
-        failures = (facts.failures[-6:-1] if request.carried and facts.failures else facts.failures[-5:])[::-1]
+        # The failures are in the carried section when there is one (the last in full, the failed attempts
+        # before it one row each).
+        failures = [] if request.carried else facts.failures[-5:][::-1]
         add("Failed attempts and errors (latest first)", [
             f"- `{_clip(cmd, 400)}` {_exit_words(code)} (msg {mid})" + "".join(f"\n    {_clip(e, 300)}" for e in err)
             for cmd, mid, code, err in failures
@@ -725,16 +750,26 @@ def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARR
     it from the raw messages (or from the rows of the earlier summary when those cannot be read back), so a
     choice made early stays as long as the bounds allow, however many compactions follow.
 
-    With a `budget` (tokens, by `counter`), the rows give way oldest first — choices, then rejections,
-    then tasks beyond the first ten; the files modified never (`max_paths` bounds them) — each section
-    saying how many more the transcript has."""
+    Earlier failures are listed too, one row per distinct error (the failed attempts that led here), and
+    the newest files changed by a short shell command say which. With a `budget` (tokens, by `counter`),
+    the rows give way oldest first — the commands beside the files, then failures, choices, rejections
+    and tasks, each to a few and then further — while the files modified never do (`max_paths` bounds
+    them); each section says how many more the transcript has."""
     facts = _collect(messages)
     limits = {"files": max_paths, "tasks": MAX_CARRIED_TASKS, "rejected": MAX_CARRIED_REJECTED,
-              "choices": MAX_CARRIED_DECISIONS}
+              "choices": MAX_CARRIED_DECISIONS, "failures": MAX_CARRIED_FAILURES, "changed_by": max_paths}
+    earlier = _distinct_failures(facts.failures[:-1])
+
+    def file_row(path: str, message_id: str, index: int, count: int) -> str:
+        how = facts.changed_by.get(path, "")
+        # The newest rows say how the file was changed, when a short shell command changed it.
+        shown = f" by `{_clip(' '.join(how.split()), MAX_CHANGED_BY)}`" if how and count - index <= limits["changed_by"] else ""
+        return f"- {path} (msg {message_id}){shown}"
 
     def render() -> str:
         out: list[str] = []
-        out += _newest_first(FILES_MODIFIED, [f"- {p} (msg {i})" for p, i in facts.files_changed.items()],
+        changed = list(facts.files_changed.items())
+        out += _newest_first(FILES_MODIFIED, [file_row(p, i, k, len(changed)) for k, (p, i) in enumerate(changed)],
                              limit=limits["files"], rest="more in the transcript")
         tasks = [_task_row(t) for t in facts.open_tasks()][::-1]  # in the list's own order
         out += _newest_first(OPEN_TASKS, tasks, limit=limits["tasks"], rest="more in the transcript")
@@ -742,6 +777,9 @@ def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARR
                              limit=limits["rejected"], rest="earlier ones in the transcript")
         out += _newest_first(DECISIONS, [f"- {_clip(d, MAX_DECISION_CHARS)} (msg {i})" for d, i in facts.choices.items()],
                              limit=limits["choices"], rest="earlier ones in the transcript")
+        out += _newest_first(FAILED_ATTEMPTS, [
+            f"- `{_clip(' '.join(cmd.split()), 200)}` {_exit_words(code)} (msg {mid})" + (f": {_clip(err[-1], 240)}" if err else "")
+            for cmd, mid, code, err in earlier], limit=limits["failures"], rest="earlier ones in the transcript")
         if facts.failures:
             command, mid, code, errors = facts.failures[-1]
             out.append(f"## {LAST_FAILURE}")
@@ -753,12 +791,23 @@ def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARR
     if budget is None:
         return text
     sizer = counter or _default_counter()
-    floors = (("choices", 0), ("rejected", 0), ("tasks", 10))
+    floors = (("changed_by", 0), ("failures", 4), ("choices", 4), ("rejected", 4), ("tasks", 10), ("failures", 0),
+              ("choices", 0), ("rejected", 0))
     for key, least in floors:
         while sizer.count(text) > budget and limits[key] > least:
             limits[key] = max(least, limits[key] // 2 if limits[key] > 4 else limits[key] - 1)
             text = render()
     return text
+
+
+def _distinct_failures(failures: list[tuple[str, str, int, list[str]]]) -> list[tuple[str, str, int, list[str]]]:
+    """The failures with a different last error line each, the newest of each kept, oldest first."""
+    newest: dict[str, tuple[str, str, int, list[str]]] = {}
+    for failure in failures:
+        key = failure[3][-1] if failure[3] else failure[0]
+        newest.pop(key, None)
+        newest[key] = failure
+    return list(newest.values())
 
 
 def _default_counter() -> TokenCounter:

@@ -10,7 +10,9 @@ extractor that reads neither summary): the recorded summary, Nova's summary, and
 (summary, restore attachment and kept tail). Facts: user requests (every message typed before the
 boundary), files written before it, the last error (command and exit code), open tasks (the agent's task
 tools), decisions (its stated choices; rejected ones must be carried as rejected). "needed" are the facts
-the next 30 messages after the boundary used.
+the next 30 messages after the boundary used. The Claude Code sessions that never compacted are cut at half
+and three quarters of their file and scored the same way on Nova's side alone (no recorded summary to
+compare; the targets on Nova's view hold for them too).
 
 Per session and per class it prints how many facts each text kept and the tokens of each summary.
 Targets, on every session: Nova's view keeps 100 % of user requests, files written and the last error,
@@ -39,12 +41,30 @@ WINDOW = 200_000
 FULL = ("user_request", "file_written", "last_error")
 MOSTLY = ("open_task", "decision")
 MOSTLY_PCT = 90.0
+# Sessions that never compacted are cut at these shares of their lines (when they have enough of them).
+CUT_AT = (0.5, 0.75)
+CUT_MIN_LINES = 40
 
 
 def recorded_sessions(extra: list[Path]) -> list[Path]:
     root = shared_data_dir() / "sessions"
     found = [p for p in sorted(root.rglob("*.jsonl")) if find_recorded_compaction(p) is not None]
     return found + [p for p in extra if p not in found]
+
+
+def uncompacted_sessions() -> list[tuple[Path, int]]:
+    """Claude Code sessions of the shared data that never compacted, each with the lines to cut them at
+    (half and three quarters of the file): Nova's side alone, on the same facts."""
+    root = shared_data_dir() / "sessions"
+    out: list[tuple[Path, int]] = []
+    for path in sorted(root.rglob("*.jsonl")):
+        if find_recorded_compaction(path) is not None or path.name.startswith("agent-"):
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if len(lines) < CUT_MIN_LINES or '"sessionId"' not in lines[-1]:
+            continue
+        out += [(path, int(len(lines) * share)) for share in CUT_AT]
+    return out
 
 
 def pct(kept_n: int, total: int) -> str:
@@ -70,6 +90,8 @@ def misses_of(c: AnchorComparison) -> list[str]:
     needed = c.scores(c.needed())["nova_view"]["all"]
     if needed.kept < needed.total:
         out.append(f"{name}: Nova's view keeps {needed.kept} of the {needed.total} facts the next messages used")
+    if c.recorded.trigger == "cut":
+        return out  # no recorded summary to measure against
     if c.nova_tokens > c.recorded_tokens:
         out.append(f"{name}: Nova's summary is {c.nova_tokens:,} tokens, the recorded one {c.recorded_tokens:,}")
     return out
@@ -146,6 +168,18 @@ def main(argv: list[str]) -> int:
           f"{figures['nova_summary_kept_pct']:>9.0f}%{figures['nova_view_kept_pct']:>9.0f}%{all_needed:>8}"
           f"{figures['needed_kept_pct']:>12.0f}%")
     print(f"    summary tokens: recorded {figures['recorded_summary_tokens']:,}, Nova {figures['nova_summary_tokens']:,}")
+    cuts = [at_recorded_compaction(path, window=WINDOW, cut_before=line) for path, line in uncompacted_sessions()]
+    if cuts:
+        print(f"\n{len(cuts)} cuts of Claude Code sessions that never compacted (at {', '.join(f'{x:.0%}' for x in CUT_AT)} "
+              "of each file): Nova made to compact there, its view scored on the same facts (no recorded summary)")
+        print(f"    {'session':<44}{'line':>6}" + "".join(f"{k:>14}" for k in FACT_KINDS) + f"{'needed':>10}")
+        for c in cuts:
+            view = c.scores()["nova_view"]
+            needed = c.scores(c.needed())["nova_view"]["all"]
+            print(f"    {c.recorded.path.name:<44}{c.recorded.boundary_line:>6}"
+                  + "".join(f"{view[k].kept:>7}/{view[k].total:<6}" for k in FACT_KINDS)
+                  + f"{needed.kept:>5}/{needed.total:<4}")
+            misses += misses_of(c)
     print(f"\n({time.monotonic() - started:.1f}s)")
     for miss in misses:
         print(f"MISSED: {miss}")

@@ -303,11 +303,15 @@ def failure_code(result: ToolResultPart) -> int | None:
     return -1 if result.is_error else None
 
 
+# A line that only reports the exit code (Nova's bash, Claude Code): the code is carried on its own.
+_CODE_LINE = re.compile(r"^\s*(?:\[exit code: -?\d+\]|\[killed by [^\]]*\]|exit code:? -?\d+)\s*$", re.I)
+
+
 def error_lines(content: str, n: int = 3) -> list[str]:
     """The last non-empty lines of a tool output, the harness's tags (`<returncode>`, `<output_tail>`, ...)
-    removed."""
+    and its exit-code lines removed."""
     body = re.sub(r"<returncode>-?\d+</returncode>|</?[a-z_-]+>", "", content)
-    lines = [line.rstrip() for line in body.splitlines() if line.strip()]
+    lines = [line.rstrip() for line in body.splitlines() if line.strip() and not _CODE_LINE.match(line)]
     return lines[-n:]
 
 

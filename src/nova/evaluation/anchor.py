@@ -146,20 +146,27 @@ def find_recorded_compaction(path: Path) -> RecordedCompaction | None:
 
 def at_recorded_compaction(
     path: Path, *, window: int = 200_000, counter: TokenCounter | None = None, config: CompactionConfig | None = None,
-    spill: SpillConfig | None = None,
+    spill: SpillConfig | None = None, cut_before: int | None = None,
 ) -> AnchorComparison:
-    """Replay `path` up to its recorded agent's first compaction and make Nova compact at that message."""
-    recorded = find_recorded_compaction(path)
+    """Replay `path` up to its recorded agent's first compaction and make Nova compact at that message.
+    `cut_before` (a line of a Claude Code transcript) cuts a session that never compacted there instead:
+    Nova's side alone, scored on the same facts (the recorded summary is "")."""
+    recorded = read_claude_code(path, cut_before=cut_before) if cut_before else find_recorded_compaction(path)
     if recorded is None:
         raise NoRecordedCompaction(f"{path}: no compaction by the recorded agent (a Claude Code `compact_boundary` "
                                    "followed by its `isCompactSummary` record)")
     counter = counter or HeuristicCounter(CL100K_PROFILE)
     session = read_session_file(path)
-    summary_id = mid(recorded.summary_line)
-    at = next((i for i, m in enumerate(session.messages) if m.id == summary_id), None)
-    if at is None:
-        raise NoRecordedCompaction(f"{path}: line {recorded.summary_line} holds the recorded summary, but the import "
-                                   "has no message for it")
+    if cut_before:
+        # The first message imported from that line on (ids follow the lines: `m00123`).
+        at = next((i for i, m in enumerate(session.messages) if m.id >= mid(cut_before)), len(session.messages))
+    else:
+        summary_id = mid(recorded.summary_line)
+        found = next((i for i, m in enumerate(session.messages) if m.id == summary_id), None)
+        if found is None:
+            raise NoRecordedCompaction(f"{path}: line {recorded.summary_line} holds the recorded summary, but the "
+                                       "import has no message for it")
+        at = found
     # Repaired as the replay would repair it, so the forced compaction's index is the end of what is replayed.
     before, _ = repair_history(session.messages[:at])
     report = replay_messages(before, system=session.system, window=window, policy="nova", counter=counter,
@@ -167,7 +174,8 @@ def at_recorded_compaction(
     summary = next((m for m in reversed(report.final_view) if m.origin == "summary"), None)
     note = "" if summary is not None else ("Nova made no compaction: the history before the boundary is smaller "
                                            "than a summary of it would leave, so the view keeps it whole")
-    later = view_text(session.messages[at + 1: at + 1 + LATER_MESSAGES])
+    first_after = at if cut_before else at + 1  # past the recorded summary itself
+    later = view_text(session.messages[first_after: first_after + LATER_MESSAGES])
     return AnchorComparison(
         recorded=recorded, replayed_messages=len(before), report=report,
         nova_summary=summary.text if summary is not None else "",

@@ -130,8 +130,11 @@ class RecordedCompaction:
 
 
 # -- reading ------------------------------------------------------------------------------------------
-def read_claude_code(path: Path) -> RecordedCompaction | None:
-    """The first compaction of a Claude Code transcript with the facts before it; None when it has none."""
+def read_claude_code(path: Path, *, cut_before: int | None = None) -> RecordedCompaction | None:
+    """The first compaction of a Claude Code transcript with the facts before it; None when it has none.
+    With `cut_before` (a line number), a transcript is cut there as if its agent had compacted before that
+    line, with no summary of its own (`summary` ""): how Nova's view is scored on sessions that never
+    compacted."""
     records: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         try:
@@ -140,6 +143,11 @@ def read_claude_code(path: Path) -> RecordedCompaction | None:
             continue
         if isinstance(record, dict) and not record.get("isSidechain"):
             records.append((number, record))
+    cwd = next((str(r["cwd"]) for _, r in records if isinstance(r.get("cwd"), str)), "")
+    if cut_before is not None:
+        facts = _Extraction(cwd).run([(n, r) for n, r in records if n < cut_before])
+        return RecordedCompaction(path=path, format="claude-code", boundary_line=cut_before, summary_line=cut_before,
+                                  summary="", trigger="cut", tokens_before=0, facts=tuple(facts), cwd=cwd)
     boundary = next((n for n, r in records if r.get("type") == "system" and r.get("subtype") == "compact_boundary"),
                     None)
     if boundary is None:
@@ -149,7 +157,6 @@ def read_claude_code(path: Path) -> RecordedCompaction | None:
         return None
     boundary_record = next(r for n, r in records if n == boundary)
     meta = boundary_record.get("compactMetadata") or {}
-    cwd = next((str(r["cwd"]) for _, r in records if isinstance(r.get("cwd"), str)), "")
     facts = _Extraction(cwd).run([(n, r) for n, r in records if n < boundary])
     return RecordedCompaction(path=path, format="claude-code", boundary_line=boundary, summary_line=summary_at[0],
                               summary=_text_of((summary_at[1].get("message") or {}).get("content")),

@@ -5,9 +5,19 @@ choices, and the approaches the user rejected marked rejected."""
 from __future__ import annotations
 
 from nova.context.compaction import carried_budget
-from nova.context.summarize import REJECTED, continuity_section, exit_code, failure_code
+from nova.context.continuity import ContinuityGuard
+from nova.context.state import TaskState
+from nova.context.summarize import (
+    REJECTED,
+    ModelSummarizer,
+    SummaryRequest,
+    continuity_section,
+    exit_code,
+    failure_code,
+)
 from nova.messages import Message, ToolResultPart, ToolUsePart
 from nova.providers.base import assistant_message
+from nova.testing import ScriptedProvider
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 COUNTER = HeuristicCounter(CL100K_PROFILE)
@@ -80,3 +90,39 @@ def test_a_tight_budget_trims_the_oldest_rows_but_never_a_modified_file() -> Non
     assert all(f"src/pkg/module_{i}.py" in tight for i in range(30))
     assert "by `sed -i" in whole and "I decided to port module_29 first" in whole
     assert carried_budget(4_000) == 400 and carried_budget(176_000) == 35_200
+
+
+class _NoState:
+    """A task ledger with nothing in it: only the summary's own rows are checked."""
+
+    def load(self) -> TaskState:
+        return TaskState()
+
+
+class _Reviving:
+    """A model summary that brings back the approach the user turned down as its decision."""
+
+    name = "reviving"
+
+    def __init__(self) -> None:
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> str:
+        self.requests.append(request)
+        return ("## Decisions and rationale\n- I'll go with a `TokenStream` class instead of the regex scanner.\n"
+                "## Next step\n- Write the TokenStream class.")
+
+
+def test_a_model_summary_that_revives_a_rejected_approach_is_rebuilt() -> None:
+    history = _run()
+    carried = continuity_section(history)
+    inner = _Reviving()
+    guard = ContinuityGuard(state=_NoState(), inner=inner, counter=COUNTER)  # type: ignore[arg-type]
+    body = guard.summarize(SummaryRequest(older=history, carried=carried, max_tokens=800))
+    assert guard.last is not None and guard.last.rebuilt
+    assert ("rejected approach", "I'll go with a `TokenStream` class instead of the regex scanner.") in guard.last.missing
+    assert "I'll go with a `TokenStream` class" not in body.split("## Decisions and rationale", 1)[-1]
+    # The model was told the facts it had to agree with, the rejection included.
+    instruction = ModelSummarizer(ScriptedProvider([]), model="m").build_request(
+        SummaryRequest(older=history, carried=carried, max_tokens=800)).messages[-1].text
+    assert "rejected by the user (msg u2)" in instruction and "never a decision" in instruction

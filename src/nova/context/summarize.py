@@ -43,6 +43,7 @@ __all__ = [
     "build_user_section",
     "continuity_section",
     "is_user_message",
+    "rejected_approaches",
     "render_transcript",
     "summarizer_for",
     "summary_instruction",
@@ -165,9 +166,11 @@ def render_transcript(messages: Sequence[Message]) -> str:
 
 
 def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: str = "", kept_messages: int = 0,
-                        task_state: str = "") -> str:
+                        task_state: str = "", carried: str = "") -> str:
     """The instruction sent as the final user message of a model summary request. `kept_messages`: how
-    many of the newest messages above stay in the context verbatim after the summary."""
+    many of the newest messages above stay in the context verbatim after the summary. `carried`: the
+    rows Nova writes into the summary itself (files, open tasks, rejected approaches, decisions, failures):
+    given to the model as the facts its sections must agree with, never to be repeated."""
     sections = "\n".join(f"## {s}" for s in SECTIONS)
     focus_line = f"\nGive extra attention to: {focus}\n" if focus else ""
     pointer = f" The full transcript is at {transcript_path}." if transcript_path else ""
@@ -182,6 +185,9 @@ def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: st
         "Fold every still-relevant fact of an earlier summary into the new one. Mark what you inferred "
         f"as inferred. Stay under {max_tokens} tokens.{pointer}{kept if kept_messages > 0 else ''}{focus_line}"
         + (f"\nCopy this task ledger into the summary as it is, ids included:\n{task_state}\n" if task_state else "")
+        + (f"\nNova adds these sections to the summary itself, exactly as below: do not repeat them, build on "
+           "them — an approach listed as rejected by the user is never a decision or the next step:\n"
+           f"{carried}\n" if carried else "")
     )
 
 
@@ -206,7 +212,7 @@ class ModelSummarizer:
         kept = max(0, len(shown) - len(request.older)) if request.context else 0
         instruction = summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
                                           transcript_path=request.transcript_path, kept_messages=kept,
-                                          task_state=request.task_state)
+                                          task_state=request.task_state, carried=request.carried)
         if self.reuse_cache:
             messages = [*shown, Message.user(instruction, origin="summary_request")]
         else:
@@ -742,6 +748,11 @@ def _strip_preamble(text: str) -> str:
     """A recorded summary without the harness's own first line ("This session is being continued...")."""
     first, _, rest = text.partition("\n")
     return rest if rest and "continued from a previous conversation" in first else text
+
+
+def rejected_approaches(messages: Sequence[Message]) -> list[str]:
+    """The choices the agent stated that the person turned down in their next message, oldest first."""
+    return list(_collect(messages).rejected)
 
 
 def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARRIED_PATHS,

@@ -411,7 +411,7 @@ def _collect(messages: Sequence[Message]) -> _Facts:
                     _task_created(call, part, m.id, facts)
                 code = failure_code(part)
                 if code is not None:
-                    what = (_command_of(call) or f"{call.name} {json.dumps(dict(call.input))}") if call else "?"
+                    what = (_command_of(call) or _call_line(call)) if call else "?"
                     facts.failures.append((what, m.id, code, error_lines(part.content)))
         if m.role == "assistant" and m.text.strip():
             facts.last_assistant = (m.text.strip(), m.id)
@@ -425,6 +425,14 @@ def _collect(messages: Sequence[Message]) -> _Facts:
     for path in facts.files_changed:
         facts.files_read.pop(path, None)
     return facts
+
+
+def _call_line(call: ToolUsePart) -> str:
+    """A call that is not a shell command, as one line: its name, the file it names, the other arguments."""
+    touched = _paths_of(call)
+    target = (touched.writes or touched.reads or ("",))[0]
+    rest = {k: v for k, v in call.input.items() if v != target}
+    return " ".join(x for x in (call.name, target, json.dumps(rest, ensure_ascii=False) if rest else "") if x)
 
 
 def _task_call(call: ToolUsePart, message_id: str, facts: _Facts) -> None:

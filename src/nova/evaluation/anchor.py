@@ -30,7 +30,7 @@ from nova.evaluation.facts import (
     used_by,
 )
 from nova.evaluation.replay import ReplayReport, replay_messages, view_text
-from nova.messages import Message
+from nova.messages import Message, SummaryPart
 from nova.sessions.importers import read_session_file
 from nova.sessions.readers.common import mid
 from nova.sessions.repair import repair_history
@@ -172,14 +172,17 @@ def at_recorded_compaction(
     report = replay_messages(before, system=session.system, window=window, policy="nova", counter=counter,
                              config=config, spill=spill, compact_before={len(before)})
     summary = next((m for m in reversed(report.final_view) if m.origin == "summary"), None)
+    # The summary itself, not the restore attachment beside it (re-read files): the recorded agent
+    # re-attaches those apart from its summary too.
+    summary_text = "\n\n".join(p.text for p in summary.parts if isinstance(p, SummaryPart)) if summary else ""
     note = "" if summary is not None else ("Nova made no compaction: the history before the boundary is smaller "
                                            "than a summary of it would leave, so the view keeps it whole")
     first_after = at if cut_before else at + 1  # past the recorded summary itself
     later = view_text(session.messages[first_after: first_after + LATER_MESSAGES])
     return AnchorComparison(
         recorded=recorded, replayed_messages=len(before), report=report,
-        nova_summary=summary.text if summary is not None else "",
+        nova_summary=summary_text,
         recorded_tokens=counter.count(recorded.summary),
-        nova_tokens=counter.count(summary.text) if summary is not None else 0,
+        nova_tokens=counter.count(summary_text) if summary is not None else 0,
         later=later, note=note,
     )

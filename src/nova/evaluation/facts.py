@@ -28,7 +28,7 @@ How a fact counts as kept by a text (`kept`):
   paraphrase); a short one (under four words) must appear whole;
 - files: the path, the path relative to the session's working directory, or its file name;
 - the last error: its command (first line, up to 120 characters) and, when it has one, its exit code
-  after a word such as "exit" or "code"; without a code, the first line of its error;
+  after a word such as "exit" or "code"; without a code, the last line of its error;
 - decisions: every key term; a rejected one also needs a word of rejection within 300 characters.
 
 Which facts the continuation used (`used_by`): a fact is used when the next messages after the boundary
@@ -105,7 +105,7 @@ class Fact:
     code: int | None = None
     """`last_error`: the exit code the result reports (None when it reports none)."""
     error: str = ""
-    """`last_error`: the first line of its error output."""
+    """`last_error`: the last line of its error output (where an error says what went wrong)."""
     rejected: bool = False
     """`decision`: the person rejected the approach in their next message."""
     aliases: tuple[str, ...] = ()
@@ -301,7 +301,7 @@ class _Extraction:
         lines = [line.strip() for line in text.splitlines() if line.strip() and not _EXIT_IN_RESULT.match(line)]
         self.last_error = Fact("last_error", what, f"line {number}", key_terms(what)[:3],
                                code=int(found_code.group(1)) if found_code else None,
-                               error=lines[0][:160] if lines else "")
+                               error=lines[-1][:160] if lines else "")
 
     def _decisions(self, number: int, text: str) -> None:
         for sentence in _SENTENCE.split(text):

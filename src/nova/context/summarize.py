@@ -83,6 +83,8 @@ OPEN_TASKS = "Open tasks (the agent's own task list)"
 FAILED_ATTEMPTS = "Failed attempts (newest first; the last one below)"
 MAX_CARRIED_FAILURES = 24
 MAX_CHANGED_BY = 160
+# How many of the newest files modified say which shell command changed them.
+MAX_CHANGED_BY_ROWS = 20
 REJECTED = "Approaches the user rejected"
 EARLIER_SUMMARY = "Earlier summary"
 MAX_CARRIED_TASKS = 30
@@ -780,7 +782,7 @@ def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARR
     them); each section says how many more the transcript has."""
     facts = _collect(messages)
     limits = {"files": max_paths, "tasks": MAX_CARRIED_TASKS, "rejected": MAX_CARRIED_REJECTED,
-              "choices": MAX_CARRIED_DECISIONS, "failures": MAX_CARRIED_FAILURES, "changed_by": max_paths}
+              "choices": MAX_CARRIED_DECISIONS, "failures": MAX_CARRIED_FAILURES, "changed_by": MAX_CHANGED_BY_ROWS}
     earlier = _distinct_failures(facts.failures[:-1])
 
     def file_row(path: str, message_id: str, index: int, count: int) -> str:

@@ -126,3 +126,19 @@ def test_a_model_summary_that_revives_a_rejected_approach_is_rebuilt() -> None:
     instruction = ModelSummarizer(ScriptedProvider([]), model="m").build_request(
         SummaryRequest(older=history, carried=carried, max_tokens=800)).messages[-1].text
     assert "rejected by the user (msg u2)" in instruction and "never a decision" in instruction
+
+
+def test_a_refused_or_interrupted_call_is_no_failure_of_the_command() -> None:
+    refused = ToolUsePart("x1", "Bash", {"command": "git push --force"})
+    stopped = ToolUsePart("x2", "Bash", {"command": "rm -rf build"})
+    section = continuity_section([
+        Message.user("Ship it.", id="u1"),
+        assistant_message("Pushing.", [refused], id="a1"),
+        Message(role="user", id="r1", parts=(ToolResultPart(
+            "x1", "The user doesn't want to proceed with this tool use. The tool use was rejected.", is_error=True),)),
+        assistant_message("Cleaning.", [stopped], id="a2"),
+        Message(role="user", id="r2", parts=(ToolResultPart("x2", "[Request interrupted by user for tool use]",
+                                                            is_error=True),)),
+    ])
+    assert "Last failing command" not in section and "Failed attempts" not in section
+    assert "rejected by the user (msg r1): the call git push --force" in section

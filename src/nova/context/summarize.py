@@ -267,6 +267,10 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _TODO_TOOLS = ("todowrite", "write_todos", "update_plan")
 _DONE = ("completed", "done", "cancelled", "canceled", "deleted")
 _TASK_ID = re.compile(r"#(\d+)|\btask (\d+)\b", re.I)
+# A tool result that says the person refused the call (Claude Code), or that it never ran (an interrupt,
+# a resumed session's synthetic answer): neither is a failure of the command.
+_REFUSED = ("The user doesn't want to proceed with this tool use",)
+_NOT_RUN = ("[Request interrupted by user", "interrupted: the session stopped before this tool call")
 
 
 def paths_in(text: str) -> list[str]:
@@ -411,9 +415,15 @@ def _collect(messages: Sequence[Message]) -> _Facts:
                 call, _ = calls.get(part.tool_use_id, (None, ""))
                 if call is not None and call.name.lower() == "taskcreate":
                     _task_created(call, part, m.id, facts)
+                what = (_command_of(call) or _call_line(call)) if call else "?"
+                if part.content.startswith(_REFUSED):
+                    # The person refused this call: an approach turned down, not a failure of the command.
+                    facts.rejected[f"the call {_clip(what, MAX_DECISION_CHARS)}"] = (m.id, m.id)
+                    continue
+                if part.content.startswith(_NOT_RUN):
+                    continue  # stopped before it ran: no failure of the command either
                 code = failure_code(part)
                 if code is not None:
-                    what = (_command_of(call) or _call_line(call)) if call else "?"
                     facts.failures.append((what, m.id, code, error_lines(part.content)))
         if m.role == "assistant" and m.text.strip():
             facts.last_assistant = (m.text.strip(), m.id)

@@ -119,7 +119,7 @@ def main(argv: list[str]) -> int:
         needed_scores = c.scores(needed)
         print(f"\n{c.recorded.path.relative_to(c.recorded.path.parents[2])} (boundary at line {c.recorded.boundary_line}, "
               f"{c.recorded.trigger}, {c.recorded.tokens_before:,} tokens before; {c.replayed_messages} messages "
-              f"replayed, {c.report.compactions} Nova compaction(s))")
+              f"replayed; Nova's view {'starts with its summary' if c.nova_summary else 'is the history, whole'})")
         if c.note:
             print(f"    note: {c.note}")
         print(header)

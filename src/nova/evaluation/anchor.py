@@ -175,8 +175,8 @@ def at_recorded_compaction(
     # The summary itself, not the restore attachment beside it (re-read files): the recorded agent
     # re-attaches those apart from its summary too.
     summary_text = "\n\n".join(p.text for p in summary.parts if isinstance(p, SummaryPart)) if summary else ""
-    note = "" if summary is not None else ("Nova made no compaction: the history before the boundary is smaller "
-                                           "than a summary of it would leave, so the view keeps it whole")
+    note = "" if summary is not None else ("Nova did not compact: a summary of the history before the boundary "
+                                           "would not make the view smaller, so the view keeps the history whole")
     first_after = at if cut_before else at + 1  # past the recorded summary itself
     later = view_text(session.messages[first_after: first_after + LATER_MESSAGES])
     return AnchorComparison(

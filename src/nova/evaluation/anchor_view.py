@@ -25,8 +25,8 @@ def comparison_lines(c: AnchorComparison) -> list[str]:
     next messages used."""
     r = c.recorded
     out = [f"{r.path.name} ({r.format}): compaction at line {r.boundary_line} ({r.trigger or 'unknown'} trigger, "
-           f"{r.tokens_before:,} tokens before); {c.replayed_messages} messages replayed, Nova made "
-           f"{c.report.compactions} compaction(s)"]
+           f"{r.tokens_before:,} tokens before); {c.replayed_messages} messages replayed; Nova's view "
+           f"{'starts with its summary' if c.nova_summary else 'is the history, whole'}"]
     if c.note:
         out.append(f"note: {c.note}")
     scores = c.scores()

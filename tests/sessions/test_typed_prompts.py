@@ -137,3 +137,53 @@ def test_gemini_cli_imports_every_prompt_and_each_call_with_its_result(path: Pat
     calls = [c for m in doc["messages"] for c in m.get("toolCalls") or ()]
     assert [u.id for m in session.messages for u in m.tool_uses()] == [c["id"] for c in calls]
     assert {r.tool_use_id for m in session.messages for r in m.tool_results()} == {c["id"] for c in calls}
+
+
+def _write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_codex_compaction_is_a_summary_covering_what_came_before(tmp_path: Path) -> None:
+    def item(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "response_item", "timestamp": "2026-01-01T00:00:00Z", "payload": payload}
+
+    path = _write_lines(tmp_path / "rollout.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s1", "cwd": "/repo"}},
+        item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the parser"}]}),
+        item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}),
+        {"type": "compacted", "payload": {"message": "Summary: the parser in src/parse.py was fixed."}},
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "now add a test"}},
+    ])
+    messages = read_session_file(path).messages
+    [summary] = [m for m in messages if m.metadata.get("compaction")]
+    assert summary.metadata["compaction"]["source"] == "codex" and summary.has("summary")
+    assert summary.parts[0].covers == tuple(m.id for m in messages[: messages.index(summary)])  # type: ignore[union-attr]
+    assert [t for m in messages for _, t in person_entries(m)] == ["fix the parser", "now add a test"]
+
+
+def test_an_opencode_and_a_pi_compaction_are_summaries_not_requests(tmp_path: Path) -> None:
+    opencode = tmp_path / "session.json"
+    opencode.write_text(json.dumps({"info": {"id": "ses"}, "messages": [
+        {"info": {"id": "m1", "role": "user"}, "parts": [{"type": "text", "text": "rename the flag"}]},
+        {"info": {"id": "m2", "role": "assistant"}, "parts": [{"type": "text", "text": "renamed"}]},
+        {"info": {"id": "m3", "role": "user"}, "parts": [{"type": "compaction"}]},
+        {"info": {"id": "m4", "role": "assistant", "summary": True}, "parts": [{"type": "text", "text": "Renamed --x."}]},
+        {"info": {"id": "m5", "role": "user"}, "parts": [{"type": "text", "text": "thanks", "synthetic": False},
+                                                         {"type": "text", "text": "<file>", "synthetic": True}]},
+    ]}), encoding="utf-8")
+    messages = read_session_file(opencode).messages
+    assert [m.metadata["compaction"]["source"] for m in messages if m.metadata.get("compaction")] == ["opencode"]
+    assert [t for m in messages for _, t in person_entries(m)] == ["rename the flag", "thanks"]
+    pi = _write_lines(tmp_path / "pi.jsonl", [
+        {"type": "session", "version": 3, "id": "p1", "cwd": "/repo"},
+        {"type": "message", "id": "a", "parentId": None, "message": {"role": "user", "content": "write haiku.txt"}},
+        {"type": "message", "id": "b", "parentId": "a", "message": {"role": "assistant",
+                                                                      "content": [{"type": "text", "text": "ok"}]}},
+        {"type": "compaction", "id": "c", "parentId": "b", "summary": "Wrote haiku.txt.", "tokensBefore": 9000},
+        {"type": "message", "id": "d", "parentId": "c", "message": {"role": "user", "content": "and a limerick"}},
+    ])
+    messages = read_session_file(pi).messages
+    [summary] = [m for m in messages if m.metadata.get("compaction")]
+    assert summary.metadata["compaction"]["tokens_before"] == 9000 and summary.text == "Wrote haiku.txt."
+    assert [t for m in messages for _, t in person_entries(m)] == ["write haiku.txt", "and a limerick"]

@@ -6,14 +6,16 @@ agent modified, (c) the last failing command and its error. The last line is one
 window, then policy.
 
 Definitions (stated so the figures can be checked):
-- user messages: the user-written (non tool-result) messages of the imported session, kept when their
-  text appears verbatim in the final view (a summary's verbatim user section counts).
+- user messages: what a person wrote in the imported session (`user_entries_in`: wherever it sits), kept
+  when its text appears verbatim in the final view (a summary's verbatim user section counts).
 - modified paths: the files in the run's final submission diff that the conversation mentions at all (a
   path never shown to the model cannot be kept by any policy); kept when the path string is visible.
 - last failure: the last tool call whose output reports a non-zero return code; kept when the first
   200 characters of its command and of its last error line are both visible.
 Token counts use the Gemini heuristic profile (the runs are Gemini 3 Pro); Nova's layer 2 uses the
 extractive summarizer (no model calls, so no summary tokens to add).
+
+Exits 1 when a target is missed.
 
     python benchmarks/compaction.py [--quick]
 """
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nova.context.summarize import error_lines, failure_code, is_user_message
+from nova.context.summarize import error_lines, failure_code, user_entries_in
 from nova.evaluation.replay import POLICIES, replay_messages, view_text
 from nova.messages import Message, ToolUsePart
 from nova.sessions.importers import read_session_file
@@ -51,7 +53,7 @@ def ground_truth(path: Path, messages: list[Message]) -> dict[str, Any]:
                 use: ToolUsePart = calls[r.tool_use_id]
                 lines = error_lines(r.content, 1)
                 last = (str(use.input.get("command", ""))[:200], lines[0][:200] if lines else "")
-    users = [m.text for m in messages if is_user_message(m)]
+    users = [text for m in messages for _, text in user_entries_in(m)]
     return {"users": users, "paths": paths, "failure": last}
 
 
@@ -78,6 +80,7 @@ def main(argv: list[str]) -> int:
     truths = [ground_truth(f, s.messages) for f, s in sessions]
     results: dict[str, dict[str, dict[str, float | int]]] = {}
     started = time.monotonic()
+    missed: list[str] = []
     for window in WINDOWS:
         results[str(window)] = {}
         print(f"\nwindow {window:,} ({len(files)} trajectories)")
@@ -116,9 +119,14 @@ def main(argv: list[str]) -> int:
         verdict = all(nova[k] == 1.0 for k in ("user_kept", "paths_kept", "error_kept")) and ratio <= 1.1
         print(f"  target (nova keeps 100% of a, b, c at <= 1.1x truncate's input): {'met' if verdict else 'MISSED'}"
               f" (ratio {ratio:.2f}, breaker trips {rows['nova']['trips']})")
+        if not verdict:
+            missed.append(f"window {window:,}: user {nova['user_kept']:.0%}, paths {nova['paths_kept']:.0%}, "
+                          f"error {nova['error_kept']:.0%}, input {ratio:.2f}x truncate")
     print(f"\n({time.monotonic() - started:.1f}s)")
+    for miss in missed:
+        print(f"MISSED: {miss}")
     print(json.dumps(results, sort_keys=True))
-    return 0
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ def main() -> int:
     met = growth < 2 and speedup >= 10
     print(f"targets (growth 1k→10k < 2x, >= 10x faster than naive at 10k): {'met' if met else 'MISSED'}")
     print(json.dumps({"growth_1k_to_10k": round(growth, 3), "speedup_vs_naive_10k": round(speedup, 1)}))
-    return 0
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

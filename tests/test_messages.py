@@ -23,6 +23,7 @@ from nova.messages import (
     from_dict,
     iter_tool_pairs,
     loads,
+    person_entries,
     to_dict,
 )
 
@@ -114,3 +115,24 @@ def test_messages_written_with_nova_kind_load_with_an_origin() -> None:
     assert loads(json.dumps([old])) == [loaded]
     unknown = from_dict({**old, "metadata": {"nova_kind": "telepathy"}})
     assert unknown.origin is None and unknown.metadata == {"nova_kind": "telepathy"}
+
+
+def test_text_marks_are_written_only_when_set_and_say_whose_words_they_are() -> None:
+    assert to_dict(Message.user("hi"))["parts"] == [{"text": "hi", "kind": "text"}]
+    mixed = Message(role="user", id="r1", parts=(
+        ToolResultPart("t1", "done"),
+        TextPart("[Request interrupted by user]", harness=True),
+        TextPart("no, keep the old name", entry="u7"),
+        TextPart("and run the tests"),
+    ))
+    data = to_dict(mixed)
+    assert data["parts"][1] == {"text": "[Request interrupted by user]", "kind": "text", "harness": True}
+    assert data["parts"][2] == {"text": "no, keep the old name", "kind": "text", "entry": "u7"}
+    assert from_dict(data) == mixed
+    # Beside a tool result, after an interrupt marker: the person's words, each under its own id.
+    assert person_entries(mixed) == [("u7", "no, keep the old name"), ("r1", "and run the tests")]
+    # A message the harness wrote as a whole hides nothing but its own text.
+    caveat = Message(role="user", id="m1", metadata={"is_meta": True},
+                     parts=(TextPart("Caveat: local commands."), TextPart("fix it", entry="u2")))
+    assert person_entries(caveat) == [("u2", "fix it")]
+    assert person_entries(Message.assistant("fix it")) == []

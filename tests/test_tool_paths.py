@@ -51,3 +51,17 @@ def test_prose_is_not_a_path(token: str) -> None:
 @pytest.mark.parametrize("token", ["a.py", "src/nova/x.py", "/etc/hosts", "./run", "~/notes", "Makefile.am"])
 def test_paths_look_like_paths(token: str) -> None:
     assert looks_like_path(token)
+
+
+@pytest.mark.parametrize(("command", "written"), [
+    ("python3 - <<'EOF'\np = 'astropy/io/fits/card.py'\ns = open(p).read()\nopen(p, 'w').write(s)\nEOF",
+     ("astropy/io/fits/card.py",)),
+    ("python -c \"open('django/db/models/query.py','w').write('x')\"", ("django/db/models/query.py",)),
+    ("python - <<'EOF'\nfrom pathlib import Path\nPath('lib/a.py').write_text('x')\nEOF", ("lib/a.py",)),
+    ("git apply <<'EOF'\n--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\nEOF", ("src/x.py",)),
+    ("grep -n 'open(' src/x.py", ()),
+    ("python - <<'EOF'\nprint(open('setup.cfg').read())\nEOF", ()),
+])
+def test_a_script_inside_the_command_writes_what_it_opens_for_writing(command: str, written: tuple[str, ...]) -> None:
+    # Agents rewrite a file with a heredoc script when sed is too awkward; the file is changed all the same.
+    assert paths_of(ToolUsePart("t", "bash", {"command": command})).writes == written

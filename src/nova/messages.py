@@ -38,8 +38,10 @@ __all__ = [
     "ToolUsePart",
     "dumps",
     "from_dict",
+    "harness_message",
     "loads",
     "new_id",
+    "person_entries",
     "to_dict",
 ]
 
@@ -66,8 +68,19 @@ def new_id(prefix: str = "msg") -> str:
 
 @dataclass(frozen=True, slots=True)
 class TextPart:
+    """Text. In a user message it is the person's own words unless `harness` says otherwise.
+
+    `harness`: the recording agent (or its harness) put this text into the user message — a caveat, hook
+    feedback, a skill body, a command's output, an interrupt marker — so it is never taken for what the
+    person asked. `entry`: the id this text had as a message of its own, when it now sits in a message
+    under another id (a repair merged two user messages for the wire; a prompt typed while tools ran was
+    delivered beside their results); "" when it is the message's own text. Both are written only when set,
+    so a plain text part serializes as it always did."""
+
     text: str
     kind: Literal["text"] = "text"
+    harness: bool = False
+    entry: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +224,12 @@ def to_dict(message: Message) -> dict[str, Any]:
     data: dict[str, Any] = _get_adapters()[0].dump_python(message, mode="json")
     if data["origin"] is None:
         del data["origin"]
+    for part in data["parts"]:
+        if part["kind"] == "text":
+            if not part["harness"]:
+                del part["harness"]
+            if not part["entry"]:
+                del part["entry"]
     return data
 
 
@@ -234,6 +253,35 @@ def dumps(messages: Iterable[Message]) -> str:
 
 def loads(text: str) -> list[Message]:
     return [_with_origin(m) for m in _get_adapters()[1].validate_json(text)]
+
+
+# Whole-message marks an importer or an older Nova wrote: every text of such a message without an `entry`
+# of its own is the harness's (`is_meta`: Claude Code's inserts; `user_shell`: a command the person ran,
+# with its output; `compaction`: the recorded agent's own summary).
+_HARNESS_MESSAGE_KEYS = ("is_meta", "user_shell", "compaction")
+
+
+def harness_message(message: Message) -> bool:
+    """Whether `message` was marked as a whole as the harness's own (see `_HARNESS_MESSAGE_KEYS`)."""
+    return any(message.metadata.get(key) for key in _HARNESS_MESSAGE_KEYS)
+
+
+def person_entries(message: Message) -> list[tuple[str, str]]:
+    """(entry id, text) of what a person typed in `message`, in order: every text part of a user message
+    that is not the harness's, wherever it sits — beside tool results, merged with other messages, after
+    an interrupt. Texts of one entry are joined as separate paragraphs. Nova's own inserts (`origin`) and
+    a recorded summary hold none of their own; a person's text merged into one keeps its `entry`."""
+    if message.role != "user":
+        return []
+    whole_harness = message.origin is not None or harness_message(message)
+    grouped: dict[str, list[str]] = {}
+    for part in message.parts:
+        if not isinstance(part, TextPart) or part.harness or not part.text.strip():
+            continue
+        if whole_harness and not part.entry:
+            continue
+        grouped.setdefault(part.entry or message.id, []).append(part.text)
+    return [(entry, "\n\n".join(texts)) for entry, texts in grouped.items()]
 
 
 def iter_tool_pairs(messages: Iterable[Message]) -> Iterator[tuple[ToolUsePart, ToolResultPart | None]]:

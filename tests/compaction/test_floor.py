@@ -84,9 +84,18 @@ def test_user_messages_the_summary_cannot_hold_are_recorded_in_the_manifest() ->
     kept_whole = [m for m in later if m.text in outcome.messages[0].text]
     assert {m.id for m in later} == left_ids | {m.id for m in kept_whole}
     dropped = {d.id: d.reason for d in cut_records(outcome.messages)}
+    summary = outcome.messages[0].text
+    shortened = 0
     for mid in left_ids:
         assert "not in the compaction summary whole" in dropped[f"cut:{mid}"]
-        assert "no room left for it" in dropped[f"cut:{mid}"]
+        # Shortened with its head kept and a pointer to the rest, or — with no room even for that — named.
+        if "shortened, its head kept" in dropped[f"cut:{mid}"]:
+            note = next(m.text for m in later if m.id == mid)
+            assert note[:40] in summary and f"more chars in msg {mid} of the transcript" in summary
+            shortened += 1
+        else:
+            assert "no room left for it" in dropped[f"cut:{mid}"] and f"(user message {mid}," in summary
+    assert shortened  # the oldest are shortened before any is only named
 
 
 def test_the_continuity_section_carries_every_stated_choice_but_not_the_narration() -> None:

@@ -43,4 +43,4 @@ def test_meta_text_and_imported_summaries_are_not_user_requests() -> None:
     asked = Message.user("Please fix the login bug.")
     assert [m for m in (meta, carried, imported_text, asked) if is_user_message(m)] == [asked]
     facts = _collect([meta, carried, asked])
-    assert [m.text for m in facts.users] == ["Please fix the login bug."]
+    assert [text for _, text in facts.users] == ["Please fix the login bug."]

@@ -83,6 +83,8 @@ MIN_BODY_TOKENS = 160
 MIN_RESTORE_TOKENS = 64
 # A kept message is not cut below this (a head and a tail still worth reading).
 MIN_CUT_TOKENS = 160
+# The continuity rows (files, tasks, rejections, choices, last failure) get at least this much of the floor.
+MIN_CARRIED_TOKENS = 400
 RECENT_FILES = 5
 MAX_NAMED_PATHS = 8
 _SNIP_MARK = re.compile(r"\[\.\.\. \d+ chars snipped \.\.\. Full output: [^\]]*\]")
@@ -393,8 +395,8 @@ def compact(
     def fold(at: int) -> tuple[list[Message], list[str], list[Message], UserSection, str]:
         part = history[:at]
         ids = _covers(part)
-        raw = _raw_messages(ids, raw_lookup)
-        carried = continuity_section(raw or part)
+        raw = _raw_messages(part, raw_lookup)
+        carried = continuity_section(raw or part, budget=carried_budget(threshold), counter=counter)
         unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
         needed = sum(counter.count(text) + 12 for text in unique)
         # The user's words fit whole when they can; never so much that the floor passes the threshold.
@@ -481,12 +483,19 @@ def compact(
     )
 
 
+def carried_budget(threshold: int) -> int:
+    """Tokens the continuity rows (files, tasks, rejections, choices, failures) may take in a summary: a
+    share of the threshold that grows with it, up to a fifth — at 8k every row crowds out the kept tail
+    and the user's words, at 200k all of them fit. The files modified are never cut to it."""
+    return max(MIN_CARRIED_TOKENS, int(threshold * min(0.2, threshold / 80_000)))
+
+
 def _least_size(message: Message, counter: TokenCounter) -> int:
-    """The least `_fit_tail` can cut a kept message to: a message the user wrote is never cut, and a
-    part is not cut below what can still be read."""
+    """The least `_fit_tail` can cut a kept message to: a message the user wrote is never cut (nor their
+    words beside tool results), and a part is not cut below what can still be read."""
     if is_user_message(message):
         return count_message(message, counter)
-    return least_size(message, counter=counter, floor=MIN_CUT_TOKENS, force=True)
+    return least_size(message, counter=counter, floor=MIN_CUT_TOKENS, force=True, keep_person=True)
 
 
 def _fit_tail(tail: list[Message], *, room: int, counter: TokenCounter, save_dir: Path | None,
@@ -506,7 +515,8 @@ def _fit_tail(tail: list[Message], *, room: int, counter: TokenCounter, save_dir
         share = max(MIN_CUT_TOKENS, sizes[i] - over)
         cut = fit_message(tail[i], share=share, counter=counter, save_dir=save_dir, transcript=transcript_path,
                           reason="kept after a compaction, cut so the new view fits half the threshold",
-                          size=sizes[i], original=raw_lookup(tail[i].id) if raw_lookup else None, force=True)
+                          size=sizes[i], original=raw_lookup(tail[i].id) if raw_lookup else None, force=True,
+                          keep_person=True)
         if cut is None:
             continue
         out[i] = cut
@@ -515,24 +525,43 @@ def _fit_tail(tail: list[Message], *, room: int, counter: TokenCounter, save_dir
 
 
 def _covers(older: Sequence[Message]) -> list[str]:
-    """Ids of every raw message the new summary stands for: earlier summaries' covers plus the rest."""
+    """Ids of every raw message the new summary stands for: earlier summaries' covers plus the rest. A
+    summary the recorded agent wrote (imported, no Nova `origin`) is history too: its own id is covered."""
     covers: list[str] = []
     for m in older:
-        summaries = [p for p in m.parts if isinstance(p, SummaryPart)]
-        if summaries:
-            for s in summaries:
-                covers.extend(s.covers)
-        elif not is_nova_insert(m):
+        for p in m.parts:
+            if isinstance(p, SummaryPart):
+                covers.extend(p.covers)
+        if m.origin is None:
             covers.append(m.id)
     return list(dict.fromkeys(covers))
 
 
-def _raw_messages(ids: Sequence[str], lookup: Callable[[str], Message | None] | None) -> list[Message]:
+def _raw_messages(older: Sequence[Message], lookup: Callable[[str], Message | None] | None) -> list[Message]:
+    """The raw originals of `older`, in order: each message as first seen, and for each summary the
+    messages it stands for (CMP-10: rebuild from raw events, not from a summary of a summary). A summary
+    whose messages cannot all be read back (a session resumed from a summary, a recording that starts after
+    its agent compacted) is kept as it is beside what was found, so its carried rows and user entries are
+    folded in rather than lost. [] without a lookup."""
     if lookup is None:
         return []
-    found = [lookup(i) for i in ids]
-    # Rebuild from raw only when every covered message is known; otherwise fold the summary as it is.
-    return [m for m in found if m is not None] if all(m is not None for m in found) else []
+    out: list[Message] = []
+    for m in older:
+        summaries = [p for p in m.parts if isinstance(p, SummaryPart)]
+        if not summaries:
+            out.append(lookup(m.id) or m)
+            continue
+        found = [lookup(i) for s in summaries for i in s.covers]
+        out.extend(f for f in found if f is not None)
+        rest = [p for p in m.parts if not isinstance(p, SummaryPart)]
+        if any(f is None for f in found) or not found:
+            out.append(m)  # it stands for messages nobody can read back: fold it as it is
+        elif rest and m.origin is None:
+            out.append(m.with_parts(rest))  # a recorded summary merged with other parts: those parts
+    unique: dict[str, Message] = {}
+    for m in out:
+        unique.setdefault(m.id, m)
+    return list(unique.values())
 
 
 def _strip_user_section(body: str) -> str:

@@ -3,7 +3,8 @@
 Before a summary is accepted, a baseline is taken from canonical task state (goal, constraints,
 approvals, open items, evidence references); the summary — together with the user's messages that
 `compact` copies into it verbatim — is checked item by item, and the pointers it gives are checked
-readable. A summary that loses an item is rejected, and the summary is rebuilt by deterministic code
+readable. A summary that loses an item — or carries an approach the person rejected as a decision or the
+next step — is rejected, and the summary is rebuilt by deterministic code
 from task state and the raw events (the extractive summarizer over the raw originals, never over the
 previous summary alone). `ContinuityGuard` does this as a `Summarizer` wrapping the configured one, so
 the controller's compaction path (`compact` → summarizer) runs it on every layer-2 compaction.
@@ -25,12 +26,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nova.context.state import TaskState, TaskStateStore, baseline_items
-from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, is_user_message
+from nova.context.summarize import (
+    ExtractiveSummarizer,
+    Summarizer,
+    SummaryRequest,
+    rejected_approaches,
+    user_entries_in,
+)
 from nova.messages import Message
 from nova.tokens import TokenCounter
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["ContinuityGuard", "ContinuityReport", "check_items", "holds", "rebuild_summary", "state_section"]
+__all__ = ["ContinuityGuard", "ContinuityReport", "check_items", "holds", "rebuild_summary", "revived_rejections",
+           "state_section"]
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +128,32 @@ def state_section(state: TaskState) -> str:
     return "\n".join(lines)
 
 
+# Where a model summary says what to do: a rejected approach found here is carried as a choice.
+_ACTING_SECTIONS = ("Decisions and rationale", "Next step", "Pending work", "Current state")
+
+
+def revived_rejections(body: str, request: SummaryRequest) -> list[str]:
+    """The approaches the person rejected (`nova.context.summarize.rejected_approaches`) that `body` carries
+    in a section saying what to do, on a line that does not say they were rejected."""
+    rejected = rejected_approaches(list(request.raw_older) or list(request.older))
+    if not rejected:
+        return []
+    acting: list[str] = []
+    section = ""
+    for line in body.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+        elif section in _ACTING_SECTIONS and "reject" not in line.lower():
+            acting.append(" ".join(line.lower().split()))
+    text = "\n".join(acting)
+    return [r for r in rejected if " ".join(r.lower().split())[:80] in text]
+
+
 def rebuild_summary(state: TaskState, request: SummaryRequest, counter: TokenCounter) -> str:
     """Deterministic summary: task state first, then the extractive summary of the raw originals."""
+    if state.empty:
+        raw = list(request.raw_older) or list(request.older)
+        return ExtractiveSummarizer(counter).summarize(replace(request, raw_older=raw))
     section = state_section(state)
     room = max(128, request.max_tokens - counter.count(section) - 16)
     raw = list(request.raw_older) or list(request.older)
@@ -151,13 +183,19 @@ class ContinuityGuard:
 
     def summarize(self, request: SummaryRequest) -> str:
         state = self.state.load()  # the baseline, taken before anything is folded
-        if state.empty:
-            return self.inner.summarize(request)
-        body = self.inner.summarize(replace(request, task_state=state_section(state)))
-        # `compact` puts the user's own messages into the summary verbatim, and the modified files and the
-        # last failure (`carried`): they count as held.
-        users = "\n".join(m.text for m in (*request.older, *request.raw_older) if is_user_message(m))
-        report = check_items(state, f"{body}\n{request.carried}\n{users}")
+        body = self.inner.summarize(request if state.empty else replace(request, task_state=state_section(state)))
+        revived = revived_rejections(body, request)
+        if state.empty and not revived:
+            return body
+        # `compact` puts the user's own words into the summary verbatim, and the modified files, open tasks,
+        # rejected approaches, choices and failures (`carried`): they count as held.
+        users = "\n".join(text for m in (*request.older, *request.raw_older) for _, text in user_entries_in(m))
+        report = check_items(state, f"{body}\n{request.carried}\n{users}") if not state.empty else \
+            ContinuityReport(ok=True, checked=0)
+        if revived:
+            # A summary that carries what the person turned down as a decision or a next step would have
+            # the agent try it again.
+            report = replace(report, ok=False, missing=(*report.missing, *(("rejected approach", r) for r in revived)))
         bad = unreadable_pointers(body, self.readable)
         if report.ok and not bad:
             self.reports.append(report)

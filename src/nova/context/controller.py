@@ -318,9 +318,15 @@ class ContextController(Extension):
         return self.ledger.estimate(history, self.system, self.tools)
 
     def remember(self, history: Sequence[Message]) -> None:
+        """Keep the first-seen version of each message of the conversation (a summary the recorded agent
+        wrote included; Nova's own inserts are not history). A message a repair merged is found under
+        each id it was merged from, so an imported summary that names them still reads them back."""
         for m in history:
-            if m.id not in self.raw and not is_nova_insert(m):
-                self.raw[m.id] = m
+            if m.id in self.raw or m.origin is not None:
+                continue
+            self.raw[m.id] = m
+            for merged in m.metadata.get("merged_from", ()):
+                self.raw.setdefault(str(merged), m)
 
     # -- the pipeline ---------------------------------------------------------------------------------
     def _entry_budget(self, given: Sequence[Message]) -> list[Message]:
@@ -362,6 +368,11 @@ class ContextController(Extension):
     def _fit(self, message: Message) -> Message | None:
         """One message over its share of the budget, cut in the view (head, note, tail); None when it
         fits. A message the user wrote has the larger share: it is kept whole whenever it can be."""
+        if message.origin == "summary":
+            # Sized by the compaction that wrote it, to its continuity floor: cutting its middle here would
+            # drop the user's words and the carried rows it exists to keep (the last resort before a request
+            # over the window, `_cut_largest`, still may).
+            return None
         share = self.budget.message_share
         reason = ""
         size = count_message(message, self.counter)
@@ -372,7 +383,8 @@ class ContextController(Extension):
         if size <= share:
             return None
         cut = fit_message(message, share=share, counter=self.counter, save_dir=self.cut_dir,
-                          transcript=self.transcript_path, reason=reason, size=size)
+                          transcript=self.transcript_path, reason=reason, size=size,
+                          keep_person=not is_user_message(message))
         if cut is not None:
             self.stats.cuts += 1
             self.stats.last_event = self.stats.last_event or "cut"

@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from nova.context.shown_paths import shown_path
 from nova.fs.private import private_dir, write_private_text
-from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import (
+    Message,
+    Part,
+    SummaryPart,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+    harness_message,
+    person_entries,
+)
 from nova.tokens import TokenCounter, count_message
 
 __all__ = ["CUT_DIR", "CUT_MARK", "MIN_KEPT_TOKENS", "CutInfo", "cut_middle", "fit_message", "is_cut", "is_cut_text",
@@ -93,11 +102,15 @@ def _frozen(text: str) -> bool:
     return _placeholder(text) or is_cut_text(text) or "chars snipped ... Full output:" in text
 
 
-def _text_parts(message: Message) -> list[tuple[int, str, str]]:
+def _text_parts(message: Message, *, keep_person: bool = False) -> list[tuple[int, str, str]]:
     """(part index, argument key or "", text) of every text a cut may shorten. Thinking is never cut:
-    its signature holds only for the text as written."""
+    its signature holds only for the text as written. With `keep_person`, neither is what a person typed
+    (a correction beside tool results stays whole while the results are cut)."""
+    person = _person_parts(message) if keep_person else set()
     out: list[tuple[int, str, str]] = []
     for i, part in enumerate(message.parts):
+        if i in person:
+            continue
         if isinstance(part, TextPart | SummaryPart):
             out.append((i, "", part.text))
         elif isinstance(part, ToolResultPart):
@@ -107,13 +120,23 @@ def _text_parts(message: Message) -> list[tuple[int, str, str]]:
     return out
 
 
-def least_size(message: Message, *, counter: TokenCounter, floor: int = 0, force: bool = False) -> int:
+def _person_parts(message: Message) -> set[int]:
+    """Indexes of the text parts a person typed (`nova.messages.person_entries`)."""
+    if message.role != "user" or not person_entries(message):
+        return set()
+    whole = message.origin is not None or harness_message(message)
+    return {i for i, p in enumerate(message.parts)
+            if isinstance(p, TextPart) and not p.harness and (p.entry or not whole) and p.text.strip()}
+
+
+def least_size(message: Message, *, counter: TokenCounter, floor: int = 0, force: bool = False,
+               keep_person: bool = False) -> int:
     """About the smallest `fit_message` can make `message` (cut with `share` down to `floor`): each text
     it may cut keeps a head, a note and a tail; spill placeholders (and, unless `force`, texts cut
-    before) stay as they are."""
+    before) stay as they are, and with `keep_person` what a person typed."""
     size = count_message(message, counter)
     least = MIN_KEPT_TOKENS + NOTE_TOKENS
-    saved = sum(max(0, counter.count(text) - least) for _, _, text in _text_parts(message)
+    saved = sum(max(0, counter.count(text) - least) for _, _, text in _text_parts(message, keep_person=keep_person)
                 if not (_frozen(text) and not (force and not _placeholder(text))))
     return max(min(size, floor), size - saved)
 
@@ -129,6 +152,7 @@ def fit_message(
     size: int | None = None,
     original: Message | None = None,
     force: bool = False,
+    keep_person: bool = False,
 ) -> Message | None:
     """The message cut to about `share` tokens, or None when it already fits (or holds nothing that can
     be cut). The largest texts are cut first; each keeps its head and tail. `original` is the message
@@ -139,7 +163,8 @@ def fit_message(
     # A spill placeholder or a text cut before is bounded already, and its pointer must stay whole.
     # `force` (the last resort before a request over the window) cuts those too.
     # A spill placeholder never: it is small, and its file holds the output as the tool gave it.
-    texts = sorted((t for t in _text_parts(message) if not (_frozen(t[2]) and not (force and not _placeholder(t[2])))),
+    texts = sorted((t for t in _text_parts(message, keep_person=keep_person)
+                    if not (_frozen(t[2]) and not (force and not _placeholder(t[2])))),
                    key=lambda t: len(t[2]), reverse=True)
     if not texts:
         return None
@@ -167,7 +192,7 @@ def fit_message(
     parts: list[Part] = []
     for i, part in enumerate(message.parts):
         if isinstance(part, TextPart) and (i, "") in new_texts:
-            parts.append(TextPart(new_texts[(i, "")]))
+            parts.append(replace(part, text=new_texts[(i, "")]))
         elif isinstance(part, SummaryPart) and (i, "") in new_texts:
             parts.append(SummaryPart(text=new_texts[(i, "")], covers=part.covers))
         elif isinstance(part, ToolResultPart) and (i, "") in new_texts:

@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 from nova.context.spill import shown_output
 from nova.errors import SummaryError
 from nova.history.tool_paths import ToolPaths, looks_like_path, paths_of
-from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart, person_entries
 from nova.model import CacheHints, ModelRequest, ToolSpec
 from nova.providers.base import Provider, collect
 from nova.tokens import TokenCounter
@@ -43,9 +43,11 @@ __all__ = [
     "build_user_section",
     "continuity_section",
     "is_user_message",
+    "rejected_approaches",
     "render_transcript",
     "summarizer_for",
     "summary_instruction",
+    "user_entries_in",
     "user_entries_of_summary",
     "user_section",
 ]
@@ -77,6 +79,16 @@ MAX_CARRIED_COMMAND = 2000
 MAX_CARRIED_DECISIONS = 16
 MAX_DECISION_CHARS = 300
 DECISIONS = "Decisions made"
+OPEN_TASKS = "Open tasks (the agent's own task list)"
+FAILED_ATTEMPTS = "Failed attempts (newest first; the last one below)"
+MAX_CARRIED_FAILURES = 24
+MAX_CHANGED_BY = 160
+# How many of the newest files modified say which shell command changed them.
+MAX_CHANGED_BY_ROWS = 20
+REJECTED = "Approaches the user rejected"
+EARLIER_SUMMARY = "Earlier summary"
+MAX_CARRIED_TASKS = 30
+MAX_CARRIED_REJECTED = 12
 _USER_ENTRY = re.compile(r"^<user-message id=\"([^\"]*)\">\n(.*?)\n</user-message>$", re.S | re.M)
 
 
@@ -117,16 +129,18 @@ class Summarizer(Protocol):
 
 # -- shared helpers ----------------------------------------------------------------------------------
 def is_user_message(message: Message) -> bool:
-    """A message a person wrote: user role, text only, not a tool result or one of Nova's own inserts."""
-    if message.role != "user" or message.origin is not None:
-        return False
+    """A message that is a person's words and nothing else a cut could shorten: it holds text a person
+    typed (`nova.messages.person_entries`) and no tool result or summary. A person's words beside tool
+    results are theirs all the same (`user_entries_in`); this only says the whole message is."""
     if message.has("tool_result") or message.has("summary"):
         return False
-    # An imported agent's own inserts (Claude Code's isMeta skill bodies and hook feedback, a compaction
-    # summary it wrote) are not something the person asked for.
-    if message.metadata.get("is_meta") or message.metadata.get("compaction"):
-        return False
-    return bool(message.text.strip())
+    return bool(person_entries(message))
+
+
+def user_entries_in(message: Message) -> list[tuple[str, str]]:
+    """(entry id, verbatim text) of each piece a person typed in `message`, wherever it sits: the one
+    rule every compaction, the continuity check and the benchmarks use."""
+    return person_entries(message)
 
 
 def user_entries_of_summary(text: str) -> list[tuple[str, str]]:
@@ -154,9 +168,11 @@ def render_transcript(messages: Sequence[Message]) -> str:
 
 
 def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: str = "", kept_messages: int = 0,
-                        task_state: str = "") -> str:
+                        task_state: str = "", carried: str = "") -> str:
     """The instruction sent as the final user message of a model summary request. `kept_messages`: how
-    many of the newest messages above stay in the context verbatim after the summary."""
+    many of the newest messages above stay in the context verbatim after the summary. `carried`: the
+    rows Nova writes into the summary itself (files, open tasks, rejected approaches, decisions, failures):
+    given to the model as the facts its sections must agree with, never to be repeated."""
     sections = "\n".join(f"## {s}" for s in SECTIONS)
     focus_line = f"\nGive extra attention to: {focus}\n" if focus else ""
     pointer = f" The full transcript is at {transcript_path}." if transcript_path else ""
@@ -171,6 +187,9 @@ def summary_instruction(*, max_tokens: int, focus: str = "", transcript_path: st
         "Fold every still-relevant fact of an earlier summary into the new one. Mark what you inferred "
         f"as inferred. Stay under {max_tokens} tokens.{pointer}{kept if kept_messages > 0 else ''}{focus_line}"
         + (f"\nCopy this task ledger into the summary as it is, ids included:\n{task_state}\n" if task_state else "")
+        + (f"\nNova adds these sections to the summary itself, exactly as below: do not repeat them, build on "
+           "them — an approach listed as rejected by the user is never a decision or the next step:\n"
+           f"{carried}\n" if carried else "")
     )
 
 
@@ -195,7 +214,7 @@ class ModelSummarizer:
         kept = max(0, len(shown) - len(request.older)) if request.context else 0
         instruction = summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
                                           transcript_path=request.transcript_path, kept_messages=kept,
-                                          task_state=request.task_state)
+                                          task_state=request.task_state, carried=request.carried)
         if self.reuse_cache:
             messages = [*shown, Message.user(instruction, origin="summary_request")]
         else:
@@ -224,14 +243,34 @@ _EXIT_CODE = re.compile(r"(?:exit code|exit status|returncode)[:= ]+(-?\d+)", re
 _PATH = re.compile(r"(?<![\w/.@:-])((?:~|\.{1,2})?/?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-z][A-Za-z0-9]{0,7}|"
                    r"(?:~|\.{1,2})?/?(?:[\w.+-]+/)+[\w.+-]+)(?![\w/(])")
 _DIFF_HEADER = re.compile(r"^(?:diff --git a/(\S+)|patching file (\S+)|\+\+\+ b/(\S+))", re.M)
-_DECISION = re.compile(r"\b(?:I will|I'll|I need to|I should|Let me|decide[ds]?|instead|because|plan|approach|"
-                       r"the fix|the issue is|root cause)\b", re.I)
 # A choice the agent made, as opposed to narration of its next step ("Let me look at", "I need to find"):
-# a model writes several of those per turn, and when they share one short list with the choices, the
-# choices of the first hour are gone after a few compactions. Choices are few (0-9 in each of the shared
-# real runs) and are carried whole in the continuity section.
-_CHOICE = re.compile(r"\b(?:decided|decision|decide to|instead of|rather than|go(?:ing)? with|opt(?:ed)? for|"
-                     r"chose|choose to|the fix is|the fix will be|root cause)\b", re.I)
+# a model writes several of those per turn, and when they share one list with the choices, the choices of
+# the first hour are gone after a few compactions (and "Let me check the tests." is no decision at all).
+# A choice: a stated decision or alternative, a labelled approach or solution, or the agent saying which
+# design it will use, keep, extend or switch to. Choices are few and are carried whole in the continuity
+# section.
+_CHOICE = re.compile(
+    r"\b(?:decided|decision|decide to|instead of|rather than|go(?:ing)? with|opt(?:ed|ing)? for|chose|choose to|"
+    r"switch(?:ing)? to|the (?:fix|solution|approach|plan) (?:is|will be)|root cause|"
+    r"(?:I'll|I will|we'll|we will|let's|let us|let me|we should|I'm going to) "
+    r"(?:reuse|extend|integrate|store|track|simplify|switch|design|go with)|"
+    r"(?:just )?need to (?:track|use|store|keep|reuse))\b|"
+    r"^\W*(?:approach|solution|key insight|key decision|decision|recommended(?: solution)?|fix|plan)\W{0,4}:", re.I)
+# A person turning the agent's last proposal down ("no, ...", "don't ...", "it's a bad idea"): the choices
+# stated since their previous message are carried as rejected, never as decisions.
+_REJECTION = re.compile(
+    r"^\s*(?:no\b|nope\b|don'?t\b|do not\b|not\b|never\b|stop\b|wrong\b|instead\b|that'?s (?:wrong|not)|"
+    r"it'?s (?:a )?bad idea)|\bbad idea\b|\bnot acceptable\b|\bnot what I\b", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# The agent's own task tools: the list each call writes whole (Claude Code TodoWrite, Gemini CLI
+# write_todos, Codex update_plan), and Claude Code's task-by-task tools.
+_TODO_TOOLS = ("todowrite", "write_todos", "update_plan")
+_DONE = ("completed", "done", "cancelled", "canceled", "deleted")
+_TASK_ID = re.compile(r"#(\d+)|\btask (\d+)\b", re.I)
+# A tool result that says the person refused the call (Claude Code), or that it never ran (an interrupt,
+# a resumed session's synthetic answer): neither is a failure of the command.
+_REFUSED = ("The user doesn't want to proceed with this tool use",)
+_NOT_RUN = ("[Request interrupted by user", "interrupted: the session stopped before this tool call")
 
 
 def paths_in(text: str) -> list[str]:
@@ -251,21 +290,40 @@ def _command_of(call: ToolUsePart) -> str:
     return ""
 
 
-def failure_code(result: ToolResultPart) -> int | None:
-    """The failing exit code of a tool result (or -1 for an error result without one); None if it passed."""
+def exit_code(result: ToolResultPart) -> int | None:
+    """The exit code a tool result reports, wherever the tool put it: mini-swe-agent's `<returncode>` and
+    Claude Code's `Exit code N` come first, Nova's bash reports `[exit code: N]` after the output, so the
+    head and the end are both read (a long output puts the end far from the start). None when it reports
+    none."""
     content = shown_output(result.content)  # a spilled result: its header first, then the output
-    match = _RETURNCODE.search(content[:200]) or _EXIT_CODE.search(content[:500])
-    if match:
-        code = int(match.group(1))
+    match = (_RETURNCODE.search(content[:200]) or _EXIT_CODE.search(content[:500])
+             or _last_match(_EXIT_CODE, content[-500:]) or _last_match(_RETURNCODE, content[-300:]))
+    return int(match.group(1)) if match else None
+
+
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    matches = list(pattern.finditer(text))
+    return matches[-1] if matches else None
+
+
+def failure_code(result: ToolResultPart) -> int | None:
+    """The failing exit code of a tool result; None if it passed. An error result that reports no code
+    is -1 ("failed, no exit code"), never a guess."""
+    code = exit_code(result)
+    if code is not None:
         return code if code != 0 else None
     return -1 if result.is_error else None
 
 
+# A line that only reports the exit code (Nova's bash, Claude Code): the code is carried on its own.
+_CODE_LINE = re.compile(r"^\s*(?:\[exit code: -?\d+\]|\[killed by [^\]]*\]|exit code:? -?\d+)\s*$", re.I)
+
+
 def error_lines(content: str, n: int = 3) -> list[str]:
     """The last non-empty lines of a tool output, the harness's tags (`<returncode>`, `<output_tail>`, ...)
-    removed."""
+    and its exit-code lines removed."""
     body = re.sub(r"<returncode>-?\d+</returncode>|</?[a-z_-]+>", "", content)
-    lines = [line.rstrip() for line in body.splitlines() if line.strip()]
+    lines = [line.rstrip() for line in body.splitlines() if line.strip() and not _CODE_LINE.match(line)]
     return lines[-n:]
 
 
@@ -275,17 +333,28 @@ def _clip(text: str, limit: int) -> str:
 
 @dataclass
 class _Facts:
-    users: list[Message] = field(default_factory=list)
+    users: list[tuple[str, str]] = field(default_factory=list)
+    """(entry id, text) of what a person typed, oldest first (`user_entries_in`)."""
     carried_users: list[tuple[str, str]] = field(default_factory=list)
     files_read: dict[str, str] = field(default_factory=dict)
     files_changed: dict[str, str] = field(default_factory=dict)
+    """path -> id of the message that last changed it, oldest change first."""
+    changed_by: dict[str, str] = field(default_factory=dict)
+    """path -> the shell command that last changed it (when a shell command did)."""
     failures: list[tuple[str, str, int, list[str]]] = field(default_factory=list)
-    decisions: list[tuple[str, str]] = field(default_factory=list)
     choices: dict[str, str] = field(default_factory=dict)
     """The agent's stated choices (`_CHOICE`), oldest first, each once, with the message id."""
+    rejected: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Choices the person rejected in their next message: sentence -> (its message id, their entry id)."""
+    tasks: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    """The agent's own task list as it last wrote it: key -> (status, text, message id)."""
     last_assistant: tuple[str, str] = ("", "")
     last_call: tuple[str, str, str] = ("", "", "")
-    earlier_summaries: list[str] = field(default_factory=list)
+    earlier_summaries: list[tuple[str, str]] = field(default_factory=list)
+    """(who wrote it, text) of each summary the folded part holds: "nova", or the recorded agent."""
+
+    def open_tasks(self) -> list[tuple[str, str, str]]:
+        return [task for task in self.tasks.values() if task[0].lower() not in _DONE]
 
 
 # Every compaction reads the whole folded history again, and splitting shell commands is the dear part:
@@ -307,13 +376,21 @@ def _paths_of(call: ToolUsePart) -> ToolPaths:
 def _collect(messages: Sequence[Message]) -> _Facts:
     facts = _Facts()
     calls: dict[str, tuple[ToolUsePart, str]] = {}
+    since: list[str] = []  # choices stated since the person's last words
     for m in messages:
-        if is_user_message(m):
-            facts.users.append(m)
+        for entry in user_entries_in(m):
+            facts.users.append(entry)
+            if _REJECTION.search(entry[1]):
+                for sentence in since:
+                    facts.rejected[sentence] = (facts.choices.pop(sentence, m.id), entry[0])
+            since = []
         for part in m.parts:
             if isinstance(part, SummaryPart):
                 facts.carried_users.extend(user_entries_of_summary(part.text))
-                facts.earlier_summaries.append(part.text)
+                source = "nova" if m.origin == "summary" else str((m.metadata.get("compaction") or {}).get("source")
+                                                                    or "the recorded agent")
+                facts.earlier_summaries.append((source, part.text))
+                _carried_facts(part.text, facts)
             elif isinstance(part, ToolUsePart):
                 calls[part.id] = (part, m.id)
                 command = _command_of(part)
@@ -321,30 +398,120 @@ def _collect(messages: Sequence[Message]) -> _Facts:
                 for p in touched.reads:
                     facts.files_read[p] = m.id
                 for p in touched.writes:
+                    facts.files_changed.pop(p, None)  # newest change last
                     facts.files_changed[p] = m.id
+                    if command:
+                        facts.changed_by[p] = command
+                    else:
+                        facts.changed_by.pop(p, None)
+                _task_call(part, m.id, facts)
                 facts.last_call = (part.name, command or json.dumps(dict(part.input))[:300], m.id)
             elif isinstance(part, ToolResultPart):
                 for groups in _DIFF_HEADER.findall(part.content):
                     for p in groups:
                         if p and looks_like_path(p):
+                            facts.files_changed.pop(p, None)
                             facts.files_changed[p] = m.id
+                call, _ = calls.get(part.tool_use_id, (None, ""))
+                if call is not None and call.name.lower() == "taskcreate":
+                    _task_created(call, part, m.id, facts)
+                what = (_command_of(call) or _call_line(call)) if call else "?"
+                if part.content.startswith(_REFUSED):
+                    # The person refused this call: an approach turned down, not a failure of the command.
+                    facts.rejected[f"the call {_clip(what, MAX_DECISION_CHARS)}"] = (m.id, m.id)
+                    continue
+                if part.content.startswith(_NOT_RUN):
+                    continue  # stopped before it ran: no failure of the command either
                 code = failure_code(part)
                 if code is not None:
-                    call, _ = calls.get(part.tool_use_id, (None, ""))
-                    what = (_command_of(call) or f"{call.name} {json.dumps(dict(call.input))}") if call else "?"
                     facts.failures.append((what, m.id, code, error_lines(part.content)))
         if m.role == "assistant" and m.text.strip():
             facts.last_assistant = (m.text.strip(), m.id)
-            for sentence in re.split(r"(?<=[.!?])\s+|\n+", m.text):
-                if len(sentence.strip()) <= 20:
+            for sentence in _SENTENCE.split(m.text):
+                sentence = sentence.strip()
+                if len(sentence) <= 20 or sentence.endswith("?"):  # a question chooses nothing
                     continue
-                if _CHOICE.search(sentence) and not sentence.rstrip().endswith("?"):  # a question chooses nothing
-                    facts.choices.setdefault(sentence.strip(), m.id)
-                elif _DECISION.search(sentence):
-                    facts.decisions.append((sentence.strip(), m.id))
+                if _CHOICE.search(sentence) and sentence not in facts.rejected:
+                    facts.choices.setdefault(sentence, m.id)
+                    since.append(sentence)
     for path in facts.files_changed:
         facts.files_read.pop(path, None)
     return facts
+
+
+def _call_line(call: ToolUsePart) -> str:
+    """A call that is not a shell command, as one line: its name, the file it names, the other arguments."""
+    touched = _paths_of(call)
+    target = (touched.writes or touched.reads or ("",))[0]
+    rest = {k: v for k, v in call.input.items() if v != target}
+    return " ".join(x for x in (call.name, target, json.dumps(rest, ensure_ascii=False) if rest else "") if x)
+
+
+def _task_call(call: ToolUsePart, message_id: str, facts: _Facts) -> None:
+    name = call.name.lower()
+    if name in _TODO_TOOLS:
+        items = call.input.get("todos") or call.input.get("plan") or []
+        facts.tasks = {}  # each call writes the whole list
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict):
+                continue
+            text = str(item.get("content") or item.get("description") or item.get("step") or "").strip()
+            if text:
+                facts.tasks[text] = (str(item.get("status") or "pending"), text, message_id)
+    elif name == "taskupdate":
+        task_id = str(call.input.get("taskId") or call.input.get("id") or "")
+        status = str(call.input.get("status") or "")
+        if task_id in facts.tasks and status:
+            _, text, _ = facts.tasks[task_id]
+            facts.tasks[task_id] = (status, text, message_id)
+
+
+def _task_created(call: ToolUsePart, result: ToolResultPart, message_id: str, facts: _Facts) -> None:
+    subject = str(call.input.get("subject") or call.input.get("description") or "").strip()
+    found = _TASK_ID.search(result.content)
+    if subject and not result.is_error:
+        key = next((g for g in found.groups() if g), call.id) if found else call.id
+        facts.tasks[key] = ("pending", f"#{key} {subject}" if found else subject, message_id)
+
+
+_CARRIED_ROW = re.compile(r"^- (.+) \(msg ([^)\s]+)\)$")
+_CARRIED_FILE = re.compile(r"^- (.+?) \(msg ([^)\s]+)\)(?: by `(.*)`)?$")
+_CARRIED_FAILURE = re.compile(r"^- `(.*)` (?:exited (-?\d+)|failed \(no exit code reported\)) \(msg ([^)\s]+)\)(?:: (.*))?$")
+_CARRIED_TASK = re.compile(r"^- \[([^\]]+)\] (.+) \(msg ([^)\s]+)\)$")
+_CARRIED_REJECTED = re.compile(r"^- rejected by the user \(msg ([^)\s]+)\): (.+) \(msg ([^)\s]+)\)$")
+
+
+def _carried_facts(summary: str, facts: _Facts) -> None:
+    """The continuity rows of an earlier Nova summary (files, tasks, choices, rejections): folded into the
+    new one when the messages it stands for cannot be read back, so a fact survives any number of
+    compactions. Rows the folded messages themselves give again are not overwritten."""
+    section = ""
+    carried_failures: list[tuple[str, str, int, list[str]]] = []
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+            continue
+        if section in (FAILED_ATTEMPTS, LAST_FAILURE):
+            if (failure := _CARRIED_FAILURE.match(line)):
+                code = int(failure.group(2)) if failure.group(2) is not None else -1
+                carried_failures.append((failure.group(1), failure.group(3), code,
+                                         [failure.group(4)] if failure.group(4) else []))
+            elif line.startswith("    ") and carried_failures and section == LAST_FAILURE:
+                carried_failures[-1][3].append(line.strip())
+        elif section == FILES_MODIFIED and (row := _CARRIED_FILE.match(line)):
+            if row.group(1) not in facts.files_changed:
+                facts.files_changed[row.group(1)] = row.group(2)
+                if row.group(3):
+                    facts.changed_by[row.group(1)] = row.group(3)
+        elif section == OPEN_TASKS and (task := _CARRIED_TASK.match(line)):
+            facts.tasks.setdefault(task.group(2), (task.group(1), task.group(2), task.group(3)))
+        elif section == REJECTED and (rejected := _CARRIED_REJECTED.match(line)):
+            facts.rejected.setdefault(rejected.group(2), (rejected.group(3), rejected.group(1)))
+        elif section == DECISIONS and (row := _CARRIED_ROW.match(line)):
+            facts.choices.setdefault(row.group(1), row.group(2))
+    # The rows are newest first; the facts keep failures oldest first, and those of the folded messages
+    # (read after this summary) are newer still.
+    facts.failures[:0] = carried_failures[::-1]
 
 
 class ExtractiveSummarizer:
@@ -400,12 +567,21 @@ class ExtractiveSummarizer:
             add("Focus", [request.focus])
         if not request.carried:
             add("Files changed", [f"- {p} (msg {i})" for p, i in reversed(facts.files_changed.items())])
-        # The last failure is in the carried section when there is one: the earlier ones here.
-        failures = (facts.failures[-6:-1] if request.carried and facts.failures else facts.failures[-5:])[::-1]
-        add("Errors and failing commands (latest first)", [
-            f"- `{_clip(cmd, 400)}` exited {code} (msg {mid})" + "".join(f"\n    {_clip(e, 300)}" for e in err)
+            add(OPEN_TASKS, [_task_row(t) for t in facts.open_tasks()])
+            add(REJECTED, [_rejected_row(d, v) for d, v in reversed(facts.rejected.items())])
+        # The failures are in the carried section when there is one (the last in full, the failed attempts
+        # before it one row each).
+        failures = [] if request.carried else facts.failures[-5:][::-1]
+        add("Failed attempts and errors (latest first)", [
+            f"- `{_clip(cmd, 400)}` {_exit_words(code)} (msg {mid})" + "".join(f"\n    {_clip(e, 300)}" for e in err)
             for cmd, mid, code, err in failures
         ])
+        foreign = [(who, text) for who, text in facts.earlier_summaries if who != "nova"]
+        for who, text in foreign[-1:]:
+            # A summary the recorded agent wrote of messages Nova cannot read back: its own words, clipped,
+            # are all there is of them.
+            add(f"{EARLIER_SUMMARY} (written by {who}; the messages it stands for are not in this session)",
+                [line for line in _strip_preamble(text).splitlines() if line.strip()])
         state: list[str] = []
         if facts.last_assistant[0]:
             state.append(f"- last assistant message (msg {facts.last_assistant[1]}): "
@@ -415,10 +591,10 @@ class ExtractiveSummarizer:
                          f"{_clip(facts.last_call[1], 300)}")
         add("Current state", state)
         add("Files read", [f"- {p}" for p in list(reversed(facts.files_read))[:40]])
-        # The choices are in the carried section when there is one: here only the newest few stated
-        # intentions (the last state above already says where the work stopped).
-        stated = facts.decisions[-4:] if request.carried else [*facts.choices.items(), *facts.decisions][-8:]
-        add("Decisions and rationale", [f"- {_clip(d, 240)} (msg {i})" for d, i in stated])
+        if not request.carried:
+            # The choices as stated, newest first (narration of next steps is no decision; the last state
+            # above says where the work stopped).
+            add("Decisions and rationale", [f"- {_clip(d, 240)} (msg {i})" for d, i in reversed(facts.choices.items())])
         pointer = request.transcript_path or "the session transcript"
         add("Pointers to raw history", [f"- {len(source)} earlier messages are in {pointer}; "
                                         "message ids above point into it."])
@@ -445,10 +621,16 @@ class UserSection:
     left_out: tuple[LeftOut, ...] = ()
 
 
+# An entry that cannot be carried whole keeps this much of its head, with a pointer to the rest.
+SHORT_ENTRY_TOKENS = 60
+
+
 def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: int, counter: TokenCounter
                       ) -> list[LeftOut]:
     """Add the user entries verbatim, the first and then the newest in priority; identical texts (a
-    harness repeating the same notice) are written once with all their ids. Returns what did not fit."""
+    harness repeating the same notice) are written once with all their ids. When they do not all fit, the
+    oldest are shortened — their head kept, a pointer to the transcript for the rest — and only when even
+    that does not fit is an entry named by a pointer alone. Returns what was not carried whole."""
     if not entries:
         out.append("(none)")
         return []
@@ -464,9 +646,23 @@ def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: in
         if used + costs[i] <= budget:
             chosen.add(i)
             used += costs[i]
-    left: list[LeftOut] = []
     room_note = f"the user's words are carried whole up to {budget:,} tokens in a compaction summary"
+    short: dict[int, str] = {}
+    pointer_cost = 24
+    # What the entries left out will cost as pointers is held back first, so shortening never crowds one out.
+    spare = budget - used - pointer_cost * (len(unique) - len(chosen))
+    for i in order:
+        if i in chosen or i == 0:
+            continue
+        _, text = unique[i]
+        head = _head(text, min(SHORT_ENTRY_TOKENS, spare + pointer_cost - 30), counter)
+        cost = counter.count(head) + 30
+        if head and cost - pointer_cost <= spare:
+            short[i] = head
+            spare -= cost - pointer_cost
+    left: list[LeftOut] = []
     for i, (mid, text) in enumerate(unique):
+        ids = tuple(mid.split(","))
         if i in chosen:
             out.append(render_user_entry(mid, text))
         elif i == 0:
@@ -475,13 +671,32 @@ def _add_user_entries(entries: list[tuple[str, str]], out: list[str], budget: in
             while room > 200 and counter.count(text[:room]) + 40 > budget:
                 room = int(room * 0.9)
             out.append(render_user_entry(mid, text[:room] + f"\n[... {len(text) - room} more chars in msg {mid}]"))
-            left.append(LeftOut(tuple(mid.split(",")), costs[0] - 12, counter.count(text[:room]),
+            left.append(LeftOut(ids, costs[0] - 12, counter.count(text[:room]),
                                 f"the first request alone is over its room ({room_note}); its head is kept"))
+        elif i in short:
+            head = short[i]
+            out.append(render_user_entry(mid, f"{head}\n[... {len(text) - len(head)} more chars in msg {mid} of the "
+                                              "transcript]"))
+            left.append(LeftOut(ids, costs[i] - 12, counter.count(head),
+                                f"shortened, its head kept ({room_note}; the first request and the newest come first)"))
         else:
             out.append(f"(user message {mid}, {len(text)} chars: not repeated here, see the transcript)")
-            left.append(LeftOut(tuple(mid.split(",")), costs[i] - 12, 0,
+            left.append(LeftOut(ids, costs[i] - 12, 0,
                                 f"no room left for it ({room_note}; the first request and the newest come first)"))
     return left
+
+
+def _head(text: str, tokens: int, counter: TokenCounter) -> str:
+    """The longest head of `text` within `tokens`, cut at a word boundary ("" when none is worth it)."""
+    if tokens < 16:
+        return ""
+    room = min(len(text), tokens * 4)
+    while room > 40 and counter.count(text[:room]) > tokens:
+        room = int(room * 0.85)
+    if room <= 40:
+        return ""
+    cut = text[:room]
+    return cut.rsplit(" ", 1)[0] if " " in cut[room // 2:] else cut
 
 
 def _carried_users(messages: Sequence[Message]) -> list[tuple[str, str]]:
@@ -490,17 +705,18 @@ def _carried_users(messages: Sequence[Message]) -> list[tuple[str, str]]:
 
 
 def user_entries(older: Sequence[Message], raw_older: Sequence[Message] = ()) -> list[tuple[str, str]]:
-    """(id, verbatim text) of every user message the folded part holds, oldest first: from the raw
+    """(entry id, verbatim text) of everything a person typed in the folded part, oldest first: from the raw
     originals when known, plus what earlier summaries carried that the raw set does not have."""
     source = raw_older or older
-    own = [(m.id, m.text) for m in source if is_user_message(m)]
-    known = {mid for mid, _ in own}
-    carried = [(i, t) for i, t in _carried_users(older) if i not in known]
-    if raw_older:
-        carried += [(i, t) for i, t in _carried_users(raw_older) if i not in known]
+    # In the order they were written: an earlier summary's entries where the summary stands, each
+    # message's own (beside tool results, merged, queued: `user_entries_in`) where it stands.
+    ordered = [entry for m in source
+               for entry in (*_carried_users([m]), *user_entries_in(m))]
+    known = {mid for mid, _ in ordered}
+    carried = [(i, t) for i, t in _carried_users(older) if i not in known] if raw_older else []
     seen: set[str] = set()
     result = []
-    for mid, text in [*carried, *own]:
+    for mid, text in [*carried, *ordered]:
         if mid not in seen:
             seen.add(mid)
             result.append((mid, text))
@@ -534,24 +750,105 @@ def _newest_first(title: str, rows: list[str], *, limit: int, rest: str) -> list
     return [f"## {title}", *newest[:limit], *more]
 
 
-def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARRIED_PATHS) -> str:
-    """The part of the continuity floor `compact` writes itself, beside the user's words: every file
-    the folded part modified, the choices the agent stated (newest first, bounded) and its last failing
-    command with the end of its error, exact. No summary cap may drop them (a small window's summary body
-    has room for little else); "" when there are none. Repeated compactions rebuild it from the raw
-    messages, so a choice made early stays as long as the bound allows, however many compactions follow."""
+def _exit_words(code: int) -> str:
+    return "failed (no exit code reported)" if code == -1 else f"exited {code}"
+
+
+def _task_row(task: tuple[str, str, str]) -> str:
+    status, text, message_id = task
+    return f"- [{status}] {_clip(text, MAX_DECISION_CHARS)} (msg {message_id})"
+
+
+def _rejected_row(decision: str, where: tuple[str, str]) -> str:
+    said, user_entry = where
+    return f"- rejected by the user (msg {user_entry}): {_clip(decision, MAX_DECISION_CHARS)} (msg {said})"
+
+
+def _strip_preamble(text: str) -> str:
+    """A recorded summary without the harness's own first line ("This session is being continued...")."""
+    first, _, rest = text.partition("\n")
+    return rest if rest and "continued from a previous conversation" in first else text
+
+
+def rejected_approaches(messages: Sequence[Message]) -> list[str]:
+    """The choices the agent stated that the person turned down in their next message, oldest first."""
+    return list(_collect(messages).rejected)
+
+
+def continuity_section(messages: Sequence[Message], *, max_paths: int = MAX_CARRIED_PATHS,
+                       budget: int | None = None, counter: TokenCounter | None = None) -> str:
+    """The part of the continuity floor `compact` writes itself, beside the user's words: every file the
+    folded part modified (newest first), the agent's open tasks as its own task tools last wrote them,
+    the approaches the person rejected, the choices the agent stated (newest first) and its last failing
+    command with its real exit code and the end of its error, exact. No summary cap may drop them (a small
+    window's summary body has room for little else); "" when there are none. Repeated compactions rebuild
+    it from the raw messages (or from the rows of the earlier summary when those cannot be read back), so a
+    choice made early stays as long as the bounds allow, however many compactions follow.
+
+    Earlier failures are listed too, one row per distinct error (the failed attempts that led here), and
+    the newest files changed by a short shell command say which. With a `budget` (tokens, by `counter`),
+    the rows give way oldest first — the commands beside the files, then failures, choices, rejections
+    and tasks, each to a few and then further — while the files modified never do (`max_paths` bounds
+    them); each section says how many more the transcript has."""
     facts = _collect(messages)
-    out: list[str] = []
-    out += _newest_first(FILES_MODIFIED, [f"- {p} (msg {i})" for p, i in facts.files_changed.items()],
-                         limit=max_paths, rest="more in the transcript")
-    out += _newest_first(DECISIONS, [f"- {_clip(d, MAX_DECISION_CHARS)} (msg {i})" for d, i in facts.choices.items()],
-                         limit=MAX_CARRIED_DECISIONS, rest="earlier ones in the transcript")
-    if facts.failures:
-        command, mid, code, errors = facts.failures[-1]
-        out.append(f"## {LAST_FAILURE}")
-        out.append(f"- `{_clip(command, MAX_CARRIED_COMMAND)}` exited {code} (msg {mid})"
-                   + "".join(f"\n    {_clip(e, 300)}" for e in errors))
-    return "\n".join(out)
+    limits = {"files": max_paths, "tasks": MAX_CARRIED_TASKS, "rejected": MAX_CARRIED_REJECTED,
+              "choices": MAX_CARRIED_DECISIONS, "failures": MAX_CARRIED_FAILURES, "changed_by": MAX_CHANGED_BY_ROWS}
+    earlier = _distinct_failures(facts.failures[:-1])
+
+    def file_row(path: str, message_id: str, index: int, count: int) -> str:
+        how = facts.changed_by.get(path, "")
+        # The newest rows say how the file was changed, when a short shell command changed it.
+        shown = f" by `{_clip(' '.join(how.split()), MAX_CHANGED_BY)}`" if how and count - index <= limits["changed_by"] else ""
+        return f"- {path} (msg {message_id}){shown}"
+
+    def render() -> str:
+        out: list[str] = []
+        changed = list(facts.files_changed.items())
+        out += _newest_first(FILES_MODIFIED, [file_row(p, i, k, len(changed)) for k, (p, i) in enumerate(changed)],
+                             limit=limits["files"], rest="more in the transcript")
+        tasks = [_task_row(t) for t in facts.open_tasks()][::-1]  # in the list's own order
+        out += _newest_first(OPEN_TASKS, tasks, limit=limits["tasks"], rest="more in the transcript")
+        out += _newest_first(REJECTED, [_rejected_row(d, w) for d, w in facts.rejected.items()],
+                             limit=limits["rejected"], rest="earlier ones in the transcript")
+        out += _newest_first(DECISIONS, [f"- {_clip(d, MAX_DECISION_CHARS)} (msg {i})" for d, i in facts.choices.items()],
+                             limit=limits["choices"], rest="earlier ones in the transcript")
+        out += _newest_first(FAILED_ATTEMPTS, [
+            f"- `{_clip(' '.join(cmd.split()), 200)}` {_exit_words(code)} (msg {mid})" + (f": {_clip(err[-1], 240)}" if err else "")
+            for cmd, mid, code, err in earlier], limit=limits["failures"], rest="earlier ones in the transcript")
+        if facts.failures:
+            command, mid, code, errors = facts.failures[-1]
+            out.append(f"## {LAST_FAILURE}")
+            out.append(f"- `{_clip(command, MAX_CARRIED_COMMAND)}` {_exit_words(code)} (msg {mid})"
+                       + "".join(f"\n    {_clip(e, 300)}" for e in errors))
+        return "\n".join(out)
+
+    text = render()
+    if budget is None:
+        return text
+    sizer = counter or _default_counter()
+    floors = (("changed_by", 0), ("failures", 4), ("choices", 4), ("rejected", 4), ("tasks", 10), ("failures", 0),
+              ("choices", 0), ("rejected", 0))
+    for key, least in floors:
+        while sizer.count(text) > budget and limits[key] > least:
+            limits[key] = max(least, limits[key] // 2 if limits[key] > 4 else limits[key] - 1)
+            text = render()
+    return text
+
+
+def _distinct_failures(failures: list[tuple[str, str, int, list[str]]]) -> list[tuple[str, str, int, list[str]]]:
+    """The failures with a different last error line each, the newest of each kept, oldest first."""
+    newest: dict[str, tuple[str, str, int, list[str]]] = {}
+    for failure in failures:
+        key = failure[3][-1] if failure[3] else failure[0]
+        newest.pop(key, None)
+        newest[key] = failure
+    return list(newest.values())
+
+
+def _default_counter() -> TokenCounter:
+    from nova.tokens import HeuristicCounter
+
+    return HeuristicCounter()
 
 
 def summarizer_for(

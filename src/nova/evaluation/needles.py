@@ -11,12 +11,14 @@ arise in a real run:
 The planted session is replayed with the `nova` policy (`nova.evaluation.replay.replay_messages`: the live
 context pipeline, with the extractive summarizer `nova replay` uses) with N compactions forced at even steps from the first planted episode to
 the end of the run, the last one right before the final view. A fact survives when its exact text is
-readable in the final view, verbatim in a kept message or inside the compaction summary.
+readable in the final view, verbatim in a kept message or inside the compaction summary; it is reachable
+when it survives or the view names a message of the recording that holds it (`SurvivalRun.reachable`).
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,7 +27,8 @@ from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.repair import repair_history
 from nova.tokens import TokenCounter
 
-__all__ = ["DEPTHS", "FACT_CLASSES", "Needle", "Planted", "SurvivalRun", "force_points", "plant", "survive"]
+__all__ = ["DEPTHS", "FACT_CLASSES", "Needle", "Planted", "SurvivalRun", "force_points", "named_messages", "plant",
+           "survive"]
 
 FACT_CLASSES = ("constraint", "decision", "path", "error", "number")
 # Ten depths, the middle of each tenth of the run.
@@ -160,13 +163,31 @@ class SurvivalRun:
     """Compactions the replay really made: the forced ones that had something to fold, plus the
     controller's own at the threshold."""
     survived: tuple[tuple[Needle, bool], ...]
+    reachable: tuple[tuple[Needle, bool], ...] = ()
+    """Whether each needle can be read back from what the view names: it is in the view, or the view names
+    (by `msg ID`, or a saved output's file `tool-output/ID.txt` / `message-text/ID.txt`) a message of the
+    recording that holds it."""
+
+
+# How a view names a message it no longer shows: the summary's `(msg ID)` pointers and the files a cut or
+# a snip saved the full text to, named after the message.
+_NAMED_MESSAGE = re.compile(r"\bmsgs? ([\w.~:-]+)|(?:tool-output|message-text)/([\w.~:-]+?)(?:\.\d+)?\.txt")
+
+
+def named_messages(text: str) -> set[str]:
+    """Ids of the messages `text` points to (see `_NAMED_MESSAGE`)."""
+    return {(a or b).rstrip(".,:;") for a, b in _NAMED_MESSAGE.findall(text)}
 
 
 def survive(planted: Planted, *, system: str, compactions: int, window: int, counter: TokenCounter
             ) -> SurvivalRun:
     """Replay `planted` under the `nova` policy with `compactions` forced compactions; which needles are
-    still readable in the final view."""
+    still readable in the final view, and which can be read back from what it names."""
     report = replay_messages(planted.messages, system=system, window=window, policy="nova", counter=counter,
                              compact_before=force_points(planted, compactions))
     text = view_text(report.final_view)
-    return SurvivalRun(report.compactions, tuple((n, n.text in text) for n in planted.needles))
+    raw = {m.id: view_text([m]) for m in planted.messages}
+    named = "\n".join(raw[i] for i in named_messages(text) if i in raw)
+    survived = tuple((n, n.text in text) for n in planted.needles)
+    reachable = tuple((n, ok or n.text in named) for n, ok in survived)
+    return SurvivalRun(report.compactions, survived, reachable)

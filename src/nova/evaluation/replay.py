@@ -395,7 +395,8 @@ class _CostModel:
             kept = max(0, len(shown) - len(request.older)) if request.context else 0
             instruction = Message.user(summary_instruction(max_tokens=request.max_tokens, focus=request.focus,
                                                            transcript_path=request.transcript_path,
-                                                           kept_messages=kept), id="summary-instruction")
+                                                           kept_messages=kept, carried=request.carried),
+                                       id="summary-instruction")
             usage = self.call([*shown, instruction], at)
             self.add(report, usage, model)
             report.summary_calls += 1

@@ -8,7 +8,8 @@ Code's Edit, MultiEdit, Write, Read, NotebookEdit; OpenCode and pi write/edit/re
 write_to_file / replace_in_file / read_file; SWE-agent's and Anthropic's `str_replace_editor` (view reads,
 the other commands write); Codex and OpenCode `apply_patch` (its `*** Update/Add/Delete File:` headers);
 and shell commands, where `sed -i`, `tee`, `>` / `>>`, `mv`, `cp`, `rm` and `touch` write and `cat`,
-`head`, `tail`, `less` read. A string is listed only if it looks like a path: one token, no
+`head`, `tail`, `less` read, and a script inside the command (a heredoc, `python -c`) writes what it
+opens for writing or patches (`script_writes`). A string is listed only if it looks like a path: one token, no
 `://`, and a file extension or a leading `/`, `./`, `../` or `~/` — so prose such as `open/closed` or
 `tool_call/2` never counts as a file.
 """
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 
 from nova.messages import ToolUsePart
 
-__all__ = ["READERS", "SHELL_TOOLS", "WRITERS", "ToolPaths", "looks_like_path", "paths_of"]
+__all__ = ["READERS", "SHELL_TOOLS", "WRITERS", "ToolPaths", "looks_like_path", "paths_of", "script_writes",
+           "shell_paths"]
 
 _FILE_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "filename")
 # lower-case tool name -> the argument keys that may name the file
@@ -115,7 +117,31 @@ def shell_paths(command: str) -> ToolPaths:
                 reads.extend(rest[:-1])
         elif head in _READ_COMMANDS:
             reads.extend(rest)
+    writes.extend(script_writes(command))
     return ToolPaths(reads=tuple(dict.fromkeys(reads)), writes=tuple(dict.fromkeys(writes)))
+
+
+# A script inside the command (a heredoc, `python -c`) that writes a file: `open(path, "w")`, a variable
+# bound to a path literal and then opened for writing, `Path(path).write_text(...)`, and the `+++ b/` headers
+# of a diff given to `git apply` or `patch`. Agents rewrite files this way when `sed` is too awkward.
+_OPEN_WRITE = re.compile(r"""open\(\s*(?:(['"])([^'"\n]+)\1|(\w+))\s*,\s*(?:mode\s*=\s*)?['"][wax]b?\+?['"]""")
+_ASSIGNED = re.compile(r"""\b(\w+)\s*=\s*(['"])([^'"\n]+)\2""")
+_PATH_WRITE = re.compile(r"""Path\(\s*(['"])([^'"\n]+)\1\s*\)\s*\.write_(?:text|bytes)\(""")
+_DIFF_TARGET = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
+
+
+def script_writes(command: str) -> list[str]:
+    """Files an embedded script writes (see `_OPEN_WRITE` and its neighbours), in order."""
+    if "open(" not in command and "write_" not in command and "+++ " not in command:
+        return []
+    bound = {name: value for name, _, value in _ASSIGNED.findall(command)}
+    found: list[str] = []
+    for _, literal, variable in _OPEN_WRITE.findall(command):
+        found.append(literal or bound.get(variable, ""))
+    found += [path for _, path in _PATH_WRITE.findall(command)]
+    if re.search(r"\b(?:git apply|patch)\b", command):
+        found += _DIFF_TARGET.findall(command)
+    return [p for p in dict.fromkeys(found) if p and looks_like_path(p) and p != "/dev/null"]
 
 
 def _edits_in_place(head: str, flags: list[str]) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from nova.messages import Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
+from nova.messages import Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart, harness_message
 
 __all__ = ["INTERRUPTED", "HistoryScan", "RepairReport", "repair_history"]
 
@@ -310,15 +310,43 @@ def _merge_same_role(messages: list[Message], report: RepairReport) -> list[Mess
     for m in messages:
         if out and out[-1].role == m.role:
             prev = out[-1]
-            parts = [*prev.parts, *m.parts]
             if m.role == "user":
+                # Each text keeps who wrote it and the id it had: the person's words stay theirs (and
+                # findable by id) however many messages the wire needs them merged into.
+                head = prev if "merged_from" in prev.metadata else prev.with_parts(_with_provenance(prev, prev.id))
+                parts = [*head.parts, *_with_provenance(m, prev.id)]
                 # Keep tool results at the head of the merged user message.
                 parts = [p for p in parts if isinstance(p, ToolResultPart)] + [
                     p for p in parts if not isinstance(p, ToolResultPart)
                 ]
-            merged_from = [*prev.metadata.get("merged_from", [prev.id]), m.id]
-            out[-1] = replace(prev, parts=tuple(parts), metadata={**prev.metadata, "merged_from": merged_from})
+                # The whole-message marks moved onto the parts: left on the merge they would hide the
+                # person's text merged with a harness insert.
+                metadata = {k: v for k, v in prev.metadata.items() if k not in _PART_MARKS}
+            else:
+                parts = [*prev.parts, *m.parts]
+                metadata = dict(prev.metadata)
+            metadata["merged_from"] = [*prev.metadata.get("merged_from", [prev.id]), m.id]
+            out[-1] = replace(prev, parts=tuple(parts), metadata=metadata)
             report.merged_messages += 1
         else:
             out.append(m)
+    return out
+
+
+# Whole-message marks a merge moves onto the text parts (`nova.messages.harness_message`).
+_PART_MARKS = ("is_meta", "user_shell")
+
+
+def _with_provenance(m: Message, merged_id: str) -> list[Part]:
+    """`m`'s parts with each text marked: `harness` when `m` was the harness's as a whole, `entry` its
+    own id when it now sits in the message `merged_id`."""
+    whole = harness_message(m) or m.origin is not None
+    out: list[Part] = []
+    for p in m.parts:
+        if isinstance(p, TextPart):
+            harness = p.harness or (whole and not p.entry)
+            entry = p.entry or ("" if m.id == merged_id else m.id)
+            if harness != p.harness or entry != p.entry:
+                p = replace(p, harness=harness, entry=entry)
+        out.append(p)
     return out

@@ -5,6 +5,10 @@ Mounted lazily by `nova.cli.main` as `nova replay`. Reads any format
 Code JSONL, Nova transcripts). The compaction settings come from `~/.nova/config.json` (NOVA_HOME), read
 here at the edge; layer 2 uses the extractive summarizer, since a replay has no model to ask.
 
+`--at-recorded-compaction` replays up to the recorded agent's own first compaction, makes Nova compact at that
+message and prints the two summaries side by side with the facts of the transcript each keeps
+(`nova.evaluation.anchor`).
+
 The cost model: `--provider-cache anthropic|openai` simulates that provider's prompt cache over the calls,
 `--summarizer model-estimate` counts the call a model summarizer would make at each compaction (reading
 the cached prefix, answering with a summary the size of the extractive one), `--price MODEL` prices it.
@@ -35,6 +39,7 @@ __all__ = ["replay_command"]
 
 if TYPE_CHECKING:
     from nova.sessions.readers.base import ImportedSession
+    from nova.settings import Settings
 
 _FIRST_FORMATS = ("mini-swe-agent", "swe-agent", "openai")
 
@@ -66,6 +71,11 @@ def replay_command(
     report_html: Annotated[Path | None, typer.Option("--report", help="Also write one self-contained HTML file "
                            "with the plots (context per call, its composition, compactions, cost and cache hit) and each "
                            "compaction's kept/dropped lists. Needs the `report` extra (plotly).")] = None,
+    at_recorded_compaction: Annotated[bool, typer.Option(
+        "--at-recorded-compaction", help="Replay up to the recorded agent's first compaction (Claude Code's "
+        "compact_boundary), make Nova compact at that message, and print both summaries side by side with the "
+        "facts of the transcript each keeps. --dump-view writes Nova's view right after that compaction; --json "
+        "prints the figures.")] = False,
 ) -> None:
     """Replay a recorded session as if the agent had used this context policy."""
     if policy not in ALL_POLICIES:
@@ -91,6 +101,13 @@ def replay_command(
 
     with user_errors():
         settings = load_settings(env=dict(os.environ), overrides=global_overrides())
+    if at_recorded_compaction:
+        if policy != "nova" or report_html is not None or provider_cache or price or summarizer != "extractive":
+            err_console.print("nova: error: --at-recorded-compaction compares Nova's own compaction (policy nova, "
+                              "extractive summarizer); it takes --window, --dump-view and --json only")
+            raise typer.Exit(2)
+        _at_recorded_compaction(path, window=window, settings=settings, as_json=as_json, dump_view=dump_view)
+        return
     # A file that cannot be read exits 1, as `nova sessions import` does for the same file.
     with user_errors(exit_code=1, os_errors=True):
         session = read_session_file(path, strict=strict)
@@ -165,6 +182,30 @@ def replay_command(
                       markup=False)
     for line in report.violations[:10]:
         console.print(f"  [red]{escape(str(line))}[/]")
+
+
+def _at_recorded_compaction(path: Path, *, window: int, settings: "Settings", as_json: bool,
+                            dump_view: Path | None) -> None:
+    from nova.evaluation.anchor import NoRecordedCompaction, at_recorded_compaction
+    from nova.evaluation.anchor_view import comparison_lines, side_by_side_lines
+
+    for name in ("nova.agent", "nova.context"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    with user_errors(exit_code=1, os_errors=True):
+        try:
+            comparison = at_recorded_compaction(path, window=window, config=settings.compaction, spill=settings.spill,
+                                                counter=counter_for_model(settings.model))
+        except NoRecordedCompaction as exc:
+            err_console.print(f"nova: error: {exc}", markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+    if dump_view is not None:
+        dump_view.write_text(json.dumps(view_document(comparison.report), ensure_ascii=False, indent=2),
+                             encoding="utf-8")
+    if as_json:
+        print(json.dumps(comparison.to_json()))
+        return
+    for line in [*comparison_lines(comparison), "", *side_by_side_lines(comparison, width=console.width)]:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _chosen_run(session: "ImportedSession", instance: str | None, path: Path) -> "ImportedSession":

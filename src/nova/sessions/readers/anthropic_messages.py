@@ -3,7 +3,9 @@ in `api_conversation_history.json`.
 
 Cline answers a tool call with a text block `[read_file for 'x'] Result: …` rather than a `tool_result`;
 such a block right after the call becomes that call's result, in order. Cline puts each response's usage
-in `metrics.tokens`.
+in `metrics.tokens`. In a Cline user message only the blocks in `<task>`, `<feedback>`, `<answer>` or
+`<user_message>` tags are what the person typed; the rest (`<environment_details>`, its progress
+reminders, "The user has provided feedback…") is Cline's and marked `harness`.
 
 Roo Code adds fields to each message: `ts` (epoch milliseconds: the message times), `isSummary` (its own
 context condensing: the summary becomes a Nova summary marked `compaction`, covering the messages tagged
@@ -118,7 +120,7 @@ class _Assembly:
             self.b.add("assistant", parts or [TextPart("")], index, ts, _metadata(m))
         elif role == "user":
             parts = anthropic_parts(m.get("content"), with_result_images=True)
-            parts = _pair_text_results(parts, self.open_calls)
+            parts = _cline_marked(_pair_text_results(parts, self.open_calls))
             self.open_calls = []
             # A provider wants the results first, in call order.
             results = [p for p in parts if isinstance(p, ToolResultPart)]
@@ -141,6 +143,20 @@ class _Assembly:
                 covered = tuple(self.condensed.get(condense_id, ())) if condense_id else ()
                 messages[position] = summary.with_parts([SummaryPart(part.text, covers=covered)])
         return messages
+
+
+_CLINE_TYPED = re.compile(r"^\s*<(?:task|feedback|answer|user_message)>")
+_CLINE_OWN = ("<environment_details>", "[TASK RESUMPTION]")
+
+
+def _cline_marked(parts: list[Part]) -> list[Part]:
+    """In a Cline user message (it has a tagged block or Cline's environment details), the text blocks not
+    in a typed tag are Cline's own (`harness`); any other user message is left as it is."""
+    texts = [p.text.lstrip() for p in parts if isinstance(p, TextPart)]
+    if not any(_CLINE_TYPED.match(t) or t.startswith(_CLINE_OWN) for t in texts):
+        return parts
+    return [TextPart(p.text, harness=True) if isinstance(p, TextPart) and not _CLINE_TYPED.match(p.text) else p
+            for p in parts]
 
 
 def _pair_text_results(parts: list[Part], calls: list[ToolUsePart]) -> list[Part]:

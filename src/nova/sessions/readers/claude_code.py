@@ -7,7 +7,15 @@ What the file holds and how it is read:
   each), and when tools run in parallel their results arrive between those records: the response is
   reassembled into one assistant message with all its calls, followed by one user message with their
   results in call order;
-- `isMeta` user records (skill bodies, hook feedback, command caveats) are kept, marked `is_meta`;
+- `isMeta` user records (skill bodies, hook feedback, command caveats) are kept, marked `is_meta`, and
+  their text parts marked `harness`, as are the harness's records of a local command (`<command-name>`
+  with no arguments, `<local-command-stdout>`) and interrupt markers: merged with what the person typed,
+  none of them hides it;
+- prompts typed while Claude Code was busy are `queue-operation` records: an `enqueue` delivered by
+  `remove` (read by the model beside the next tool results) becomes a text of the person's in that
+  results message, with the enqueue's own id as its `entry`; one delivered by `dequeue` comes back as an
+  ordinary user record (imported from there, once; at the next response if it never does); `popAll`
+  takes the queue back into the input box unsent (counted in `meta["withdrawn_prompts"]`);
 - a compaction (`system` `compact_boundary`, then a user record with `isCompactSummary`) becomes a Nova
   summary message (a `SummaryPart` covering everything before it) marked `compaction`, never a request;
 - images inside tool results follow the results as image parts;
@@ -20,6 +28,7 @@ What the file holds and how it is read:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +40,7 @@ from nova.fs.safe_read import loads
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
-from nova.sessions.readers.common import Builder, anthropic_parts, iso_ts, load_text, text_of
+from nova.sessions.readers.common import Builder, anthropic_parts, iso_ts, load_text, mid, text_of
 
 NAME = "claude-code"
 _CONVERSATION = ("user", "assistant", "system")
@@ -95,6 +104,8 @@ class ClaudeCodeReader:
             _require_messages(messages, path, assembled.ignored)
         meta["ignored_records"] = dict(assembled.ignored)
         meta["source_counts"] = assembled.counts.to_dict()
+        if assembled.withdrawn:
+            meta["withdrawn_prompts"] = assembled.withdrawn
         return ImportedSession(messages=messages, system="", format=NAME, source_path=path, meta=meta,
                                skipped=tuple(skipped + assembled.skipped), children=children)
 
@@ -164,6 +175,18 @@ class _Assembly:
     ignored: Counter[str] = field(default_factory=Counter)
     skipped: list[SkippedRecord] = field(default_factory=list)
     counts: _Counts = field(default_factory=_Counts)
+    queued: list[tuple[int, str]] = field(default_factory=list)
+    """Prompts typed while the agent was busy, not delivered yet: (enqueue line, text)."""
+    dequeued: list[tuple[int, str]] = field(default_factory=list)
+    """Prompts sent as a user record of their own, expected next."""
+    withdrawn: int = 0
+
+    def deliver_dequeued(self) -> None:
+        """A dequeued prompt whose user record never came: imported where the model got it, before the next
+        response."""
+        for line, text in self.dequeued:
+            self.builder.add("user", [TextPart(text)], line, None, {"queued": True})
+        self.dequeued = []
 
     def close(self) -> None:
         response, self.open = self.open, None
@@ -189,9 +212,12 @@ def _assemble(records: Sequence[tuple[int, dict[str, Any]]]) -> _Assembly:
         kind = record.get("type")
         try:
             if kind == "assistant":
+                a.deliver_dequeued()
                 _assistant(a, number, record)
             elif kind == "user":
                 _user(a, number, record)
+            elif kind == "queue-operation":
+                _queue(a, number, record)
             elif kind == "system" and record.get("subtype") == "compact_boundary":
                 a.close()
                 meta = record.get("compactMetadata") or {}
@@ -202,7 +228,64 @@ def _assemble(records: Sequence[tuple[int, dict[str, Any]]]) -> _Assembly:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             a.skipped.append(SkippedRecord(f"line {number}", f"{kind} record could not be read: {exc!r}"))
     a.close()
+    a.deliver_dequeued()
     return a
+
+
+def _queue(a: _Assembly, number: int, record: dict[str, Any]) -> None:
+    operation = record.get("operation")
+    if operation == "enqueue" and isinstance(record.get("content"), str) and record["content"].strip():
+        a.queued.append((number, record["content"]))
+    elif operation == "remove" and a.queued:
+        # Delivered while tools ran: the model read it beside the results of the calls now running.
+        line, text = a.queued.pop(0)
+        typed = TextPart(text, entry=mid(line))
+        if a.open is not None and a.open.call_ids():
+            a.open.after_results.append(typed)
+        else:
+            a.close()
+            a.builder.add("user", [TextPart(text)], line, iso_ts(record.get("timestamp")), {"queued": True})
+    elif operation == "dequeue" and a.queued:
+        a.dequeued.append(a.queued.pop(0))
+    elif operation == "popAll":
+        a.withdrawn += len(a.queued)
+        a.queued = []
+    else:
+        a.ignored[f"queue-operation:{operation}"] += 1
+
+
+_INTERRUPTED = "[Request interrupted by user"
+_LOCAL_OUTPUT = ("<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>", "<bash-stderr>")
+_CAVEAT = "Caveat: The messages below were generated by the user while running local commands"
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+# Claude Code's built-in commands that run locally and ask the model nothing: their record is the
+# harness's. A custom command (a prompt file) and any command given arguments is the person's request.
+LOCAL_COMMANDS = frozenset((
+    "clear", "compact", "model", "config", "cost", "help", "exit", "quit", "login", "logout", "status",
+    "resume", "memory", "permissions", "hooks", "mcp", "agents", "context", "doctor", "export", "vim",
+    "theme", "terminal-setup", "ide", "add-dir", "bashes", "release-notes", "upgrade", "usage", "todos",
+    "rewind", "statusline", "privacy-settings", "output-style", "plugin", "stats", "sandbox",
+))
+
+
+def _harness_text(text: str) -> bool:
+    """Text Claude Code wrote into a user record, not the person: an interrupt marker, a local command's
+    output or caveat, the record of a built-in local command run with no arguments."""
+    stripped = text.strip()
+    if stripped.startswith((_INTERRUPTED, _CAVEAT, *_LOCAL_OUTPUT)):
+        return True
+    if stripped.startswith(("<command-name>", "<command-message>")):
+        args = _COMMAND_ARGS.search(stripped)
+        name = _COMMAND_NAME.search(stripped)
+        local = name is not None and name.group(1).strip().lstrip("/") in LOCAL_COMMANDS
+        return local and not (args and args.group(1).strip())
+    return False
+
+
+def _marked(parts: list[Part], *, meta: bool) -> list[Part]:
+    return [TextPart(p.text, harness=True) if isinstance(p, TextPart) and (meta or _harness_text(p.text)) else p
+            for p in parts]
 
 
 def _assistant(a: _Assembly, number: int, record: dict[str, Any]) -> None:
@@ -240,14 +323,16 @@ def _user(a: _Assembly, number: int, record: dict[str, Any]) -> None:
         a.covered_upto = len(b.messages)
         a.boundary = None
         return
-    parts = anthropic_parts(content, with_result_images=True)
+    parts = _marked(anthropic_parts(content, with_result_images=True), meta=bool(record.get("isMeta")))
+    typed = [p.text.strip() for p in parts if isinstance(p, TextPart) and not p.harness]
+    a.dequeued = [(line, text) for line, text in a.dequeued if text.strip() not in typed]
     results = [p for p in parts if isinstance(p, ToolResultPart)]
     a.counts.tool_results += len(results)
     others = [p for p in parts if not isinstance(p, ToolResultPart)]
     response = a.open
     if results and response is not None and set(response.call_ids()) & {r.tool_use_id for r in results}:
         # A result of the response still being assembled: its other calls may follow.
-        if not response.results and not response.after_results:
+        if not response.results_line:
             response.results_line, response.results_ts = number, ts
         response.results.extend(results)
         response.after_results.extend(others)

@@ -5,7 +5,14 @@
 and `custom_tool_call` (apply_patch) with their `*_output`, `local_shell_call`, `reasoning` (not imported,
 SES-3). Consecutive model items form one response; a `token_count` event whose totals moved closes it
 and gives its usage (`last_token_usage`). The base instructions and developer messages are the system
-prompt."""
+prompt.
+
+What the person typed: a user `message` item, and the `user_message` event Codex writes beside it. Codex
+Desktop writes only the event, so an event whose text no user message since the last response holds is
+imported as one (and a user item that follows it with the same text takes its place). The user items
+Codex writes itself — the AGENTS.md instructions, `<environment_context>`, `<user_instructions>`, an
+aborted turn's note, an image's wrapper tags — are marked `harness`. A `compacted` record (Codex's own
+compaction) becomes a Nova summary marked `compaction`, covering everything before it."""
 
 from __future__ import annotations
 
@@ -15,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from nova.fs.safe_read import loads
-from nova.messages import ImagePart, Part, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import (
+    ImagePart,
+    Message,
+    Part,
+    SummaryPart,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+    person_entries,
+)
 from nova.model import Usage
 from nova.sessions.readers.base import (
     Confidence,
@@ -55,6 +71,7 @@ class CodexReader:
         results: list[ToolResultPart] = []
         results_at = 0
         last_totals: Any = None
+        covered_upto = 0
         counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
 
         def close(usage: Usage | None = None) -> None:
@@ -119,12 +136,51 @@ class CodexReader:
                     if payload.get("role") in ("developer", "system"):
                         b.system.append(text_of(payload.get("content")))
                     elif parts:
+                        last = b.messages[-1] if b.messages else None
+                        if last is not None and last.metadata.get("from_event") and _typed_in(last, parts):
+                            b.messages.pop()  # the event came first; the item holds the same words, and more
                         b.add("user", parts, number, ts)
                 # reasoning: never imported (SES-3)
+            elif kind == "event_msg" and payload.get("type") == "user_message":
+                text = str(payload.get("message") or "")
+                if text.strip() and not _typed_since_response(b.messages, text):
+                    close()
+                    b.add("user", [TextPart(text)], number, ts, {"from_event": True})
+            elif kind == "compacted":
+                close()
+                summary = payload.get("message")
+                if isinstance(summary, str) and summary.strip():
+                    covers = tuple(m.id for m in b.messages[covered_upto:])
+                    b.add("user", [SummaryPart(summary, covers=covers)], number, ts,
+                          {"compaction": {"source": "codex", "trigger": "auto"}})
+                    covered_upto = len(b.messages)
         close()
         meta["source_counts"] = counts
         return ImportedSession(messages=b.messages, system="\n\n".join(b.system), format=NAME, source_path=path,
                                meta=meta, skipped=tuple(skipped))
+
+
+# User items Codex writes itself, never the person: project instructions, the environment, an aborted
+# turn's note, the tags around an attached image.
+_HARNESS_TEXT = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>", "<turn_aborted>",
+                 "<image name=", "</image>")
+
+
+def _typed_since_response(messages: list[Message], text: str) -> bool:
+    """Whether a user message since the last response already holds `text` (the item Codex CLI writes
+    before its event)."""
+    wanted = text.strip()
+    for m in reversed(messages):
+        if m.role == "assistant":
+            return False
+        if any(wanted in typed for _, typed in person_entries(m)):
+            return True
+    return False
+
+
+def _typed_in(message: Message, parts: list[Part]) -> bool:
+    typed = "\n\n".join(p.text for p in parts if isinstance(p, TextPart) and not p.harness)
+    return all(text.strip() in typed for _, text in person_entries(message))
 
 
 def _parts(content: Any) -> list[Part]:
@@ -133,7 +189,8 @@ def _parts(content: Any) -> list[Part]:
         if not isinstance(block, dict):
             continue
         if block.get("type") in ("input_text", "output_text", "text") and block.get("text"):
-            parts.append(TextPart(str(block["text"])))
+            text = str(block["text"])
+            parts.append(TextPart(text, harness=text.lstrip().startswith(_HARNESS_TEXT)))
         elif block.get("type") == "input_image":
             parts.append(ImagePart(url=str(block.get("image_url", ""))))
     return parts

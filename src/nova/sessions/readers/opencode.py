@@ -2,7 +2,12 @@
 "parts": [...]}]}`. One assistant message is one model response: its `text` parts and `tool` parts
 (`callID`, `tool`, `state.input`, `state.output` / `state.error`) become an assistant message with the
 calls, followed by a user message with their results. `reasoning`, `step-*` and `patch` parts are not
-conversation; `info.tokens` is the response's usage."""
+conversation; `info.tokens` is the response's usage.
+
+A user message's `text` parts are what the person typed, except those OpenCode marks `synthetic` (the
+text it adds itself: a file attached, a tool it ran for the user), which are marked `harness`. Its own
+compaction — a user message holding a `compaction` part, answered by an assistant message with
+`info.summary` true — becomes a Nova summary marked `compaction`, covering everything before it."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
 from nova.sessions.readers.common import Builder, arguments, load_document
@@ -41,13 +46,26 @@ class OpenCodeReader:
         doc = load_document(path)
         b = Builder()
         counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
+        covered_upto = 0
         for index, m in enumerate(doc["messages"]):
             info = m["info"]
             ts = (info.get("time") or {}).get("created")
             ts = ts / 1000 if isinstance(ts, int | float) else None
-            texts: list[Part] = [TextPart(str(p["text"])) for p in m["parts"] if p.get("type") == "text" and p.get("text")]
+            texts: list[Part] = [TextPart(str(p["text"]), harness=bool(p.get("synthetic")))
+                                 for p in m["parts"] if p.get("type") == "text" and p.get("text")]
             if info["role"] == "user":
+                if any(p.get("type") == "compaction" for p in m["parts"]) and not any(
+                        isinstance(t, TextPart) and not t.harness for t in texts):
+                    continue  # the request for OpenCode's own compaction: the summary follows
                 b.add("user", texts or [TextPart("")], 2 * index, ts)
+                continue
+            if info.get("summary") is True:
+                summary = "\n\n".join(t.text for t in texts if isinstance(t, TextPart))
+                if summary.strip():
+                    covers = tuple(x.id for x in b.messages[covered_upto:])
+                    b.add("user", [SummaryPart(summary, covers=covers)], 2 * index, ts,
+                          {"compaction": {"source": "opencode", "trigger": "auto"}})
+                    covered_upto = len(b.messages)
                 continue
             calls: list[Part] = []
             results: list[ToolResultPart] = []

@@ -3,7 +3,9 @@ by `id` / `parentId` (a tree: going back and trying again starts a branch). The 
 branch ending at the last entry; entries on abandoned branches are counted in
 `meta["abandoned_entries"]`. Message roles: `user`, `assistant` (content `text`, `thinking` — not
 imported, SES-3 — and `toolCall`), `toolResult`, and `bashExecution` (a command the user ran, which the
-model sees unless `excludeFromContext`)."""
+model sees unless `excludeFromContext`: its text, written by pi, is marked `harness`). pi's own compaction
+(a `compaction` entry with its `summary`) and a `branch_summary` become Nova summaries marked
+`compaction`, covering what came before them on the branch."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.fs.safe_read import loads
-from nova.messages import ImagePart, Part, TextPart, ToolResultPart, ToolUsePart
+from nova.messages import ImagePart, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import (
     Confidence,
@@ -75,6 +77,7 @@ class PiReader:
         meta["abandoned_entries"] = len(order) - len(branch)
         b = Builder()
         counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
+        covered_upto = 0
         for entry in branch:
             kind = entry.get("type")
             message = entry.get("message") if kind == "message" else None
@@ -86,6 +89,13 @@ class PiReader:
                     counts["tool_calls"] += sum(isinstance(c, dict) and c.get("type") == "toolCall" for c in content)
             if kind == "model_change" and entry.get("modelId"):
                 meta["model"] = entry["modelId"]
+            if kind in ("compaction", "branch_summary") and isinstance(entry.get("summary"), str):
+                covers = tuple(m.id for m in b.messages[covered_upto:])
+                b.add("user", [SummaryPart(entry["summary"], covers=covers)], entry["_line"],
+                      iso_ts(entry.get("timestamp")), {"compaction": {"source": "pi", "trigger": kind,
+                                                                       "tokens_before": entry.get("tokensBefore", 0)}})
+                covered_upto = len(b.messages)
+                continue
             if kind != "message":
                 continue
             try:
@@ -120,8 +130,8 @@ def _message(b: Builder, entry: dict[str, Any], meta: dict[str, Any]) -> None:
         b.add_results([ToolResultPart(tool_use_id=str(m["toolCallId"]), content=text_of(m.get("content")),
                                       is_error=bool(m.get("isError", False)))], number, ts)
     elif role == "bashExecution" and not m.get("excludeFromContext"):
-        b.add("user", [TextPart(f"I ran `{m.get('command', '')}` (exit {m.get('exitCode')}):\n{m.get('output', '')}")],
-              number, ts, {"user_shell": True})
+        b.add("user", [TextPart(f"I ran `{m.get('command', '')}` (exit {m.get('exitCode')}):\n{m.get('output', '')}",
+                                harness=True)], number, ts, {"user_shell": True})
 
 
 def _parts(content: Any) -> list[Part]:

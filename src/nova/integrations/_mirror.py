@@ -1,0 +1,92 @@
+"""`Mirror`: follows a framework's message history in Nova's message model and renders Nova's view back.
+
+The framework keeps its own history, whole: it is the raw record, and nothing here rewrites it. The
+mirror remembers which framework items each Nova message was made from. Before every call it finds what
+is new (the longest prefix of the framework's list it has already seen, by identity first and equality
+second, since some frameworks rebuild their items between calls), converts it with the adapter's
+`Codec` and hands it to the engine. A view is rendered message by message:
+
+- a message the controller left as it was: the framework's own items, untouched (ids, signatures and
+  provider details go back byte-identical);
+- a message it rewrote (a spilled or snipped tool output, a message cut to fit): the original items with
+  the changed contents (`Codec.rewrite`), so each tool call keeps its result and its call id;
+- a message Nova wrote (a compaction summary, the pinned task state): a new user message (`Codec.insert`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Generic, Protocol, TypeVar
+
+from nova.integrations._engine import ContextEngine
+from nova.messages import Message
+
+__all__ = ["Codec", "Mirror"]
+
+T = TypeVar("T")
+
+
+class Codec(Protocol[T]):
+    """How one framework's items become Nova messages and back."""
+
+    def to_nova(self, items: Sequence[T]) -> list[tuple[Message, tuple[T, ...]]]:
+        """Complete messages for `items`, each with the items it was made from, in order."""
+        ...
+
+    def rewrite(self, items: tuple[T, ...], message: Message) -> list[T]:
+        """`items` carrying the contents of `message`, a rewritten version of what they were made from."""
+        ...
+
+    def insert(self, message: Message) -> list[T]:
+        """Items for a message Nova added to the view."""
+        ...
+
+    def same(self, a: T, b: T) -> bool:
+        """Whether two items are the same item (the framework may have rebuilt it)."""
+        ...
+
+
+class Mirror(Generic[T]):
+    def __init__(self, engine: ContextEngine, codec: Codec[T]) -> None:
+        self.engine = engine
+        self.codec = codec
+        self._seen: list[T] = []
+        self._origins: dict[str, tuple[Message, tuple[T, ...]]] = {}
+
+    @property
+    def seen(self) -> int:
+        return len(self._seen)
+
+    def follow(self, items: Sequence[T]) -> None:
+        """Take in the framework's history as it is now."""
+        shared = self._shared_prefix(items)
+        if shared < len(self._seen):
+            groups = self.codec.to_nova(items)
+            self._origins = {m.id: (m, group) for m, group in groups}
+            self.engine.reset([m for m, _ in groups])
+        else:
+            for message, group in self.codec.to_nova(items[shared:]):
+                self._origins[message.id] = (message, group)
+                self.engine.add(message)
+        self._seen = list(items)
+
+    def _shared_prefix(self, items: Sequence[T]) -> int:
+        seen = self._seen
+        limit = min(len(seen), len(items))
+        same = self.codec.same
+        for index in range(limit):
+            if seen[index] is not items[index] and not same(seen[index], items[index]):
+                return index
+        return limit
+
+    def render(self, messages: Sequence[Message]) -> list[T]:
+        out: list[T] = []
+        for message in messages:
+            origin = self._origins.get(message.id)
+            if origin is None:
+                out.extend(self.codec.insert(message))
+            elif origin[0] is message:
+                out.extend(origin[1])
+            else:
+                out.extend(self.codec.rewrite(origin[1], message))
+        return out

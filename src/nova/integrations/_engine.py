@@ -19,6 +19,7 @@ without the parts a framework brings itself (tools, permissions, memory, the env
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -257,6 +258,10 @@ class ContextEngine:
 
         state = self._pipeline.state.update(lambda s: apply_command(s, line, now=time.time()))
         return render_pinned(state) or "task state is empty"
+
+    def restore_task_state(self, state: TaskState) -> TaskState:
+        """Pin `state` (a checkpoint's) as this conversation's task state."""
+        return self._pipeline.state.update(lambda current: dataclasses.replace(state, version=current.version))
 
     # -- the pipeline ---------------------------------------------------------------------------------
     def add(self, message: Message) -> Message:

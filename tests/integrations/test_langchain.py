@@ -12,16 +12,16 @@ import pytest
 
 pytest.importorskip("langchain.agents", reason="the langchain extra is not installed")
 
-from langchain.agents import create_agent  # noqa: E402
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from tests.integrations.workload import SUMMARY_MARK, Answer, Workload
 
-from nova.integrations.langchain import STATE_KEY, NovaMiddleware, _to_nova, pairing_violations  # noqa: E402
-from nova.tokens import count_message  # noqa: E402
-from tests.integrations.workload import SUMMARY_MARK, Answer, Workload  # noqa: E402
+from nova.integrations.langchain import STATE_KEY, NovaMiddleware, _to_nova, pairing_violations
+from nova.tokens import count_message
 
 pytestmark = pytest.mark.slow
 

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
-from agents import Agent, Runner, function_tool  # noqa: E402
-from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call  # noqa: E402
-from agents.usage import Usage as AgentsUsage  # noqa: E402
+from agents import Agent, Runner, function_tool
+from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from agents.usage import Usage as AgentsUsage
+from tests.integrations.workload import SUMMARY_MARK, Answer, Workload
 
-from nova.integrations.openai_agents import NovaSession, _to_nova, pairing_violations  # noqa: E402
-from nova.sessions.session import Session  # noqa: E402
-from nova.tokens import count_message, count_system, count_tools  # noqa: E402
-from nova.model import ToolSpec  # noqa: E402
-from tests.integrations.workload import SUMMARY_MARK, Answer, Workload  # noqa: E402
+from nova.integrations.openai_agents import NovaSession, _to_nova, pairing_violations
+from nova.model import ToolSpec
+from nova.tokens import count_message, count_system, count_tools
 
 pytestmark = pytest.mark.slow
 

@@ -9,16 +9,19 @@ import pytest
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai import messages as pm  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
-from pydantic_ai.usage import RequestUsage  # noqa: E402
+from pydantic_ai import Agent
+from pydantic_ai import messages as pm
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+from tests.integrations.workload import SUMMARY_MARK, Answer, Workload
 
-from nova.integrations.pydantic_ai import NovaCapability, pairing_violations  # noqa: E402
-from nova.integrations.pydantic_ai import _to_nova  # noqa: E402
-from nova.sessions.session import Session  # noqa: E402
-from nova.tokens import count_message, count_system  # noqa: E402
-from tests.integrations.workload import SUMMARY_MARK, Answer, Workload  # noqa: E402
+from nova.integrations.pydantic_ai import (
+    NovaCapability,
+    _to_nova,
+    pairing_violations,
+)
+from nova.sessions.session import Session
+from nova.tokens import count_message, count_system
 
 
 def _user_texts(messages: list[pm.ModelMessage]) -> str:

@@ -43,7 +43,16 @@ from nova.context.state import MemoryStateSource, TaskState, TaskStateStore, app
 from nova.context.summarize import ExtractiveSummarizer, ModelSummarizer, Summarizer
 from nova.errors import NovaError, SummaryError
 from nova.messages import Message, ToolResultPart, ToolUsePart
-from nova.model import CacheHints, ModelRequest, ModelResponse, ResponseDone, StreamEvent, ToolSpec, Usage, usage_of
+from nova.model import (
+    CacheHints,
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    StreamEvent,
+    ToolSpec,
+    Usage,
+    usage_of,
+)
 from nova.providers.pricing import context_window_for, cost_usd
 from nova.sessions.link import SessionLink
 from nova.sessions.session import Session

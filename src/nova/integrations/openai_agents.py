@@ -398,8 +398,7 @@ def _to_nova(group: Sequence[Item]) -> Message:
         else:
             # Hosted tools (web and file search, code interpreter, MCP) run inside the response.
             parts.append(TextPart(f"[{kind_name}] {to_json_text({k: v for k, v in item.items() if k != 'id'})}"))
-    role = "user" if kind == "output" else "assistant"
-    return Message(role=role, parts=tuple(parts) or (TextPart(""),))
+    return Message(role="user" if kind == "output" else "assistant", parts=tuple(parts) or (TextPart(""),))
 
 
 def _arguments(value: Any) -> dict[str, Any]:

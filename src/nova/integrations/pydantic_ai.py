@@ -29,7 +29,7 @@ import asyncio
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from nova.integrations._optional import require
 
@@ -42,7 +42,9 @@ from pydantic_ai.models import Model, ModelRequestContext  # noqa: E402
 from pydantic_ai.settings import CacheConfig, ModelSettings  # noqa: E402
 from pydantic_ai.tools import RunContext, Tool  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
+from pydantic_ai.usage import RequestUsage  # noqa: E402
 
+from nova.context.summarize import Summarizer  # noqa: E402
 from nova.integrations._engine import (  # noqa: E402
     READ_BACK_DESCRIPTION,
     READ_BACK_TOOL,
@@ -57,7 +59,6 @@ from nova.messages import ImagePart, Message, Part, TextPart, ThinkingPart, Tool
 from nova.model import ModelRequest as NovaRequest  # noqa: E402
 from nova.model import ModelResponse as NovaResponse  # noqa: E402
 from nova.model import ToolSpec, Usage  # noqa: E402
-from nova.context.summarize import Summarizer  # noqa: E402
 from nova.sessions.session import Session  # noqa: E402
 from nova.settings import Settings  # noqa: E402
 
@@ -194,10 +195,9 @@ class _Codec:
             parts: list[pm.ModelRequestPart] = []
             text_placed = False
             for part in item.parts:
-                if isinstance(part, pm.BaseToolReturnPart) and part.tool_call_id in results:
-                    parts.append(dataclasses.replace(part, content=results[part.tool_call_id].content))
-                elif isinstance(part, pm.RetryPromptPart) and part.tool_name and part.tool_call_id in results:  # pyright: ignore[reportDeprecated]
-                    parts.append(dataclasses.replace(part, content=results[part.tool_call_id].content))
+                call_id = _call_answered(part)
+                if call_id is not None and call_id in results:
+                    parts.append(dataclasses.replace(cast(Any, part), content=results[call_id].content))
                 elif isinstance(part, pm.UserPromptPart) and text_changed:
                     if not text_placed:
                         parts.append(dataclasses.replace(part, content=_user_text(message)))
@@ -209,13 +209,13 @@ class _Codec:
             return [item]
         answer: list[pm.ModelResponsePart] = []
         placed = False
-        for part in item.parts:
-            if isinstance(part, pm.TextPart):
+        for piece in item.parts:
+            if isinstance(piece, pm.TextPart):
                 if not placed:
-                    answer.append(dataclasses.replace(part, content=_user_text(message)))
+                    answer.append(dataclasses.replace(piece, content=_user_text(message)))
                     placed = True
             else:
-                answer.append(part)
+                answer.append(piece)
         return [dataclasses.replace(item, parts=answer)]
 
 
@@ -285,7 +285,7 @@ def _user_parts(content: str | Sequence[pm.UserContent]) -> list[Part]:
     return out
 
 
-def _usage(usage: pm.RequestUsage) -> Usage:
+def _usage(usage: RequestUsage) -> Usage:
     """pydantic-ai counts cached tokens inside `input_tokens`; Nova's `input_tokens` is the uncached part."""
     cached = usage.cache_read_tokens + usage.cache_write_tokens
     return Usage(input_tokens=max(0, usage.input_tokens - cached), output_tokens=usage.output_tokens,
@@ -345,7 +345,7 @@ def _with_cache_point(message: pm.ModelRequest, add: bool) -> pm.ModelRequest:
     for i in user_at:
         part = parts[i]
         assert isinstance(part, pm.UserPromptPart)
-        content = [part.content] if isinstance(part.content, str) else \
+        content: list[pm.UserContent] = [part.content] if isinstance(part.content, str) else \
             [c for c in part.content if not isinstance(c, pm.CachePoint)]
         if add and i == user_at[-1]:
             content.append(pm.CachePoint())
@@ -367,7 +367,7 @@ def pairing_violations(messages: Sequence[pm.ModelMessage]) -> list[str]:
             calls = {p.tool_call_id: p.tool_name for p in message.parts
                      if isinstance(p, pm.ToolCallPart) and not isinstance(p, pm.NativeToolCallPart)}
             continue
-        answered = [p.tool_call_id for p in message.parts if _answers_a_call(p)]
+        answered = [c for c in map(_call_answered, message.parts) if c is not None]
         for call_id in answered:
             if call_id not in calls:
                 problems.append(f"message {index}: a return for {call_id} answers no call of the response before it")
@@ -380,7 +380,8 @@ def pairing_violations(messages: Sequence[pm.ModelMessage]) -> list[str]:
     return problems
 
 
-def _answers_a_call(part: pm.ModelRequestPart) -> bool:
+def _call_answered(part: pm.ModelRequestPart) -> str | None:
+    """The id of the tool call `part` answers (a return, or a retry prompt for a tool), else None."""
     if isinstance(part, pm.RetryPromptPart):  # pyright: ignore[reportDeprecated]
-        return part.tool_name is not None
-    return isinstance(part, pm.BaseToolReturnPart)
+        return part.tool_call_id if part.tool_name is not None else None
+    return part.tool_call_id if isinstance(part, pm.BaseToolReturnPart) else None

@@ -4,7 +4,6 @@ LangChain's own GenericFakeChatModel that answers from the workload (never the n
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,74 +11,14 @@ import pytest
 
 pytest.importorskip("langchain.agents", reason="the langchain extra is not installed")
 
-from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from tests.integrations.workload import SUMMARY_MARK, Answer, Workload
+from tests.integrations.drive_langchain import Recorder, build_agent, scripted_run
+from tests.integrations.workload import Workload
 
-from nova.integrations.langchain import STATE_KEY, NovaMiddleware, _to_nova, pairing_violations
-from nova.tokens import count_message
+from nova.integrations.langchain import STATE_KEY, NovaMiddleware, pairing_violations
 
 pytestmark = pytest.mark.slow
-
-
-class ScriptedChatModel(GenericFakeChatModel):
-    """LangChain's generic fake chat model, answering from a function of the messages it is sent, with
-    tools bound as a chat model binds them (the agent calls `bind_tools`)."""
-
-    responder: Callable[[list[BaseMessage]], AIMessage]
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
-        return self
-
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.responder(messages))])
-
-
-def _user_texts(messages: Sequence[BaseMessage]) -> str:
-    return "\n".join(m.text for m in messages if isinstance(m, HumanMessage))
-
-
-class Recorder:
-    def __init__(self, work: Workload) -> None:
-        self.work = work
-        self.sizes: list[int] = []
-        self.violations: list[str] = []
-        self.lost_prompts: list[str] = []
-        self.prompts_so_far: list[str] = []
-        self.summaries = 0
-        self.call = 0
-
-    def __call__(self, messages: list[BaseMessage]) -> AIMessage:
-        counter = self.work.counter
-        history = [m for m in messages if m.type != "system"]
-        groups: list[list[BaseMessage]] = []
-        for m in history:
-            if groups and isinstance(m, ToolMessage) and isinstance(groups[-1][0], ToolMessage):
-                groups[-1].append(m)
-            else:
-                groups.append([m])
-        used = sum(count_message(_to_nova(g), counter) for g in groups) + \
-            sum(counter.count(m.text) for m in messages if m.type == "system")
-        self.call += 1
-        usage = {"input_tokens": used, "output_tokens": 20, "total_tokens": used + 20}
-        if SUMMARY_MARK in _user_texts(history[-1:]):
-            self.summaries += 1
-            return AIMessage(content=self.work.summary(), usage_metadata=usage)
-        self.sizes.append(used)
-        self.violations += pairing_violations(history)
-        seen = _user_texts(history)
-        self.lost_prompts += [p for p in self.prompts_so_far if p not in seen]
-        last = history[-1]
-        action = self.work.next_action(last.text if isinstance(last, ToolMessage) else None)
-        if isinstance(action, Answer):
-            return AIMessage(content=action.text, usage_metadata=usage)
-        return AIMessage(content="", tool_calls=[{"name": action.name, "args": action.args, "id": f"call-{self.call}"}],
-                         usage_metadata=usage)
 
 
 class Run:
@@ -87,29 +26,12 @@ class Run:
         self.__dict__.update(kw)
 
 
-def _agent(work: Workload, recorder: Recorder, middleware: list[Any], checkpointer: Any = None) -> Any:
-    @tool
-    def fetch(n: int) -> str:
-        """One chunk of the build log."""
-        return work.output(n)
-
-    model = ScriptedChatModel(messages=iter(()), responder=recorder)
-    return create_agent(model, tools=[fetch], system_prompt="You read build logs.", middleware=middleware,
-                        checkpointer=checkpointer)
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     work = Workload()
-    recorder = Recorder(work)
     home = tmp_path_factory.mktemp("langchain") / "home"
     nova = NovaMiddleware.open(window=work.window, home=home)
-    agent = _agent(work, recorder, [nova])
-    messages: list[BaseMessage] = []
-    for prompt in work.prompts():
-        recorder.prompts_so_far.append(prompt)
-        state = agent.invoke({"messages": [*messages, HumanMessage(prompt)]}, {"recursion_limit": 1000})
-        messages = list(state["messages"])
+    recorder, messages = scripted_run(work, [nova])
     assert nova.engine.session is not None
     session_id = nova.engine.session.id
     nova.engine.session.close()
@@ -162,7 +84,7 @@ def test_a_resumed_thread_pins_its_task_state_again(tmp_path: Path) -> None:
     first = NovaMiddleware.open(window=work.window, home=tmp_path / "home")
     first.command("/goal report every failing test id")
     first.command("/constraint keep port 8080 closed")
-    state = _agent(work, Recorder(work), [first], saver).invoke({"messages": [HumanMessage("start")]}, thread)
+    state = build_agent(work, Recorder(work), [first], saver).invoke({"messages": [HumanMessage("start")]}, thread)
     assert state[STATE_KEY]["goal"] == "report every failing test id"
     # A new process: a fresh middleware, the same thread from the checkpointer.
     recorder = Recorder(work)
@@ -174,6 +96,6 @@ def test_a_resumed_thread_pins_its_task_state_again(tmp_path: Path) -> None:
         return answer(messages)
 
     second = NovaMiddleware.open(window=work.window, home=tmp_path / "home")
-    _agent(work, spy, [second], saver).invoke({"messages": [HumanMessage("go on")]}, thread)  # type: ignore[arg-type]
+    build_agent(work, spy, [second], saver).invoke({"messages": [HumanMessage("go on")]}, thread)  # type: ignore[arg-type]
     assert second.engine.task_state.goal == "report every failing test id"
     assert all("keep port 8080 closed" in text for text in seen)

@@ -9,83 +9,12 @@ import pytest
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
-from pydantic_ai import Agent
 from pydantic_ai import messages as pm
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.usage import RequestUsage
-from tests.integrations.workload import SUMMARY_MARK, Answer, Workload
+from tests.integrations.drive_pydantic_ai import Recorder, scripted_run
+from tests.integrations.workload import Workload
 
-from nova.integrations.pydantic_ai import (
-    NovaCapability,
-    _to_nova,
-    pairing_violations,
-)
+from nova.integrations.pydantic_ai import NovaCapability, pairing_violations
 from nova.sessions.session import Session
-from nova.tokens import count_message, count_system
-
-
-def _user_texts(messages: list[pm.ModelMessage]) -> str:
-    out = []
-    for m in messages:
-        if isinstance(m, pm.ModelRequest):
-            for p in m.parts:
-                if isinstance(p, pm.UserPromptPart):
-                    out.append(p.content if isinstance(p.content, str)
-                               else " ".join(c for c in p.content if isinstance(c, str)))
-    return "\n".join(out)
-
-
-class Recorder:
-    """The fake model: answers from the workload and checks every request it is sent."""
-
-    def __init__(self, work: Workload) -> None:
-        self.work = work
-        self.sizes: list[int] = []
-        self.violations: list[str] = []
-        self.lost_prompts: list[str] = []
-        self.prompts_so_far: list[str] = []
-        self.summaries = 0
-        self.cache_points: list[int] = []
-
-    def size_of(self, messages: list[pm.ModelMessage], info: AgentInfo) -> int:
-        counter = self.work.counter
-        return (count_system(info.instructions or "", counter)
-                + sum(count_message(_to_nova(m), counter) for m in messages))
-
-    def __call__(self, messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
-        used = self.size_of(messages, info)
-        usage = RequestUsage(input_tokens=used, output_tokens=20)
-        last = messages[-1]
-        if isinstance(last, pm.ModelRequest) and SUMMARY_MARK in _user_texts([last]):
-            self.summaries += 1
-            return pm.ModelResponse(parts=[pm.TextPart(self.work.summary())], usage=usage)
-        self.sizes.append(used)
-        self.violations += pairing_violations(messages)
-        self.cache_points.append(sum(isinstance(c, pm.CachePoint) for m in messages if isinstance(m, pm.ModelRequest)
-                                     for p in m.parts if isinstance(p, pm.UserPromptPart)
-                                     and not isinstance(p.content, str) for c in p.content))
-        seen = _user_texts(messages)
-        self.lost_prompts += [p for p in self.prompts_so_far if p not in seen]
-        output = None
-        if isinstance(last, pm.ModelRequest):
-            returns = [p for p in last.parts if isinstance(p, pm.ToolReturnPart)]
-            output = str(returns[-1].content) if returns else None
-        action = self.work.next_action(output)
-        if isinstance(action, Answer):
-            return pm.ModelResponse(parts=[pm.TextPart(action.text)], usage=usage)
-        return pm.ModelResponse(parts=[pm.ToolCallPart(action.name, action.args)], usage=usage)
-
-
-def _agent(work: Workload, recorder: Recorder, capability: NovaCapability | None) -> Agent[None, str]:
-    agent: Agent[None, str] = Agent(FunctionModel(recorder), instructions="You read build logs.",
-                                    capabilities=[capability] if capability else [])
-
-    @agent.tool_plain
-    def fetch(n: int) -> str:
-        """One chunk of the build log."""
-        return work.output(n)
-
-    return agent
 
 
 class Run:
@@ -99,17 +28,11 @@ class Run:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     """The scripted 300-step run, once for the module's checks."""
     work = Workload()
-    recorder = Recorder(work)
     home = tmp_path_factory.mktemp("pydantic-ai") / "home"
     session = Session.create(home, provider="pydantic-ai", model="function")
     capability = NovaCapability.open(window=work.window, session=session)
-    agent = _agent(work, recorder, capability)
-    history: list[pm.ModelMessage] = []
-    for prompt in work.prompts():
-        recorder.prompts_so_far.append(prompt)
-        # Each turn's caller marks its prompt for caching: Nova keeps one cache point, on the last prompt.
-        result = agent.run_sync([prompt, pm.CachePoint()], message_history=history)
-        history = result.all_messages()
+    # Each turn's caller marks its prompt for caching: Nova keeps one cache point, on the last prompt.
+    recorder, history = scripted_run(work, capability)
     session.close()
     return Run(work, recorder, capability, history, home, session.id)
 

@@ -45,6 +45,8 @@ class Recorder:
         self.lost_prompts: list[str] = []
         self.prompts_so_far: list[str] = []
         self.summaries = 0
+        self.summary_input = 0
+        """Tokens the summary calls were sent."""
         self.call = 0
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
@@ -62,6 +64,7 @@ class Recorder:
         usage = {"input_tokens": used, "output_tokens": 20, "total_tokens": used + 20}
         if any(m in _user_texts(history[-1:]) for m in self.summary_marks):
             self.summaries += 1
+            self.summary_input += used
             return AIMessage(content=self.work.summary(), usage_metadata=usage)
         self.sizes.append(used)
         self.violations += pairing_violations(history)

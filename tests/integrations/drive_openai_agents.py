@@ -39,6 +39,8 @@ class Recorder:
         self.lost_prompts: list[str] = []
         self.prompts_so_far: list[str] = []
         self.summaries = 0
+        self.summary_input = 0
+        """Tokens the summary calls were sent."""
         self.call = 0
 
     def size_of(self, call: ModelCall) -> int:
@@ -54,6 +56,7 @@ class Recorder:
         items = list(call.input)
         if any(m in _user_texts(items[-1:]) for m in self.summary_marks):
             self.summaries += 1
+            self.summary_input += used
             return ModelStep(output=[assistant_message(self.work.summary())], usage=usage)
         self.sizes.append(used)
         self.violations += pairing_violations(items)

@@ -36,6 +36,8 @@ class Recorder:
         self.lost_prompts: list[str] = []
         self.prompts_so_far: list[str] = []
         self.summaries = 0
+        self.summary_input = 0
+        """Tokens the summary calls were sent."""
         self.cache_points: list[int] = []
 
     def size_of(self, messages: list[pm.ModelMessage], info: AgentInfo) -> int:
@@ -49,6 +51,7 @@ class Recorder:
         last = messages[-1]
         if isinstance(last, pm.ModelRequest) and any(m in _user_texts([last]) for m in self.summary_marks):
             self.summaries += 1
+            self.summary_input += used
             return pm.ModelResponse(parts=[pm.TextPart(self.work.summary())], usage=usage)
         self.sizes.append(used)
         self.violations += pairing_violations(messages)

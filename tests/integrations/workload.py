@@ -37,7 +37,9 @@ class Workload:
     turns: int = 6
     big_every: int = 37
     """Every this many steps the output is far over the spill limit."""
-    counter: TokenCounter = field(default_factory=lambda: counter_for_model(""))
+    counter: TokenCounter = field(default_factory=lambda: counter_for_model("gpt-4o"))
+    """How the fake model's provider counts what it is sent: a real tokenizer (o200k, offline), not Nova's
+    estimate, so "under the window" is a provider's figure."""
     step: int = 0
     """Model calls answered so far (summary calls not counted)."""
     read_backs: list[str] = field(default_factory=list)

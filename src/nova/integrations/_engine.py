@@ -320,6 +320,16 @@ class ContextEngine:
                 self.session.note_context_size(compiled.used)
             return self.last
 
+    def may_summarize(self, *, system: str, tools: Sequence[ToolSpec]) -> bool:
+        """Whether the next `prepare` might ask the summarizer for a layer-2 summary: the view is at the
+        threshold, or at the cost floor where a compaction may pay for itself (`nova.context.economy`).
+        Below both, `prepare` calls no model, so an adapter may run it on its event loop; at or above, it
+        runs it in a worker thread, leaving the loop free for the framework's own model call."""
+        with self._lock:
+            used = self._pipeline.compile(self.history, system, tools).used
+            floor = self.budget.cost_floor or self.budget.threshold
+            return used >= min(self.budget.threshold, floor)
+
     def reset(self, messages: Sequence[Message]) -> None:
         """The framework's history no longer continues the one Nova follows (edited, or another
         conversation): follow `messages` from here, recorded anew."""

@@ -15,13 +15,13 @@ second, since some frameworks rebuild their items between calls), converts it wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from nova.integrations._engine import ContextEngine
 from nova.messages import Message
 
-__all__ = ["Codec", "Mirror"]
+__all__ = ["Codec", "Mirror", "shared_prefix"]
 
 T = TypeVar("T")
 
@@ -46,12 +46,25 @@ class Codec(Protocol[T]):
         ...
 
 
+def shared_prefix(seen: Sequence[T], items: Sequence[T], same: Callable[[T, T], bool]) -> int:
+    """How many leading items of `items` are the items of `seen`. Usually all of them, which one list
+    comparison settles (identical items compare at C speed); otherwise item by item."""
+    limit = min(len(seen), len(items))
+    if list(seen[:limit]) == list(items[:limit]):
+        return limit
+    for index in range(limit):
+        if seen[index] is not items[index] and not same(seen[index], items[index]):
+            return index
+    return limit
+
+
 class Mirror(Generic[T]):
     def __init__(self, engine: ContextEngine, codec: Codec[T]) -> None:
         self.engine = engine
         self.codec = codec
         self._seen: list[T] = []
         self._origins: dict[str, tuple[Message, tuple[T, ...]]] = {}
+        self._last_render: tuple[list[Message], list[T], list[int]] = ([], [], [])
 
     @property
     def seen(self) -> int:
@@ -71,17 +84,18 @@ class Mirror(Generic[T]):
         self._seen = list(items)
 
     def _shared_prefix(self, items: Sequence[T]) -> int:
-        seen = self._seen
-        limit = min(len(seen), len(items))
-        same = self.codec.same
-        for index in range(limit):
-            if seen[index] is not items[index] and not same(seen[index], items[index]):
-                return index
-        return limit
+        return shared_prefix(self._seen, items, self.codec.same)
 
     def render(self, messages: Sequence[Message]) -> list[T]:
-        out: list[T] = []
-        for message in messages:
+        """The framework's items for a view. Consecutive views share their first messages (the same
+        objects, until a compaction): what the last render made of those is reused, so a call renders only
+        what is new."""
+        current = list(messages)
+        previous, rendered, ends = self._last_render
+        shared = shared_prefix(previous, current, _never)
+        out: list[T] = rendered[: ends[shared - 1]] if shared else []
+        ends = ends[:shared]
+        for message in current[shared:]:
             origin = self._origins.get(message.id)
             if origin is None:
                 out.extend(self.codec.insert(message))
@@ -89,4 +103,11 @@ class Mirror(Generic[T]):
                 out.extend(origin[1])
             else:
                 out.extend(self.codec.rewrite(origin[1], message))
-        return out
+            ends.append(len(out))
+        self._last_render = (current, out, ends)
+        return list(out)
+
+
+def _never(a: object, b: object) -> bool:
+    """Messages are the same only when they are the same object (a rewrite is a new one)."""
+    return False

@@ -88,6 +88,8 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
         self._provider = provider
         self._mirror: Mirror[AnyMessage] = Mirror(engine, _Codec())
         self.tools = [_read_back_tool(engine)]
+        self._specs: dict[int, tuple[BaseTool | dict[str, Any], ToolSpec]] = {}
+        """Each tool's schema as Nova measures it, converted once (the tool is kept, so its id stays its own)."""
 
     @classmethod
     def open(
@@ -152,8 +154,7 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
         return None
 
     async def aafter_agent(self, state: NovaState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        await asyncio.to_thread(self.after_agent, state, runtime)
-        return None
+        return self.after_agent(state, runtime)
 
     # -- the model call ---------------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest[Any],
@@ -177,7 +178,12 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
             future = asyncio.run_coroutine_threadsafe(model.ainvoke(self._summary_messages(request, summary)), loop)
             return _nova_response(future.result())
 
-        view = await asyncio.to_thread(self._prepare, request, summarize)
+        system, tools = self._prompt(request)
+        self._mirror.follow(list(request.messages))
+        if self._provider is not None and self.engine.may_summarize(system=system, tools=tools):
+            view = await asyncio.to_thread(self._view, system, tools, summarize)
+        else:
+            view = self._view(system, tools, None)
         return await handler(request.override(messages=view))
 
     def _summary_messages(self, request: ModelRequest[Any], summary: NovaRequest) -> list[BaseMessage]:
@@ -186,12 +192,24 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
 
     def _prepare(self, request: ModelRequest[Any], summarize: Callable[[NovaRequest], NovaResponse]
                  ) -> list[AnyMessage]:
-        system = request.system_prompt or ""
-        tools = [_tool_spec(t) for t in request.tools]
+        system, tools = self._prompt(request)
+        self._mirror.follow(list(request.messages))
+        return self._view(system, tools, summarize)
+
+    def _prompt(self, request: ModelRequest[Any]) -> tuple[str, list[ToolSpec]]:
+        specs = []
+        for tool in request.tools:
+            known = self._specs.get(id(tool))
+            if known is None or known[0] is not tool:
+                known = self._specs[id(tool)] = (tool, _tool_spec(tool))
+            specs.append(known[1])
+        return request.system_prompt or "", specs
+
+    def _view(self, system: str, tools: list[ToolSpec], summarize: Callable[[NovaRequest], NovaResponse] | None
+              ) -> list[AnyMessage]:
         if self._provider is not None:
             self._provider.bind(summarize)
         try:
-            self._mirror.follow(list(request.messages))
             view = self.engine.prepare(system=system, tools=tools)
         finally:
             if self._provider is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -50,7 +50,7 @@ from nova.integrations._engine import (  # noqa: E402
     open_engine,
     to_json_text,
 )
-from nova.integrations._mirror import Mirror  # noqa: E402
+from nova.integrations._mirror import Mirror, shared_prefix  # noqa: E402
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart  # noqa: E402
 from nova.model import ModelRequest as NovaRequest  # noqa: E402
 from nova.model import ModelResponse as NovaResponse  # noqa: E402
@@ -173,14 +173,17 @@ class NovaSession:
         self._unsaved = 0
         self._codec.usage = self._new_usage(wrapper)
         self._items.extend(batch[skip:])
-        await asyncio.to_thread(self._follow)
+        self._follow()
 
     def _follow(self) -> None:
         try:
             self._mirror.follow(self._items)
         finally:
             self._codec.usage = None
-        self.engine.flush()
+        last = cast(Mapping[str, Any], self._items[-1]) if self._items else {}
+        if last.get("type") == "message" and last.get("role") == "assistant":
+            # The model answered without a call: the turn is over, the record is made durable.
+            self.engine.flush()
 
     async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> Item | None:
         if not self._items:
@@ -189,7 +192,7 @@ class NovaSession:
         self._unsaved = max(0, self._unsaved - 1)
         if self.engine.session is not None:
             self.engine.session.record_event(POPPED_EVENT, {"item": item})
-        await asyncio.to_thread(self._mirror.follow, self._items)
+        self._mirror.follow(self._items)
         return item
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
@@ -197,7 +200,7 @@ class NovaSession:
         self._unsaved = 0
         if self.engine.session is not None:
             self.engine.session.record_event(CLEARED_EVENT, {})
-        await asyncio.to_thread(self._mirror.follow, [])
+        self._mirror.follow([])
 
     def _new_usage(self, wrapper: RunContextWrapper[Any] | None) -> Usage | None:
         """The usage of the responses answered since the last call (the run's request usage entries)."""
@@ -242,26 +245,33 @@ class NovaSession:
             return NovaResponse(message=Message.assistant(text), usage=Usage(
                 input_tokens=int(response.usage.input_tokens), output_tokens=int(response.usage.output_tokens)))
 
-        view = await asyncio.to_thread(self._prepare, given, instructions, tools, summarize)
+        if not self._take_in(given):
+            # Not this session's conversation (a limited read, an edited input): send it as given.
+            return data.model_data
+        if self._provider is not None and self.engine.may_summarize(system=instructions, tools=tools):
+            view = await asyncio.to_thread(self._view, instructions, tools, summarize)
+        else:
+            view = self._view(instructions, tools, None)
         return ModelInputData(input=view, instructions=data.model_data.instructions)
 
-    def _prepare(self, given: list[Item], instructions: str, tools: list[ToolSpec], summarize: Any) -> list[Item]:
+    def _take_in(self, given: list[Item]) -> bool:
+        """Follow the model input; False when it is not a continuation of this session's items."""
         known = self._items
-        shared = 0
-        limit = min(len(known), len(given))
-        while shared < limit and (known[shared] is given[shared] or self._codec.same(known[shared], given[shared])):
-            shared += 1
-        if shared == len(known) and len(given) > shared:
+        shared = shared_prefix(known, given, self._codec.same)
+        if shared < len(known):
+            return False
+        if len(given) > shared:
             # The input runs ahead of what the session was given: take the rest in now.
             self._items.extend(given[shared:])
             self._unsaved += len(given) - shared
-        elif shared < len(known) or len(given) < len(known):
-            # Not this session's conversation (a limited read, an edited input): send it as given.
-            return given
+        self._mirror.follow(self._items)
+        return True
+
+    def _view(self, instructions: str, tools: list[ToolSpec], summarize: Callable[[NovaRequest], NovaResponse] | None
+              ) -> list[Item]:
         if self._provider is not None:
             self._provider.bind(summarize)
         try:
-            self._mirror.follow(self._items)
             view = self.engine.prepare(system=instructions, tools=tools)
         finally:
             if self._provider is not None:

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -82,6 +83,8 @@ class NovaCapability(AbstractCapability[Any]):
         self.summary_model = summary_model
         self._provider = provider
         self._mirror: Mirror[pm.ModelMessage] = Mirror(engine, _Codec())
+        self._clean: weakref.WeakValueDictionary[int, pm.ModelRequest] = weakref.WeakValueDictionary()
+        """Requests known to carry no cache point (by id, while they live): each is looked at once."""
 
     @classmethod
     def open(
@@ -145,35 +148,35 @@ class NovaCapability(AbstractCapability[Any]):
                 model_request(model, sent, model_settings=settings, model_request_parameters=params), loop)
             return _nova_response(future.result())
 
-        view = await asyncio.to_thread(self._prepare, history, system, tools, summarize)
+        self._mirror.follow(history)
+        if self._provider is not None and self.engine.may_summarize(system=system, tools=tools):
+            view = await asyncio.to_thread(self._view, history, system, tools, summarize)
+        else:
+            view = self._view(history, system, tools, None)
         request_context.messages = view[0]
         if view[1]:
             request_context.model_settings = ModelSettings(**(settings or {}), cache=CacheConfig(messages=False))
         return request_context
 
-    def _prepare(self, history: list[pm.ModelMessage], system: str, tools: list[ToolSpec], summarize: Any
-                 ) -> tuple[list[pm.ModelMessage], bool]:
+    def _view(self, history: list[pm.ModelMessage], system: str, tools: list[ToolSpec],
+              summarize: Callable[[NovaRequest], NovaResponse] | None) -> tuple[list[pm.ModelMessage], bool]:
         if self._provider is not None:
             self._provider.bind(summarize)
         try:
-            self._mirror.follow(history)
             view = self.engine.prepare(system=system, tools=tools)
         finally:
             if self._provider is not None:
                 self._provider.bind(None)
         rendered = _keep_system_parts(self._mirror.render(view.messages), history)
         segments = {b.segment for b in view.cache.breakpoints}
-        return _place_cache_point(rendered, "messages" in segments), bool(segments & {"system", "tools"})
+        placed = _place_cache_point(rendered, "messages" in segments, self._clean)
+        return placed, bool(segments & {"system", "tools"})
 
     async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
         # The final answer is never followed by another call: it is recorded here.
-        messages = list(result.all_messages())
-        await asyncio.to_thread(self._finish, messages)
-        return result
-
-    def _finish(self, messages: list[pm.ModelMessage]) -> None:
-        self._mirror.follow(messages)
+        self._mirror.follow(list(result.all_messages()))
         self.engine.flush()
+        return result
 
 
 # -- the codec -------------------------------------------------------------------------------------------
@@ -319,24 +322,35 @@ def _keep_system_parts(view: list[pm.ModelMessage], history: Sequence[pm.ModelMe
     return view if present else [pm.ModelRequest(parts=system), *view]
 
 
-def _place_cache_point(view: list[pm.ModelMessage], wanted: bool) -> list[pm.ModelMessage]:
+def _place_cache_point(view: list[pm.ModelMessage], wanted: bool,
+                       clean: weakref.WeakValueDictionary[int, pm.ModelRequest]) -> list[pm.ModelMessage]:
     """Drop the cache points of older user prompts (each turn's caller may add one, and the provider takes
-    four at most) and, when `wanted`, end the last user prompt with one."""
+    four at most) and, when `wanted`, end the last user prompt with one. `clean` remembers the requests
+    already found without one."""
     out = list(view)
     last = -1
     for index, message in enumerate(out):
         if not isinstance(message, pm.ModelRequest):
             continue
-        if any(isinstance(p, pm.UserPromptPart) for p in message.parts):
+        if clean.get(id(message)) is message:
+            last = index if message.parts and _has_user_prompt(message) else last
+            continue
+        if _has_user_prompt(message):
             last = index
         if any(isinstance(p, pm.UserPromptPart) and not isinstance(p.content, str)
                and any(isinstance(c, pm.CachePoint) for c in p.content) for p in message.parts):
             out[index] = _with_cache_point(message, False)
+        else:
+            clean[id(message)] = message
     if wanted and last >= 0:
         request = out[last]
         assert isinstance(request, pm.ModelRequest)
         out[last] = _with_cache_point(request, True)
     return out
+
+
+def _has_user_prompt(message: pm.ModelRequest) -> bool:
+    return any(isinstance(p, pm.UserPromptPart) for p in message.parts)
 
 
 def _with_cache_point(message: pm.ModelRequest, add: bool) -> pm.ModelRequest:

@@ -16,8 +16,8 @@ model. It runs once with Nova and once with the framework's own option:
 Every request is measured as the fake model received it (Nova's token counter over the request in Nova's
 message model); summary calls count in the tokens sent. Printed per framework and option: peak request ÷
 window, requests over the window, tokens sent, their cost (uncached input and output at
-claude-sonnet-4-5's prices), tool pairing violations in the framework's own types and user prompts missing
-from a request.
+claude-sonnet-4-5's prices), tool pairing violations in the framework's own types and the requests that
+lacked one of the user's prompts so far (verbatim).
 
 Part 2, overhead at 1,000 messages of history: a history of one user prompt and call/output pairs of a
 few hundred characters (1,000 messages, in the framework's types) under a window far above it, so nothing
@@ -102,7 +102,7 @@ def _option(name: str, recorder: Any, window: int) -> Option:
     sizes = list(recorder.sizes)
     return Option(name=name, peak=max(sizes), over_window=sum(s > window for s in sizes),
                   tokens=sum(sizes) + recorder.summary_input, calls=len(sizes) + recorder.summaries,
-                  violations=len(recorder.violations), lost=len(recorder.lost_prompts))
+                  violations=len(recorder.violations), lost=recorder.calls_missing_prompts)
 
 
 def _cost(tokens: int, calls: int) -> float:
@@ -399,7 +399,7 @@ def main() -> int:
     print(f"scripted run: 300 calls, tool outputs 5x a {results[0].window:,}-token window "
           f"(cost at {PRICE_MODEL} prices, uncached)")
     print(f"{'framework':14} {'option':34} {'peak/window':>11} {'over':>5} {'tokens sent':>12} {'cost $':>8} "
-          f"{'pairing':>7} {'lost':>5}")
+          f"{'pairing':>7} {'missing prompt':>14}")
     for f in results:
         for option in (f.nova, *f.builtin):
             if not option.applies:
@@ -407,7 +407,7 @@ def main() -> int:
                 continue
             print(f"{f.framework:14} {option.name:34} {option.peak / f.window:11.2f} {option.over_window:5d} "
                   f"{option.tokens:12,} {_cost(option.tokens, option.calls):8.3f} {option.violations:7d} "
-                  f"{option.lost:5d}")
+                  f"{option.lost:14d}")
         ratio = f.nova.peak / f.window
         vs = f.nova.tokens / f.compared.tokens
         out[f"{f.key}_peak_ratio"] = round(ratio, 4)

@@ -46,6 +46,8 @@ class Recorder:
         self.prompts_so_far: list[str] = []
         self.summaries = 0
         self.summary_input = 0
+        self.calls_missing_prompts = 0
+        """Requests that lacked one of the user's prompts so far."""
         """Tokens the summary calls were sent."""
         self.call = 0
 
@@ -69,7 +71,9 @@ class Recorder:
         self.sizes.append(used)
         self.violations += pairing_violations(history)
         seen = _user_texts(history)
-        self.lost_prompts += [p for p in self.prompts_so_far if p not in seen]
+        missing = [p for p in self.prompts_so_far if p not in seen]
+        self.lost_prompts += missing
+        self.calls_missing_prompts += bool(missing)
         last = history[-1]
         action = self.work.next_action(last.text if isinstance(last, ToolMessage) else None)
         if isinstance(action, Answer):

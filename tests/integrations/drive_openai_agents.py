@@ -40,6 +40,8 @@ class Recorder:
         self.prompts_so_far: list[str] = []
         self.summaries = 0
         self.summary_input = 0
+        self.calls_missing_prompts = 0
+        """Requests that lacked one of the user's prompts so far."""
         """Tokens the summary calls were sent."""
         self.call = 0
 
@@ -61,7 +63,9 @@ class Recorder:
         self.sizes.append(used)
         self.violations += pairing_violations(items)
         seen = _user_texts(items)
-        self.lost_prompts += [p for p in self.prompts_so_far if p not in seen]
+        missing = [p for p in self.prompts_so_far if p not in seen]
+        self.lost_prompts += missing
+        self.calls_missing_prompts += bool(missing)
         last = items[-1]
         output = str(last.get("output")) if isinstance(last, Mapping) and last.get("type") == "function_call_output" \
             else None

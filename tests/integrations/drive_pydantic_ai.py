@@ -37,6 +37,8 @@ class Recorder:
         self.prompts_so_far: list[str] = []
         self.summaries = 0
         self.summary_input = 0
+        self.calls_missing_prompts = 0
+        """Requests that lacked one of the user's prompts so far."""
         """Tokens the summary calls were sent."""
         self.cache_points: list[int] = []
 
@@ -59,7 +61,9 @@ class Recorder:
                                      for p in m.parts if isinstance(p, pm.UserPromptPart)
                                      and not isinstance(p.content, str) for c in p.content))
         seen = _user_texts(messages)
-        self.lost_prompts += [p for p in self.prompts_so_far if p not in seen]
+        missing = [p for p in self.prompts_so_far if p not in seen]
+        self.lost_prompts += missing
+        self.calls_missing_prompts += bool(missing)
         output = None
         if isinstance(last, pm.ModelRequest):
             returns = [p for p in last.parts if isinstance(p, pm.ToolReturnPart)]

@@ -99,3 +99,27 @@ def test_a_resumed_thread_pins_its_task_state_again(tmp_path: Path) -> None:
     build_agent(work, spy, [second], saver).invoke({"messages": [HumanMessage("go on")]}, thread)  # type: ignore[arg-type]
     assert second.engine.task_state.goal == "report every failing test id"
     assert all("keep port 8080 closed" in text for text in seen)
+
+
+def test_the_async_agent_compacts_with_its_own_model_too(tmp_path: Path) -> None:
+    import asyncio
+
+    work = Workload(steps=80, turns=2)
+    recorder = Recorder(work)
+    nova = NovaMiddleware.open(window=work.window, home=tmp_path / "home")
+    agent = build_agent(work, recorder, [nova])
+
+    async def turns() -> list[BaseMessage]:
+        messages: list[BaseMessage] = []
+        for prompt in work.prompts():
+            recorder.prompts_so_far.append(prompt)
+            state = await agent.ainvoke({"messages": [*messages, HumanMessage(prompt)]}, {"recursion_limit": 500})
+            messages = list(state["messages"])
+        return messages
+
+    messages = asyncio.run(turns())
+    assert nova.engine.stats.compactions >= 1
+    assert recorder.summaries == nova.engine.stats.compactions
+    assert max(recorder.sizes) < work.window
+    assert recorder.violations == [] and recorder.lost_prompts == []
+    assert pairing_violations(messages) == []

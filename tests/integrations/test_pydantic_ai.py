@@ -95,3 +95,37 @@ def test_the_run_replays_and_explains_itself_with_the_cli(run: Run) -> None:
     context = json.loads(explained.output)
     assert 0 < context["used"] < run.work.window
     assert any(s["source"] == "pydantic-ai: instructions" for s in context["segments"])
+
+
+def test_a_system_prompt_survives_the_compaction_that_folds_its_request(tmp_path: Path) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import FunctionModel
+    from tests.integrations.drive_pydantic_ai import Recorder
+
+    work = Workload(steps=80, turns=2)
+    recorder = Recorder(work)
+    seen: list[bool] = []
+
+    def model(messages: list[pm.ModelMessage], info: object) -> pm.ModelResponse:
+        first = messages[0]
+        seen.append(isinstance(first, pm.ModelRequest)
+                    and any(isinstance(p, pm.SystemPromptPart) and p.content == "You read build logs."
+                            for p in first.parts))
+        return recorder(messages, info)  # type: ignore[arg-type]
+
+    capability = NovaCapability.open(window=work.window, home=tmp_path / "home", summarizer="extractive")
+    agent: Agent[None, str] = Agent(FunctionModel(model), system_prompt="You read build logs.",
+                                    capabilities=[capability])
+
+    @agent.tool_plain
+    def fetch(n: int) -> str:
+        """One chunk of the build log."""
+        return work.output(n)
+
+    history: list[pm.ModelMessage] = []
+    for prompt in work.prompts():
+        recorder.prompts_so_far.append(prompt)
+        history = agent.run_sync(prompt, message_history=history).all_messages()
+    assert capability.engine.stats.compactions >= 1 and recorder.summaries == 0  # extractive: no model call
+    assert all(seen) and max(recorder.sizes) < work.window
+    assert recorder.violations == [] and recorder.lost_prompts == []

@@ -330,6 +330,18 @@ class ContextEngine:
             floor = self.budget.cost_floor or self.budget.threshold
             return used >= min(self.budget.threshold, floor)
 
+    def drop(self, message_ids: Sequence[str]) -> None:
+        """The framework took these messages back (the end of its history): they leave the working
+        history, and the record says so (the raw log keeps them)."""
+        if not message_ids:
+            return
+        with self._lock:
+            gone = set(message_ids)
+            self.history = [m for m in self.history if m.id not in gone]
+            self.ledger.clear()
+            if self.session is not None:
+                self.session.record_event("framework_messages_removed", {"message_ids": list(message_ids)})
+
     def reset(self, messages: Sequence[Message]) -> None:
         """The framework's history no longer continues the one Nova follows (edited, or another
         conversation): follow `messages` from here, recorded anew."""

@@ -65,23 +65,52 @@ class Mirror(Generic[T]):
         self._seen: list[T] = []
         self._origins: dict[str, tuple[Message, tuple[T, ...]]] = {}
         self._last_render: tuple[list[Message], list[T], list[int]] = ([], [], [])
+        self._ends: list[tuple[int, str]] = []
+        """(index just past its last item, message id) of each message made, in order."""
 
     @property
     def seen(self) -> int:
         return len(self._seen)
 
     def follow(self, items: Sequence[T]) -> None:
-        """Take in the framework's history as it is now."""
+        """Take in the framework's history as it is now: what was appended, what was taken off its end
+        (a session's `pop_item`), or, when it no longer continues at all, all of it anew."""
         shared = self._shared_prefix(items)
-        if shared < len(self._seen):
+        if shared == len(items) < len(self._seen):
+            self._truncate(shared)
+        elif shared < len(self._seen):
             groups = self.codec.to_nova(items)
             self._origins = {m.id: (m, group) for m, group in groups}
+            self._ends = []
             self.engine.reset([m for m, _ in groups])
+            self._note_ends(groups, 0)
         else:
-            for message, group in self.codec.to_nova(items[shared:]):
-                self._origins[message.id] = (message, group)
-                self.engine.add(message)
+            self._take(items[shared:], shared)
         self._seen = list(items)
+
+    def _take(self, items: Sequence[T], start: int) -> None:
+        groups = self.codec.to_nova(items)
+        for message, group in groups:
+            self._origins[message.id] = (message, group)
+            self.engine.add(message)
+        self._note_ends(groups, start)
+
+    def _note_ends(self, groups: Sequence[tuple[Message, tuple[T, ...]]], start: int) -> None:
+        end = start
+        for message, group in groups:
+            end += len(group)
+            self._ends.append((end, message.id))
+
+    def _truncate(self, keep: int) -> None:
+        """The last items are gone: their messages leave the working history; a message made of items on
+        both sides of the cut is made again from the items that stay."""
+        dropped: list[str] = []
+        while self._ends and self._ends[-1][0] > keep:
+            dropped.append(self._ends.pop()[1])
+        self.engine.drop(dropped)
+        start = self._ends[-1][0] if self._ends else 0
+        if start < keep:
+            self._take(self._seen[start:keep], start)
 
     def _shared_prefix(self, items: Sequence[T]) -> int:
         return shared_prefix(self._seen, items, self.codec.same)

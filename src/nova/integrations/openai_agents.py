@@ -302,11 +302,17 @@ def _recorded_items(session: Session) -> list[Item]:
     from nova.sessions.schema import EventRecord, MessageRecord
 
     items: list[Item] = []
+    after_pop = False
     for record in session.transcript.iter_records():
         if isinstance(record, MessageRecord):
-            items.extend(cast(list[Item], record.message.metadata.get(ITEMS_KEY) or []))
+            group = cast(list[Item], record.message.metadata.get(ITEMS_KEY) or [])
+            # A pop that split a message records what is left of it again: those items are already here.
+            if not (after_pop and group and items[-len(group):] == group):
+                items.extend(group)
+            after_pop = False
         elif isinstance(record, EventRecord) and record.name == POPPED_EVENT and items:
             items.pop()
+            after_pop = True
         elif isinstance(record, EventRecord) and record.name == CLEARED_EVENT:
             items = []
     return items

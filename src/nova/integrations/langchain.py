@@ -39,6 +39,7 @@ from langchain_core.messages import (  # noqa: E402
     HumanMessage,
     ToolMessage,
 )
+from langchain_core.runnables import Runnable  # noqa: E402
 from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
 from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
 from langgraph.runtime import Runtime  # noqa: E402
@@ -159,7 +160,7 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
     # -- the model call ---------------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> ModelResponse[Any]:
-        model = self.summary_model or request.model
+        model = self._summary_runnable(request)
 
         def summarize(summary: NovaRequest) -> NovaResponse:
             answer = model.invoke(self._summary_messages(request, summary))
@@ -171,7 +172,7 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
     async def awrap_model_call(self, request: ModelRequest[Any],
                                handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
                                ) -> ModelResponse[Any]:
-        model = self.summary_model or request.model
+        model = self._summary_runnable(request)
         loop = asyncio.get_running_loop()
 
         def summarize(summary: NovaRequest) -> NovaResponse:
@@ -185,6 +186,18 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
         else:
             view = self._view(system, tools, None)
         return await handler(request.override(messages=view))
+
+    def _summary_runnable(self, request: ModelRequest[Any]) -> Runnable[Any, BaseMessage]:
+        """The model that writes a summary, with the agent's tools bound as for its own calls: the request
+        then starts with the prefix the provider cached, and a provider that wants tool definitions
+        beside tool calls in the history gets them."""
+        model = self.summary_model or request.model
+        if not request.tools:
+            return model
+        try:
+            return model.bind_tools(request.tools)
+        except NotImplementedError:
+            return model
 
     def _summary_messages(self, request: ModelRequest[Any], summary: NovaRequest) -> list[BaseMessage]:
         head: list[BaseMessage] = [request.system_message] if request.system_message is not None else []

@@ -154,8 +154,11 @@ class NovaCapability(AbstractCapability[Any]):
         else:
             view = self._view(history, system, tools, None)
         request_context.messages = view[0]
-        if view[1]:
-            request_context.model_settings = ModelSettings(**(settings or {}), cache=CacheConfig(messages=False))
+        if view[1] and "cache" not in (settings or {}):
+            # The instructions and tools are worth caching; the conversation's one point is in the view.
+            # A `cache` setting of the caller's own is left as it is.
+            request_context.model_settings = cast(ModelSettings, {**(settings or {}),
+                                                                  "cache": CacheConfig(messages=False)})
         return request_context
 
     def _view(self, history: list[pm.ModelMessage], system: str, tools: list[ToolSpec],

@@ -78,3 +78,32 @@ def test_the_items_become_well_paired_messages_and_render_back_as_they_were(item
     view = engine.prepare(system="", tools=[]).messages
     assert mirror.render(view) == items
     assert pairing_violations(items) == []
+
+
+@pytest.fixture
+def pg_url(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from tests.postgres_db import fresh_schema
+
+    schema = fresh_schema()
+    url = next(schema)
+    monkeypatch.setenv("NOVA_DATABASE_URL", url)
+    yield url
+    next(schema, None)
+
+
+def test_a_session_over_postgresql_reopens_on_another_home_from_the_database_alone(pg_url: str,
+                                                                                    tmp_path: Path) -> None:
+    import asyncio
+
+    session = NovaSession.open(window=16_000, home=tmp_path / "a", summarizer="extractive")
+    items = [{"role": "user", "content": "one"},
+             {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "a", "output": "x" * 30_000}]
+    asyncio.run(session.add_items(items))  # type: ignore[arg-type]
+    session_id = session.session_id
+    session.close()
+    elsewhere = NovaSession.open(window=16_000, home=tmp_path / "b", session_id=session_id)
+    try:
+        assert asyncio.run(elsewhere.get_items()) == items  # whole: the raw record, not the spilled view
+    finally:
+        elsewhere.close()

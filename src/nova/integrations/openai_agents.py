@@ -134,10 +134,7 @@ class NovaSession:
         recorded: Session | None = None
         items: list[Item] = []
         if session_id is not None:
-            from nova.settings import load_settings
-
-            home_dir = (settings.home if settings is not None else None) or home or load_settings().home
-            recorded = Session.open(home_dir, session_id)
+            recorded = _reopen(session_id, home=home, settings=settings)
             items = _recorded_items(recorded)
         engine = open_engine(framework=FRAMEWORK, model=model, window=window, session=recorded, home=home,
                              settings=settings, summarizer=chosen, title=title)
@@ -277,6 +274,25 @@ class NovaSession:
             if self._provider is not None:
                 self._provider.bind(None)
         return self._mirror.render(view.messages)
+
+
+def _reopen(session_id: str, *, home: Path | None, settings: Settings | None) -> Session:
+    """A recorded session, opened for writing. Over a shared database (PostgreSQL) the session directory
+    is written from its rows first, so a session recorded by another worker or host reopens here."""
+    import os
+
+    from nova.sessions.db_transcript import materialize
+    from nova.sessions.session import default_store
+    from nova.settings import load_settings
+
+    if settings is None:
+        settings = load_settings(home=home, env=dict(os.environ)) if home is None else load_settings(home=home)
+    store = default_store(settings.home)
+    try:
+        materialize(settings.home, session_id, store)
+    finally:
+        store.close()
+    return Session.open(settings.home, session_id)
 
 
 def _model_of(model: Any) -> Model | None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,8 +265,6 @@ class ContextEngine:
     def command(self, line: str) -> str:
         """A task-state command from the user (`/goal …`, `/constraint …`, `/approve …`, `/open …`), applied by
         deterministic code (CTX-6); returns the pinned block as it now reads."""
-        import time
-
         state = self._pipeline.state.update(lambda s: apply_command(s, line, now=time.time()))
         return render_pinned(state) or "task state is empty"
 
@@ -416,8 +416,6 @@ def open_engine(
     as the CLI reads them. The window: `window`, else the configured one, else the model table's for
     `model`, else `compaction.default_context_window`. The run is recorded in a new session under
     `home` (default: the settings' home) unless `session` is given or `record` is False."""
-    import os
-
     if settings is None:
         settings = load_settings(home=home, env=dict(os.environ)) if home is None else load_settings(home=home, env={})
     chosen = window or settings.context_window or context_window_for(model) \

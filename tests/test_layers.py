@@ -38,6 +38,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("nova.agent",),
     # Replay and scoring of recorded sessions.
     ("nova.evaluation",),
+    # Nova's context engine inside other agent frameworks (pydantic-ai, the OpenAI Agents SDK, LangChain).
+    ("nova.integrations",),
     # Live sessions kept open for the surfaces.
     ("nova.host",),
     # Surfaces.

@@ -40,6 +40,7 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
     from nova.agent.context_runtime import ContextRuntime, build_context_sources
     from nova.context.budget import budget_for
     from nova.context.state import TaskStateStore
+    from nova.integrations._engine import FRAMEWORKS, compile_recorded
     from nova.sessions.session import Session, list_sessions
     from nova.settings import PROVIDERS, load_settings
     from nova.tokens import TokenLedger, counter_for_model
@@ -53,8 +54,11 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
         session_id = metas[0].id
     session = Session.open(home, session_id, readonly=True)
     try:
-        # The session's own model decides the window and threshold, not today's default model.
         meta = session.meta
+        if meta.provider in FRAMEWORKS:
+            # A run inside another framework: its instructions, tools and window are in the transcript.
+            return session_id, compile_recorded(session, config=settings.compaction)
+        # The session's own model decides the window and threshold, not today's default model.
         settings = replace(settings, model=meta.model or settings.model,
                            provider=meta.provider if meta.provider in PROVIDERS else settings.provider)
         history = session.load_history()

@@ -38,6 +38,7 @@ from nova.memory.instructions import parse_instructions_config
 from nova.memory.paths import home_memory_dir, project_root
 from nova.memory.provenance import ProvenanceGuard
 from nova.memory.runtime import memory_extension
+from nova.memory.session_search import SessionSearchTool
 from nova.messages import Message, new_id
 from nova.model import CacheHints
 from nova.providers.base import Provider
@@ -287,11 +288,12 @@ def agent_tools(settings: Settings, cwd: Path, *, runtime: ContextRuntime, prote
                 active: ActiveSkills | None = None, task: TaskTool | None = None) -> ToolRegistry:
     """The tools the model is sent, as the agent holds them: the built-ins (`bash` sandboxed, with the
     sandbox's description, when the settings ask for it) wrapped by the context runtime, `skill` when
-    there are skills, and `task` (sub-agents). `nova context` describes a session through this too, so
-    what it shows is what the model got."""
+    there are skills, `session_search` (the project's past sessions) and `task` (sub-agents). `nova
+    context` describes a session through this too, so what it shows is what the model got."""
     registry = runtime.tools(default_registry(sandbox=bash_sandbox(settings, cwd, protected)))
     if len(runtime.sources.skills):
         registry.register(SkillTool(runtime.sources.skills, active or ActiveSkills(cwd)))
+    registry.register(SessionSearchTool(home=settings.home, cwd=cwd))
     registry.register(task or TaskTool(factory=_no_children, depth=0))
     return registry
 

@@ -21,6 +21,8 @@ from nova.sessions.session import Session
 from nova.sessions.transcript import TRANSCRIPT_NAME
 from nova.tools.base import ToolContext
 
+from ..postgres_db import fresh_schema
+
 runner = CliRunner()
 
 
@@ -253,10 +255,46 @@ def test_cli_json_shape(nova_home: Path, tmp_path: Path) -> None:
     assert 0 < len(data["hits"]) <= 3
     top = data["hits"][0]
     assert set(top) == {"evidence", "session_id", "session_title", "turn", "kind", "text", "message_id", "at",
-                        "score", "scores", "external"}
+                        "score", "scores", "external", "also_in"}
     assert (top["evidence"], top["session_id"], top["turn"], top["kind"]) == ("past", sid, 2, "error")
     assert top["session_title"] == "cache backend"
     table = runner.invoke(app, ["search", "redis", "--project", str(project), "--no-vectors"])
     assert table.exit_code == 0 and sid in table.stdout and "Past evidence" in table.stdout
     wrong = runner.invoke(app, ["search", "x", "--kind", "gossip"])
     assert wrong.exit_code == 1 and "--kind 'gossip'" in wrong.output
+
+
+def test_copies_of_a_fact_are_one_hit_naming_the_others(nova_home: Path, tmp_path: Path) -> None:
+    project = project_dir(tmp_path, "app")
+    sessions = [record(nova_home, project, [Message.user("bump the lockfile"), Message.user(f"then note {n}")])
+                for n in range(3)]
+    with searcher(nova_home) as s:
+        hits = s.search("bump the lockfile", project=project_of(project), kinds=["request"]).hits
+    lockfile = [h for h in hits if h.text == "bump the lockfile"]
+    assert len(lockfile) == 1 and lockfile[0].turn == 1
+    assert {lockfile[0].session_id, *(sid for sid, _ in lockfile[0].also)} == set(sessions)
+
+
+# -- PostgreSQL: the records the database keeps ---------------------------------------------------------
+def test_a_home_without_the_files_searches_the_database_records(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from nova.sessions.backend import open_store
+
+    schema = fresh_schema()
+    monkeypatch.setenv("NOVA_DATABASE_URL", next(schema))
+    try:
+        project = project_dir(tmp_path, "app")
+        writer, reader = tmp_path / "worker-a", tmp_path / "worker-b"
+        sid = cache_session(writer, project)  # written by one worker; the other never saw its files
+        store = open_store(reader)
+        with SessionSearcher(home=reader, store=store, encoder=None) as s:
+            first = s.search("which turn edited cache.py", project=project_of(project), kinds=["edit"])
+            with Session.open(writer, sid) as session:
+                session.record_message(Message.user("and log every eviction"))
+            grown = s.search("log every eviction", project=project_of(project))
+        store.close()
+    finally:
+        schema.close()
+    assert not (reader / "sessions" / sid).exists()
+    assert (first.hits[0].session_id, first.hits[0].turn) == (sid, 2)
+    assert grown.index.added == 1 and (grown.hits[0].turn, grown.hits[0].kind) == (3, "request")

@@ -30,7 +30,7 @@ def search_command(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object: query, project, vector, index {sessions, records, added, …}, "
         "hits [{evidence, session_id, session_title, turn, kind, text, message_id, at, score, scores, "
-        "external}], stages, ms.")] = False,
+        "external, also_in}], stages, ms.")] = False,
 ) -> None:
     """Search the project's past sessions: what was asked, said, edited, run and failed, by session and
     turn. Only sessions recorded in this project (its git root, or the folder outside a repository) are

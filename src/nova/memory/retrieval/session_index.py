@@ -76,6 +76,7 @@ CREATE TABLE entries (
 CREATE INDEX entries_session ON entries(session_id);
 CREATE INDEX entries_project ON entries(project, id);
 CREATE INDEX entries_digest ON entries(digest);
+CREATE INDEX entries_unencoded ON entries(project, id) WHERE vector IS NULL;
 CREATE VIRTUAL TABLE entry_words USING fts5(
     terms, scope, kind, content='entries', content_rowid='id', tokenize="unicode61 tokenchars '_'"
 );
@@ -277,8 +278,9 @@ class SessionIndex:
                         self._forget(db, sid)
                     db.execute(f"DELETE FROM sources WHERE session_id IN ({_marks(gone)})", gone)
                 done.removed = len(gone)
+            rows = store if isinstance(store, RecordStore) else None  # asked once: a protocol check is slow
             for session in sessions:
-                self._catch_up_session(store, home, project, session, known.get(session.id), done, deadline)
+                self._catch_up_session(rows, home, project, session, known.get(session.id), done, deadline)
             if self.encoder is not None:
                 self._fill_vectors(project, done, deadline)
             with self._lock:
@@ -292,11 +294,12 @@ class SessionIndex:
         done.sessions = len(sessions)
         return done
 
-    def _catch_up_session(self, store: SessionStore, home: Path, project: str, session: SessionRecord,
+    def _catch_up_session(self, store: RecordStore | None, home: Path, project: str, session: SessionRecord,
                           known: tuple[Any, ...] | None, done: CatchUp, deadline: float | None) -> None:
+        """`store` is the database that keeps the records (PostgreSQL), or None: the files are read."""
         sid = session.id
         start, state, again = 0, None, known is not None
-        if isinstance(store, RecordStore):
+        if store is not None:
             kind = "rows"
             if known is not None and known[1] == "rows":
                 if known[4] >= session.updated_at:

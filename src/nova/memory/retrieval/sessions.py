@@ -66,12 +66,16 @@ class SessionHit:
     score: float
     scores: dict[str, float]
     external: bool
+    also: tuple[tuple[str, int], ...] = ()
+    """(session, turn) of the same fact, word for word, elsewhere in the project (the same file edited
+    the same way, the same request sent again): one hit, not a page of copies."""
 
     def to_json(self) -> dict[str, Any]:
         return {"evidence": EVIDENCE, "session_id": self.session_id, "session_title": self.session_title,
                 "turn": self.turn, "kind": self.kind, "text": self.text, "message_id": self.message_id,
                 "at": self.at, "score": round(self.score, 4),
-                "scores": {k: round(v, 4) for k, v in self.scores.items()}, "external": self.external}
+                "scores": {k: round(v, 4) for k, v in self.scores.items()}, "external": self.external,
+                "also_in": [{"session_id": sid, "turn": turn} for sid, turn in self.also]}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,8 +108,13 @@ class SessionSearchResult:
             if hit.external:
                 attrs += ' external="true"'
             title = f" ({escape(hit.session_title)})" if hit.session_title else ""
+            same = ""
+            if hit.also:
+                named = ", ".join(f"session {escape(sid)} turn {turn}" for sid, turn in hit.also[:5])
+                more = f" and {len(hit.also) - 5} more" if len(hit.also) > 5 else ""
+                same = f"\n(the same in {named}{more})"
             parts.append(f"<past-evidence {attrs}>\nsession {escape(hit.session_id)}{title}, turn {hit.turn}, "
-                         f"{hit.kind}:\n{escape(body, quote=False)}\n</past-evidence>")
+                         f"{hit.kind}:\n{escape(body, quote=False)}{same}\n</past-evidence>")
         if self.vector != "on":
             parts.append(f"(keyword search only: vector recall is {self.vector})")
         parts.append("</past-sessions>")
@@ -181,9 +190,11 @@ class SessionSearcher:
                         matrix[i] = vectors.matrix[at]
             ranked = RetrievalIndex(records, encoder=self.encoder, weights=self.weights, vectors=matrix,
                                     terms=[r.terms.split() for r in rows])
-            found = ranked.search(query, filters=HardFilters(project=project), limit=limit, query_vector=query_vector)
+            # Every candidate ranked, so that copies folded into one hit leave room for other facts.
+            found = ranked.search(query, filters=HardFilters(project=project), limit=len(records),
+                                  query_vector=query_vector)
             by_id = {record.id: row for record, row in zip(records, rows, strict=True)}
-            result_hits = tuple(_hit(by_id[h.record.id], h.score, h.scores) for h in found.hits)
+            result_hits = _fold_copies([(by_id[h.record.id], h.score, h.scores) for h in found.hits], limit)
             stages.update(found.stages)
         vector = "on" if self.encoder is not None else f"off: {self._vector_off}"
         return SessionSearchResult(query=query, project=project, hits=result_hits, index=caught, vector=vector,
@@ -205,6 +216,24 @@ class SessionSearcher:
         return [vectors.ids[i] for i in top if cosines[i] > -2.0], vectors
 
 
-def _hit(row: IndexedRow, score: float, scores: dict[str, float]) -> SessionHit:
-    return SessionHit(session_id=row.session_id, session_title=row.title, turn=row.turn, kind=row.kind, text=row.text,
-                      message_id=row.message_id, at=row.at, score=score, scores=scores, external=row.external)
+def _fold_copies(ranked: list[tuple[IndexedRow, float, dict[str, float]]], limit: int) -> tuple[SessionHit, ...]:
+    """The best `limit` distinct facts, each with the other places the same fact was recorded."""
+    first: dict[tuple[str, str], int] = {}
+    kept: list[tuple[IndexedRow, float, dict[str, float]]] = []
+    also: list[list[tuple[str, int]]] = []
+    for row, score, scores in ranked:
+        key = (row.kind, row.text)
+        at = first.get(key)
+        if at is not None:
+            if (row.session_id, row.turn) != (kept[at][0].session_id, kept[at][0].turn):
+                also[at].append((row.session_id, row.turn))
+            continue
+        if len(kept) == limit:
+            continue  # still looked at: a copy of a kept fact further down is named with it
+        first[key] = len(kept)
+        kept.append((row, score, scores))
+        also.append([])
+    return tuple(SessionHit(session_id=row.session_id, session_title=row.title, turn=row.turn, kind=row.kind,
+                            text=row.text, message_id=row.message_id, at=row.at, score=score, scores=scores,
+                            external=row.external, also=tuple(dict.fromkeys(more)))
+                 for (row, score, scores), more in zip(kept, also, strict=True))

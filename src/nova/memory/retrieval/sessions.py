@@ -37,6 +37,11 @@ __all__ = ["KEYWORD_DEPTH", "SESSION_WEIGHTS", "VECTOR_DEPTH", "SessionHit", "Se
 
 KEYWORD_DEPTH = 60
 VECTOR_DEPTH = 30
+QUERY_VECTOR_TOKENS = 32
+"""How much of a query is encoded, in word pieces (about 20 words of a question). The vector is there
+for a question put in other words; a pasted command or path past that costs encoding time in proportion
+(one long path is dozens of word pieces) and adds nothing the keyword recall does not match letter for
+letter."""
 SESSION_WEIGHTS = Weights(group=1.0)
 """The pipeline's weights, but for the session-level match: the default (5.0) was tuned on LoCoMo, where
 a session is one conversation about one topic and finding it is most of the answer. A coding session
@@ -170,7 +175,7 @@ class SessionSearcher:
         vectors: ProjectVectors | None = None
         query_vector: Any = None
         if self.encoder is not None and project:
-            query_vector = self.encoder.encode([query])[0]
+            query_vector = self.encoder.encode([_head(self.encoder, query)])[0]
             nearest, vectors = self._nearest(query_vector, project, wanted)
         candidates = list(dict.fromkeys([*keyword, *nearest]))
         rows = self.index.rows(candidates)
@@ -214,6 +219,14 @@ class SessionSearcher:
         top = np.argpartition(-cosines, depth - 1)[:depth]
         top = top[np.argsort(-cosines[top])]
         return [vectors.ids[i] for i in top if cosines[i] > -2.0], vectors
+
+
+def _head(encoder: Encoder, query: str) -> str:
+    """The query up to its `QUERY_VECTOR_TOKENS`th word piece."""
+    pieces = encoder.tokenizer.encode(query, add_special_tokens=False)
+    if len(pieces.ids) <= QUERY_VECTOR_TOKENS:
+        return query
+    return query[: pieces.offsets[QUERY_VECTOR_TOKENS - 1][1]]
 
 
 def _fold_copies(ranked: list[tuple[IndexedRow, float, dict[str, float]]], limit: int) -> tuple[SessionHit, ...]:

@@ -220,6 +220,15 @@ def test_the_tool_is_read_only_and_its_results_are_past_evidence(nova_home: Path
     assert bad.is_error and "kinds" in bad.content
 
 
+def test_a_secret_of_a_past_session_is_not_sent_again(nova_home: Path, tmp_path: Path) -> None:
+    project = project_dir(tmp_path, "app")
+    key = "sk-ant-api03-" + "Zq7" * 14
+    record(nova_home, project, [Message.user(f"deploy with the key {key} to staging")])
+    out = SessionSearchTool(home=nova_home, cwd=project, encoder=lambda: None).run(
+        {"query": "deploy to staging"}, ToolContext(cwd=project))
+    assert "deploy with the key [REDACTED" in out.content and key not in out.content
+
+
 def test_the_agent_calls_the_tool_without_approval(nova_home: Path, tmp_path: Path) -> None:
     from nova.agent.builder import AgentOptions, build_agent
     from nova.settings import load_settings

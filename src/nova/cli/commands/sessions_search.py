@@ -59,7 +59,6 @@ def search_command(
         return
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
     index = result.index
@@ -68,11 +67,12 @@ def search_command(
     if not result.hits:
         console.print(f"No past session of this project matches {query!r}.", markup=False)
         return
-    table = Table("#", "session", "turn", "kind", "score", "what", show_edge=False, pad_edge=False)
     for rank, hit in enumerate(result.hits, 1):
         text = " ".join(hit.text.split())
-        table.add_row(str(rank), escape(hit.session_id), str(hit.turn), hit.kind, f"{hit.score:.3f}",
-                      escape(text if len(text) <= 160 else text[:159] + "…"))
-    console.print(table)
+        title = f" ({escape(hit.session_title)})" if hit.session_title else ""
+        also = f" [dim]· the same in {len(hit.also)} more[/]" if hit.also else ""
+        console.print(f"[bold]{rank}.[/] session {escape(hit.session_id)}{title} · turn {hit.turn} · "
+                      f"[cyan]{hit.kind}[/] [dim]{hit.score:.3f}[/]{also}")
+        console.print("   " + escape(text if len(text) <= 240 else text[:239] + "…"))
     console.print("Past evidence: what was asked and done then, which may have changed since.", style="dim",
                   markup=False)

@@ -31,6 +31,7 @@ from nova.memory.retrieval.filters import HardFilters
 from nova.memory.retrieval.pipeline import RetrievalIndex, Weights
 from nova.memory.retrieval.session_index import CatchUp, IndexedRow, ProjectVectors, SessionIndex, record_of
 from nova.memory.retrieval.text import content_words
+from nova.memory.secrets import redact
 from nova.sessions.store import SessionStore
 
 __all__ = ["KEYWORD_DEPTH", "SESSION_WEIGHTS", "VECTOR_DEPTH", "SessionHit", "SessionSearchResult", "SessionSearcher"]
@@ -100,13 +101,15 @@ class SessionSearchResult:
 
     def render(self, *, max_chars: int = 1500) -> str:
         """The hits as the model reads them: each tagged with its session and turn, as past evidence,
-        with every angle bracket escaped so no text can close the block or open a tag of its own."""
+        with every angle bracket escaped so no text can close the block or open a tag of its own, and
+        any secret a past session held redacted (a key pasted once is not sent to a model again)."""
         if not self.hits:
             note = "" if self.index.records else " (nothing of this project is recorded yet)"
             return f"No earlier session of this project matches {self.query!r}{note}."
         parts = [f'<past-sessions project="{escape(self.project)}" query="{escape(self.query)}">', _PREAMBLE]
         for hit in self.hits:
-            body = hit.text if len(hit.text) <= max_chars else hit.text[:max_chars] + " […]"
+            text = redact(hit.text)
+            body = text if len(text) <= max_chars else text[:max_chars] + " […]"
             date = datetime.fromtimestamp(hit.at, UTC).strftime("%Y-%m-%d") if hit.at else ""
             attrs = (f'evidence="{EVIDENCE}" session="{escape(hit.session_id)}" turn="{hit.turn}" '
                      f'kind="{hit.kind}" date="{date}"')

@@ -186,6 +186,26 @@ def test_a_rewritten_log_is_read_again_and_a_removed_session_leaves(nova_home: P
     assert [h.text for h in after.hits] == ["undo the walrus migration"]
 
 
+def test_a_session_whose_folder_changed_answers_only_its_new_project(nova_home: Path, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from nova.sessions.sqlite import SQLiteSessionStore
+
+    alpha, beta = project_dir(tmp_path, "alpha"), project_dir(tmp_path, "beta")
+    sid = record(nova_home, alpha, [Message.user("tune the heron scheduler")])
+    with searcher(nova_home) as s:
+        assert [h.session_id for h in s.search("heron", project=project_of(alpha)).hits] == [sid]
+        store = SQLiteSessionStore(nova_home / "nova.db")
+        row = store.get_session(sid)
+        assert row is not None
+        store.save_session(replace(row, cwd=str(beta), meta={**row.meta, "git_root": str(beta)}))
+        store.close()
+        in_beta = s.search("heron", project=project_of(beta))
+        in_alpha = s.search("heron", project=project_of(alpha))
+    assert [h.session_id for h in in_beta.hits] == [sid] and in_beta.index.read_again == 1
+    assert in_alpha.hits == () and in_alpha.index.records == 0
+
+
 def test_a_second_process_sees_the_same_index(nova_home: Path, tmp_path: Path) -> None:
     project = project_dir(tmp_path, "app")
     cache_session(nova_home, project)

@@ -268,10 +268,12 @@ class SessionIndex:
         try:
             sessions = [s for s in store.list_sessions() if project and project_of_session(s) == project]
             with self._lock:
+                # Every watermark, not only this project's: a session whose folder changed is read again
+                # under its new project, and only its own project's catch-up may call it gone.
                 known = {row[0]: row for row in self._db.execute(
-                    "SELECT session_id, kind, offset, mark, seen, state FROM sources WHERE project = ?", (project,))}
+                    "SELECT session_id, kind, offset, mark, seen, state, project FROM sources")}
             present = {s.id for s in sessions}
-            gone = [sid for sid in known if sid not in present]
+            gone = [sid for sid, row in known.items() if row[6] == project and sid not in present]
             if gone:
                 with self._write() as db:
                     for sid in gone:
@@ -299,9 +301,10 @@ class SessionIndex:
         """`store` is the database that keeps the records (PostgreSQL), or None: the files are read."""
         sid = session.id
         start, state, again = 0, None, known is not None
+        moved = known is not None and known[6] != project  # indexed under another project: read it again
         if store is not None:
             kind = "rows"
-            if known is not None and known[1] == "rows":
+            if known is not None and known[1] == "rows" and not moved:
                 if known[4] >= session.updated_at:
                     return  # the row says nothing was recorded since
                 start, state, again = int(known[2]), json.loads(known[5]), False
@@ -315,7 +318,7 @@ class SessionIndex:
                 size = path.stat().st_size
             except OSError:
                 return  # listed in the store, no log here (yet): nothing to read
-            if known is not None and known[1] == "file":
+            if known is not None and known[1] == "file" and not moved:
                 offset = int(known[2])
                 # The digest of the bytes before the watermark tells an append from a rewrite (a copy
                 # written anew, a repair), whatever the sizes; reading 256 bytes per session is cheap.

@@ -148,6 +148,19 @@ def test_vector_recall_stays_in_its_project(nova_home: Path, tmp_path: Path) -> 
     assert [h.session_id for h in found.hits] == [only_beta]
 
 
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"vector recall unavailable: {unavailable_reason()}")
+def test_facts_past_the_encoding_budget_get_their_vectors_later(nova_home: Path, tmp_path: Path) -> None:
+    from nova.memory.retrieval.embed import load_encoder
+
+    project = project_dir(tmp_path, "app")
+    cache_session(nova_home, project)
+    with SessionSearcher(home=nova_home, encoder=load_encoder()) as s:
+        hurried = s.search("pytest failed", project=project_of(project), encode_budget_s=0.0)
+        later = s.search("pytest failed", project=project_of(project))
+    assert hurried.hits and hurried.index.encoded == 0 and hurried.index.without_vectors == hurried.index.records
+    assert later.index.added == 0 and later.index.without_vectors == 0 and later.index.encoded > 0
+
+
 # -- incremental ----------------------------------------------------------------------------------------
 def test_an_appended_message_is_indexed_without_reading_the_rest_again(nova_home: Path, tmp_path: Path) -> None:
     project = project_dir(tmp_path, "app")

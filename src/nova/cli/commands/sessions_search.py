@@ -15,6 +15,9 @@ from nova.settings import nova_home
 __all__ = ["search_command"]
 
 _KINDS = ("request", "reply", "edit", "read", "command", "error")
+ENCODE_BUDGET_S = 30.0
+"""Seconds one search may spend encoding a long history into vectors for the first time; the rest is
+found by keyword and encoded by the next searches."""
 
 
 def search_command(
@@ -53,7 +56,11 @@ def search_command(
         if why is not None and vectors:
             typer.echo(f"nova: vector recall is off: {why}; searching keywords only", err=True)
         with SessionSearcher(home=nova_home(), encoder=encoder, vector_off_reason=why) as searcher:
-            result = searcher.search(query, project=project_of(where), limit=limit, kinds=kinds or ())
+            result = searcher.search(query, project=project_of(where), limit=limit, kinds=kinds or (),
+                                     encode_budget_s=ENCODE_BUDGET_S)
+    if result.index.without_vectors:
+        typer.echo(f"nova: note: {result.index.without_vectors} record(s) have no vector yet (found by keyword "
+                   "only); the next searches encode them", err=True)
     if as_json:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, default=str))
         return

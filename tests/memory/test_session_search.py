@@ -107,6 +107,14 @@ def test_a_result_read_later_still_names_its_command() -> None:
     assert fact.kind == "error" and fact.text.startswith("`make deploy` failed (exit code 2)")
 
 
+def test_a_refused_edit_edited_nothing() -> None:
+    reader = EvidenceReader("s")
+    reader.feed(assistant("", ToolUsePart(id="e", name="edit_file", input={"path": "a.py", "old_string": "x",
+                                                                           "new_string": "y"})))
+    (fact,) = reader.feed(result("e", "Error: old_string not found in a.py", error=True))
+    assert fact.kind == "error" and '"path": "a.py"' in fact.text and "old_string not found" in fact.text
+
+
 def test_exit_statuses_as_each_agent_writes_them() -> None:
     assert failed_exit_code("[exit code: 0]") is None and failed_exit_code("ok\n[exit code: 3]") == 3
     assert failed_exit_code("Exit code 1\nboom") == 1  # Claude Code

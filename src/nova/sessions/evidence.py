@@ -14,9 +14,11 @@ a user message although nobody typed it (Claude Code's `<command-name>` and cave
 `<environment_context>` and AGENTS.md preamble, Cline's `<environment_details>`). Facts recorded before
 the first request belong to turn 0.
 
-A command is one fact, written when its result arrives (`command` when it ran, `error` when it failed),
-which is a later message than the call, possibly after a reading stopped: the calls still waiting for
-their result are part of `state()`, so a result read on the next reading still names its command.
+A call's facts are written when its result arrives (an edit that was refused edited nothing; a command
+is `command` when it ran and `error` when it failed), which is a later message than the call, possibly
+after a reading stopped: the calls still waiting for their result are part of `state()`, so a result
+read on the next reading still names its command and files. A call that never got a result (the
+session was killed) leaves no fact.
 """
 
 from __future__ import annotations
@@ -173,12 +175,12 @@ class EvidenceReader:
         self.session_id = session_id
         self.turn = int(saved.get("turn", 0))
         self.position = int(saved.get("position", 0))
-        self._pending: dict[str, tuple[str, str]] = {
-            str(k): (str(v[0]), str(v[1])) for k, v in dict(saved.get("pending") or {}).items()}
+        self._pending: dict[str, _Call] = {str(k): _Call.from_json(v)
+                                            for k, v in dict(saved.get("pending") or {}).items()}
 
     def state(self) -> dict[str, Any]:
         return {"turn": self.turn, "position": self.position,
-                "pending": {k: list(v) for k, v in self._pending.items()}}
+                "pending": {k: v.to_json() for k, v in self._pending.items()}}
 
     def feed(self, message: Message) -> list[Evidence]:
         if message.origin is not None or message.has("summary"):
@@ -205,33 +207,57 @@ class EvidenceReader:
         return fact
 
     def _call(self, message: Message, call: ToolUsePart) -> list[Evidence]:
+        """Nothing yet: what a call did is known from its result (an edit refused, a read that found no
+        file, a command that failed), so its facts are written then."""
         if len(self._pending) >= _PENDING_LIMIT:
             self._pending.pop(next(iter(self._pending)))
-        self._pending[call.id] = (call.name, _call_summary(call))
         touched = paths_of(call)
-        change = _change_of(call)
-        out: list[Evidence] = []
-        for path in touched.writes:
-            detail = f": {change}" if change else ""
-            out.append(self._fact(message, "edit", f"edited {path} ({call.name}){detail}"))
-        for path in touched.reads:
-            out.append(self._fact(message, "read", f"read {path} ({call.name})"))
-        return out
+        self._pending[call.id] = _Call(name=call.name, summary=_call_summary(call), writes=touched.writes,
+                                       reads=touched.reads, change=_change_of(call))
+        return []
 
     def _result(self, message: Message, result: ToolResultPart) -> list[Evidence]:
-        """A command becomes one fact when its result is known: `command` when it ran, `error` (with the
-        head of its output) when it failed; another tool's call is a fact here only when it failed."""
-        name, summary = self._pending.pop(result.tool_use_id, ("", ""))
-        shell = name.lower() in SHELL_TOOLS
+        """A call's facts, now that its result is known: the files it edited and read and, for a shell,
+        the command it ran; or one `error` fact (with the head of its output) when it failed."""
+        call = self._pending.pop(result.tool_use_id, None) or _Call()
+        shell = call.name.lower() in SHELL_TOOLS
         code = failed_exit_code(result.content) if shell else None
         if result.is_error or code is not None:
             status = f" (exit code {code})" if code is not None else ""
             output = _one_line(result.content, 300)
-            return [self._fact(message, "error", f"{summary or 'a tool call'} failed{status}: {output}",
+            return [self._fact(message, "error", f"{call.summary or 'a tool call'} failed{status}: {output}",
                                external=True)]
-        if shell and summary:
-            return [self._fact(message, "command", f"ran {summary}")]
-        return []
+        out: list[Evidence] = []
+        if shell and call.summary:
+            out.append(self._fact(message, "command", f"ran {call.summary}"))
+        for path in call.writes:
+            detail = f": {call.change}" if call.change else ""
+            out.append(self._fact(message, "edit", f"edited {path} ({call.name}){detail}"))
+        for path in call.reads:
+            out.append(self._fact(message, "read", f"read {path} ({call.name})"))
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Call:
+    """A call waiting for its result, as much of it as its facts need (saved in the reader's state)."""
+
+    name: str = ""
+    summary: str = ""
+    writes: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    change: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "summary": self.summary, "writes": list(self.writes), "reads": list(self.reads),
+                "change": self.change}
+
+    @classmethod
+    def from_json(cls, data: Any) -> _Call:
+        value = dict(data) if isinstance(data, Mapping) else {}
+        return cls(name=str(value.get("name", "")), summary=str(value.get("summary", "")),
+                   writes=tuple(str(p) for p in value.get("writes") or ()),
+                   reads=tuple(str(p) for p in value.get("reads") or ()), change=str(value.get("change", "")))
 
 
 # -- reading the raw log from a watermark -------------------------------------------------------------

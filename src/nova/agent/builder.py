@@ -37,6 +37,7 @@ from nova.memory.instructions import parse_instructions_config
 from nova.memory.paths import home_memory_dir, project_root
 from nova.memory.provenance import ProvenanceGuard
 from nova.memory.runtime import memory_extension
+from nova.memory.session_search import SessionSearchTool
 from nova.messages import Message, new_id
 from nova.model import CacheHints
 from nova.providers.base import Provider
@@ -285,11 +286,13 @@ def agent_tools(settings: Settings, cwd: Path, *, sources: ContextSources, state
                 ) -> ToolRegistry:
     """The tools the model is sent, as the agent holds them: the built-ins (`bash` sandboxed, with the
     sandbox's description, when the settings ask for it) with their part in task state
-    (`task_state_tools`), `skill` when there are skills, and `task` (sub-agents). `nova context`
-    describes a session through this too, so what it shows is what the model got."""
+    (`task_state_tools`), `skill` when there are skills, `session_search` (the project's past sessions)
+    and `task` (sub-agents). `nova context` describes a session through this too, so what it shows is
+    what the model got."""
     registry = task_state_tools(default_registry(sandbox=bash_sandbox(settings, cwd, protected)), state)
     if len(sources.skills):
         registry.register(SkillTool(sources.skills, active or ActiveSkills(cwd)))
+    registry.register(SessionSearchTool(home=settings.home, cwd=cwd))
     registry.register(task or TaskTool(factory=_no_children, depth=0))
     return registry
 

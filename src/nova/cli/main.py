@@ -26,7 +26,7 @@ class _NovaGroup(LazyGroup):
     # Each help line is the first paragraph of the command's own help (a test compares them).
     lazy_commands: ClassVar[dict[str, LazyCommand]] = {
         "sessions": LazyCommand("nova.cli.commands.sessions:app",
-                                "Recorded sessions: list, show, export, remove, import, doctor."),
+                                "Recorded sessions: list, show, search, export, remove, import, doctor."),
         "context": LazyCommand("nova.cli.commands.context:context_command",
                                "What is in a session's context: every segment with its class, tokens, source "
                                "and reason."),

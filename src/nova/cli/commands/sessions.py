@@ -1,4 +1,4 @@
-"""`nova sessions …`: list, show, export, remove and import recorded sessions.
+"""`nova sessions …`: list, show, search, export, remove and import recorded sessions.
 
 Mounted lazily by `nova.cli.main` as `nova sessions`. `resume_command(ID)` reopens a session with its
 notices printed (`nova run --resume ID` calls `nova.sessions.export.resume` directly).
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from nova.cli.commands.errors import user_errors
+from nova.cli.commands.sessions_search import search_command
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["app", "resume_command"]
 
 app = typer.Typer(
-    help="Recorded sessions: list, show, export, remove, import, doctor.",
+    help="Recorded sessions: list, show, search, export, remove, import, doctor.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -247,6 +248,9 @@ def show_command(
 def _warn(lines: "Iterable[str]") -> None:
     for line in lines:
         _err().print(f"nova: warning: {line}", markup=False)
+
+
+app.command("search", cls=NovaCommand)(search_command)
 
 
 @app.command("export", cls=NovaCommand)

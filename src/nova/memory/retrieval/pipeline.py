@@ -114,12 +114,15 @@ class RetrievalIndex:
     rerank_depth = 100
 
     def __init__(self, records: Sequence[Record], *, encoder: Encoder | None = None,
-                 weights: Weights | None = None, rules: Sequence[str] = (), vectors: Any = None) -> None:
+                 weights: Weights | None = None, rules: Sequence[str] = (), vectors: Any = None,
+                 terms: Sequence[list[str]] | None = None) -> None:
         """`vectors`, when given, are the records' embeddings computed earlier by `encoder` (one row per
-        record, in order), so a caller that keeps them does not pay for encoding again."""
+        record, in order), so a caller that keeps them does not pay for encoding again; `terms` likewise
+        are the records' ranking terms, `content_words(indexed_text(record))`, kept by an index that
+        stored them (the session index does)."""
         self.records = tuple(records)
         self.weights = weights or Weights()
-        own = [content_words(indexed_text(r)) for r in self.records]
+        own = list(terms) if terms is not None else [content_words(indexed_text(r)) for r in self.records]
         self._own = BM25Index(own).term_weights()
         self._context = BM25Index(self._neighbour_words(own)).term_weights()
         # A record's own words and its neighbours' are fused at build time into one posting list per
@@ -176,7 +179,9 @@ class RetrievalIndex:
         return allowed, dict(excluded)
 
     def search(self, query: str, *, filters: HardFilters | None = None, limit: int = 10,
-               now: datetime | None = None) -> SearchResult:
+               now: datetime | None = None, query_vector: Any = None) -> SearchResult:
+        """`query_vector`, when given, is `query` encoded earlier by the same encoder (a caller that
+        searched a larger set of vectors with it first need not encode it twice)."""
         filters = filters or HardFilters()
         w = self.weights
         moment = now or filters.now or datetime.now(UTC)
@@ -187,7 +192,8 @@ class RetrievalIndex:
         best_group = max(group_scores.values(), default=0.0) or 1.0
         vector_scores: dict[int, float] = {}
         if self._vectors is not None and self.encoder is not None:
-            cosines = self._vectors @ self.encoder.encode([query])[0]
+            vector = query_vector if query_vector is not None else self.encoder.encode([query])[0]
+            cosines = self._vectors @ vector
             for i in cosines.argsort()[::-1][:50]:
                 vector_scores[int(i)] = float(cosines[i])
         named = {w_ for w_ in tokenize(query) if w_ in self._speakers}

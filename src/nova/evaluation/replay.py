@@ -47,7 +47,7 @@ from typing import Any, Literal, TypedDict, Unpack
 from nova.agent.context_runtime import environment_text
 from nova.agent.pipeline import ContextPipeline, build_context_pipeline, recorded_sources
 from nova.context.budget import ContextBudget
-from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
+from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache, volatile_tail
 from nova.context.economy import CachePrices, prices_for
 from nova.context.extensions import CompileRequest, Extensions, ViewRequest
 from nova.context.manifest import apportion
@@ -332,7 +332,7 @@ class _CostModel:
         total = sum(b.tokens for b in blocks)
         if self.cache is None:
             return Usage(input_tokens=total)
-        return self.cache.call(blocks, head=len(self.head), at=at)
+        return self.cache.call(blocks, head=len(self.head), at=at, tail=volatile_tail(view))
 
     def add(self, report: ReplayReport, usage: Usage) -> None:
         report.uncached_input_tokens += usage.input_tokens

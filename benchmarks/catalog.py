@@ -33,7 +33,7 @@ from nova.agent.builder import SYSTEM_CONTRACT
 from nova.agent.loop import Agent
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.context.budget import ContextBudget
-from nova.context.cache_sim import AnthropicCache, request_blocks
+from nova.context.cache_sim import AnthropicCache, request_usage
 from nova.context.prompt_cache import PromptCache
 from nova.mcp import McpCatalog, McpOptions, ServerConfig
 from nova.messages import ToolUsePart, new_id
@@ -76,8 +76,7 @@ def session(cat: McpCatalog, calls: int, *, change: bool) -> dict[str, object]:
 
     def step(request: ModelRequest) -> reply:
         nonlocal totals
-        blocks, head = request_blocks(request, COUNTER)
-        usage = cache.call(blocks, head=head, at=None)
+        usage = request_usage(cache, request, COUNTER)
         totals = totals + usage
         number = len(provider.requests) - 1
         turn, answering = divmod(number, 2)

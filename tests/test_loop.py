@@ -19,7 +19,7 @@ from nova.providers.base import Usage
 from nova.sessions.link import SessionLink
 from nova.sessions.recorder import BoundaryRecord, SessionRecorder
 from nova.settings import CompactionConfig, PermissionsConfig
-from nova.testing import InstantClock, ScriptedProvider, call, reply
+from nova.testing import InstantClock, ScriptedProvider, call, last_message, reply
 from nova.tokens import TokenLedger, counter_for_model
 from nova.tools import default_registry
 from nova.tools.permissions import PermissionPolicy
@@ -104,7 +104,7 @@ def test_tool_loop_runs_real_tools_and_ends_on_text(tmp_path: Path) -> None:
     [tool_result] = results_of(agent)
     assert "alpha" in tool_result.content and not tool_result.is_error
     # The second request carried the tool result back to the model.
-    assert provider.requests[1].messages[-1].tool_results()[0].content == tool_result.content
+    assert last_message(provider.requests[1]).tool_results()[0].content == tool_result.content
     types = [e.type for e in seen]
     assert types[0] == "turn_started" and types[-1] == "turn_finished"
     assert "tool_call_started" in types and "tool_call_finished" in types

@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 
 from nova.agent.builder import AgentOptions, build_agent
 from nova.cli.main import app
+from nova.context.cache_sim import volatile_tail
 from nova.messages import Message, to_dict
 from nova.model import ModelRequest, Usage
 from nova.sessions.session import Session
 from nova.settings import load_settings
-from nova.testing import FunctionProvider, ScriptedProvider, call, reply, rough_request_tokens
+from nova.testing import FunctionProvider, ScriptedProvider, call, last_message, reply, rough_request_tokens
 
 
 def _settings(home: Path):  # type: ignore[no-untyped-def]
@@ -32,9 +33,11 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _request_bytes(request: ModelRequest) -> tuple[str, str, list[str]]:
-    """What a provider hashes for its prompt cache: system, tools, each message (in Nova's one serializer)."""
+    """What a provider hashes for its prompt cache: system, tools, each message (in Nova's one serializer)
+    up to the message breakpoint: the observations block after it changes from call to call."""
     tools = json.dumps([[t.name, t.description, dict(t.input_schema)] for t in request.tools], sort_keys=True)
-    return request.system, tools, [json.dumps(to_dict(m), sort_keys=True) for m in request.messages]
+    cached = request.messages[: len(request.messages) - volatile_tail(request.messages)]
+    return request.system, tools, [json.dumps(to_dict(m), sort_keys=True) for m in cached]
 
 
 def _wire(request: ModelRequest) -> dict[str, Any]:
@@ -50,7 +53,8 @@ def _wire(request: ModelRequest) -> dict[str, Any]:
     body = bare(request_to_anthropic(request))
     assert isinstance(body, dict)
     return {"system": json.dumps(body.get("system"), sort_keys=True), "tools": json.dumps(body.get("tools"), sort_keys=True),
-            "messages": [json.dumps(m, sort_keys=True) for m in body["messages"]]}
+            "messages": [json.dumps(m, sort_keys=True)
+                         for m in body["messages"][: len(body["messages"]) - volatile_tail(request.messages)]]}
 
 
 def test_fork_shares_the_parents_prefix_byte_for_byte(tmp_path: Path, nova_home: Path) -> None:
@@ -87,7 +91,7 @@ def test_fork_shares_the_parents_prefix_byte_for_byte(tmp_path: Path, nova_home:
     assert child_wire["system"] == parent_wire["system"] and child_wire["tools"] == parent_wire["tools"]
     assert child_wire["messages"][: len(parent_wire["messages"])] == parent_wire["messages"]
     # Only the report comes back to the parent.
-    tool_result = provider.requests[3].messages[-1].tool_results()[0]
+    tool_result = last_message(provider.requests[3]).tool_results()[0]
     assert "The answer in notes.txt is 42." in tool_result.content
     assert "the answer is 42\n" not in tool_result.content
 
@@ -160,7 +164,7 @@ def test_parallel_sub_agents_run_concurrently_each_with_its_own_budget(tmp_path:
             with lock:
                 inside -= 1
             return reply("child report " + first.split("Sub-task: ")[1].split("\n")[0])
-        last = request.messages[-1]
+        last = last_message(request)
         if last.tool_results():
             return reply("both done: " + " | ".join(r.content.splitlines()[-1] for r in last.tool_results()))
         return reply("splitting", [call("task", prompt="alpha"), call("task", prompt="beta")])
@@ -201,7 +205,7 @@ def test_a_sub_agent_cannot_start_sub_agents(tmp_path: Path, nova_home: Path) ->
     ])
     agent = build_agent(_settings(nova_home), provider, AgentOptions(cwd=work, yes=True))
     agent.run_turn("go")
-    child_results = provider.requests[2].messages[-1].tool_results()
+    child_results = last_message(provider.requests[2]).tool_results()
     assert child_results and child_results[0].is_error
     assert "cannot start sub-agents" in child_results[0].content
 
@@ -234,7 +238,7 @@ def test_parallel_sub_agents_ask_the_person_one_at_a_time(tmp_path: Path, nova_h
 
     def answer(request: ModelRequest) -> reply:
         first = request.messages[0].text if request.messages else ""
-        last = request.messages[-1]
+        last = last_message(request)
         if "Sub-task:" in first:
             if last.tool_results():
                 return reply("wrote it")

@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 
 from nova.agent.clock import InstantClock
+from nova.messages import Message
+from nova.model import ModelRequest
 from nova.providers.guard import RealModelRequestError, check_real_request_allowed, forbid_model_requests
 from nova.providers.scripted import (
     FunctionProvider,
@@ -32,6 +34,7 @@ __all__ = [
     "call",
     "check_real_request_allowed",
     "forbid_model_requests",
+    "last_message",
     "message_of",
     "mini_swe_trajectories",
     "reply",
@@ -55,3 +58,9 @@ def shared_data_dir() -> Path:
 def mini_swe_trajectories() -> list[Path]:
     """The 20 real mini-swe-agent runs in the shared data, sorted by name (empty when absent)."""
     return sorted((shared_data_dir() / "trajectories" / "mini-swe-agent-gemini3").glob("*.traj.json"))
+
+
+def last_message(request: ModelRequest) -> Message:
+    """The newest message `request` sends, not counting the observations block (task state, environment)
+    the context compiler puts after it: the tool results or the user's words a scripted model answers."""
+    return next(m for m in reversed(request.messages) if m.origin != "context")

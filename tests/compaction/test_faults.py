@@ -10,7 +10,7 @@ from nova import events as ev
 from nova.context.summarize import SummaryRequest
 from nova.errors import ContextOverflow, Overloaded, QuotaExceeded, RateLimited
 from nova.history.invariants import check_tool_pairing
-from nova.testing import ScriptedProvider, reply
+from nova.testing import ScriptedProvider, last_message, reply
 
 from .helpers import history, make_agent, make_controller, of_type
 
@@ -29,7 +29,7 @@ def test_overflow_then_success_forces_one_compaction_and_replays_the_turn(tmp_pa
     first, second = provider.requests
     assert len(second.messages) < len(first.messages)
     assert second.messages[0].has("summary")
-    assert second.messages[-1].text == "continue"  # the same turn, replayed
+    assert last_message(second).text == "continue"  # the same turn, replayed
     assert not check_tool_pairing(list(second.messages))
 
 

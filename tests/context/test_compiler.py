@@ -158,42 +158,37 @@ def _observations_index(compiled: object) -> int:
     return next(i for i, m in enumerate(messages) if m.origin == "context")
 
 
-def test_observations_stay_where_they_were_while_they_read_the_same() -> None:
-    """A new request (a new turn, a harness's feedback message) does not move an unchanged observations
-    block: moving it would re-send everything after its old place, uncached."""
+def test_the_observations_come_last_so_the_history_before_them_is_the_prefix_of_the_next_view() -> None:
+    """The observations (task state, environment) change from call to call: they follow the newest
+    message, and the history the previous view sent is the start of the next view, whatever changed in
+    them (a new request, a changed task state)."""
     first_turn = [Message.user("the task", id="task", created_at=1.0), *turn(0)[1:]]
     first = compile(inputs(first_turn))
-    assert _observations_index(first) == 1 and first.observation_place is not None
+    assert _observations_index(first) == len(first_turn) and first.observation_place is not None
     later = [*first_turn, Message.user("one more thing", id="more", created_at=1.0)]
-    kept = compile(inputs(later, observations_at=first.observation_place))
-    assert _observations_index(kept) == 1
-    assert list(kept.view.messages[:4]) == list(first.view.messages[:4])  # the prefix the first call cached
-    assert [m.id for m in kept.view.messages if m.origin is None] == [m.id for m in later]
-    # New text (the task state changed) goes after the current request, as without a place to keep.
-    changed = compile(inputs(later, observations_at=first.observation_place,
-                             pinned=SourceText(id="task.state", cls="pinned", source="task state v4",
-                                               text="Goal: something else", reason="pinned task state")))
+    changed = compile(inputs(later, pinned=SourceText(id="task.state", cls="pinned", source="task state v4",
+                                                      text="Goal: something else", reason="pinned task state")))
     assert _observations_index(changed) == len(later)
-    # A place no longer in history (compacted away) is not kept either.
-    moved = compile(inputs(later[2:], observations_at=first.observation_place))
-    assert _observations_index(moved) == len(later) - 2
+    assert list(changed.view.messages[: len(first_turn)]) == list(first.view.messages[: len(first_turn)])
+    assert [m.id for m in changed.view.messages if m.origin is None] == [m.id for m in later]
     # The same inputs give the same view, from a fresh compiler or a long-lived one.
-    assert kept.view.to_bytes() == ContextCompiler().compile(
-        inputs(later, observations_at=first.observation_place)).view.to_bytes()
-    assert kept.manifest.to_dict()["used"] == kept.used
+    assert changed.view.to_bytes() == ContextCompiler().compile(inputs(
+        later, pinned=SourceText(id="task.state", cls="pinned", source="task state v4", text="Goal: something else",
+                                 reason="pinned task state"))).view.to_bytes()
+    assert changed.manifest.to_dict()["used"] == changed.used
 
 
-def test_with_the_request_folded_the_observations_follow_the_summary() -> None:
-    """After a compaction folded the request into its summary, the observations go right after the
-    summary, where they stay from call to call, not after the newest message."""
+def test_after_a_compaction_the_summary_and_the_tail_stay_the_prefix() -> None:
+    """After a compaction folded the request into its summary, the summary and every later message
+    stay in place from call to call; only the observations after them are new."""
     summary = Message(role="user", parts=(SummaryPart("[Previous conversation summary]\nthe task"),), id="sum",
                       origin="summary", created_at=1.0)
     tail = turn(0)[1:]
     compiled = compile(inputs([summary, *tail]))
-    assert _observations_index(compiled) == 1
+    assert _observations_index(compiled) == len(tail) + 1
     grown = compile(inputs([summary, *tail, *turn(1)[1:]]))
-    assert _observations_index(grown) == 1
-    assert list(grown.view.messages[: len(tail) + 2]) == list(compiled.view.messages)
+    assert list(grown.view.messages[: len(tail) + 1]) == list(compiled.view.messages[: len(tail) + 1])
+    assert grown.view.messages[-1].origin == "context"
 
 
 def test_the_budget_leaves_nothing_out_that_would_not_make_the_view_fit() -> None:

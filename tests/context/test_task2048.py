@@ -16,7 +16,7 @@ from nova.agent.context_runtime import ContextRuntime
 from nova.context.summarize import SummaryRequest
 from nova.sessions.session import Session
 from nova.settings import load_settings
-from nova.testing import ScriptedProvider, call, reply
+from nova.testing import ScriptedProvider, call, last_message, reply
 from nova.tools import default_registry
 
 MERGE_RULE = "merge not approved: do not merge fix/task2048 into main"
@@ -87,7 +87,7 @@ def test_task2048(tmp_path: Path, nova_home: Path) -> None:
 
         # The execution layer refuses the merge, even with --yes; the branch change stays allowed.
         agent.run_turn("merge it")
-        merge_result = provider.requests[-1].messages[-1].tool_results()[0]
+        merge_result = last_message(provider.requests[-1]).tool_results()[0]
         assert merge_result.is_error and "Permission denied" in merge_result.content
         assert "bash(git merge*)" in merge_result.content
         bash = default_registry().get("bash")

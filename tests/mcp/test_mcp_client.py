@@ -20,7 +20,7 @@ from nova.agent.loop import Agent
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import first_changed, request_segments
-from nova.context.cache_sim import AnthropicCache, request_blocks
+from nova.context.cache_sim import AnthropicCache, request_usage
 from nova.context.prompt_cache import PromptCache
 from nova.mcp import McpCatalog, ServerConfig
 from nova.messages import ToolUsePart, new_id
@@ -85,8 +85,7 @@ class SimulatedCache:
         self.provider = FunctionProvider(self.answer)
 
     def answer(self, request: ModelRequest) -> reply:
-        blocks, head = request_blocks(request, COUNTER)
-        usage = self.cache.call(blocks, head=head, at=None)
+        usage = request_usage(self.cache, request, COUNTER)
         step = self.script.pop(0)
         return reply(step.text, step.tool_calls, usage=usage)
 

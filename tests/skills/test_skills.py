@@ -16,7 +16,7 @@ from nova.cli.main import app
 from nova.messages import ToolUsePart
 from nova.settings import load_settings
 from nova.skills.catalog import load_catalog
-from nova.testing import ScriptedProvider, call, reply
+from nova.testing import ScriptedProvider, call, last_message, reply
 
 # Written the way Claude Code's skills are: only `name`, `description`, `allowed-tools`, then Markdown.
 ECOSYSTEM_BODY = """# PDF Processing
@@ -111,7 +111,7 @@ def test_an_ecosystem_skill_loads_unchanged(project: Path, nova_home: Path) -> N
     agent = _agent(nova_home, project, provider)
     agent.run_turn("extract the text of doc.pdf")
     second = provider.requests[1]
-    result = second.messages[-1].tool_results()[0]
+    result = last_message(second).tool_results()[0]
     # The body arrives as written (only $ARGUMENTS filled in), wrapped so the compiler can find it.
     assert ECOSYSTEM_BODY.strip("\n").replace("$ARGUMENTS", "doc.pdf") in result.content
     assert result.content.startswith('<skill name="pdf-processing"')
@@ -137,7 +137,7 @@ def test_index_in_the_cached_head_and_body_on_demand_with_its_manifest_segment(p
     assert first.system == second.system
     # The body is in no request until it is loaded.
     assert "Never push." not in json.dumps([m.text for m in first.messages])
-    assert "Never push." in second.messages[-1].tool_results()[0].content
+    assert "Never push." in last_message(second).tool_results()[0].content
     assert "skill" in [t.name for t in first.tools]
 
     manifest = runtime.last.manifest if runtime.last else None
@@ -173,7 +173,7 @@ def test_an_active_skill_limits_tools_files_and_network(project: Path, nova_home
     ])
     agent = _agent(nova_home, project, provider)
     agent.run_turn("write the release notes")
-    results = provider.requests[2].messages[-1].tool_results()
+    results = last_message(provider.requests[2]).tool_results()
     outcomes = [(r.is_error, r.content) for r in results]
     assert not outcomes[0][0] and (project / "out" / "NOTES.md").read_text() == "# 1.0\n"
     for refused, needle in zip(outcomes[1:5], ["may write only out/**", "may use only bash, read_file, write_file",
@@ -203,7 +203,7 @@ def test_slash_skill_loads_the_body_into_the_request_and_activates_it(project: P
     user = next(m for m in request if m.role == "user" and m.origin is None)
     assert user.parts[0].text.startswith('<skill name="release-notes" version="2.0.0"')  # type: ignore[union-attr]
     assert user.parts[1].text == "for version 1.0"  # type: ignore[union-attr]
-    refused = provider.requests[1].messages[-1].tool_results()[0]
+    refused = last_message(provider.requests[1]).tool_results()[0]
     assert refused.is_error and "may write only out/**" in refused.content
     from nova.sessions.session import list_sessions
 
@@ -216,7 +216,7 @@ def test_slash_skill_loads_the_body_into_the_request_and_activates_it(project: P
 def test_unknown_skill_is_an_error_result(project: Path, nova_home: Path) -> None:
     provider = ScriptedProvider([reply("loading", [_load("nope")]), reply("ok")])
     _agent(nova_home, project, provider).run_turn("go")
-    result = provider.requests[1].messages[-1].tool_results()[0]
+    result = last_message(provider.requests[1]).tool_results()[0]
     assert result.is_error and "no skill named 'nope'" in result.content and "release-notes" in result.content
 
 
@@ -307,10 +307,10 @@ def test_a_skill_cannot_delegate_its_way_out_of_its_limits(project: Path, nova_h
         reply("done"),
     ])
     _agent(nova_home, project, provider).run_turn("get the page")
-    child_result = provider.requests[3].messages[-1].tool_results()[0]
+    child_result = last_message(provider.requests[3]).tool_results()[0]
     assert child_result.is_error and "the active skill offline@" in child_result.content
     assert "declares no network" in child_result.content
-    parent_grep = provider.requests[5].messages[-1].tool_results()[0]
+    parent_grep = last_message(provider.requests[5]).tool_results()[0]
     assert parent_grep.is_error and "may use only bash, task" in parent_grep.content
 
 

@@ -34,7 +34,6 @@ from nova.context.compiler import (
     Compiled,
     CompileInput,
     ContextCompiler,
-    ObservationPlace,
     SourceText,
     current_request_index,
 )
@@ -273,8 +272,6 @@ class ContextRuntime(Extension):
     """The environment observation for `cwd`, taken once per user request (a replay writes the recorded one)."""
     workspace: Callable[[Path], str] = workspace_hash
     """The workspace hash evidence is judged against (a replay has no workspace to hash)."""
-    _observations_at: ObservationPlace | None = None
-    """Where the last view sent put its observations (they stay there while they read the same)."""
     _env: tuple[str, str] = ("", "")
     _workspace: tuple[str, str | None] = ("", None)
     _seen_request: str = ""
@@ -282,7 +279,6 @@ class ContextRuntime(Extension):
     # -- the hooks -----------------------------------------------------------------------------------
     def compile_view(self, *, request: CompileRequest) -> CompiledView:
         self.last = self.compile(request.history, system=request.system, tools=request.tools)
-        self._observations_at = self.last.observation_place
         return self.last.view
 
     def measure(self, history: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> int:
@@ -313,7 +309,7 @@ class ContextRuntime(Extension):
         return self.compiler.compile(CompileInput(
             head=head, tools=tools, history=history, pinned=pinned, observations=(env,),
             policy=self.sources.policy, limit=self.budget.threshold, window=self.budget.window,
-            pinned_budget=self.pinned_budget, ledger=self.ledger, observations_at=self._observations_at))
+            pinned_budget=self.pinned_budget, ledger=self.ledger))
 
     # -- what the agent is built with --------------------------------------------------------------------
     def deny_rules(self) -> list[str]:

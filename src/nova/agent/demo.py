@@ -17,7 +17,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from nova.context.cache_sim import AnthropicCache, Block, ProviderCache
+from nova.context.cache_sim import AnthropicCache, Block, ProviderCache, volatile_tail
 from nova.messages import Message, ToolResultPart, ToolUsePart, new_id, to_dict
 from nova.model import ModelRequest, Usage
 from nova.providers.scripted import FunctionProvider, reply
@@ -273,7 +273,7 @@ def _demo_usage(request: ModelRequest, answer: reply, cache: ProviderCache) -> U
             Block(_digest(request.system), count_system(request.system, counter))]
     body = [Block(_digest(to_dict(m)["parts"]), count_message(m, counter), max(1, len(m.parts)))
             for m in request.messages]
-    usage = cache.call([*head, *body], head=len(head), at=None)
+    usage = cache.call([*head, *body], head=len(head), at=None, tail=volatile_tail(request.messages))
     return replace(usage, output_tokens=max(1, counter.count(answer.text) + 20 * len(answer.tool_calls)))
 
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from nova.history.incremental import LastSeen
 from nova.messages import Message
 from nova.model import CacheHints, ModelRequest, ToolSpec
-from nova.providers.formats.anthropic import request_to_anthropic
+from nova.providers.formats.anthropic import message_breakpoint_index, request_to_anthropic
 from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
@@ -105,10 +105,9 @@ def join_system_text(system: str, hoisted: Sequence[str]) -> str:
 
 
 def _last_user_index(messages: Sequence[Message]) -> int:
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "user" and messages[index].parts:
-            return index
-    return -1
+    """Where the message breakpoint goes: the last user message before the observations block, which
+    changes from call to call (`message_breakpoint_index`)."""
+    return message_breakpoint_index(messages)
 
 
 def plan_cache(
@@ -233,10 +232,12 @@ def _without_markers(value: Any) -> Any:
 
 
 def prefix_bytes(request: ModelRequest) -> bytes:
-    """Canonical bytes of the cacheable prefix (tools, system, messages through the last user message) as
-    the Anthropic converter renders it, without the markers: equal bytes mean a warm cache can be read."""
+    """Canonical bytes of the cacheable prefix (tools, system, messages through the message breakpoint:
+    the last user message before the observations block) as the Anthropic converter renders it, without
+    the markers: equal bytes mean a warm cache can be read."""
     body = _without_markers(request_to_anthropic(request))
     messages = body.get("messages", [])
-    last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+    last_user = message_breakpoint_index([m for m in request.messages if m.role != "system"],
+                                         has_content=lambda i: bool(messages[i]["content"]))
     prefix = {"tools": body.get("tools", []), "system": body.get("system", []), "messages": messages[: last_user + 1]}
     return json.dumps(prefix, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")

@@ -6,8 +6,9 @@ message. A block carries the digest of exactly what the provider reads, its size
 content blocks it holds (Anthropic counts its lookback in content blocks). A prefix is identified by a
 digest chained over its blocks, so equal prefixes share entries whatever objects produced them.
 
-- `AnthropicCache`: explicit breakpoints after the tools, after the system text and at the end of the
-  request (CCH-1), each only when its prefix reaches the model's minimum. A lookup at a breakpoint reads
+- `AnthropicCache`: explicit breakpoints after the tools, after the system text and at the last user
+  message before the observations block (CCH-1, `message_breakpoint_index`; the blocks after it, `tail`,
+  are read uncached), each only when its prefix reaches the model's minimum. A lookup at a breakpoint reads
   the longest live entry at most `lookback` (20) content blocks before it; every breakpoint past the hit
   writes an entry. Entries live `ttl_s` (5 min) from their last write or read; a read refreshes the entry
   read and the shorter breakpoint entries inside it (an assumption: the API does not document it).
@@ -25,10 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from nova.messages import Message
 from nova.model import ModelRequest, Usage
+from nova.providers.formats.anthropic import message_breakpoint_index
 from nova.tokens import TokenCounter
 
-__all__ = ["AnthropicCache", "Block", "OpenAICache", "ProviderCache", "make_cache", "prefix_keys", "request_blocks"]
+__all__ = ["AnthropicCache", "Block", "OpenAICache", "ProviderCache", "hit_rate", "make_cache", "post_compaction_usage", "prefix_keys", "request_blocks",
+           "request_usage", "volatile_tail"]
 
 ProviderName = Literal["anthropic", "openai"]
 
@@ -60,9 +64,10 @@ def _cumulative(blocks: Sequence[Block]) -> list[int]:
 
 
 class ProviderCache(Protocol):
-    def call(self, blocks: Sequence[Block], *, head: int, at: float | None) -> Usage:
+    def call(self, blocks: Sequence[Block], *, head: int, at: float | None, tail: int = 0) -> Usage:
         """Usage (uncached input, cache read, cache write) of one request; `head` is the number of leading
-        blocks that form the stable head (tools, system)."""
+        blocks that form the stable head (tools, system), `tail` the number of trailing blocks after the
+        message breakpoint (the observations block, `volatile_tail`)."""
         ...
 
 
@@ -85,12 +90,13 @@ class AnthropicCache:
         self.lookback = lookback
         self.entries = _Entries(ttl_s)
 
-    def call(self, blocks: Sequence[Block], *, head: int, at: float | None) -> Usage:
+    def call(self, blocks: Sequence[Block], *, head: int, at: float | None, tail: int = 0) -> Usage:
         if not blocks:
             return Usage()
         keys = prefix_keys(blocks)
         cum = _cumulative(blocks)
-        wanted = sorted({i for i in (head - 2, head - 1, len(blocks) - 1) if 0 <= i < len(blocks)})
+        message_bp = len(blocks) - 1 - tail if len(blocks) - 1 - tail >= head else -1
+        wanted = sorted({i for i in (head - 2, head - 1, message_bp) if 0 <= i < len(blocks)})
         breakpoints = [i for i in wanted if cum[i] >= self.min_tokens]
         hit = -1
         for bp in breakpoints:
@@ -125,7 +131,7 @@ class OpenAICache:
     def __init__(self, *, ttl_s: float = 300.0) -> None:
         self.entries = _Entries(ttl_s)
 
-    def call(self, blocks: Sequence[Block], *, head: int, at: float | None) -> Usage:
+    def call(self, blocks: Sequence[Block], *, head: int, at: float | None, tail: int = 0) -> Usage:
         if not blocks:
             return Usage()
         keys = prefix_keys(blocks)
@@ -139,6 +145,14 @@ class OpenAICache:
         for key in keys:
             self.entries.touch(key, at)
         return Usage(input_tokens=cum[-1] - read, cache_read_tokens=read)
+
+
+def volatile_tail(messages: Sequence[Message]) -> int:
+    """How many of a request's trailing messages come after the message breakpoint (the observations
+    block, which changes from call to call): the `tail` of `ProviderCache.call`."""
+    sent = [m for m in messages if m.role != "system"]
+    at = message_breakpoint_index(sent)
+    return len(sent) - 1 - at if at >= 0 else len(sent)
 
 
 def make_cache(provider: ProviderName, *, min_tokens: int = 1024, ttl_s: float = 300.0) -> ProviderCache:
@@ -176,3 +190,31 @@ def request_blocks(request: ModelRequest, counter: TokenCounter) -> tuple[list[B
             tokens = count_message(messages[len(blocks) - head], counter)
         blocks.append(Block(bytes.fromhex(segment.digest), tokens))
     return blocks, head
+
+
+def request_usage(cache: ProviderCache, request: ModelRequest, counter: TokenCounter, *,
+                  at: float | None = None) -> Usage:
+    """What `cache` reports for a live request: its blocks (`request_blocks`), the message breakpoint
+    before the observations block (`volatile_tail`)."""
+    blocks, head = request_blocks(request, counter)
+    return cache.call(blocks, head=head, at=at, tail=volatile_tail(request.messages))
+
+
+def post_compaction_usage(calls: Sequence[tuple[bool, Usage]]) -> Usage:
+    """The usage of calls 2..N after each compaction, summed: `calls` is every call in order, each with
+    whether it is the first to send a compacted view (that one rewrites the cache; the ones after it
+    should read it). Calls before the first compaction are left out."""
+    total = Usage()
+    seen = False
+    for first_after, usage in calls:
+        if first_after:
+            seen = True
+        elif seen:
+            total = total + usage
+    return total
+
+
+def hit_rate(usage: Usage) -> float | None:
+    """cache read / (uncached + cache read + cache write); None when nothing was sent."""
+    seen = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+    return usage.cache_read_tokens / seen if seen else None

@@ -7,14 +7,16 @@ Layout (CCH-3), in the order the provider reads it:
     tools    [tool catalog, sorted by name]                                       index
     messages [append-only history up to the current request]                      on-demand
              [current request]                                                    always-on
+             [the tool loop answering the request]
              [latest observations: pinned task state, policy resolutions,        pinned / always-on
               environment snapshot — one message, re-rendered every call]
-             [the tool loop answering the request]
 
-Only the observations block moves from turn to turn. It sits right after the current request rather
-than before it (CCH-3 draws it before): either way it lives in the current turn, after the stable prefix,
-and this way the request stays the first message of its turn, as the user wrote it. The head and the
-history before the request stay byte-stable between compactions, so the cached prefix survives.
+Only the observations block changes from call to call (the task state after every edit or test run),
+so it comes last, after everything that does not (CCH-3 draws it before the request: there, or anywhere
+inside history, each change would re-send everything after it uncached). The message cache breakpoint
+goes on the last message before it (`nova.providers.formats.anthropic.message_breakpoint_index`), so
+each call reads everything the previous call sent but the observations; after a compaction too, from
+the second call on. The head and history stay byte-stable between compactions.
 Recalled memories are already messages in history (the memory runtime inserts them); the compiler checks
 them against higher-ranked rules (CTX-3) and leaves out any memory that conflicts, saying so.
 
@@ -115,9 +117,6 @@ class CompileInput:
     """The one context figure (TOK-3): `used` is `ledger.estimate(view)`."""
     counter: TokenCounter | None = None
     """Used when no ledger is given."""
-    observations_at: ObservationPlace | None = None
-    """Where the previous view sent put its observations: they stay there while their text is the same
-    and that place is still in history (`Compiled.observation_place`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +156,7 @@ class Compiled:
     """The ledger's figure for the view (TOK-3); the same as `manifest.used`, known without building it."""
     build_manifest: Callable[[], Manifest] = field(repr=False, compare=False)
     observation_place: ObservationPlace | None = None
-    """Where this view put its observations (None: it has none); the next compile keeps them there while
-    they read the same (`CompileInput.observations_at`)."""
+    """Where this view put its observations (None: it has none): always after the newest message."""
 
     @cached_property
     def manifest(self) -> Manifest:
@@ -189,27 +187,16 @@ def current_request_index(history: Sequence[Message]) -> int:
     return len(history)
 
 
-def _observation_position(history: Sequence[Message], req: int, message: Message | None,
-                          kept: ObservationPlace | None) -> int:
-    """Where the observations go, as the history index they come before. Where the previous view put
-    them, while they read the same and that place is still there: a request after it (a new turn, a
-    harness's feedback message) would otherwise move them and re-send everything after the old place,
-    uncached. Else right after the current request; with no request in view (a compaction folded it
-    into its summary), right after the summary at the head of history, where they stay from call to
-    call. Put after the newest message, they would move with every call and part each request from
-    the prefix the previous one cached."""
-    if (message is not None and kept is not None and kept.message_id == message.id
-            and 0 < kept.at <= min(req + 1, len(history)) and history[kept.at - 1].id == kept.follows):
-        return kept.at
-    if req < len(history):
-        return req + 1
-    after = len(history)
-    for index, message in enumerate(history):  # the head a compaction left: its summary and inserts
-        if message.has("summary"):
-            after = index + 1
-        elif message.origin is None:
-            break
-    return after
+def _observation_position(history: Sequence[Message]) -> int:
+    """Where the observations go, as the history index they come before: after the newest message. They
+    are the one part of the view that changes from call to call (the task state after each edit or test
+    run, the environment after each request), so they come after everything that does not, and the
+    message cache breakpoint sits just before them (`nova.providers.formats.anthropic.
+    message_breakpoint_index`): each call then reads the whole history the previous call sent from the
+    cache and pays only for its new messages and the observations. Kept anywhere inside history, a
+    changed text would re-send everything after it, uncached, and a compaction's summary with the
+    observations after it would be the only cached prefix."""
+    return len(history)
 
 
 def _sha(text: str) -> str:
@@ -403,8 +390,7 @@ class ContextCompiler:
         shared = follow(self._history, history)
         del self._blocks[shared // BLOCK_SIZE :]
         key = (tuple(inp.head), tuple(inp.tools), inp.pinned, tuple(inp.observations), tuple(inp.policy), inp.limit,
-               inp.window, inp.pinned_budget, inp.ledger, inp.ledger.anchor if inp.ledger else None, counter,
-               inp.observations_at)
+               inp.window, inp.pinned_budget, inp.ledger, inp.ledger.anchor if inp.ledger else None, counter)
         if self._last is not None and shared == previous == len(history) and self._last[0] == key:
             return self._last[1]
         compiled = self._compile(inp, history, shared, counter)
@@ -507,11 +493,10 @@ class ContextCompiler:
                                        reason="observation left out: the view was over its token budget"))
 
         obs_message = _observation_message(observations)
-        # The observations go right after the request they were taken for: the request stays the first
-        # message of its turn (as the user wrote it), and both belong to the part after the stable prefix.
+        # The observations go last: they are what changes from call to call.
         # The view repeats history up to the first place it departs from it (the observations, a left
         # out or trimmed memory): that part is shared blocks, only the rest is built for this call.
-        obs_at = _observation_position(history, req, obs_message, inp.observations_at)
+        obs_at = _observation_position(history)
         departs = min([obs_at if obs_message is not None else len(history), *replaced])
         blocks = self._blocks_of(history, departs // BLOCK_SIZE)
         base = len(blocks) * BLOCK_SIZE

@@ -53,7 +53,7 @@ from typing import Any, Literal, TypedDict, Unpack
 from nova.agent.context_runtime import environment_text
 from nova.agent.pipeline import ContextPipeline, build_context_pipeline, recorded_sources
 from nova.context.budget import ContextBudget
-from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache
+from nova.context.cache_sim import Block, ProviderCache, ProviderName, make_cache, volatile_tail
 from nova.context.economy import CachePrices, prices_for
 from nova.context.extensions import CompileRequest, Extensions, ViewRequest
 from nova.context.manifest import apportion
@@ -76,19 +76,27 @@ from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import MemoCounter, TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["ALL_POLICIES", "POLICIES", "ReplayCall", "ReplayReport", "billed_usd", "call_model",
+__all__ = ["ALL_POLICIES", "POLICIES", "PROVIDER_POLICIES", "ReplayCall", "ReplayReport", "billed_usd", "call_model",
            "fixed_prompt_placeholder", "recorded_compaction", "replay_messages", "replay_session", "view_document",
            "view_text"]
 
-Policy = Literal["recorded", "naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached"]
+Policy = Literal["recorded", "naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached",
+                 "anthropic-clear-tool-uses"]
 # The context policies a replay compares (benchmarks iterate these); `recorded` (what the recording did)
 # and the two cost baselines come on top.
 POLICIES: tuple[Policy, ...] = ("naive", "truncate", "observation-mask", "nova")
-ALL_POLICIES: tuple[Policy, ...] = ("recorded", "naive-uncached", "naive-cached", *POLICIES)
+# What a provider does for the user without Nova, simulated: shown beside the policies, not among them.
+PROVIDER_POLICIES: tuple[Policy, ...] = ("anthropic-clear-tool-uses",)
+ALL_POLICIES: tuple[Policy, ...] = ("recorded", "naive-uncached", "naive-cached", *POLICIES, *PROVIDER_POLICIES)
 # How the replay's temporary session directory is named in the view.
 REPLAY_SESSION_NAME = "replay-session"
 # SWE-agent's default `last_n_observations`.
 OBSERVATION_WINDOW = 5
+# Anthropic context editing (`clear_tool_uses_20250919`) as documented: it triggers when the input passes
+# 100,000 tokens, keeps the 3 newest tool uses' results, and puts a placeholder in each cleared result.
+CLEAR_TOOL_USES_TRIGGER = 100_000
+CLEAR_TOOL_USES_KEEP = 3
+CLEARED_PLACEHOLDER = "[tool result cleared by context editing]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +372,8 @@ class _CostModel:
         simulated split is scaled to it, so a recorded call is priced at the size the provider billed."""
         blocks = [*self.head, *(self.block(m) for m in view)]
         total = sum(b.tokens for b in blocks)
-        usage = Usage(input_tokens=total) if self.cache is None else self.cache.call(blocks, head=len(self.head), at=at)
+        usage = Usage(input_tokens=total) if self.cache is None else \
+            self.cache.call(blocks, head=len(self.head), at=at, tail=volatile_tail(view))
         if measured is not None and measured != usage.context_tokens and usage.context_tokens:
             uncached, read, write = apportion(measured, [usage.input_tokens, usage.cache_read_tokens,
                                                          usage.cache_write_tokens])
@@ -621,6 +630,30 @@ def _mask(history: Sequence[Message]) -> list[Message]:
     return out
 
 
+def _clear_tool_uses(history: Sequence[Message], sizer: _Sizer, *, trigger: int, keep: int = CLEAR_TOOL_USES_KEEP,
+                     clear_at_least: int = 0) -> list[Message]:
+    """Anthropic's server-side `clear_tool_uses`, simulated: when the request passes `trigger` tokens,
+    every tool result but the `keep` newest becomes the placeholder, provided that clears at least
+    `clear_at_least` tokens; the calls themselves stay. The server does this on every request over the
+    trigger, from the full history the client sends."""
+    view = list(history)
+    if sizer.view(view) <= trigger:
+        return view
+    kept: set[str] = set()
+    for m in reversed(view):
+        for r in reversed(m.tool_results()):
+            if len(kept) < keep:
+                kept.add(r.tool_use_id)
+    cleared = [m if all(r.tool_use_id in kept or r.content == CLEARED_PLACEHOLDER for r in m.tool_results())
+               else m.with_parts([ToolResultPart(p.tool_use_id, CLEARED_PLACEHOLDER, p.is_error)
+                                  if isinstance(p, ToolResultPart) and p.tool_use_id not in kept else p
+                                  for p in m.parts])
+               for m in view]
+    if sizer.view(view) - sizer.view(cleared) < clear_at_least:
+        return view
+    return cleared
+
+
 def replay_messages(messages: Sequence[Message], *, window: int, **kwargs: Any) -> ReplayReport:
     """`replay_at` (see there) at `window`; when the recording lacks its fixed prompt and the stand-in for
     it alone does not fit `window`, at the smallest larger window that can work (25 % steps), saying so in
@@ -867,6 +900,12 @@ def _run(
         if policy == "truncate":
             view = _truncate(history, sizer, budget.threshold, cuts)
             return view, "truncate" if len(view) < len(history) else ""
+        if policy == "anthropic-clear-tool-uses":
+            # The documented trigger, lowered to Nova's threshold at a smaller window (else it would never
+            # fire before the provider rejects the request), then still cut to the same line.
+            edited = _clear_tool_uses(history, sizer, trigger=min(CLEAR_TOOL_USES_TRIGGER, budget.threshold))
+            view = _truncate(edited, sizer, budget.threshold)
+            return view, "truncate" if len(view) < len(edited) else ""
         if policy == "observation-mask":
             # SWE-agent's masking, then still cut to the same line: a provider rejects a request over
             # the window, so a baseline that sends one flatters nobody.

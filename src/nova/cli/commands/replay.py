@@ -52,7 +52,7 @@ def replay_command(
     window: Annotated[int, typer.Option("--window", help="Context window of the model to simulate, in tokens.")
                       ] = 128000,
     policy: Annotated[str, typer.Option("--policy", help="recorded | naive | truncate | observation-mask | nova | "
-                                        "naive-uncached | naive-cached")] = "nova",
+                                        "naive-uncached | naive-cached | anthropic-clear-tool-uses")] = "nova",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with per-call and total figures.")
                        ] = False,
     dump_view: Annotated[Path | None, typer.Option("--dump-view", help="Write the final model view to this JSON "

@@ -46,11 +46,10 @@ from nova.memory.retrieval.pipeline import indexed_text
 from nova.memory.retrieval.records import Record
 from nova.memory.retrieval.text import content_words
 from nova.messages import Message
-from nova.sessions.store import RecordStore
 from nova.sessions.evidence import Evidence, EvidenceKind, EvidenceReader, read_transcript_from, tail_mark
 from nova.sessions.meta import session_dir
 from nova.sessions.schema import MessageRecord, parse_record
-from nova.sessions.store import SessionRecord, SessionStore
+from nova.sessions.store import RecordStore, SessionRecord, SessionStore
 from nova.sessions.transcript import TRANSCRIPT_NAME
 
 __all__ = ["INDEX_NAME", "CatchUp", "IndexedRow", "ProjectVectors", "SessionIndex", "project_of", "project_of_session",

@@ -22,7 +22,7 @@ the last tool, and on the last block of the last user message. Nothing a caller 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from nova.messages import (
@@ -40,7 +40,9 @@ from nova.providers.formats._common import sorted_keys
 
 __all__ = [
     "THINKING_PROVIDER",
+    "VOLATILE_ORIGIN",
     "cache_control",
+    "message_breakpoint_index",
     "message_from_anthropic",
     "messages_from_anthropic",
     "messages_to_anthropic",
@@ -124,14 +126,35 @@ def messages_to_anthropic(
     messages: Sequence[Message], *, cache: CacheHints | None = None
 ) -> list[dict[str, Any]]:
     """The `messages` array. System-role messages are skipped (see `request_to_anthropic`)."""
-    out = [{"role": m.role, "content": _blocks(m)} for m in messages if m.role != "system"]
+    sent = [m for m in messages if m.role != "system"]
+    contents = [_blocks(m) for m in sent]
     if cache is not None and cache.last_user_message:
-        for item in reversed(out):
-            if item["role"] == "user" and item["content"]:
-                # Copy the block: the caller may hold on to the dicts built above.
-                item["content"][-1] = {**item["content"][-1], "cache_control": cache_control(cache)}
-                break
-    return out
+        at = message_breakpoint_index(sent, has_content=lambda i: bool(contents[i]))
+        if at >= 0:
+            # Copy the block: the caller may hold on to the dicts built above.
+            contents[at][-1] = {**contents[at][-1], "cache_control": cache_control(cache)}
+    return [{"role": m.role, "content": content} for m, content in zip(sent, contents, strict=True)]
+
+
+# The origin of the context compiler's observations message (`nova.context.compiler`).
+VOLATILE_ORIGIN = "context"
+
+
+def message_breakpoint_index(messages: Sequence[Message], *,
+                             has_content: Callable[[int], bool] | None = None) -> int:
+    """Where the message cache breakpoint goes: the last user message with content, not counting the
+    observations block at the end of the view (origin `context`: the task state and environment, which
+    change from call to call). The prefix up to the breakpoint is then the one the next call repeats;
+    with the marker on the observations, each call would write an entry the next one cannot read.
+    -1 when there is none. `has_content(i)` says whether message i sends anything (default: has parts)."""
+    end = len(messages)
+    while end > 0 and messages[end - 1].origin == VOLATILE_ORIGIN:
+        end -= 1
+    for index in range(end - 1, -1, -1):
+        m = messages[index]
+        if m.role == "user" and (has_content(index) if has_content is not None else bool(m.parts)):
+            return index
+    return -1
 
 
 def system_to_anthropic(system: str, *, cache: CacheHints | None = None) -> list[dict[str, Any]]:

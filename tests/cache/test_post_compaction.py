@@ -1,0 +1,82 @@
+"""After a compaction the prefix survives: the observations block (task state, environment), the one
+part of a view that changes from call to call, comes last, and the message breakpoint goes before it, so
+from the second call after a compaction on nearly all input is read from the cache, under the Anthropic
+breakpoint model and the OpenAI prefix model alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nova.context.cache_sim import (
+    AnthropicCache,
+    Block,
+    OpenAICache,
+    hit_rate,
+    post_compaction_usage,
+    request_usage,
+    volatile_tail,
+)
+from nova.messages import Message
+from nova.model import CacheHints, ModelRequest, Usage
+from nova.providers.formats.anthropic import message_breakpoint_index, messages_to_anthropic
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+
+def _observations(text: str) -> Message:
+    return Message.user(text, id=f"ctx-{text}", origin="context")
+
+
+def test_the_message_breakpoint_skips_the_observations_at_the_end() -> None:
+    history = [Message.user("task", id="u1"), Message.assistant("ok", id="a1"), Message.user("more", id="u2")]
+    assert message_breakpoint_index(history) == 2
+    assert message_breakpoint_index([*history, _observations("state v1")]) == 2
+    assert volatile_tail([*history, _observations("state v1")]) == 1 and volatile_tail(history) == 0
+    wire = messages_to_anthropic([*history, _observations("state v1")], cache=CacheHints(last_user_message=True))
+    marked = [i for i, m in enumerate(wire) if any("cache_control" in b for b in m["content"])]
+    assert marked == [2]
+
+
+def test_a_changed_tail_is_read_uncached_and_the_prefix_before_it_stays_readable() -> None:
+    cache = AnthropicCache(min_tokens=1024)
+    blocks = [Block(b"head", 2000), Block(b"m1", 500), Block(b"obs1", 100)]
+    first = cache.call(blocks, head=1, at=None, tail=1)
+    assert (first.cache_write_tokens, first.input_tokens) == (2500, 100)
+    second = cache.call([*blocks[:2], Block(b"m2", 300), Block(b"obs2", 100)], head=1, at=None, tail=1)
+    assert (second.cache_read_tokens, second.cache_write_tokens, second.input_tokens) == (2500, 300, 100)
+
+
+def test_post_compaction_usage_counts_calls_two_on() -> None:
+    u = [Usage(cache_read_tokens=10), Usage(cache_write_tokens=50), Usage(cache_read_tokens=90, input_tokens=10),
+         Usage(cache_write_tokens=40), Usage(cache_read_tokens=30)]
+    total = post_compaction_usage([(False, u[0]), (True, u[1]), (False, u[2]), (True, u[3]), (False, u[4])])
+    assert total == u[2] + u[4]
+    assert hit_rate(total) == pytest.approx(120 / 130)
+    assert hit_rate(post_compaction_usage([(False, u[0])])) is None
+
+
+def test_the_demo_reads_at_least_90_percent_from_the_cache_after_its_compaction(
+        tmp_path: Path, nova_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nova.agent.builder import AgentOptions
+    from nova.agent.demo import DEMO_PROMPT, make_demo_project, make_demo_provider
+    from nova.cli.commands.cli_settings import settings_from_cli
+    from nova.cli.commands.run import run_task
+
+    monkeypatch.setenv("NOVA_HOME", str(nova_home))
+    provider = make_demo_provider()
+    run_task(settings_from_cli(provider="demo", model="nova-demo"), provider,
+             AgentOptions(cwd=make_demo_project(tmp_path / "demo"), yes=True, max_steps=20), DEMO_PROMPT, quiet=True)
+    requests: list[ModelRequest] = provider.requests
+    counter = HeuristicCounter(CL100K_PROFILE)
+    for cache in (AnthropicCache(), OpenAICache()):
+        calls, summaries = [], set[str]()
+        for request in requests:
+            now = {m.id for m in request.messages if m.origin == "summary"}
+            calls.append((bool(now - summaries), request_usage(cache, request, counter)))
+            summaries |= now
+        assert sum(first for first, _ in calls) >= 1, "the demo compacts"
+        after = post_compaction_usage(calls)
+        assert after.context_tokens > 0, "calls follow the compaction"
+        rate = hit_rate(after)
+        assert rate is not None and rate >= 0.9, (type(cache).__name__, after)

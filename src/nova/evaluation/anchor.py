@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nova.errors import NovaError
 from nova.evaluation.facts import (
     FACT_KINDS,
     Fact,
@@ -46,7 +47,7 @@ LATER_MESSAGES = 30
 SOURCES = ("recorded_summary", "nova_summary", "nova_view")
 
 
-class NoRecordedCompaction(ValueError):
+class NoRecordedCompaction(NovaError, ValueError):
     """The recording holds no compaction by the agent that recorded it."""
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart, to_dict
-from nova.providers.base import Usage
+from nova.model import Usage
 from nova.sessions.repair import repair_history
 from nova.sessions.schema import boundary_record, encode, message_record
 from nova.sessions.transcript import Transcript

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nova.errors import StorageError
 from nova.messages import Message, SummaryPart, TextPart
-from nova.providers.base import Usage
+from nova.model import Usage
 from nova.sessions.schema import (
     BoundaryRecord,
     EventRecord,

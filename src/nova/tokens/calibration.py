@@ -43,7 +43,7 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -133,6 +133,17 @@ _OPUS_VERSION = re.compile(r"opus-(\d{1,2})(?!\d)(?:[-.](\d{1,2})(?!\d))?")
 
 
 def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
+    """A Claude Code (Anthropic Messages) content list as parts."""
+    return _content_parts(content, thinking=thinking, call_type="tool_use", arguments_key="input",
+                          image_type=lambda block: (block.get("source") or {}).get("media_type", ""),
+                          results=True)
+
+
+def _content_parts(content: Any, *, thinking: bool, call_type: str, arguments_key: str,
+                   image_type: Callable[[Mapping[str, Any]], Any], results: bool) -> list[Part]:
+    """A recorded content list (a string, or typed blocks) as parts. The formats differ only in the
+    tool-call block's type and arguments key, where an image names its media type, and whether tool
+    results ride in the same list."""
     if isinstance(content, str):
         return [TextPart(content)] if content else []
     parts: list[Part] = []
@@ -140,12 +151,13 @@ def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
             parts.append(TextPart(str(block["text"])))
-        elif kind == "tool_use":
-            parts.append(ToolUsePart(str(block.get("id", "")), str(block.get("name", "")), block.get("input") or {}))
-        elif kind == "tool_result":
+        elif kind == call_type:
+            parts.append(ToolUsePart(str(block.get("id", "")), str(block.get("name", "")),
+                                     block.get(arguments_key) or {}))
+        elif kind == "tool_result" and results:
             parts.extend(_result_parts(block))
         elif kind == "image":
-            parts.append(ImagePart(media_type=str((block.get("source") or {}).get("media_type", ""))))
+            parts.append(ImagePart(media_type=str(image_type(block))))
         elif kind == "thinking" and thinking and block.get("thinking"):
             parts.append(ThinkingPart(str(block["thinking"])))
     return parts
@@ -254,20 +266,9 @@ def claude_code_steps(path: Path) -> list[GrowthStep]:
 
 
 def _pi_parts(content: Any, *, thinking: bool) -> list[Part]:
-    parts: list[Part] = []
-    if isinstance(content, str):
-        return [TextPart(content)] if content else []
-    for block in content if isinstance(content, list) else ():
-        kind = block.get("type")
-        if kind == "text" and block.get("text"):
-            parts.append(TextPart(str(block["text"])))
-        elif kind == "toolCall":
-            parts.append(ToolUsePart(str(block.get("id", "")), str(block.get("name", "")), block.get("arguments") or {}))
-        elif kind == "image":
-            parts.append(ImagePart(media_type=str(block.get("mimeType", ""))))
-        elif kind == "thinking" and thinking and block.get("thinking"):
-            parts.append(ThinkingPart(str(block["thinking"])))
-    return parts
+    """A pi message's content list as parts (tool results are messages of their own there)."""
+    return _content_parts(content, thinking=thinking, call_type="toolCall", arguments_key="arguments",
+                          image_type=lambda block: block.get("mimeType", ""), results=False)
 
 
 def pi_steps(path: Path) -> list[GrowthStep]:

@@ -165,14 +165,20 @@ def _content_parts(content: Any, *, thinking: bool, call_type: str, arguments_ke
 
 def _records(path: Path) -> dict[str, dict[str, Any]]:
     """Conversation records by uuid; a record written twice is kept once."""
+    return _records_by(path, "uuid", lambda record: record.get("type") in ("user", "assistant", "system"))
+
+
+def _records_by(path: Path, key: str, keep: Callable[[dict[str, Any]], bool] = lambda _: True) -> dict[str, dict[str, Any]]:
+    """The JSONL file's object records that have `key` and pass `keep`, by `key`; a line that does not
+    parse is skipped, and a record written twice is kept once (the first)."""
     records: dict[str, dict[str, Any]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("uuid") and record.get("type") in ("user", "assistant", "system"):
-            records.setdefault(str(record["uuid"]), record)
+        if isinstance(record, dict) and record.get(key) and keep(record):
+            records.setdefault(str(record[key]), record)
     return records
 
 
@@ -275,14 +281,7 @@ def pi_steps(path: Path) -> list[GrowthStep]:
     """The growth steps of one pi coding-agent session (JSONL, a tree by `id`/`parentId`; assistant
     messages carry `usage`). pi adds nothing to what it sends that the session does not record, which makes
     its sessions the check of a profile on its own, with no harness allowance."""
-    records: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("id"):
-            records.setdefault(str(record["id"]), record)
+    records = _records_by(path, "id")
 
     def message(record: dict[str, Any] | None) -> dict[str, Any]:
         value = (record or {}).get("message") if (record or {}).get("type") == "message" else None

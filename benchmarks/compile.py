@@ -23,7 +23,7 @@ import time
 
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText
 from nova.messages import Message, ToolResultPart, ToolUsePart
-from nova.providers.base import ToolSpec, Usage
+from nova.model import ToolSpec, Usage
 from nova.tokens import TokenLedger
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.messages import ImagePart, Message, Role, TextPart
-from nova.providers.base import Usage
+from nova.model import Usage
 from nova.testing import shared_data_dir
 from nova.tokens import (
     CL100K_PROFILE,

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart, to_dict
-from nova.providers.base import Usage
+from nova.model import Usage
 from nova.sessions.repair import repair_history
-from nova.sessions.schema import boundary_record, encode, message_record
+from nova.sessions.schema import BoundaryRecord, boundary_record, encode, message_record
 from nova.sessions.transcript import Transcript
 
 
@@ -88,7 +88,7 @@ def best_rate(run: Callable[[Path], float], tmp: Path, n: int, repeats: int = 3)
 def build_transcript(path: Path, target_bytes: int, tail: list[tuple[Message, Usage | None]]) -> None:
     """Filler records up to ~target size, then a boundary, then the same tail for every size."""
     filler = b"".join(encode(message_record(m, u, ts=0.0)) for m, u in make_messages(30))
-    tail_bytes = encode(boundary_record(id="b-last", summary="summary " * 200, covers=["x"] * 50))
+    tail_bytes = encode(boundary_record(BoundaryRecord(id="b-last", summary="summary " * 200, covers=("x",) * 50)))
     tail_bytes += b"".join(encode(message_record(m, u)) for m, u in tail)
     prefix = max(target_bytes - len(tail_bytes), 0)
     with path.open("wb") as f:

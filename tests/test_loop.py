@@ -15,7 +15,7 @@ from nova.context.budget import ContextBudget
 from nova.context.extensions import Extension, ViewRequest
 from nova.errors import AuthError, ContextOverflow, Overloaded, QuotaExceeded, RateLimited
 from nova.messages import Message, ToolResultPart, ToolUsePart
-from nova.providers.base import Usage
+from nova.model import Usage
 from nova.sessions.link import SessionLink
 from nova.sessions.recorder import BoundaryRecord, SessionRecorder
 from nova.settings import CompactionConfig, PermissionsConfig

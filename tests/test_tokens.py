@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart
-from nova.providers.base import ToolSpec, Usage
+from nova.model import ToolSpec, Usage
 from nova.testing import shared_data_dir
 from nova.tokens import (
     CL100K_PROFILE,

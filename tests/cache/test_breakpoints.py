@@ -14,7 +14,7 @@ from nova.context.cache import (
     prefix_bytes,
 )
 from nova.messages import Message, ToolResultPart
-from nova.providers.base import CacheHints, ModelRequest, ToolSpec
+from nova.model import CacheHints, ModelRequest, ToolSpec
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.formats.openai_chat import request_to_chat
 from nova.providers.formats.openai_responses import request_to_responses

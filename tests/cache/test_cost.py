@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nova.providers.base import Usage
+from nova.model import Usage
 from nova.providers.openai import usage_from_chat, usage_from_responses
 from nova.providers.pricing import cost_usd, model_info
 from nova.sessions.session import Session

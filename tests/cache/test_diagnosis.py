@@ -16,7 +16,7 @@ from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import RULES_HEADING, CacheMonitor, break_cost_usd
 from nova.context.prompt_cache import PromptCache
 from nova.messages import Message, SummaryPart, ToolResultPart
-from nova.providers.base import CacheHints, ModelRequest, ToolSpec, Usage
+from nova.model import CacheHints, ModelRequest, ToolSpec, Usage
 from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import InstantClock, ScriptedProvider, call, reply

@@ -19,7 +19,7 @@ from nova.context.budget import ContextBudget
 from nova.context.prompt_cache import PromptCache
 from nova.context.summarize import ModelSummarizer, SummaryRequest
 from nova.messages import Message
-from nova.providers.base import CacheHints, ModelRequest, Usage
+from nova.model import CacheHints, ModelRequest, Usage
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig

@@ -24,7 +24,8 @@ from nova.context.spill import Spiller, is_placeholder
 from nova.context.summarize import USER_SECTION, ExtractiveSummarizer, SummaryRequest
 from nova.history.invariants import check_tool_pairing
 from nova.messages import Message, ThinkingPart, ToolResultPart, ToolUsePart
-from nova.providers.base import Usage, assistant_message
+from nova.model import Usage
+from nova.providers.base import assistant_message
 from nova.sessions.recorder import BoundaryRecord
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import HeuristicCounter

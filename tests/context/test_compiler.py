@@ -7,7 +7,7 @@ from collections import Counter
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText, compile
 from nova.context.policy import PolicySource
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart
-from nova.providers.base import ToolSpec, Usage
+from nova.model import ToolSpec, Usage
 from nova.testing import call
 from nova.tokens import TokenLedger
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter

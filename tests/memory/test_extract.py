@@ -17,7 +17,8 @@ from nova.memory.extract import (
 from nova.memory.recall import recall
 from nova.memory.store import MemoryStore
 from nova.messages import Message, ToolResultPart
-from nova.providers.base import ModelRequest, assistant_message
+from nova.model import ModelRequest
+from nova.providers.base import assistant_message
 from nova.testing import FunctionProvider, ScriptedProvider, call, reply
 
 BLOCKS = """Here you go.

@@ -26,7 +26,7 @@ from nova.memory.recall import (
     tokenize,
 )
 from nova.memory.store import Memory, MemorySource, MemoryStore
-from nova.providers.base import ModelRequest
+from nova.model import ModelRequest
 from nova.testing import FunctionProvider
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

@@ -11,9 +11,7 @@ import pytest
 
 from nova.errors import ContextOverflow, Overloaded, ProviderUnavailable, RateLimited
 from nova.messages import Message, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
-from nova.providers._optional import MissingDependency
-from nova.providers.anthropic import AnthropicProvider
-from nova.providers.base import (
+from nova.model import (
     CacheHints,
     ModelRequest,
     ResponseDone,
@@ -21,8 +19,10 @@ from nova.providers.base import (
     ThinkingDelta,
     ToolCallDelta,
     ToolSpec,
-    collect,
 )
+from nova.providers._optional import MissingDependency
+from nova.providers.anthropic import AnthropicProvider
+from nova.providers.base import collect
 from nova.testing import RealModelRequestError
 
 Sse = Callable[[str], httpx2.Response]

@@ -24,7 +24,7 @@ from nova.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from nova.providers.base import CacheHints, ModelRequest, ToolSpec
+from nova.model import CacheHints, ModelRequest, ToolSpec
 from nova.providers.formats import (
     INVALID_ARGUMENTS_KEY,
     dump_arguments,

@@ -12,8 +12,7 @@ import pytest
 
 from nova.errors import AuthError, ContextOverflow, ProviderUnavailable, QuotaExceeded, RateLimited
 from nova.messages import ImagePart, Message, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
-from nova.providers._optional import MissingDependency
-from nova.providers.base import (
+from nova.model import (
     CacheHints,
     ModelRequest,
     ResponseDone,
@@ -21,8 +20,9 @@ from nova.providers.base import (
     ThinkingDelta,
     ToolCallDelta,
     ToolSpec,
-    collect,
 )
+from nova.providers._optional import MissingDependency
+from nova.providers.base import collect
 from nova.providers.formats import INVALID_ARGUMENTS_KEY
 from nova.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider, usage_from_chat
 from nova.testing import RealModelRequestError

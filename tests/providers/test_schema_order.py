@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from nova.messages import Message
-from nova.providers.base import ModelRequest, ToolSpec
+from nova.model import ModelRequest, ToolSpec
 from nova.providers.formats.anthropic import request_to_anthropic
 from nova.providers.formats.openai_chat import request_to_chat
 from nova.providers.formats.openai_responses import request_to_responses

@@ -21,7 +21,7 @@ from typing import Any
 from nova import events as ev
 from nova.agent.demo import DEMO_PROMPT, make_demo_provider
 from nova.context.controller import ContextController
-from nova.providers.base import ModelRequest, StreamEvent
+from nova.model import ModelRequest, StreamEvent
 from nova.settings import Settings
 from nova.tui.gauge import ContextGauge
 

@@ -10,7 +10,7 @@ import pytest
 
 from nova.errors import StorageError
 from nova.messages import Message, SummaryPart
-from nova.providers.base import Usage
+from nova.model import Usage
 from nova.sessions.meta import META_VERSION
 from nova.sessions.repair import INTERRUPTED
 from nova.sessions.schema import BoundaryRecord

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nova.errors import StorageError
 from nova.messages import Message, SummaryPart, TextPart
-from nova.providers.base import Usage
+from nova.model import Usage
 from nova.sessions.schema import (
     BoundaryRecord,
     EventRecord,
@@ -51,9 +51,9 @@ def test_each_record_is_one_versioned_line(tmp_path: Path) -> None:
 def test_read_tail_starts_at_the_last_boundary(tmp_path: Path) -> None:
     t = _transcript(tmp_path)
     t.append_message(user("old", "m1"))
-    t.append_boundary(id="b1", summary="first", covers=["m1"])
+    t.append_boundary(BoundaryRecord(id="b1", summary="first", covers=("m1",)))
     t.append_message(user("middle", "m2"))
-    t.append_boundary(id="b2", summary="second", covers=["m2"], messages=[user("kept", "m2")], tokens_before=900)
+    t.append_boundary(BoundaryRecord(id="b2", summary="second", covers=("m2",), messages=(user("kept", "m2"),), tokens_before=900))
     t.append_message(assistant_call("m3", "c1"))
     t.append_event("e", {})
     t.append_message(results("m4", "c1"))
@@ -64,7 +64,7 @@ def test_read_tail_starts_at_the_last_boundary(tmp_path: Path) -> None:
     assert [m.id for m in tail.messages()] == ["m2", "m3", "m4"]
     # Without messages, the boundary stands in as a summary message.
     t2 = Transcript(tmp_path / "t2.jsonl")
-    t2.append_boundary(id="b", summary="what happened", covers=["x"])
+    t2.append_boundary(BoundaryRecord(id="b", summary="what happened", covers=("x",)))
     (head,) = t2.read_tail().messages()
     assert "what happened" in head.text and head.role == "user"
     assert [r.type for r in t.iter_records()].count("compact_boundary") == 2
@@ -161,7 +161,7 @@ def test_the_quick_decoder_reads_every_record_as_the_reference_reader_does(text:
         encode(message_record(Message(role="user", parts=(TextPart(text),), id=text or "m"), ts=ts)),
         encode(message_record(assistant_call("a1", "c1"), Usage(3, 4, cache_read_tokens=5), ts=ts)),
         encode(event_record(text, data, ts=ts)),
-        encode(boundary_record(id="b", summary=text, covers=[text, "x"], messages=[user(text, "u")], ts=ts)),
+        encode(boundary_record(BoundaryRecord(id="b", summary=text, covers=(text, "x"), messages=(user(text, "u"),)), ts=ts)),
     ]
     for line in lines:
         reference = parse_record(line, "here")
@@ -188,14 +188,14 @@ def test_a_first_compaction_boundary_reads_the_same_when_its_ids_are_decoded_onc
     if extra:  # a second part listing ids: the shared list can no longer be told apart
         parts.append(SummaryPart("again", covers=tuple(ids)))
     head = Message(role="user", parts=tuple(parts), id="s1")
-    line = encode(boundary_record(id="b", summary="s [with] {brackets}", covers=ids, messages=[head], ts=1.0))
+    line = encode(boundary_record(BoundaryRecord(id="b", summary="s [with] {brackets}", covers=tuple(ids), messages=(head,)), ts=1.0))
     assert _decode(line.rstrip(b"\n")) == parse_record(line, "here")
 
 
 def test_the_shared_ids_shortcut_is_taken_for_plain_ids() -> None:
     ids = [f"m{i}" for i in range(50)]
     head = Message(role="user", parts=(SummaryPart("summary", covers=tuple(ids)), TextPart("restored")), id="s1")
-    line = encode(boundary_record(id="b", summary="s", covers=ids, messages=[head, user("kept", "u")]))
+    line = encode(boundary_record(BoundaryRecord(id="b", summary="s", covers=tuple(ids), messages=(head, user("kept", "u")))))
     quick = _decode_boundary(line.rstrip(b"\n"))
     assert quick is not None and quick == parse_record(line, "here")
 

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("textual", reason="the TUI tests need the `tui` extra")
 
 from nova.agent.demo import make_demo_project, make_demo_provider
-from nova.providers.base import ModelRequest, StreamEvent
+from nova.model import ModelRequest, StreamEvent
 from nova.settings import load_settings
 from nova.tui.app import NovaTUI
 from nova.tui.launch import make_hub

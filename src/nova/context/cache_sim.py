@@ -84,17 +84,31 @@ class _Entries:
         self._expiry[key] = float("inf") if at is None else at + self.ttl_s
 
 
-class AnthropicCache:
-    def __init__(self, *, min_tokens: int = 1024, ttl_s: float = 300.0, lookback: int = 20) -> None:
-        self.min_tokens = min_tokens
-        self.lookback = lookback
+class _SimulatedCache:
+    """The part both caches share: live entries, and a call that keys and sizes every prefix of a
+    non-empty request before the provider's own rule (`_usage`) decides what was read and written."""
+
+    def __init__(self, ttl_s: float) -> None:
         self.entries = _Entries(ttl_s)
 
     def call(self, blocks: Sequence[Block], *, head: int, at: float | None, tail: int = 0) -> Usage:
         if not blocks:
             return Usage()
-        keys = prefix_keys(blocks)
-        cum = _cumulative(blocks)
+        return self._usage(blocks, prefix_keys(blocks), _cumulative(blocks), head=head, at=at, tail=tail)
+
+    def _usage(self, blocks: Sequence[Block], keys: Sequence[bytes], cum: Sequence[int], *, head: int,
+               at: float | None, tail: int) -> Usage:
+        raise NotImplementedError
+
+
+class AnthropicCache(_SimulatedCache):
+    def __init__(self, *, min_tokens: int = 1024, ttl_s: float = 300.0, lookback: int = 20) -> None:
+        super().__init__(ttl_s)
+        self.min_tokens = min_tokens
+        self.lookback = lookback
+
+    def _usage(self, blocks: Sequence[Block], keys: Sequence[bytes], cum: Sequence[int], *, head: int,
+               at: float | None, tail: int) -> Usage:
         message_bp = len(blocks) - 1 - tail if len(blocks) - 1 - tail >= head else -1
         wanted = sorted({i for i in (head - 2, head - 1, message_bp) if 0 <= i < len(blocks)})
         breakpoints = [i for i in wanted if cum[i] >= self.min_tokens]
@@ -124,18 +138,15 @@ class AnthropicCache:
         return -1
 
 
-class OpenAICache:
+class OpenAICache(_SimulatedCache):
     MIN_TOKENS = 1024
     STEP = 128
 
     def __init__(self, *, ttl_s: float = 300.0) -> None:
-        self.entries = _Entries(ttl_s)
+        super().__init__(ttl_s)
 
-    def call(self, blocks: Sequence[Block], *, head: int, at: float | None, tail: int = 0) -> Usage:
-        if not blocks:
-            return Usage()
-        keys = prefix_keys(blocks)
-        cum = _cumulative(blocks)
+    def _usage(self, blocks: Sequence[Block], keys: Sequence[bytes], cum: Sequence[int], *, head: int,
+               at: float | None, tail: int) -> Usage:
         common = 0
         for j in range(len(blocks) - 1, -1, -1):
             if self.entries.live(keys[j], at):

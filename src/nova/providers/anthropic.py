@@ -15,27 +15,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from nova.errors import ProviderError, ProviderUnavailable
+from nova.errors import ProviderUnavailable
 from nova.messages import Message, new_id
 from nova.model import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.providers._assembly import StreamAssembler
-from nova.providers._optional import require_sdk, sdk_client
-from nova.providers.errors import classify_stream_error, translate_sdk_error
+from nova.providers._sdk_provider import SdkProvider, as_dict
+from nova.providers.errors import classify_stream_error
 from nova.providers.formats.anthropic import (
     THINKING_PROVIDER,
     request_to_anthropic,
     stop_reason_from_anthropic,
 )
-from nova.providers.guard import check_real_request_allowed
 
 __all__ = ["AnthropicProvider", "usage_from_anthropic"]
-
-
-def _event_dict(event: Any) -> Mapping[str, Any]:
-    if isinstance(event, Mapping):
-        return event
-    to_dict = getattr(event, "to_dict", None)
-    return to_dict() if callable(to_dict) else {}
 
 
 def usage_from_anthropic(usage: Mapping[str, Any]) -> Usage:
@@ -44,37 +36,17 @@ def usage_from_anthropic(usage: Mapping[str, Any]) -> Usage:
     return Usage.from_dict(usage)
 
 
-class AnthropicProvider:
-    """`stream(request)` against the Messages API. Without an injected `http_client` the adapter is
-    "real": it refuses to send while `nova.providers.guard.forbid_model_requests` is active."""
+class AnthropicProvider(SdkProvider):
+    """`stream(request)` against the Messages API (the guard and error translation: `SdkProvider`)."""
 
     name = "anthropic"
+    sdk = "anthropic"
+    client_class = "Anthropic"
+    error_class = "AnthropicError"
 
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        http_client: Any = None,
-        max_retries: int = 2,
-        timeout: float | None = None,
-    ) -> None:
-        self._sdk = require_sdk("anthropic", extra="anthropic")
-        self._injected = http_client is not None
-        self._client: Any = sdk_client("anthropic", "Anthropic", extra="anthropic", api_key=api_key, base_url=base_url,
-                                       http_client=http_client, max_retries=max_retries, timeout=timeout)
-
-    def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        if not self._injected:
-            check_real_request_allowed(self.name)
-        params = request_to_anthropic(request)
-        try:
-            events = self._client.messages.create(**params, stream=True)
-            yield from self._read(events, request)
-        except ProviderError:
-            raise
-        except self._sdk.AnthropicError as exc:
-            raise translate_sdk_error(self.name, exc) from exc
+    def _stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
+        events = self._client.messages.create(**request_to_anthropic(request), stream=True)
+        yield from self._read(events, request)
 
     def _read(self, events: Iterable[Any], request: ModelRequest) -> Iterator[StreamEvent]:
         assembler = StreamAssembler(thinking_provider=THINKING_PROVIDER)
@@ -82,7 +54,7 @@ class AnthropicProvider:
         stop: StopReason = "end_turn"
         response_id, model, finished = "", request.model, False
         for raw in events:
-            event = _event_dict(raw)
+            event = as_dict(raw)
             kind = event.get("type")
             if kind == "message_start":
                 message = event.get("message") or {}

@@ -1,6 +1,7 @@
 """The provider seam: one request type, one response type, normalized usage, a small stream vocabulary.
 
-A provider implements `stream(request)`; `complete(request)` is derived from it by `collect()`. Every
+The request, response, usage and stream types themselves live in `nova.model`. A provider implements
+`stream(request)`; `complete(request)` is derived from it by `collect()`. Every
 adapter (Anthropic, OpenAI chat, OpenAI responses, compatible servers, the scripted demo model) speaks
 only these types, so the agent loop never sees a provider's own shapes.
 """
@@ -11,35 +12,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from nova.messages import Message, Part, TextPart, ThinkingPart, ToolUsePart
-from nova.model import (
-    CacheHints,
-    ModelRequest,
-    ModelResponse,
-    ResponseDone,
-    StopReason,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolSpec,
-    Usage,
-)
+from nova.model import ModelRequest, ModelResponse, ResponseDone, StreamEvent
 
-__all__ = [
-    "CacheHints",
-    "ModelRequest",
-    "ModelResponse",
-    "Provider",
-    "ResponseDone",
-    "StopReason",
-    "StreamEvent",
-    "TextDelta",
-    "ThinkingDelta",
-    "ToolCallDelta",
-    "ToolSpec",
-    "Usage",
-    "collect",
-]
+__all__ = ["Provider", "assistant_message", "collect"]
+
 
 @runtime_checkable
 class Provider(Protocol):

@@ -18,16 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from nova.errors import ProviderError, ProviderUnavailable
+from nova.errors import ProviderUnavailable
 from nova.messages import Message, new_id
 from nova.model import ModelRequest, ModelResponse, ResponseDone, StopReason, StreamEvent, Usage
 from nova.providers._assembly import StreamAssembler
-from nova.providers._optional import require_sdk, sdk_client
-from nova.providers.errors import classify_stream_error, translate_sdk_error
+from nova.providers._sdk_provider import SdkProvider, as_dict
+from nova.providers.errors import classify_stream_error
 from nova.providers.formats.openai_chat import request_to_chat, stop_reason_from_chat
 from nova.providers.formats.openai_responses import THINKING_PROVIDER as RESPONSES_THINKING
 from nova.providers.formats.openai_responses import reasoning_signature, request_to_responses
-from nova.providers.guard import check_real_request_allowed
 
 __all__ = [
     "OpenAIChatProvider",
@@ -35,13 +34,6 @@ __all__ = [
     "usage_from_chat",
     "usage_from_responses",
 ]
-
-
-def _as_dict(value: Any) -> Mapping[str, Any]:
-    if isinstance(value, Mapping):
-        return value
-    to_dict = getattr(value, "to_dict", None)
-    return to_dict() if callable(to_dict) else {}
 
 
 def usage_from_chat(usage: Mapping[str, Any]) -> Usage:
@@ -56,35 +48,12 @@ def usage_from_responses(usage: Mapping[str, Any]) -> Usage:
 _INCOMPLETE_REASONS: dict[str, StopReason] = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
 
 
-class _OpenAIBase:
+class _OpenAIBase(SdkProvider):
     name = "openai"
 
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        http_client: Any = None,
-        max_retries: int = 2,
-        timeout: float | None = None,
-    ) -> None:
-        self._sdk = require_sdk("openai", extra="openai")
-        self._injected = http_client is not None
-        self._client: Any = sdk_client("openai", "OpenAI", extra="openai", api_key=api_key, base_url=base_url,
-                                       http_client=http_client, max_retries=max_retries, timeout=timeout)
-
-    def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        if not self._injected:
-            check_real_request_allowed(self.name)
-        try:
-            yield from self._stream(request)
-        except ProviderError:
-            raise
-        except self._sdk.OpenAIError as exc:
-            raise translate_sdk_error(self.name, exc) from exc
-
-    def _stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        raise NotImplementedError
+    sdk = "openai"
+    client_class = "OpenAI"
+    error_class = "OpenAIError"
 
     def _message(self, assembler: StreamAssembler, response_id: str, usage_reported: bool) -> Message:
         metadata: dict[str, Any] = {"provider": self.name}
@@ -114,7 +83,7 @@ class OpenAIChatProvider(_OpenAIBase):
         finish: str | None = None
         response_id, model = "", request.model
         for raw in chunks:
-            chunk = _as_dict(raw)
+            chunk = as_dict(raw)
             if chunk.get("error"):
                 raise classify_stream_error(self.name, chunk)
             response_id = response_id or str(chunk.get("id") or "")
@@ -175,7 +144,7 @@ class OpenAIResponsesProvider(_OpenAIBase):
         final: Mapping[str, Any] | None = None
         response_id, model = "", request.model
         for raw in events:
-            event = _as_dict(raw)
+            event = as_dict(raw)
             kind = event.get("type")
             index = event.get("output_index", 0)
             if kind in ("error", "response.failed"):

@@ -365,10 +365,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
     def get_versioned_task_state(self, session_id: str) -> StoredTaskState | None:
         row = self._run("reading task state", lambda conn: conn.execute(
             "SELECT state::text, version FROM nova_task_state WHERE session_id = %s", (session_id,)).fetchone())
-        if row is None:
-            return None
-        state: dict[str, Any] = json.loads(row[0])
-        return StoredTaskState(state=state, version=int(row[1]))
+        return None if row is None else StoredTaskState.from_row(row[0], row[1])
 
     def put_task_state(
         self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None

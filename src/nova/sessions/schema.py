@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -133,30 +133,21 @@ def message_record(message: Message, usage: Usage | None = None, *, ts: float | 
     }
 
 
-def boundary_record(
-    *,
-    id: str,
-    summary: str,
-    trigger: str = "threshold",
-    tokens_before: int = 0,
-    tokens_after: int = 0,
-    duration_ms: float = 0.0,
-    covers: Sequence[str] = (),
-    messages: Sequence[Message] = (),
-    ts: float | None = None,
-) -> dict[str, Any]:
+def boundary_record(boundary: BoundaryRecord, *, ts: float | None = None) -> dict[str, Any]:
+    """The line a compaction boundary is written as (`boundary.ts` is what a parsed line carries; the
+    line written gets `ts`, or now)."""
     return {
         "v": SCHEMA_VERSION,
         "type": "compact_boundary",
         "ts": time.time() if ts is None else ts,
-        "id": id,
-        "summary": summary,
-        "trigger": trigger,
-        "tokens_before": int(tokens_before),
-        "tokens_after": int(tokens_after),
-        "duration_ms": float(duration_ms),
-        "covers": list(covers),
-        "messages": [to_dict(strip_thinking(m)) for m in messages],
+        "id": boundary.id,
+        "summary": boundary.summary,
+        "trigger": boundary.trigger,
+        "tokens_before": int(boundary.tokens_before),
+        "tokens_after": int(boundary.tokens_after),
+        "duration_ms": float(boundary.duration_ms),
+        "covers": list(boundary.covers),
+        "messages": [to_dict(strip_thinking(m)) for m in boundary.messages],
     }
 
 

@@ -18,6 +18,7 @@ rebuilt from the transcript when they are missing or damaged (`rebuild.py`), and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
@@ -341,11 +342,7 @@ class Session(RecordedSession):
         boundary_id = boundary.id or new_id("cmp")
         head = [strip_thinking(m) for m in boundary.messages]
         self._tail = None
-        self.transcript.append_boundary(
-            id=boundary_id, summary=boundary.summary, trigger=boundary.trigger,
-            tokens_before=boundary.tokens_before, tokens_after=boundary.tokens_after,
-            duration_ms=boundary.duration_ms, covers=boundary.covers, messages=head,
-        )
+        self.transcript.append_boundary(dataclasses.replace(boundary, id=boundary_id, messages=tuple(head)))
         self.store.mark_compacted(self.id, boundary.covers)
         self.store.append_messages(self.id, head)
         self._meta.compacted_at = time.time()

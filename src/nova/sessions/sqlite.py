@@ -7,13 +7,14 @@ unknown to this code was written by a newer Nova and is refused rather than gues
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -276,37 +277,25 @@ class SQLiteSessionStore(SessionStore, SetAsideReport):
 
     @_serialized
     def delete_session(self, session_id: str) -> None:
-        self._transaction(
-            [
-                ("DELETE FROM messages WHERE session_id = ?", (session_id,)),
-                ("DELETE FROM sessions WHERE id = ?", (session_id,)),
-            ]
-        )
+        with self._transaction() as db:
+            db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
     # -- messages -----------------------------------------------------------------------------------
     @_serialized
     def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        db = self._db
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                (last,) = db.execute(
-                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
-                ).fetchone()
-                for offset, message in enumerate(messages, start=1):
-                    db.execute(
-                        "INSERT OR IGNORE INTO messages (session_id, id, seq, role, content, created_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        (session_id, message.id, last + offset, message.role, _dump(message), message.created_at),
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise StorageError(f"session store {self.path}: {exc}") from None
+        with self._transaction() as db:
+            (last,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            for offset, message in enumerate(messages, start=1):
+                db.execute(
+                    "INSERT OR IGNORE INTO messages (session_id, id, seq, role, content, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (session_id, message.id, last + offset, message.role, _dump(message), message.created_at),
+                )
 
     @_serialized
     def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]:
@@ -362,10 +351,7 @@ class SQLiteSessionStore(SessionStore, SetAsideReport):
 
     def _read_task_state(self, session_id: str) -> StoredTaskState | None:
         row = self._write("SELECT state, version FROM task_state WHERE session_id = ?", (session_id,)).fetchone()
-        if row is None:
-            return None
-        state: dict[str, Any] = json.loads(row[0])
-        return StoredTaskState(state=state, version=int(row[1]))
+        return None if row is None else StoredTaskState.from_row(row[0], row[1])
 
     @_serialized
     def put_task_state(
@@ -403,13 +389,15 @@ class SQLiteSessionStore(SessionStore, SetAsideReport):
     def close(self) -> None:
         self._db.close()
 
-    def _transaction(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on any error); a SQLite error
+        becomes a StorageError naming the store."""
         db = self._db
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                for sql, params in statements:
-                    db.execute(sql, params)
+                yield db
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")

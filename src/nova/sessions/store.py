@@ -34,6 +34,7 @@ probing for a method: `SetAsideReport` (it replaced an unreadable database as it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -86,6 +87,12 @@ class StoredTaskState:
 
     state: dict[str, Any]
     version: int
+
+    @classmethod
+    def from_row(cls, state_json: str, version: int) -> StoredTaskState:
+        """A task state read back from a store's row: the JSON text it was written as, and its version."""
+        state: dict[str, Any] = json.loads(state_json)
+        return cls(state=state, version=int(version))
 
 
 @runtime_checkable

@@ -31,7 +31,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain
@@ -151,30 +151,8 @@ class Transcript:
     def append_event(self, name: str, data: Mapping[str, Any]) -> None:
         self.append(event_record(name, data))
 
-    def append_boundary(
-        self,
-        *,
-        id: str,
-        summary: str,
-        trigger: str = "threshold",
-        tokens_before: int = 0,
-        tokens_after: int = 0,
-        duration_ms: float = 0.0,
-        covers: Sequence[str] = (),
-        messages: Sequence[Message] = (),
-    ) -> None:
-        self.append(
-            boundary_record(
-                id=id,
-                summary=summary,
-                trigger=trigger,
-                tokens_before=tokens_before,
-                tokens_after=tokens_after,
-                duration_ms=duration_ms,
-                covers=covers,
-                messages=messages,
-            )
-        )
+    def append_boundary(self, boundary: BoundaryRecord) -> None:
+        self.append(boundary_record(boundary))
 
     def sync(self) -> None:
         """fsync at turn end: what the user saw happen survives a power cut."""

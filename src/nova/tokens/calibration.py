@@ -43,7 +43,7 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -133,6 +133,17 @@ _OPUS_VERSION = re.compile(r"opus-(\d{1,2})(?!\d)(?:[-.](\d{1,2})(?!\d))?")
 
 
 def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
+    """A Claude Code (Anthropic Messages) content list as parts."""
+    return _content_parts(content, thinking=thinking, call_type="tool_use", arguments_key="input",
+                          image_type=lambda block: (block.get("source") or {}).get("media_type", ""),
+                          results=True)
+
+
+def _content_parts(content: Any, *, thinking: bool, call_type: str, arguments_key: str,
+                   image_type: Callable[[Mapping[str, Any]], Any], results: bool) -> list[Part]:
+    """A recorded content list (a string, or typed blocks) as parts. The formats differ only in the
+    tool-call block's type and arguments key, where an image names its media type, and whether tool
+    results ride in the same list."""
     if isinstance(content, str):
         return [TextPart(content)] if content else []
     parts: list[Part] = []
@@ -140,12 +151,13 @@ def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
             parts.append(TextPart(str(block["text"])))
-        elif kind == "tool_use":
-            parts.append(ToolUsePart(str(block.get("id", "")), str(block.get("name", "")), block.get("input") or {}))
-        elif kind == "tool_result":
+        elif kind == call_type:
+            parts.append(ToolUsePart(str(block.get("id", "")), str(block.get("name", "")),
+                                     block.get(arguments_key) or {}))
+        elif kind == "tool_result" and results:
             parts.extend(_result_parts(block))
         elif kind == "image":
-            parts.append(ImagePart(media_type=str((block.get("source") or {}).get("media_type", ""))))
+            parts.append(ImagePart(media_type=str(image_type(block))))
         elif kind == "thinking" and thinking and block.get("thinking"):
             parts.append(ThinkingPart(str(block["thinking"])))
     return parts
@@ -153,14 +165,20 @@ def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
 
 def _records(path: Path) -> dict[str, dict[str, Any]]:
     """Conversation records by uuid; a record written twice is kept once."""
+    return _records_by(path, "uuid", lambda record: record.get("type") in ("user", "assistant", "system"))
+
+
+def _records_by(path: Path, key: str, keep: Callable[[dict[str, Any]], bool] = lambda _: True) -> dict[str, dict[str, Any]]:
+    """The JSONL file's object records that have `key` and pass `keep`, by `key`; a line that does not
+    parse is skipped, and a record written twice is kept once (the first)."""
     records: dict[str, dict[str, Any]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("uuid") and record.get("type") in ("user", "assistant", "system"):
-            records.setdefault(str(record["uuid"]), record)
+        if isinstance(record, dict) and record.get(key) and keep(record):
+            records.setdefault(str(record[key]), record)
     return records
 
 
@@ -254,34 +272,16 @@ def claude_code_steps(path: Path) -> list[GrowthStep]:
 
 
 def _pi_parts(content: Any, *, thinking: bool) -> list[Part]:
-    parts: list[Part] = []
-    if isinstance(content, str):
-        return [TextPart(content)] if content else []
-    for block in content if isinstance(content, list) else ():
-        kind = block.get("type")
-        if kind == "text" and block.get("text"):
-            parts.append(TextPart(str(block["text"])))
-        elif kind == "toolCall":
-            parts.append(ToolUsePart(str(block.get("id", "")), str(block.get("name", "")), block.get("arguments") or {}))
-        elif kind == "image":
-            parts.append(ImagePart(media_type=str(block.get("mimeType", ""))))
-        elif kind == "thinking" and thinking and block.get("thinking"):
-            parts.append(ThinkingPart(str(block["thinking"])))
-    return parts
+    """A pi message's content list as parts (tool results are messages of their own there)."""
+    return _content_parts(content, thinking=thinking, call_type="toolCall", arguments_key="arguments",
+                          image_type=lambda block: block.get("mimeType", ""), results=False)
 
 
 def pi_steps(path: Path) -> list[GrowthStep]:
     """The growth steps of one pi coding-agent session (JSONL, a tree by `id`/`parentId`; assistant
     messages carry `usage`). pi adds nothing to what it sends that the session does not record, which makes
     its sessions the check of a profile on its own, with no harness allowance."""
-    records: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("id"):
-            records.setdefault(str(record["id"]), record)
+    records = _records_by(path, "id")
 
     def message(record: dict[str, Any] | None) -> dict[str, Any]:
         value = (record or {}).get("message") if (record or {}).get("type") == "message" else None

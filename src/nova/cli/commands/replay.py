@@ -129,8 +129,8 @@ def replay_command(
                                 summarizer_estimate=summarizer == "model-estimate", price_model=price,
                                 on_call=bar.advance)
     if report.window_raised_from:
-        err_console.print(f"nova: note: the stand-in for the missing fixed prompt alone exceeds the "
-                          f"{report.window_raised_from:,}-token window; replayed at {report.window:,}, the smallest "
+        err_console.print(f"nova: note: with the stand-in for the missing fixed prompt, policy {policy} "
+                          f"cannot fit the {report.window_raised_from:,}-token window; replayed at {report.window:,}, the smallest "
                           "window that can work", markup=False, soft_wrap=True)
     if report.placeholder_tokens:
         what = "its tool definitions" if session.system else "its system prompt and tools"

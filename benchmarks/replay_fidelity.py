@@ -68,6 +68,8 @@ def main() -> int:
     peak_ratios: list[float] = []
     over = 0
     unpriced: list[str] = []
+    offenders: list[str] = []  # which policy went over the window, where
+    raised: list[str] = []  # where a fixed-prompt stand-in made the replay run at a larger window
     print(f"{'session':58} {'calls':>5} {'peak':>6} {'billed $':>9} {'cost':>6}  over@16k/32k/64k/200k")
     runs = [(p, r) for p, s in imported for r in s.runs() if real_inputs(r)]
     if quick:
@@ -86,8 +88,17 @@ def main() -> int:
             unpriced.append(f"{path.name} ({', '.join(rec.unpriced_models) or 'no billed usage'})")
         counts = []
         for window in WINDOWS:
-            n = sum(replay_session(run, window=window, policy=p, counter=counter).requests_over_window
-                    for p in BASELINES)
+            n = 0
+            for policy in BASELINES:
+                report = replay_session(run, window=window, policy=policy, counter=counter)
+                n += report.requests_over_window
+                if report.requests_over_window:
+                    offenders.append(f"{path.name}: {policy} at {window // 1000}k, {report.requests_over_window} "
+                                     f"call(s) over, peak {report.peak_context_tokens:,}")
+                if report.window_raised_from:
+                    raised.append(f"{path.name}: {policy} at {window // 1000}k ran at {report.window:,} (stand-in "
+                                  f"{report.placeholder_tokens:,} fixed + {report.inlined_placeholder_tokens:,} "
+                                  "inlined)")
             counts.append(n)
             over += n
         name = str(path.relative_to(root))[-58:]
@@ -97,6 +108,10 @@ def main() -> int:
     pct = 100.0 * len(imported) / len(files) if files else 0.0
     for line in refused:
         print(f"refused: {line}")
+    for line in offenders:
+        print(f"over the window: {line}")
+    for line in raised:
+        print(f"window raised: {line}")
     for line in unpriced:
         print(f"no cost ratio: {line}")
     figures = {

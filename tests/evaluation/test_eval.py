@@ -138,3 +138,13 @@ def test_nova_eval_prints_the_metrics_with_units_and_json(tmp_path: Path, nova_h
     assert data["results"][0]["missing_constraints"] == ["Never push to main."]
     bad = CliRunner().invoke(app, ["eval", str(_case(tmp_path, price="no-such-model"))])
     assert bad.exit_code == 2 and "no price" in bad.output
+
+
+def test_recorded_comes_first_whatever_order_the_case_names_it_in(tmp_path: Path) -> None:
+    (case,) = load_cases(_case(tmp_path, policies=["nova", "truncate", "recorded"]))
+    results = run_case(case, read_session_file(case.session), counter=COUNTER)
+    assert [r.policy for r in results] == ["recorded", "nova", "truncate"]
+    from nova.evaluation.report import eval_report_html
+
+    page = eval_report_html(results, source="case.json")
+    assert page.index(">recorded<") < page.index(">nova<") < page.index(">truncate<")

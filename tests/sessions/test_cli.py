@@ -155,3 +155,23 @@ def test_list_labels_the_last_context_apart_from_the_tokens_billed(nova_home: Pa
     assert "context 320 tokens" in shown and "430 tokens billed" in shown
     helped = runner.invoke(app, ["list", "--help"]).stdout
     assert "context_tokens" in helped and "tokens_billed" in helped
+
+
+def test_list_shows_an_unknown_cost_as_unknown_never_zero(nova_home: Path) -> None:
+    from nova.model import Usage
+
+    priced = Session.create(nova_home, title="priced", cwd=str(nova_home), provider="anthropic", model="claude")
+    priced.add_cost(Usage(input_tokens=100, output_tokens=10), 0.25)
+    priced.close()
+    unpriced = Session.create(nova_home, title="unpriced", cwd=str(nova_home), provider="local", model="mystery")
+    unpriced.add_cost(Usage(input_tokens=100, output_tokens=10), 0.25)
+    unpriced.add_cost(Usage(input_tokens=5_000_000, output_tokens=10), None)  # no price for this call
+    unpriced.close()
+    rows = {r["title"]: r for r in json.loads(runner.invoke(app, ["list", "--json"]).stdout)}
+    assert rows["priced"]["cost_usd"] == 0.25
+    assert rows["unpriced"]["cost_usd"] is None and rows["unpriced"]["tokens_billed"] == 5_000_120
+    table = runner.invoke(app, ["list"], env={"COLUMNS": "160"}).stdout
+    line = next(x for x in table.splitlines() if unpriced.id in x)
+    assert "unknown" in line and "$0.00" not in line and "$0.25" not in line
+    assert "$0.25" in next(x for x in table.splitlines() if priced.id in x)
+    assert "cost unknown" in runner.invoke(app, ["show", unpriced.id]).stdout

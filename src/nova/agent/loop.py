@@ -340,7 +340,7 @@ class Agent:
                 call_cost = cost_usd(response.usage, self.model, cache_ttl=request.cache.ttl)
             state.cost = None if call_cost is None or state.cost is None else state.cost + call_cost
             if self.session:
-                self.session.add_cost(response.usage, call_cost or 0.0)
+                self.session.add_cost(response.usage, call_cost)
             self.extensions.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
             state.sent = request.messages
             return response
@@ -456,7 +456,7 @@ class Agent:
             if state.cost is not None:
                 state.cost = None if child_cost is None else state.cost + float(child_cost)
         if self.session:
-            self.session.add_cost(child_usage, float(child_cost or 0.0))
+            self.session.add_cost(child_usage, None if child_cost is None else float(child_cost))
 
     def _execute(self, call: ToolUsePart) -> ToolOutput:
         tool = self.tools.get(call.name)

@@ -135,7 +135,7 @@ class RecordedRun:
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         return None
 
-    def add_cost(self, usage: Usage, cost_usd: float) -> None:
+    def add_cost(self, usage: Usage, cost_usd: float | None) -> None:
         return None
 
     def note_context_size(self, tokens: int) -> None:

@@ -24,8 +24,11 @@ recorded reply and its tool results enter history as they did in the original ru
 - `naive-uncached` / `naive-cached`: the full history with no prompt cache at all / with the provider
   cache of `provider_cache` (Anthropic when none is named): the two baselines of the cost model.
 
-Only `naive` (and its two cost variants) may exceed the window; every report counts the requests over
-the window (`requests_over_window`, and `over_window` on each such call), whatever the policy.
+Only `naive` (and its two cost variants) and `recorded` may exceed the window; every other policy cuts
+its view to fit. When a stand-in for a fixed prompt the recording lacks leaves no room for that, the
+replay runs at the smallest larger window that fits (`window_raised_from`). Every report counts the
+requests over the window (`requests_over_window`, and `over_window` on each such call), whatever the
+policy.
 
 Token figures come from the token counter (the recorded usage belongs to the original, unpoliced run),
 except for a call whose view is provably the one the recording sent (a Nova session replayed as it ran):
@@ -65,7 +68,7 @@ from nova.errors import PromptTooLarge
 from nova.evaluation.recorded_run import RecordedRun
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
-from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart, to_dict
+from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart, to_dict
 from nova.model import ToolSpec, Usage, usage_of
 from nova.providers.pricing import ModelInfo, model_info, usage_cost
 from nova.sessions.link import SessionLink
@@ -77,8 +80,11 @@ from nova.tokens import MemoCounter, TokenCounter, TokenLedger, count_message, c
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["ALL_POLICIES", "POLICIES", "PROVIDER_POLICIES", "ReplayCall", "ReplayReport", "billed_usd", "call_model",
-           "fixed_prompt_placeholder", "recorded_compaction", "replay_messages", "replay_session", "view_document",
-           "view_text"]
+           "fixed_prompt_placeholder", "missing_prompt_split", "recorded_compaction", "replay_messages", "replay_session",
+           "view_document", "view_text", "with_inlined_placeholder"]
+
+# The policies that fit every call in the window (all but what the recording did and the full history).
+FITTING_POLICIES = ("truncate", "observation-mask", "anthropic-clear-tool-uses", "nova")
 
 Policy = Literal["recorded", "naive", "truncate", "observation-mask", "nova", "naive-uncached", "naive-cached",
                  "anthropic-clear-tool-uses"]
@@ -136,6 +142,9 @@ class ReplayReport:
     placeholder_tokens: int = 0
     """Size of the stand-in for the part of the fixed prompt the recording lacks (`fixed_prompt_placeholder`);
     0: none."""
+    inlined_placeholder_tokens: int = 0
+    """Size of the stand-in, in the first user message, for content the recorded agent inlined into it
+    (an `@`-mentioned file) that the recording lacks (`with_inlined_placeholder`); 0: none."""
     recorded_calls: int = 0
     """Calls whose view was the one the recording sent (a Nova recording replayed as it ran), measured by
     their recorded usage instead of the token counter; 0: none."""
@@ -215,6 +224,9 @@ class ReplayReport:
         if self.placeholder_tokens:
             data["placeholder_tokens"] = self.placeholder_tokens
             data["placeholder_estimated"] = True
+        if self.inlined_placeholder_tokens:
+            data["inlined_placeholder_tokens"] = self.inlined_placeholder_tokens
+            data["placeholder_estimated"] = True
         if self.window_raised_from:
             data["window_raised_from"] = self.window_raised_from
         if self.recorded_calls:
@@ -251,32 +263,91 @@ _FILLER = "fixed "
 # counter's own error (up to ~20 % on the shared trajectories), not a missing part of the prompt (46-99 %
 # on recordings that lack their tool definitions or system prompt).
 MISSING_SHARE = 1 / 3
+INLINED_SHARE = 0.1
+INLINED_HEAD = ("[placeholder: content the recorded agent inlined into this message (an @-mentioned file) is not in "
+                "the recording; this text stands in for its size, {tokens} tokens, estimated from the real usage of "
+                "the first call and of the first call after a compaction]\n")
 
 
-def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter, *, system: str = "") -> str:
-    """A system text as large as the part of the fixed prompt the recording lacks, or "" when nothing
-    is missing or it cannot be known.
+def _gaps(messages: Sequence[Message], counter: TokenCounter, system: str) -> list[int]:
+    """For the first call and the first call after each recorded compaction: its real input minus what
+    the recorded messages it was sent (and the recorded `system`) account for. Only these calls are
+    measured: their views are small, so the token counter's error (proportional to the view) barely
+    moves the figure."""
+    gaps: list[int] = []
+    known = count_system(system, counter) if system else 0
+    fresh = True
+    for m in messages:
+        if recorded_compaction(m):
+            known, fresh = (count_system(system, counter) if system else 0), True
+        if m.role == "assistant" and fresh:
+            usage = usage_of(m)
+            if usage is not None and usage.context_tokens:
+                gaps.append(usage.context_tokens - known)
+                fresh = False
+        known += count_message(m, counter)
+    return gaps
 
-    Recordings of Claude Code, OpenCode, Cline or pi hold the conversation but not the system prompt and
-    tool definitions (often 14-26k tokens); Codex and OpenHands keep the system prompt but not the tools.
-    A replay without them would start far smaller than the real session did. The first response's real
-    usage says how much the provider read; what the messages before it and the recorded `system`
-    account for is subtracted, and the rest is the missing part. With a recorded `system`, a rest under
-    `MISSING_SHARE` of the real figure is counting error and gets no placeholder."""
-    first = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
-    usage = usage_of(messages[first]) if first is not None else None
-    if usage is None or not usage.context_tokens:
-        return ""
-    known = sum(count_message(m, counter) for m in messages[:first]) + (count_system(system, counter) if system else 0)
-    fixed = usage.context_tokens - known
-    if system and fixed < usage.context_tokens * MISSING_SHARE:
-        return ""
-    head = PLACEHOLDER_HEAD.format(tokens=fixed)
-    remaining = fixed - count_system(head, counter)
+
+def _standin(head: str, tokens: int, counter: TokenCounter) -> str:
+    remaining = tokens - count_system(head, counter)
     if remaining <= 0:
         return ""
     per_word = counter.count(_FILLER * 1000) / 1000
     return head + _FILLER * max(0, round(remaining / per_word))
+
+
+def missing_prompt_split(messages: Sequence[Message], counter: TokenCounter, *, system: str = "") -> tuple[int, int]:
+    """(fixed, inlined): how many tokens of the first request are missing from the recording, split into
+    the fixed prompt (system prompt, tool definitions: in every call) and content the agent inlined into
+    the first user message (a Claude Code `@file` mention: the file is sent as part of the message, the
+    recording keeps only the mention). The fixed part is the smallest gap of the first call and of the
+    first call after each recorded compaction (a compaction drops the inlined file, never the fixed
+    prompt); the rest of the first call's gap is the inlined content. (0, 0) when nothing is missing or
+    it cannot be known. With a recorded `system`, a gap under `MISSING_SHARE` of the real figure is
+    counting error, not a missing part."""
+    gaps = _gaps(messages, counter, system)
+    first = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
+    usage = usage_of(messages[first]) if first is not None else None
+    if not gaps or usage is None or not usage.context_tokens or gaps[0] <= 0:
+        return 0, 0
+    fixed = max(0, min(gaps))
+    inlined = gaps[0] - fixed
+    # An inlined part smaller than the counter's own error on the first request is no part at all.
+    if inlined < usage.context_tokens * INLINED_SHARE or not any(m.role == "user" for m in messages[:first]):
+        fixed, inlined = gaps[0], 0
+    if system and fixed < usage.context_tokens * MISSING_SHARE:
+        fixed = 0
+    return fixed, inlined
+
+
+def fixed_prompt_placeholder(messages: Sequence[Message], counter: TokenCounter, *, system: str = "") -> str:
+    """A system text as large as the part of the fixed prompt the recording lacks, or "" when nothing
+    is missing or it cannot be known (`missing_prompt_split`).
+
+    Recordings of Claude Code, OpenCode, Cline or pi hold the conversation but not the system prompt and
+    tool definitions (often 14-26k tokens); Codex and OpenHands keep the system prompt but not the tools.
+    A replay without them would start far smaller than the real session did."""
+    fixed, _ = missing_prompt_split(messages, counter, system=system)
+    return _standin(PLACEHOLDER_HEAD.format(tokens=fixed), fixed, counter) if fixed > 0 else ""
+
+
+def with_inlined_placeholder(messages: Sequence[Message], counter: TokenCounter, *,
+                             system: str = "") -> tuple[list[Message], int]:
+    """`messages` with a stand-in, in the last user message before the first call, for what the agent
+    inlined into it and the recording lacks (`missing_prompt_split`), and its size (0: none). It is
+    part of a message, so a policy can cut or compact it as it would the file itself."""
+    _, inlined = missing_prompt_split(messages, counter, system=system)
+    first = next((i for i, m in enumerate(messages) if m.role == "assistant"), None)
+    if inlined <= 0 or first is None:
+        return list(messages), 0
+    at = max(i for i in range(first) if messages[i].role == "user")
+    text = _standin(INLINED_HEAD.format(tokens=inlined), inlined, counter)
+    if not text:
+        return list(messages), 0
+    out = list(messages)
+    out[at] = out[at].with_parts([*out[at].parts, TextPart(text=text, harness=True)])
+    return out, count_message(out[at], counter) - count_message(messages[at], counter)
 
 
 def view_document(report: ReplayReport) -> dict[str, Any]:
@@ -748,6 +819,9 @@ def replay_at(
     # One memoizing counter measures everything, as the live agent's ledger does.
     counter = MemoCounter(counter or HeuristicCounter(CL100K_PROFILE))
     placeholder = "" if tools else fixed_prompt_placeholder(messages, counter, system=system)
+    inlined = 0
+    if not tools:
+        messages, inlined = with_inlined_placeholder(messages, counter, system=system)
     system = "\n\n".join(part for part in (system, placeholder) if part)
     recording = _RecordingSummarizer(summarizer or ExtractiveSummarizer(counter)) if summarizer_estimate else None
     budget = ContextBudget.derive(config, window, spill)
@@ -784,9 +858,10 @@ def replay_at(
         report = _run(messages, system=system, tools=tools, window=window, policy=policy, budget=budget,
                       pipeline=pipeline, sizer=sizer, cost=cost, recording=recording,
                       compact_before=frozenset(compact_before) | run.manual, on_call=on_call, run=run,
-                      model=default_model)
+                      model=default_model, refuse_over=bool(placeholder) and policy in FITTING_POLICIES)
     report.repaired = repair.describe() if repair.changed else ""
     report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
+    report.inlined_placeholder_tokens = inlined
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate or fallback or billed is not None
                              or policy in ("naive-uncached", "naive-cached"))
     report.billed_usd = billed
@@ -865,7 +940,10 @@ def _run(
     budget: ContextBudget, pipeline: ContextPipeline | None, sizer: _Sizer, cost: _CostModel,
     recording: _RecordingSummarizer | None, compact_before: frozenset[int] = frozenset(),
     on_call: Callable[[], None] | None = None, run: RecordedRun | None = None, model: str = "",
+    refuse_over: bool = False,
 ) -> ReplayReport:
+    """`refuse_over`: a call over the window raises `PromptTooLarge` instead of being counted (a baseline
+    over a fixed-prompt stand-in: the window must grow, as it does when Nova's controller refuses)."""
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools,
                           threshold=budget.threshold, hard_line=budget.hard_line)
     raw = {m.id: m for m in messages}
@@ -966,6 +1044,8 @@ def _run(
             report.calls += 1
             report.input_tokens += used
             report.peak_context_tokens = max(report.peak_context_tokens, used)
+            if used > window and refuse_over:
+                raise PromptTooLarge(fixed_tokens=sizer.fixed, window=window)
             report.requests_over_window += used > window
             report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0,
                                               kinds, counted=counted, recorded=anchor is not None))

@@ -178,6 +178,10 @@ def _replay_sections(page: _Page, report: ReplayReport, series: ReplaySeries, *,
     page.plot(figures.context_figure(series), "context")
     placeholder = (f" The recording lacks part of its fixed prompt: a placeholder of {report.placeholder_tokens:,} "
                    "tokens stands in for it and counts as system." if report.placeholder_tokens else "")
+    if report.inlined_placeholder_tokens:
+        placeholder += (f" Content the agent inlined into the first user message (an @-mentioned file) is missing "
+                        f"too: an estimated stand-in of {report.inlined_placeholder_tokens:,} tokens is part of "
+                        "that message.")
     page.add(f"<{h}>What each call's view is made of</{h}><p class=\"note\">Tokens by kind, stacked: they add up "
              "to the context sent. A recording keeps its instruction files inside its system prompt, so rules are "
              f"counted under system (0 here unless Nova itself added them).{placeholder}</p>")

@@ -77,7 +77,8 @@ def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
     uses = recorded_uses(session.messages)
     timed = TimedProvider(provider) if provider is not None else None
     results = []
-    for policy in case.policies:
+    # What the recording did comes first, every other policy beside it: "Nova against what you ran".
+    for policy in sorted(case.policies, key=lambda p: p != "recorded"):
         chosen: Policy = policy  # type: ignore[assignment]  # checked when the case was loaded
         timer = CallTimer(on_call)
         report = replay_session(session, window=case.window, policy=chosen, config=config, spill=spill,

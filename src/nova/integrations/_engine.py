@@ -299,7 +299,7 @@ class ContextEngine:
         self.controller.on_usage(message=message, usage=usage)
         self.usage = self.usage + usage
         if self.session is not None:
-            self.session.add_cost(usage, cost_usd(usage, self.model) or 0.0)
+            self.session.add_cost(usage, cost_usd(usage, self.model))
 
     def prepare(self, *, system: str, tools: Sequence[ToolSpec]) -> EngineView:
         """The view of the next call for the instructions `system` and the tool schemas `tools`."""

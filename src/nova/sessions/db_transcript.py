@@ -104,4 +104,5 @@ def meta_from_row(row: SessionRecord) -> SessionMeta:
         message_count=int(extra.get("message_count") or 0),
         usage=Usage.from_dict(usage) if isinstance(usage, dict) else Usage(),
         cost_usd=float(extra.get("cost_usd") or 0.0), compacted_at=row.compacted_at,
+        extra=dict(nested) if isinstance(nested := extra.get("extra"), dict) else {},
     )

@@ -91,7 +91,7 @@ def render_markdown(meta: SessionMeta, records: Iterable[Record]) -> str:
         (f"- cwd: `{meta.cwd}`" if meta.cwd else "- cwd: unknown (not recorded)")
         + (f" (git root `{meta.git_root}`)" if meta.git_root else ""),
         f"- context: {meta.last_context_tokens} tokens at the last model call; tokens billed: "
-        f"{meta.total_tokens}; cost: ${meta.cost_usd:.4f}",
+        f"{meta.total_tokens}; cost: {f'${meta.cost_usd:.4f}' if meta.cost_known else 'unknown'}",
     ]
     body: list[str] = []
     for record in records:
@@ -209,7 +209,7 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
             session.record_message(message, usage)
             if usage is not None:
                 cost = message.metadata.get("cost_usd")
-                session.add_cost(usage, float(cost) if isinstance(cost, int | float) else 0.0)
+                session.add_cost(usage, float(cost) if isinstance(cost, int | float) else None)
     return session.id
 
 

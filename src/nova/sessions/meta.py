@@ -117,6 +117,15 @@ class SessionMeta:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def cost_known(self) -> bool:
+        """Whether `cost_usd` is the session's whole cost: every call it was charged was priced. A session
+        written before unpriced calls were counted is known only when it cost something or billed nothing."""
+        unpriced = self.extra.get("unpriced_calls")
+        if isinstance(unpriced, int):
+            return unpriced == 0
+        return self.cost_usd > 0 or self.total_tokens == 0
+
+    @property
     def total_tokens(self) -> int:
         """Tokens billed over the whole session: every call's input (cached included) plus its output.
         A running total, not the size of the context: see `last_context_tokens` for that."""

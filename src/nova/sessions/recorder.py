@@ -32,8 +32,8 @@ class SessionRecorder(Protocol):
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         """Append a named event (a permission denial, a cache break, a repair …)."""
 
-    def add_cost(self, usage: Usage, cost_usd: float) -> None:
-        """Charge one model call to the session's totals, exactly once."""
+    def add_cost(self, usage: Usage, cost_usd: float | None) -> None:
+        """Charge one model call to the session's totals, exactly once (`cost_usd` None: price unknown)."""
 
     def update_message_content(self, message_id: str, message: Message) -> None:
         """A message of the working history was rewritten in place (a snip or a spill)."""

@@ -374,9 +374,12 @@ class Session(RecordedSession):
             self._meta.title = title
             self._touch()
 
-    def add_cost(self, usage: Usage, cost_usd: float) -> None:
+    def add_cost(self, usage: Usage, cost_usd: float | None) -> None:
+        """`cost_usd` None: the call's price is unknown; the session's cost is then unknown too
+        (`SessionMeta.cost_known`), never a silent $0."""
         self._meta.add_usage(usage)
-        self._meta.cost_usd += float(cost_usd)
+        self._meta.extra["unpriced_calls"] = int(self._meta.extra.get("unpriced_calls") or 0) + (cost_usd is None)
+        self._meta.cost_usd += float(cost_usd or 0.0)
         self._touch()
 
     def note_context_size(self, tokens: int) -> None:

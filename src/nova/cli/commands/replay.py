@@ -129,8 +129,8 @@ def replay_command(
                                 summarizer_estimate=summarizer == "model-estimate", price_model=price,
                                 on_call=bar.advance)
     if report.window_raised_from:
-        err_console.print(f"nova: note: the stand-in for the missing fixed prompt alone exceeds the "
-                          f"{report.window_raised_from:,}-token window; replayed at {report.window:,}, the smallest "
+        err_console.print(f"nova: note: with the stand-in for the missing fixed prompt, policy {policy} "
+                          f"cannot fit the {report.window_raised_from:,}-token window; replayed at {report.window:,}, the smallest "
                           "window that can work", markup=False, soft_wrap=True)
     if report.placeholder_tokens:
         what = "its tool definitions" if session.system else "its system prompt and tools"
@@ -161,6 +161,9 @@ def replay_command(
     if report.placeholder_tokens:
         console.print(f"  fixed prompt: an estimated stand-in of {report.placeholder_tokens:,} tokens (the recording "
                       "lacks it; sized from the first call's usage)", markup=False)
+    if report.inlined_placeholder_tokens:
+        console.print(f"  first user message: an estimated stand-in of {report.inlined_placeholder_tokens:,} tokens "
+                      "for content the agent inlined into it (an @-mentioned file the recording lacks)", markup=False)
     console.print(f"  calls {report.calls}, input tokens {report.input_tokens:,}, output tokens {report.output_tokens:,}")
     over = (f" [red]({report.requests_over_window} request{'s' * (report.requests_over_window != 1)} over the "
             f"{window:,} window: a provider would refuse them)[/]" if report.requests_over_window else "")

@@ -95,7 +95,7 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
         "messages": meta.message_count,
         "context_tokens": meta.last_context_tokens,
         "tokens_billed": meta.total_tokens,
-        "cost_usd": round(meta.cost_usd, 6),
+        "cost_usd": round(meta.cost_usd, 6) if meta.cost_known else None,
         "provider": meta.provider,
         "model": meta.model,
         "created_at": meta.created_at,
@@ -108,7 +108,7 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
 def list_command(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print a JSON list instead of a table. Keys: id, title, messages, context_tokens, "
-        "tokens_billed, cost_usd, provider, model, created_at, updated_at, compacted_at (times in Unix "
+        "tokens_billed, cost_usd (null when a call's price is unknown), provider, model, created_at, updated_at, compacted_at (times in Unix "
         "seconds).")] = False,
 ) -> None:
     """Sessions, most recently updated first.
@@ -143,7 +143,7 @@ def list_command(
     for m in metas:
         updated = time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-"
         table.add_row(m.id, escape(m.title), updated, str(m.message_count), f"{m.last_context_tokens:,}",
-                      f"{m.total_tokens:,}", f"${m.cost_usd:.2f}")
+                      f"{m.total_tokens:,}", f"${m.cost_usd:.2f}" if m.cost_known else "unknown")
     out.print(table)
     out.print("context: the conversation's size at the end of its last turn · tokens billed: every call's input "
               "(cached included) and output, added up", style="dim", markup=False)
@@ -204,11 +204,12 @@ def show_command(
         try:
             _warn(session.notices)
             meta = session.meta
+            total_cost = f"${meta.cost_usd:.4f}" if meta.cost_known else "cost unknown"
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
             console.print(
                 f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd or 'cwd unknown')}  "
                 f"{meta.message_count} messages  context {meta.last_context_tokens:,} tokens  "
-                f"{meta.total_tokens:,} tokens billed  ${meta.cost_usd:.4f}[/]\n"
+                f"{meta.total_tokens:,} tokens billed  {total_cost}[/]\n"
             )
             if meta.parent_id:
                 console.print(f"[dim]sub-agent of session {escape(meta.parent_id)}[/]\n")

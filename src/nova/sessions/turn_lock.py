@@ -18,7 +18,7 @@ from typing import Any
 from nova.errors import SessionBusy
 from nova.sessions.postgres import with_retry, worker_name
 
-__all__ = ["LOCK_POOL_SIZE", "HeldTurn", "TurnLocks", "lock_key"]
+__all__ = ["LOCK_POOL_SIZE", "HeldTurn", "Released", "TurnLocks", "lock_key"]
 
 LOCK_POOL_SIZE = 256
 """Turns a worker runs at once (each holds a lock connection); the database's max_connections must
@@ -31,18 +31,37 @@ def lock_key(session_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+class Released(Exception):
+    """The held turn was let go: its connection is no longer this turn's to use."""
+
+
 class HeldTurn:
-    """A held session lock; `release` ends it (closing the connection would too)."""
+    """A held session lock; `release` ends it (closing the connection would too).
+
+    Its connection idles for the whole turn, so the turn's own small writes can go over it (`fetchone`)
+    instead of queueing for the store's pool with every other turn of the worker."""
 
     def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None]) -> None:
         self._conn = conn
         self._key = key
         self._give_back = give_back
+        self._using = threading.Lock()
+        """Held while a statement runs on the connection, so `release` never hands it back mid-statement."""
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """Run one statement (autocommit) on the lock's connection and return its first row; `Released`
+        when the lock was let go meanwhile."""
+        with self._using:
+            if self._conn is None:
+                raise Released
+            row: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
+            return row
 
     def release(self) -> None:
-        if self._conn is None:
-            return
-        conn, self._conn = self._conn, None
+        with self._using:
+            if self._conn is None:
+                return
+            conn, self._conn = self._conn, None
         try:
             conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
         except Exception:  # the connection is gone, and the lock with it: the pool drops a broken one
@@ -60,6 +79,8 @@ class TurnLocks:
         self.url = url
         self._lock_pool: Any = None
         self._guard = threading.Lock()
+        self._held: dict[str, HeldTurn] = {}
+        """The sessions this worker holds now, by id."""
 
     def _pool(self) -> Any:
         with self._guard:
@@ -89,7 +110,7 @@ class TurnLocks:
                 self._pool().putconn(conn)
                 raise
             if row is not None and row[0]:
-                return HeldTurn(conn, key, self._pool().putconn)
+                return HeldTurn(conn, key, lambda c: self._give_back(session_id, c))
             self._pool().putconn(conn)
             return None
 
@@ -97,7 +118,25 @@ class TurnLocks:
         if held is None:
             raise SessionBusy(f"session {session_id} is running a turn on {self.holder(session_id)}; "
                               "try again when it ends")
+        with self._guard:
+            self._held[session_id] = held
         return held
+
+    def held(self, session_id: str) -> HeldTurn | None:
+        """The session's lock when this worker holds it now."""
+        with self._guard:
+            return self._held.get(session_id)
+
+    def _give_back(self, session_id: str, conn: Any) -> None:
+        with self._guard:
+            held = self._held.get(session_id)
+            if held is not None and held._conn is None:
+                del self._held[session_id]
+            pool = self._lock_pool
+        if pool is not None:
+            pool.putconn(conn)
+        else:  # the locks were closed meanwhile
+            conn.close()
 
     def holder(self, session_id: str) -> str:
         """Which worker holds the session, as it named itself to the database."""

@@ -197,6 +197,24 @@ def _check_if_idle(conn: Connection[Any]) -> None:
         ConnectionPool.check_connection(conn)
 
 
+class TurnReleased(Exception):
+    """A held turn lock was let go: its connection is no longer the turn's to use."""
+
+
+_turn_connections: dict[tuple[str, str], Callable[[Callable[[Connection[Any]], Any]], Any]] = {}
+"""The connection of each turn lock this process holds, by (url, session): a turn's writes to its own
+session go over it (it idles for the turn) rather than queueing for the pool with every other turn."""
+
+
+def lend_turn_connection(url: str, session_id: str, run: Callable[[Callable[[Connection[Any]], Any]], Any]) -> None:
+    """`run(fn)` calls `fn` on the held lock's connection, or raises when the lock was let go."""
+    _turn_connections[(url, session_id)] = run
+
+
+def take_back_turn_connection(url: str, session_id: str) -> None:
+    _turn_connections.pop((url, session_id), None)
+
+
 def close_pools() -> None:
     with _pools_lock:
         pools = list(_pools.values())
@@ -289,6 +307,23 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
 
         return with_retry(attempt, what=what)
 
+    def _run_for(self, session_id: str, what: str, fn: Callable[[Connection[Any]], T]) -> T:
+        """`_run`, over the session's held turn lock connection when this process holds one."""
+        import psycopg
+
+        def attempt() -> T:
+            run = _turn_connections.get((self.url, session_id))
+            if run is not None:
+                try:
+                    result: T = run(fn)
+                    return result
+                except (TurnReleased, psycopg.OperationalError):  # let go, or its connection broke: the pool
+                    pass
+            with self._pool.connection() as conn:
+                return fn(conn)
+
+        return with_retry(attempt, what=what)
+
     # -- sessions -----------------------------------------------------------------------------------
     def save_session(self, record: SessionRecord) -> None:
         self._run("saving a session", lambda conn: conn.execute(
@@ -347,7 +382,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
                         [(session_id, m.id, m.role, _dump(m), m.created_at, session_id) for m in messages],
                     )
 
-        self._run("appending messages", append)
+        self._run_for(session_id, "appending messages", append)
 
     def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]:
         sql = "SELECT content::text, seq, compacted FROM nova_messages WHERE session_id = %s"
@@ -436,7 +471,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
             assert row is not None
             return int(row[0])
 
-        return self._run("appending a transcript record", append)
+        return self._run_for(session_id, "appending a transcript record", append)
 
     def read_records(self, session_id: str, *, skip: int = 0) -> list[str]:
         """The session's transcript records in order, each as its JSON text; `skip` leaves out that many

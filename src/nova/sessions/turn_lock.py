@@ -13,12 +13,15 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from nova.errors import SessionBusy
-from nova.sessions.postgres import with_retry, worker_name
+from nova.sessions.postgres import TurnReleased as Released
+from nova.sessions.postgres import lend_turn_connection, take_back_turn_connection, with_retry, worker_name
 
 __all__ = ["LOCK_POOL_SIZE", "HeldTurn", "Released", "TurnLocks", "lock_key"]
+
+T = TypeVar("T")
 
 LOCK_POOL_SIZE = 256
 """Turns a worker runs at once (each holds a lock connection); the database's max_connections must
@@ -29,10 +32,6 @@ def lock_key(session_id: str) -> int:
     """A stable signed 64-bit advisory lock key for a session."""
     digest = hashlib.blake2b(b"nova-session:" + session_id.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
-
-
-class Released(Exception):
-    """The held turn was let go: its connection is no longer this turn's to use."""
 
 
 class HeldTurn:
@@ -51,11 +50,16 @@ class HeldTurn:
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """Run one statement (autocommit) on the lock's connection and return its first row; `Released`
         when the lock was let go meanwhile."""
+        row: tuple[Any, ...] | None = self.run(lambda conn: conn.execute(sql, params).fetchone())
+        return row
+
+    def run(self, fn: Callable[[Any], T]) -> T:
+        """`fn(connection)` on the lock's connection (autocommit: `fn` opens a transaction if it needs
+        one); `Released` when the lock was let go meanwhile."""
         with self._using:
             if self._conn is None:
                 raise Released
-            row: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
-            return row
+            return fn(self._conn)
 
     def release(self) -> None:
         with self._using:
@@ -120,6 +124,7 @@ class TurnLocks:
                               "try again when it ends")
         with self._guard:
             self._held[session_id] = held
+        lend_turn_connection(self.url, session_id, held.run)
         return held
 
     def held(self, session_id: str) -> HeldTurn | None:
@@ -132,6 +137,7 @@ class TurnLocks:
             held = self._held.get(session_id)
             if held is not None and held._conn is None:
                 del self._held[session_id]
+                take_back_turn_connection(self.url, session_id)
             pool = self._lock_pool
         if pool is not None:
             pool.putconn(conn)

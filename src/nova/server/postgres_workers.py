@@ -50,7 +50,7 @@ class PostgresWorkers(SharedWorkers):
         self.home = home
         self.url = url
         self.turn_locks = TurnLocks(url)
-        self.event_log = EventLog(url)
+        self.event_log = EventLog(url, held=self.turn_locks.held)
         """Each turn's stream as it was sent, for clients following it from any worker."""
         self._db = PostgresSessionStore(url)
         self._held: set[str] = set()

@@ -161,9 +161,11 @@ def shared_pool(url: str) -> ConnectionPool[Any]:
                 raise MissingDependency(
                     f"the PostgreSQL store needs its extra: {install_line('postgres')}"
                 ) from None
+            # Autocommit: most calls are one statement, which then costs one round trip instead of three
+            # (BEGIN, the statement, COMMIT); the calls of several statements open a transaction.
             pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, timeout=5.0,
-                                  check=ConnectionPool.check_connection, name="nova",
-                                  kwargs={"application_name": worker_name()})
+                                  check=_check_if_idle, reset=_note_returned, name="nova",
+                                  kwargs={"application_name": worker_name(), "autocommit": True})
             pool.open(wait=False)
             if not _pools:
                 atexit.register(close_pools)
@@ -174,6 +176,43 @@ def shared_pool(url: str) -> ConnectionPool[Any]:
                 with_retry(lambda: _migrate(pool), what=f"migrating {redact(url)}")
                 _migrated.add(url)
     return pool
+
+
+IDLE_CHECK_S = 5.0
+"""A pooled connection idle for longer than this is checked (one empty query) before it is handed out:
+the server or a network device may have dropped it meanwhile. One in use moments ago is handed out as
+is, which saves a round trip on every call of a busy worker; if it did break, the call's retry covers it."""
+_returned_at: dict[int, float] = {}
+
+
+def _note_returned(conn: Connection[Any]) -> None:
+    _returned_at[id(conn)] = time.monotonic()
+
+
+def _check_if_idle(conn: Connection[Any]) -> None:
+    from psycopg_pool import ConnectionPool
+
+    returned = _returned_at.pop(id(conn), None)
+    if returned is None or time.monotonic() - returned > IDLE_CHECK_S:
+        ConnectionPool.check_connection(conn)
+
+
+class TurnReleased(Exception):
+    """A held turn lock was let go: its connection is no longer the turn's to use."""
+
+
+_turn_connections: dict[tuple[str, str], Callable[[Callable[[Connection[Any]], Any]], Any]] = {}
+"""The connection of each turn lock this process holds, by (url, session): a turn's writes to its own
+session go over it (it idles for the turn) rather than queueing for the pool with every other turn."""
+
+
+def lend_turn_connection(url: str, session_id: str, run: Callable[[Callable[[Connection[Any]], Any]], Any]) -> None:
+    """`run(fn)` calls `fn` on the held lock's connection, or raises when the lock was let go."""
+    _turn_connections[(url, session_id)] = run
+
+
+def take_back_turn_connection(url: str, session_id: str) -> None:
+    _turn_connections.pop((url, session_id), None)
 
 
 def close_pools() -> None:
@@ -233,7 +272,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _migrate(pool: ConnectionPool[Any]) -> None:
-    with pool.connection() as conn:
+    with pool.connection() as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         conn.execute("CREATE TABLE IF NOT EXISTS nova_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
                      " applied_at DOUBLE PRECISION)")
@@ -251,7 +290,7 @@ def _migrate(pool: ConnectionPool[Any]) -> None:
 
 class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
     """A `SessionStore` on PostgreSQL that keeps the transcript's records too. Thread-safe: each call
-    takes a pooled connection for one transaction. `close()` leaves the shared pool open for the
+    takes a pooled connection for one statement, or one transaction when it needs several. `close()` leaves the shared pool open for the
     process's other stores."""
 
     concurrent_writes: Literal[True] = True
@@ -263,6 +302,23 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
 
     def _run(self, what: str, fn: Callable[[Connection[Any]], T]) -> T:
         def attempt() -> T:
+            with self._pool.connection() as conn:
+                return fn(conn)
+
+        return with_retry(attempt, what=what)
+
+    def _run_for(self, session_id: str, what: str, fn: Callable[[Connection[Any]], T]) -> T:
+        """`_run`, over the session's held turn lock connection when this process holds one."""
+        import psycopg
+
+        def attempt() -> T:
+            run = _turn_connections.get((self.url, session_id))
+            if run is not None:
+                try:
+                    result: T = run(fn)
+                    return result
+                except (TurnReleased, psycopg.OperationalError):  # let go, or its connection broke: the pool
+                    pass
             with self._pool.connection() as conn:
                 return fn(conn)
 
@@ -298,10 +354,11 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
 
     def delete_session(self, session_id: str) -> None:
         def delete(conn: Connection[Any]) -> None:
-            conn.execute("DELETE FROM nova_messages WHERE session_id = %s", (session_id,))
-            conn.execute("DELETE FROM nova_records WHERE session_id = %s", (session_id,))
-            conn.execute("DELETE FROM nova_events WHERE session_id = %s", (session_id,))
-            conn.execute("DELETE FROM nova_sessions WHERE id = %s", (session_id,))
+            with conn.transaction(), conn.pipeline():  # one round trip for the four
+                conn.execute("DELETE FROM nova_messages WHERE session_id = %s", (session_id,))
+                conn.execute("DELETE FROM nova_records WHERE session_id = %s", (session_id,))
+                conn.execute("DELETE FROM nova_events WHERE session_id = %s", (session_id,))
+                conn.execute("DELETE FROM nova_sessions WHERE id = %s", (session_id,))
 
         self._run("deleting a session", delete)
 
@@ -311,20 +368,21 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
             return
 
         def append(conn: Connection[Any]) -> None:
-            # Serialises appends to one session (two would read the same MAX(seq)); released at commit.
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ("messages:" + session_id,))
-            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM nova_messages WHERE session_id = %s",
-                               (session_id,)).fetchone()
-            last = int(row[0]) if row else 0
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO nova_messages (session_id, id, seq, role, content, created_at)"
-                    " VALUES (%s, %s, %s, %s, %s::json, %s) ON CONFLICT (session_id, id) DO NOTHING",
-                    [(session_id, m.id, last + n, m.role, _dump(m), m.created_at)
-                     for n, m in enumerate(messages, start=1)],
-                )
+            # The lock serialises appends to one session (two would read the same MAX(seq)); it is
+            # released at commit. Each insert numbers its row after the rows before it, read by the
+            # statement itself (read committed: after the lock was granted), so the transaction goes in one
+            # round trip, pipelined, instead of waiting for MAX(seq) first.
+            with conn.transaction(), conn.pipeline():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ("messages:" + session_id,))
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO nova_messages (session_id, id, seq, role, content, created_at)"
+                        " SELECT %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::json, %s FROM nova_messages"
+                        " WHERE session_id = %s ON CONFLICT (session_id, id) DO NOTHING",
+                        [(session_id, m.id, m.role, _dump(m), m.created_at, session_id) for m in messages],
+                    )
 
-        self._run("appending messages", append)
+        self._run_for(session_id, "appending messages", append)
 
     def get_messages(self, session_id: str, *, include_compacted: bool = False) -> list[StoredMessage]:
         sql = "SELECT content::text, seq, compacted FROM nova_messages WHERE session_id = %s"
@@ -410,7 +468,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
             assert row is not None
             return int(row[0])
 
-        return self._run("appending a transcript record", append)
+        return self._run_for(session_id, "appending a transcript record", append)
 
     def read_records(self, session_id: str, *, skip: int = 0) -> list[str]:
         """The session's transcript records in order, each as its JSON text; `skip` leaves out that many

@@ -13,12 +13,15 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from nova.errors import SessionBusy
-from nova.sessions.postgres import with_retry, worker_name
+from nova.sessions.postgres import TurnReleased as Released
+from nova.sessions.postgres import lend_turn_connection, take_back_turn_connection, with_retry, worker_name
 
-__all__ = ["LOCK_POOL_SIZE", "HeldTurn", "TurnLocks", "lock_key"]
+__all__ = ["LOCK_POOL_SIZE", "HeldTurn", "Released", "TurnLocks", "lock_key"]
+
+T = TypeVar("T")
 
 LOCK_POOL_SIZE = 256
 """Turns a worker runs at once (each holds a lock connection); the database's max_connections must
@@ -32,17 +35,37 @@ def lock_key(session_id: str) -> int:
 
 
 class HeldTurn:
-    """A held session lock; `release` ends it (closing the connection would too)."""
+    """A held session lock; `release` ends it (closing the connection would too).
+
+    Its connection idles for the whole turn, so the turn's own small writes can go over it (`fetchone`)
+    instead of queueing for the store's pool with every other turn of the worker."""
 
     def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None]) -> None:
         self._conn = conn
         self._key = key
         self._give_back = give_back
+        self._using = threading.Lock()
+        """Held while a statement runs on the connection, so `release` never hands it back mid-statement."""
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """Run one statement (autocommit) on the lock's connection and return its first row; `Released`
+        when the lock was let go meanwhile."""
+        row: tuple[Any, ...] | None = self.run(lambda conn: conn.execute(sql, params).fetchone())
+        return row
+
+    def run(self, fn: Callable[[Any], T]) -> T:
+        """`fn(connection)` on the lock's connection (autocommit: `fn` opens a transaction if it needs
+        one); `Released` when the lock was let go meanwhile."""
+        with self._using:
+            if self._conn is None:
+                raise Released
+            return fn(self._conn)
 
     def release(self) -> None:
-        if self._conn is None:
-            return
-        conn, self._conn = self._conn, None
+        with self._using:
+            if self._conn is None:
+                return
+            conn, self._conn = self._conn, None
         try:
             conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
         except Exception:  # the connection is gone, and the lock with it: the pool drops a broken one
@@ -60,6 +83,8 @@ class TurnLocks:
         self.url = url
         self._lock_pool: Any = None
         self._guard = threading.Lock()
+        self._held: dict[str, HeldTurn] = {}
+        """The sessions this worker holds now, by id."""
 
     def _pool(self) -> Any:
         with self._guard:
@@ -89,7 +114,7 @@ class TurnLocks:
                 self._pool().putconn(conn)
                 raise
             if row is not None and row[0]:
-                return HeldTurn(conn, key, self._pool().putconn)
+                return HeldTurn(conn, key, lambda c: self._give_back(session_id, c))
             self._pool().putconn(conn)
             return None
 
@@ -97,7 +122,27 @@ class TurnLocks:
         if held is None:
             raise SessionBusy(f"session {session_id} is running a turn on {self.holder(session_id)}; "
                               "try again when it ends")
+        with self._guard:
+            self._held[session_id] = held
+        lend_turn_connection(self.url, session_id, held.run)
         return held
+
+    def held(self, session_id: str) -> HeldTurn | None:
+        """The session's lock when this worker holds it now."""
+        with self._guard:
+            return self._held.get(session_id)
+
+    def _give_back(self, session_id: str, conn: Any) -> None:
+        with self._guard:
+            held = self._held.get(session_id)
+            if held is not None and held._conn is None:
+                del self._held[session_id]
+                take_back_turn_connection(self.url, session_id)
+            pool = self._lock_pool
+        if pool is not None:
+            pool.putconn(conn)
+        else:  # the locks were closed meanwhile
+            conn.close()
 
     def holder(self, session_id: str) -> str:
         """Which worker holds the session, as it named itself to the database."""

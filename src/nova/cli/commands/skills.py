@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nova.cli.commands.errors import user_errors
+from nova.cli.commands.person import person_only
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import SkillError
 from nova.settings import load_settings
@@ -181,6 +182,7 @@ def retire_command(
     """Retire a version: it is no longer loaded, and the newest version not retired takes its place.
     Recorded in $NOVA_HOME/skill-state.json; the skill's files are not touched."""
     with user_errors():
+        person_only("nova skills retire")
         catalog, home = _catalog()
         now = retire(home, catalog, name, version)
         console.print(f"{name}: retired {version or 'the version in use'}; now in use: "
@@ -191,6 +193,7 @@ def retire_command(
 def rollback_command(name: Annotated[str, typer.Argument(help="The skill's name.")]) -> None:
     """Roll back to the previous version: retire the one in use (the same as `retire NAME`)."""
     with user_errors():
+        person_only("nova skills rollback")
         catalog, home = _catalog()
         if catalog.get(name) is None:
             raise SkillError(f"{name}: no version of it is in use")
@@ -210,6 +213,7 @@ def restore_command(
 ) -> None:
     """Undo a retirement."""
     with user_errors():
+        person_only("nova skills restore")
         catalog, home = _catalog()
         now = restore(home, catalog, name, version)
         console.print(f"{name}: {version} restored; now in use: {(now.version or now.digest) if now else 'none'}",

@@ -17,6 +17,7 @@ What it provides, each piece in one place (`nova.agent.builder.build_agent` puts
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import sys
@@ -47,11 +48,13 @@ from nova.context.state import (
     workspace_hash,
 )
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
+from nova.memory.paths import project_root
 from nova.messages import Message
 from nova.model import ToolSpec
 from nova.skills.catalog import SkillCatalog, load_catalog
 from nova.tokens import TokenLedger
 from nova.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from nova.tools.policy.trust import TrustStore, trust_hint
 
 if TYPE_CHECKING:
     from nova.settings import Settings
@@ -85,6 +88,12 @@ class ContextSources:
         return "\n\n".join(p.text for p in self.head)
 
 
+@functools.lru_cache(maxsize=16)
+def _say_untrusted_skills(root: Path, names: tuple[str, ...]) -> None:
+    log.warning("leaving out skills with scripts that are not trusted for this project: %s; %s",
+                ", ".join(names), trust_hint(root))
+
+
 def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra_system: str = "",
                           skills: SkillCatalog | None = None) -> ContextSources:
     """Head pieces: contract → org policy → project rules (one piece per file) → skill index → extra
@@ -114,7 +123,10 @@ def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra
         head.append(SourceText(id=piece_id, cls="always-on", source=f"file:{loaded.path}#{digest}", version=digest,
                                text=text, reason=f"{loaded.kind} instruction file, loaded every turn (INS-3)"))
         policy.append(PolicySource(level="project", id=piece_id, text=loaded.text.strip()))
-    catalog = skills if skills is not None else load_catalog(cwd=cwd, home=settings.home)
+    catalog = skills if skills is not None else load_catalog(cwd=cwd, home=settings.home,
+                                                             trust=TrustStore(settings.home))
+    if catalog.untrusted and skills is None:
+        _say_untrusted_skills(project_root(cwd), catalog.untrusted)
     skill_index = catalog.index_text()
     if skill_index:
         # SKL-1: names and one line each, in the stable head (cached); the bodies load on demand.

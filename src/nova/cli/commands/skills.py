@@ -23,6 +23,7 @@ from nova.errors import SkillError
 from nova.settings import load_settings
 from nova.skills.catalog import SkillCatalog, describe_versions, load_catalog, restore, retire
 from nova.skills.manifest import Skill
+from nova.tools.policy.trust import TrustStore
 
 __all__ = ["app"]
 
@@ -140,8 +141,15 @@ def test_command(
     from nova.tools import default_registry
 
     with user_errors():
-        catalog, _ = _catalog()
+        home = _home()
+        # A project's skill that runs code runs its tests only once the user trusted it (`nova trust`).
+        catalog = load_catalog(cwd=Path.cwd(), home=home, trust=TrustStore(home))
+        if name and name in catalog.untrusted:
+            raise SkillError(next(p for p in catalog.problems if p.startswith(f"skill {name!r}")))
         skills = [catalog.require(name)] if name else catalog.sorted()
+        for problem in catalog.problems if not name else ():
+            if any(problem.startswith(f"skill {u!r}") for u in catalog.untrusted):
+                console.print(f"SKIP  {problem}", markup=False)
         known = {*default_registry().names(), "propose_task_update", "skill", "task"}
         results: list[dict[str, Any]] = []
         for skill in skills:

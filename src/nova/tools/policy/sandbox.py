@@ -148,19 +148,21 @@ class Sandbox:
         """After the command: whatever it created at a watched path that was absent is moved to the
         quarantine (or deleted without one). One sentence per path, for the tool result."""
         notes: list[str] = []
+        batch = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
         for path in run.absent:
             for planted, why in _planted(path):
-                where = self._set_aside(planted)
+                where = self._set_aside(planted, batch)
                 notes.append(f"{planted} {why}; what the command put there was "
                              f"{'moved to ' + str(where) if where else 'deleted'}.")
         return notes
 
-    def _set_aside(self, path: Path) -> Path | None:
+    def _set_aside(self, path: Path, batch: str) -> Path | None:
         if self.quarantine is None:
             _remove(path)
             return None
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        target = self.quarantine / f"{stamp}-{uuid.uuid4().hex[:8]}" / path.relative_to(path.anchor)
+        root = next((w for w in self.plan.writable if path != w and w in path.parents), None)
+        relative = path.relative_to(root) if root is not None else path.relative_to(path.anchor)
+        target = self.quarantine / batch / relative
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(path), str(target))

@@ -304,7 +304,9 @@ def written_by(argv: list[str]) -> tuple[list[str], list[str], list[ArchiveWrite
         found = operands(argv, with_value="fvFEi", long_with_value=("--file", "--assign", "--include"))
         return found[1:], [], []
     if name in _EDITORS:
-        return operands(argv, with_value="csSuTw", long_with_value=("--cmd",)), [], []
+        # Editors' option values (`-c CMD`, `-u FILE`) differ per editor: every word but an option may be
+        # a file it writes, which only ever checks more.
+        return [w for w in argv[1:] if not w.startswith(("-", "+"))], [], []
     if name in ("sort", "tree"):
         found = [argv[j + 1] for j, w in enumerate(argv[:-1]) if w == "-o"]
         found += [w[2:] for w in argv[1:] if w.startswith("-o") and len(w) > 2]

@@ -236,6 +236,7 @@ class ProtectedPaths:
         """Whether the path `raw` lies in Nova's home (unless the workspace itself is in it)."""
         if self.home is None:
             return False
+        raw = expand_environment(raw.replace('"', "")) or raw
         given = Path(_HOME_VAR_RE.sub("~", raw)).expanduser()
         lexical = Path(os.path.normpath(given if given.is_absolute() else cwd / given))
         home = Path(os.path.realpath(self.home))
@@ -253,6 +254,13 @@ class ProtectedPaths:
         return None
 
 
+def expand_environment(text: str) -> str | None:
+    """`text` with `$NAME` and `${NAME}` replaced from this process's environment (which a command's
+    shell inherits), or None when something is left that only the running shell knows."""
+    expanded = os.path.expandvars(text)
+    return None if "$" in expanded or "`" in expanded else expanded
+
+
 _GLOB_CHARS = frozenset("*?[")
 _HOME_VAR_RE = re.compile(r"^\$(?:HOME\b|\{HOME\})")
 MAX_GLOB_MATCHES = 1000
@@ -260,6 +268,21 @@ MAX_GLOB_MATCHES = 1000
 
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def _known_writes(line: ShellLine, *, keep_unknown: bool = False) -> list[ShellWrite]:
+    """The line's writes, those through environment variables (`> "$NOVA_HOME/config.json"`) resolved
+    as the command's shell will resolve them; the rest of those known only at run time are dropped, or
+    kept (`keep_unknown`) for the caller to ask about."""
+    known: list[ShellWrite] = []
+    for write in line.writes:
+        if write.dynamic and "$" in write.path:
+            expanded = expand_environment(write.path.replace('"', ""))
+            if expanded is not None:
+                write = replace(write, path=expanded, dynamic=False)
+        if not write.dynamic or keep_unknown:
+            known.append(write)
+    return known
 
 
 def _static_dir(folder: str) -> bool:
@@ -528,9 +551,7 @@ class PermissionPolicy:
                 return (f"it runs `{control}`: Nova's own controls (config and rules, memory review, trust, "
                         "grants, the server's token) answer only to a person, never to a command the model runs")
         # A `cd` earlier in the line may have moved the shell: relative targets are checked from there too.
-        for write in line.writes:
-            if write.dynamic:
-                continue
+        for write in _known_writes(line):
             for base in bases:
                 if write.archive is not None:
                     why = self._archive_reason(write, base)
@@ -566,7 +587,7 @@ class PermissionPolicy:
         workspace = Path(os.path.realpath(self._workspace or where))
         bases = _bases(line, where)
         moved = any(not _static_dir(d) for d in line.dirs)
-        for write in line.writes:
+        for write in _known_writes(line, keep_unknown=True):
             if write.dynamic:
                 return f"it writes to a place known only when it runs ({write.path}: {write.via})"
             target = write.path

@@ -147,9 +147,7 @@ def test_command(
         if name and name in catalog.untrusted:
             raise SkillError(next(p for p in catalog.problems if p.startswith(f"skill {name!r}")))
         skills = [catalog.require(name)] if name else catalog.sorted()
-        for problem in catalog.problems if not name else ():
-            if any(problem.startswith(f"skill {u!r}") for u in catalog.untrusted):
-                console.print(f"SKIP  {problem}", markup=False)
+        skipped = [p for p in catalog.problems if any(p.startswith(f"skill {u!r}") for u in catalog.untrusted)]
         known = {*default_registry().names(), "propose_task_update", "skill", "task"}
         results: list[dict[str, Any]] = []
         for skill in skills:
@@ -160,8 +158,10 @@ def test_command(
                 results.append({"skill": skill.name, "test": test.name, **_run(test.run, skill.folder)})
         failed = [r for r in results if not r["passed"]]
         if as_json:
-            print(json.dumps({"results": results, "passed": not failed}, indent=2))
+            print(json.dumps({"results": results, "passed": not failed, "skipped": skipped}, indent=2))
         else:
+            for problem in skipped:
+                console.print(f"SKIP  {problem}", markup=False)
             for r in results:
                 console.print(f"{'PASS' if r['passed'] else 'FAIL'}  {r['skill']}: {r['test']}  {r['detail']}",
                               markup=False)

@@ -34,11 +34,19 @@ Protected paths come first of all: Nova's own configuration, policy, instruction
 `.nova/` folders are never written by a model tool, whatever the rules, `--yes` or `--allow` say, so the
 model cannot rewrite the rules it runs under (a forged allow rule, policy or memory would take effect in
 the next session). For `bash` that covers the writes the parser can see: redirections, `tee`, `cp`,
-`mv`, `rm`, `sed -i`, ... .
+`mv`, `rm`, `sed -i`, `perl -pi`, editors, `git checkout -- FILE`, archives unpacked, ... (through globs,
+variables set in the line and environment variables). A bash line that runs one of Nova's own control
+commands (`nova config set`, `nova memory approve`, ...: nova.tools.policy.controls) or names a path in
+Nova's home is refused the same way, and no tool reads the server token.
 
-Pattern rules on `bash` are a guard rail against the model's usual habits, not a sandbox: a program
-can still write or run what its arguments do not show (`python script.py`). The model cannot change
-the policy: it is immutable, and no tool receives it.
+Before any allow rule: a bash line that writes outside the workspace, or to a place only the running
+command knows, needs approval (`echo x > ~/.bashrc` is not allowed by `bash(echo*)`); and where no
+sandbox can run although the user did not turn it off (`unconfined`), so does every line that is not
+read-only.
+
+Pattern rules on `bash` are the first, explainable layer, not the boundary: a program can still write
+or run what its arguments do not show (`python script.py`). The sandbox (nova.tools.policy.sandbox) is
+the boundary. The model cannot change the policy: it is immutable, and no tool receives it.
 """
 
 from __future__ import annotations

@@ -250,6 +250,20 @@ def test_writes_the_parser_cannot_place_cannot_change_the_rules_in_the_sandbox(
     _assert_rules_untouched(world, output)
 
 
+@pytest.mark.parametrize("how", ["cp", "script"])
+def test_a_file_the_rules_import_cannot_be_made_by_bash(world: EscapeWorld, bash_mode: BashMode, how: str) -> None:
+    """NOVA.md imports a file that does not exist yet: a command that makes it would write the rules."""
+    (world.project / "NOVA.md").write_text("original rules\n@docs/team-rules.md\n")
+    (world.project / "docs").mkdir()
+    if how == "script" and not bash_mode.sandbox:
+        pytest.skip("a script's writes are the sandbox's to stop")
+    command = ("cp payloads/rules.txt docs/team-rules.md" if how == "cp" else
+               "printf 'open(\"docs/team-rules.md\", \"w\").write(\"FORGED\")\n' > .f.py && python3 .f.py")
+    output = run(bash_mode, world, command)
+    assert not (world.project / "docs" / "team-rules.md").exists(), output
+    assert "FORGED" not in next_session_system_prompt(world, world.project), output
+
+
 def test_a_rules_file_made_where_none_was_is_moved_aside_and_the_model_is_told(world: EscapeWorld,
                                                                                sandboxed: BashMode) -> None:
     output = run(sandboxed, world, "printf 'open(\"CLAUDE.md\", \"w\").write(\"FORGED\")\\n' > .f.py && python3 .f.py")

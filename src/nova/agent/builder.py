@@ -301,7 +301,8 @@ def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> P
         # `.git/hooks` and `.git/config` hold what git runs, outside any sandbox, on the user's next
         # `git status`; `.mcp.json` the servers a session starts.
         dirs=(settings.home, root / ".nova", root / ".claude" / "skills", root / ".git" / "hooks"),
-        files=(org_policy_path(settings), *imported, root / ".git" / "config", project_mcp_file(root)),
+        files=(org_policy_path(settings), *imported, *sources.missing_imports, root / ".git" / "config",
+               project_mcp_file(root)),
         names=frozenset((*config.project_files, config.local_file)),
         home=settings.home,
         unreadable=(settings.home / SERVER_TOKEN_FILE,),
@@ -347,7 +348,7 @@ def bash_sandbox(settings: Settings, cwd: Path, protected: ProtectedPaths) -> Sa
     # Where the next session looks for rules, servers and skills: a file a command makes there is undone.
     watched = [place for place, kind in instruction_search_places(cwd=cwd, home=settings.home, config=instructions)
                if kind != "user"]
-    watched += [project_mcp_file(root), root / ".nova" / "skills", root / ".claude" / "skills"]
+    watched += [project_mcp_file(root), root / ".nova" / "skills", root / ".claude" / "skills", *protected.files]
     plan = plan_sandbox(workspace=root, cwd=cwd, user_home=Path.home(), nova_home=settings.home,
                         protected_dirs=protected.dirs, protected_files=protected.files,
                         protected_names=protected.names, watched=watched, network=settings.sandbox_network)

@@ -82,6 +82,8 @@ class ContextSources:
     policy: tuple[PolicySource, ...]
     skills: SkillCatalog = field(default_factory=lambda: SkillCatalog(skills={}))
     """The skills found at session start: their index is a head piece, their bodies load on demand."""
+    missing_imports: tuple[Path, ...] = ()
+    """Files the rules `@import` that do not exist (yet): the next session would read one made there."""
 
     @property
     def system(self) -> str:
@@ -136,7 +138,8 @@ def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra
     if extra_system:
         head.append(SourceText(id="system.extra", cls="always-on", source="caller: extra_system",
                                text=extra_system, reason="extra system text given by the caller"))
-    return ContextSources(head=tuple(head), policy=tuple(policy), skills=catalog)
+    missing = tuple(s.path for s in rules.skipped if s.imported_by is not None and s.reason.startswith("not found"))
+    return ContextSources(head=tuple(head), policy=tuple(policy), skills=catalog, missing_imports=missing)
 
 
 def _digest(text: str) -> str:

@@ -293,3 +293,14 @@ def _wait_for(condition: object, timeout_s: float = 15) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and not condition():  # type: ignore[operator]
         time.sleep(0.1)
+
+
+def test_the_terminal_ui_is_told_what_is_left_out_before_the_first_turn(project: Path, tmp_path: Path) -> None:
+    from nova.agent.project_trust import start_warnings
+
+    write_mcp_json(project, {"tools": starter(project / "started")})
+    _skill(project, "deploy", script="#!/bin/sh\necho deploying\n")
+    warnings = start_warnings(load_settings(env=dict(os.environ)), project)
+    left_out = [w for w in warnings if "Not trusted" in w]
+    assert len(left_out) == 1 and "MCP server tools" in left_out[0] and "skill deploy" in left_out[0]
+    assert "nova trust" in left_out[0]

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from nova.agent.project_trust import project_items
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
 from nova.errors import NovaError
@@ -24,18 +25,7 @@ from nova.settings import Settings, load_settings
 from nova.tools.policy.controls import require_person
 from nova.tools.policy.trust import TrustItem, TrustStore
 
-__all__ = ["offer_trust", "project_items", "trust_command"]
-
-
-def project_items(settings: Settings, cwd: Path) -> list[TrustItem]:
-    """Everything the project in `cwd` would run that needs the user's trust, sorted by kind and name."""
-    from nova.mcp.setup import configured_servers, project_server_items
-    from nova.skills.catalog import load_catalog, skill_trust_item
-
-    items = project_server_items(configured_servers(settings, cwd))
-    catalog = load_catalog(cwd=cwd, home=settings.home)
-    items += [item for item in (skill_trust_item(s) for s in catalog.sorted()) if item is not None]
-    return sorted(items, key=lambda i: (i.kind, i.name))
+__all__ = ["offer_trust", "trust_command"]
 
 
 def _describe(item: TrustItem, status: str) -> str:

@@ -17,7 +17,8 @@ four set-ups against a fresh world: a session with `--yes` and the sandbox (what
 the sandbox alone (every command runs), the policy alone (the sandbox off) and nothing at all (the
 baseline the judge is checked against). An escape is stopped when the policy refused it or it ran and
 did nothing outside the workspace (target: 100 % for the session with the sandbox). `--sample N` runs
-every Nth case only.
+every Nth case only; the baseline runs every 5th (`--baseline-sample`), since each case that gets out
+means putting the world back.
 
 The last line printed is one JSON object: {"sandbox_added_ms": ..., "escapes_stopped_pct": ..., ...}.
 """
@@ -101,6 +102,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="passes over the short commands, per set-up")
     parser.add_argument("--sample", type=int, default=1, help="run every Nth escape only (1: all)")
+    parser.add_argument("--baseline-sample", type=int, default=5,
+                        help="for the set-up with nothing in the way, every Nth escape (each that gets out "
+                             "means putting the world back)")
     args = parser.parse_args()
     problem = bubblewrap_problem()
     if problem:
@@ -125,12 +129,14 @@ def main() -> None:
         results: dict[str, tuple[collections.Counter[tuple[str, str]], list[Escape]]] = {}
         for mode, _ in MODES:
             started = time.perf_counter()
-            results[mode] = run_corpus(root, mode, args.sample)
+            results[mode] = run_corpus(root, mode, args.sample * (args.baseline_sample if mode == "bare" else 1))
             print(f"  ran the corpus in {mode}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
     categories = sorted({cat for counts, _ in results.values() for cat, _ in counts})
-    total = sum(results["bare"][0].values())
-    print(f"\nescapes: {total} generated command lines; stopped (by the rules / by the sandbox) per set-up")
+    total = sum(results["policy+sandbox"][0].values())
+    sampled = sum(results["bare"][0].values())
+    print(f"\nescapes: {total} generated command lines ({sampled} of them, every {args.baseline_sample}th, for the "
+          "baseline); stopped, % (by the rules/by the sandbox), per set-up")
     header = f"{'category':<14}" + "".join(f"  {name[:22]:>22}" for _, name in MODES)
     print(header)
 
@@ -144,7 +150,8 @@ def main() -> None:
     for category in [*categories, None]:
         name = category or "all"
         print(f"{name:<14}" + "".join(f"  {cell(results[m][0], category):>22}" for m, _ in MODES))
-    stopped = {m: sum(v for k, v in results[m][0].items() if k[1] != "escaped") / total * 100 for m, _ in MODES}
+    stopped = {m: sum(v for k, v in results[m][0].items() if k[1] != "escaped") / sum(results[m][0].values()) * 100
+               for m, _ in MODES}
     for mode, _ in MODES[:3]:
         for escape in results[mode][1][:8]:
             print(f"  got out in {mode}: {escape.name}: {escape.command[:110]}")

@@ -110,6 +110,7 @@ class McpCatalog(Extension):
         self._stale: set[str] = set()
         self._lock = threading.Lock()
         self._settled_starts: set[str] = set()
+        self._closing = False
 
     # -- life cycle ---------------------------------------------------------------------------------
     def start(self, *, wait_s: float | None = None) -> McpCatalog:
@@ -156,7 +157,11 @@ class McpCatalog(Extension):
         except (Exception, concurrent.futures.CancelledError) as exc:
             connection.state = "failed"
             connection.last_error = connection.last_error or f"{type(exc).__name__}: {exc}"
-            self._event("mcp_server_failed", name, connection.last_error)
+            if self._closing:  # the session ended while it was still starting: nothing went wrong
+                connection.last_error = "still starting when the session ended"
+                self._event("mcp_server_not_started", name, connection.last_error)
+            else:
+                self._event("mcp_server_failed", name, connection.last_error)
             return
         with self._lock:
             self._remote[name] = tools
@@ -165,8 +170,14 @@ class McpCatalog(Extension):
             self._event("mcp_server_joined", name, f"{len(tools)} tools, after the session started")
 
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.stop()
+        """Stop every server, side by side: each may take its SDK's grace period to end its process."""
+        self._closing = True
+        stoppers = [threading.Thread(target=c.stop, name=f"mcp-stop-{name}", daemon=True)
+                    for name, c in self._connections.items()]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join(30)
         if self._loop is not None:
             self._loop.stop()
             self._loop = None
@@ -298,8 +309,8 @@ class McpCatalog(Extension):
         return out
 
     def _event(self, name: str, server: str, detail: str) -> None:
-        log.warning("%s: %s %s", name, server, detail) if name != "mcp_tools_changed" else log.info(
-            "%s: %s %s", name, server, detail)
+        quiet = name in ("mcp_tools_changed", "mcp_server_joined", "mcp_server_not_started")
+        (log.info if quiet else log.warning)("%s: %s %s", name, server, detail)
         try:
             self.report(name, {"server": server, "detail": detail})
         except Exception:  # reporting must not break a call

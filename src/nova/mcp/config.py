@@ -65,7 +65,7 @@ class McpOptions:
     tool_timeout_s: float = 60.0
     startup_timeout_s: float = 30.0
     """Each server's deadline to start and list its tools; past it the server is stopped and reported."""
-    startup_wait_s: float = 5.0
+    startup_wait_s: float = 3.0
     """How long a session's first request waits, in all, for servers still starting: they start side by
     side, and one ready later joins before a later request (one cache break)."""
     on_demand: OnDemand = "auto"

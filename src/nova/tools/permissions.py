@@ -568,7 +568,8 @@ class PermissionPolicy:
                 if why is not None:
                     return f"it writes {write.path} ({write.via}): {why}"
         for command in line.commands:
-            for word in command.exact.split():
+            # Only a word with a folder in it can lead out of the working directory into Nova's home.
+            for word in (w for w in command.exact.split() if "/" in w or w.startswith(("~", "$"))):
                 if any(self._protected.names_home(word, base) for base in bases):
                     return f"it names {word}, in Nova's home (its config, memory, sessions and server token)"
         return None

@@ -102,9 +102,16 @@ def _positional_peeler(with_value: str = "", long_with_value: tuple[str, ...] = 
     return peel
 
 
+def _peel_flock(argv: list[str]) -> tuple[int, str | None]:
+    """`flock [OPTIONS] FILE CMD ARGS` runs CMD; `flock FILE -c 'CMD'` hands a string to a shell
+    (`command_string` reads it)."""
+    if any(w in ("-c", "--command") or w.startswith("--command=") for w in argv[1:]):
+        return len(argv) + 1, None
+    return _positional_peeler("wE", ("--timeout", "--conflict-exit-code"))(argv)
+
+
 EXTRA_WRAPPERS: dict[str, Peeler] = {
-    "flock": _positional_peeler("wE", ("--timeout", "--conflict-exit-code"), stop_flags="c",
-                                stop_long=("--command",)),
+    "flock": _peel_flock,
     "taskset": _positional_peeler(stop_flags="p", stop_long=("--pid",)),
     "chrt": _positional_peeler(stop_flags="p", stop_long=("--pid",)),
     "chroot": _positional_peeler(long_with_value=("--userspec", "--groups")),
@@ -181,15 +188,7 @@ def inline_code(argv: list[str]) -> str | None:
     program does."""
     name = argv[0]
     if _PYTHON_RE.match(name):
-        i = options_end(argv, 1, with_value=frozenset("cmWXQ"))
-        flags = [w for w in argv[1:i] if w.startswith("-") and not w.startswith("--")]
-        if any("c" in f[1:] and not f.startswith("-X") and not f.startswith("-W") for f in flags):
-            return f"{name} -c runs Python code the parser cannot check"
-        if any("m" in f[1:] and not f.startswith(("-X", "-W")) for f in flags):
-            return None
-        if i >= len(argv) or argv[i] == "-":
-            return f"{name} reads its program from its input"
-        return None
+        return _python_code(argv)
     if _PERL_RE.match(name):
         i = options_end(argv, 1, with_value=frozenset("eEIMmlx0Cd"))
         if any(w.startswith("-") and not w.startswith("--") and set(w[1:]) & {"e", "E"} for w in argv[1:i]):
@@ -199,7 +198,8 @@ def inline_code(argv: list[str]) -> str | None:
         return None
     if name in _INLINE_FLAGS:
         code_flags = _INLINE_FLAGS[name]
-        used = next((f for f in code_flags for w in argv[1:] if w == f or (len(f) == 2 and w.startswith(f))), None)
+        own = list(itertools.takewhile(lambda w: w.startswith("-"), argv[1:]))  # after a script: its arguments
+        used = next((f for f in code_flags for w in own if w == f or (len(f) == 2 and w.startswith(f))), None)
         if used is not None:
             return f"{name} {used} runs code the parser cannot check"
         if name == "deno" or (len(argv) == 1 and name in ("ruby", "node", "nodejs", "php", "lua", "tclsh")):
@@ -223,6 +223,33 @@ def inline_code(argv: list[str]) -> str | None:
         if any(_SED_RUNS.search(s) for s in scripts):
             return "sed's `e` command runs a shell command"
     return None
+
+
+def _python_code(argv: list[str]) -> str | None:
+    """Python's own options end at `-c CODE`, `-m MODULE`, a script or `-`: what follows is the program's."""
+    name = argv[0]
+    i = 1
+    while i < len(argv):
+        word = argv[i]
+        if word == "-":
+            return f"{name} reads its program from its input"
+        if not word.startswith("-") or word == "--":
+            return None if word != "--" or i + 1 < len(argv) else f"{name} reads its program from its input"
+        if word in ("--version", "--help", "-V", "-VV", "-h", "-?"):
+            return None  # prints and exits
+        if word.startswith("--"):
+            i += 1
+            continue
+        for j, letter in enumerate(word[1:], start=1):
+            if letter == "c":
+                return f"{name} -c runs Python code the parser cannot check"
+            if letter == "m":
+                return None
+            if letter in "WXQ":
+                i += 0 if j < len(word) - 1 else 1
+                break
+        i += 1
+    return f"{name} reads its program from its input"
 
 
 # -- writes ----------------------------------------------------------------------------------------------

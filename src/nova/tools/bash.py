@@ -4,7 +4,10 @@ The command runs in its own process group (a new session) so that a timeout or a
 everything it started, not only the shell: `pytest` spawning workers or `sleep 100 | cat` must not
 outlive the call. Output is read with a selector in this thread rather than `communicate()`, because
 a background process (`server &`) can hold the pipe open forever after the shell itself has exited.
-With a `Sandbox` (see `nova.tools.policy.sandbox`) the shell runs inside bubblewrap instead.
+With a `Sandbox` (see `nova.tools.policy.sandbox`; a session has one by default where bubblewrap runs)
+the shell runs inside bubblewrap instead, and what the command left at a protected path is undone after
+it. Every command carries the tool runner's mark (nova.tools.policy.controls), so `nova` started inside it
+refuses to change Nova's own controls.
 """
 
 from __future__ import annotations

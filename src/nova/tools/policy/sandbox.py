@@ -39,7 +39,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nova.errors import ConfigError
@@ -126,8 +126,6 @@ class Sandbox:
     quarantine: Path | None = None
     """Where `undo_new` moves what a command created at a protected path (inside Nova's home, which no
     sandboxed command can see); None: such paths are deleted."""
-    env: Mapping[str, str] = field(default_factory=dict)
-    """Set inside, over the caller's environment (e.g. the mark of a command a tool runs)."""
 
     def wrap(self, command: Sequence[str], *, cwd: Path) -> list[str]:
         return self.prepare(command, cwd=cwd).argv
@@ -142,7 +140,7 @@ class Sandbox:
         plan = replace(self.plan, cwd=_real(cwd))
         if existing:
             plan = _with_read_only(plan, (_real(p) for p in existing))
-        return SandboxRun(bwrap_argv(plan, command, bwrap=self.bwrap, env=self.env), tuple(absent))
+        return SandboxRun(bwrap_argv(plan, command, bwrap=self.bwrap), tuple(absent))
 
     def undo_new(self, run: SandboxRun) -> list[str]:
         """After the command: whatever it created at a watched path that was absent is moved to the
@@ -202,8 +200,7 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
-def bwrap_argv(plan: SandboxPlan, command: Sequence[str], *, bwrap: str = "bwrap",
-               env: Mapping[str, str] | None = None) -> list[str]:
+def bwrap_argv(plan: SandboxPlan, command: Sequence[str], *, bwrap: str = "bwrap") -> list[str]:
     """The bubblewrap command line that runs `command` under `plan`. Mount order matters (a later mount
     covers an earlier one): the read-only root, fresh /dev, /proc and a private /tmp, then the writable
     workspace, the pinned folders in it, Nova's files read-only inside them, then the hidden paths over
@@ -231,8 +228,6 @@ def bwrap_argv(plan: SandboxPlan, command: Sequence[str], *, bwrap: str = "bwrap
         argv += ["--ro-bind", "/dev/null", str(path)]
     # Caches that honour XDG (and npm's) go to the private /tmp: the user's own are read-only in here.
     argv += ["--setenv", "XDG_CACHE_HOME", "/tmp/.cache", "--setenv", "npm_config_cache", "/tmp/.npm"]
-    for name, value in sorted((env or {}).items()):
-        argv += ["--setenv", name, value]
     argv += ["--chdir", str(plan.cwd), "--", *command]
     return argv
 

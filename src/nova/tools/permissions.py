@@ -67,6 +67,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from nova.errors import ConfigError, ToolError
+from nova.fs.special_files import special_kind
 from nova.settings import PermissionsConfig
 from nova.tools.approval import Answer, Approver, answer_of
 from nova.tools.base import Tool, ToolContext, ToolOutput, resolve_delegate
@@ -304,13 +305,19 @@ def _bases(line: ShellLine, where: Path) -> list[Path]:
 
 
 MAX_ARCHIVE_MEMBERS = 10_000
+MAX_TAR_BYTES = 64 * 1024 * 1024
+"""A tar archive is listed by reading it through (a zip has a directory at its end): past this size the
+check would cost more than it is worth, and the command is asked about instead."""
 
 
 def _archive_members(path: Path, kind: str) -> list[str] | None:
     """The names an archive would unpack, or None when it cannot be read here (missing, not an archive,
-    more than `MAX_ARCHIVE_MEMBERS` entries): then where it writes is not known before it runs."""
+    more than `MAX_ARCHIVE_MEMBERS` entries, a tar past `MAX_TAR_BYTES`): then where it writes is not
+    known before it runs."""
     try:
-        if not path.is_file():
+        if not path.is_file() or special_kind(path.stat().st_mode) is not None:
+            return None
+        if kind != "zip" and path.stat().st_size > MAX_TAR_BYTES:
             return None
         if kind == "zip":
             with zipfile.ZipFile(path) as archive:

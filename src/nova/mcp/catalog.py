@@ -115,9 +115,10 @@ class McpCatalog(Extension):
     # -- life cycle ---------------------------------------------------------------------------------
     def start(self, *, wait_s: float | None = None) -> McpCatalog:
         """Start every server at once, each with its deadline (`startup_timeout_s`), and wait for them
-        together at most `wait_s` (default `startup_wait_s`): a slow server never holds up the turn. One
-        that is ready later joins before a later request, as a changed tool list would (one cache
-        break); one that fails or misses its deadline is stopped, reported and left out."""
+        together at most `wait_s` (default: until each is ready or past its deadline; a session passes
+        `startup_wait_s`, so a slow server never holds up its turn). One that is ready later joins
+        before a later request, as a changed tool list would (one cache break); one that fails or misses
+        its deadline is stopped, reported and left out."""
         if not self.configs:
             return self
         require_sdk()
@@ -131,7 +132,7 @@ class McpCatalog(Extension):
                                           home=self.home)
             self._connections[config.name] = connection
             futures[config.name] = connection.begin()
-        wait = self.options.startup_wait_s if wait_s is None else wait_s
+        wait = self.options.startup_timeout_s + 5 if wait_s is None else wait_s
         concurrent.futures.wait(futures.values(), timeout=wait)
         for name, future in futures.items():
             if future.done():

@@ -79,4 +79,4 @@ def catalog_for(settings: Settings, cwd: Path, *, window: int, counter: TokenCou
     catalog = McpCatalog(startable, options=options, window=window, counter=counter, report=report,
                          log_dir=settings.home / "logs", sandbox=sandbox_for, home=settings.home,
                          untrusted=untrusted)
-    return catalog.start(wait_s=options.startup_timeout_s + 5 if strict else None)
+    return catalog.start(wait_s=None if strict else options.startup_wait_s)

@@ -16,13 +16,15 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from nova.errors import ConfigError, FileRefused
 
 __all__ = [
+    "SANDBOX_MODES",
     "CompactionConfig",
     "PermissionsConfig",
+    "SandboxMode",
     "Settings",
     "SpillConfig",
     "_parse_compaction_config",
@@ -118,6 +120,21 @@ def _to_bool(value: Any, *, source: str, key: str) -> bool:
     if not isinstance(value, bool):
         raise config_error(source, key, value, "true or false")
     return value
+
+
+SandboxMode = Literal["auto", "on", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "on", "off")
+
+
+def _to_sandbox_mode(value: Any, *, source: str) -> SandboxMode:
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    for mode in SANDBOX_MODES:
+        if value == mode:
+            return mode
+    raise config_error(source, "sandbox", value, "auto, on or off (true and false mean on and off)")
 
 
 def config_str(value: Any, *, source: str, key: str) -> str:
@@ -314,8 +331,11 @@ class Settings:
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     spill: SpillConfig = field(default_factory=SpillConfig)
     permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
-    sandbox: bool = False
-    """Run `bash` commands inside bubblewrap (Linux); see `nova.tools.policy.sandbox`."""
+    sandbox: SandboxMode = "auto"
+    """Where commands the model runs (`bash`, stdio MCP servers) run; see `nova.tools.policy.sandbox`.
+    `auto` (the default): inside bubblewrap where it can run, else unconfined with every command that
+    is not read-only asked; `on`: inside bubblewrap or not at all; `off`: unconfined, under the rules alone.
+    The config takes `true` for `on` and `false` for `off` too."""
     sandbox_network: bool = False
     """With the sandbox on: let commands reach the network (off: they have none)."""
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -449,7 +469,7 @@ def load_settings(
     max_out = _to_token_count(layered.get("max_output_tokens", 8192), source=src_of("max_output_tokens"),
                               key="max_output_tokens")
 
-    sandbox = _to_bool(layered.get("sandbox", False), source=src_of("sandbox"), key="sandbox")
+    sandbox = _to_sandbox_mode(layered.get("sandbox", "auto"), source=src_of("sandbox"))
     sandbox_network = _to_bool(layered.get("sandbox_network", False), source=src_of("sandbox_network"),
                                key="sandbox_network")
 

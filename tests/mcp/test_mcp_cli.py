@@ -41,11 +41,17 @@ def test_list_json_shows_each_server_its_state_and_its_tools(project: Path) -> N
     servers = {s["name"]: s for s in json.loads(result.output)["servers"]}
     assert servers["fx"]["state"] == "ready" and servers["fx"]["transport"] == "stdio"
     assert "mcp__fx__echo" in servers["fx"]["tools"]
+    # The project's own server waits for the user's trust before it is ever started.
+    assert servers["gone"]["state"] == "untrusted" and "nova trust" in servers["gone"]["error"]
+    assert runner.invoke(app, ["trust", "--yes"]).exit_code == 0
+    result = runner.invoke(app, ["mcp", "list", "--json"])
+    servers = {s["name"]: s for s in json.loads(result.output)["servers"]}
     assert servers["gone"]["state"] == "failed" and servers["gone"]["tools"] == [] and servers["gone"]["error"]
 
 
 def test_list_table_names_the_tools(project: Path) -> None:
     pytest.importorskip("mcp", reason="the `mcp` extra is not installed")
+    assert runner.invoke(app, ["trust", "--yes"]).exit_code == 0
     result = runner.invoke(app, ["mcp", "list"])
     assert result.exit_code == 0, result.output
     assert "fx (stdio): ready, 5 tool(s)" in result.output and "  mcp__fx__crash" in result.output

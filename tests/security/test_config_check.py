@@ -79,6 +79,6 @@ def test_a_good_config_passes_both(nova_home: Path, tmp_path: Path) -> None:
     shown = runner.invoke(app, ["config", "show", "--json"])
     assert shown.exit_code == 0, shown.output
     values = {row["key"]: row["value"] for row in json.loads(shown.output)["values"]}
-    assert values["sandbox"] is False and values["sandbox_network"] is True
+    assert values["sandbox"] == "auto" and values["sandbox_network"] is True
     ran = runner.invoke(app, ["run", "what is here?", "--cwd", str(tmp_path), "--json"])
     assert ran.exit_code == 0, ran.output

@@ -95,7 +95,10 @@ def forge_with_a_tool(world: dict[str, Path], mtype: str) -> Path:
     def model(request: ModelRequest) -> reply | str:
         return "NONE" if request.metadata.get("purpose") else next(steps)
 
-    settings = load_settings(home=world["home"], env={}, overrides={"provider": "demo", "model": "demo"})
+    # Without the sandbox: in it Nova's home is hidden and the write fails. This is about a file that got
+    # there anyway (the sandbox turned off, or a write from outside Nova).
+    settings = load_settings(home=world["home"], env={},
+                             overrides={"provider": "demo", "model": "demo", "sandbox": False})
     agent = build_agent(settings, FunctionProvider(model), AgentOptions(
         cwd=world["project"], yes=True, allowed_tools=frozenset({"bash"})))
     try:

@@ -106,7 +106,8 @@ def test_a_command_cannot_write_outside_the_workspace_or_novas_files(
 def test_the_workspace_can_be_the_home_folder_and_the_keys_stay_hidden(world: dict[str, Path], sandboxed) -> None:
     """Nova started in ~: the home is the writable workspace, ~/.ssh is still neither readable nor
     writable, and Nova's home is hidden."""
-    result = sandboxed.run(f"cat ~/.ssh/id_rsa; ls -a ~/.ssh; cat {world['home']}/config.json; echo ok > note",
+    # Nova's home through a variable: the policy refuses a line that names it, the sandbox hides it.
+    result = sandboxed.run(f"cat ~/.ssh/id_rsa; ls -a ~/.ssh; h={world['home']}; cat $h/config.json; echo ok > note",
                            home=world["home"], cwd=world["user"])
     assert "fake-key-material" not in result.content
     assert "authorized_keys" not in result.content
@@ -174,19 +175,21 @@ def listener() -> Iterator[int]:
         server.close()
 
 
-def _connect(port: int) -> str:
-    return (f"python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', {port}), timeout=3); "
-            f"print(s.recv(100).decode())\"")
+def _connect(port: int, folder: Path) -> str:
+    """A program that connects to `port` (a script: what the parser cannot look into, the sandbox bounds)."""
+    (folder / "connect.py").write_text(f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), "
+                                       "timeout=3)\nprint(s.recv(100).decode())\n")
+    return "python3 connect.py"
 
 
 def test_no_network_by_default(world: dict[str, Path], sandboxed, listener: int) -> None:
-    result = sandboxed.run(_connect(listener), home=world["home"], cwd=world["project"])
+    result = sandboxed.run(_connect(listener, world["project"]), home=world["home"], cwd=world["project"])
     assert "hello from the host" not in result.content
     assert result.is_error and ("refused" in result.content or "unreachable" in result.content), result.content
 
 
 def test_network_when_allowed(world: dict[str, Path], sandboxed, listener: int) -> None:
-    result = sandboxed.run(_connect(listener), home=world["home"], cwd=world["project"],
+    result = sandboxed.run(_connect(listener, world["project"]), home=world["home"], cwd=world["project"],
                            config={"sandbox_network": True})
     assert "hello from the host" in result.content, result.content
 

@@ -15,8 +15,9 @@ from nova.agent.context_runtime import ContextRuntime
 from nova.cli.main import app
 from nova.messages import ToolUsePart
 from nova.settings import load_settings
-from nova.skills.catalog import load_catalog
+from nova.skills.catalog import load_catalog, skill_trust_item
 from nova.testing import ScriptedProvider, call, last_message, reply
+from nova.tools.policy.trust import TrustStore
 
 # Written the way Claude Code's skills are: only `name`, `description`, `allowed-tools`, then Markdown.
 ECOSYSTEM_BODY = """# PDF Processing
@@ -78,7 +79,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def project(tmp_path: Path, nova_home: Path) -> Path:
     work = tmp_path / "repo"
     (work / ".git").mkdir(parents=True)
     _write(work / ".claude" / "skills" / "pdf-processing" / "SKILL.md", ECOSYSTEM_SKILL)
@@ -86,6 +87,9 @@ def project(tmp_path: Path) -> Path:
     _write(work / ".nova" / "skills" / "release-notes" / "SKILL.md", NOVA_SKILL)
     _write(work / ".nova" / "skills" / "release-notes" / "template.md", "# Notes\n")
     _write(work / "src" / "app.py", "print('hi')\n")
+    # release-notes declares a test command: a session offers it once the user trusted it (`nova trust`).
+    items = [i for i in (skill_trust_item(s) for s in load_catalog(cwd=work, home=nova_home).sorted()) if i]
+    TrustStore(nova_home).trust(work, items)
     return work
 
 
@@ -243,6 +247,9 @@ def test_cli_list_show_test_retire_and_roll_back(project: Path, nova_home: Path,
     assert tested.exit_code == 0, tested.output
     assert json.loads(tested.output)["passed"] is True
     (project / ".nova" / "skills" / "release-notes" / "template.md").unlink()
+    # A changed skill folder is new to the user's trust: its tests run once trusted again.
+    assert runner.invoke(app, ["skills", "test", "release-notes"], env=env).exit_code == 2
+    assert runner.invoke(app, ["trust", "--yes"], env=env).exit_code == 0
     failing = runner.invoke(app, ["skills", "test", "release-notes"], env=env)
     assert failing.exit_code == 1 and "FAIL  release-notes: has-template" in failing.output
 

@@ -5,6 +5,8 @@ The CLI, the server and the TUI all build their agent here so they behave the sa
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -30,10 +32,12 @@ from nova.context.prompt_cache import PromptCache
 from nova.context.state import TaskState, TaskStateStore
 from nova.context.summarize import summarizer_for
 from nova.errors import NovaError
+from nova.fs.internal_paths import SERVER_TOKEN_FILE
 from nova.fs.special_files import read_regular_text
+from nova.mcp.config import project_mcp_file
 from nova.mcp.setup import catalog_for
 from nova.memory.config import parse_memory_config
-from nova.memory.instructions import parse_instructions_config
+from nova.memory.instructions import instruction_search_places, parse_instructions_config
 from nova.memory.paths import home_memory_dir, project_root
 from nova.memory.provenance import ProvenanceGuard
 from nova.memory.runtime import memory_extension
@@ -52,10 +56,12 @@ from nova.tools.approval import Answer, Approver
 from nova.tools.base import ToolRegistry
 from nova.tools.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
 from nova.tools.policy.read_policy import read_concern
-from nova.tools.policy.sandbox import Sandbox, plan_sandbox, require_bubblewrap
+from nova.tools.policy.sandbox import Sandbox, bubblewrap_problem, plan_sandbox, require_bubblewrap
 
 __all__ = ["SYSTEM_CONTRACT", "AgentOptions", "agent_tools", "bash_sandbox", "build_agent", "build_policy",
-           "record_fixed_prompt"]
+           "record_fixed_prompt", "unconfined_reason"]
+
+log = logging.getLogger(__name__)
 
 # The stable system contract (CCH-3): nothing project-specific, nothing that changes between turns,
 # so it stays inside the cached prefix for the life of the session.
@@ -140,15 +146,17 @@ def build_agent(
     task = TaskTool(factory=start_child, depth=child.depth if child is not None else 0,
                     skill_body=lambda name: body_of(sources.skills.skills[name]) if name in sources.skills.skills else "",
                     in_use=active.skills)
+    sandbox = bash_sandbox(settings, options.cwd, protected)
     tools = agent_tools(settings, options.cwd, sources=sources, state=state, protected=protected, active=active,
-                        task=task)
+                        task=task, sandbox=sandbox)
     if child is not None and child.tools is not None:
         tools = ToolRegistry([t for t in tools if t.name in child.tools])
     # MCP servers' tools after the built-in ones; the catalog closes its servers with the agent. An
     # isolated sub-agent whose tool list names no MCP tool starts no servers.
     wants_mcp = child is None or child.tools is None or any(n.startswith("mcp") for n in child.tools)
     mcp = catalog_for(settings, options.cwd, window=budget.window, counter=ledger.counter,
-                      report=session.record_event if session is not None else None) if wants_mcp else None
+                      report=session.record_event if session is not None else None,
+                      sandbox=sandbox) if wants_mcp else None
     if mcp is not None:
         mcp.attach(tools)
     # Revoked memories leave every view, summaries and task state that quoted them included (MEM-7).
@@ -166,7 +174,8 @@ def build_agent(
         prices=prices_for(settings.model), pinned_filter=provenance.scrub_pinned,
     )
     policy = build_policy(settings, options, sources=sources, dynamic_deny=pipeline.runtime.deny_rules,
-                          session_dir=session_dir, protected=protected, limit=active.refusal)
+                          session_dir=session_dir, protected=protected, limit=active.refusal,
+                          sandboxed=sandbox is not None)
     system = sources.system
     extensions: list[Extension] = [
         *pipeline.extensions,
@@ -242,10 +251,15 @@ def _start_child(settings: Settings, provider: Provider, options: AgentOptions, 
 def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextSources | None = None,
                  dynamic_deny: Callable[[], Iterable[str]] | None = None,
                  session_dir: Path | None = None, protected: ProtectedPaths | None = None,
-                 limit: Callable[[str, Any, Path], str | None] | None = None) -> PermissionPolicy:
-    """The permission policy a session in `options.cwd` runs under (`nova permissions check` shows it)."""
+                 limit: Callable[[str, Any, Path], str | None] | None = None,
+                 sandboxed: bool | None = None) -> PermissionPolicy:
+    """The permission policy a session in `options.cwd` runs under (`nova permissions check` shows it).
+    `sandboxed`: whether its commands run in the sandbox (None: whether they would, by the settings)."""
     if sources is None:
         sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT)
+    unconfined = unconfined_reason(settings)
+    if sandboxed is None:
+        sandboxed = settings.sandbox == "on" or (settings.sandbox == "auto" and unconfined is None)
     return PermissionPolicy(
         settings.permissions,
         interactive=options.interactive,
@@ -257,6 +271,9 @@ def build_policy(settings: Settings, options: AgentOptions, *, sources: ContextS
         protected=protected if protected is not None else protected_paths(settings, options.cwd, sources),
         read_roots=read_roots(options.cwd, session_dir),
         limit=limit,
+        workspace=project_root(options.cwd),
+        unconfined=unconfined,
+        private_tmp=sandboxed,
     )
 
 
@@ -269,27 +286,39 @@ def read_roots(cwd: Path, session_dir: Path | None) -> tuple[Path, ...]:
 def protected_paths(settings: Settings, cwd: Path, sources: ContextSources) -> ProtectedPaths:
     """What no model tool may write: Nova's home (config, policy, user rules and memory, the session
     store), the project's `.nova/` (memory, skills) and `.claude/skills/`, the organisation policy
-    wherever it is configured, every instruction file by name, and each file the rules imported."""
+    wherever it is configured, every instruction file by name, each file the rules imported, git's
+    hooks and config and the project's `.mcp.json`. Bash commands may not name Nova's home at all, and
+    no tool may read the server token."""
     config = parse_instructions_config(settings.section("instructions"),
                                        source=f"{settings.config_file} [instructions]")
     root = project_root(cwd)
     imported = tuple(Path(piece.id.removeprefix("rules:")) for piece in sources.head if piece.id.startswith("rules:"))
     return ProtectedPaths(
-        dirs=(settings.home, root / ".nova", root / ".claude" / "skills"),
-        files=(org_policy_path(settings), *imported),
+        # `.git/hooks` and `.git/config` hold what git runs, outside any sandbox, on the user's next
+        # `git status`; `.mcp.json` the servers a session starts.
+        dirs=(settings.home, root / ".nova", root / ".claude" / "skills", root / ".git" / "hooks"),
+        files=(org_policy_path(settings), *imported, *sources.missing_imports, root / ".git" / "config",
+               project_mcp_file(root)),
         names=frozenset((*config.project_files, config.local_file)),
+        home=settings.home,
+        unreadable=(settings.home / SERVER_TOKEN_FILE,),
     )
 
 
+_SANDBOX_FROM_SETTINGS: Any = object()
+
+
 def agent_tools(settings: Settings, cwd: Path, *, sources: ContextSources, state: TaskStateStore,
-                protected: ProtectedPaths, active: ActiveSkills | None = None, task: TaskTool | None = None
-                ) -> ToolRegistry:
+                protected: ProtectedPaths, active: ActiveSkills | None = None, task: TaskTool | None = None,
+                sandbox: Sandbox | None = _SANDBOX_FROM_SETTINGS) -> ToolRegistry:
     """The tools the model is sent, as the agent holds them: the built-ins (`bash` sandboxed, with the
-    sandbox's description, when the settings ask for it) with their part in task state
-    (`task_state_tools`), `skill` when there are skills, `session_search` (the project's past sessions)
-    and `task` (sub-agents). `nova context` describes a session through this too, so what it shows is
-    what the model got."""
-    registry = task_state_tools(default_registry(sandbox=bash_sandbox(settings, cwd, protected)), state)
+    sandbox's description, unless the settings turn it off or it cannot run) with their part in task
+    state (`task_state_tools`), `skill` when there are skills, `session_search` (the project's past
+    sessions) and `task` (sub-agents). `nova context` describes a session through this too, so what it
+    shows is what the model got. `sandbox`: the one already planned."""
+    if sandbox is _SANDBOX_FROM_SETTINGS:
+        sandbox = bash_sandbox(settings, cwd, protected)
+    registry = task_state_tools(default_registry(sandbox=sandbox, home=settings.home), state)
     if len(sources.skills):
         registry.register(SkillTool(sources.skills, active or ActiveSkills(cwd)))
     registry.register(SessionSearchTool(home=settings.home, cwd=cwd))
@@ -302,16 +331,45 @@ def _no_children(start: ChildStart) -> ChildAgent:
 
 
 def bash_sandbox(settings: Settings, cwd: Path, protected: ProtectedPaths) -> Sandbox | None:
-    """The bubblewrap sandbox for `bash` when the settings ask for one: the project writable, Nova's
-    protected paths read-only, the user's secrets and Nova's home hidden. Refuses (`ConfigError`) when
-    bubblewrap cannot run here: asked for a sandbox, Nova never runs commands without one."""
-    if not settings.sandbox:
+    """The bubblewrap sandbox for the commands the model runs (`bash`, stdio MCP servers): the project
+    writable, Nova's protected paths read-only and watched, the user's secrets, Nova's home and the
+    service sockets hidden. None when the settings turn it off (`sandbox: off`) or, by default
+    (`auto`), when bubblewrap cannot run here (`unconfined_reason` says why, and the policy then asks
+    before every command that is not read-only). Asked for (`on`) and unable to run, it refuses
+    (`ConfigError`): Nova never runs commands without it then."""
+    if settings.sandbox == "off" or (settings.sandbox == "auto" and unconfined_reason(settings) is not None):
         return None
     bwrap = require_bubblewrap()
-    plan = plan_sandbox(workspace=project_root(cwd), cwd=cwd, user_home=Path.home(), nova_home=settings.home,
+    root = project_root(cwd)
+    instructions = parse_instructions_config(settings.section("instructions"),
+                                             source=f"{settings.config_file} [instructions]")
+    # Where the next session looks for rules, servers and skills: a file a command makes there is undone.
+    watched = [place for place, kind in instruction_search_places(cwd=cwd, home=settings.home, config=instructions)
+               if kind != "user"]
+    watched += [project_mcp_file(root), root / ".nova" / "skills", root / ".claude" / "skills", *protected.files]
+    plan = plan_sandbox(workspace=root, cwd=cwd, user_home=Path.home(), nova_home=settings.home,
                         protected_dirs=protected.dirs, protected_files=protected.files,
-                        protected_names=protected.names, network=settings.sandbox_network)
-    return Sandbox(plan=plan, bwrap=bwrap)
+                        protected_names=protected.names, watched=watched, network=settings.sandbox_network)
+    return Sandbox(plan=plan, bwrap=bwrap, quarantine=settings.home / "quarantine")
+
+
+def unconfined_reason(settings: Settings) -> str | None:
+    """Why the commands the model runs go without a sandbox although the user did not turn it off
+    (bubblewrap missing, or unable to create namespaces here), or None. Said once, on stderr, the
+    first time a session finds out."""
+    if settings.sandbox != "auto":
+        return None
+    problem = bubblewrap_problem()
+    if problem is not None:
+        _say_unconfined(problem)
+    return problem
+
+
+@functools.lru_cache(maxsize=4)
+def _say_unconfined(problem: str) -> None:
+    log.warning("no sandbox: %s. Every command that is not read-only needs your approval, whatever the allow "
+                "rules say. To fix: install bubblewrap (apt install bubblewrap), or set `sandbox` to off to run "
+                "commands without one under your rules alone.", problem)
 
 
 RESTORE_MAX_BYTES = 1024 * 1024

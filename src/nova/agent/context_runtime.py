@@ -20,6 +20,7 @@ pipeline that measures it (`nova.agent.pipeline`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import sys
@@ -55,6 +56,7 @@ from nova.context.state import (
     workspace_hash,
 )
 from nova.memory.instructions import load_rules, parse_instructions_config, render_rules
+from nova.memory.paths import project_root
 from nova.messages import Message
 from nova.model import ToolSpec
 from nova.sessions.readers.nova import TASK_STATE_EVENT
@@ -63,6 +65,7 @@ from nova.sessions.store import StoredTaskState
 from nova.skills.catalog import SkillCatalog, load_catalog
 from nova.tokens import TokenLedger
 from nova.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
+from nova.tools.policy.trust import TrustStore, trust_hint
 
 if TYPE_CHECKING:
     from nova.settings import Settings
@@ -90,10 +93,18 @@ class ContextSources:
     policy: tuple[PolicySource, ...]
     skills: SkillCatalog = field(default_factory=lambda: SkillCatalog(skills={}))
     """The skills found at session start: their index is a head piece, their bodies load on demand."""
+    missing_imports: tuple[Path, ...] = ()
+    """Files the rules `@import` that do not exist (yet): the next session would read one made there."""
 
     @property
     def system(self) -> str:
         return "\n\n".join(p.text for p in self.head)
+
+
+@functools.lru_cache(maxsize=16)
+def _say_untrusted_skills(root: Path, names: tuple[str, ...]) -> None:
+    log.warning("leaving out skills with scripts that are not trusted for this project: %s; %s",
+                ", ".join(names), trust_hint(root))
 
 
 def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra_system: str = "",
@@ -125,7 +136,10 @@ def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra
         head.append(SourceText(id=piece_id, cls="always-on", source=f"file:{loaded.path}#{digest}", version=digest,
                                text=text, reason=f"{loaded.kind} instruction file, loaded every turn (INS-3)"))
         policy.append(PolicySource(level="project", id=piece_id, text=loaded.text.strip()))
-    catalog = skills if skills is not None else load_catalog(cwd=cwd, home=settings.home)
+    catalog = skills if skills is not None else load_catalog(cwd=cwd, home=settings.home,
+                                                             trust=TrustStore(settings.home))
+    if catalog.untrusted and skills is None:
+        _say_untrusted_skills(project_root(cwd), catalog.untrusted)
     skill_index = catalog.index_text()
     if skill_index:
         # SKL-1: names and one line each, in the stable head (cached); the bodies load on demand.
@@ -135,7 +149,8 @@ def build_context_sources(*, settings: Settings, cwd: Path, contract: str, extra
     if extra_system:
         head.append(SourceText(id="system.extra", cls="always-on", source="caller: extra_system",
                                text=extra_system, reason="extra system text given by the caller"))
-    return ContextSources(head=tuple(head), policy=tuple(policy), skills=catalog)
+    missing = tuple(s.path for s in rules.skipped if s.imported_by is not None and s.reason.startswith("not found"))
+    return ContextSources(head=tuple(head), policy=tuple(policy), skills=catalog, missing_imports=missing)
 
 
 def _digest(text: str) -> str:

@@ -44,6 +44,9 @@ class _NovaGroup(LazyGroup):
         "skills": LazyCommand("nova.cli.commands.skills:app", "Skills: list, show, test, retire and roll back versions."),
         "mcp": LazyCommand("nova.cli.commands.mcp:app",
                            "MCP servers: list each configured server, its state and its tools."),
+        "trust": LazyCommand("nova.cli.commands.trust:trust_command",
+                             "List what this project would run (its .mcp.json servers, skills with scripts) and "
+                             "trust it."),
         "rules": LazyCommand("nova.cli.commands.memory:rules_command",
                              "Show the resolved instruction chain: each file, who imported it, its tokens, and "
                              "what was skipped."),

@@ -11,9 +11,12 @@ are all dot-named or end in `.lock`; none of them is anything a model should loo
 
 from __future__ import annotations
 
-__all__ = ["NOVA_DIR", "is_internal_dir", "is_internal_file"]
+__all__ = ["NOVA_DIR", "SERVER_TOKEN_FILE", "is_internal_dir", "is_internal_file"]
 
 NOVA_DIR = ".nova"
+SERVER_TOKEN_FILE = "server-token"
+"""In Nova's home: the server's bearer token (nova.server.token). Named here, below the server, because
+the tools' policy keeps every tool from reading it."""
 _JOURNAL_DIR = ".nova-scan"
 
 

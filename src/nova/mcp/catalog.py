@@ -18,10 +18,16 @@ cache diagnosis names ("mcp tools changed"). An unchanged listing changes nothin
 restarted once (and listed again). A second death leaves it `dead` for the session: its tools stay in
 the catalog (the prefix does not move) and answer with an error. A server that cannot start at all is
 reported and left out; the others work.
+
+**Start-up.** Servers start side by side, each with its own deadline (`startup_timeout_s`); the session
+waits for them together at most `startup_wait_s`, so a server that never answers costs the first request
+that long once, not its deadline per server. One ready later joins like a list change.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +50,7 @@ from nova.mcp.tools import McpCallTool, McpSearchTool, McpTool
 from nova.model import ToolSpec
 from nova.tokens import TokenCounter, count_tools
 from nova.tools.base import Tool, ToolRegistry
+from nova.tools.policy.sandbox import Sandbox
 
 __all__ = ["McpCatalog", "ServerStatus", "decide_on_demand"]
 
@@ -77,9 +84,16 @@ class McpCatalog(Extension):
 
     def __init__(self, servers: Sequence[ServerConfig], *, options: McpOptions | None = None, window: int,
                  counter: TokenCounter, report: Callable[[str, Mapping[str, Any]], None] | None = None,
-                 log_dir: Path | None = None) -> None:
-        """`log_dir`: where each stdio server's stderr is appended (`mcp-<server>.log`)."""
+                 log_dir: Path | None = None, sandbox: Callable[[ServerConfig], Sandbox | None] | None = None,
+                 home: Path | None = None, untrusted: Sequence[ServerConfig] = ()) -> None:
+        """`log_dir`: where each stdio server's stderr is appended (`mcp-<server>.log`). `sandbox`: the
+        sandbox each stdio server runs in (None: none). `home`: the Nova home the servers' processes are
+        marked with. `untrusted`: project servers left out until the user trusts them (listed, never
+        started)."""
         self.configs = list(servers)
+        self.untrusted = list(untrusted)
+        self.sandbox_for = sandbox or (lambda _config: None)
+        self.home = home
         self.log_dir = log_dir
         self.options = options or McpOptions()
         self.window = window
@@ -95,32 +109,76 @@ class McpCatalog(Extension):
         self._sent: list[Tool] = []
         self._stale: set[str] = set()
         self._lock = threading.Lock()
+        self._settled_starts: set[str] = set()
+        self._closing = False
 
     # -- life cycle ---------------------------------------------------------------------------------
-    def start(self) -> McpCatalog:
-        """Connect every server and list its tools. A server that fails is reported and left out."""
+    def start(self, *, wait_s: float | None = None) -> McpCatalog:
+        """Start every server at once, each with its deadline (`startup_timeout_s`), and wait for them
+        together at most `wait_s` (default: until each is ready or past its deadline; a session passes
+        `startup_wait_s`, so a slow server never holds up its turn). One that is ready later joins
+        before a later request, as a changed tool list would (one cache break); one that fails or misses
+        its deadline is stopped, reported and left out."""
         if not self.configs:
             return self
         require_sdk()
         self._loop = EventLoopThread()
+        futures: dict[str, concurrent.futures.Future[list[RemoteTool]]] = {}
         for config in self.configs:
             connection = ServerConnection(config, self._loop, on_list_changed=self._mark_stale,
-                                          connect_timeout_s=max(10.0, self.options.tool_timeout_s),
-                                          errlog=self.log_dir / f"mcp-{config.name}.log" if self.log_dir else None)
+                                          connect_timeout_s=self.options.startup_timeout_s,
+                                          errlog=self.log_dir / f"mcp-{config.name}.log" if self.log_dir else None,
+                                          sandbox=self.sandbox_for(config) if config.command is not None else None,
+                                          home=self.home)
             self._connections[config.name] = connection
-            try:
-                connection.start()
-                self._remote[config.name] = connection.list_tools()
-            except (McpUnavailable, TimeoutError, Exception) as exc:
-                connection.state = "failed"
-                connection.last_error = connection.last_error or f"{type(exc).__name__}: {exc}"
-                self._event("mcp_server_failed", config.name, connection.last_error)
+            futures[config.name] = connection.begin()
+        wait = self.options.startup_timeout_s + 5 if wait_s is None else wait_s
+        concurrent.futures.wait(futures.values(), timeout=wait)
+        for name, future in futures.items():
+            if future.done():
+                self._started(name, future, late=False)
+            else:
+                future.add_done_callback(functools.partial(self._started_late, name))
         self._rebuild()
         return self
 
+    def _started_late(self, name: str, future: concurrent.futures.Future[list[RemoteTool]]) -> None:
+        self._started(name, future, late=True)
+
+    def _started(self, name: str, future: concurrent.futures.Future[list[RemoteTool]], *, late: bool) -> None:
+        """A server's start ended: its tools join the catalog (at the next `settle` when late), or it
+        is reported as failed."""
+        with self._lock:
+            if name in self._settled_starts:
+                return
+            self._settled_starts.add(name)
+        connection = self._connections[name]
+        try:
+            tools = future.result()
+        except (Exception, concurrent.futures.CancelledError) as exc:
+            connection.state = "failed"
+            connection.last_error = connection.last_error or f"{type(exc).__name__}: {exc}"
+            if self._closing:  # the session ended while it was still starting: nothing went wrong
+                connection.last_error = "still starting when the session ended"
+                self._event("mcp_server_not_started", name, connection.last_error)
+            else:
+                self._event("mcp_server_failed", name, connection.last_error)
+            return
+        with self._lock:
+            self._remote[name] = tools
+        if late:
+            self._mark_stale(name)
+            self._event("mcp_server_joined", name, f"{len(tools)} tools, after the session started")
+
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.stop()
+        """Stop every server, side by side: each may take its SDK's grace period to end its process."""
+        self._closing = True
+        stoppers = [threading.Thread(target=c.stop, name=f"mcp-stop-{name}", daemon=True)
+                    for name, c in self._connections.items()]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join(30)
         if self._loop is not None:
             self._loop.stop()
             self._loop = None
@@ -149,8 +207,10 @@ class McpCatalog(Extension):
 
     def _rebuild(self) -> None:
         tools: dict[str, McpTool] = {}
-        for server in sorted(self._remote):
-            for remote in self._remote[server]:
+        with self._lock:
+            listed = {server: list(found) for server, found in self._remote.items()}
+        for server in sorted(listed):
+            for remote in listed[server]:
                 tool = McpTool(server=server, remote_name=remote.name, description=remote.description,
                                input_schema=remote.input_schema, call=self.call)
                 tools.setdefault(tool.name, tool)
@@ -184,9 +244,12 @@ class McpCatalog(Extension):
             if connection is None or connection.state not in ("ready", "restarted"):
                 continue
             try:
-                self._remote[server] = connection.list_tools()
+                found = connection.list_tools()
             except Exception as exc:  # a failed listing keeps the old one: the catalog does not flap
                 log.warning("MCP server %r: listing its tools again failed: %s", server, exc)
+                continue
+            with self._lock:
+                self._remote[server] = found
         old = list(self._sent)
         self._rebuild()
         if _fingerprint(self._sent) == before:
@@ -234,7 +297,9 @@ class McpCatalog(Extension):
 
     # -- status --------------------------------------------------------------------------------------
     def status(self) -> list[ServerStatus]:
-        out = []
+        out = [ServerStatus(name=config.name, transport=config.transport, state="untrusted", tools=(),
+                            error=f"from {config.source}, not trusted for this project: run `nova trust` to review "
+                                  "and trust it", restarts=0) for config in self.untrusted]
         for config in self.configs:
             connection = self._connections.get(config.name)
             names = tuple(t.name for t in self.all_tools() if t.server == config.name)
@@ -245,8 +310,8 @@ class McpCatalog(Extension):
         return out
 
     def _event(self, name: str, server: str, detail: str) -> None:
-        log.warning("%s: %s %s", name, server, detail) if name != "mcp_tools_changed" else log.info(
-            "%s: %s %s", name, server, detail)
+        quiet = name in ("mcp_tools_changed", "mcp_server_joined", "mcp_server_not_started")
+        (log.info if quiet else log.warning)("%s: %s %s", name, server, detail)
         try:
             self.report(name, {"server": server, "detail": detail})
         except Exception:  # reporting must not break a call

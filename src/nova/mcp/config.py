@@ -11,7 +11,12 @@ Both use the `mcpServers` shape other coding agents write, so an existing file w
 A server with `command` is started as a subprocess and spoken to over stdio; one with `url` over
 streamable HTTP. Nova's own config wins over `.mcp.json` for a server named in both (the user's file is
 the one they meant to edit). Nova's `mcp` section holds the knobs of the client itself: `tool_timeout_s`
-(per call) and `on_demand` (`auto`, `always`, `never`; see `nova.mcp.catalog`).
+(per call), `startup_timeout_s` (each server's deadline to start), `startup_wait_s` (how long the first
+request waits for servers still starting) and `on_demand` (`auto`, `always`, `never`; see
+`nova.mcp.catalog`). A server's `"network": true` lets it reach the network inside the sandbox.
+
+A server from the project's `.mcp.json` starts only once the user trusted it for that project and
+that content (`nova trust`, nova.tools.policy.trust).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any, Literal
 
 from nova.errors import ConfigError, FileRefused
 from nova.fs.safe_read import read_json
+from nova.tools.policy.trust import content_digest
 
 __all__ = ["McpOptions", "ServerConfig", "load_options", "load_servers", "project_mcp_file"]
 
@@ -42,6 +48,12 @@ class ServerConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
     """Where the entry was read (a file path), for messages."""
+    network: bool = False
+    """In the sandbox: whether the server may reach the network (`"network": true` in its entry)."""
+    digest: str = ""
+    """The digest of the entry as written: what a project's server is trusted by (nova.tools.policy.trust)."""
+    from_project: bool = False
+    """Read from the project's `.mcp.json` (needs the user's trust) rather than Nova's own config."""
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -51,6 +63,11 @@ class ServerConfig:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class McpOptions:
     tool_timeout_s: float = 60.0
+    startup_timeout_s: float = 30.0
+    """Each server's deadline to start and list its tools; past it the server is stopped and reported."""
+    startup_wait_s: float = 3.0
+    """How long a session's first request waits, in all, for servers still starting: they start side by
+    side, and one ready later joins before a later request (one cache break)."""
     on_demand: OnDemand = "auto"
     on_demand_share: float = 0.05
     """`auto` loads the catalog on demand when its full definitions would take more than this share of
@@ -72,7 +89,7 @@ def _strings(value: Any, *, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def _server(name: str, raw: Any, *, source: str) -> ServerConfig:
+def _server(name: str, raw: Any, *, source: str, from_project: bool = False) -> ServerConfig:
     where = f"{source}: mcpServers.{name}"
     if not _NAME_RE.match(name):
         raise ConfigError(f"{where}: a server name may hold only letters, digits, '_' and '-' (it becomes part "
@@ -98,17 +115,21 @@ def _server(name: str, raw: Any, *, source: str) -> ServerConfig:
     cwd = raw.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise ConfigError(f"{where}: `cwd` must be a string")
+    network = raw.get("network", False)
+    if not isinstance(network, bool):
+        raise ConfigError(f"{where}: `network` must be true or false")
     return ServerConfig(name=name, command=command, args=tuple(args), env=_strings(raw.get("env"), where=f"{where}.env"),
                         cwd=cwd, url=url, headers=_strings(raw.get("headers"), where=f"{where}.headers"),
-                        source=source)
+                        source=source, network=network, digest=content_digest(dict(raw)),
+                        from_project=from_project)
 
 
-def _servers_of(raw: Any, *, source: str) -> dict[str, ServerConfig]:
+def _servers_of(raw: Any, *, source: str, from_project: bool = False) -> dict[str, ServerConfig]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: `mcpServers` must be an object keyed by server name")
-    return {name: _server(str(name), value, source=source) for name, value in raw.items()}
+    return {name: _server(str(name), value, source=source, from_project=from_project) for name, value in raw.items()}
 
 
 def load_servers(config_servers: Mapping[str, Any], *, config_source: str, project_root: Path | None) -> list[ServerConfig]:
@@ -125,7 +146,7 @@ def load_servers(config_servers: Mapping[str, Any], *, config_source: str, proje
                 raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
             if not isinstance(data, Mapping):
                 raise ConfigError(f"{path}: must be a JSON object with `mcpServers`")
-            servers.update(_servers_of(data.get("mcpServers"), source=str(path)))
+            servers.update(_servers_of(data.get("mcpServers"), source=str(path), from_project=True))
     servers.update(_servers_of(config_servers or None, source=config_source))
     return [servers[name] for name in sorted(servers)]
 
@@ -133,6 +154,13 @@ def load_servers(config_servers: Mapping[str, Any], *, config_source: str, proje
 def load_options(raw: Mapping[str, Any], *, source: str) -> McpOptions:
     defaults = McpOptions()
     timeout = raw.get("tool_timeout_s", defaults.tool_timeout_s)
+    startup = raw.get("startup_timeout_s", defaults.startup_timeout_s)
+    wait = raw.get("startup_wait_s", defaults.startup_wait_s)
+    for key, value in (("startup_timeout_s", startup), ("startup_wait_s", wait)):
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0 or (
+                key == "startup_timeout_s" and value == 0):
+            raise ConfigError(f"{source}: mcp.{key} must be a {'positive' if key == 'startup_timeout_s' else 'non-negative'} "
+                              "number of seconds")
     on_demand = raw.get("on_demand", defaults.on_demand)
     share = raw.get("on_demand_share", defaults.on_demand_share)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
@@ -141,4 +169,5 @@ def load_options(raw: Mapping[str, Any], *, source: str) -> McpOptions:
         raise ConfigError(f"{source}: mcp.on_demand must be auto, always or never")
     if not isinstance(share, int | float) or isinstance(share, bool) or not 0 < share <= 1:
         raise ConfigError(f"{source}: mcp.on_demand_share must be a number in (0, 1]")
-    return McpOptions(tool_timeout_s=float(timeout), on_demand=on_demand, on_demand_share=float(share))
+    return McpOptions(tool_timeout_s=float(timeout), startup_timeout_s=float(startup), startup_wait_s=float(wait),
+                      on_demand=on_demand, on_demand_share=float(share))

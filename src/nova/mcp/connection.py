@@ -16,6 +16,7 @@ The SDK is imported only here and only when a connection starts, so Nova runs wi
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -28,6 +29,8 @@ from typing import Any, Literal, TextIO, TypeVar
 
 from nova.errors import MissingDependency, NovaError
 from nova.mcp.config import ServerConfig
+from nova.tools.policy.controls import TOOL_RUN_ENV, mark_name, mark_tool_runner, unmark_tool_runner
+from nova.tools.policy.sandbox import Sandbox, sandbox_env
 from nova.version import install_line
 
 __all__ = ["MCP_EXTRA_HINT", "CallOutcome", "Cancelled", "EventLoopThread", "McpUnavailable", "RemoteTool", "ServerConnection",
@@ -37,7 +40,7 @@ log = logging.getLogger(__name__)
 
 MCP_EXTRA_HINT = install_line("mcp")
 T = TypeVar("T")
-ConnectionState = Literal["stopped", "ready", "failed", "restarted", "dead"]
+ConnectionState = Literal["stopped", "starting", "ready", "failed", "restarted", "dead", "untrusted"]
 
 
 class Cancelled(NovaError):
@@ -138,14 +141,19 @@ class ServerConnection:
 
     def __init__(self, config: ServerConfig, loop: EventLoopThread, *,
                  on_list_changed: Callable[[str], None] = lambda _name: None, connect_timeout_s: float = 30.0,
-                 errlog: Path | None = None) -> None:
+                 errlog: Path | None = None, sandbox: Sandbox | None = None, home: Path | None = None) -> None:
         """`errlog`: where a stdio server's stderr goes (appended), so its logging never lands in the
-        user's terminal or the TUI; None: Nova's own stderr."""
+        user's terminal or the TUI; None: Nova's own stderr. `connect_timeout_s`: the deadline to start
+        and list the tools. `sandbox`: where a stdio server runs (nova.tools.policy.sandbox), its
+        environment without inherited credentials (its own `env` entries still reach it). `home`: the
+        Nova home whose tool runner's mark the server's process carries (nova.tools.policy.controls)."""
         self.config = config
         self.errlog = errlog
         self.loop = loop
         self.on_list_changed = on_list_changed
         self.connect_timeout_s = connect_timeout_s
+        self.sandbox = sandbox
+        self.home = home
         self.state: ConnectionState = "stopped"
         self.restarts = 0
         self.last_error = ""
@@ -153,28 +161,76 @@ class ServerConnection:
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Future[None] | None = None
         self._errlog_file: TextIO | None = None
+        self._starting: concurrent.futures.Future[list[RemoteTool]] | None = None
+        self._start_over = threading.Event()
+        self._marked = False
 
     # -- life cycle ---------------------------------------------------------------------------------
-    def start(self) -> None:
+    def begin(self) -> concurrent.futures.Future[list[RemoteTool]]:
+        """Start the server and list its tools, on the loop, without waiting: the future holds the tools,
+        or `McpUnavailable` (also past `connect_timeout_s`, when the server is stopped again)."""
         require_sdk()
+        self.state = "starting"
+        self._start_over.clear()
+        self._starting = asyncio.run_coroutine_threadsafe(self._start(), self.loop.loop)
+        return self._starting
+
+    def start(self) -> list[RemoteTool]:
+        """Start, wait for it, and return the tools; `McpUnavailable` when the server does not come up."""
+        future = self.begin()
         try:
-            self.loop.run(self._open(), self.connect_timeout_s)
-        except Exception as exc:
+            return future.result(self.connect_timeout_s + 10)
+        except concurrent.futures.TimeoutError:
+            self.stop()
+            raise McpUnavailable(f"MCP server {self.config.name!r} did not start within "
+                                 f"{self.connect_timeout_s:g} s") from None
+
+    async def _start(self) -> list[RemoteTool]:
+        if self.config.command is not None and not self._marked:
+            mark_tool_runner(self.home)
+            self._marked = True
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                await self._open()
+                tools = await self._list_tools()
+        except BaseException as exc:
+            await self._close()
+            self._unmark()
             self.state = "failed"
-            self.last_error = _describe(exc)
+            if isinstance(exc, TimeoutError):
+                self.last_error = f"did not start and list its tools within {self.connect_timeout_s:g} s"
+            elif isinstance(exc, asyncio.CancelledError):
+                self.last_error = "stopped while starting"
+            else:
+                self.last_error = _describe(exc)
             if isinstance(exc, FileNotFoundError) and self.config.command is not None:
                 self.last_error = f"the command {self.config.command!r} was not found"
             elif self.errlog is not None and self.config.command is not None:
                 self.last_error += f" (the server's own messages: {self.errlog})"
+            if isinstance(exc, asyncio.CancelledError):
+                raise
             raise McpUnavailable(f"MCP server {self.config.name!r} could not be started: {self.last_error}") from exc
+        finally:
+            self._start_over.set()
         self.state = "ready" if self.restarts == 0 else "restarted"
+        return tools
+
+    def _unmark(self) -> None:
+        if self._marked:
+            unmark_tool_runner(self.home)
+            self._marked = False
 
     def stop(self) -> None:
-        if self._stop is None:
-            return
-        with contextlib.suppress(Exception):
-            self.loop.run(self._close(), 10)
+        starting = self._starting
+        if starting is not None and not starting.done():
+            # Still starting (a server that never answers): stop waiting for it, and its process with it.
+            starting.cancel()
+            self._start_over.wait(15)
+        if self._stop is not None:
+            with contextlib.suppress(Exception):
+                self.loop.run(self._close(), 10)
         self._client = None
+        self._unmark()
         if self.state in ("ready", "restarted"):
             self.state = "stopped"
 
@@ -189,7 +245,7 @@ class ServerConnection:
         self.restarts += 1
         try:
             self.start()
-        except McpUnavailable as exc:
+        except (McpUnavailable, Cancelled, concurrent.futures.CancelledError) as exc:
             self.state = "dead"
             self.last_error = str(exc)
             return False
@@ -235,17 +291,22 @@ class ServerConnection:
                     raise
 
         self._task = asyncio.ensure_future(hold())
-        self._client = await ready
+        self._client = await ready  # a cancelled start is undone by `_close` (the caller's)
 
     async def _close(self) -> None:
         if self._stop is not None:
             self._stop.set()
         if self._task is not None:
+            if self._client is None:
+                self._task.cancel()  # still in the handshake: nothing to wait for
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), 5)
-            except (TimeoutError, Exception):
+            except (TimeoutError, Exception, asyncio.CancelledError):
                 self._task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(self._task, 5)
         self._task = None
+        self._client = None
         if self._errlog_file is not None:
             self._errlog_file.close()
             self._errlog_file = None
@@ -255,9 +316,18 @@ class ServerConnection:
         if config.command is not None:
             from mcp import StdioServerParameters
 
-            # The server inherits the environment (PATH, HOME ...) with the configured values on top.
-            env = {**os.environ, **config.env} if config.env else None
-            params = StdioServerParameters(command=config.command, args=list(config.args), env=env, cwd=config.cwd)
+            # The server inherits the environment (PATH, HOME ...) with the configured values on top; in
+            # the sandbox, the inherited credentials stay out (the configured ones are the server's own).
+            command, args, cwd = config.command, list(config.args), config.cwd
+            env: dict[str, str] | None = {**os.environ, **config.env} if config.env else None
+            if self.sandbox is not None:
+                where = Path(cwd).expanduser() if cwd else self.sandbox.plan.cwd
+                wrapped = self.sandbox.wrap([command, *args], cwd=where if where.is_absolute() else
+                                            self.sandbox.plan.cwd / where)
+                command, args, cwd = wrapped[0], wrapped[1:], None
+                env = {**sandbox_env(os.environ), **config.env}
+            env = {**(env if env is not None else os.environ), TOOL_RUN_ENV: mark_name(self.home)}
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
             if self.errlog is None:
                 return params
             from mcp.client.stdio import stdio_client

@@ -7,10 +7,11 @@ import secrets
 from pathlib import Path
 
 from nova.errors import ConfigError
+from nova.fs.internal_paths import SERVER_TOKEN_FILE
 
 __all__ = ["TOKEN_FILE", "load_or_create_token"]
 
-TOKEN_FILE = "server-token"
+TOKEN_FILE = SERVER_TOKEN_FILE
 
 
 def load_or_create_token(home: Path) -> tuple[str, bool]:

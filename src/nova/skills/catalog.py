@@ -28,8 +28,10 @@ from nova.errors import SkillError
 from nova.fs.private import write_private_text
 from nova.memory.paths import project_root
 from nova.skills.manifest import SKILL_FILE, Scope, Skill, read_skill
+from nova.tools.policy.trust import TrustItem, TrustStore, folder_digest, trust_hint
 
-__all__ = ["INDEX_TITLE", "SkillCatalog", "SkillState", "load_catalog", "skill_roots", "version_key"]
+__all__ = ["INDEX_TITLE", "SkillCatalog", "SkillState", "load_catalog", "skill_roots", "skill_scripts",
+           "skill_trust_item", "version_key"]
 
 INDEX_TITLE = ("# Skills\nLoad a skill with the `skill` tool (name) before a task it covers; its instructions "
                "then apply. Available skills:")
@@ -92,6 +94,8 @@ class SkillCatalog:
     problems: tuple[str, ...] = ()
     """Skills that could not be read, one sentence each (`nova skills list` shows them)."""
     shadowed: tuple[str, ...] = ()
+    untrusted: tuple[str, ...] = ()
+    """Project skills with scripts left out until the user trusts them (`nova trust`)."""
 
     def __len__(self) -> int:
         return len(self.skills)
@@ -119,7 +123,53 @@ class SkillCatalog:
         return ",".join(f"{s.name}@{s.version or s.digest}" for s in self.sorted())
 
 
-def load_catalog(*, cwd: Path, home: Path, roots: Iterable[tuple[Path, Scope]] | None = None) -> SkillCatalog:
+_SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php",
+                              ".lua", ".ps1", ".bat", ".cmd", ".exe", ".so", ".dylib", ".jar"})
+MAX_SCRIPT_SCAN = 500
+
+
+def skill_scripts(folder: Path) -> list[str]:
+    """The files in a skill's folder that would run (executable, a script by its suffix, or starting
+    with `#!`), relative to it; at most `MAX_SCRIPT_SCAN` files are looked at."""
+    found: list[str] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            seen += 1
+            if seen > MAX_SCRIPT_SCAN:
+                return [*found, "…"]
+            path = Path(dirpath) / name
+            try:
+                executable = path.is_file() and os.access(path, os.X_OK)
+                with path.open("rb") as handle:
+                    shebang = handle.read(2) == b"#!"
+            except OSError:
+                executable = shebang = False
+            if executable or shebang or path.suffix.lower() in _SCRIPT_SUFFIXES or name == "Makefile":
+                found.append(path.relative_to(folder).as_posix())
+    return found
+
+
+def skill_trust_item(skill: Skill) -> TrustItem | None:
+    """A project skill that carries scripts or test commands, as something the user must trust before a
+    session offers it (nova.tools.policy.trust); None for a skill that is only text, or the user's own."""
+    if skill.scope == "user":
+        return None
+    scripts = skill_scripts(skill.folder)
+    if not scripts and not skill.tests:
+        return None
+    runs = "; ".join(part for part in (
+        f"scripts: {', '.join(scripts[:8])}{' …' if len(scripts) > 8 else ''}" if scripts else "",
+        f"tests: {', '.join(t.run for t in skill.tests[:4])}" if skill.tests else "") if part)
+    return TrustItem(kind="skill", name=skill.name, digest=folder_digest(skill.folder), source=skill.folder,
+                     runs=runs)
+
+
+def load_catalog(*, cwd: Path, home: Path, roots: Iterable[tuple[Path, Scope]] | None = None,
+                 trust: TrustStore | None = None) -> SkillCatalog:
+    """The skills for a session in `cwd`. With `trust`, a project skill that carries scripts and is not
+    trusted for this project and content is left out (named in `untrusted` and `problems`)."""
     state = SkillState.load(home)
     skills: dict[str, Skill] = {}
     versions: dict[str, tuple[Skill, ...]] = {}
@@ -146,7 +196,17 @@ def load_catalog(*, cwd: Path, home: Path, roots: Iterable[tuple[Path, Scope]] |
             live = [s for s in found if not state.is_retired(s)]
             if live:
                 skills[name] = live[0]
-    return SkillCatalog(skills=skills, versions=versions, problems=tuple(problems), shadowed=tuple(shadowed))
+    untrusted: list[str] = []
+    if trust is not None:
+        items = [item for item in (skill_trust_item(s) for s in skills.values()) if item is not None]
+        root = project_root(cwd)
+        for item in trust.untrusted(root, items):
+            del skills[item.name]
+            untrusted.append(item.name)
+            problems.append(f"skill {item.name!r} ({item.source}) runs code ({item.runs}) and is not trusted for "
+                            f"this project; {trust_hint(root)}")
+    return SkillCatalog(skills=skills, versions=versions, problems=tuple(problems), shadowed=tuple(shadowed),
+                        untrusted=tuple(untrusted))
 
 
 def _folders(root: Path) -> list[Path]:

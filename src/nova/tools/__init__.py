@@ -7,6 +7,8 @@ may run at all is decided before `run` by `nova.tools.permissions`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from nova.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 from nova.tools.bash import BashTool
 from nova.tools.edit_file import EditFileTool
@@ -31,9 +33,10 @@ __all__ = [
 ]
 
 
-def default_registry(*, sandbox: Sandbox | None = None) -> ToolRegistry:
+def default_registry(*, sandbox: Sandbox | None = None, home: Path | None = None) -> ToolRegistry:
     """A fresh registry with the six built-in tools (a new one each call, so adding tools to one
-    session's registry never leaks into another's); `bash` runs its commands in `sandbox` when given."""
+    session's registry never leaks into another's); `bash` runs its commands in `sandbox` when given,
+    marked as run for Nova home `home` (nova.tools.policy.controls)."""
     return ToolRegistry(
-        [ReadFileTool(), WriteFileTool(), EditFileTool(), BashTool(sandbox=sandbox), GrepTool(), GlobTool()]
+        [ReadFileTool(), WriteFileTool(), EditFileTool(), BashTool(sandbox=sandbox, home=home), GrepTool(), GlobTool()]
     )

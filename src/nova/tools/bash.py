@@ -4,7 +4,10 @@ The command runs in its own process group (a new session) so that a timeout or a
 everything it started, not only the shell: `pytest` spawning workers or `sleep 100 | cat` must not
 outlive the call. Output is read with a selector in this thread rather than `communicate()`, because
 a background process (`server &`) can hold the pipe open forever after the shell itself has exited.
-With a `Sandbox` (see `nova.tools.policy.sandbox`) the shell runs inside bubblewrap instead.
+With a `Sandbox` (see `nova.tools.policy.sandbox`; a session has one by default where bubblewrap runs)
+the shell runs inside bubblewrap instead, and what the command left at a protected path is undone after
+it. Every command carries the tool runner's mark (nova.tools.policy.controls), so `nova` started inside it
+refuses to change Nova's own controls.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from nova.errors import ToolError
 from nova.tools._common import BuiltinTool
 from nova.tools.base import ToolContext, ToolOutput
-from nova.tools.policy.sandbox import Sandbox, sandbox_env
+from nova.tools.policy.controls import TOOL_RUN_ENV, mark_name, tool_runner
+from nova.tools.policy.sandbox import Sandbox, SandboxRun, sandbox_env
 
 __all__ = ["BashTool"]
 
@@ -163,8 +168,11 @@ class BashTool(BuiltinTool):
         "additionalProperties": False,
     }
 
-    def __init__(self, *, sandbox: Sandbox | None = None) -> None:
+    def __init__(self, *, sandbox: Sandbox | None = None, home: Path | None = None) -> None:
+        """`home`: the Nova home the session works on; the commands carry its mark (nova.tools.policy.controls)
+        so that `nova` refuses to change that home's controls from inside them."""
         self.sandbox = sandbox
+        self.home = home
         if sandbox is not None:
             # The model should know why a write outside the workspace or a download fails.
             network = "the network is reachable" if sandbox.plan.network else "there is no network"
@@ -186,30 +194,35 @@ class BashTool(BuiltinTool):
             raise ToolError(f"the working directory {ctx.cwd} does not exist.")
         shell = shutil.which("bash") or "/bin/sh"
         argv = [shell, "-c", command]
-        env = {**os.environ, **_NON_INTERACTIVE_ENV}
+        env = {**os.environ, **_NON_INTERACTIVE_ENV, TOOL_RUN_ENV: mark_name(self.home)}
+        run: SandboxRun | None = None
         if self.sandbox is not None:
-            argv = self.sandbox.wrap(argv, cwd=ctx.cwd)
+            run = self.sandbox.prepare(argv, cwd=ctx.cwd)
+            argv = run.argv
             env = sandbox_env(env)
-        proc = subprocess.Popen(
-            argv,
-            cwd=ctx.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,  # one pipe keeps stdout and stderr in the order they were written
-            start_new_session=True,
-            env=env,
-        )
-        capture = _Capture()
-        started = time.monotonic()
-        try:
-            outcome = _pump(proc, capture, timeout_s, ctx)
-        finally:
-            if proc.poll() is None:  # an exception mid-read must not leave the command running
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
-            assert proc.stdout is not None
-            proc.stdout.close()
-        duration = time.monotonic() - started
+        with tool_runner(self.home):
+            proc = subprocess.Popen(
+                argv,
+                cwd=ctx.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,  # one pipe keeps stdout and stderr in the order they were written
+                start_new_session=True,
+                env=env,
+            )
+            capture = _Capture()
+            started = time.monotonic()
+            try:
+                outcome = _pump(proc, capture, timeout_s, ctx)
+            finally:
+                if proc.poll() is None:  # an exception mid-read must not leave the command running
+                    _signal_group(proc, signal.SIGKILL)
+                    proc.wait()
+                assert proc.stdout is not None
+                proc.stdout.close()
+            duration = time.monotonic() - started
+        # Every process of a sandboxed command has ended with it: what it left at a protected path stays put.
+        undone = self.sandbox.undo_new(run) if self.sandbox is not None and run is not None else []
 
         output = capture.text().rstrip("\n")
         parts = [output if output else "(no output)"]
@@ -223,6 +236,7 @@ class BashTool(BuiltinTool):
             parts.append("[cancelled by the user: the command and every process it started were killed]")
         else:
             parts.append(_describe_exit(returncode))
+        parts.extend(f"[{note}]" for note in undone)
         if outcome.detached:
             parts.append(
                 "[background processes are still running and holding the output open; their further "
@@ -237,5 +251,6 @@ class BashTool(BuiltinTool):
                 "cancelled": outcome.stopped == "cancelled",
                 "duration_s": round(duration, 3),
                 "output_bytes_dropped": capture.dropped,
+                **({"protected_paths_undone": len(undone)} if undone else {}),
             },
         )

@@ -34,20 +34,32 @@ Protected paths come first of all: Nova's own configuration, policy, instruction
 `.nova/` folders are never written by a model tool, whatever the rules, `--yes` or `--allow` say, so the
 model cannot rewrite the rules it runs under (a forged allow rule, policy or memory would take effect in
 the next session). For `bash` that covers the writes the parser can see: redirections, `tee`, `cp`,
-`mv`, `rm`, `sed -i`, ... .
+`mv`, `rm`, `sed -i`, `perl -pi`, editors, `git checkout -- FILE`, archives unpacked, ... (through globs,
+variables set in the line and environment variables). A bash line that runs one of Nova's own control
+commands (`nova config set`, `nova memory approve`, ...: nova.tools.policy.controls) or names a path in
+Nova's home is refused the same way, and no tool reads the server token.
 
-Pattern rules on `bash` are a guard rail against the model's usual habits, not a sandbox: a program
-can still write or run what its arguments do not show (`python script.py`). The model cannot change
-the policy: it is immutable, and no tool receives it.
+Before any allow rule: a bash line that writes outside the workspace, or to a place only the running
+command knows, needs approval (`echo x > ~/.bashrc` is not allowed by `bash(echo*)`); and where no
+sandbox can run although the user did not turn it off (`unconfined`), so does every line that is not
+read-only.
+
+Pattern rules on `bash` are the first, explainable layer, not the boundary: a program can still write
+or run what its arguments do not show (`python script.py`). The sandbox (nova.tools.policy.sandbox) is
+the boundary. The model cannot change the policy: it is immutable, and no tool receives it.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import glob
+import itertools
 import json
 import logging
 import os
 import re
+import tarfile
+import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,11 +67,20 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from nova.errors import ConfigError, ToolError
+from nova.fs.special_files import special_kind
 from nova.settings import PermissionsConfig
 from nova.tools.approval import Answer, Approver, answer_of
 from nova.tools.base import Tool, ToolContext, ToolOutput, resolve_delegate
+from nova.tools.policy.controls import control_command
 from nova.tools.policy.read_policy import FileScreen, RuleHit, read_concern, rule_tool_names
-from nova.tools.policy.shell_parse import ShellCommand, ShellLine, could_match_longer, parse_command_line
+from nova.tools.policy.shell_parse import (
+    NULL_SINKS,
+    ShellCommand,
+    ShellLine,
+    ShellWrite,
+    could_match_longer,
+    parse_command_line,
+)
 
 __all__ = [
     "Decision",
@@ -178,10 +199,18 @@ class ProtectedPaths:
     dirs: tuple[Path, ...] = ()
     files: tuple[Path, ...] = ()
     names: frozenset[str] = frozenset()
+    home: Path | None = None
+    """Nova's home: no command may name a path in it at all, to read it or to write it (it holds the
+    config, the memory ledger, the session store and the server token)."""
+    unreadable: tuple[Path, ...] = ()
+    """Files no tool may read either (the server token: whoever holds it may approve calls and memories)."""
 
     def reason(self, raw: str, cwd: Path) -> str | None:
         """Why writing `raw` (relative to `cwd`) is refused, or None. Both the path as written and its
-        symlink-resolved form are checked, so a link cannot lead a write into a protected place."""
+        symlink-resolved form are checked, so a link cannot lead a write into a protected place. A glob
+        (`NOVA.m?`, `*.md`) is refused when it could name a protected file, or names one now."""
+        if _GLOB_CHARS.intersection(raw):
+            return self._glob_reason(raw, cwd)
         given = Path(raw).expanduser()
         lexical = Path(os.path.normpath(given if given.is_absolute() else cwd / given))
         for candidate in dict.fromkeys((lexical, Path(os.path.realpath(lexical)))):
@@ -195,6 +224,114 @@ class ProtectedPaths:
                     if candidate == form or form in candidate.parents:
                         return f"{folder} holds Nova's own configuration, rules or memory"
         return None
+
+    def _glob_reason(self, raw: str, cwd: Path) -> str | None:
+        pattern = os.path.normpath(os.path.join(cwd, os.path.expanduser(raw)))
+        for name in self.names:
+            if fnmatch.fnmatchcase(name, os.path.basename(pattern)):
+                return f"the pattern {raw} matches {name}, an instruction file Nova loads as rules"
+        for path in (*self.files, *self.dirs):
+            for form in dict.fromkeys((str(path), os.path.realpath(path))):
+                if fnmatch.fnmatchcase(form, pattern) or any(
+                        fnmatch.fnmatchcase(str(parent), pattern) for parent in Path(form).parents):
+                    return f"the pattern {raw} matches {path}, one of Nova's protected files"
+        for found in itertools.islice(glob.iglob(pattern, recursive="**" in pattern), MAX_GLOB_MATCHES):
+            why = self.reason(glob.escape(found), cwd)
+            if why is not None:
+                return why
+        return None
+
+    def names_home(self, raw: str, cwd: Path) -> bool:
+        """Whether the path `raw` lies in Nova's home (unless the workspace itself is in it)."""
+        if self.home is None:
+            return False
+        raw = expand_environment(raw.replace('"', "")) or raw
+        given = Path(_HOME_VAR_RE.sub("~", raw)).expanduser()
+        lexical = Path(os.path.normpath(given if given.is_absolute() else cwd / given))
+        home = Path(os.path.realpath(self.home))
+        if _inside(Path(os.path.realpath(cwd)), home):
+            return False
+        return any(_inside(c, h) for c in (lexical, Path(os.path.realpath(lexical)))
+                   for h in dict.fromkeys((self.home, home)))
+
+    def read_reason(self, raw: str, cwd: Path) -> str | None:
+        given = Path(raw).expanduser()
+        target = Path(os.path.realpath(given if given.is_absolute() else cwd / given))
+        for path in self.unreadable:
+            if target == Path(os.path.realpath(path)):
+                return f"{path} is Nova's server token, which no tool may read"
+        return None
+
+
+def expand_environment(text: str) -> str | None:
+    """`text` with `$NAME` and `${NAME}` replaced from this process's environment (which a command's
+    shell inherits), or None when something is left that only the running shell knows."""
+    expanded = os.path.expandvars(text)
+    return None if "$" in expanded or "`" in expanded else expanded
+
+
+_GLOB_CHARS = frozenset("*?[")
+_HOME_VAR_RE = re.compile(r"^\$(?:HOME\b|\{HOME\})")
+MAX_GLOB_MATCHES = 1000
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _known_writes(line: ShellLine, *, keep_unknown: bool = False) -> list[ShellWrite]:
+    """The line's writes, those through environment variables (`> "$NOVA_HOME/config.json"`) resolved
+    as the command's shell will resolve them; the rest of those known only at run time are dropped, or
+    kept (`keep_unknown`) for the caller to ask about."""
+    known: list[ShellWrite] = []
+    for write in line.writes:
+        if write.dynamic and "$" in write.path:
+            expanded = expand_environment(write.path.replace('"', ""))
+            if expanded is not None:
+                write = replace(write, path=expanded, dynamic=False)
+        if not write.dynamic or keep_unknown:
+            known.append(write)
+    return known
+
+
+def _static_dir(folder: str) -> bool:
+    return "`" not in folder and "$" not in _HOME_VAR_RE.sub("~", folder)
+
+
+def _bases(line: ShellLine, where: Path) -> list[Path]:
+    """Where relative paths of a line may be relative to: the working directory, and every folder a
+    `cd` in the line may have moved to."""
+    return [where, *(where / Path(_HOME_VAR_RE.sub("~", d)).expanduser() for d in line.dirs if _static_dir(d))]
+
+
+MAX_ARCHIVE_MEMBERS = 10_000
+MAX_TAR_BYTES = 64 * 1024 * 1024
+"""A tar archive is listed by reading it through (a zip has a directory at its end): past this size the
+check would cost more than it is worth, and the command is asked about instead."""
+
+
+def _archive_members(path: Path, kind: str) -> list[str] | None:
+    """The names an archive would unpack, or None when it cannot be read here (missing, not an archive,
+    more than `MAX_ARCHIVE_MEMBERS` entries, a tar past `MAX_TAR_BYTES`): then where it writes is not
+    known before it runs."""
+    try:
+        if not path.is_file() or special_kind(path.stat().st_mode) is not None:
+            return None
+        if kind != "zip" and path.stat().st_size > MAX_TAR_BYTES:
+            return None
+        if kind == "zip":
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+        else:
+            with tarfile.open(path) as tar:
+                names = []
+                for member in tar:
+                    names.append(member.name)
+                    if len(names) > MAX_ARCHIVE_MEMBERS:
+                        return None
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError):
+        return None
+    return names if len(names) <= MAX_ARCHIVE_MEMBERS else None
 
 
 # -- decisions ----------------------------------------------------------------------------------------
@@ -253,7 +390,7 @@ class PermissionPolicy:
     """The permission rules of one session. Immutable: built once from config and flags."""
 
     __slots__ = ("_allow", "_allowed_tools", "_ask", "_ask_user", "_cwd", "_deny", "_dynamic_deny", "_interactive",
-                 "_limit", "_protected", "_read_roots", "_yes")
+                 "_limit", "_private_tmp", "_protected", "_read_roots", "_unconfined", "_workspace", "_yes")
 
     _allow: tuple[Rule, ...]
     _deny: tuple[Rule, ...]
@@ -267,6 +404,9 @@ class PermissionPolicy:
     _protected: ProtectedPaths
     _read_roots: tuple[Path, ...]
     _limit: Callable[[str, Mapping[str, Any], Path], str | None] | None
+    _workspace: Path | None
+    _unconfined: str | None
+    _private_tmp: bool
 
     def __init__(
         self,
@@ -281,6 +421,9 @@ class PermissionPolicy:
         protected: ProtectedPaths | None = None,
         read_roots: Iterable[Path] = (),
         limit: Callable[[str, Mapping[str, Any], Path], str | None] | None = None,
+        workspace: Path | None = None,
+        unconfined: str | None = None,
+        private_tmp: bool = False,
     ) -> None:
         """`cwd` is the directory path rules are relative to (default: the process's, at construction);
         `run_tool_checked` uses the tool context's instead. Bad rules raise `ConfigError`.
@@ -291,7 +434,12 @@ class PermissionPolicy:
         tool that writes may touch, whatever else is allowed. `read_roots` are folders besides the working
         directory that reading tools may read without asking (the project root, the session's folder).
         `limit(tool, input, cwd)` returns why a call is beyond what the skills in use declared (nova.skills),
-        or None: it is asked before any rule, so nothing allows what an active skill may not do."""
+        or None: it is asked before any rule, so nothing allows what an active skill may not do.
+        `workspace` is the folder bash may write in without asking (default: `cwd`): a line that writes
+        outside it, or where only the running command knows, needs approval whatever the allow rules say
+        (`private_tmp`: `/tmp` is the sandbox's own, so writing there is not outside). `unconfined` says
+        why no sandbox can run here: then every bash command that is not read-only needs approval,
+        whatever the allow rules say."""
         values = {
             "_allow": tuple(parse_rule(r, where="permissions.allow") for r in config.allow),
             "_deny": tuple(parse_rule(r, where="permissions.deny") for r in config.deny),
@@ -305,6 +453,9 @@ class PermissionPolicy:
             "_protected": protected or ProtectedPaths(),
             "_read_roots": tuple(read_roots),
             "_limit": limit,
+            "_workspace": workspace,
+            "_unconfined": unconfined,
+            "_private_tmp": private_tmp,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -350,6 +501,10 @@ class PermissionPolicy:
             if why is not None:
                 return Verdict("deny", f"{summary!r} is refused: {why}, and no tool may change it "
                                "(edit it yourself outside Nova if it must change).", "protected")
+        elif name in PATH_TOOLS and isinstance(input.get("path"), str):
+            why = self._protected.read_reason(input["path"], where)
+            if why is not None:
+                return Verdict("deny", f"{summary!r} is refused: {why}.", "protected")
         if self._limit is not None:
             beyond = self._limit(name, input, where)
             if beyond is not None:
@@ -374,8 +529,16 @@ class PermissionPolicy:
             return Verdict("ask", f"it cannot be checked before it runs ({'; '.join(line.unresolved)})",
                            user_only=guarded)
 
+        if line is not None:
+            concern = self._write_concern(line, where)
+            if concern is not None:
+                return Verdict("ask", concern)
+
         allowed = self._match_all(name, units)
         if allowed is not None:
+            if self._unconfined is not None and line is not None and not line.read_only:
+                return Verdict("ask", f"no sandbox can run here ({self._unconfined}), so a command that is not "
+                                      "read-only needs approval whatever the allow rules say", allowed)
             return Verdict("allow", f"allowed by the rule `{allowed}`", allowed)
 
         ask_rule = self._match_any(self._ask, name, units)
@@ -394,15 +557,74 @@ class PermissionPolicy:
         if name in PATH_TOOLS:
             raw = input.get("path")
             return self._protected.reason(raw, where) if isinstance(raw, str) and raw.strip() else None
-        if line is None or not line.writes:
+        if line is None:
             return None
+        bases = _bases(line, where)
+        for command in line.commands:
+            control = control_command(command.text.split())
+            if control is not None:
+                return (f"it runs `{control}`: Nova's own controls (config and rules, memory review, trust, "
+                        "grants, the server's token) answer only to a person, never to a command the model runs")
         # A `cd` earlier in the line may have moved the shell: relative targets are checked from there too.
-        bases = [where, *(where / Path(d).expanduser() for d in line.dirs)]
-        for write in line.writes:
+        for write in _known_writes(line):
             for base in bases:
-                why = self._protected.reason(write.path, base)
+                if write.archive is not None:
+                    why = self._archive_reason(write, base)
+                else:
+                    why = self._protected.reason(write.path, base)
                 if why is not None:
                     return f"it writes {write.path} ({write.via}): {why}"
+        for command in line.commands:
+            # Only a word with a folder in it can lead out of the working directory into Nova's home.
+            for word in (w for w in command.exact.split() if "/" in w or w.startswith(("~", "$"))):
+                if any(self._protected.names_home(word, base) for base in bases):
+                    return f"it names {word}, in Nova's home (its config, memory, sessions and server token)"
+        return None
+
+    def _archive_reason(self, write: ShellWrite, base: Path) -> str | None:
+        archive = write.archive
+        assert archive is not None
+        members = _archive_members(base / Path(archive.archive).expanduser(), archive.kind)
+        if members is None:
+            return None  # unreadable here: the write is a place the parser cannot know (`_write_concern`)
+        for member in members:
+            why = self._protected.reason(os.path.join(write.path, member), base)
+            if why is not None:
+                return f"the archive holds {member}: {why}"
+        return None
+
+    def _write_concern(self, line: ShellLine, where: Path) -> str | None:
+        """Why a line's writes need approval whatever the allow rules say: one lands outside the
+        workspace (`echo x > ~/.bashrc`, `>> ~/.ssh/authorized_keys`), or where only the running command
+        knows (`> $f`, `git apply`, an archive that cannot be read here). None when every write is in
+        the workspace (or thrown away)."""
+        if not line.writes:
+            return None
+        workspace = Path(os.path.realpath(self._workspace or where))
+        bases = _bases(line, where)
+        moved = any(not _static_dir(d) for d in line.dirs)
+        for write in _known_writes(line, keep_unknown=True):
+            if write.dynamic:
+                return f"it writes to a place known only when it runs ({write.path}: {write.via})"
+            target = write.path
+            if target in NULL_SINKS or target.startswith("/dev/fd/"):
+                continue
+            if moved and not os.path.isabs(os.path.expanduser(target)):
+                return f"it writes {target} ({write.via}) after moving to a folder known only when it runs"
+            if write.archive is not None:
+                members = _archive_members(where / Path(write.archive.archive).expanduser(), write.archive.kind)
+                if members is None:
+                    return (f"it unpacks {write.archive.archive}, whose files cannot be listed before it runs "
+                            f"({write.via})")
+                targets = [os.path.join(target, m) for m in members]
+            else:
+                targets = [target]
+            for path in targets:
+                for base in bases:
+                    real = Path(os.path.realpath(base / Path(_HOME_VAR_RE.sub("~", path)).expanduser()))
+                    if _inside(real, workspace) or (self._private_tmp and _inside(real, Path("/tmp"))):
+                        continue
+                    return f"it writes {path} outside the workspace {workspace} ({write.via})"
         return None
 
     def explain_command(self, command: ShellCommand) -> str:

@@ -25,6 +25,7 @@ from textual.widgets import Input, Static
 
 from nova import events as ev
 from nova.agent.context_runtime import ContextRuntime
+from nova.agent.project_trust import start_warnings
 from nova.context.budget import budget_for
 from nova.context.picture import text_picture
 from nova.context.report import distinct_labels, render_context
@@ -105,6 +106,8 @@ class NovaTUI(App[None]):
             self._open(self.session_id)
         else:
             self.notice(f"New conversation in {self.hub.options.cwd}. /help lists the commands.")
+        for warning in start_warnings(self.hub.settings, self.hub.options.cwd):
+            self.notice(warning, error=True)
 
     @property
     def conversation(self) -> VerticalScroll:

@@ -12,6 +12,7 @@ from typing import Any
 from nova.cli.commands.cli_settings import settings_from_cli
 from nova.cli.commands.config_check import check_config
 from nova.cli.commands.errors import user_errors
+from nova.cli.commands.person import person_only
 from nova.errors import ConfigError
 from nova.present.text import terminal_safe
 from nova.settings import (
@@ -146,6 +147,7 @@ def config_set_command(key: str, value: str) -> None:
     from nova.settings import read_config_file
 
     with user_errors(os_errors=True):
+        person_only("nova config set")
         top, name = _check_key(key)
         parsed = _value_of(name or top, value)
         data = read_config_file(config_path(nova_home(os.environ)))
@@ -163,6 +165,7 @@ def config_unset_command(key: str) -> None:
     from nova.settings import read_config_file
 
     with user_errors(os_errors=True):
+        person_only("nova config unset")
         top, name = _check_key(key)
         data = read_config_file(config_path(nova_home(os.environ)))
         holder = data if name is None else data.get(top)

@@ -34,7 +34,7 @@ class CheckedConfig:
     server: ServerConfig
     policy_file: Path | None
     bwrap: str | None
-    """The bubblewrap that will sandbox `bash`, when `sandbox` is on."""
+    """The bubblewrap that will sandbox `bash`, when `sandbox` is on (required)."""
 
 
 def check_config(settings: Settings) -> CheckedConfig:
@@ -52,7 +52,7 @@ def check_config(settings: Settings) -> CheckedConfig:
     policy_file = Path(named).expanduser() if named else None
     check_provider_settings(settings)
     bwrap = None
-    if settings.sandbox:
+    if settings.sandbox == "on":
         from nova.tools.policy.sandbox import require_bubblewrap
 
         bwrap = require_bubblewrap()

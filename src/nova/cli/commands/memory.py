@@ -23,6 +23,7 @@ from rich.table import Table
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
 from nova.cli.commands.memory_search import search_command
+from nova.cli.commands.person import person_only
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
@@ -144,6 +145,7 @@ def add_command(
 ) -> None:
     """Add a memory (you are the author, so it is active at once). A refused write exits 1."""
     with user_errors():
+        person_only("nova memory add")
         ctx = _context()
         expiry = parse_time(expires) if expires else None
         if expires and expiry is None:
@@ -168,6 +170,7 @@ def edit_command(name: str) -> None:
     """Open a memory in $EDITOR; an edit that breaks the frontmatter or adds a secret is rolled back.
     Your edit keeps the memory's review state (change `status:` in the editor to change it)."""
     with user_errors():
+        person_only("nova memory edit")
         ctx = _context()
         memory = ctx.store.get(name)
         assert memory.path is not None
@@ -208,6 +211,7 @@ def forget_command(
     """Revoke a memory: it is never recalled again, the model cannot re-create it, and summaries or
     task state that quoted it are rebuilt without its text in their next view."""
     with user_errors():
+        person_only("nova memory forget")
         store = _context().store
         report = revoke(store, name)
         if purge:
@@ -229,6 +233,7 @@ def approve_command(
     """Approve memories: exactly their current content becomes active and can be recalled. A later
     change to a file outside Nova makes it a candidate again."""
     with user_errors():
+        person_only("nova memory approve")
         store = _context().store
         if all_listed:
             chosen = [m.name for m in sorted(store.memories(), key=lambda m: (m.type, m.name))
@@ -265,6 +270,7 @@ def promote_command(
     (a test passed) -> standard (a person reviewed it; only a standard may become a rule). Refused,
     exit 1, naming what is missing, when any rung up to the target lacks its evidence."""
     with user_errors():
+        person_only("nova memory promote")
         ctx = _context()
         memory = ctx.store.get(name)
         ladder = Ladder(ctx.store.home_dir)
@@ -301,6 +307,7 @@ def consolidate_command(
 ) -> None:
     """Merge duplicate memories and delete expired ones now (skips the time gates, not the lock)."""
     with user_errors():
+        person_only("nova memory consolidate")
         ctx = _context()
         report = Consolidator.for_home(store=ctx.store, home=ctx.settings.home, config=ctx.config).run()
     if as_json:
@@ -324,6 +331,7 @@ def undo_command(
 ) -> None:
     """Undo a consolidation merge or deletion (kept 30 days). Files changed since are never overwritten."""
     with user_errors():
+        person_only("nova memory undo")
         ctx = _context()
         trash = Trash(ctx.store.home_dir)
         if list_only:

@@ -60,6 +60,10 @@ def run_command(
         workdir = (cwd or Path.cwd()).resolve()
         # In a terminal the user is asked (one key); a script gets --yes / --allow or a refusal.
         interactive = is_interactive_terminal()
+        if interactive:  # before anything of the project's runs: its servers and skill scripts
+            from nova.cli.commands.trust import offer_trust
+
+            offer_trust(settings, workdir, err_console if as_json else console)
         options = AgentOptions(cwd=workdir, allowed_tools=frozenset(allow or ()), yes=yes, max_steps=max_steps,
                                interactive=interactive,
                                ask=terminal_approver(err_console if as_json else console) if interactive else None)

@@ -19,9 +19,12 @@ def serve_command(
     allow: list[str] | None, yes: bool, cwd: Path | None, print_token: bool, workers: int = 1,
 ) -> None:
     from nova.server.shared_token import server_token
+    from nova.tools.policy.controls import require_person
 
     with user_errors():
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url)
+        # Whoever holds the token may approve calls and memories: never handed to a command the model ran.
+        require_person("nova serve --print-token" if print_token else "nova serve", settings.home)
         if print_token:
             token, _ = server_token(settings.home)
             print(token)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from nova.cli.commands.errors import user_errors
+from nova.cli.commands.person import person_only
 from nova.cli.commands.sessions_search import search_command
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import NovaError
@@ -309,6 +310,7 @@ def rm_command(
     """Delete a session's directory and its stored messages (canonical task state is kept)."""
     home = nova_home()
     with _errors():
+        person_only("nova sessions rm")
         session_id = _resolve(session_id, home)
         session = Session.open(home, session_id, readonly=True)  # validates before asking
         title = session.meta.title

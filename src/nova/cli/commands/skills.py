@@ -17,12 +17,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from nova.cli.commands.errors import user_errors
+from nova.cli.commands.person import person_only
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import SkillError
 from nova.present.terminal import terminal_console
 from nova.settings import load_settings
 from nova.skills.catalog import SkillCatalog, describe_versions, load_catalog, restore, retire
 from nova.skills.manifest import Skill
+from nova.tools.policy.trust import TrustStore
 
 __all__ = ["app"]
 
@@ -140,8 +142,13 @@ def test_command(
     from nova.tools import default_registry
 
     with user_errors():
-        catalog, _ = _catalog()
+        home = _home()
+        # A project's skill that runs code runs its tests only once the user trusted it (`nova trust`).
+        catalog = load_catalog(cwd=Path.cwd(), home=home, trust=TrustStore(home))
+        if name and name in catalog.untrusted:
+            raise SkillError(next(p for p in catalog.problems if p.startswith(f"skill {name!r}")))
         skills = [catalog.require(name)] if name else catalog.sorted()
+        skipped = [p for p in catalog.problems if any(p.startswith(f"skill {u!r}") for u in catalog.untrusted)]
         known = {*default_registry().names(), "propose_task_update", "skill", "task"}
         results: list[dict[str, Any]] = []
         for skill in skills:
@@ -152,8 +159,10 @@ def test_command(
                 results.append({"skill": skill.name, "test": test.name, **_run(test.run, skill.folder)})
         failed = [r for r in results if not r["passed"]]
         if as_json:
-            print(json.dumps({"results": results, "passed": not failed}, indent=2))
+            print(json.dumps({"results": results, "passed": not failed, "skipped": skipped}, indent=2))
         else:
+            for problem in skipped:
+                console.print(f"SKIP  {problem}", markup=False)
             for r in results:
                 console.print(f"{'PASS' if r['passed'] else 'FAIL'}  {r['skill']}: {r['test']}  {r['detail']}",
                               markup=False)
@@ -182,6 +191,7 @@ def retire_command(
     """Retire a version: it is no longer loaded, and the newest version not retired takes its place.
     Recorded in $NOVA_HOME/skill-state.json; the skill's files are not touched."""
     with user_errors():
+        person_only("nova skills retire")
         catalog, home = _catalog()
         now = retire(home, catalog, name, version)
         console.print(f"{name}: retired {version or 'the version in use'}; now in use: "
@@ -192,6 +202,7 @@ def retire_command(
 def rollback_command(name: Annotated[str, typer.Argument(help="The skill's name.")]) -> None:
     """Roll back to the previous version: retire the one in use (the same as `retire NAME`)."""
     with user_errors():
+        person_only("nova skills rollback")
         catalog, home = _catalog()
         if catalog.get(name) is None:
             raise SkillError(f"{name}: no version of it is in use")
@@ -211,6 +222,7 @@ def restore_command(
 ) -> None:
     """Undo a retirement."""
     with user_errors():
+        person_only("nova skills restore")
         catalog, home = _catalog()
         now = restore(home, catalog, name, version)
         console.print(f"{name}: {version} restored; now in use: {(now.version or now.digest) if now else 'none'}",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import itertools
 import os
 import re
 import threading
@@ -38,7 +39,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ShellCommand", "ShellLine", "ShellWrite", "could_match_longer", "parse_command_line"]
+from nova.tools.policy.git_exec import config_key_runs_program, env_runs_program
+from nova.tools.policy.shell_commands import (
+    EXTRA_WRAPPERS,
+    ArchiveWrite,
+    command_string,
+    inline_code,
+    option_spellings,
+    options_end,
+    reads_only,
+    written_by,
+)
+
+__all__ = ["NULL_SINKS", "ShellCommand", "ShellLine", "ShellWrite", "could_match_longer", "parse_command_line"]
 
 _MAX_SHELL_DEPTH = 4
 """`bash -c` inside `bash -c` ... deeper than this is adversarial: the command is unresolved."""
@@ -70,9 +83,15 @@ class ShellCommand:
 @dataclass(frozen=True, slots=True)
 class ShellWrite:
     path: str
-    """The target as written, quotes removed (relative paths are relative to where the shell runs)."""
+    """The target as written, quotes removed (relative paths are relative to where the shell runs); for
+    a write whose place is only known at run time, the text that names it (`$f`, `$(pwd)/x`)."""
     via: str
     """What writes it: "`>` redirection", "`tee`", ..."""
+    dynamic: bool = False
+    """The place is only known at run time (an expansion the parser cannot follow, or files a command
+    writes that its arguments do not name): it may be anywhere."""
+    archive: ArchiveWrite | None = None
+    """An archive unpacked into `path`: the files it holds are written there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +104,18 @@ class ShellLine:
     @property
     def unresolved(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(c.unresolved for c in self.commands if c.unresolved))
+
+    @property
+    def read_only(self) -> bool:
+        """Every command only reads (`ls`, `cat`, `grep`, `git status`...; see
+        `nova.tools.policy.shell_commands.reads_only`) and nothing is written but the null device."""
+        return (bool(self.commands) and not self.unresolved
+                and all(w.path in NULL_SINKS and not w.dynamic for w in self.writes)
+                and all(reads_only(c.text.split()) for c in self.commands))
+
+
+NULL_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
+"""Write targets that are not files: output thrown away or sent back to the caller."""
 
 
 # -- the parser --------------------------------------------------------------------------------------
@@ -239,32 +270,7 @@ def _word(node: Any) -> _Word:
 
 
 # -- wrappers and the commands with their own grammar --------------------------------------------------
-def _options(argv: list[str], start: int, *, with_value: frozenset[str], long_with_value: frozenset[str] = frozenset(),
-             digits: bool = False) -> int:
-    """Index of the first operand after `argv[start]`'s options. Short options cluster (`-nv`); one in
-    `with_value` takes the rest of its cluster or the next word; `--opt=value` and `--` are understood."""
-    i = start
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            return i + 1
-        if word.startswith("--"):
-            i += 1 if "=" in word or word not in long_with_value else 2
-            continue
-        if word.startswith("-") and len(word) > 1:
-            if digits and word[1:].isdigit():  # `nice -10`
-                i += 1
-                continue
-            for j, letter in enumerate(word[1:], start=1):
-                if letter in with_value:
-                    i += 1 if j < len(word) - 1 else 2
-                    break
-            else:
-                i += 1
-            continue
-        return i
-    return i
-
+_options = options_end
 
 _ASSIGNMENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh", "rbash"})
@@ -349,6 +355,42 @@ for _keyword in ("if", "then", "elif", "else", "fi", "do", "done", "while", "unt
                  "esac", "{", "}", "function", "in", "[[", "]]"):
     _WRAPPERS[_keyword] = lambda argv: (1, f"the parser read the shell keyword `{argv[0]}` as a command")
 
+_WRAPPERS.update(EXTRA_WRAPPERS)
+
+
+def _renames_commands(argv: list[str]) -> str | None:
+    """Builtins after which a name runs something else than its command: `hash -p PATH NAME`, aliases
+    (run by a non-interactive shell once `expand_aliases` is on), `enable -f` (a builtin from a file)."""
+    name = argv[0]
+    if name == "hash" and any(w.startswith("-") and "p" in w for w in argv[1:]):
+        return "hash -p makes a name run another program"
+    if name == "alias" and any("=" in w for w in argv[1:]):
+        return "an alias makes a name run another command"
+    if name == "shopt" and "expand_aliases" in argv and any(w.startswith("-") and "s" in w for w in argv[1:]):
+        return "shopt -s expand_aliases lets aliases run other commands"
+    if name == "enable" and any(w.startswith("-") and "f" in w for w in argv[1:]):
+        return "enable -f loads a builtin from a file"
+    return None
+
+
+def _git_config_on_command_line(options: list[str]) -> str | None:
+    """Why git's global options (`-c KEY=VALUE`, `--config-env=KEY=VAR`) make git run a program the
+    parser cannot see (`-c core.fsmonitor=CMD`, `-c core.sshCommand=CMD`...), or None."""
+    for i, word in enumerate(options):
+        if word in ("-c", "--config-env") and i + 1 < len(options):
+            pair = options[i + 1]
+        elif word.startswith("-c") and len(word) > 2:
+            pair = word[2:]
+        elif word.startswith("--config-env="):
+            pair = word.split("=", 1)[1]
+        else:
+            continue
+        key = pair.split("=", 1)[0]
+        if word.startswith("--config-env") or config_key_runs_program(key):
+            return f"git -c {key} makes git run a program the parser cannot check"
+    return None
+
+
 _GIT_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
                              "--super-prefix", "--attr-source", "--list-cmds"})
 
@@ -361,77 +403,97 @@ def _git_subcommand_at(argv: list[str]) -> int:
     return i
 
 
-# -- writes -------------------------------------------------------------------------------------------
-def _operands(argv: list[str], *, with_value: str = "", long_with_value: tuple[str, ...] = ()) -> list[str]:
-    """The non-option words of a command (options may be mixed in, GNU style)."""
-    out: list[str] = []
-    i = 1
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            out.extend(argv[i + 1:])
-            break
-        if word.startswith("--"):
-            i += 1 if "=" in word or word not in long_with_value else 2
-            continue
-        if word.startswith("-") and len(word) > 1:
-            takes = next((j for j, c in enumerate(word[1:], 1) if c in with_value), None)
-            i += 1 if takes is None or takes < len(word) - 1 else 2
-            continue
-        out.append(word)
-        i += 1
-    return out
+_NETWORK_DEVICE_RE = re.compile(r"^/dev/(?:tcp|udp)/")
+_RISKY_ENV = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PS4", "PROMPT_COMMAND",
+                        "SHELLOPTS", "BASHOPTS", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS", "PYTHONSTARTUP"})
+"""Variables that make a later command run code the parser never sees (besides git's own)."""
+_MAX_BRACE_WORDS = 64
 
 
-def _target_dir(argv: list[str]) -> str | None:
-    for i, word in enumerate(argv):
-        if word == "-t" and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith("--target-directory="):
-            return word.split("=", 1)[1]
-        if word.startswith("-t") and not word.startswith("--") and len(word) > 2:
-            return word[2:]
+def _env_changes_what_runs(assignment: str) -> str | None:
+    name = assignment.split("=", 1)[0].lstrip("+")
+    if env_runs_program(name) or name in _RISKY_ENV or name.startswith("BASH_FUNC_"):
+        return f"setting {name} makes a command run code the parser cannot check"
     return None
 
 
-def _written_by(argv: list[str]) -> list[str]:
-    """The files the command (bare, wrappers peeled) writes, as far as its arguments show."""
-    name = argv[0]
-    if name == "tee":
-        return _operands(argv)
-    if name in ("cp", "install", "ln"):
-        target = _target_dir(argv)
-        if target is not None:
-            return [target]
-        operands = _operands(argv, with_value="tSmogZ" if name == "install" else "tS",
-                             long_with_value=("--suffix", "--target-directory", "--mode", "--owner", "--group"))
-        return operands[-1:] if len(operands) >= 2 or name == "install" else []
-    if name == "mv":  # the sources are removed, the destination replaced
-        target = _target_dir(argv)
-        return [*_operands(argv, with_value="tS", long_with_value=("--suffix", "--target-directory")),
-                *([target] if target else [])]
-    if name in ("rm", "rmdir", "unlink", "touch", "mkdir", "shred", "mkfifo", "mknod"):
-        return _operands(argv, with_value="mrdtn" if name in ("touch", "mkdir", "mkfifo", "mknod", "shred") else "",
-                         long_with_value=("--mode", "--reference", "--date", "--iterations", "--size"))
-    if name == "truncate":
-        return _operands(argv, with_value="sr", long_with_value=("--size", "--reference"))
-    if name in ("chmod", "chown", "chgrp"):
-        operands = _operands(argv)
-        reference = any(w.startswith("--reference") for w in argv)
-        return operands if reference else operands[1:]
-    if name == "dd":
-        return [w[3:] for w in argv[1:] if w.startswith("of=")]
-    if name == "sed":
-        in_place = any(w == "--in-place" or w.startswith("--in-place=")
-                       or (w.startswith("-") and not w.startswith("--") and "i" in w) for w in argv[1:])
-        if not in_place:
-            return []
-        operands = _operands(argv, with_value="efl", long_with_value=("--expression", "--file", "--line-length"))
-        has_script_option = any(w in ("-e", "-f") or w.startswith(("--expression", "--file"))
-                                or (w.startswith("-") and not w.startswith("--") and w[-1] in "ef")
-                                for w in argv[1:])
-        return operands if has_script_option else operands[1:]
-    return []
+def _brace_expand(text: str, budget: int = _MAX_BRACE_WORDS) -> list[str] | None:
+    """Bash's brace expansion of one word (`a{b,c}d` is `abd acd`, `{1..3}` is `1 2 3`), or None past
+    `budget` words. Escapes were already removed from `text`, so a quoted brace is expanded too: this
+    only ever adds spellings for deny rules to match."""
+    depth = 0
+    start = -1
+    for i, ch in enumerate(text):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                body = text[start + 1:i]
+                choices = _brace_choices(body)
+                if choices is None:
+                    continue
+                out: list[str] = []
+                for choice in choices:
+                    for rest in _brace_expand(text[:start] + choice + text[i + 1:], budget - len(out)) or []:
+                        out.append(rest)
+                        if len(out) > budget:
+                            return None
+                return out
+    return [text]
+
+
+_SEQUENCE_RE = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
+
+
+def _brace_choices(body: str) -> list[str] | None:
+    """The alternatives of `{body}`: split at top-level commas, or a sequence; None when the braces are
+    literal (`{}`, `{x}`)."""
+    sequence = _SEQUENCE_RE.match(body)
+    if sequence:
+        first, last, step = sequence.group(1), sequence.group(2), int(sequence.group(3) or 1) or 1
+        if first.lstrip("-").isdigit() and last.lstrip("-").isdigit():
+            a, b = int(first), int(last)
+            values = range(a, b + (1 if b >= a else -1), abs(step) if b >= a else -abs(step))
+            return [str(v) for v in list(values)[:_MAX_BRACE_WORDS + 1]]
+        if first.isalpha() and last.isalpha():
+            a, b = ord(first), ord(last)
+            return [chr(v) for v in range(a, b + (1 if b >= a else -1), 1 if b >= a else -1)]
+        return None
+    parts: list[str] = []
+    depth = 0
+    current = ""
+    for ch in body:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}" and depth > 0
+        current += ch
+    if not parts:
+        return None
+    return [*parts, current]
+
+
+def _brace_words(words: list[_Word]) -> list[_Word] | None:
+    """The words after brace expansion, or None when no word expands (or one expands past the bound)."""
+    if not any(w.static and w.pattern and "{" in w.value for w in words):
+        return None
+    out: list[_Word] = []
+    changed = False
+    for word in words:
+        if not (word.static and word.pattern and "{" in word.value):
+            out.append(word)
+            continue
+        pieces = _brace_expand(word.value)
+        if pieces is None:
+            return None
+        changed = changed or pieces != [word.value]
+        out.extend(_Word(p, True, any(c in p for c in "*?[")) for p in pieces if p != "" or len(pieces) == 1)
+    return out if changed and out else None
 
 
 _CONTINUATION_RE = re.compile(rb"(?:\\\n)+")
@@ -447,6 +509,8 @@ class _Walker:
     dirs: list[str] = field(default_factory=list)
     _trailing: dict[int, tuple[Sequence[Any], Sequence[str]]] = field(default_factory=dict)
     """Words and redirections the grammar put after a command's redirections, keyed by the command node."""
+    assigned: dict[str, str] = field(default_factory=dict)
+    """Variables the line sets to a value known before it runs (`f=NOVA.md`), to follow `> $f`."""
 
     def parse(self, line: str, *, depth: int) -> None:
         if depth > _MAX_SHELL_DEPTH:
@@ -485,22 +549,60 @@ class _Walker:
             self.commands.append(ShellCommand(exact=text, text=text, forms=(text,)))
         elif kind == "file_redirect":
             self._redirect(node)
+        elif kind == "variable_assignment":
+            self._assignment(node)
         for child in node.children:
             self._walk(child, shell_depth=shell_depth, node_depth=node_depth + 1)
+
+    def _assignment(self, node: Any) -> None:
+        """`NAME=value`, alone, before a command or after `export`: remembered when static (for writes
+        through `$NAME`), and a command that cannot be checked when it changes what later commands run."""
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        if name is None:
+            return
+        text = _text(name)
+        risky = _env_changes_what_runs(f"{text}=")
+        if risky:
+            self._unresolved(_text(node), risky)
+        if value is None:
+            self.assigned[text] = ""
+            return
+        word = _word(value)
+        if word.static:
+            self.assigned[text] = word.value
+        else:
+            self.assigned.pop(text, None)
 
     def _redirect(self, node: Any) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
         destination = node.child_by_field_name("destination")
-        if (operator not in _WRITE_REDIRECTS or destination is None
-                or destination.type in ("number", "process_substitution")):
+        if destination is None or destination.type in ("number", "process_substitution"):
             return
-        self._write(_word(destination).value, f"`{operator}` redirection")
+        target = _word(destination).value
+        if _NETWORK_DEVICE_RE.match(target.lstrip('"')):
+            # bash opens a socket for these names, whichever way the redirection points.
+            self._unresolved(_text(node), f"`{operator} {target}` opens a network connection")
+            return
+        if operator in _WRITE_REDIRECTS:
+            self._write(target, f"`{operator}` redirection")
+
+    _VARIABLE_RE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
     def _write(self, path: str, via: str) -> None:
-        # `$HOME` and `${HOME}` are read as `~`; other expansions cannot be followed here.
-        path = _HOME_RE.sub("~", path.replace('"', "") if "$" in path else path)
-        if path != "-" and "$" not in path and "`" not in path:
-            self.writes.append(ShellWrite(path, via))
+        """A file the line writes. `$HOME` and `${HOME}` are read as `~`, and a variable the line set to a
+        known value (`f=NOVA.md; echo x > $f`) as that value; anything else built at run time is a
+        write to a place the parser cannot know."""
+        if path == "-":
+            return
+        if "$" in path or "`" in path:
+            known = _HOME_RE.sub("~", path.replace('"', ""))
+            known = self._VARIABLE_RE.sub(lambda m: self.assigned.get(m.group(1) or m.group(2), m.group(0)), known)
+            if "$" in known or "`" in known:
+                self.writes.append(ShellWrite(path, via, dynamic=True))
+                return
+            path = known
+        self.writes.append(ShellWrite(path, via))
 
     def _redirected(self, node: Any, *, shell_depth: int, node_depth: int) -> None:
         """A statement with redirections after it. The grammar files words that follow a redirection
@@ -581,6 +683,13 @@ class _Walker:
             return
         argv = [w.value for w in words]
         exact = " ".join([*assignments, *argv, *redirects])
+        expanded = None if misread else _brace_words(words)
+        if expanded is not None:
+            # The shell runs the words brace expansion makes (`git {push,x}` is `git push x`): that
+            # spelling is checked too, as a command of its own an allow rule must also cover.
+            ex_argv = [w.value for w in expanded]
+            self._resolve(ex_argv, expanded, exact=" ".join([*assignments, *ex_argv, *redirects]),
+                          shell_depth=shell_depth)
         if misread:
             self.commands.append(ShellCommand(exact=exact, text=exact, forms=(exact, *(w.value for w in words)),
                                               unresolved="the shell may split this command differently"))
@@ -622,6 +731,9 @@ class _Walker:
             more_args = more_args or name == "xargs"
             start, why = peel(argv)
             unresolved = unresolved or why
+            if name == "env":
+                unresolved = unresolved or next(
+                    (r for w in argv[1:start] if _ASSIGNMENT_RE.match(w) and (r := _env_changes_what_runs(w))), None)
             if start >= len(argv):
                 break
             # Assignments after a keyword (`! A=1 cmd`, `time A=1 cmd`) are still assignments; after other
@@ -640,21 +752,41 @@ class _Walker:
             at = _git_subcommand_at(argv)
             if any(w.startswith(("-calias.", "--config-env=alias.", "alias.")) for w in argv[1:at]):
                 unresolved = unresolved or "a git alias defined on the command line"
+            unresolved = unresolved or _git_config_on_command_line(argv[1:at])
             if at > 1:
                 notes.append(f"git global options `{' '.join(argv[1:at])}` skipped")
                 argv = ["git", *argv[at:]]
                 static = [True, *static[at:]]
                 add_form()
-        unresolved = unresolved or _RUNS_ITS_INPUT.get(name)
+        unresolved = unresolved or _RUNS_ITS_INPUT.get(name) or _renames_commands(argv) or inline_code(argv)
         if name in _SHELLS:
             unresolved = unresolved or self._shell(argv, words[offset:], shell_depth=shell_depth)
+        if name == "trap":
+            unresolved = unresolved or self._trap(argv, words[offset:], shell_depth=shell_depth)
+        string_at, why = command_string(argv)
+        if string_at is not None:
+            unresolved = unresolved or self._string(argv, words[offset:], string_at, shell_depth=shell_depth)
+        unresolved = unresolved or why
         if name in ("cd", "pushd"):
             targets = [w for w in argv[1:] if not w.startswith("-")]
             self.dirs.append(targets[0] if targets else "~")
         if name == "find":
             self._find_exec(argv, words[offset:], shell_depth=shell_depth)
-        for path in _written_by(argv):
+        paths, unknown, archives = written_by(argv)
+        for path in paths:
             self._write(path, f"`{name}`")
+        for why in unknown:
+            self.writes.append(ShellWrite(name, why, dynamic=True))
+        for archive in archives:
+            self.writes.append(ShellWrite(archive.into, f"`{name}` unpacking {archive.archive}", archive=archive))
+        spellings = option_spellings(argv)
+        if spellings:
+            notes.append("options gathered in every order")
+            forms.extend(spellings)
+        if name == "find" and "-delete" in argv:
+            # A deny rule on recursive deletion means this too.
+            starts = [w for w in itertools.takewhile(lambda w: not w.startswith(("-", "(", "!")), argv[1:])]
+            forms.append(" ".join(["rm -rf", *(starts or ["."])]))
         if more_args:
             prefixes.extend(f + " " for f in forms)
         self.commands.append(ShellCommand(exact=exact, text=" ".join(argv), forms=tuple(dict.fromkeys(forms)),
@@ -673,6 +805,32 @@ class _Walker:
                                   more_args=True)
                 i = end
             i += 1
+
+    def _trap(self, argv: list[str], words: list[_Word], *, shell_depth: int) -> str | None:
+        """`trap 'CMD' EXIT` runs CMD later, when the signal comes (or the shell exits): parsed like
+        `bash -c 'CMD'`."""
+        i = 1
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+            if argv[i] in ("-p", "-l", "-P"):
+                return None
+            i += 1
+            if argv[i - 1] == "--":
+                break
+        if i >= len(argv) - 1 or argv[i] == "-":
+            return None  # `trap SIGNAL` or `trap - SIGNAL` resets; nothing runs
+        if not words[i].static:
+            return "trap runs a string built at run time"
+        self.parse(argv[i], depth=shell_depth + 1)
+        return None
+
+    def _string(self, argv: list[str], words: list[_Word], at: int, *, shell_depth: int) -> str | None:
+        """A command string handed to a shell (`su -c 'CMD'`, `script -qc 'CMD'`, `watch CMD ARGS`):
+        parsed like `bash -c`."""
+        pieces = words[at:] if argv[0] in ("watch", "sg") else words[at:at + 1]
+        if not pieces or not all(w.static for w in pieces):
+            return f"{argv[0]} runs a string built at run time"
+        self.parse(" ".join(w.value for w in pieces), depth=shell_depth + 1)
+        return None
 
     def _shell(self, argv: list[str], words: list[_Word], *, shell_depth: int) -> str | None:
         """`bash -c 'STRING'` is parsed as the commands it runs; any other shell invocation runs a script

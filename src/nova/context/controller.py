@@ -43,6 +43,7 @@ from nova.context.compaction import (
 from nova.context.economy import CachePrices, cost_line
 from nova.context.extensions import Extension, ViewRequest
 from nova.context.oversize import CUT_DIR, fit_message
+from nova.context.receipt import CompactionReceipt, compaction_receipt, receipt_line
 from nova.context.shown_paths import shown_path
 from nova.context.spill import Spiller
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
@@ -178,6 +179,8 @@ class ContextController(Extension):
         """(call, view) where the current growth run started: the first call, or the last shrink."""
         self._last_after: int | None = None
         """The view right after the last compaction: what the next one will likely leave."""
+        self.receipts: list[tuple[int, CompactionReceipt]] = []
+        """(call, receipt) of every successful compaction, in order (`nova context`, replay)."""
 
     # -- derived numbers -----------------------------------------------------------------------------
     @property
@@ -503,14 +506,27 @@ class ContextController(Extension):
         new_history = outcome.messages
         after = self.measure(new_history)
         self._last_after = after
-        self._record_compaction(outcome, reason=reason, tokens_before=used, tokens_after=after)
+        receipt = self._receipt(outcome, tokens_before=used, tokens_after=after)
+        self.receipts.append((self.stats.calls, receipt))
+        self._record_compaction(outcome, reason=reason, tokens_before=used, tokens_after=after, receipt=receipt)
         self.bus.emit(ev.CompactionEnd(
             session_id=self.session_id, ok=True, tokens_before=used, tokens_after=after,
             messages_compacted=len(outcome.compacted_ids), duration_s=time.monotonic() - started_at,
+            receipt=receipt.to_json(), receipt_text=receipt_line(receipt),
         ))
         if self.on_compacted is not None:
             self.on_compacted(outcome)
         return new_history, after
+
+    def _receipt(self, outcome: CompactionOutcome, *, tokens_before: int, tokens_after: int) -> CompactionReceipt:
+        """What this compaction cost and saves (nova.context.receipt). An extractive summary makes no
+        model call; a model summary reads the view as last sent and writes the summary."""
+        summary = outcome.summary
+        written = count_message(summary, self.counter) if summary is not None else 0
+        model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
+        return compaction_receipt(tokens_before=tokens_before, tokens_after=tokens_after,
+                                  summary_input_tokens=tokens_before if model_call else 0,
+                                  summary_output_tokens=written if model_call else 0, prices=self.prices)
 
     def _view_overhead(self, history: Sequence[Message], used: int) -> int:
         """What the view holds besides the history: system prompt, tools, and what the compiler adds
@@ -572,7 +588,7 @@ class ContextController(Extension):
             log.exception("session record: update_message_content failed")
 
     def _record_compaction(self, outcome: CompactionOutcome, *, reason: str, tokens_before: int,
-                           tokens_after: int) -> None:
+                           tokens_after: int, receipt: CompactionReceipt | None = None) -> None:
         """The boundary record carries the new head of history; the recorder flags the covered messages
         compacted."""
         if self.recorder is None:
@@ -582,6 +598,7 @@ class ContextController(Extension):
             id="", summary=summary.text if summary else "", trigger=reason, tokens_before=tokens_before,
             tokens_after=tokens_after, duration_ms=outcome.duration_s * 1000.0,
             covers=tuple(outcome.compacted_ids), messages=tuple(outcome.messages),
+            receipt=receipt.to_json() if receipt is not None else None,
         )
         try:
             self.recorder.record_compact_boundary(boundary)

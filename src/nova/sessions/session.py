@@ -344,7 +344,7 @@ class Session(RecordedSession):
         self.transcript.append_boundary(
             id=boundary_id, summary=boundary.summary, trigger=boundary.trigger,
             tokens_before=boundary.tokens_before, tokens_after=boundary.tokens_after,
-            duration_ms=boundary.duration_ms, covers=boundary.covers, messages=head,
+            duration_ms=boundary.duration_ms, covers=boundary.covers, messages=head, receipt=boundary.receipt,
         )
         self.store.mark_compacted(self.id, boundary.covers)
         self.store.append_messages(self.id, head)

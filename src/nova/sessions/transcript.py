@@ -162,6 +162,7 @@ class Transcript:
         duration_ms: float = 0.0,
         covers: Sequence[str] = (),
         messages: Sequence[Message] = (),
+        receipt: Mapping[str, Any] | None = None,
     ) -> None:
         self.append(
             boundary_record(
@@ -172,6 +173,7 @@ class Transcript:
                 tokens_after=tokens_after,
                 duration_ms=duration_ms,
                 covers=covers,
+                receipt=receipt,
                 messages=messages,
             )
         )

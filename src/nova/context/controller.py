@@ -180,7 +180,8 @@ class ContextController(Extension):
         self._last_after: int | None = None
         """The view right after the last compaction: what the next one will likely leave."""
         self.receipts: list[tuple[int, CompactionReceipt]] = []
-        """(call, receipt) of every successful compaction, in order (`nova context`, replay)."""
+        """(first call sent the compacted view, receipt) of every successful compaction, in order (replay
+        settles each with the calls that followed)."""
 
     # -- derived numbers -----------------------------------------------------------------------------
     @property
@@ -507,7 +508,8 @@ class ContextController(Extension):
         after = self.measure(new_history)
         self._last_after = after
         receipt = self._receipt(outcome, tokens_before=used, tokens_after=after)
-        self.receipts.append((self.stats.calls, receipt))
+        # The first call that is sent the compacted view: this one, or the next for `/compact`.
+        self.receipts.append((self.stats.calls + (reason == "manual"), receipt))
         self._record_compaction(outcome, reason=reason, tokens_before=used, tokens_after=after, receipt=receipt)
         self.bus.emit(ev.CompactionEnd(
             session_id=self.session_id, ok=True, tokens_before=used, tokens_after=after,

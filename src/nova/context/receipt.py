@@ -18,6 +18,7 @@ In replay the calls that followed are known, so the realised saving is `calls_af
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -69,19 +70,34 @@ class CompactionReceipt:
         data: dict[str, Any] = {
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
-            "summary_cost_tokens": round(self.summary_cost, 1),
-            "rewrite_cost_tokens": round(self.rewrite_cost, 1),
-            "saving_per_call_tokens": round(self.saving_per_call, 1),
+            "summary_cost_tokens": round(self.summary_cost, 3),
+            "rewrite_cost_tokens": round(self.rewrite_cost, 3),
+            "saving_per_call_tokens": round(self.saving_per_call, 3),
             "break_even_calls": self.break_even_calls,
+            "input_usd_per_mtok": None if self.usd_per_unit is None else self.usd_per_unit * 1_000_000,
             "summary_cost_usd": money(self.summary_cost),
             "rewrite_cost_usd": money(self.rewrite_cost),
             "saving_per_call_usd": money(self.saving_per_call),
         }
         if self.calls_after is not None:
             data["calls_after"] = self.calls_after
-            data["realised_saving_tokens"] = round(self.realised_saving or 0.0, 1)
+            data["realised_saving_tokens"] = round(self.realised_saving or 0.0, 3)
             data["realised_saving_usd"] = money(self.realised_saving)
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CompactionReceipt:
+        """A receipt read back from a boundary record or an event (`to_json`'s keys)."""
+        price = data.get("input_usd_per_mtok")
+        even = data.get("break_even_calls")
+        after = data.get("calls_after")
+        return cls(tokens_before=int(data.get("tokens_before", 0)), tokens_after=int(data.get("tokens_after", 0)),
+                   summary_cost=float(data.get("summary_cost_tokens", 0.0)),
+                   rewrite_cost=float(data.get("rewrite_cost_tokens", 0.0)),
+                   saving_per_call=float(data.get("saving_per_call_tokens", 0.0)),
+                   break_even_calls=None if even is None else int(even),
+                   usd_per_unit=None if price is None else float(price) / 1_000_000,
+                   calls_after=None if after is None else int(after))
 
 
 def compaction_receipt(*, tokens_before: int, tokens_after: int, summary_input_tokens: int,

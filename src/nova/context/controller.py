@@ -179,6 +179,8 @@ class ContextController(Extension):
         """(call, view) where the current growth run started: the first call, or the last shrink."""
         self._last_after: int | None = None
         """The view right after the last compaction: what the next one will likely leave."""
+        self._last_call_at: float | None = None
+        """When the last reply arrived (its message time): the cost schedule's cache clock."""
         self.receipts: list[tuple[int, CompactionReceipt]] = []
         """(first call sent the compacted view, receipt) of every successful compaction, in order (replay
         settles each with the calls that followed)."""
@@ -248,9 +250,39 @@ class ContextController(Extension):
         calls = self.stats.calls - since
         if calls < GROWTH_CALLS:
             return False
-        line = cost_line(after=self._expected_after(history, used), growth=(used - base) / calls,
-                         summary_tokens=self.budget.for_cost(used).summary_cap, prices=self.prices)
+        growth = (used - base) / calls
+        after = self._expected_after(history, used)
+        summary_tokens = self.budget.for_cost(used).summary_cap
+        if self.config.schedule == "cost":
+            return self._pays_now(history, used, after=after, growth=growth, summary_tokens=summary_tokens)
+        line = cost_line(after=after, growth=growth, summary_tokens=summary_tokens, prices=self.prices)
         return line is not None and used >= line
+
+    def _pays_now(self, history: Sequence[Message], used: int, *, after: int, growth: float,
+                  summary_tokens: int) -> bool:
+        """The `cost` schedule: compact when carrying this view for the calls expected before the soft line
+        would force a compaction anyway costs more than the summary call plus the cache rewrite it causes
+        (the receipt's own figures). The expected remaining calls are the calls made so far (a run of
+        unknown length is, at the median, as old again as it is now), or the configured default before
+        there are enough. A cold cache (the TTL passed since the last call) is a discount: the next call
+        writes the whole prefix anyway, so compacting rewrites nothing that was not lost."""
+        model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
+        receipt = compaction_receipt(tokens_before=used, tokens_after=after,
+                                     summary_input_tokens=used if model_call else 0,
+                                     summary_output_tokens=summary_tokens if model_call else 0, prices=self.prices)
+        cost = receipt.summary_cost + (0.0 if self._cache_cold(history) else receipt.rewrite_cost)
+        remaining = self.stats.calls if self.stats.calls >= 2 * GROWTH_CALLS else self.config.expected_calls
+        if growth > 0:
+            # Past the soft line the threshold compacts anyway: only the calls before it are saved.
+            remaining = min(remaining, max(1, int((self.threshold - used) / growth)))
+        return remaining * receipt.saving_per_call > cost
+
+    def _cache_cold(self, history: Sequence[Message]) -> bool:
+        """The provider's cache TTL has passed between the last call and the newest message (message
+        times, so a replay decides as the live run did)."""
+        if self._last_call_at is None or not history:
+            return False
+        return history[-1].created_at - self._last_call_at > self.config.cache_ttl_seconds
 
     def _expected_after(self, history: Sequence[Message], used: int) -> int:
         """The view a compaction would leave: what the last one left, else the fixed part, the task
@@ -280,6 +312,8 @@ class ContextController(Extension):
         # The loop has recorded this reply in the ledger (with the request it answered); here it is only
         # remembered and its real figure shown.
         self.remember([message])
+        if message.created_at > 0:
+            self._last_call_at = message.created_at
         if usage.context_tokens > 0:
             used = usage.context_tokens + usage.output_tokens
             self.last_used = used

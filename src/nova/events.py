@@ -138,6 +138,10 @@ class CompactionEnd:
     snipped: int = 0
     duration_s: float = 0.0
     error: str = ""
+    receipt: dict[str, Any] | None = None
+    """`nova.context.receipt.CompactionReceipt.to_json()` of a successful compaction."""
+    receipt_text: str = ""
+    """The same receipt in words (`receipt_line`), as every surface shows it."""
     type: Literal["compaction_end"] = "compaction_end"
 
 

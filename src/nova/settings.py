@@ -171,6 +171,13 @@ class CompactionConfig:
     hard_margin_tokens: int = 3000
     summarizer: str = "auto"
     """`model` (ask the model), `extractive` (no model call) or `auto` (model when one is configured)."""
+    schedule: str = "threshold"
+    """When to compact below the soft line: `threshold` (the cost line of `nova.context.economy`) or
+    `cost` (when carrying the history for the expected remaining calls costs more than the compaction)."""
+    expected_calls: int = 20
+    """`cost` schedule: the remaining calls assumed until the session has a history of its own."""
+    cache_ttl_seconds: int = 300
+    """`cost` schedule: how long the provider keeps a cached prefix (300, or 3600 for a 1-hour cache)."""
     configured: frozenset[str] = frozenset()
     """The keys the config file set. The budget derives the others from the window, and clamps these
     (with a warning naming the key) only when they cannot work at it."""
@@ -188,6 +195,7 @@ COMPACTION_KEYS = (
 )
 DEAD_COMPACTION_KEYS = ("token_ratio", "max_messages", "max_turns_between_compact")
 SUMMARIZERS = ("auto", "model", "extractive")
+SCHEDULES = ("threshold", "cost")
 MIN_SUMMARY_KEEP_TOKENS = 1024
 # Old names, for which key a config file set.
 _CANONICAL_KEY = {"snip_preserve_last_n_turns": "snip_preserve_last_n_messages",
@@ -247,7 +255,18 @@ def _parse_compaction_config(
     if summarizer not in SUMMARIZERS:
         raise config_error(src, "summarizer", summarizer, "one of " + ", ".join(SUMMARIZERS))
 
+    schedule = config_str(raw["schedule"], source=src, key="schedule") if "schedule" in raw else defaults.schedule
+    if schedule not in SCHEDULES:
+        raise config_error(src, "schedule", schedule, "one of " + ", ".join(SCHEDULES))
+    expected_calls = get_int("expected_calls", defaults.expected_calls)
+    if expected_calls < 1:
+        raise config_error(src, "expected_calls", raw["expected_calls"], "a positive integer")
+    ttl = get_int("cache_ttl_seconds", defaults.cache_ttl_seconds)
+    if ttl < 1:
+        raise config_error(src, "cache_ttl_seconds", raw["cache_ttl_seconds"], "a positive number of seconds")
+
     config = CompactionConfig(
+        schedule=schedule, expected_calls=expected_calls, cache_ttl_seconds=ttl,
         output_reserve_tokens=get_int("output_reserve_tokens", defaults.output_reserve_tokens),
         summary_reserve_tokens=get_int("summary_reserve_tokens", defaults.summary_reserve_tokens),
         snip_max_chars=get_int("snip_max_chars", defaults.snip_max_chars),

@@ -12,6 +12,7 @@ from nova.context.controller import ContextController, FixedPrompt
 from nova.context.economy import CachePrices, cost_line, prices_for
 from nova.context.extensions import ViewRequest
 from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.model import Usage
 from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig
 from nova.tokens import MemoCounter, TokenLedger
@@ -93,3 +94,76 @@ def test_the_reference_window_waits_for_the_soft_line(tmp_path: Path) -> None:
     sizes, reasons, controller = _grow(200_000, 60, tmp_path)
     assert "cost" not in reasons
     assert controller.stats.compactions == 0 and max(sizes) < controller.threshold
+
+
+def _grow_with(config: CompactionConfig, window: int, calls: int, tmp: Path, *, gap_s: float = 1.0
+               ) -> tuple[list[int], list[str], ContextController]:
+    """As `_grow`, with a compaction config, and a reply after every call `gap_s` seconds before the next
+    tool result (the cost schedule's cache clock)."""
+    budget = ContextBudget.derive(config, window)
+    bus = ev.EventBus()
+    reasons: list[str] = []
+    bus.subscribe(lambda e: reasons.append(e.reason) if isinstance(e, ev.CompactionStart) else None)
+    controller = ContextController(budget=budget, ledger=TokenLedger(MemoCounter(COUNTER)), config=config,
+                                   session=SessionLink(dir=tmp / "session", bus=bus),
+                                   prompt=FixedPrompt(system="You are a coding agent."),
+                                   prices=prices_for("claude-sonnet-4-5"))
+    history: list[Message] = [Message.user("Fix the failing date parser in utils/dates.py; keep the API.",
+                                           created_at=1000.0)]
+    sizes: list[int] = []
+    clock = 1000.0
+    for i in range(calls):
+        history = controller.prepare_view(request=ViewRequest(history=history, system=controller.system))
+        sizes.append(controller.last_used)
+        use = ToolUsePart(f"t{i}", "read_file", {"path": f"src/mod{i}.py"})
+        body = "\n".join(f"line {i}.{k}: value = compute_{k}(x, y)  # step {k}" for k in range(150))
+        reply = Message(role="assistant", parts=(use,), created_at=clock + 1)
+        controller.on_usage(message=reply, usage=Usage())
+        clock += 1 + gap_s
+        history = [*history, reply, Message(role="user", parts=(ToolResultPart(f"t{i}", body),), created_at=clock)]
+    return sizes, reasons, controller
+
+
+def test_the_cost_schedule_compacts_before_the_soft_line_and_never_past_the_hard_line(tmp_path: Path) -> None:
+    config = CompactionConfig(schedule="cost")
+    sizes, reasons, controller = _grow_with(config, 64_000, 60, tmp_path)
+    assert "cost" in reasons and max(sizes) < controller.hard_line
+    assert all(r.break_even_calls is not None for _, r in controller.receipts)
+
+
+def test_the_cost_schedule_keeps_the_quality_floor(tmp_path: Path) -> None:
+    # At the reference window the floor is the soft line itself: no compaction for cost alone.
+    _sizes, reasons, controller = _grow_with(CompactionConfig(schedule="cost"), 200_000, 60, tmp_path)
+    assert "cost" not in reasons and controller.stats.compactions == 0
+
+
+def test_a_cold_cache_is_a_discount(tmp_path: Path) -> None:
+    # Extractive summary (no call); 40,000 -> 10,000 tokens at Sonnet prices: the rewrite costs
+    # 10,000 * 1.15 = 11,500 units, each later call saves 30,000 * 0.1 = 3,000. With one call expected it
+    # does not pay while the cache is warm, and does once the TTL has passed (nothing left to rewrite).
+    config = CompactionConfig(schedule="cost", expected_calls=1)
+    controller = ContextController(budget=ContextBudget.derive(config, 64_000), config=config,
+                                   ledger=TokenLedger(MemoCounter(COUNTER)),
+                                   session=SessionLink(dir=tmp_path / "s", bus=ev.EventBus()),
+                                   prices=prices_for("claude-sonnet-4-5"))
+    controller.on_usage(message=Message.assistant("ok", created_at=1000.0), usage=Usage())
+    decide = lambda at: controller._pays_now([Message.user("next", created_at=at)], 40_000,  # noqa: E731
+                                             after=10_000, growth=1_000.0, summary_tokens=2_000)
+    assert not decide(1000.0 + 299)
+    assert decide(1000.0 + 301)
+    # With the session's own history (12 calls so far, 12 expected) it pays warm too.
+    controller.stats.calls = 12
+    assert decide(1000.0 + 10)
+
+
+def test_schedule_is_read_and_checked() -> None:
+    import pytest
+
+    from nova.errors import ConfigError
+    from nova.settings import _parse_compaction_config
+
+    parsed = _parse_compaction_config({"schedule": "cost", "expected_calls": 7, "cache_ttl_seconds": 3600})
+    assert (parsed.schedule, parsed.expected_calls, parsed.cache_ttl_seconds) == ("cost", 7, 3600)
+    assert _parse_compaction_config({}).schedule == "threshold"
+    with pytest.raises(ConfigError, match="schedule"):
+        _parse_compaction_config({"schedule": "sometimes"})

@@ -85,7 +85,11 @@ class Timeline:
         elif isinstance(event, ev.CompactionEnd):
             self._shown_percent = None
             status = "done" if event.ok else f"failed: {_shown(event.error)}"
-            c.print(f"  [magenta]compaction {status}[/] {event.tokens_before:,} → {event.tokens_after:,} tokens")
+            if event.ok and event.receipt_text:
+                # The receipt already names the sizes, in the words every other surface uses.
+                c.print(f"  [magenta]compaction {status}[/] {_shown(event.receipt_text)}")
+            else:
+                c.print(f"  [magenta]compaction {status}[/] {event.tokens_before:,} → {event.tokens_after:,} tokens")
         # An `ErrorEvent` is not printed: the error ends the command, which prints it once
         # (`nova: error: …`); retries are `nova.cli.progress`'s lines.
 

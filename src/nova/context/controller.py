@@ -43,6 +43,7 @@ from nova.context.compaction import (
 from nova.context.economy import CachePrices, cost_line
 from nova.context.extensions import Extension, ViewRequest
 from nova.context.oversize import CUT_DIR, fit_message
+from nova.context.receipt import CompactionReceipt, compaction_receipt, receipt_line
 from nova.context.shown_paths import shown_path
 from nova.context.spill import Spiller
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
@@ -178,6 +179,11 @@ class ContextController(Extension):
         """(call, view) where the current growth run started: the first call, or the last shrink."""
         self._last_after: int | None = None
         """The view right after the last compaction: what the next one will likely leave."""
+        self._last_call_at: float | None = None
+        """When the last reply arrived (its message time): the cost schedule's cache clock."""
+        self.receipts: list[tuple[int, CompactionReceipt]] = []
+        """(first call sent the compacted view, receipt) of every successful compaction, in order (replay
+        settles each with the calls that followed)."""
 
     # -- derived numbers -----------------------------------------------------------------------------
     @property
@@ -244,9 +250,39 @@ class ContextController(Extension):
         calls = self.stats.calls - since
         if calls < GROWTH_CALLS:
             return False
-        line = cost_line(after=self._expected_after(history, used), growth=(used - base) / calls,
-                         summary_tokens=self.budget.for_cost(used).summary_cap, prices=self.prices)
+        growth = (used - base) / calls
+        after = self._expected_after(history, used)
+        summary_tokens = self.budget.for_cost(used).summary_cap
+        if self.config.schedule == "cost":
+            return self._pays_now(history, used, after=after, growth=growth, summary_tokens=summary_tokens)
+        line = cost_line(after=after, growth=growth, summary_tokens=summary_tokens, prices=self.prices)
         return line is not None and used >= line
+
+    def _pays_now(self, history: Sequence[Message], used: int, *, after: int, growth: float,
+                  summary_tokens: int) -> bool:
+        """The `cost` schedule: compact when carrying this view for the calls expected before the soft line
+        would force a compaction anyway costs more than the summary call plus the cache rewrite it causes
+        (the receipt's own figures). The expected remaining calls are the calls made so far (a run of
+        unknown length is, at the median, as old again as it is now), or the configured default before
+        there are enough. A cold cache (the TTL passed since the last call) is a discount: the next call
+        writes the whole prefix anyway, so compacting rewrites nothing that was not lost."""
+        model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
+        receipt = compaction_receipt(tokens_before=used, tokens_after=after,
+                                     summary_input_tokens=used if model_call else 0,
+                                     summary_output_tokens=summary_tokens if model_call else 0, prices=self.prices)
+        cost = receipt.summary_cost + (0.0 if self._cache_cold(history) else receipt.rewrite_cost)
+        remaining = self.stats.calls if self.stats.calls >= 2 * GROWTH_CALLS else self.config.expected_calls
+        if growth > 0:
+            # Past the soft line the threshold compacts anyway: only the calls before it are saved.
+            remaining = min(remaining, max(1, int((self.threshold - used) / growth)))
+        return remaining * receipt.saving_per_call > cost
+
+    def _cache_cold(self, history: Sequence[Message]) -> bool:
+        """The provider's cache TTL has passed between the last call and the newest message (message
+        times, so a replay decides as the live run did)."""
+        if self._last_call_at is None or not history:
+            return False
+        return history[-1].created_at - self._last_call_at > self.config.cache_ttl_seconds
 
     def _expected_after(self, history: Sequence[Message], used: int) -> int:
         """The view a compaction would leave: what the last one left, else the fixed part, the task
@@ -276,6 +312,8 @@ class ContextController(Extension):
         # The loop has recorded this reply in the ledger (with the request it answered); here it is only
         # remembered and its real figure shown.
         self.remember([message])
+        if message.created_at > 0:
+            self._last_call_at = message.created_at
         if usage.context_tokens > 0:
             used = usage.context_tokens + usage.output_tokens
             self.last_used = used
@@ -503,14 +541,28 @@ class ContextController(Extension):
         new_history = outcome.messages
         after = self.measure(new_history)
         self._last_after = after
-        self._record_compaction(outcome, reason=reason, tokens_before=used, tokens_after=after)
+        receipt = self._receipt(outcome, tokens_before=used, tokens_after=after)
+        # The first call that is sent the compacted view: this one, or the next for `/compact`.
+        self.receipts.append((self.stats.calls + (reason == "manual"), receipt))
+        self._record_compaction(outcome, reason=reason, tokens_before=used, tokens_after=after, receipt=receipt)
         self.bus.emit(ev.CompactionEnd(
             session_id=self.session_id, ok=True, tokens_before=used, tokens_after=after,
             messages_compacted=len(outcome.compacted_ids), duration_s=time.monotonic() - started_at,
+            receipt=receipt.to_json(), receipt_text=receipt_line(receipt),
         ))
         if self.on_compacted is not None:
             self.on_compacted(outcome)
         return new_history, after
+
+    def _receipt(self, outcome: CompactionOutcome, *, tokens_before: int, tokens_after: int) -> CompactionReceipt:
+        """What this compaction cost and saves (nova.context.receipt). An extractive summary makes no
+        model call; a model summary reads the view as last sent and writes the summary."""
+        summary = outcome.summary
+        written = count_message(summary, self.counter) if summary is not None else 0
+        model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
+        return compaction_receipt(tokens_before=tokens_before, tokens_after=tokens_after,
+                                  summary_input_tokens=tokens_before if model_call else 0,
+                                  summary_output_tokens=written if model_call else 0, prices=self.prices)
 
     def _view_overhead(self, history: Sequence[Message], used: int) -> int:
         """What the view holds besides the history: system prompt, tools, and what the compiler adds
@@ -572,7 +624,7 @@ class ContextController(Extension):
             log.exception("session record: update_message_content failed")
 
     def _record_compaction(self, outcome: CompactionOutcome, *, reason: str, tokens_before: int,
-                           tokens_after: int) -> None:
+                           tokens_after: int, receipt: CompactionReceipt | None = None) -> None:
         """The boundary record carries the new head of history; the recorder flags the covered messages
         compacted."""
         if self.recorder is None:
@@ -582,6 +634,7 @@ class ContextController(Extension):
             id="", summary=summary.text if summary else "", trigger=reason, tokens_before=tokens_before,
             tokens_after=tokens_after, duration_ms=outcome.duration_s * 1000.0,
             covers=tuple(outcome.compacted_ids), messages=tuple(outcome.messages),
+            receipt=receipt.to_json() if receipt is not None else None,
         )
         try:
             self.recorder.record_compact_boundary(boundary)

@@ -45,13 +45,15 @@ class CachePrices:
     read: float = 0.1
     write: float = 1.25
     output: float = 5.0
+    input_usd: float | None = None
+    """USD per million uncached input tokens (prices the compaction receipt); None when unknown."""
 
     @classmethod
     def of(cls, info: ModelInfo) -> CachePrices:
         if info.input <= 0:
-            return cls()
+            return cls(input_usd=0.0)
         return cls(read=info.cache_read / info.input, write=info.cache_write_5m / info.input,
-                   output=info.output / info.input)
+                   output=info.output / info.input, input_usd=info.input)
 
 
 def prices_for(model: str) -> CachePrices:

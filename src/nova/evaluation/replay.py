@@ -61,6 +61,7 @@ from nova.context.economy import CachePrices, prices_for
 from nova.context.extensions import CompileRequest, Extensions, ViewRequest
 from nova.context.manifest import apportion
 from nova.context.oversize import MIN_KEPT_TOKENS, NOTE_TOKENS, fit_message
+from nova.context.receipt import CompactionReceipt
 from nova.context.shown_paths import showing
 from nova.context.state import MemoryStateSource, TaskStateStore
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
@@ -185,6 +186,8 @@ class ReplayReport:
     alone and the replay ran at `window` instead (the smallest that can work); 0: as asked."""
     unpriced_models: tuple[str, ...] = ()
     """The models of calls no price is known for (why a cost is unknown)."""
+    receipts: list[CompactionReceipt] = field(default_factory=list)
+    """Policy `nova`: the receipt of each compaction, settled with the calls that followed it."""
 
     @property
     def mean_context_tokens(self) -> float:
@@ -219,6 +222,8 @@ class ReplayReport:
                          for c in self.per_call],
             "view_changes": [change.to_json() for change in self.view_changes],
         }
+        if self.receipts:
+            data["receipts"] = [receipt.to_json() for receipt in self.receipts]
         if self.repaired:
             data["repaired"] = self.repaired
         if self.placeholder_tokens:
@@ -1087,4 +1092,13 @@ def _run(
         report.snips = controller.stats.snips
         report.spills = controller.stats.spills
         report.breaker_trips = controller.stats.breaker_trips
+        report.receipts = settled_receipts(controller.receipts, calls=report.calls)
     return report
+
+
+def settled_receipts(receipts: Sequence[tuple[int, CompactionReceipt]], *, calls: int) -> list[CompactionReceipt]:
+    """Each receipt with the calls it served: from the first call sent its view up to the next compaction's,
+    or to the last call of the run. A compaction of the final view (never sent) served none."""
+    starts = [first for first, _ in receipts] + [calls + 1]
+    return [receipt.settled(max(0, min(starts[i + 1], calls + 1) - first))
+            for i, (first, receipt) in enumerate(receipts)]

@@ -25,6 +25,8 @@ Every line is one JSON object ending in a newline. Keys common to all records:
     messages        [dict]  the head of the new working history (summary message, restore attachment,
                             the verbatim tail), so that resume never has to read before the boundary.
                             Empty means "a summary message built from `summary`".
+    receipt         dict?   what the compaction cost and saves (`nova.context.receipt`); absent in
+                            older records
 
 `event` — a system event for audit (tool metadata, permission decisions, snips, imports):
 
@@ -89,6 +91,7 @@ class BoundaryRecord:
     covers: tuple[str, ...] = ()
     messages: tuple[Message, ...] = ()
     ts: float = 0.0
+    receipt: dict[str, Any] | None = None
     type: Literal["compact_boundary"] = "compact_boundary"
 
     def head(self) -> list[Message]:
@@ -136,7 +139,7 @@ def message_record(message: Message, usage: Usage | None = None, *, ts: float | 
 def boundary_record(boundary: BoundaryRecord, *, ts: float | None = None) -> dict[str, Any]:
     """The line a compaction boundary is written as (`boundary.ts` is what a parsed line carries; the
     line written gets `ts`, or now)."""
-    return {
+    record: dict[str, Any] = {
         "v": SCHEMA_VERSION,
         "type": "compact_boundary",
         "ts": time.time() if ts is None else ts,
@@ -149,6 +152,9 @@ def boundary_record(boundary: BoundaryRecord, *, ts: float | None = None) -> dic
         "covers": list(boundary.covers),
         "messages": [to_dict(strip_thinking(m)) for m in boundary.messages],
     }
+    if boundary.receipt is not None:
+        record["receipt"] = dict(boundary.receipt)
+    return record
 
 
 def event_record(name: str, data: Mapping[str, Any], *, ts: float | None = None) -> dict[str, Any]:
@@ -256,6 +262,7 @@ def record_from_json(data: Any, where: str) -> Record:
                 covers=_ids(data.get("covers", ())),
                 messages=tuple(from_dict(m) for m in data.get("messages", ())),
                 ts=float(data.get("ts", 0.0)),
+                receipt=dict(data["receipt"]) if isinstance(data.get("receipt"), Mapping) else None,
             )
         if kind == "event":
             return EventRecord(name=str(data["name"]), data=dict(data.get("data") or {}), ts=float(data.get("ts", 0.0)))

@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -25,13 +25,29 @@ from rich.table import Table
 
 from nova.cli.commands.errors import user_errors
 from nova.context.compiler import Compiled
+from nova.context.receipt import CompactionReceipt, receipt_line
 from nova.context.report import context_json, render_why
 from nova.errors import NovaError
 from nova.model import usage_of
 from nova.present.terminal import terminal_console
 from nova.present.text import terminal_safe
 
-__all__ = ["compile_session", "context_command"]
+__all__ = ["compile_session", "context_command", "session_receipts"]
+
+
+def session_receipts(session_id: str, *, home: Path | None = None) -> list[dict[str, Any]]:
+    """The receipt of every compaction the session recorded (its boundary records), oldest first."""
+    from nova.sessions.schema import BoundaryRecord
+    from nova.sessions.session import Session
+    from nova.settings import load_settings
+
+    home = home or load_settings(env=dict(os.environ)).home
+    session = Session.open(home, session_id, readonly=True)
+    try:
+        return [dict(r.receipt) for r in session.transcript.iter_records()
+                if isinstance(r, BoundaryRecord) and r.receipt is not None]
+    finally:
+        session.close()
 
 
 def compile_session(session_id: str | None, *, home: Path | None = None) -> tuple[str, Compiled]:
@@ -89,7 +105,8 @@ def context_command(
 ) -> None:
     """What is in a session's context: every segment with its class, tokens, source and reason."""
     with user_errors(exit_code=1):
-        _, compiled = compile_session(session)
+        session_id, compiled = compile_session(session)
+        receipts = session_receipts(session_id)
     out = terminal_console(highlight=False, soft_wrap=True)
     if why is not None:
         if as_json:
@@ -100,7 +117,8 @@ def context_command(
             out.print(render_why(compiled, why), markup=False)
         return
     if as_json:
-        typer.echo(terminal_safe(json.dumps(context_json(compiled), ensure_ascii=False), json=True))
+        data = {**context_json(compiled), "receipts": receipts}
+        typer.echo(terminal_safe(json.dumps(data, ensure_ascii=False), json=True))
         return
     m = compiled.manifest
     table = Table(title=f"context: {m.used:,} / {m.limit:,} tokens ({m.percent:.1f}%), window {m.window:,}")
@@ -112,3 +130,5 @@ def context_command(
     out.print(table)
     for d in m.dropped:
         out.print(f"left out: {d.id} ({d.source}): {d.reason}", markup=False)
+    for number, receipt in enumerate(receipts, 1):
+        out.print(f"compaction {number}: {receipt_line(CompactionReceipt.from_json(receipt))}", markup=False)

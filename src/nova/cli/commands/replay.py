@@ -28,6 +28,7 @@ from rich.markup import escape
 
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
+from nova.context.receipt import receipt_line
 from nova.evaluation.replay import ALL_POLICIES, Policy, replay_session, view_document
 from nova.present.run_progress import RunProgress
 from nova.present.terminal import terminal_console
@@ -178,6 +179,8 @@ def replay_command(
         console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
                       f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
                       f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")
+    for number, receipt in enumerate(report.receipts, 1):
+        console.print(f"  compaction {number}: {receipt_line(receipt)}", markup=False)
     if report.repaired:
         console.print(f"  repaired before replay: {report.repaired}", markup=False)
     if isinstance(source, dict):

@@ -229,19 +229,27 @@ def test_the_loop_announces_each_retry_with_its_delay_and_reason(tmp_path: Path)
 
 
 def test_a_cancel_ends_the_wait_before_a_retry(tmp_path: Path) -> None:
+    from nova.agent.loop import MAX_BACKOFF_S
     from nova.context.budget import ContextBudget
     from nova.settings import CompactionConfig, PermissionsConfig
     from nova.tools import default_registry
     from nova.tools.permissions import PermissionPolicy
 
+    calls: list[object] = []
+
     def answer(request: object) -> str:
-        raise RateLimited("slow down", status=429, retry_after=20.0)
+        calls.append(request)
+        raise RateLimited("slow down", status=429, retry_after=MAX_BACKOFF_S)
 
     bus = ev.EventBus()
     agent = Agent(provider=FunctionProvider(answer), model="m", tools=default_registry(),
                   policy=PermissionPolicy(PermissionsConfig(), interactive=False, yes=True), cwd=tmp_path,
                   budget=ContextBudget.derive(CompactionConfig(), 100_000), bus=bus)
     bus.subscribe(lambda e: agent.cancel.set() if isinstance(e, ev.RetryScheduled) else None)
-    started = time.monotonic()
-    result = agent.run_turn("hi")
-    assert result.stop_reason == "cancelled" and time.monotonic() - started < 5
+    results: list[object] = []
+    turn = threading.Thread(target=lambda: results.append(agent.run_turn("hi")), daemon=True)
+    turn.start()
+    # A wait the cancel did not end would last the whole MAX_BACKOFF_S: the turn is not back in half of it.
+    turn.join(MAX_BACKOFF_S / 2)
+    assert not turn.is_alive(), "the cancel did not end the wait before the retry"
+    assert [getattr(r, "stop_reason", None) for r in results] == ["cancelled"] and len(calls) == 1

@@ -131,6 +131,8 @@ def test_json_output_has_no_progress(nova_home: Path, stub_args: list[str]) -> N
     assert "retrying" not in proc.stderr
 
 
+# Slow tier: nova run in a pseudo-terminal, read until its spinner has turned.
+@pytest.mark.slow
 def test_on_a_terminal_a_spinner_shows_the_wait(nova_home: Path, stub_args: list[str]) -> None:
     with StubModel(failures=1, delay_s=0.8) as stub:
         main, child = pty.openpty()

@@ -327,6 +327,8 @@ def test_a_recorded_lone_surrogate_reads_back_through_the_api_instead_of_a_500(n
 
 
 # -- many chats past the open-session limit ----------------------------------------------------------------
+# Slow tier: a load test: many chats at once over more sessions than are kept open.
+@pytest.mark.slow
 def test_many_concurrent_chats_over_more_sessions_than_kept_open_all_succeed(nova_home: Path, project: Path) -> None:
     sessions, turns = 40, 5
     with serving(nova_home, project, {"max_live_sessions": 4}) as served:

@@ -26,6 +26,9 @@ from nova.server.token import TOKEN_FILE
 
 from .helpers import free_socket, parse_sse, wait_serving
 
+# Slow tier: nova serve subprocesses stopped with Ctrl-C, one with a model that streams slowly.
+pytestmark = pytest.mark.slow
+
 
 class _SlowModel(BaseHTTPRequestHandler):
     """Chat Completions streaming a long answer slowly, so a turn is running when the server is stopped."""

@@ -18,6 +18,9 @@ from nova.sessions.store import SessionRecord
 from ..postgres_db import FlakyProxy, fresh_schema
 from .conftest import user
 
+# Slow tier: a real PostgreSQL behind a proxy taken away (the pool waits out its 5 s).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def proxied() -> Iterator[tuple[str, FlakyProxy]]:

@@ -54,8 +54,14 @@ def nova_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 
-# The NOVA_HOME of whoever runs the tests, before the session replaced it (tests/test_isolation.py).
-INVOKING_NOVA_HOME = os.environ.get("NOVA_HOME")
+# The NOVA_HOME of whoever runs the tests, before the session replaced it (tests/test_isolation.py). It is
+# kept in the environment because an xdist worker starts with the environment of the controller, whose
+# NOVA_HOME is already the controller's private one: the worker reads the invoker's from here.
+_INVOKER = "NOVA_TESTS_INVOKING_HOME"
+_SET_INVOKER = _INVOKER not in os.environ
+if _SET_INVOKER:
+    os.environ[_INVOKER] = os.environ.get("NOVA_HOME", "")
+INVOKING_NOVA_HOME = os.environ[_INVOKER] or None
 _SESSION_HOME: list[Path] = []
 
 
@@ -75,3 +81,5 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         os.environ.pop("NOVA_HOME", None)
     else:
         os.environ["NOVA_HOME"] = INVOKING_NOVA_HOME
+    if _SET_INVOKER:
+        os.environ.pop(_INVOKER, None)

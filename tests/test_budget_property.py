@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
 from nova.agent.loop import Agent
@@ -89,16 +89,48 @@ def run_turns(window: int, turns: list[dict[str, float | bool]], tmp: Path) -> t
     return sizes, agent
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(window=st.sampled_from([4_000, 8_000, 16_000, 32_000, 64_000, 200_000, 1_000_000]),
-       turns=st.lists(turn, min_size=1, max_size=4))
-def test_no_request_over_the_window(window: int, turns: list[dict[str, float | bool]]) -> None:
+def check_no_request_over_the_window(window: int, turns: list[dict[str, float | bool]]) -> None:
     note(f"window={window} turns={turns}")
     with tempfile.TemporaryDirectory() as tmp:
         sizes, agent = run_turns(window, turns, Path(tmp))
     assert sizes and max(sizes) <= window, (max(sizes), window)
     # The transcript side: history keeps every user message (cut in view only, never dropped unseen).
     assert agent.history
+
+
+def _turn(user: float, assistant: float, result: float, small: bool = False) -> dict[str, float | bool]:
+    return {"user": user, "assistant": assistant, "result": result, "small": small}
+
+
+turns = st.lists(turn, min_size=1, max_size=4)
+
+
+@st.composite
+def windows_and_turns(draw: st.DrawFn) -> tuple[int, list[dict[str, float | bool]]]:
+    """Any window up to 200k, with fewer turns at the largest: a turn costs in proportion to its window
+    (its texts run to three windows)."""
+    window = draw(st.sampled_from([4_000, 8_000, 16_000, 32_000, 64_000, 200_000]))
+    return window, draw(st.lists(turn, min_size=1, max_size=4 if window <= 64_000 else 2))
+
+
+# The fast tier draws the small windows, and always runs the real 200k window with a pasted message
+# over it and the smallest window with every message over it, a plain turn and then a near-full one;
+# the slow tier draws every window up to 200k and always runs 1M with a message over it (one such turn
+# is seconds of counting: drawn, four of them at 1M ran past the test timeout).
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(window=st.sampled_from([4_000, 8_000, 16_000, 32_000]), turns=turns)
+@example(window=200_000, turns=[_turn(1.2, 0.05, 0.1)])
+@example(window=4_000, turns=[_turn(3.0, 3.0, 3.0), _turn(0, 0, 0, small=True), _turn(0.9, 1.0, 1.1)])
+def test_no_request_over_the_window(window: int, turns: list[dict[str, float | bool]]) -> None:
+    check_no_request_over_the_window(window, turns)
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=windows_and_turns())
+@example(case=(1_000_000, [_turn(1.1, 0.05, 0.2)]))
+def test_no_request_over_any_window_up_to_a_million(case: tuple[int, list[dict[str, float | bool]]]) -> None:
+    check_no_request_over_the_window(*case)
 
 
 def test_a_fixed_prompt_over_the_window_is_one_clear_error(tmp_path: Path) -> None:

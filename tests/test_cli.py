@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,14 +24,12 @@ def nova_command() -> list[str]:
 
 
 def test_demo_runs_offline_as_a_real_process_and_fixes_the_bug(tmp_path: Path, nova_home: Path) -> None:
-    started = time.monotonic()
     proc = subprocess.run(
         [*nova_command(), "demo", "--dir", str(tmp_path / "proj"), "--json"],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "NOVA_HOME": str(nova_home)},
     )
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - started < 60
     outcome = json.loads(proc.stdout)
     assert outcome["stop_reason"] == "end_turn"
     assert "All tests pass now" in outcome["text"]

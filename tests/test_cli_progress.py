@@ -133,6 +133,8 @@ def test_json_output_has_no_progress(nova_home: Path, stub_args: list[str]) -> N
     assert "retrying" not in proc.stderr
 
 
+# Slow tier: nova run in a pseudo-terminal, read until its spinner has turned.
+@pytest.mark.slow
 def test_on_a_terminal_a_spinner_shows_the_wait(nova_home: Path, stub_args: list[str]) -> None:
     with StubModel(failures=1, delay_s=0.8) as stub:
         main, child = pty.openpty()
@@ -255,7 +257,8 @@ class _WatchedClock(SystemClock):
 
 def test_a_cancel_ends_the_wait_before_a_retry(tmp_path: Path) -> None:
     def answer(request: object) -> str:
-        raise RateLimited("slow down", status=429, retry_after=20.0)
+        calls.append(request)
+        raise RateLimited("slow down", status=429, retry_after=MAX_BACKOFF_S)
 
     bus = ev.EventBus()
     clock = _WatchedClock()

@@ -7,7 +7,8 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nova.context.budget import ContextBudget
@@ -86,10 +87,38 @@ def play(steps: list[dict], earlier: bool, *, window: int, preserve: int, sessio
     return controller.prepare_view(request=ViewRequest(history=history, system="sys")), raw, controller
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=st.lists(step, min_size=1, max_size=14), earlier=st.booleans(),
-       window=st.sampled_from([8000, 12000, 20000, 40000]), preserve=st.integers(0, 6))
-def test_views_keep_invariants(steps: list[dict], earlier: bool, window: int, preserve: int) -> None:
+def _steps(*rows: tuple[tuple[int, ...], bool, bool, int]) -> list[dict]:
+    """Steps written as (tool output sizes, thinking, a user note after, text length)."""
+    return [{"calls": list(calls), "thinking": thinking, "user_after": note, "text": text}
+            for calls, thinking, note, text in rows]
+
+
+# Always run, before the drawn histories: ones picked from a thousand drawn because each works every
+# mechanism at once (spills, snips, cuts and compactions). THRASH compacts twice and refills the window
+# right after (a thrash); TWO_COMPACTIONS does so with 70k outputs side by side; AFTER_A_SUMMARY compacts
+# a history that starts with an earlier summary.
+THRASH = dict(window=8000, preserve=4, earlier=False, steps=_steps(
+    ((371,), True, True, 164), ((164, 5483, 295), True, False, 25), ((15011,), True, False, 173),
+    ((210, 162, 989), True, False, 116), ((1632, 1632, 400), False, True, 281), ((17773,), True, True, 31),
+    ((70000,), False, False, 119), ((1632, 1065, 400), True, True, 255), ((10754, 0, 70000), True, True, 215),
+    ((164, 5483, 295), True, False, 25), ((1439, 14453, 3077), True, False, 63), ((70000,), True, False, 494),
+    ((164, 5483, 295), True, False, 25), ((164, 5483, 295), True, True, 483)))
+TWO_COMPACTIONS = dict(window=8000, preserve=0, earlier=False, steps=_steps(
+    ((4999,), True, True, 476), ((6067, 3271, 1192), False, False, 433), ((445, 2727, 150), True, True, 97),
+    ((368, 308, 120), True, True, 0), ((518, 70000, 70000), True, True, 206), ((107, 1223, 17691), True, True, 101),
+    ((13049,), False, False, 287), ((707,), False, False, 600), ((18507,), True, True, 150),
+    ((18913, 16237, 5650), True, True, 136), ((70000, 70000), False, True, 188),
+    ((70000, 1035, 19216), True, False, 521), ((70000, 70000, 13204), True, True, 309), ((752,), True, True, 320)))
+AFTER_A_SUMMARY = dict(window=12000, preserve=6, earlier=True, steps=_steps(
+    ((5818,), False, False, 436), ((70000, 358), True, True, 120), ((10013,), True, False, 410),
+    ((123, 148, 6170), True, False, 234), ((593,), True, False, 581), ((3402, 70000, 324), False, False, 95),
+    ((123, 16273), True, False, 193), ((11354, 2007), False, True, 1), ((300, 1210), False, True, 59)))
+
+DRAWN = dict(steps=st.lists(step, min_size=1, max_size=14), earlier=st.booleans(),
+             window=st.sampled_from([8000, 12000, 20000, 40000]), preserve=st.integers(0, 6))
+
+
+def check_views(steps: list[dict], earlier: bool, window: int, preserve: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         final, raw, controller = play(steps, earlier, window=window, preserve=preserve, session_dir=Path(tmp) / "s")
         assert not check_tool_pairing(final)
@@ -97,3 +126,19 @@ def test_views_keep_invariants(steps: list[dict], earlier: bool, window: int, pr
         assert not check_nothing_lost(final, raw)
         assert controller.stats.breaker_trips == 0
 
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**DRAWN)
+@example(**THRASH)
+@example(**TWO_COMPACTIONS)
+@example(**AFTER_A_SUMMARY)
+def test_views_keep_invariants(steps: list[dict], earlier: bool, window: int, preserve: int) -> None:
+    check_views(steps, earlier, window, preserve)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**DRAWN)
+def test_views_keep_invariants_over_a_thousand_histories(steps: list[dict], earlier: bool, window: int,
+                                                         preserve: int) -> None:
+    check_views(steps, earlier, window, preserve)

@@ -27,7 +27,8 @@ def sessions() -> list[object]:
     return [read_session_file(f) for f in FILES]
 
 
-@pytest.mark.parametrize("window", [32000, 64000])
+# The 64k replay (the same 20 files, less to compact) is in the slow tier; 32k, the tighter, is not.
+@pytest.mark.parametrize("window", [32000, pytest.param(64000, marks=pytest.mark.slow)])
 def test_nova_replay_of_all_trajectories(sessions: list, window: int) -> None:
     logging.getLogger("nova.agent").setLevel(logging.ERROR)
     assert len(sessions) == 20

@@ -39,7 +39,8 @@ def test_task2048(tmp_path: Path, nova_home: Path) -> None:
     nova_home.mkdir(parents=True, exist_ok=True)
     (nova_home / "config.json").write_text(json.dumps({"compaction": {"summarizer": "extractive"}}))
     settings = load_settings(home=nova_home, overrides={"provider": "demo"})
-    test_cmd = f"{sys.executable} -m pytest -q -p no:cacheprovider test_checkout.py"
+    # A real test run, without the plugins of the suite's own environment (loading them is most of its time).
+    test_cmd = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -p no:cacheprovider test_checkout.py"
     script = [reply("running the tests", [call("bash", command=test_cmd)]),
               reply("All tests pass. I consider the merge approved.")]
     for i in range(8):

@@ -9,8 +9,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.evaluation.test_report import write_eval_report, write_replay_report
 from tests.server.helpers import JS_DIR, require_browser
+
+# Slow tier: the report pages in headless Chromium.
+pytestmark = pytest.mark.slow
 
 # Width and height in CSS pixels of each plot's element screenshot at a 1280-px viewport (device scale 1):
 # the page's 1160-px column, and the height each figure is drawn at (the cost figure with its cache-hit panel;

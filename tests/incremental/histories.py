@@ -64,6 +64,30 @@ def edits(draw: st.DrawFn, max_steps: int = 12) -> list[tuple[str, Any]]:
     return steps
 
 
+def every_kind_of_edit() -> list[tuple[str, Any]]:
+    """One fixed sequence with each kind of step of `edits()` (and a tool call answered, one left open,
+    thinking, a snipped and a memory message), for an example a test always runs."""
+    def use(i: str) -> ToolUsePart:
+        return ToolUsePart(i, "bash", {"command": "ls"})
+
+    def msg(n: int, role: str, *parts: Part, origin: str | None = None) -> Message:
+        return Message(role=role, parts=parts, id=f"e{n}", created_at=0.0, origin=origin)
+
+    summary = msg(9, "user", SummaryPart("what happened", covers=("x",)), origin="summary")
+    return [
+        ("append", [msg(1, "user", TextPart("fix it")), msg(2, "assistant", ThinkingPart("hm", "sig"), use("t1")),
+                    msg(3, "user", ToolResultPart("t1", "a.py")), msg(4, "assistant", use("t2"))]),
+        ("snip", (2, (ToolResultPart("t1", "[snipped]"),))),
+        ("append", [msg(5, "user", ToolResultPart("t2", "b.py")), msg(6, "user", TextPart("recalled"), origin="memory"),
+                    msg(7, "assistant", TextPart("done"), use("t3"))]),
+        ("copy", 1),
+        ("compact", (3, summary)),
+        ("fresh", None),
+        ("cut", 3),
+        ("append", [msg(8, "user", TextPart("again"))]),
+    ]
+
+
 def replay(steps: list[tuple[str, Any]]) -> Iterator[list[Message]]:
     """The history after each step (positions are taken modulo the history's length)."""
     history: list[Message] = []

@@ -4,7 +4,9 @@ request, always give what planning and diagnosing each request from scratch give
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,17 +39,31 @@ def request(messages: Sequence[Message], head: tuple[int, int], cache: CacheHint
                         cache=cache)
 
 
-@settings(max_examples=200, deadline=None)
-@given(steps=edits(), cache=st.lists(hints, min_size=12, max_size=12), head=st.lists(heads, min_size=12, max_size=12),
-       minimum=st.sampled_from([None, 0, 5, 40]))
-def test_cache_planner_matches_plan_cache(steps: list, cache: list[CacheHints], head: list[tuple[int, int]],
-                                          minimum: int | None) -> None:
+PLANNER_DRAWS = dict(steps=edits(), cache=st.lists(hints, min_size=12, max_size=12),
+                     head=st.lists(heads, min_size=12, max_size=12), minimum=st.sampled_from([None, 0, 5, 40]))
+
+
+def check_cache_planner_matches_plan_cache(steps: list, cache: list[CacheHints], head: list[tuple[int, int]],
+                                           minimum: int | None) -> None:
     counter = MemoCounter(COUNTER)
     planner = CachePlanner(counter)
     for history, hint, h in zip(replay(steps), cache, head, strict=False):
         req = request(history, h, hint, model="claude-haiku-4-5" if h[0] == 2 else "claude-sonnet-4-5")
         assert planner.plan(req, min_tokens=minimum) == plan_cache(req, counter=COUNTER, min_tokens=minimum)
         assert planner.apply(req) == apply_cache_plan(req, counter=COUNTER)
+
+
+@settings(max_examples=40, deadline=None)
+@given(**PLANNER_DRAWS)
+def test_cache_planner_matches_plan_cache(**drawn: Any) -> None:
+    check_cache_planner_matches_plan_cache(**drawn)
+
+
+@pytest.mark.slow  # the same property over 200 examples
+@settings(max_examples=200, deadline=None)
+@given(**PLANNER_DRAWS)
+def test_cache_planner_matches_plan_cache_over_many_histories(**drawn: Any) -> None:
+    check_cache_planner_matches_plan_cache(**drawn)
 
 
 # -- the reference: diagnose a pair of requests from scratch -------------------------------------------
@@ -92,12 +108,14 @@ usages = st.builds(Usage, input_tokens=st.just(10), cache_read_tokens=st.sampled
                    cache_write_tokens=st.sampled_from([0, 200, 3000]))
 
 
-@settings(max_examples=300, deadline=None)
-@given(steps=edits(), head=st.lists(heads, min_size=12, max_size=12), usage=st.lists(usages, min_size=12, max_size=12),
-       gaps=st.lists(st.sampled_from([1.0, 200.0, 400.0, 4000.0]), min_size=12, max_size=12),
-       ttl=st.lists(st.sampled_from(["5m", "1h"]), min_size=12, max_size=12))
-def test_cache_monitor_matches_a_diagnosis_from_scratch(steps: list, head: list[tuple[int, int]], usage: list[Usage],
-                                                        gaps: list[float], ttl: list[str]) -> None:
+MONITOR_DRAWS = dict(steps=edits(), head=st.lists(heads, min_size=12, max_size=12),
+                     usage=st.lists(usages, min_size=12, max_size=12),
+                     gaps=st.lists(st.sampled_from([1.0, 200.0, 400.0, 4000.0]), min_size=12, max_size=12),
+                     ttl=st.lists(st.sampled_from(["5m", "1h"]), min_size=12, max_size=12))
+
+
+def check_cache_monitor_matches_a_diagnosis_from_scratch(steps: list, head: list[tuple[int, int]], usage: list[Usage],
+                                                         gaps: list[float], ttl: list[str]) -> None:
     monitor = CacheMonitor(model="claude-sonnet-4-5")
     previous: tuple[ModelRequest, int, float] | None = None
     at = 1000.0
@@ -109,6 +127,19 @@ def test_cache_monitor_matches_a_diagnosis_from_scratch(steps: list, head: list[
         got = (report.segment, report.cause, report.missed_tokens) if report is not None else None
         assert got == expected
         previous = (req, use.cache_read_tokens + use.cache_write_tokens, at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(**MONITOR_DRAWS)
+def test_cache_monitor_matches_a_diagnosis_from_scratch(**drawn: Any) -> None:
+    check_cache_monitor_matches_a_diagnosis_from_scratch(**drawn)
+
+
+@pytest.mark.slow  # the same property over 300 examples
+@settings(max_examples=300, deadline=None)
+@given(**MONITOR_DRAWS)
+def test_cache_monitor_matches_a_diagnosis_from_scratch_over_many_histories(**drawn: Any) -> None:
+    check_cache_monitor_matches_a_diagnosis_from_scratch(**drawn)
 
 
 def test_a_long_session_is_diagnosed_without_hashing_it_again() -> None:

@@ -4,7 +4,10 @@ its call (the compiler has moved on) still describes that call."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nova.context.compiler import CompileInput, ContextCompiler, SourceText, compile
@@ -13,7 +16,7 @@ from nova.model import ToolSpec, Usage
 from nova.tokens import TokenLedger
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-from .histories import edits, long_base, replay
+from .histories import edits, every_kind_of_edit, long_base, replay
 
 COUNTER = HeuristicCounter(CL100K_PROFILE)
 TOOLS = [ToolSpec("bash", "Run a command.", {"type": "object"})]
@@ -26,10 +29,12 @@ def inputs(history: list[Message], ledger: TokenLedger | None, limit: int = 1_00
                         counter=COUNTER, ledger=ledger)
 
 
-@settings(max_examples=150, deadline=None)
-@given(steps=edits(max_steps=10), anchored=st.booleans(), late=st.booleans(),
-       limit=st.sampled_from([1_000_000, 60]))  # a small budget leaves recalled memories out of the view
-def test_a_long_lived_compiler_matches_a_fresh_one(steps: list, anchored: bool, late: bool, limit: int) -> None:
+# A small budget (60) leaves recalled memories out of the view.
+COMPILER_DRAWS = dict(steps=edits(max_steps=10), anchored=st.booleans(), late=st.booleans(),
+                      limit=st.sampled_from([1_000_000, 60]))
+
+
+def check_a_long_lived_compiler_matches_a_fresh_one(steps: list, anchored: bool, late: bool, limit: int) -> None:
     compiler = ContextCompiler()
     ledger = TokenLedger(COUNTER) if anchored else None
     pending = []
@@ -52,6 +57,19 @@ def test_a_long_lived_compiler_matches_a_fresh_one(steps: list, anchored: bool, 
     # Manifests read only now, after the compiler went on to later calls (and maybe cut its segments).
     for compiled, expected in pending:
         assert compiled.manifest.to_dict() == expected
+
+
+@settings(max_examples=30, deadline=None)
+@given(**COMPILER_DRAWS)
+def test_a_long_lived_compiler_matches_a_fresh_one(**drawn: Any) -> None:
+    check_a_long_lived_compiler_matches_a_fresh_one(**drawn)
+
+
+@pytest.mark.slow  # the same property over 150 examples
+@settings(max_examples=150, deadline=None)
+@given(**COMPILER_DRAWS)
+def test_a_long_lived_compiler_matches_a_fresh_one_over_many_histories(**drawn: Any) -> None:
+    check_a_long_lived_compiler_matches_a_fresh_one(**drawn)
 
 
 def test_a_snip_deep_in_a_long_history_rebuilds_only_the_segments_after_it() -> None:
@@ -78,9 +96,7 @@ def test_a_snip_deep_in_a_long_history_rebuilds_only_the_segments_after_it() -> 
 LONG = long_base(2 * 1024 + 300)
 
 
-@settings(max_examples=25, deadline=None)
-@given(steps=edits(max_steps=8))
-def test_views_of_a_long_history_share_blocks_and_match_a_fresh_compile(steps: list) -> None:
+def check_long_history(steps: list) -> None:
     compiler = ContextCompiler()
     ledger = TokenLedger(COUNTER)
     previous = None
@@ -95,3 +111,19 @@ def test_views_of_a_long_history_share_blocks_and_match_a_fresh_compile(steps: l
             # An unchanged start of history is the very same blocks as in the previous view.
             assert compiled.view.messages.blocks[0] is previous[1].blocks[0]  # type: ignore[attr-defined]
         previous = (full[:2048], compiled.view.messages)
+
+
+# Each drawn history costs two compiles of 2,300 messages per step: a few in the fast tier, after the
+# fixed one that makes every kind of edit; many more in the slow tier.
+@settings(max_examples=2, deadline=None)
+@given(steps=edits(max_steps=8))
+@example(steps=every_kind_of_edit())
+def test_views_of_a_long_history_share_blocks_and_match_a_fresh_compile(steps: list) -> None:
+    check_long_history(steps)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None)
+@given(steps=edits(max_steps=8))
+def test_views_of_many_long_histories_share_blocks_and_match_a_fresh_compile(steps: list) -> None:
+    check_long_history(steps)

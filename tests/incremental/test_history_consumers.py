@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,11 +49,13 @@ def test_common_prefix_finds_the_first_difference(length: int, extra: int, chang
     assert common_prefix(after, before) == naive_prefix(before, after)
 
 
-@settings(max_examples=300, deadline=None)
-@given(length=st.integers(0, 9000), back=st.sampled_from([0, 1, 3, 1022, 1023, 1024, 1025, 4097, 8000]),
-       grow=st.integers(-70, 70), as_tuple=st.booleans(), copies=st.booleans())
-def test_follow_mirrors_the_new_list_and_says_how_much_was_shared(length: int, back: int, grow: int,
-                                                                   as_tuple: bool, copies: bool) -> None:
+FOLLOW_DRAWS = dict(length=st.integers(0, 9000),
+                    back=st.sampled_from([0, 1, 3, 1022, 1023, 1024, 1025, 4097, 8000]),
+                    grow=st.integers(-70, 70), as_tuple=st.booleans(), copies=st.booleans())
+
+
+def check_follow_mirrors_the_new_list_and_says_how_much_was_shared(length: int, back: int, grow: int,
+                                                                    as_tuple: bool, copies: bool) -> None:
     old = [object() for _ in range(length)]
     new: list[object] = list(old)
     if back < length:
@@ -64,6 +68,19 @@ def test_follow_mirrors_the_new_list_and_says_how_much_was_shared(length: int, b
     assert mirror == new and all(a is b for a, b in zip(mirror, new, strict=True))
 
 
+@settings(max_examples=60, deadline=None)
+@given(**FOLLOW_DRAWS)
+def test_follow_mirrors_the_new_list_and_says_how_much_was_shared(**drawn: Any) -> None:
+    check_follow_mirrors_the_new_list_and_says_how_much_was_shared(**drawn)
+
+
+@pytest.mark.slow  # the same property over 300 examples
+@settings(max_examples=300, deadline=None)
+@given(**FOLLOW_DRAWS)
+def test_follow_mirrors_the_new_list_and_says_how_much_was_shared_over_many_lists(**drawn: Any) -> None:
+    check_follow_mirrors_the_new_list_and_says_how_much_was_shared(**drawn)
+
+
 def test_common_prefix_compares_equal_copies_as_equal() -> None:
     history = [Message.user(f"m{i}", id=f"m{i}", created_at=0.0) for i in range(5000)]
     copies = [dataclasses.replace(m) for m in history]
@@ -72,13 +89,27 @@ def test_common_prefix_compares_equal_copies_as_equal() -> None:
     assert common_prefix(history, copies) == 4321
 
 
-@settings(max_examples=200, deadline=None)
-@given(steps=edits())
-def test_pairing_checker_matches_the_full_check(steps: list) -> None:
+PAIRING_DRAWS = dict(steps=edits())
+
+
+def check_pairing_checker_matches_the_full_check(steps: list) -> None:
     checker = PairingChecker()
     for index, history in enumerate(replay(steps)):
         view = tuple(history) if index % 2 else history
         assert checker.check(view) == check_tool_pairing(view)
+
+
+@settings(max_examples=40, deadline=None)
+@given(**PAIRING_DRAWS)
+def test_pairing_checker_matches_the_full_check(**drawn: Any) -> None:
+    check_pairing_checker_matches_the_full_check(**drawn)
+
+
+@pytest.mark.slow  # the same property over 200 examples
+@settings(max_examples=200, deadline=None)
+@given(**PAIRING_DRAWS)
+def test_pairing_checker_matches_the_full_check_over_many_histories(**drawn: Any) -> None:
+    check_pairing_checker_matches_the_full_check(**drawn)
 
 
 def test_pairing_checker_finds_a_broken_pair_deep_in_a_long_history() -> None:
@@ -99,20 +130,36 @@ def test_pairing_checker_finds_a_broken_pair_deep_in_a_long_history() -> None:
     assert checker.check(history) == []
 
 
-@settings(max_examples=200, deadline=None)
-@given(steps=edits(), starts=st.lists(st.integers(0, 80), min_size=12, max_size=12))
-def test_message_totals_match_a_plain_sum(steps: list, starts: list[int]) -> None:
+TOTALS_DRAWS = dict(steps=edits(), starts=st.lists(st.integers(0, 80), min_size=12, max_size=12))
+
+
+def check_message_totals_match_a_plain_sum(steps: list, starts: list[int]) -> None:
     sizes = MessageMemo(lambda m: count_message(m, COUNTER))
     totals = MessageTotals(sizes.get)
     for history, start in zip(replay(steps), starts, strict=False):
         assert totals.sum(history, start) == sum(count_message(m, COUNTER) for m in history[start:])
 
 
+@settings(max_examples=40, deadline=None)
+@given(**TOTALS_DRAWS)
+def test_message_totals_match_a_plain_sum(**drawn: Any) -> None:
+    check_message_totals_match_a_plain_sum(**drawn)
+
+
+@pytest.mark.slow  # the same property over 200 examples
 @settings(max_examples=200, deadline=None)
-@given(steps=edits(), anchors=st.lists(st.tuples(st.sampled_from(["record", "clear", "keep", "missing"]),
+@given(**TOTALS_DRAWS)
+def test_message_totals_match_a_plain_sum_over_many_histories(**drawn: Any) -> None:
+    check_message_totals_match_a_plain_sum(**drawn)
+
+
+LEDGER_DRAWS = dict(steps=edits(),
+                    anchors=st.lists(st.tuples(st.sampled_from(["record", "clear", "keep", "missing"]),
                                                  st.integers(0, 10**6)), min_size=12, max_size=12),
-       direct=st.sampled_from([0, 3, 64]))
-def test_ledger_estimate_matches_the_full_estimate(steps: list, anchors: list[tuple[str, int]], direct: int) -> None:
+                    direct=st.sampled_from([0, 3, 64]))
+
+
+def check_ledger_estimate_matches_the_full_estimate(steps: list, anchors: list[tuple[str, int]], direct: int) -> None:
     saved = ledger_module._DIRECT_TAIL
     ledger_module._DIRECT_TAIL = direct  # both ways of summing the tail after the anchor
     try:
@@ -130,6 +177,19 @@ def test_ledger_estimate_matches_the_full_estimate(steps: list, anchors: list[tu
             assert all(ledger.estimate_message(m) == count_message(m, COUNTER) for m in history)
     finally:
         ledger_module._DIRECT_TAIL = saved
+
+
+@settings(max_examples=40, deadline=None)
+@given(**LEDGER_DRAWS)
+def test_ledger_estimate_matches_the_full_estimate(**drawn: Any) -> None:
+    check_ledger_estimate_matches_the_full_estimate(**drawn)
+
+
+@pytest.mark.slow  # the same property over 200 examples
+@settings(max_examples=200, deadline=None)
+@given(**LEDGER_DRAWS)
+def test_ledger_estimate_matches_the_full_estimate_over_many_histories(**drawn: Any) -> None:
+    check_ledger_estimate_matches_the_full_estimate(**drawn)
 
 
 def test_ledger_counts_a_snipped_message_again() -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nova.context.cache import CachePlanner, plan_cache
@@ -18,7 +19,7 @@ from nova.tokens import count_message
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 from nova.tokens.memo import MessageTotals
 
-from .histories import as_views, edits, long_base, replay
+from .histories import as_views, edits, every_kind_of_edit, long_base, replay
 
 COUNTER = HeuristicCounter(CL100K_PROFILE)
 BASE = long_base(2 * BLOCK_SIZE + 300)
@@ -80,9 +81,7 @@ def test_views_of_a_growing_history_share_blocks_and_compare_by_them() -> None:
     assert second.blocks[0] is first.blocks[0]
 
 
-@settings(max_examples=40, deadline=None)
-@given(steps=edits())
-def test_consumers_fed_block_views_of_a_long_history_match_a_full_recomputation(steps: list) -> None:
+def check_consumers(steps: list) -> None:
     checker, planner = PairingChecker(), CachePlanner(COUNTER)
     totals = MessageTotals(lambda m: count_message(m, COUNTER))
     for view in as_views(replay(steps), BASE):
@@ -92,3 +91,19 @@ def test_consumers_fed_block_views_of_a_long_history_match_a_full_recomputation(
         assert planner.plan(request) == plan_cache(ModelRequest(model="claude-sonnet-4-5", messages=plain,
                                                                 system="be brief"), counter=COUNTER)
         assert totals.sum(view, len(BASE) - 5) == sum(count_message(m, COUNTER) for m in plain[len(BASE) - 5 :])
+
+
+# A full recomputation over 2,300 messages per step: a few drawn histories in the fast tier, after the
+# fixed one that makes every kind of edit; many more in the slow tier.
+@settings(max_examples=6, deadline=None)
+@given(steps=edits())
+@example(steps=every_kind_of_edit())
+def test_consumers_fed_block_views_of_a_long_history_match_a_full_recomputation(steps: list) -> None:
+    check_consumers(steps)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None)
+@given(steps=edits())
+def test_consumers_fed_block_views_of_many_long_histories_match_a_full_recomputation(steps: list) -> None:
+    check_consumers(steps)

@@ -140,6 +140,8 @@ def test_permission_rules_apply_to_mcp_tools_by_name_and_arguments(stdio_catalog
     assert e3 and "needs approval" in slow  # no rule allows it and the run is headless
 
 
+# Slow tier: a real MCP server's tool outlasting the client's time limit (the call ends 5 s after it).
+@pytest.mark.slow
 def test_a_call_past_the_timeout_is_an_error_result(tmp_path: Path) -> None:
     from nova.mcp.config import McpOptions
 
@@ -243,8 +245,7 @@ def test_a_large_catalog_is_sent_as_an_index_and_schemas_load_on_demand(tmp_path
 def test_a_cancelled_turn_stops_waiting_for_the_server(stdio_catalog: McpCatalog) -> None:
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
-    started = time.monotonic()
+    # A call the cancel did not reach would end after the tool's 10 s with its answer, not "interrupted".
     outcome = stdio_catalog.call("fx", "slow", {"seconds": 10}, 20, cancel=cancel)
     assert outcome.is_error and outcome.text.startswith("interrupted")
-    assert time.monotonic() - started < 5
     assert stdio_catalog.call("fx", "echo", {"text": "next"}, 20).text == "echo: next"

@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import threading
-import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -133,35 +132,44 @@ def test_recall_over_empty_directories(tmp_path: Path) -> None:
 
 def test_prefetch_with_a_ten_second_selector_does_not_delay_the_turn(store: MemoryStore) -> None:
     add(store, "db", "database engine")
-    release = threading.Event()
+    entered, release, answered = threading.Event(), threading.Event(), threading.Event()
 
     def sleepy(query: str, headers: object, limit: int) -> list[str]:
+        entered.set()
         release.wait(10)  # "sleeps 10 s" (released early at the end so the thread exits)
+        answered.set()
         return ["db"]
 
+    now = [100.0]
     config = MemoryConfig(recall_timeout_s=0.3)
-    turn_start = time.perf_counter()
-    prefetch = RecallPrefetch.for_query("database", dirs=store.dirs, selector=sleepy, config=config).start()
-    assert prefetch.poll() is None  # the turn compiles its view without waiting
-    turn_delay = time.perf_counter() - turn_start
-    assert turn_delay < 0.05
-    time.sleep(0.4)
+    assert RecallPrefetch.for_query("database", dirs=store.dirs, config=config).timeout == 0.3
+    prefetch = RecallPrefetch(lambda: recall("database", dirs=store.dirs, selector=sleepy, config=config),
+                              timeout=config.recall_timeout_s, clock=lambda: now[0]).start()
+    # The turn compiles its view without waiting: start and poll are back while the selector still runs.
+    assert prefetch.poll() is None and prefetch.state == "pending"
+    assert entered.wait(10) and not answered.is_set()
+    now[0] += 0.31  # past the recall timeout
     assert prefetch.poll() is None and prefetch.state == "timed_out"
     release.set()  # the selector now answers, too late
-    time.sleep(0.2)
+    assert answered.wait(10) and prefetch._done.wait(10)
     assert prefetch.poll() is None and prefetch.state == "timed_out"
 
 
 def test_prefetch_with_the_default_timeout_is_non_blocking(store: MemoryStore) -> None:
-    release = threading.Event()
+    release, answered = threading.Event(), threading.Event()
     add(store, "db", "database engine")
-    prefetch = RecallPrefetch.for_query("database", dirs=store.dirs,
-                                        selector=lambda q, h, n: [] if release.wait(10) else ["db"])
+
+    def blocked(query: str, headers: object, limit: int) -> list[str]:
+        release.wait(10)
+        answered.set()
+        return []
+
+    prefetch = RecallPrefetch.for_query("database", dirs=store.dirs, selector=blocked)
     assert prefetch.timeout == 8.0
-    start = time.perf_counter()
     prefetch.start()
+    # Back while the selector is still blocked: neither poll nor a short wait waits for it.
     assert prefetch.poll() is None and prefetch.wait(0.01) is None
-    assert time.perf_counter() - start < 0.05
+    assert not answered.is_set() and prefetch.state == "pending"
     release.set()
 
 

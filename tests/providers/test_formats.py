@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,17 +148,30 @@ def expected_responses(m: Message) -> list[Part]:
 
 
 # -- round-trip properties ----------------------------------------------------------------------------
-@settings(max_examples=150, deadline=None)
-@given(histories(_anthropic_thinking))
-def test_anthropic_round_trip(history: list[Message]) -> None:
+# The Anthropic and Chat Completions round trips draw the same histories (thinking as Anthropic signs it).
+ANTHROPIC_HISTORIES = dict(history=histories(_anthropic_thinking))
+
+
+def check_anthropic_round_trip(history: list[Message]) -> None:
     wire = messages_to_anthropic(history)
     json.dumps(wire)  # the shape is plain JSON
     assert _shape(messages_from_anthropic(wire)) == _expected(history, expected_anthropic)
 
 
+@settings(max_examples=30, deadline=None)
+@given(**ANTHROPIC_HISTORIES)
+def test_anthropic_round_trip(**drawn: Any) -> None:
+    check_anthropic_round_trip(**drawn)
+
+
+@pytest.mark.slow  # the same property over 150 examples
 @settings(max_examples=150, deadline=None)
-@given(histories(_anthropic_thinking))
-def test_chat_round_trip(history: list[Message]) -> None:
+@given(**ANTHROPIC_HISTORIES)
+def test_anthropic_round_trip_over_many_histories(**drawn: Any) -> None:
+    check_anthropic_round_trip(**drawn)
+
+
+def check_chat_round_trip(history: list[Message]) -> None:
     wire = messages_to_chat(history)
     json.dumps(wire)
     assert _shape(messages_from_chat(wire)) == _expected(history, expected_chat)
@@ -167,12 +181,39 @@ def test_chat_round_trip(history: list[Message]) -> None:
             assert wire[i - 1]["role"] == "tool" or "tool_calls" in wire[i - 1]
 
 
+@settings(max_examples=30, deadline=None)
+@given(**ANTHROPIC_HISTORIES)
+def test_chat_round_trip(**drawn: Any) -> None:
+    check_chat_round_trip(**drawn)
+
+
+@pytest.mark.slow  # the same property over 150 examples
 @settings(max_examples=150, deadline=None)
-@given(histories(_responses_thinking))
-def test_responses_round_trip(history: list[Message]) -> None:
+@given(**ANTHROPIC_HISTORIES)
+def test_chat_round_trip_over_many_histories(**drawn: Any) -> None:
+    check_chat_round_trip(**drawn)
+
+
+RESPONSES_HISTORIES = dict(history=histories(_responses_thinking))
+
+
+def check_responses_round_trip(history: list[Message]) -> None:
     wire = input_to_responses(history)
     json.dumps(wire)
     assert _shape(input_from_responses(wire)) == _expected(history, expected_responses)
+
+
+@settings(max_examples=30, deadline=None)
+@given(**RESPONSES_HISTORIES)
+def test_responses_round_trip(**drawn: Any) -> None:
+    check_responses_round_trip(**drawn)
+
+
+@pytest.mark.slow  # the same property over 150 examples
+@settings(max_examples=150, deadline=None)
+@given(**RESPONSES_HISTORIES)
+def test_responses_round_trip_over_many_histories(**drawn: Any) -> None:
+    check_responses_round_trip(**drawn)
 
 
 @settings(max_examples=100, deadline=None)

@@ -1,11 +1,11 @@
 """Hostile or broken files a user might be handed (memory frontmatter, config.json) are refused with a
-message naming the file and field, quickly, and never expanded, crashed on or silently dropped."""
+message naming the file, the field and why (aliases, a size limit, nesting depth), and never expanded,
+crashed on or silently dropped; a parser that ran away would hit the test's timeout."""
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -45,10 +45,8 @@ def test_hostile_memory_frontmatter_is_skipped_with_a_warning_naming_the_file(
     bad = home / f"{kind}.md"
     bad.write_text(text, encoding="utf-8")
     store = MemoryStore(home_dir=home, project_dir=tmp_path / "project")
-    started = time.monotonic()
     with caplog.at_level(logging.WARNING):
         names = [m.name for m in store.memories()]
-    assert time.monotonic() - started < 2
     assert names == ["good"]
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert any(str(bad) in w and hint in w for w in warnings), warnings

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -37,10 +38,10 @@ print(json.dumps({{"content": out.content, "is_error": out.is_error}}))
 """
 
 
-def run_isolated(tool: str, args: dict[str, Any], cwd: Path, *, seconds: float = 10.0) -> dict[str, Any]:
-    """Run `tool` in a child process capped at MEMORY_CAP bytes; fail if it takes over `seconds`."""
+def run_isolated(tool: str, args: dict[str, Any], cwd: Path, *, seconds: float = 30.0) -> dict[str, Any]:
+    """Run `tool` in a child process capped at MEMORY_CAP bytes; fail if it has not ended after `seconds`
+    (a bound for a hang, generous: the child starts Python and imports Nova first)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
-    started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps([tool, args, str(cwd)])],
                               capture_output=True, text=True, timeout=seconds, env=env)
@@ -48,7 +49,6 @@ def run_isolated(tool: str, args: dict[str, Any], cwd: Path, *, seconds: float =
         pytest.fail(f"{tool} {args} did not finish within {seconds} s")
     assert done.returncode == 0, f"{tool} {args} crashed:\n{done.stderr[-2000:]}"
     result: dict[str, Any] = json.loads(done.stdout)
-    result["seconds"] = time.monotonic() - started
     return result
 
 
@@ -168,8 +168,7 @@ GUARDS: list[tuple[str, Setup, str]] = [
 @pytest.mark.parametrize(("setup", "finds_needle"), [a[1:] for a in ATTEMPTS], ids=[a[0] for a in ATTEMPTS])
 def test_reading_tools_end_promptly(project: Path, setup: Setup, finds_needle: bool) -> None:
     tool, args = setup(project)
-    result = run_isolated(tool, args, project, seconds=10.0)
-    assert result["seconds"] < 10
+    result = run_isolated(tool, args, project)
     if finds_needle:
         assert "src/app.py:2:" in result["content"]
     assert "\0" not in result["content"]
@@ -178,13 +177,13 @@ def test_reading_tools_end_promptly(project: Path, setup: Setup, finds_needle: b
 @pytest.mark.parametrize(("setup", "says"), [a[1:] for a in GUARDS], ids=[a[0] for a in GUARDS])
 def test_special_paths_named_directly_are_still_refused(project: Path, setup: Setup, says: str) -> None:
     tool, args = setup(project)
-    result = run_isolated(tool, args, project, seconds=10.0)
+    result = run_isolated(tool, args, project)
     assert says in result["content"]
 
 
 def test_redos_pattern_still_matches_what_it_should(project: Path) -> None:
     (project / "src" / "long.txt").write_text("a" * 5000 + "!\n" + "a" * 40 + "\n")
-    result = run_isolated("grep", {"pattern": "(a+)+$"}, project, seconds=10.0)
+    result = run_isolated("grep", {"pattern": "(a+)+$"}, project)
     assert result["content"].startswith("src/long.txt:2: " + "a" * 40)
 
 
@@ -273,11 +272,11 @@ def test_time_limit_stops_a_search(tree: Path, tool: str, args: dict[str, Any]) 
 def test_time_limit_stops_read_file_counting_lines(tmp_path: Path) -> None:
     (tmp_path / "big.log").write_bytes(b"x\n" * 5_000_000)
     ctx = ToolContext(cwd=tmp_path, timeout_s=0.05)
-    started = time.monotonic()
     out = default_registry().get("read_file").run({"path": "big.log", "limit": 3}, ctx)  # type: ignore[union-attr]
-    assert time.monotonic() - started < 2.0
     assert out.content.splitlines()[:3] == ["     1\tx", "     2\tx", "     3\tx"]
     assert "reading stopped after 0.05 s" in out.content
+    # Stopped counting part way (counting them all is what takes long), and says the count is partial.
+    assert out.metadata["total_lines"] < 5_000_000 and "the file may have more" in out.content
 
 
 @pytest.mark.parametrize("tool, args", [
@@ -340,7 +339,7 @@ HOSTILE: list[tuple[str, Setup, str]] = [
 @pytest.mark.parametrize(("setup", "says"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
 def test_hostile_patterns_and_edits_end_promptly(project: Path, setup: Setup, says: str) -> None:
     tool, args = setup(project)
-    result = run_isolated(tool, args, project, seconds=10.0)
+    result = run_isolated(tool, args, project)
     assert says in result["content"], result["content"][:500]
 
 
@@ -369,11 +368,12 @@ def test_time_limit_stops_read_file_inside_one_enormous_line(tmp_path: Path) -> 
     with (tmp_path / "one-line.txt").open("wb") as handle:
         handle.write(b"a" * 16384)
         handle.truncate(8 * 1024 ** 3)
-    started = time.monotonic()
     out = default_registry().get("read_file").run(  # type: ignore[union-attr]
         {"path": "one-line.txt"}, ToolContext(cwd=tmp_path, timeout_s=0.05))
-    assert time.monotonic() - started < 2.0
     assert "reading stopped after 0.05 s" in out.content
+    # Stopped inside the line: it read under one of its 8 GiB.
+    read = int(re.search(r"line shortened, (\d+) bytes", out.content).group(1))  # type: ignore[union-attr]
+    assert read < 1024 ** 3
 
 
 def test_time_limit_stops_grep_inside_one_file_of_matches(tmp_path: Path) -> None:

@@ -66,6 +66,8 @@ def _message_records(directory: Path) -> int:
     return sum(1 for line in lines if json.loads(line).get("type") == "message")
 
 
+# Slow tier: two real nova processes each, one kept waiting while the other is refused.
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["resume", "run --resume"])
 def test_a_second_process_is_refused_with_the_holders_pid(nova_home: Path, tmp_path: Path, command: str) -> None:
     session_id = _first_session(nova_home, tmp_path)
@@ -106,6 +108,8 @@ def test_a_lock_left_by_a_killed_process_is_taken_over(nova_home: Path, tmp_path
     assert json.loads((directory / "meta.json").read_text())["message_count"] == _message_records(directory)
 
 
+# Slow tier: a real server and a real nova process racing for one session.
+@pytest.mark.slow
 def test_the_server_host_holds_the_lock_while_a_session_is_open(nova_home: Path, tmp_path: Path) -> None:
     session_id = _first_session(nova_home, tmp_path)
     settings = load_settings(env={"NOVA_HOME": str(nova_home)}, overrides={"provider": "demo", "model": "nova-demo"})

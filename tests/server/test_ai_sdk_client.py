@@ -6,9 +6,14 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from nova.agent.demo import DEMO_PROMPT
 
 from .helpers import Server, new_session, require_tool, running_server, which
+
+# Slow tier: Node and the AI SDK client against a real server.
+pytestmark = pytest.mark.slow
 
 JS_DIR = Path(__file__).resolve().parents[1] / "js"
 

@@ -4,7 +4,6 @@ a timeout or a cancel denies, and a denied call is marked denied in the stream a
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -116,9 +115,7 @@ def test_an_unanswered_call_is_denied_when_its_time_runs_out(nova_home: Path, pr
     with running_server(nova_home, project, yes=False, config=ServerConfig(approval_timeout_s=0.3)) as server:
         with server.client() as client:
             sid = new_session(client)
-        started = time.monotonic()
         chunks = stream_turn(server, sid, DEMO_PROMPT, lambda c: None)
-        assert time.monotonic() - started < 20
         asked = [c["toolCallId"] for c in chunks if c["type"] == "tool-approval-request"]
         denied = [c["toolCallId"] for c in chunks if c["type"] == "tool-output-denied"]
         assert len(asked) == 3 and denied == asked
@@ -137,9 +134,9 @@ def test_cancel_denies_a_waiting_call_at_once(asking: Server) -> None:
         with asking.client() as client:
             assert client.post(f"/api/sessions/{sid}/cancel").json() == {"cancelled": True}
 
-    started = time.monotonic()
+    # A cancel that did not reach the waiting call would leave it to the 300 s approval timeout: the
+    # client's 60 s read timeout fails the test first, and the record would not say "cancelled".
     chunks = stream_turn(asking, sid, DEMO_PROMPT, cancel)
-    assert time.monotonic() - started < 20  # not the 300 s timeout
     asked = [c["toolCallId"] for c in chunks if c["type"] == "tool-approval-request"]
     assert len(asked) == 1
     assert {"type": "tool-output-denied", "toolCallId": asked[0]} in chunks

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nova import events as ev
 from nova.agent.demo import DEMO_PROMPT, make_demo_provider
 from nova.context.controller import ContextController
@@ -26,6 +28,9 @@ from nova.settings import Settings
 from nova.tui.gauge import ContextGauge
 
 from .helpers import new_session, parse_sse, running_server
+
+# Slow tier: a real server paused before every model call while four surfaces are read and compared.
+pytestmark = pytest.mark.slow
 
 PAUSE_TIMEOUT_S = 30
 

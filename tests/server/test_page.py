@@ -7,11 +7,16 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from nova.agent.demo import DEMO_PROMPT
 from nova.messages import Message
 from nova.sessions.session import Session
 
 from .helpers import JS_DIR, require_browser, running_server
+
+# Slow tier: the page in headless Chromium.
+pytestmark = pytest.mark.slow
 
 
 def test_the_page_from_sign_in_to_docs(nova_home: Path, project: Path, tmp_path: Path) -> None:

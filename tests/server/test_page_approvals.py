@@ -6,9 +6,14 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from nova.agent.demo import DEMO_PROMPT
 
 from .helpers import JS_DIR, require_browser, running_server
+
+# Slow tier: the page in headless Chromium.
+pytestmark = pytest.mark.slow
 
 
 def test_page_approves_with_a_button_and_marks_a_denied_call(nova_home: Path, project: Path, tmp_path: Path) -> None:

@@ -27,6 +27,9 @@ from nova.sessions.schema import MessageRecord, parse_record
 from ..postgres_db import fresh_schema
 from .helpers import free_socket, wait_serving
 
+# Slow tier: several nova serve processes over a real PostgreSQL.
+pytestmark = pytest.mark.slow
+
 TOKEN = "scale-out-test-token"
 
 

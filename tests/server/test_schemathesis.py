@@ -10,6 +10,9 @@ import pytest
 
 from .helpers import Server, new_session
 
+# Slow tier: generated requests by the hundred against a real server (fuzzing).
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("schemathesis", reason="schemathesis comes with the `dev` extra")
 
 

@@ -8,10 +8,14 @@ import sys
 from pathlib import Path
 
 import httpx2 as httpx
+import pytest
 
 from nova.server.token import TOKEN_FILE
 
 from .helpers import free_socket, parse_sse, texts_by_part, wait_serving
+
+# Slow tier: nova serve as a subprocess, waited for until it answers.
+pytestmark = pytest.mark.slow
 
 
 def nova_env(home: Path) -> dict[str, str]:

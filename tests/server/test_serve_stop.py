@@ -1,6 +1,10 @@
 """Ctrl-C on a real `nova serve` subprocess: it exits promptly when idle, and a turn being streamed is
 stopped and its stream ended cleanly (a finish chunk and `[DONE]`), not cut after uvicorn's 5-second
-graceful timeout. The model is a loopback OpenAI-compatible server that streams one word every 0.1 s."""
+graceful timeout. The model is a loopback OpenAI-compatible server that streams one word every 0.1 s.
+
+"Promptly" is what uvicorn tells: when open connections or tasks hold it past its graceful timeout it
+cancels them and says so on stderr ("timeout graceful shutdown exceeded"); a server that stops as it
+should never says it."""
 
 from __future__ import annotations
 
@@ -21,6 +25,9 @@ import pytest
 from nova.server.token import TOKEN_FILE
 
 from .helpers import free_socket, parse_sse, wait_serving
+
+# Slow tier: nova serve subprocesses stopped with Ctrl-C, one with a model that streams slowly.
+pytestmark = pytest.mark.slow
 
 
 class _SlowModel(BaseHTTPRequestHandler):
@@ -71,9 +78,11 @@ def _serve(home: Path, project: Path, *args: str) -> tuple[subprocess.Popen[str]
     return process, base
 
 
-def _stop(process: subprocess.Popen[str]) -> tuple[float, str]:
-    """SIGINT, as Ctrl-C sends; how long the process took to exit, and its stderr."""
-    started = time.monotonic()
+GRACEFUL_TIMEOUT_HIT = "timeout graceful shutdown exceeded"
+
+
+def _stop(process: subprocess.Popen[str]) -> str:
+    """SIGINT, as Ctrl-C sends; the process's stderr once it has exited."""
     process.send_signal(signal.SIGINT)
     try:
         _, err = process.communicate(timeout=30)
@@ -81,10 +90,10 @@ def _stop(process: subprocess.Popen[str]) -> tuple[float, str]:
         process.kill()
         _, err = process.communicate()
         raise AssertionError("nova serve did not exit within 30 s of Ctrl-C") from None
-    return time.monotonic() - started, err
+    return err
 
 
-def test_an_idle_server_exits_within_a_second(tmp_path: Path) -> None:
+def test_an_idle_server_exits_without_waiting_for_its_kept_alive_connection(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     process, base = _serve(tmp_path / "home", project, "--provider", "demo")
@@ -94,9 +103,9 @@ def test_an_idle_server_exits_within_a_second(tmp_path: Path) -> None:
         _, done = parse_sse(client.post(f"{base}/api/sessions/{session}/messages", json={"text": "hi"}).content)
         assert done
         time.sleep(0.3)
-        took, err = _stop(process)
+        err = _stop(process)  # the connection is still open, idle
     assert process.returncode == 0 and "Traceback" not in err, err
-    assert took < 1.0, f"took {took:.2f} s to exit"
+    assert GRACEFUL_TIMEOUT_HIT not in err, err
 
 
 def test_ctrl_c_during_a_turn_ends_its_stream_cleanly_and_promptly(tmp_path: Path, slow_model: str) -> None:
@@ -123,13 +132,15 @@ def test_ctrl_c_during_a_turn_ends_its_stream_cleanly_and_promptly(tmp_path: Pat
     while b"w3 " not in b"".join(received):  # the model is answering: a turn is running
         assert time.monotonic() < deadline and reader.is_alive(), (received, failure)
         time.sleep(0.05)
-    took, err = _stop(process)
+    err = _stop(process)
     reader.join(10)
     assert not failure, failure  # the body was complete, not cut mid-stream
-    chunks, done = parse_sse(b"".join(received))
+    body = b"".join(received)
+    chunks, done = parse_sse(body)
     assert done and chunks[-1]["type"] == "finish"
+    assert b"w599 " not in body  # the turn was stopped, not streamed to its end (a minute of words)
     assert process.returncode == 0 and "Traceback" not in err, err
-    assert took < 2.0, f"took {took:.2f} s to exit"
+    assert GRACEFUL_TIMEOUT_HIT not in err, err
 
 
 def test_a_stream_whose_turn_does_not_stop_is_ended_for_it() -> None:

@@ -18,6 +18,9 @@ from nova.sessions.schema import MessageRecord
 from nova.sessions.session import Session
 from nova.sessions.transcript import Transcript
 
+# Slow tier: real processes SIGKILLed at random moments, many times (a stress run).
+pytestmark = pytest.mark.slow
+
 KILLS = 200
 
 

@@ -19,6 +19,9 @@ from nova.sessions.sqlite import SQLiteSessionStore
 from ..postgres_db import fresh_schema
 from .conftest import assistant_call, results, user
 
+# Slow tier: a real PostgreSQL.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def pg_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:

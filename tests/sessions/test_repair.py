@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -117,9 +119,10 @@ def histories(draw: st.DrawFn) -> list[Message]:
     return out
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(history=histories(), boundary_at=st.integers(0, 10))
-def test_record_resume_repair_always_yields_a_valid_history(history: list[Message], boundary_at: int) -> None:
+RECORD_DRAWS = dict(history=histories(), boundary_at=st.integers(0, 10))
+
+
+def check_record_resume_repair_always_yields_a_valid_history(history: list[Message], boundary_at: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         s = Session.create(home, title="p", cwd=tmp, provider="p", model="m")
@@ -139,6 +142,19 @@ def test_record_resume_repair_always_yields_a_valid_history(history: list[Messag
         if resumed:
             check_provider_ready(resumed)
         assert repair_history(resumed)[0] == resumed  # idempotent
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(**RECORD_DRAWS)
+def test_record_resume_repair_always_yields_a_valid_history(**drawn: Any) -> None:
+    check_record_resume_repair_always_yields_a_valid_history(**drawn)
+
+
+@pytest.mark.slow  # the same property over 120 examples
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(**RECORD_DRAWS)
+def test_record_resume_repair_always_yields_a_valid_history_over_many_histories(**drawn: Any) -> None:
+    check_record_resume_repair_always_yields_a_valid_history(**drawn)
 
 
 def _damage(history: list[Message], kind: str, at: int) -> list[Message]:
@@ -183,9 +199,10 @@ DAMAGE = ["none", "cut", "thinking", "empty_text", "text_first", "reversed", "dr
           "stray_call", "stray_result", "reused_call"]
 
 
-@settings(max_examples=400, deadline=None)
-@given(history=histories(), kind=st.sampled_from(DAMAGE), at=st.integers(0, 20))
-def test_the_no_repair_shortcut_agrees_with_the_full_repair(history: list[Message], kind: str, at: int) -> None:
+SHORTCUT_DRAWS = dict(history=histories(), kind=st.sampled_from(DAMAGE), at=st.integers(0, 20))
+
+
+def check_the_no_repair_shortcut_agrees_with_the_full_repair(history: list[Message], kind: str, at: int) -> None:
     """`repair_history` skips rebuilding a history that needs nothing: on a valid history with one
     defect (or none) it must answer exactly what the full repair answers, and it must recognise every
     history the full repair produces (a session repaired once is not rebuilt on every later resume)."""
@@ -194,6 +211,19 @@ def test_the_no_repair_shortcut_agrees_with_the_full_repair(history: list[Messag
     damaged = _damage(valid, kind, at)
     assert repair_history(damaged) == _repair(damaged)
     assert repair_history(history) == _repair(history)
+
+
+@settings(max_examples=80, deadline=None)
+@given(**SHORTCUT_DRAWS)
+def test_the_no_repair_shortcut_agrees_with_the_full_repair(**drawn: Any) -> None:
+    check_the_no_repair_shortcut_agrees_with_the_full_repair(**drawn)
+
+
+@pytest.mark.slow  # the same property over 400 examples
+@settings(max_examples=400, deadline=None)
+@given(**SHORTCUT_DRAWS)
+def test_the_no_repair_shortcut_agrees_with_the_full_repair_over_many_histories(**drawn: Any) -> None:
+    check_the_no_repair_shortcut_agrees_with_the_full_repair(**drawn)
 
 
 def test_the_shortcut_refuses_each_kind_of_damage() -> None:

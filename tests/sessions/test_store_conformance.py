@@ -43,7 +43,9 @@ BACKENDS: dict[str, Factory] = {"sqlite-file": _sqlite_file, "sqlite-memory": _s
 _PG_URL: list[str] = []
 
 
-@pytest.fixture(params=list(BACKENDS))
+# The PostgreSQL cases are in the slow tier, with the other tests that need a real PostgreSQL.
+@pytest.fixture(params=[pytest.param(name, marks=pytest.mark.slow) if name == "postgres" else name
+                        for name in BACKENDS])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
     if request.param == "postgres":
         schema = fresh_schema()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -152,9 +153,11 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(text=st.text(), data=st.dictionaries(st.text(max_size=8), _JSON, max_size=5), ts=st.floats(allow_nan=False))
-def test_the_quick_decoder_reads_every_record_as_the_reference_reader_does(text: str, data: dict, ts: float) -> None:
+RECORD_DRAWS = dict(text=st.text(), data=st.dictionaries(st.text(max_size=8), _JSON, max_size=5),
+                    ts=st.floats(allow_nan=False))
+
+
+def check_the_quick_decoder_reads_every_record_as_the_reference_reader_does(text: str, data: dict, ts: float) -> None:
     """Resume decodes with pydantic-core's parser and falls back to `parse_record` on anything it
     refuses; whatever it does accept must come out exactly as `parse_record` reads it."""
     lines = [
@@ -172,6 +175,19 @@ def test_the_quick_decoder_reads_every_record_as_the_reference_reader_does(text:
         except (ValueError, StorageError):
             continue
         assert quick == reference
+
+
+@settings(max_examples=60, deadline=None)
+@given(**RECORD_DRAWS)
+def test_the_quick_decoder_reads_every_record_as_the_reference_reader_does(**drawn: Any) -> None:
+    check_the_quick_decoder_reads_every_record_as_the_reference_reader_does(**drawn)
+
+
+@pytest.mark.slow  # the same property over 300 examples
+@settings(max_examples=300, deadline=None)
+@given(**RECORD_DRAWS)
+def test_the_quick_decoder_reads_every_record_as_the_reference_reader_does_over_many_records(**drawn: Any) -> None:
+    check_the_quick_decoder_reads_every_record_as_the_reference_reader_does(**drawn)
 
 
 @settings(max_examples=300, deadline=None)

@@ -19,6 +19,9 @@ from nova.tui.app import NovaTUI
 from nova.tui.launch import make_hub
 from nova.tui.widgets import ContextBar, MessageBlock, ToolCall
 
+# The runs of two seconds or more (a pilot drives the app key by key) are in the slow tier
+# (`@pytest.mark.slow`); the fast tier keeps the footer, the waits and retries, and a crash's exit.
+
 
 def make_app(home: Path, project: Path, *, slow: bool = False) -> NovaTUI:
     env = {"NOVA_HOME": str(home)}
@@ -51,10 +54,12 @@ async def wait_until(pilot, condition, *, timeout: float = 30.0) -> None:  # typ
     raise AssertionError("timed out waiting for the TUI")
 
 
+@pytest.mark.slow
 def test_type_a_message_see_the_reply_and_the_bar(nova_home: Path, tmp_path: Path) -> None:
     asyncio.run(type_a_message(nova_home, tmp_path))
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_the_turn_and_keeps_the_session(nova_home: Path, tmp_path: Path) -> None:
     asyncio.run(cancel_a_turn(nova_home, tmp_path))
 
@@ -120,6 +125,7 @@ async def cancel_a_turn(nova_home: Path, tmp_path: Path) -> None:
     assert os.path.isdir(nova_home / "sessions" / session_id)
 
 
+@pytest.mark.slow
 def test_task_state_commands_pin_a_constraint_and_context_shows_the_manifest(nova_home: Path, tmp_path: Path) -> None:
     asyncio.run(task_state_and_context(nova_home, tmp_path))
 
@@ -152,6 +158,7 @@ async def task_state_and_context(nova_home: Path, tmp_path: Path) -> None:
         assert any("never push to main" in m.text for m in request.messages)
 
 
+@pytest.mark.slow
 def test_a_command_waits_for_the_persons_approval(nova_home: Path, tmp_path: Path) -> None:
     asyncio.run(approve_and_deny(nova_home, tmp_path))
 
@@ -205,6 +212,7 @@ async def approve_and_deny(nova_home: Path, tmp_path: Path) -> None:
     assert len(denied) == 1 and "declined" in denied[0].content.lower()
 
 
+@pytest.mark.slow
 def test_resume_replays_a_session_with_tool_calls(nova_home: Path, tmp_path: Path) -> None:
     asyncio.run(resume_with_tool_calls(nova_home, tmp_path))
 
@@ -343,6 +351,7 @@ async def waits_and_retries(nova_home: Path, tmp_path: Path) -> None:
         assert not progress.display
 
 
+@pytest.mark.slow
 def test_context_opens_with_the_window_by_kind_and_rows_keep_their_names(nova_home: Path, tmp_path: Path) -> None:
     asyncio.run(context_picture(nova_home, tmp_path))
 

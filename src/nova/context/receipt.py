@@ -108,7 +108,9 @@ def compaction_receipt(*, tokens_before: int, tokens_after: int, summary_input_t
     saving = max(0, tokens_before - tokens_after) * prices.read
     cost = summary + rewrite
     break_even = math.ceil(cost / saving - 1e-9) if saving > 0 else None
-    per_unit = prices.input_usd / 1_000_000 if prices.input_usd is not None else None
+    # A model that costs nothing (the offline demo) is worded in tokens: $0.0000 everywhere would hide
+    # what the break-even is counted in.
+    per_unit = prices.input_usd / 1_000_000 if prices.input_usd else None
     return CompactionReceipt(tokens_before=tokens_before, tokens_after=tokens_after, summary_cost=summary,
                              rewrite_cost=rewrite, saving_per_call=saving, break_even_calls=break_even,
                              usd_per_unit=per_unit)

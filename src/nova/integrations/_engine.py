@@ -72,6 +72,7 @@ __all__ = [
     "EngineView",
     "compile_recorded",
     "open_engine",
+    "summarizer_choice",
 ]
 
 log = logging.getLogger(__name__)
@@ -392,6 +393,17 @@ class ContextEngine:
         output = ReadFileTool().run({"path": str(resolved), "offset": max(1, offset), "limit": max(1, limit)},
                                     ToolContext(cwd=root, session_dir=directory))
         return output.content
+
+
+def summarizer_choice(summarizer: str | Summarizer, *, framework: str,
+                      model: str) -> tuple[Summarizer | None, CallbackProvider | None]:
+    """The summarizer an adapter's `open` was asked for, with the provider the adapter must answer:
+    "model" asks the framework's own model (through a `CallbackProvider`), any other choice by name
+    ("extractive") is None (the engine extracts one), and a `Summarizer` is itself."""
+    if summarizer == "model":
+        provider = CallbackProvider(framework)
+        return callback_summarizer(provider, model=model), provider
+    return (None if isinstance(summarizer, str) else summarizer), None
 
 
 def callback_summarizer(provider: CallbackProvider, *, model: str) -> Summarizer:

@@ -51,8 +51,8 @@ from nova.integrations._engine import (  # noqa: E402
     READ_BACK_TOOL,
     CallbackProvider,
     ContextEngine,
-    callback_summarizer,
     open_engine,
+    summarizer_choice,
 )
 from nova.integrations._mirror import Mirror  # noqa: E402
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart  # noqa: E402
@@ -110,14 +110,7 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
         window (a given `window` wins). `summarizer`: "model" asks `summary_model`, else the agent's own
         model; "extractive" needs no model; or any Nova `Summarizer`. The run is recorded in a new session
         under `home` (default: Nova's home) unless `session` is given or `record` is False."""
-        provider = CallbackProvider(FRAMEWORK) if summarizer == "model" else None
-        chosen: Summarizer | None
-        if provider is not None:
-            chosen = callback_summarizer(provider, model=model)
-        elif isinstance(summarizer, str):
-            chosen = None
-        else:
-            chosen = summarizer
+        chosen, provider = summarizer_choice(summarizer, framework=FRAMEWORK, model=model)
         engine = open_engine(framework=FRAMEWORK, model=model, window=window, session=session, home=home,
                              record=record, settings=settings, summarizer=chosen, title=title)
         return cls(engine, summary_model=summary_model, provider=provider)

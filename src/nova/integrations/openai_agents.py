@@ -46,8 +46,8 @@ from nova.integrations._engine import (  # noqa: E402
     READ_BACK_TOOL,
     CallbackProvider,
     ContextEngine,
-    callback_summarizer,
     open_engine,
+    summarizer_choice,
     to_json_text,
 )
 from nova.integrations._mirror import Mirror, shared_prefix  # noqa: E402
@@ -123,14 +123,7 @@ class NovaSession:
         reopened with its items. `model` names the model for Nova's token counter, prices and window (a
         given `window` wins). `summarizer`: "model" asks `summary_model`, else the agent's own model;
         "extractive" needs no model; or any Nova `Summarizer`."""
-        provider = CallbackProvider(FRAMEWORK) if summarizer == "model" else None
-        chosen: Summarizer | None
-        if provider is not None:
-            chosen = callback_summarizer(provider, model=model)
-        elif isinstance(summarizer, str):
-            chosen = None
-        else:
-            chosen = summarizer
+        chosen, provider = summarizer_choice(summarizer, framework=FRAMEWORK, model=model)
         recorded: Session | None = None
         items: list[Item] = []
         if session_id is not None:

@@ -51,8 +51,8 @@ from nova.integrations._engine import (  # noqa: E402
     READ_BACK_TOOL,
     CallbackProvider,
     ContextEngine,
-    callback_summarizer,
     open_engine,
+    summarizer_choice,
     to_json_text,
 )
 from nova.integrations._mirror import Mirror  # noqa: E402
@@ -104,14 +104,7 @@ class NovaCapability(AbstractCapability[Any]):
         (and, with no `window`, the model table's window). `summarizer`: "model" asks the run's model (or
         `summary_model`), "extractive" needs no model, or any Nova `Summarizer`. The run is recorded in a new
         session under `home` (default: Nova's home) unless `session` is given or `record` is False."""
-        provider = CallbackProvider(FRAMEWORK) if summarizer == "model" else None
-        chosen: Summarizer | None
-        if provider is not None:
-            chosen = callback_summarizer(provider, model=model)
-        elif isinstance(summarizer, str):
-            chosen = None
-        else:
-            chosen = summarizer
+        chosen, provider = summarizer_choice(summarizer, framework=FRAMEWORK, model=model)
         engine = open_engine(framework=FRAMEWORK, model=model, window=window, session=session, home=home,
                              record=record, settings=settings, summarizer=chosen, title=title)
         return cls(engine, summary_model=summary_model, provider=provider)

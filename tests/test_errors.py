@@ -18,6 +18,7 @@ from nova.errors import CommandError, NovaError
 OUTSIDE_THE_TREE = {
     "nova.agent.loop._Cancelled",
     "nova.server.guards._TooLarge",
+    "nova.sessions.postgres.TurnReleased",
     "nova.providers.guard.RealModelRequestError",
     "nova.providers.scripted.ScriptExhausted",
 }

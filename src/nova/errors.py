@@ -35,7 +35,8 @@
 
 Outside the tree on purpose (a test holds every other exception class in the package to it):
 `nova.agent.loop._Cancelled` and `nova.server.guards._TooLarge` are private control flow caught in the
-module that raises them; `nova.providers.guard.RealModelRequestError` and
+module that raises them, and `nova.sessions.postgres.TurnReleased` passes between the turn lock and the
+store writing over its connection, never beyond them; `nova.providers.guard.RealModelRequestError` and
 `nova.providers.scripted.ScriptExhausted` are AssertionErrors that fail a test, not errors a user sees.
 
 The modules that raise these errors re-export them under their old names (`nova.memory.store.

@@ -343,10 +343,17 @@ def test_without_bubblewrap_nova_says_so_and_asks_before_every_command_that_writ
         asked.append(request.summary)
         return Answer.DENY
 
-    with caplog.at_level(logging.WARNING):
-        agent = build_agent(settings, ScriptedProvider([
-            reply("", [call("bash", command="touch made"), call("bash", command="ls")]), reply("done")]),
-            AgentOptions(cwd=world.project, interactive=True, ask=approver))
+    # The handler goes on the builder's own logger: another test in the same process may have stopped
+    # Nova's loggers from propagating to the root one (the CLI configures them).
+    builder_log = logging.getLogger(builder.__name__)
+    builder_log.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger=builder.__name__):
+            agent = build_agent(settings, ScriptedProvider([
+                reply("", [call("bash", command="touch made"), call("bash", command="ls")]), reply("done")]),
+                AgentOptions(cwd=world.project, interactive=True, ask=approver))
+    finally:
+        builder_log.removeHandler(caplog.handler)
     try:
         agent.run_turn("go")
     finally:

@@ -75,7 +75,8 @@ def serving(home: Path, project: Path, server: dict[str, Any] | None = None, *,
     settings = load_settings(env=env, overrides={"provider": "demo", "model": "nova-demo"})
     token, _ = load_or_create_token(settings.home)
     app = build_server_app(settings, ServeOptions(host=bind_host, cwd=project, yes=True), token, env)
-    sock = socket.socket()
+    # IPPROTO_TCP, so that asyncio sets TCP_NODELAY on the connections (tests/server/helpers.free_socket).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -94,6 +94,8 @@ class FlakyProxy:
             except OSError:
                 client.close()
                 continue
+            for end in (client, server):  # small messages both ways: no waiting for delayed ACKs
+                end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self._open += [client, server]
             for a, b in ((client, server), (server, client)):

@@ -142,3 +142,15 @@ def test_views_keep_invariants(steps: list[dict], earlier: bool, window: int, pr
 def test_views_keep_invariants_over_a_thousand_histories(steps: list[dict], earlier: bool, window: int,
                                                          preserve: int) -> None:
     check_views(steps, earlier, window, preserve)
+
+
+@pytest.mark.parametrize("case", [THRASH, TWO_COMPACTIONS, AFTER_A_SUMMARY], ids=["thrash", "two", "after-summary"])
+def test_the_always_run_histories_still_work_every_mechanism(tmp_path: Path, case: dict) -> None:
+    """They were picked for what they exercise; when a change to the controller makes one of them
+    stop doing so, pick another from a drawn run (the reason they are in the fast tier is gone)."""
+    _, _, controller = play(case["steps"], case["earlier"], window=case["window"], preserve=case["preserve"],
+                            session_dir=tmp_path / "s")
+    stats = controller.stats
+    assert min(stats.spills, stats.snips, stats.cuts, stats.compactions) >= 1, stats
+    assert case is not THRASH or (stats.compactions >= 2 and stats.thrash_events >= 1), stats
+    assert case is not TWO_COMPACTIONS or stats.compactions >= 2, stats

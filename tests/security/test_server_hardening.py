@@ -75,7 +75,8 @@ def serving(home: Path, project: Path, server: dict[str, Any] | None = None, *,
     settings = load_settings(env=env, overrides={"provider": "demo", "model": "nova-demo"})
     token, _ = load_or_create_token(settings.home)
     app = build_server_app(settings, ServeOptions(host=bind_host, cwd=project, yes=True), token, env)
-    sock = socket.socket()
+    # IPPROTO_TCP, so that asyncio sets TCP_NODELAY on the connections (tests/server/helpers.free_socket).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -187,6 +188,18 @@ def test_connections_past_the_cap_are_answered_503_and_served_again_below_it(nov
 
 
 # -- DNS rebinding -----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def named_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Served]]:
+    """One server for each address it is told it is bound to, shared by the Host-name cases (they only
+    read), each with a name in allowed_hosts."""
+    root = tmp_path_factory.mktemp("named")
+    project = make_demo_project(root / "project")
+    config = {"allowed_hosts": ["Nova.Example.LAN"]}
+    with serving(root / "loopback", project, config) as loopback, \
+            serving(root / "any", project, config, bind_host="0.0.0.0") as any_address:
+        yield {"127.0.0.1": loopback, "0.0.0.0": any_address}
+
+
 @pytest.mark.parametrize(
     ("bind_host", "host_header", "answered"),
     [
@@ -206,17 +219,17 @@ def test_connections_past_the_cap_are_answered_503_and_served_again_below_it(nov
     ],
 )
 def test_a_request_addressed_to_a_foreign_host_name_is_refused(
-    nova_home: Path, project: Path, bind_host: str, host_header: str, answered: bool,
+    named_servers: dict[str, Served], bind_host: str, host_header: str, answered: bool,
 ) -> None:
-    with serving(nova_home, project, {"allowed_hosts": ["Nova.Example.LAN"]}, bind_host=bind_host) as served:
-        host = host_header.format(port=served.port)
-        for path in ("/health", "/api/sessions", "/"):
-            status, body = served.request("GET", path, headers={"host": host})
-            if answered:
-                assert status == 200, (host, path, status, body)
-            else:
-                assert status == 421, (host, path, status, body)
-                assert "allowed_hosts" in json.loads(body)["detail"]
+    served = named_servers[bind_host]
+    host = host_header.format(port=served.port)
+    for path in ("/health", "/api/sessions", "/"):
+        status, body = served.request("GET", path, headers={"host": host})
+        if answered:
+            assert status == 200, (host, path, status, body)
+        else:
+            assert status == 421, (host, path, status, body)
+            assert "allowed_hosts" in json.loads(body)["detail"]
 
 
 def test_binding_beyond_loopback_warns_it_is_plain_http_and_still_needs_the_token(tmp_path: Path, project: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -371,3 +372,18 @@ def test_without_bubblewrap_nova_says_so_and_asks_before_every_command_that_writ
     result = next(r for m in agent.history for r in m.tool_results())
     assert result.is_error and "no sandbox can run here" in result.content, result.content
     assert not (world.project / "made").exists()
+
+
+def test_tools_kept_under_tmp_stay_visible_in_the_sandbox(tmp_path: Path) -> None:
+    # The sandbox's /tmp is private; a virtualenv or a PATH entry made in /tmp must still be there.
+    from nova.tools.policy.sandbox import tools_under_tmp
+
+    tools = Path("/tmp") / f"nova-tools-{os.getpid()}" / "bin"
+    tools.mkdir(parents=True, exist_ok=True)
+    try:
+        shown = tools_under_tmp({"PATH": f"/usr/bin{os.pathsep}{tools}"})
+        assert tools.resolve() in shown or any(p in tools.resolve().parents for p in shown)
+        assert all(Path("/tmp") in p.parents for p in shown)
+    finally:
+        tools.rmdir()
+        tools.parent.rmdir()

@@ -36,6 +36,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -200,6 +201,27 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
+def tools_under_tmp(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Folders under /tmp that commands need to run, shown again read-only over the private /tmp: the
+    Python Nova runs on and what it imports (a virtualenv or a checkout made in /tmp) and the PATH
+    entries there. Without them a command that runs `python` or a tool installed there is not found."""
+    environ = os.environ if environ is None else environ
+    tmp = Path("/tmp")
+    candidates = [sys.prefix, sys.base_prefix, *sys.path, *environ.get("PATH", "").split(os.pathsep)]
+    found: set[Path] = set()
+    for entry in candidates:
+        if not entry:
+            continue
+        try:
+            resolved = Path(entry).resolve()
+        except OSError:
+            continue
+        if tmp in resolved.parents and resolved.is_dir():
+            found.add(resolved)
+    # A folder inside another one already shown needs no mount of its own.
+    return sorted(p for p in found if not any(q in p.parents for q in found))
+
+
 def bwrap_argv(plan: SandboxPlan, command: Sequence[str], *, bwrap: str = "bwrap") -> list[str]:
     """The bubblewrap command line that runs `command` under `plan`. Mount order matters (a later mount
     covers an earlier one): the read-only root, fresh /dev, /proc and a private /tmp, then the writable
@@ -211,6 +233,8 @@ def bwrap_argv(plan: SandboxPlan, command: Sequence[str], *, bwrap: str = "bwrap
     # Run as root, bubblewrap keeps every capability: one `umount` would then uncover a hidden folder.
     argv += ["--cap-drop", "ALL"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in tools_under_tmp():
+        argv += ["--ro-bind", str(path), str(path)]
     for path in plan.writable:
         argv += ["--bind", str(path), str(path)]
     for path in plan.pinned:

@@ -36,11 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import SessionImportError
-from nova.fs.safe_read import loads
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
-from nova.sessions.readers.common import Builder, anthropic_parts, iso_ts, load_text, mid, text_of
+from nova.sessions.readers.common import Builder, anthropic_parts, iso_ts, json_lines, load_text, mid, text_of
 
 NAME = "claude-code"
 _CONVERSATION = ("user", "assistant", "system")
@@ -78,7 +77,8 @@ class ClaudeCodeReader:
         return refuse("no records")
 
     def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
-        records, skipped = _parse_lines(load_text(path), path)
+        skipped: list[SkippedRecord] = []
+        records = list(json_lines(load_text(path), skipped))
         meta: dict[str, Any] = {}
         for _, record in records:
             for key in _META_KEYS:
@@ -114,24 +114,6 @@ def _require_messages(messages: list[Message], path: Path, ignored: Counter[str]
     if not messages:
         kinds = ", ".join(f"{n} {k}" for k, n in ignored.most_common()) or "nothing"
         raise SessionImportError(f"{path}: a Claude Code file with no conversation in it ({kinds})")
-
-
-def _parse_lines(text: str, path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[SkippedRecord]]:
-    records: list[tuple[int, dict[str, Any]]] = []
-    skipped: list[SkippedRecord] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = loads(line)
-        except ValueError as exc:
-            skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
-            continue
-        if not isinstance(record, dict):
-            skipped.append(SkippedRecord(f"line {number}", "not a JSON object"))
-            continue
-        records.append((number, record))
-    return records, skipped
 
 
 @dataclass(slots=True)

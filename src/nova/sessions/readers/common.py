@@ -3,7 +3,7 @@ message builder that folds a batch of tool results into one user message, and fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -11,9 +11,10 @@ from typing import Any, Literal
 from nova.errors import FileRefused, SessionImportError
 from nova.fs.safe_read import loads, read_bytes
 from nova.messages import ImagePart, Message, Part, TextPart, ToolResultPart, ToolUsePart
+from nova.sessions.readers.base import SkippedRecord
 
-__all__ = ["MAX_IMPORT_BYTES", "Builder", "anthropic_parts", "arguments", "iso_ts", "load_document", "load_text", "mid",
-           "text_of"]
+__all__ = ["MAX_IMPORT_BYTES", "Builder", "anthropic_parts", "arguments", "iso_ts", "json_lines", "load_document",
+           "load_text", "mid", "text_of"]
 
 
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
@@ -41,6 +42,23 @@ def load_document(path: Path) -> Any:
         return loads(text, where=str(path))
     except ValueError as exc:
         raise SessionImportError(f"{path}: not one JSON document ({exc})") from None
+
+
+def json_lines(text: str, skipped: list[SkippedRecord]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of every line of a JSON-lines text that holds a JSON object. A line that is not
+    JSON, or holds something else, is kept in `skipped` with why; blank lines are passed over."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = loads(line)
+        except ValueError as exc:
+            skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
+            continue
+        if not isinstance(record, dict):
+            skipped.append(SkippedRecord(f"line {number}", "not a JSON object"))
+            continue
+        yield number, record
 
 
 def text_of(content: Any) -> str:

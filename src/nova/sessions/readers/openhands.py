@@ -27,7 +27,7 @@ from nova.fs.safe_read import loads
 from nova.messages import Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, SkippedRecord, refuse, sure
-from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, mid, text_of
+from nova.sessions.readers.common import Builder, arguments, iso_ts, json_lines, load_text, mid, text_of
 
 NAME = "openhands"
 _BOOKKEEPING = ("agent_state_changed", "change_agent_state", "recall", "null", "condensation")
@@ -59,15 +59,8 @@ class OpenHandsReader:
             whole = loads(text)
             runs.append((_run_label(whole, 0) if isinstance(whole, dict) else "", whole))
         except ValueError:
-            for number, line in enumerate(text.splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    run = loads(line)
-                except ValueError as exc:
-                    skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
-                    continue
-                if not isinstance(run, dict) or not isinstance(run.get("history"), list):
+            for number, run in json_lines(text, skipped):
+                if not isinstance(run.get("history"), list):
                     skipped.append(SkippedRecord(f"line {number}", "no `history` list of events"))
                     continue
                 runs.append((_run_label(run, number), run))

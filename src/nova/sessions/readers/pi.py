@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nova.fs.safe_read import loads
 from nova.messages import ImagePart, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import (
@@ -24,7 +23,7 @@ from nova.sessions.readers.base import (
     refuse,
     sure,
 )
-from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, text_of
+from nova.sessions.readers.common import Builder, arguments, iso_ts, json_lines, load_text, text_of
 
 NAME = "pi"
 
@@ -47,17 +46,7 @@ class PiReader:
         order: list[str] = []
         meta: dict[str, Any] = {}
         skipped: list[SkippedRecord] = []
-        for number, line in enumerate(load_text(path).splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = loads(line)
-            except ValueError as exc:
-                skipped.append(SkippedRecord(f"line {number}", f"not JSON ({exc})"))
-                continue
-            if not isinstance(record, dict):
-                skipped.append(SkippedRecord(f"line {number}", "not a JSON object"))
-                continue
+        for number, record in json_lines(load_text(path), skipped):
             if record.get("type") == "session":
                 meta.update({k: record[k] for k in ("id", "cwd", "version") if k in record})
                 continue

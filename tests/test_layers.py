@@ -19,7 +19,7 @@ import nova
 LAYERS: list[tuple[str, ...]] = [
     # Values everything may use: messages, request/response types, errors, events, settings, the version;
     # and files opened safely, which is how settings reads config.json.
-    ("nova.messages", "nova.model", "nova.errors", "nova.events", "nova.settings", "nova.version", "nova.fs"),
+    ("nova.messages", "nova.model", "nova.errors", "nova.events", "nova.settings", "nova.version", "nova.fs", "nova.lazy"),
     # History as the loop keeps it.
     ("nova.history",),
     ("nova.tokens",),

@@ -15,9 +15,9 @@ or `nova --help` does not pay for the agent, the providers or the context engine
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nova.lazy import lazy_exports
 from nova.version import __version__
 
 if TYPE_CHECKING:
@@ -44,7 +44,6 @@ _HOMES = {
     "nova.sessions.session": ("Session",),
     "nova.settings": ("Settings", "load_settings"),
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "Agent",
@@ -64,15 +63,4 @@ __all__ = [
     "replay_messages",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nova' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

@@ -8,8 +8,9 @@ reads only the metadata) does not import the importers, the transcript reader an
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nova.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from nova.sessions.importers import ImportedSession, SessionImportError, detect_format, read_session_file
@@ -22,16 +23,15 @@ if TYPE_CHECKING:
     from nova.sessions.transcript import TailRead, TornTail, Transcript
 
 _HOMES = {
-    "importers": ("ImportedSession", "SessionImportError", "detect_format", "read_session_file"),
-    "meta": ("SessionMeta", "new_session_id", "validate_session_id"),
-    "repair": ("RepairReport", "repair_history"),
-    "schema": ("SCHEMA_VERSION", "SchemaVersionError"),
-    "session": ("Session", "delete_session", "list_sessions"),
-    "sqlite": ("SQLiteSessionStore",),
-    "store": ("SessionRecord", "SessionStore", "StoredMessage"),
-    "transcript": ("TailRead", "TornTail", "Transcript"),
+    "nova.sessions.importers": ("ImportedSession", "SessionImportError", "detect_format", "read_session_file"),
+    "nova.sessions.meta": ("SessionMeta", "new_session_id", "validate_session_id"),
+    "nova.sessions.repair": ("RepairReport", "repair_history"),
+    "nova.sessions.schema": ("SCHEMA_VERSION", "SchemaVersionError"),
+    "nova.sessions.session": ("Session", "delete_session", "list_sessions"),
+    "nova.sessions.sqlite": ("SQLiteSessionStore",),
+    "nova.sessions.store": ("SessionRecord", "SessionStore", "StoredMessage"),
+    "nova.sessions.transcript": ("TailRead", "TornTail", "Transcript"),
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -57,15 +57,4 @@ __all__ = [
     "validate_session_id",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nova.sessions' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"nova.sessions.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

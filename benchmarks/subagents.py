@@ -34,7 +34,7 @@ from nova.testing import ScriptedProvider, call, reply
 from nova.tokens import counter_for_model
 
 SKILLS = 24
-SOURCES = ["agent/loop.py", "context/compiler.py", "context/runtime.py", "agent/permissions.py", "app.py",
+SOURCES = ["agent/loop.py", "context/compiler.py", "agent/context_runtime.py", "tools/permissions.py", "agent/builder.py",
            "sessions/session.py"]
 COUNTER = counter_for_model("claude-sonnet-4-5")
 

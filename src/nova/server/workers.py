@@ -50,7 +50,9 @@ def require_database(settings: Settings) -> None:
 def run_workers(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     require_database(settings)
     family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio turns Nagle off only on sockets whose proto says TCP, and an
+    # accepted connection copies it from this one (else small responses wait ~40 ms for a delayed ACK).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((options.host, options.port))

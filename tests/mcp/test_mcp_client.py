@@ -140,7 +140,7 @@ def test_permission_rules_apply_to_mcp_tools_by_name_and_arguments(stdio_catalog
     assert e3 and "needs approval" in slow  # no rule allows it and the run is headless
 
 
-# Slow tier: a real MCP server's tool outlasting the client's time limit (the call ends 5 s after it).
+# Slow tier: a real MCP server's tool outlasting the client's time limit.
 @pytest.mark.slow
 def test_a_call_past_the_timeout_is_an_error_result(tmp_path: Path) -> None:
     from nova.mcp.config import McpOptions

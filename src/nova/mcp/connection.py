@@ -362,7 +362,10 @@ class ServerConnection:
         from mcp import MCPError
 
         try:
-            result = await self._client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
+            # The SDK's read timeout is not a deadline for the whole call (seen firing seconds late), so
+            # the call itself is bounded here too; the thread waiting on it keeps a looser guard.
+            async with asyncio.timeout(timeout_s):
+                result = await self._client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise TimeoutError(exc.message) from None
@@ -370,6 +373,8 @@ class ServerConnection:
                 raise McpUnavailable(f"the connection to MCP server {self.config.name!r} closed") from None
             # A protocol error (unknown tool, bad arguments) is the call's answer, not a dead server.
             return CallOutcome(f"MCP error {exc.code}: {exc.message}", True, {"mcp_error_code": exc.code})
+        except TimeoutError:
+            raise  # an OSError too, but the server is slow, not gone
         except (OSError, EOFError) as exc:
             raise McpUnavailable(f"MCP server {self.config.name!r}: {_describe(exc)}") from None
         return CallOutcome(_content_text(result), bool(getattr(result, "is_error", False)))

@@ -7,7 +7,7 @@ const CRITICAL_PERCENT = 95;
 const MIN_COMPACTING_MS = 1500; // a fast compaction still shows long enough to be seen
 
 const $ = (id) => document.getElementById(id);
-const state = { sessionId: null, controller: null, compactingSince: 0, compactingTimer: null };
+const state = { sessionId: null, controller: null, following: null, compactingSince: 0, compactingTimer: null };
 
 // The browser is signed in by an HttpOnly cookie (nova/server/browser_login.py): the page never holds
 // the token, and its calls carry the cookie because they go to this same origin. A 401 means the
@@ -158,6 +158,13 @@ function renderRecorded(messages) {
     }
   }
   scrollDown();
+  return tools;
+}
+
+// A session as its state says: the recorded conversation and the calls waiting for an answer.
+function showSession(detail) {
+  showPending(detail.pending_approvals, renderRecorded(detail.messages)); // approvals.js
+  scrollDown();
 }
 
 // -- the stream: Vercel AI SDK UI message stream, protocol v1 ------------------------------------
@@ -252,10 +259,18 @@ async function loadSessions() {
 
 async function openSession(id) {
   state.sessionId = id;
+  // In the address, so a reload opens the same session (and asks again what waits in it).
+  history.replaceState(null, '', `#${encodeURIComponent(id)}`);
+  if (state.following) {  // following another session's turn: that stops here
+    state.following = null;
+    if (!state.controller) setBusy(false);
+  }
   const detail = await (await api(`/api/sessions/${encodeURIComponent(id)}`)).json();
   $('session-title').textContent = detail.session.title || id;
-  renderRecorded(detail.messages);
+  showSession(detail);
   await Promise.all([refreshContext(), loadSessions()]);
+  // A turn running with no stream on this page (reloaded, or started elsewhere): follow it here.
+  if (detail.session.running && !state.controller) followTurn(id, detail).catch(showError); // approvals.js
 }
 
 async function newSession(title) {
@@ -292,4 +307,8 @@ $('toggle-context').addEventListener('click', () => {
   if (!view.hidden) refreshContext().catch(showError);
 });
 
-loadSessions().then(() => { document.body.dataset.ready = 'true'; }).catch(showError);
+const opened = decodeURIComponent(window.location.hash.slice(1));
+loadSessions()
+  .then(() => (opened && document.querySelector(`#sessions li[data-id="${CSS.escape(opened)}"]`) ? openSession(opened) : null))
+  .then(() => { document.body.dataset.ready = 'true'; })
+  .catch(showError);

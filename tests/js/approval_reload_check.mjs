@@ -19,8 +19,10 @@ const context = await chromium.launchPersistentContext(profile, {
 const result = { consoleErrors: [], questions: [] };
 const waiting = '.approval:not([data-state])';
 
+// The first question waiting, other than the one answered last (its card may still be settling).
+let answered = '';
 async function question(page, how) {
-  const box = page.locator(waiting).first();
+  const box = page.locator(answered ? `${waiting}:not([data-call="${answered}"])` : waiting).first();
   await box.waitFor({ timeout: 60000 });
   const diff = box.locator('.approval-diff');
   result.questions.push({
@@ -32,6 +34,11 @@ async function question(page, how) {
     busy: await page.getAttribute('body', 'data-busy'),
   });
   return box;
+}
+
+async function answer(box, decision) {
+  answered = await box.getAttribute('data-call');
+  await box.locator(`button[data-decision="${decision}"]`).click();
 }
 
 try {
@@ -50,7 +57,7 @@ try {
   await page.waitForSelector('body[data-ready="true"]', { timeout: 15000 });
   let box = await question(page, 'reloaded');
   result.sendDisabled = await page.locator('#send').isDisabled();
-  await box.locator('button[data-decision="once"]').click();
+  await answer(box, 'once');
 
   // The edit waits next; leave the session and come back to it.
   box = await question(page, 'followed');
@@ -60,11 +67,11 @@ try {
   await page.locator(`#sessions li[data-id="${result.sessionId}"]`).click();
   box = await question(page, 'switched back');
   await page.screenshot({ path: screenshot, fullPage: false });
-  await box.locator('button[data-decision="once"]').click();
+  await answer(box, 'once');
 
   // The test run after the edit.
   box = await question(page, 'last');
-  await box.locator('button[data-decision="once"]').click();
+  await answer(box, 'once');
   await page.waitForSelector('body[data-busy="false"]', { timeout: 60000 });
   result.unanswered = await page.locator(waiting).count();
   result.tools = await page.locator('details.tool summary').allTextContents();

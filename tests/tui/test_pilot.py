@@ -244,6 +244,7 @@ async def resume_with_tool_calls(nova_home: Path, tmp_path: Path) -> None:
     assert second.return_code in (0, None)
 
 
+@pytest.mark.slow
 def test_resume_without_an_argument_lists_this_projects_sessions_to_choose_from(nova_home: Path,
                                                                                 tmp_path: Path) -> None:
     asyncio.run(resume_picker(nova_home, tmp_path))

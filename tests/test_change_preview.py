@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 
 import pytest
 
-from nova.tools.change_preview import MAX_DIFF_LINES, change_diff
+from nova.tools.change_preview import MAX_DIFF_LINES, MAX_MATCH_PAIRS, change_diff
 
 
 def test_an_edit_shows_the_lines_it_changes_with_context(tmp_path: Path) -> None:
@@ -56,3 +57,25 @@ def test_a_long_diff_is_clipped_and_says_how_much_is_left_out(tmp_path: Path) ->
     rows = diff.splitlines()
     assert len(rows) == MAX_DIFF_LINES + 1
     assert rows[-1] == f"… {500 + 3 - MAX_DIFF_LINES} more diff lines not shown"
+
+
+@pytest.mark.parametrize("where", [0, 1, 5, 200, 397, 399])
+def test_an_edit_in_a_long_file_is_numbered_as_in_the_file(tmp_path: Path, where: int) -> None:
+    lines = [f"line {i}\n" for i in range(400)]
+    (tmp_path / "long.txt").write_text("".join(lines))
+    args = {"path": "long.txt", "old_text": lines[where], "new_text": f"changed {where}\nand one more\n"}
+    after = "".join(lines).replace(lines[where], args["new_text"])
+    # The lines set aside before matching do not move the hunk: the same diff as over the whole file.
+    expected = "".join(difflib.unified_diff(lines, after.splitlines(keepends=True), "a/long.txt", "b/long.txt"))
+    assert change_diff("edit_file", args, tmp_path) == expected
+
+
+def test_a_rewrite_too_large_to_match_is_shown_removed_then_added(tmp_path: Path) -> None:
+    old = [f"old {i}\n" for i in range(3000)]
+    new = [f"new {i}\n" for i in range(2000)]
+    assert len(old) * len(new) > MAX_MATCH_PAIRS
+    (tmp_path / "big.txt").write_text("keep\n" + "".join(old) + "end\n")
+    diff = change_diff("write_file", {"path": "big.txt", "content": "keep\n" + "".join(new) + "end\n"}, tmp_path)
+    rows = diff.splitlines()
+    assert rows[:5] == ["--- a/big.txt", "+++ b/big.txt", "@@ -1,3002 +1,2002 @@", " keep", "-old 0"]
+    assert rows[-1] == f"… {2 + 1 + 1 + 3000 + 2000 + 1 - MAX_DIFF_LINES} more diff lines not shown"

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Path, Query, Request, Response
@@ -57,7 +56,6 @@ from nova.server.schemas import (
     ContextOut,
     CreateSession,
     MemoryOut,
-    PendingApprovalOut,
     SendMessage,
     SessionDetail,
     SessionOut,
@@ -221,7 +219,7 @@ def _routes(app: FastAPI, hub: SessionHub, workers: PostgresWorkers | None, sett
             elif isinstance(item, BoundaryRecord):
                 compactions += 1
         # Taken before `running`: a call still waiting then belongs to a turn that is still running.
-        pending = [PendingApprovalOut(**asdict(p)) for p in desk.pending(session_id)]
+        pending = desk.pending(session_id)
         return SessionDetail(session=session_out(meta, running=hub.is_running(session_id)), messages=messages,
                              compactions=compactions, pending_approvals=pending)
 

@@ -56,17 +56,22 @@ class ApprovalAnswered(NovaError):
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """One call waiting for an answer, as a page needs it to ask again."""
+    """One call waiting for an answer, as a page needs it to ask again (`GET /api/sessions/{id}` returns
+    these as they are)."""
 
     call_id: str
+    """The model's id of the call: answer with POST /api/sessions/{id}/approvals/{call_id}."""
     approval_id: str
     tool: str
     input: Mapping[str, Any]
+    """The call's arguments, as the model gave them."""
     summary: str
     reason: str
     rule: str | None
     grant: str
+    """What "allow for session" would cover."""
     diff: str
+    """For edit_file and write_file: the unified diff the call would make ("" otherwise)."""
     timeout_s: float
     deadline: float
     """Seconds since the epoch when it is denied unanswered."""

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nova.agent.loop import DENIED_PREFIX
 from nova.messages import Message, to_dict
+from nova.server.approvals import Pending
 from nova.sessions.meta import SessionMeta
 
 __all__ = [
@@ -16,7 +17,6 @@ __all__ = [
     "CreateSession",
     "MemoryOut",
     "MessageOut",
-    "PendingApprovalOut",
     "SendMessage",
     "SessionDetail",
     "SessionOut",
@@ -55,32 +55,13 @@ class MessageOut(BaseModel):
     parts: list[dict[str, Any]]
 
 
-class PendingApprovalOut(BaseModel):
-    """A tool call of the running turn that waits for the user's answer (POST …/approvals/{call_id})."""
-
-    call_id: str
-    approval_id: str
-    tool: str
-    input: dict[str, Any]
-    """The call's arguments, as the model gave them."""
-    summary: str
-    reason: str
-    rule: str | None
-    grant: str
-    """What "allow for session" would cover."""
-    diff: str
-    """For edit_file and write_file: the unified diff the call would make ("" otherwise)."""
-    timeout_s: float
-    deadline: float
-    """When it is denied unanswered, seconds since the epoch."""
-
-
 class SessionDetail(BaseModel):
     session: SessionOut
     messages: list[MessageOut]
     compactions: int
-    pending_approvals: list[PendingApprovalOut] = Field(default_factory=list)
-    """Calls waiting for an answer now: a page opened during the turn asks them again."""
+    pending_approvals: list[Pending] = Field(default_factory=list)
+    """Calls waiting for an answer now (POST …/approvals/{call_id}): a page opened during the turn asks
+    them again."""
 
 
 class UIPart(BaseModel):

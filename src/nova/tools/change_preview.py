@@ -15,18 +15,23 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nova.fs.special_files import read_regular_text
 
-__all__ = ["MAX_DIFF_LINES", "change_diff"]
+__all__ = ["MAX_DIFF_LINES", "MAX_MATCH_PAIRS", "change_diff"]
 
 MAX_DIFF_LINES = 120
 MAX_PREVIEW_BYTES = 2 * 1024 * 1024
 """A larger file is not read for a preview: the prompt must show at once, not after a long read."""
 _CONTEXT_LINES = 3
+MAX_MATCH_PAIRS = 4_000_000
+"""Changed lines before times after, past which no line-by-line match is tried (it grows with their
+product: two unrelated 5,000-line files would keep the prompt waiting)."""
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
 def change_diff(tool: str, input: Mapping[str, Any], cwd: Path) -> str:
@@ -58,10 +63,40 @@ def _diff(tool: str, input: Mapping[str, Any], cwd: Path) -> str:
             return ""
     if before == after:
         return ""
-    lines = list(difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile="/dev/null" if not exists else f"a/{shown}", tofile=f"b/{shown}", n=_CONTEXT_LINES))
+    shown_from = "/dev/null" if not exists else f"a/{shown}"
+    lines = [f"--- {shown_from}\n", f"+++ b/{shown}\n",
+             *_hunks(before.splitlines(keepends=True), after.splitlines(keepends=True))]
     return _clip([line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines])
+
+
+def _hunks(a: list[str], b: list[str]) -> list[str]:
+    """The hunks of the unified diff from `a` to `b`. The lines both share at the start and the end are
+    set aside first (an edit changes a few lines of a long file), so the matcher sees only the changed
+    middle; a middle too large to match line by line at the moment of asking is shown as all removed,
+    then all added."""
+    head, limit = 0, min(len(a), len(b))
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    lo = max(0, head - _CONTEXT_LINES)
+    a_hi, b_hi = min(len(a), len(a) - tail + _CONTEXT_LINES), min(len(b), len(b) - tail + _CONTEXT_LINES)
+    a_mid, b_mid = a[head:len(a) - tail], b[head:len(b) - tail]
+    if len(a_mid) * len(b_mid) <= MAX_MATCH_PAIRS:
+        hunks = list(difflib.unified_diff(a[lo:a_hi], b[lo:b_hi], n=_CONTEXT_LINES))[2:]
+        # Numbered from the window's start: moved back to the file's own line numbers.
+        return [_HUNK.sub(lambda m: f"@@ -{int(m[1]) + lo}{m[2] or ''} +{int(m[3]) + lo}{m[4] or ''} @@", line)
+                if line.startswith("@@") else line for line in hunks]
+    return [f"@@ -{_range(lo, a_hi - lo)} +{_range(lo, b_hi - lo)} @@\n",
+            *(" " + line for line in a[lo:head]), *("-" + line for line in a_mid),
+            *("+" + line for line in b_mid), *(" " + line for line in a[len(a) - tail:a_hi])]
+
+
+def _range(start: int, length: int) -> str:
+    """A hunk's range as unified diffs write it: 1-based, an empty range names the line before it."""
+    first = start + 1 if length else start
+    return str(first) if length == 1 else f"{first},{length}"
 
 
 def _edited(text: str, input: Mapping[str, Any]) -> str | None:

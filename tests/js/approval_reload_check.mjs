@@ -4,19 +4,10 @@
 // the Python test to judge.
 //
 //   node approval_reload_check.mjs <base-url> <token> <prompt> <screenshot.png> <profile-dir>
-import { chromium } from 'playwright-core';
+import { openPage } from './browser.mjs';
 
 const [base, token, prompt, screenshot, profile] = process.argv.slice(2);
-const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath,
-  headless: true,
-  viewport: { width: 1280, height: 900 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const result = { consoleErrors: [], questions: [] };
+const result = { questions: [] };
 const waiting = '.approval:not([data-state])';
 
 // The first question waiting, other than the one answered last (its card may still be settling).
@@ -41,12 +32,9 @@ async function answer(box, decision) {
   await box.locator(`button[data-decision="${decision}"]`).click();
 }
 
+const { context, page, consoleErrors } = await openPage(base, token, profile);
+result.consoleErrors = consoleErrors;
 try {
-  const page = context.pages()[0] || await context.newPage();
-  page.on('console', (m) => { if (m.type() === 'error') result.consoleErrors.push(m.text()); });
-  page.on('pageerror', (e) => result.consoleErrors.push(String(e)));
-  await page.goto(`${base}/?token=${encodeURIComponent(token)}`);
-  await page.waitForSelector('body[data-ready="true"]', { timeout: 15000 });
   await page.fill('#prompt', prompt);
   await page.click('#send');
   await question(page, 'live');

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nova.agent.demo import DEMO_PROMPT
+from nova.server.config import ServerConfig
 
 from .helpers import JS_DIR, require_browser, running_server
 
@@ -68,7 +69,7 @@ def test_a_reloaded_page_asks_again_and_its_answer_runs_the_call(nova_home: Path
     # The same question after the reload, with its deadline, and the page knows the turn still runs.
     assert live["what"] == reloaded["what"] == "Approve bash: python -m unittest -v 2>&1?"
     for asked in result["questions"]:
-        assert re.fullmatch(r"denied at \S+( [AP]M)? if not answered \((4:[0-5]\d|5:00) left\)", asked["deadline"]), asked
+        assert re.fullmatch(r"denied at \S+( [AP]M)? if not answered \([0-5]:[0-5]\d left\)", asked["deadline"]), asked
         assert asked["busy"] == "true"
     assert result["sendDisabled"] is True
     # Answered on the reloaded page, the turn went on to the edit, shown with its diff, again after
@@ -83,3 +84,23 @@ def test_a_reloaded_page_asks_again_and_its_answer_runs_the_call(nova_home: Path
     assert "sum(values) / len(values)" in (project / "calc" / "stats.py").read_text()
     assert len(result["tools"]) >= 3
     assert screenshot.stat().st_size > 10_000
+
+
+def test_a_card_nobody_answers_says_it_timed_out(nova_home: Path, project: Path, tmp_path: Path) -> None:
+    node = require_browser()
+    with running_server(nova_home, project, yes=False, config=ServerConfig(approval_timeout_s=1)) as server:
+        run = subprocess.run(
+            [node, str(JS_DIR / "approval_timeout_check.mjs"), server.base, server.token, DEMO_PROMPT,
+             str(tmp_path / "chromium-profile")],
+            capture_output=True, text=True, timeout=240, cwd=JS_DIR,
+        )
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result.get("ok"), result.get("error")
+    assert result["consoleErrors"] == []
+    # Every card says it timed out, and no longer offers buttons or a deadline.
+    assert result["cards"] == 3 and result["answers"] == ["timed out after 1 s: denied"] * 3
+    assert result["deadlinesLeft"] == 0 and result["buttonsLeft"] == 0
+    # The denial under each call says why.
+    assert len(result["deniedOutputs"]) == 3
+    assert all("timed out after 1 s" in text for text in result["deniedOutputs"])

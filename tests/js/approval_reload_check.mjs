@@ -40,6 +40,12 @@ try {
   await question(page, 'live');
   result.sessionId = await page.getAttribute('#sessions li.active', 'data-id');
 
+  // Away to another session and back while the turn's own stream is open: asked again, from the state.
+  await page.locator('#new-session').click();
+  await page.waitForFunction(() => document.querySelectorAll('.approval').length === 0, null, { timeout: 10000 });
+  await page.locator(`#sessions li[data-id="${result.sessionId}"]`).click();
+  await question(page, 'back during the stream');
+
   // Reloaded while the test run waits: the page opens the session again and asks again.
   await page.reload();
   await page.waitForSelector('body[data-ready="true"]', { timeout: 15000 });

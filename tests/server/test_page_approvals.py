@@ -65,9 +65,10 @@ def test_a_reloaded_page_asks_again_and_its_answer_runs_the_call(nova_home: Path
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result.get("ok"), result.get("error")
     assert result["consoleErrors"] == []
-    live, reloaded, followed, back, last = result["questions"]
-    # The same question after the reload, with its deadline, and the page knows the turn still runs.
-    assert live["what"] == reloaded["what"] == "Approve bash: python -m unittest -v 2>&1?"
+    live, returned, reloaded, followed, back, last = result["questions"]
+    # The same question after leaving the session and coming back and after the reload, with its
+    # deadline, and the page knows the turn still runs.
+    assert live["what"] == returned["what"] == reloaded["what"] == "Approve bash: python -m unittest -v 2>&1?"
     for asked in result["questions"]:
         assert re.fullmatch(r"denied at \S+( [AP]M)? if not answered \([0-5]:[0-5]\d left\)", asked["deadline"]), asked
         assert asked["busy"] == "true"

@@ -194,10 +194,11 @@ async function send(text) {
   const texts = new Map();
   const tools = new Map();
   setBusy(true);
-  state.controller = new AbortController();
+  const controller = new AbortController();
+  state.controller = controller;
   try {
     const response = await api(`/api/sessions/${encodeURIComponent(state.sessionId)}/messages`, {
-      method: 'POST', body: JSON.stringify({ text }), signal: state.controller.signal,
+      method: 'POST', body: JSON.stringify({ text }), signal: controller.signal,
     });
     for await (const chunk of readEvents(response.body)) {
       novaProgress.chunk(chunk, node); // progress.js: the wait for the model, and retries
@@ -226,9 +227,12 @@ async function send(text) {
   } catch (error) {
     if (error.name !== 'AbortError') showError(error);
   } finally {
-    state.controller = null;
-    setBusy(false);
-    await Promise.all([refreshContext(), loadSessions()]).catch(showError);
+    // Unless another session was opened meanwhile (which took the page over): it is done here.
+    if (state.controller === controller) {
+      state.controller = null;
+      setBusy(false);
+      await Promise.all([refreshContext(), loadSessions()]).catch(showError);
+    }
   }
 }
 
@@ -261,16 +265,20 @@ async function openSession(id) {
   state.sessionId = id;
   // In the address, so a reload opens the same session (and asks again what waits in it).
   history.replaceState(null, '', `#${encodeURIComponent(id)}`);
-  if (state.following) {  // following another session's turn: that stops here
-    state.following = null;
-    if (!state.controller) setBusy(false);
+  // What this page streams or follows now stops being drawn here; the turn goes on on the server,
+  // and coming back to its session follows it from the session's state.
+  if (state.controller) {
+    state.controller.abort();
+    state.controller = null;
   }
+  if (state.following) state.following = null;
+  setBusy(false);
   const detail = await (await api(`/api/sessions/${encodeURIComponent(id)}`)).json();
   $('session-title').textContent = detail.session.title || id;
   showSession(detail);
   await Promise.all([refreshContext(), loadSessions()]);
   // A turn running with no stream on this page (reloaded, or started elsewhere): follow it here.
-  if (detail.session.running && !state.controller) followTurn(id, detail).catch(showError); // approvals.js
+  if (detail.session.running) followTurn(id, detail).catch(showError); // approvals.js
 }
 
 async function newSession(title) {

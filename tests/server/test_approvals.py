@@ -178,6 +178,7 @@ def test_a_waiting_call_outlives_the_client_that_was_asked(asking: Server) -> No
     waiting call, with its arguments, diff and deadline, and another client answers it."""
     with asking.client() as client:
         sid = new_session(client)
+    sent = time.time()
     with asking.client() as client, \
             client.stream("POST", f"/api/sessions/{sid}/messages", json={"text": DEMO_PROMPT}) as response:
         for line in response.iter_lines():
@@ -186,13 +187,15 @@ def test_a_waiting_call_outlives_the_client_that_was_asked(asking: Server) -> No
                 break
     # The stream is closed; the turn waits on.
     detail = wait_for(asking, sid, lambda d: bool(d["pending_approvals"]))
+    seen = time.time()
     assert detail["session"]["running"] is True
     [bash] = detail["pending_approvals"]
     assert bash["call_id"] == asked["toolCallId"] and bash["approval_id"] == asked["approvalId"]
     assert (bash["tool"], bash["input"], bash["summary"]) == (
         "bash", {"command": "python -m unittest -v 2>&1"}, "bash: python -m unittest -v 2>&1")
     assert bash["grant"] == "every bash call" and bash["diff"] == ""
-    assert bash["timeout_s"] == 300 and abs(bash["deadline"] - (time.time() + 300)) < 30
+    # The deadline is the timeout after the moment it was asked, which lies between sending and seeing it.
+    assert bash["timeout_s"] == 300 and sent + 300 <= bash["deadline"] <= seen + 300
     assert asked["approvalDescriptor"]["deadline"] == bash["deadline"]
     with asking.client() as client:
         assert client.post(f"/api/sessions/{sid}/approvals/{bash['call_id']}", json={"decision": "once"}).status_code == 200

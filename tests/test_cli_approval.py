@@ -90,6 +90,10 @@ def test_run_in_a_terminal_asks_with_one_key_and_reports_the_refused_edit(projec
     # The second bash call is covered by the session grant; the edit is asked about.
     assert "? approve edit_file: calc/stats.py" in shown
     assert "approve bash" not in shown
+    # The edit shows the unified diff it would make, under what it is.
+    diff = shown[shown.index("? approve edit_file"):shown.index("asked because")]
+    assert "    --- a/calc/stats.py\n    +++ b/calc/stats.py\n    @@ " in diff
+    assert "    -    return sum(values) / (len(values) - 1)\n    +    return sum(values) / len(values)\n" in diff
     term.press("n")
     term.expect("denied")
     status = term.finish()

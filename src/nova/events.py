@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 __all__ = [
     "ApprovalRequested",
+    "ApprovalTimedOut",
     "CacheBreak",
     "CompactionEnd",
     "CompactionStart",
@@ -104,7 +105,22 @@ class ApprovalRequested:
     grant: str
     """What "allow for session" would cover."""
     timeout_s: float
+    deadline: float = 0.0
+    """When the call is denied unanswered, in seconds since the epoch (0: no deadline)."""
+    diff: str = ""
+    """For a file change, the unified diff it would make (nova.tools.change_preview)."""
     type: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalTimedOut:
+    """Nobody answered a call's approval in time: it is denied (a `PermissionDenied` follows)."""
+
+    session_id: str
+    tool_use_id: str
+    name: str
+    timeout_s: float
+    type: Literal["approval_timed_out"] = "approval_timed_out"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,6 +231,7 @@ Event = (
     | ToolCallFinished
     | PermissionDenied
     | ApprovalRequested
+    | ApprovalTimedOut
     | ContextUpdate
     | CompactionStart
     | CompactionEnd

@@ -4,6 +4,7 @@ a timeout or a cancel denies, and a denied call is marked denied in the stream a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,24 @@ def test_an_unanswered_call_is_denied_when_its_time_runs_out(nova_home: Path, pr
         denied = [c["toolCallId"] for c in chunks if c["type"] == "tool-output-denied"]
         assert len(asked) == 3 and denied == asked
         assert chunks[-1] == {"type": "finish", "finishReason": "stop"}
-        assert {a["by"] for a in recorded_events(server, sid, "approval")} == {"timeout"}
+        # Each timeout is said in the stream, before its denial.
+        order = [(c["type"], c.get("toolCallId") or c.get("data", {}).get("toolCallId")) for c in chunks]
+        for call in asked:
+            timeout = order.index(("data-nova-approval-timeout", call))
+            assert timeout < order.index(("tool-output-denied", call))
+            assert chunks[timeout]["data"] == {"toolCallId": call, "timeoutS": 0.3}
+        approvals = recorded_events(server, sid, "approval")
+        assert {a["by"] for a in approvals} == {"timeout"}
+        assert {a["reason"] for a in approvals} == {"timed out after 0.3 s"}
+        # The denial the model got (and the record keeps) says it timed out, not that the user declined.
+        refusals = recorded_events(server, sid, "permission_denied")
+        assert all("timed out after 0.3 s" in r["reason"] and "declined" not in r["reason"] for r in refusals)
+        with server.client() as client:
+            detail = client.get(f"/api/sessions/{sid}").json()
+        assert detail["pending_approvals"] == []
+        results = [p for m in detail["messages"] for p in m["parts"] if p["kind"] == "tool_result"]
+        assert [p["tool_use_id"] for p in results if p.get("denied")] == asked
+        assert all("timed out after 0.3 s" in str(p["content"]) for p in results if p.get("denied"))
         with server.client() as client:
             late = client.post(f"/api/sessions/{sid}/approvals/{asked[0]}", json={"decision": "once"})
         assert late.status_code == 409 and "deny (timeout)" in late.json()["detail"]
@@ -141,3 +159,57 @@ def test_cancel_denies_a_waiting_call_at_once(asking: Server) -> None:
     assert len(asked) == 1
     assert {"type": "tool-output-denied", "toolCallId": asked[0]} in chunks
     assert recorded_events(asking, sid, "approval")[0]["by"] == "cancelled"
+
+
+def wait_for(server: Server, sid: str, ready: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """GET the session until `ready` says its state is what the test waits for (a turn runs on)."""
+    deadline = time.monotonic() + 60
+    with server.client() as client:
+        while True:
+            detail: dict[str, Any] = client.get(f"/api/sessions/{sid}").json()
+            if ready(detail):
+                return detail
+            assert time.monotonic() < deadline, f"the session never got there: {detail}"
+            time.sleep(0.05)
+
+
+def test_a_waiting_call_outlives_the_client_that_was_asked(asking: Server) -> None:
+    """The client that was streaming goes away (a page reloaded): the session's state still holds the
+    waiting call, with its arguments, diff and deadline, and another client answers it."""
+    with asking.client() as client:
+        sid = new_session(client)
+    sent = time.time()
+    with asking.client() as client, \
+            client.stream("POST", f"/api/sessions/{sid}/messages", json={"text": DEMO_PROMPT}) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: ") and '"tool-approval-request"' in line:
+                asked = json.loads(line[len("data: "):])
+                break
+    # The stream is closed; the turn waits on.
+    detail = wait_for(asking, sid, lambda d: bool(d["pending_approvals"]))
+    seen = time.time()
+    assert detail["session"]["running"] is True
+    [bash] = detail["pending_approvals"]
+    assert bash["call_id"] == asked["toolCallId"] and bash["approval_id"] == asked["approvalId"]
+    assert (bash["tool"], bash["input"], bash["summary"]) == (
+        "bash", {"command": "python -m unittest -v 2>&1"}, "bash: python -m unittest -v 2>&1")
+    assert bash["grant"] == "every bash call" and bash["diff"] == ""
+    # The deadline is the timeout after the moment it was asked, which lies between sending and seeing it.
+    assert bash["timeout_s"] == 300 and sent + 300 <= bash["deadline"] <= seen + 300
+    assert asked["approvalDescriptor"]["deadline"] == bash["deadline"]
+    with asking.client() as client:
+        assert client.post(f"/api/sessions/{sid}/approvals/{bash['call_id']}", json={"decision": "once"}).status_code == 200
+    # The turn goes on to the edit, which waits with the diff it would make.
+    detail = wait_for(asking, sid, lambda d: [p["tool"] for p in d["pending_approvals"]] == ["edit_file"])
+    [edit] = detail["pending_approvals"]
+    assert edit["diff"].startswith("--- a/calc/stats.py\n+++ b/calc/stats.py\n@@ ")
+    assert "\n-    return sum(values) / (len(values) - 1)\n+    return sum(values) / len(values)\n" in edit["diff"]
+    with asking.client() as client:
+        assert client.post(f"/api/sessions/{sid}/approvals/{edit['call_id']}", json={"decision": "once"}).status_code == 200
+    detail = wait_for(asking, sid, lambda d: bool(d["pending_approvals"]) or not d["session"]["running"])
+    for waiting in detail["pending_approvals"]:  # the test run after the edit
+        with asking.client() as client:
+            client.post(f"/api/sessions/{sid}/approvals/{waiting['call_id']}", json={"decision": "once"})
+    wait_for(asking, sid, lambda d: not d["session"]["running"])
+    assert "sum(values) / len(values)" in (asking.project / "calc" / "stats.py").read_text()
+    assert [a["by"] for a in recorded_events(asking, sid, "approval")][:2] == ["user", "user"]

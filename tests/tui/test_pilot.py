@@ -244,6 +244,65 @@ async def resume_with_tool_calls(nova_home: Path, tmp_path: Path) -> None:
     assert second.return_code in (0, None)
 
 
+@pytest.mark.slow
+def test_resume_without_an_argument_lists_this_projects_sessions_to_choose_from(nova_home: Path,
+                                                                                tmp_path: Path) -> None:
+    asyncio.run(resume_picker(nova_home, tmp_path))
+
+
+async def resume_picker(nova_home: Path, tmp_path: Path) -> None:
+    from nova.tui.session_picker import SessionPicker
+
+    project = make_demo_project(tmp_path / "project")
+    elsewhere = make_demo_project(tmp_path / "elsewhere")
+    first = make_app(nova_home, project)
+    async with first.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"what is here?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not first.running and first.session_id is not None)
+        worked = first.session_id
+    def created(where: Path, title: str) -> str:
+        hub = make_app(nova_home, where).hub
+        try:
+            return hub.create(title).id
+        finally:
+            hub.close()
+
+    newer = created(project, "a newer one")
+    created(elsewhere, "another project's")
+    app = make_app(nova_home, project)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.click("#prompt")
+        await pilot.press(*"/resume")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.query(SessionPicker)))
+        picker = app.query_one(SessionPicker)
+        rows = [str(picker.get_option_at_index(i).prompt) for i in range(picker.option_count)]
+        # This project's two sessions, newest first; the other project's is not offered.
+        assert len(rows) == 2 and app.focused is picker
+        assert rows[0].startswith(f"1. {newer} · a newer one · 0 messages · ")
+        assert rows[1].startswith(f"2. {worked} · what is here? · ")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.query(SessionPicker))
+        assert app.session_id is None and "Resume cancelled." in _notices(app)
+        await pilot.press(*"/resume")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.query(SessionPicker)))
+        await pilot.press("2")  # one digit chooses its row
+        await wait_until(pilot, lambda: app.session_id == worked)
+        assert not app.query(SessionPicker) and app.focused is app.prompt_input
+        calls = list(app.query(ToolCall))
+        assert calls and all(c.finished for c in calls)
+        await pilot.press(*"/resume")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.query(SessionPicker)))
+        assert str(app.query_one(SessionPicker).get_option_at_index(1).prompt).endswith("(open now)")
+        await pilot.press("enter")  # Enter takes the highlighted row, the first
+        await wait_until(pilot, lambda: app.session_id == newer)
+        assert any(t == f"Resumed session {newer}." for t in _notices(app))
+
+
 def test_a_crash_in_the_tui_is_a_non_zero_exit(nova_home: Path, tmp_path: Path) -> None:
     from nova.tui.launch import run_app
 

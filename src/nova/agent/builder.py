@@ -52,7 +52,7 @@ from nova.settings import Settings
 from nova.skills.runtime import ActiveSkills, SkillRuntime, SkillTool, body_of
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
 from nova.tools import default_registry
-from nova.tools.approval import Answer, Approver
+from nova.tools.approval import Answer, Approver, NoAnswer
 from nova.tools.base import ToolRegistry
 from nova.tools.permissions import PermissionPolicy, PermissionRequest, ProtectedPaths
 from nova.tools.policy.read_policy import read_concern
@@ -217,7 +217,7 @@ def record_fixed_prompt(session: SessionRecorder, agent: Agent) -> None:
 
 
 def _one_at_a_time(ask: Approver, lock: threading.Lock) -> Approver:
-    def serialized(request: PermissionRequest, /) -> Answer | bool:
+    def serialized(request: PermissionRequest, /) -> Answer | NoAnswer | bool:
         with lock:
             return ask(request)
 

@@ -219,8 +219,13 @@ def run(
 
 @app.command("resume", cls=NovaCommand)
 def resume_cmd(
-    session_id: Annotated[str, typer.Argument(help="The session to continue (see `nova sessions list`), or 'last'.")],
-    prompt: Annotated[str, typer.Argument(help="The next request in that session.")],
+    session_id: Annotated[str | None, typer.Argument(
+        metavar="SESSION_ID", show_default=False,
+        help="The session to continue (see `nova sessions list`), or 'last'. Left out at a terminal: "
+             "choose from this project's recent sessions.")] = None,
+    prompt: Annotated[str | None, typer.Argument(
+        metavar="PROMPT", show_default=False,
+        help="The next request in that session (asked for at a terminal when left out).")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -235,8 +240,10 @@ def resume_cmd(
     Only the records after the last compaction are read back; an interrupted tool call is answered
     with an "interrupted" result before the first request, so the provider never sees a broken pair.
     """
+    from nova.cli.commands.resume_picker import complete_resume
     from nova.cli.commands.run import run_command
 
+    session_id, prompt = complete_resume(session_id, prompt)
     run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50,
                 cwd=None, as_json=as_json, resume=session_id, strict=strict,
                 sandbox=sandbox)

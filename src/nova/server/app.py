@@ -5,7 +5,8 @@
     GET    /login;  POST: sign a browser in     (`/?token=…`, the link `nova serve` prints, does too)
     POST   /logout                              sign the browser out
     GET    /api/sessions                    list;  POST: create
-    GET    /api/sessions/{id}               meta and the recorded messages;  DELETE: remove
+    GET    /api/sessions/{id}               meta, the recorded messages and the calls waiting for approval;
+                                            DELETE: remove
     POST   /api/sessions/{id}/messages      one turn, streamed as the AI SDK UI message stream (v1)
     GET    /api/sessions/{id}/events        the latest turn's stream from any worker (PostgreSQL only;
                                             resumes after `Last-Event-ID`)
@@ -107,7 +108,7 @@ def create_app(
     app.state.hub = hub
     app.state.streams = OpenStreams()  # ended at once when the server stops (`nova.server.streams`)
     _errors(app)
-    _routes(app, hub, workers, settings, options)
+    _routes(app, hub, workers, settings, options, desk)
     add_approval_routes(app, hub, desk)
     # Added last = outermost: the Host check, the size limit, then the token, wrap everything including
     # 404s and docs; the body check runs only for a caller with the token.
@@ -184,7 +185,7 @@ def _memory_out(memory: Memory, *, body: bool) -> MemoryOut:
 
 
 def _routes(app: FastAPI, hub: SessionHub, workers: PostgresWorkers | None, settings: Settings,
-            options: AgentOptions) -> None:
+            options: AgentOptions, desk: ApprovalDesk) -> None:
     @app.get("/health", tags=["server"])
     def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
@@ -217,8 +218,10 @@ def _routes(app: FastAPI, hub: SessionHub, workers: PostgresWorkers | None, sett
                 messages.append(message_out(item.message))
             elif isinstance(item, BoundaryRecord):
                 compactions += 1
+        # Taken before `running`: a call still waiting then belongs to a turn that is still running.
+        pending = desk.pending(session_id)
         return SessionDetail(session=session_out(meta, running=hub.is_running(session_id)), messages=messages,
-                             compactions=compactions)
+                             compactions=compactions, pending_approvals=pending)
 
     @app.delete("/api/sessions/{session_id}", status_code=204, tags=["sessions"])
     def delete_session(session_id: SessionId) -> Response:

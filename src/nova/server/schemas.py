@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nova.agent.loop import DENIED_PREFIX
 from nova.messages import Message, to_dict
+from nova.server.approvals import Pending
 from nova.sessions.meta import SessionMeta
 
 __all__ = [
@@ -58,6 +59,9 @@ class SessionDetail(BaseModel):
     session: SessionOut
     messages: list[MessageOut]
     compactions: int
+    pending_approvals: list[Pending] = Field(default_factory=list)
+    """Calls waiting for an answer now (POST …/approvals/{call_id}): a page opened during the turn asks
+    them again."""
 
 
 class UIPart(BaseModel):

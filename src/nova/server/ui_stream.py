@@ -19,7 +19,10 @@ which the SDK keeps on the message:
 
 A call that waits for the user's approval is the SDK's `tool-approval-request` (`approvalId`,
 `toolCallId`, and in `approvalDescriptor` what the call does: `{tool, summary, reason, rule, grant,
-timeoutS}`); `POST /api/sessions/{id}/approvals/{toolCallId}` answers it (nova.server.approvals).
+timeoutS, deadline, diff}`, `deadline` in seconds since the epoch, `diff` the unified diff of a file
+change); `POST /api/sessions/{id}/approvals/{toolCallId}` answers it (nova.server.approvals). When
+nobody answers in time, `data-nova-approval-timeout` `{toolCallId, timeoutS}` says so before the
+call's `tool-output-denied`.
 
 Tool calls are `dynamic` in SDK terms: the tools are Nova's, not declared by the client.
 """
@@ -103,7 +106,11 @@ class UIStreamEncoder:
         if isinstance(event, ev.ApprovalRequested):
             return [{"type": "tool-approval-request", "approvalId": event.approval_id, "toolCallId": event.tool_use_id,
                      "approvalDescriptor": {"tool": event.name, "summary": event.summary, "reason": event.reason,
-                                            "rule": event.rule, "grant": event.grant, "timeoutS": event.timeout_s}}]
+                                            "rule": event.rule, "grant": event.grant, "timeoutS": event.timeout_s,
+                                            "deadline": event.deadline, "diff": event.diff}}]
+        if isinstance(event, ev.ApprovalTimedOut):
+            return [{"type": "data-nova-approval-timeout", "id": f"timeout-{event.tool_use_id}",
+                     "data": {"toolCallId": event.tool_use_id, "timeoutS": event.timeout_s}}]
         if isinstance(event, ev.PermissionDenied):
             self._denied[event.tool_use_id] = event.reason
             return []

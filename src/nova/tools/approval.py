@@ -7,7 +7,9 @@ answer is one of three:
 - `Answer.ONCE`: run this call;
 - `Answer.SESSION`: run it, and every later call the same rule asks about, for the life of this
   session (remembered by `SessionGrants`, in memory, never written to the config);
-- `Answer.DENY`: refuse it. No answer in time, a closed prompt or a broken one is a denial too.
+- `Answer.DENY`: refuse it. No answer in time, a closed prompt or a broken one is a denial too; a
+  surface that gave up waiting returns `NoAnswer(reason)` instead, so the denial the model and the
+  record get says why ("timed out after 300 s") rather than that the user declined.
 
 A grant is keyed by what made the policy ask: the ask rule (`bash(git push*)`) when one did, else the
 tool (`edit_file` asks because it changes files). A call only the user may approve (a command that
@@ -19,13 +21,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from nova.tools.permissions import PermissionRequest
 
-__all__ = ["Answer", "Approver", "RememberingApprover", "SessionGrants", "answer_of", "grant_key"]
+__all__ = ["Answer", "Approver", "NoAnswer", "RememberingApprover", "SessionGrants", "answer_of", "grant_key"]
 
 
 class Answer(StrEnum):
@@ -38,15 +41,24 @@ class Answer(StrEnum):
         return self is not Answer.DENY
 
 
+@dataclass(frozen=True, slots=True)
+class NoAnswer:
+    """A denial because nobody answered: `reason` says what happened (`timed out after 300 s`)."""
+
+    reason: str
+
+
 class Approver(Protocol):
     """Called on the agent's worker thread; blocks until the person answers (or the surface gives up,
-    which is `Answer.DENY`). A plain `bool` is read as once / deny."""
+    which is `Answer.DENY` or `NoAnswer`). A plain `bool` is read as once / deny."""
 
-    def __call__(self, request: PermissionRequest, /) -> Answer | bool: ...
+    def __call__(self, request: PermissionRequest, /) -> Answer | NoAnswer | bool: ...
 
 
 def answer_of(value: object) -> Answer:
     """What an approver's return value means; anything unexpected is a denial (fail closed)."""
+    if isinstance(value, NoAnswer):
+        return Answer.DENY
     if isinstance(value, Answer):
         return value
     if value is True:
@@ -100,15 +112,18 @@ class RememberingApprover:
     """An `Approver` over a prompt: asks through `prompt` unless a session grant covers the call, and
     remembers the "allow for session" answers. A prompt that raises is a denial (the policy catches it)."""
 
-    def __init__(self, prompt: Callable[[PermissionRequest], Answer | bool],
+    def __init__(self, prompt: Callable[[PermissionRequest], Answer | NoAnswer | bool],
                  grants: SessionGrants | None = None) -> None:
         self.prompt = prompt
         self.grants = grants or SessionGrants()
 
-    def __call__(self, request: PermissionRequest, /) -> Answer:
+    def __call__(self, request: PermissionRequest, /) -> Answer | NoAnswer:
         if self.grants.covers(request):
             return Answer.SESSION
-        answer = answer_of(self.prompt(request))
+        given = self.prompt(request)
+        if isinstance(given, NoAnswer):
+            return given
+        answer = answer_of(given)
         if answer is Answer.SESSION:
             self.grants.grant(request)
         return answer

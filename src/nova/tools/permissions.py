@@ -69,8 +69,9 @@ from typing import Any, Literal
 from nova.errors import ConfigError, ToolError
 from nova.fs.special_files import special_kind
 from nova.settings import PermissionsConfig
-from nova.tools.approval import Answer, Approver, answer_of
+from nova.tools.approval import Answer, Approver, NoAnswer, answer_of
 from nova.tools.base import Tool, ToolContext, ToolOutput, resolve_delegate
+from nova.tools.change_preview import change_diff
 from nova.tools.policy.controls import control_command
 from nova.tools.policy.read_policy import FileScreen, RuleHit, read_concern, rule_tool_names
 from nova.tools.policy.shell_parse import (
@@ -371,6 +372,9 @@ class PermissionRequest:
     """The model's id for this tool call (`toolu_…`), when the agent knows it: surfaces answer by it."""
     user_only: bool = False
     """Only an answer for this call may approve it: no session grant covers it (see `Verdict.user_only`)."""
+    diff: str = ""
+    """For `edit_file` and `write_file`: the unified diff the call would make (nova.tools.change_preview),
+    "" when it would not apply or is not a file change."""
 
 
 def _summary(tool_name: str, input: Mapping[str, Any]) -> str:
@@ -485,7 +489,7 @@ class PermissionPolicy:
         """`call_id` is the model's id of the call, passed on to the approver when the user is asked."""
         verdict = self.evaluate(tool, input, cwd=cwd)
         if verdict.outcome == "ask":
-            return self._needs_approval(tool.name, input, verdict, call_id=call_id)
+            return self._needs_approval(tool.name, input, verdict, call_id=call_id, cwd=cwd or self._cwd)
         return Decision(verdict.outcome == "allow", verdict.reason, verdict.rule)
 
     def evaluate(self, tool: Tool, input: Mapping[str, Any], *, cwd: Path | None = None) -> Verdict:
@@ -697,7 +701,8 @@ class PermissionPolicy:
                 used.append(rule.text)
         return ", ".join(used)
 
-    def _needs_approval(self, name: str, input: Mapping[str, Any], verdict: Verdict, *, call_id: str = "") -> Decision:
+    def _needs_approval(self, name: str, input: Mapping[str, Any], verdict: Verdict, *, call_id: str = "",
+                        cwd: Path) -> Decision:
         rule_text = verdict.rule
         why = verdict.reason
         if verdict.user_only:
@@ -721,18 +726,22 @@ class PermissionPolicy:
             return Decision(False, f"{name} needs the user's approval ({why}) but no one can be asked.", rule_text)
         request = PermissionRequest(
             tool=name, input=MappingProxyType(dict(input)), summary=_summary(name, input), reason=why,
-            rule=rule_text, call_id=call_id, user_only=verdict.user_only,
+            rule=rule_text, call_id=call_id, user_only=verdict.user_only, diff=change_diff(name, input, cwd),
         )
         try:
-            answer = answer_of(self._ask_user(request))
+            given = self._ask_user(request)
+            answer = answer_of(given)
         except Exception:
             # A broken prompt must fail closed: no answer is not a yes.
             log.exception("the permission prompt failed; treating it as a refusal")
-            answer = Answer.DENY
+            given, answer = None, Answer.DENY
         if answer is Answer.SESSION:
             return Decision(True, "approved by the user for this session", rule_text)
         if answer is Answer.ONCE:
             return Decision(True, "approved by the user", rule_text)
+        if isinstance(given, NoAnswer):
+            return Decision(False, f"nobody answered the approval of {_summary(name, input)!r}: {given.reason}. "
+                                   "Ask the user or try another way.", rule_text)
         return Decision(False, f"the user declined {_summary(name, input)!r}. Ask them or try another way.",
                         rule_text)
 

@@ -9,7 +9,7 @@ Ctrl-Q quits. A tool call that needs approval is answered with one key: y (once)
 rest of the session: it ends when you leave the session with /new or /resume), n or Escape (no). The bottom line shows the model, the context figure, and the
 session's cost and cache hit rate (`nova.present.figures`, the numbers `nova run` prints); while the model has
 not answered, a line above the bar counts the wait, and each retry is a notice. Slash commands: /compact [focus], /context, /memory …, /remember …, /sessions,
-/resume ID|last, /new, /help.
+/resume [ID|last] (no argument: a list of this project's recent sessions to choose from), /new, /help.
 """
 
 from __future__ import annotations
@@ -40,10 +40,12 @@ from nova.model import Usage
 from nova.present.figures import Figures, session_cost
 from nova.present.text import terminal_safe
 from nova.sessions.meta import title_from_prompt
+from nova.sessions.recent import recent_sessions
 from nova.tools.approval import Answer
 from nova.tui.approval import PendingApproval, ScreenApprovals
 from nova.tui.approval_prompt import ApprovalPrompt, Choice, answer_for_key
 from nova.tui.gauge import ContextGauge
+from nova.tui.session_picker import SessionPicker
 from nova.tui.widgets import ContextBar, MessageBlock, ProgressLine, StatusFooter, ToolCall
 
 __all__ = ["HELP", "NovaTUI"]
@@ -53,7 +55,8 @@ HELP = """Commands:
   /context            what is in the context, and the figure the bar shows
   /memory [show|approve|forget NAME]   long-term memory;  /remember TEXT saves one
   /skill NAME [request]   load a skill (its instructions) and ask with it
-  /sessions           recorded sessions;  /resume ID|last  continues one;  /new starts another
+  /sessions           recorded sessions;  /resume [ID|last]  continues one (no argument: choose from
+                      this project's recent ones);  /new starts another
   /goal, /accept, /constraint, /approve, /revoke, /open, /done, /plan TEXT   the task state (pinned
                       in every view); /confirm N confirms a rule Nova noticed in your messages
 Ctrl-C cancels the running turn; Ctrl-Q quits."""
@@ -398,7 +401,10 @@ class NovaTUI(App[None]):
         if self.running:
             self.notice("A turn is running; cancel it first.", error=True)
             return
-        target = which or "last"
+        if not which:
+            self._pick_session()
+            return
+        target = which
         if target == "last":
             metas = self.hub.sessions()
             if not metas:
@@ -411,6 +417,28 @@ class NovaTUI(App[None]):
             self.notice(str(exc), error=True)
             return
         self._open(target)
+
+    def _pick_session(self) -> None:
+        recent = recent_sessions(self.hub.sessions(), self.hub.options.cwd)
+        if not recent:
+            self.notice(f"No recorded session of this project ({self.hub.options.cwd}) to resume.", error=True)
+            return
+        for old in self.query(SessionPicker):  # one list at a time
+            old.remove()
+
+        def chosen(session_id: str | None) -> None:
+            picker.remove()
+            self.prompt_input.focus()
+            if session_id is None:
+                self.notice("Resume cancelled.")
+            elif self.running:
+                self.notice("A turn is running; cancel it first.", error=True)
+            else:
+                self._open(session_id)
+
+        picker = SessionPicker(recent, chosen, current=self.session_id)
+        self._add(picker)
+        picker.focus()
 
     def _open(self, session_id: str) -> None:
         try:

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
+from nova.present.diff_text import diff_text
 from nova.present.text import terminal_safe
 from nova.tools.permissions import PermissionRequest
 
@@ -43,6 +44,8 @@ class PromptText:
     why: str
     """`asked because …`: the rule that matched, or the default for tools that change things."""
     keys: str
+    diff: str = ""
+    """For a file change, the unified diff it would make (terminal-safe; shown under the detail)."""
 
 
 def _clip(text: str, limit: int = _DETAIL_CHARS) -> str:
@@ -58,7 +61,7 @@ def describe_request(request: PermissionRequest) -> PromptText:
         detail = args["path"]
         if tool == "write_file" and isinstance(args.get("content"), str):
             detail += f"  ({len(args['content']):,} characters)"
-        elif tool == "edit_file" and isinstance(args.get("old_text"), str):
+        elif tool == "edit_file" and isinstance(args.get("old_text"), str) and not request.diff:
             old = " ".join(str(args["old_text"]).split())
             new = " ".join(str(args.get("new_text", "")).split())
             detail += f"\n  replace: {_clip(old, 120)}\n  with:    {_clip(new, 120)}"
@@ -70,7 +73,7 @@ def describe_request(request: PermissionRequest) -> PromptText:
     keys = f"y = yes, once    a = always allow {tool} in this session    n = no (the model is told)"
     # The command and the path are the model's: shown as text, so nothing in them can redraw the prompt.
     return PromptText(question=terminal_safe(f"Allow {tool} to {verb}?"), detail=terminal_safe(_clip(detail)),
-                      why=terminal_safe(why), keys=terminal_safe(keys))
+                      why=terminal_safe(why), keys=terminal_safe(keys), diff=terminal_safe(request.diff))
 
 
 class ApprovalPrompt(Static, can_focus=True):
@@ -92,6 +95,7 @@ class ApprovalPrompt(Static, can_focus=True):
         out = Text()
         out.append(t.question + "\n", style="bold")
         out.append("  " + t.detail.replace("\n", "\n  ") + "\n", style="bold yellow")
+        out.append_text(diff_text(t.diff, indent="  "))
         out.append(f"  {t.why}\n", style="dim")
         out.append(f"  {t.keys}\n")
         out.append("  one key, no Enter (Ctrl-C also answers no)", style="dim")

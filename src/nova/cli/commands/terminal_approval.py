@@ -4,6 +4,7 @@
       asked because: the ask rule `bash(git push*)` matches
       [y] allow once  [a] allow for this session (every call the rule `bash(git push*)` asks about)  [n] deny
 
+An edit or a write shows the unified diff it would make under the first line (nova.tools.change_preview).
 `y` allows this call, `a` allows it and the rest the same rule (or tool) asks about in this run, `n`,
 Escape, Ctrl-C or Ctrl-D (end of input) deny. Other keys are ignored. The key is read with the
 terminal in cbreak mode and put back as it was; when stdin is not a terminal that can be switched
@@ -24,6 +25,7 @@ from typing import IO
 from rich.console import Console
 from rich.markup import escape
 
+from nova.present.diff_text import diff_text
 from nova.present.text import terminal_safe
 from nova.tools.approval import Answer, RememberingApprover, SessionGrants
 from nova.tools.permissions import PermissionRequest
@@ -96,6 +98,8 @@ class TerminalPrompt:
         c = self.console
         # The command is the model's: shown as text, so an escape sequence in it cannot hide what runs.
         c.print(f"  [bold yellow]? approve[/] {escape(terminal_safe(request.summary))}", soft_wrap=True)
+        if request.diff:
+            c.print(diff_text(request.diff, indent="    "), end="", soft_wrap=True)
         c.print(f"    [dim]asked because: {escape(terminal_safe(request.reason))}[/]", soft_wrap=True)
         c.print(f"    [bold]\\[y][/] allow once  [bold]\\[a][/] allow for this session "
                 f"({escape(self.describe_grant(request))})  [bold]\\[n][/] deny ", end="", soft_wrap=True)

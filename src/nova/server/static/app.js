@@ -7,7 +7,7 @@ const CRITICAL_PERCENT = 95;
 const MIN_COMPACTING_MS = 1500; // a fast compaction still shows long enough to be seen
 
 const $ = (id) => document.getElementById(id);
-const state = { sessionId: null, controller: null, compactingSince: 0, compactingTimer: null };
+const state = { sessionId: null, controller: null, following: null, compactingSince: 0, compactingTimer: null };
 
 // The browser is signed in by an HttpOnly cookie (nova/server/browser_login.py): the page never holds
 // the token, and its calls carry the cookie because they go to this same origin. A 401 means the
@@ -158,6 +158,13 @@ function renderRecorded(messages) {
     }
   }
   scrollDown();
+  return tools;
+}
+
+// A session as its state says: the recorded conversation and the calls waiting for an answer.
+function showSession(detail) {
+  showPending(detail.pending_approvals, renderRecorded(detail.messages)); // approvals.js
+  scrollDown();
 }
 
 // -- the stream: Vercel AI SDK UI message stream, protocol v1 ------------------------------------
@@ -187,10 +194,11 @@ async function send(text) {
   const texts = new Map();
   const tools = new Map();
   setBusy(true);
-  state.controller = new AbortController();
+  const controller = new AbortController();
+  state.controller = controller;
   try {
     const response = await api(`/api/sessions/${encodeURIComponent(state.sessionId)}/messages`, {
-      method: 'POST', body: JSON.stringify({ text }), signal: state.controller.signal,
+      method: 'POST', body: JSON.stringify({ text }), signal: controller.signal,
     });
     for await (const chunk of readEvents(response.body)) {
       novaProgress.chunk(chunk, node); // progress.js: the wait for the model, and retries
@@ -219,9 +227,12 @@ async function send(text) {
   } catch (error) {
     if (error.name !== 'AbortError') showError(error);
   } finally {
-    state.controller = null;
-    setBusy(false);
-    await Promise.all([refreshContext(), loadSessions()]).catch(showError);
+    // Unless another session was opened meanwhile (which took the page over): it is done here.
+    if (state.controller === controller) {
+      state.controller = null;
+      setBusy(false);
+      await Promise.all([refreshContext(), loadSessions()]).catch(showError);
+    }
   }
 }
 
@@ -252,10 +263,22 @@ async function loadSessions() {
 
 async function openSession(id) {
   state.sessionId = id;
+  // In the address, so a reload opens the same session (and asks again what waits in it).
+  history.replaceState(null, '', `#${encodeURIComponent(id)}`);
+  // What this page streams or follows now stops being drawn here; the turn goes on on the server,
+  // and coming back to its session follows it from the session's state.
+  if (state.controller) {
+    state.controller.abort();
+    state.controller = null;
+  }
+  if (state.following) state.following = null;
+  setBusy(false);
   const detail = await (await api(`/api/sessions/${encodeURIComponent(id)}`)).json();
   $('session-title').textContent = detail.session.title || id;
-  renderRecorded(detail.messages);
+  showSession(detail);
   await Promise.all([refreshContext(), loadSessions()]);
+  // A turn running with no stream on this page (reloaded, or started elsewhere): follow it here.
+  if (detail.session.running) followTurn(id, detail).catch(showError); // approvals.js
 }
 
 async function newSession(title) {
@@ -292,4 +315,8 @@ $('toggle-context').addEventListener('click', () => {
   if (!view.hidden) refreshContext().catch(showError);
 });
 
-loadSessions().then(() => { document.body.dataset.ready = 'true'; }).catch(showError);
+const opened = decodeURIComponent(window.location.hash.slice(1));
+loadSessions()
+  .then(() => (opened && document.querySelector(`#sessions li[data-id="${CSS.escape(opened)}"]`) ? openSession(opened) : null))
+  .then(() => { document.body.dataset.ready = 'true'; })
+  .catch(showError);

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,10 +48,8 @@ def _project(root: Path) -> Path:
     return root
 
 
-def _script(usage_scale: float) -> tuple[list[object], ...]:
-    """Three turns of tool calls: reads (large results), searches, test runs (test evidence in task
-    state), a task-state proposal and a shell listing two files at once; then all of it again; then a
-    few more."""
+def _stepper(usage_scale: float) -> Callable[..., object]:
+    """A scripted model step: answers `text` with `calls`, its usage counted as a provider would."""
     counter = counter_for_model(MODEL)
 
     def step(text: str, *calls: object) -> object:
@@ -61,6 +60,15 @@ def _script(usage_scale: float) -> tuple[list[object], ...]:
             return reply(text, list(calls), usage=usage)  # type: ignore[arg-type]
 
         return answer
+
+    return step
+
+
+def _script(usage_scale: float) -> tuple[list[object], ...]:
+    """Three turns of tool calls: reads (large results), searches, test runs (test evidence in task
+    state), a task-state proposal and a shell listing two files at once; then all of it again; then a
+    few more."""
+    step = _stepper(usage_scale)
 
     def reading(again: str) -> list[object]:
         turn: list[object] = []
@@ -85,13 +93,44 @@ def _script(usage_scale: float) -> tuple[list[object], ...]:
     return first, second, third
 
 
-def _live_session(home: Path, work: Path, *, usage_scale: float,
-                  summarizer: str = "extractive") -> tuple[Settings, Path]:
+def _long_script(usage_scale: float, calls: int) -> tuple[list[object], ...]:
+    """`calls` model calls over four turns, every turn reading, searching and testing round the modules
+    (each read's result differs from the last: a window of the file that moves), a shell step now and
+    then; each turn ends with a plain answer."""
+    step = _stepper(usage_scale)
+    per_turn = calls // 4
+    turns: list[list[object]] = []
+    for turn in range(4):
+        steps: list[object] = []
+        for k in range(per_turn - 1):
+            n = turn * per_turn + k
+            module = n % 12
+            if k % 7 == 6:
+                steps.append(step(f"Running the tests ({n}).",
+                                  call("bash", command=f"{sys.executable} -m unittest test_mod 2>&1")))
+            elif k % 5 == 4:
+                steps.append(step(f"Searching ({n}).", call("grep", pattern=f"function_{module}_{n % 9}", path=".")))
+            else:
+                steps.append(step(f"Reading module {module} ({n}).",
+                                  call("read_file", path=f"module_{module}.py", offset=1 + n % 30, limit=60)))
+        steps.append(step(f"Turn {turn + 1} done."))
+        turns.append(steps)
+    return tuple(turns)
+
+
+PROMPTS = ("Read every module of this project, run the tests, and say what the functions do.",
+           "Read them all once more: I want the differences between them.",
+           "Now look at module 11 again and rerun the tests verbosely.")
+
+
+def _live_session(home: Path, work: Path, *, usage_scale: float, summarizer: str = "extractive",
+                  long_calls: int = 0) -> tuple[Settings, Path]:
+    """`long_calls`: the long script of that many calls instead of the three turns of `_script`."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.json").write_text(json.dumps({"compaction": {"summarizer": summarizer}}))
     settings = load_settings(home=home, overrides={"provider": "demo", "model": MODEL, "context_window": WINDOW})
-    first, second, third = _script(usage_scale)
-    script = ScriptedProvider([*first, *second, *third])  # type: ignore[list-item]
+    turns = _long_script(usage_scale, long_calls) if long_calls else _script(usage_scale)
+    script = ScriptedProvider([step for turn in turns for step in turn])  # type: ignore[misc]
 
     def answer(request: ModelRequest) -> ModelResponse:
         if request.messages and request.messages[-1].origin == "summary_request":  # the model summarizer
@@ -106,12 +145,12 @@ def _live_session(home: Path, work: Path, *, usage_scale: float,
         agent = build_agent(settings, provider, AgentOptions(cwd=work, yes=True), session=session,
                             session_id=session.id, session_dir=session.dir)
         record_fixed_prompt(session, agent)
-        agent.run_turn("Read every module of this project, run the tests, and say what the functions do.")
+        agent.run_turn(PROMPTS[0])
         runtime = agent.extensions.get(ContextRuntime)
         assert runtime is not None
         runtime.command("/goal explain every module")  # task state from outside the messages
-        agent.run_turn("Read them all once more: I want the differences between them.")
-        agent.run_turn("Now look at module 11 again and rerun the tests verbosely.")
+        for prompt in (*PROMPTS[1:], *(["And once more, the remaining modules."] * (len(turns) - 3))):
+            agent.run_turn(prompt)
         agent.close()
         assert script.remaining == 0
         return settings, session.dir
@@ -168,6 +207,20 @@ def test_a_scripted_session_replays_as_it_ran(tmp_path: Path, usage_scale: float
     assert report.recorded_calls == report.calls
     for number, (call_, recorded) in enumerate(zip(report.per_call, live, strict=True), start=1):
         assert abs(call_.counted * usage_scale - recorded) <= 1, f"call {number}"
+
+
+def test_a_scripted_200_call_session_replays_as_it_ran(tmp_path: Path) -> None:
+    settings, session_dir = _live_session(tmp_path / "home", _project(tmp_path / "work"), usage_scale=1.08,
+                                          long_calls=200)
+    live, compacted = _live_calls(session_dir)
+    assert len(live) == 200
+    assert len(compacted) >= 5  # compaction after compaction, each folding the summary before it
+    report = replay_session(read_session_file(session_dir), window=WINDOW, policy="nova", config=settings.compaction,
+                            spill=settings.spill, counter=counter_for_model(MODEL))
+    _assert_reproduces(report, live, compacted)
+    assert report.recorded_calls == report.calls
+    assert report.peak_context_tokens == pytest.approx(max(live), rel=TOLERANCE)
+    assert report.input_tokens == pytest.approx(sum(live), rel=TOLERANCE)
 
 
 def test_a_replay_at_another_window_measures_its_own_views(tmp_path: Path) -> None:

@@ -244,17 +244,17 @@ def test_overlapping_reads_leave_the_garbage_collector_as_they_found_it(tmp_path
     import gc
     import threading
 
-    from nova.sessions.transcript import _full_collections_paused
+    from nova.sessions.transcript import full_collections_paused
 
     before = gc.get_threshold()
     entered, leave = threading.Event(), threading.Event()
 
     def second() -> None:
-        with _full_collections_paused():
+        with full_collections_paused():
             entered.set()
             leave.wait(5)
 
-    with _full_collections_paused():  # the first read
+    with full_collections_paused():  # the first read
         thread = threading.Thread(target=second)
         thread.start()
         entered.wait(5)

@@ -34,7 +34,6 @@ from nova.evaluation.replay import ReplayReport, replay_messages, view_text
 from nova.messages import Message, SummaryPart
 from nova.sessions.importers import read_session_file
 from nova.sessions.readers.common import mid
-from nova.sessions.repair import repair_history
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
@@ -168,10 +167,10 @@ def at_recorded_compaction(
             raise NoRecordedCompaction(f"{path}: line {recorded.summary_line} holds the recorded summary, but the "
                                        "import has no message for it")
         at = found
-    # Repaired as the replay would repair it, so the forced compaction's index is the end of what is replayed.
-    before, _ = repair_history(session.messages[:at])
+    # The forced compaction's index counts the recorded messages: after the last one replayed.
+    before = session.messages[:at]
     report = replay_messages(before, system=session.system, window=window, policy="nova", counter=counter,
-                             config=config, spill=spill, compact_before={len(before)})
+                             config=config, spill=spill, compact_before={at})
     summary = next((m for m in reversed(report.final_view) if m.origin == "summary"), None)
     # The summary itself, not the restore attachment beside it (re-read files): the recorded agent
     # re-attaches those apart from its summary too.

@@ -75,7 +75,7 @@ from nova.providers.pricing import ModelInfo, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.readers.base import ImportedSession, PipelineRecord
 from nova.sessions.readers.nova import session_dir_of
-from nova.sessions.repair import repair_history
+from nova.sessions.repair import positions_after_repair, repair_history
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import MemoCounter, TokenCounter, TokenLedger, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
@@ -796,8 +796,10 @@ def replay_at(
     so every replay of such a recording starts at the size the real session did.
     `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
     a model summarizer's call for each compaction; `price_model` prices the figures (model table).
-    `compact_before` (policy `nova` only): indexes into `messages` before which a compaction is forced as
-    `/compact` would (`len(messages)`: before the final view), for tests of what survives N compactions.
+    `compact_before` (policy `nova` only): indexes into `messages` as given, before any repair (0: the
+    first message `nova sessions show` lists), before which a compaction is forced as `/compact` would
+    (`len(messages)`: before the final view), for tests of what survives N compactions. An index out of
+    that range is a ValueError.
     `on_call` is called once after each simulated model call (a progress bar's hook)."""
     if policy not in ALL_POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(ALL_POLICIES)}")
@@ -819,7 +821,11 @@ def replay_at(
         provider_cache = provider_cache or recorded_cache
     # A recording is replayed as a resume would load it: unanswered calls, misplaced results and the like
     # are repaired the same way (a provider would refuse them), and the report says what was done.
+    recorded_messages = messages
     messages, repair = repair_history(messages)
+    # The caller counts messages as recorded (as `nova sessions show` lists them); the replay runs over
+    # the repaired ones, which a merge or a dropped message may have renumbered.
+    forced = _repaired_indexes(compact_before, recorded_messages, messages) if compact_before else frozenset()
     config = config or CompactionConfig()
     # One memoizing counter measures everything, as the live agent's ledger does.
     counter = MemoCounter(counter or HeuristicCounter(CL100K_PROFILE))
@@ -862,7 +868,7 @@ def replay_at(
             cost.calibration = _calibrate(messages, cost_model)
         report = _run(messages, system=system, tools=tools, window=window, policy=policy, budget=budget,
                       pipeline=pipeline, sizer=sizer, cost=cost, recording=recording,
-                      compact_before=frozenset(compact_before) | run.manual, on_call=on_call, run=run,
+                      compact_before=forced | run.manual, on_call=on_call, run=run,
                       model=default_model, refuse_over=bool(placeholder) and policy in FITTING_POLICIES)
     report.repaired = repair.describe() if repair.changed else ""
     report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
@@ -891,6 +897,18 @@ class ReplayOptions(TypedDict, total=False):
     price_model: str | None
     compact_before: Collection[int]
     on_call: Callable[[], None] | None
+
+
+def _repaired_indexes(indexes: Collection[int], recorded: Sequence[Message],
+                      repaired: Sequence[Message]) -> frozenset[int]:
+    """`indexes` (before recorded messages) as indexes before the repaired ones
+    (`nova.sessions.repair.positions_after_repair`)."""
+    wrong = sorted(i for i in indexes if not 0 <= i <= len(recorded))
+    if wrong:
+        raise ValueError(f"compact_before: message index {wrong[0]} is outside the recording's 0-{len(recorded)} "
+                         f"({len(recorded)} messages; {len(recorded)} is before the final view)")
+    positions = positions_after_repair(recorded, repaired)
+    return frozenset(positions[i] for i in indexes)
 
 
 def replay_session(session: ImportedSession, *, window: int, **options: Unpack[ReplayOptions]) -> ReplayReport:

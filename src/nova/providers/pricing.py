@@ -53,6 +53,10 @@ _MODELS: tuple[ModelInfo, ...] = (
     _anthropic("claude-3-7-sonnet", 200_000, 3.0, 15.0, 1024),
     _anthropic("claude-haiku-4-5", 200_000, 1.0, 5.0, 4096),
     _anthropic("claude-3-5-haiku", 200_000, 0.8, 4.0, 2048),
+    # GPT-5.5 (genai-prices 0.2.3, from https://developers.openai.com/api/docs/models/gpt-5.5): the prices
+    # of prompts up to 272k tokens; above that the whole request bills at 2x input and 1.5x output, which
+    # this flat table does not model (a Codex session compacts well before it).
+    _openai("gpt-5.5", 1_000_000, 5.0, 30.0, 0.50),
     _openai("gpt-5.2-codex", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.2", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.1-codex-mini", 400_000, 0.25, 2.0, 0.025),
@@ -71,6 +75,11 @@ _MODELS: tuple[ModelInfo, ...] = (
     _openai("o3", 200_000, 2.0, 8.0, 0.50),
     # Gemini bills implicit cache hits at a tenth of the input price and nothing for writing (the
     # prices of prompts up to 200k tokens; the storage fee of explicit caches does not apply).
+    # Gemini 3 Pro Image (genai-prices 0.2.3, from https://ai.google.dev/gemini-api/docs/pricing): $2 in,
+    # $12 text and thinking out ($120 for image output, which a usage record does not tell apart); no
+    # cache discount is listed, so a cached token costs the input price. Its window is 65,536 input
+    # tokens (https://ai.google.dev/gemini-api/docs/models). "-preview" names strip to this entry.
+    _openai("gemini-3-pro-image", 65_536, 2.0, 12.0, 2.0),
     _openai("gemini-3-pro-preview", 1_048_576, 2.0, 12.0, 0.20),
     _openai("gemini-3-pro", 1_048_576, 2.0, 12.0, 0.20),
     _openai("gemini-2.5-pro", 1_048_576, 1.25, 10.0, 0.125),

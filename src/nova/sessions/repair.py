@@ -18,12 +18,13 @@ satisfies these rules comes back unchanged.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from nova.messages import Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart, harness_message
 
-__all__ = ["INTERRUPTED", "HistoryScan", "RepairReport", "repair_history"]
+__all__ = ["INTERRUPTED", "HistoryScan", "RepairReport", "positions_after_repair", "repair_history"]
 
 INTERRUPTED = "interrupted: the session stopped before this tool call returned a result"
 RESUME_PLACEHOLDER = "[conversation resumed]"
@@ -349,4 +350,35 @@ def _with_provenance(m: Message, merged_id: str) -> list[Part]:
             if harness != p.harness or entry != p.entry:
                 p = replace(p, harness=harness, entry=entry)
         out.append(p)
+    return out
+
+
+def positions_after_repair(original: Sequence[Message], repaired: Sequence[Message]) -> list[int]:
+    """Where each of `original`'s positions went in `repaired` (`repair_history(original)[0]`): entry `i`
+    is the position in `repaired` of the first message that holds `original[i]` or any message after it,
+    and entry `len(original)` is `len(repaired)`. So "before message i" keeps its meaning across the
+    repair: what came before `original[i]` is before that position, and nothing from `i` on is, except
+    when `original[i]` was merged into the message before it (a merged message cannot be split; the
+    position is then before the merge, so nothing the caller kept is folded). A dropped message maps to
+    the position of the next one kept."""
+    # A repaired message holds its own id and, after a merge, every id it was merged from.
+    held: dict[str, list[int]] = {}
+    for j, m in enumerate(repaired):
+        merged = m.metadata.get("merged_from")
+        for ident in {m.id, *(merged if isinstance(merged, list) else ())}:
+            held.setdefault(str(ident), []).append(j)
+    found: list[int | None] = []
+    cursor = 0  # walked in order, so a reused id is matched to its own occurrence, not the first one
+    for m in original:
+        spots = held.get(m.id, [])
+        k = bisect_left(spots, cursor)
+        if k < len(spots):
+            cursor = spots[k]
+            found.append(cursor)
+        else:
+            found.append(None)  # dropped (empty), or an id the repair could not keep
+    out = [len(repaired)] * (len(original) + 1)
+    for i in range(len(original) - 1, -1, -1):
+        spot = found[i]
+        out[i] = out[i + 1] if spot is None else min(spot, out[i + 1])
     return out

@@ -55,7 +55,7 @@ from nova.sessions.schema import (
     record_from_json,
 )
 
-__all__ = ["BadLine", "TailRead", "TornTail", "Transcript"]
+__all__ = ["BadLine", "TailRead", "TornTail", "Transcript", "full_collections_paused"]
 
 TRANSCRIPT_NAME = "transcript.jsonl"
 _BLOCK = 1 << 16
@@ -212,7 +212,7 @@ class Transcript:
         messages: list[Message] = []
         bad: list[BadLine] = []
         boundary: BoundaryRecord | None = None
-        with self._open_read() as f, _full_collections_paused():
+        with self._open_read() as f, full_collections_paused():
             size = f.seek(0, os.SEEK_END)
             end = _last_newline_end(f, size)
             torn, last = _unterminated(f, end, size, self.max_line_bytes)
@@ -345,7 +345,8 @@ class Transcript:
 
 
 class _FullCollectionPause:
-    """No full garbage collection while a tail is parsed. Parsing allocates a great many containers (none
+    """No full garbage collection while a tail is parsed (or a recording imported: the readers of
+    `nova.sessions.readers` build as many containers per line). Parsing allocates a great many containers (none
     in cycles); as the heap grows CPython walks all of it again and again, about a fifth of the time of a
     long read, for nothing. The young generations are still collected as usual, while they are hot in
     the cache, and full collections resume when the last read in the process ends (the server reads
@@ -373,7 +374,7 @@ class _FullCollectionPause:
                     gc.set_threshold(young, middle, self._saved)
 
 
-_full_collections_paused = _FullCollectionPause()
+full_collections_paused = _FullCollectionPause()
 
 
 def _parse_json(data: bytes | str) -> Any:

@@ -253,20 +253,78 @@ def _user_message(records: Iterable[list[Part]]) -> Message | None:
     return Message(role="user", parts=tuple(parts)) if parts else None
 
 
+def _results_by_call(records: Mapping[str, dict[str, Any]]) -> dict[str, list[Part]]:
+    """Every tool result of the file by the call it answers (its parts: the result, then its images)."""
+    found: dict[str, list[Part]] = {}
+    for record in records.values():
+        message = record.get("message")
+        content = message.get("content") if record.get("type") == "user" and isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                found.setdefault(str(block.get("tool_use_id", "")), _result_parts(block))
+    return found
+
+
+def _replies_by_id(records: Mapping[str, dict[str, Any]]) -> dict[str, tuple[list[Part], list[Part]]]:
+    """Every response of the file by its `message.id`: its parts as they go back as input, and as they
+    were generated, from all its records in file order. A response is one record per content block, and
+    with parallel calls a root-to-leaf path passes only through some of them (each call's result links
+    to that call's own record, and the next response to one of the results)."""
+    found: dict[str, tuple[list[Part], list[Part]]] = {}
+    for record in records.values():
+        message = record.get("message")
+        if record.get("type") != "assistant" or not isinstance(message, dict) or not message.get("id"):
+            continue
+        reply, generated = found.setdefault(str(message["id"]), ([], []))
+        reply.extend(_parts(message.get("content"), thinking=thinking_kept(str(message.get("model", "")))))
+        generated.extend(_parts(message.get("content"), thinking=True))
+    return found
+
+
+def _with_every_result(back: Message | None, reply: Sequence[Part], results: Mapping[str, list[Part]]) -> Message | None:
+    """`back` with the results of `reply`'s calls that are not on its path, every result in call order
+    (as the request sends them) before the rest. Claude Code links the result of each of several
+    parallel calls to its own call's record, so a root-to-leaf path passes through one of them; the
+    request held them all."""
+    calls = [p.id for p in reply if isinstance(p, ToolUsePart)]
+    present = {p.tool_use_id for p in back.parts if isinstance(p, ToolResultPart)} if back is not None else set()
+    if all(call in present or call not in results for call in calls):
+        return back
+    # A result's parts: the result, then the images that came with it.
+    groups: dict[str, list[Part]] = {}
+    others: list[Part] = []
+    current: list[Part] | None = None
+    for part in back.parts if back is not None else ():
+        if isinstance(part, ToolResultPart):
+            current = groups.setdefault(part.tool_use_id, [])
+            current.append(part)
+        elif isinstance(part, ImagePart) and current is not None:
+            current.append(part)
+        else:
+            current = None
+            others.append(part)
+    ordered = [part for call in calls for part in groups.pop(call, None) or results.get(call, [])]
+    ordered += [part for group in groups.values() for part in group]
+    return Message(role="user", parts=(*ordered, *others))
+
+
 def claude_code_steps(path: Path) -> list[GrowthStep]:
     """The growth steps of one Claude Code session file, main conversation and sub-agents alike."""
     steps: dict[tuple[str, str], GrowthStep] = {}
-    for chain in _chains(_records(path)):
+    records = _records(path)
+    results, replies = _results_by_call(records), _replies_by_id(records)
+    for chain in _chains(records):
         for run in _calls(chain):
             for previous, call in pairwise(run):
                 if (previous.id, call.id) in steps or not previous.real or not call.real:
                     continue  # a prefix shared by two branches is one step, not two
-                added = [Message(role="assistant", parts=tuple(previous.reply))] if previous.reply else []
-                back = _user_message(previous.after)
+                reply, generated = replies.get(previous.id, (previous.reply, previous.generated))
+                added = [Message(role="assistant", parts=tuple(reply))] if reply else []
+                back = _with_every_result(_user_message(previous.after), reply, results)
                 if back is not None:
                     added.append(back)
                 steps[(previous.id, call.id)] = GrowthStep(
-                    path.name, call.model, previous.real, call.real, tuple(added), tuple(previous.generated), previous.output
+                    path.name, call.model, previous.real, call.real, tuple(added), tuple(generated), previous.output
                 )
     return list(steps.values())
 

@@ -1,0 +1,50 @@
+"""The growth steps read from a Claude Code session hold everything the next request held: with parallel
+tool calls, Claude Code writes one record per call and links each result to its own call's record, so a
+root-to-leaf path passes through only some calls and results; the step still holds them all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nova.messages import ToolResultPart, ToolUsePart
+from nova.tokens.calibration import claude_code_steps
+
+
+def _record(uuid: str, parent: str | None, kind: str, message: dict[str, Any]) -> str:
+    return json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": False,
+                       "sessionId": "s", "timestamp": "2025-10-12T21:35:53.825Z", "message": message})
+
+
+def _assistant(msg_id: str, block: dict[str, Any], real: int) -> dict[str, Any]:
+    return {"id": msg_id, "role": "assistant", "model": "claude-sonnet-4-5-20250929", "content": [block],
+            "usage": {"input_tokens": 3, "cache_read_input_tokens": real - 3, "output_tokens": 40}}
+
+
+def _result(call: str, text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": text}]}
+
+
+def test_parallel_calls_and_their_results_off_the_path_are_in_the_step(tmp_path: Path) -> None:
+    lines = [
+        _record("u0", None, "user", {"role": "user", "content": "read both files"}),
+        _record("a1", "u0", "assistant", _assistant("msgA", {"type": "text", "text": "Reading both."}, 1000)),
+        _record("a2", "a1", "assistant", _assistant("msgA", {"type": "tool_use", "id": "t1", "name": "Read",
+                                                               "input": {"file_path": "one.py"}}, 1000)),
+        _record("a3", "a2", "assistant", _assistant("msgA", {"type": "tool_use", "id": "t2", "name": "Read",
+                                                               "input": {"file_path": "two.py"}}, 1000)),
+        # Each result links to its own call's record; the next response links to the first result only.
+        _record("r1", "a2", "user", _result("t1", "first file " * 50)),
+        _record("r2", "a3", "user", _result("t2", "second file " * 300)),
+        _record("b1", "r1", "assistant", _assistant("msgB", {"type": "text", "text": "Done."}, 2200)),
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    [step] = claude_code_steps(path)
+    assert (step.previous_real, step.real) == (1000, 2200)
+    reply, back = step.added
+    assert [p.id for p in reply.parts if isinstance(p, ToolUsePart)] == ["t1", "t2"]
+    results = [p for p in back.parts if isinstance(p, ToolResultPart)]
+    assert [r.tool_use_id for r in results] == ["t1", "t2"]
+    assert results[1].content.startswith("second file")

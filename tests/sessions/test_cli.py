@@ -65,6 +65,21 @@ def test_show_marks_compaction_boundaries(nova_home: Path) -> None:
     assert "Compaction boundary" in md.stdout
 
 
+def test_show_numbers_messages_as_a_replay_counts_them(nova_home: Path) -> None:
+    # `compact_before` and the other replay indexes count messages as recorded; show prints those numbers.
+    import re
+
+    from nova.sessions.importers import read_session_file
+    from nova.sessions.transcript import TRANSCRIPT_NAME
+
+    s = _make(nova_home)
+    shown = runner.invoke(app, ["show", s.id]).stdout
+    numbered = re.findall(r"^#(\d+) (\w+)  (\S+)", shown, flags=re.M)
+    assert [(n, role) for n, role, _ in numbered] == [("0", "user"), ("1", "assistant"), ("2", "user")]
+    replayed = read_session_file(s.dir / TRANSCRIPT_NAME).messages
+    assert [replayed[int(n)].id for n, _, _ in numbered] == [ident for _, _, ident in numbered]
+
+
 def test_rm_asks_unless_yes(nova_home: Path) -> None:
     s = _make(nova_home)
     declined = runner.invoke(app, ["rm", s.id], input="n\n")

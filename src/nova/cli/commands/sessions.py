@@ -160,11 +160,12 @@ def _clip(text: str, full: bool, lines: int = 12) -> str:
     return f"{kept}\n… ({len(text) - len(kept)} more characters; --full shows everything)"
 
 
-def _show_message(console: "Console", message: Message, full: bool) -> None:
+def _show_message(console: "Console", message: Message, full: bool, number: int) -> None:
     from rich.markup import escape
 
     style = {"user": "bold cyan", "assistant": "bold green"}.get(message.role, "bold")
-    console.print(f"[{style}]{escape(message.role)}[/]  [dim]{escape(message.id)}  {_when(message.created_at)}[/]")
+    console.print(f"[dim]#{number}[/] [{style}]{escape(message.role)}[/]  "
+                  f"[dim]{escape(message.id)}  {_when(message.created_at)}[/]")
     for part in message.parts:
         if isinstance(part, TextPart):
             console.print(escape(_clip(part.text, full, 40)))
@@ -193,8 +194,9 @@ def show_command(
     full: Annotated[bool, typer.Option("--full", help="Do not shorten long texts and tool outputs.")] = False,
     strict: StrictOpt = False,
 ) -> None:
-    """The conversation, with compaction boundaries marked. A damaged record is skipped with a warning
-    naming its byte offset (left in place in the log); --strict refuses instead."""
+    """The conversation, with compaction boundaries marked and each message numbered as recorded (from 0,
+    the numbers a replay's `compact_before` takes). A damaged record is skipped with a warning naming its
+    byte offset (left in place in the log); --strict refuses instead."""
     from rich.markup import escape
     from rich.rule import Rule
 
@@ -224,9 +226,12 @@ def show_command(
                     console.print(f"  {escape(child.id)}  {escape(child.title[:60])}  [dim]{count} messages  "
                                   f"${cost:.4f}[/]")
                 console.print()
+            # Messages are numbered as recorded, from 0: the numbers replay's `compact_before` takes.
+            number = 0
             for record in session.transcript.iter_records(strict=strict, on_bad=bad.append):
                 if isinstance(record, MessageRecord):
-                    _show_message(console, record.message, full)
+                    _show_message(console, record.message, full, number)
+                    number += 1
                 elif isinstance(record, BoundaryRecord):
                     console.print(
                         Rule(

@@ -37,8 +37,10 @@ err_console = terminal_console(stderr=True, highlight=False)
 def run_command(
     prompt: str, *, provider: str | None, model: str | None, base_url: str | None, allow: list[str] | None,
     yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None, strict: bool = False,
-    sandbox: bool | None = None,
+    sandbox: bool | None = None, ask_where: bool = False,
 ) -> None:
+    """`ask_where`: `nova resume` may ask (stdin on a terminal) which folder to resume in when the
+    session's recorded folder is not the shell's; `nova run --resume` never asks (nova.cli.commands.resume_place)."""
     from nova.agent.provider_factory import make_provider
     from nova.cli.commands.run_prompt import SLASH_HELP, check_prompt, is_help, unknown_slash_command
 
@@ -57,7 +59,7 @@ def run_command(
         # Before anything is created: a bad section must not leave an empty session behind.
         check_config(settings)
         llm = make_provider(settings, dict(os.environ))
-        workdir = (cwd or Path.cwd()).resolve()
+        workdir = cwd.resolve() if cwd is not None else _resume_folder(settings, resume, ask_where=ask_where)
         # In a terminal the user is asked (one key); a script gets --yes / --allow or a refusal.
         interactive = is_interactive_terminal()
         if interactive:  # before anything of the project's runs: its servers and skill scripts
@@ -74,6 +76,18 @@ def run_command(
         raise typer.Exit(1)
     if outcome.get("refused"):
         raise typer.Exit(EXIT_REFUSED)
+
+
+def _resume_folder(settings: Settings, resume: str | None, *, ask_where: bool) -> Path:
+    """The shell's folder for a new session; for a resumed one, the folder it was recorded in."""
+    if resume is None:
+        return Path.cwd().resolve()
+    from nova.cli.commands.resume_place import recorded_cwd, resume_workdir, terminal_ask
+
+    asks = ask_where and sys.stdin.isatty()
+    return resume_workdir(resume, recorded_cwd(settings.home, resume), here=Path.cwd(),
+                          ask=terminal_ask if asks else None,
+                          note=lambda line: err_console.print(line, markup=False, soft_wrap=True))
 
 
 def demo_command(*, directory: Path | None, as_json: bool) -> None:

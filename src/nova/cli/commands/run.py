@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -155,16 +155,21 @@ def run_task(
             return _slash_command(settings, options, prompt, agent, quiet=quiet)
         finally:
             session.close()
-    answered = False
+    answered = interrupted = discarded = False
     try:
         result = agent.run_turn(turn)
         answered = result.stop_reason != "error"
+    except KeyboardInterrupt:
+        interrupted = True
+        agent.cancel.set()  # a tool still running in a worker thread stops at its next check
     finally:
         progress.close()
         agent.close()
         session.close()
         if resume_id is None and not answered:
-            _discard_if_unanswered(settings, session)
+            discarded = _discard_if_unanswered(settings, session, interrupted=interrupted)
+    if interrupted:
+        _say_interrupted(session, discarded=discarded)
     # The same figures the TUI footer shows (`nova.present.figures`), for this turn.
     figures = Figures.of(model=agent.model, status=agent.context_status(), usage=result.usage, cost=result.cost_usd)
     used, limit, hit_rate = figures.used, figures.limit, figures.cache_hit_rate
@@ -187,12 +192,27 @@ def run_task(
     }
 
 
-def _discard_if_unanswered(settings: Settings, session: Any) -> None:
+def _discard_if_unanswered(settings: Settings, session: Any, *, interrupted: bool = False) -> bool:
     from nova.sessions.unanswered import discard_if_unanswered
 
-    if discard_if_unanswered(settings.home, session):
+    discarded = discard_if_unanswered(settings.home, session)
+    if discarded and not interrupted:
         err_console.print("nova: the run failed before the model answered, so no session was kept (run the "
                           "same command again once the cause below is fixed)", markup=False, soft_wrap=True)
+    return discarded
+
+
+def _say_interrupted(session: Any, *, discarded: bool) -> NoReturn:
+    """Ctrl-C during a turn: one line saying what was kept and the command that goes on from there (an
+    interrupted tool call is answered "interrupted" when the session is resumed), then exit 130."""
+    from nova.cli.commands.exit_codes import EXIT_INTERRUPTED
+
+    if discarded:
+        line = "nova: interrupted before the model answered, so no session was kept"
+    else:
+        line = f'nova: interrupted; session {session.id} was kept. Resume it with: nova resume {session.id} "go on"'
+    err_console.print(line, markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: Any, *,

@@ -22,6 +22,7 @@ from nova.agent.builder import AgentOptions, build_agent, record_fixed_prompt
 from nova.cli.commands.cli_settings import settings_from_cli
 from nova.cli.commands.config_check import check_config
 from nova.cli.commands.errors import user_errors
+from nova.cli.commands.exit_codes import EXIT_USAGE
 from nova.cli.commands.refusals import EXIT_REFUSED, RefusedCalls
 from nova.cli.commands.terminal_approval import is_interactive_terminal, terminal_approver
 from nova.errors import CommandError, NovaError
@@ -48,9 +49,10 @@ def run_command(
     if is_help(prompt):  # answered here: no provider, no session
         print(json.dumps({"text": SLASH_HELP, "stop_reason": "end_turn"}, indent=2) if as_json else SLASH_HELP)
         return
-    with user_errors():
-        if (unknown := unknown_slash_command(prompt)) is not None:
+    if (unknown := unknown_slash_command(prompt)) is not None:
+        with user_errors(exit_code=EXIT_USAGE):  # a mistyped command in the prompt: a usage error
             raise NovaError(unknown)
+    with user_errors():
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url, sandbox=sandbox)
         if resume is not None:  # the session's own provider, model and URL, unless flags name others
             from nova.sessions.model_settings import resume_target

@@ -48,7 +48,8 @@ def user_errors(*, exit_code: int = EXIT_ERROR, os_errors: bool = False) -> Iter
     except OSError as exc:
         if not os_errors:
             raise
-        _say(f"nova: error: {exc.filename or ''}: {exc.strerror or exc}")
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(f"nova: error: {where}{exc.strerror or exc}")
         raise typer.Exit(exit_code) from None
     except KeyboardInterrupt:
         _say("nova: interrupted")

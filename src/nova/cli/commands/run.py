@@ -52,7 +52,8 @@ def run_command(
     if (unknown := unknown_slash_command(prompt)) is not None:
         with user_errors(exit_code=EXIT_USAGE):  # a mistyped command in the prompt: a usage error
             raise NovaError(unknown)
-    with user_errors():
+    # os_errors: a write the storage layer did not expect to fail (a full disk) is one line, not a traceback.
+    with user_errors(os_errors=True):
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url, sandbox=sandbox)
         if resume is not None:  # the session's own provider, model and URL, unless flags name others
             from nova.sessions.model_settings import resume_target
@@ -135,23 +136,19 @@ def run_task(
         # In a terminal the answer streams as it is written; piped, each message prints whole.
         bus.subscribe(Timeline(console, stream_text=console.is_terminal))
     session, history = _open_session(settings, options, prompt, resume_id, strict=strict)
-    agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
-                        session_dir=session.dir, history=history)
-    if not history:
-        record_fixed_prompt(session, agent)
-    started = time.monotonic()
     from nova.skills.runtime import turn_input
 
     try:
+        agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
+                            session_dir=session.dir, history=history)
+        if not history:
+            record_fixed_prompt(session, agent)
         # `/skill NAME [request]` is a turn with the skill's body loaded; other slash commands are Nova's.
         turn = turn_input(agent.extensions, prompt)
-    except NovaError:  # an unknown skill: nothing was asked, so no session is kept
-        session.close()
-        if resume_id is None:
-            from nova.sessions.unanswered import discard_if_unanswered
-
-            discard_if_unanswered(settings.home, session)
+    except BaseException:  # an unknown skill, a disk that filled up: nothing was asked, so no session is kept
+        _abandon(settings, session, new=resume_id is None)
         raise
+    started = time.monotonic()
     if isinstance(turn, str) and prompt.lstrip().startswith("/"):
         try:
             return _slash_command(settings, options, prompt, agent, quiet=quiet)
@@ -166,10 +163,14 @@ def run_task(
         agent.cancel.set()  # a tool still running in a worker thread stops at its next check
     finally:
         progress.close()
-        agent.close()
-        session.close()
-        if resume_id is None and not answered:
-            discarded = _discard_if_unanswered(settings, session, interrupted=interrupted)
+        try:
+            try:
+                agent.close()
+            finally:
+                session.close()  # may fail as the turn did (a full disk): the discard below runs anyway
+        finally:
+            if resume_id is None and not answered:
+                discarded = _discard_if_unanswered(settings, session, interrupted=interrupted)
     if interrupted:
         _say_interrupted(session, discarded=discarded)
     # The same figures the TUI footer shows (`nova.present.figures`), for this turn.
@@ -192,6 +193,16 @@ def run_task(
         "duration_s": round(time.monotonic() - started, 3),
         "refused": [c.to_dict() for c in refused.calls],
     }
+
+
+def _abandon(settings: Settings, session: Any, *, new: bool) -> None:
+    from nova.sessions.unanswered import discard_if_unanswered
+
+    try:
+        session.close()
+    finally:
+        if new:
+            discard_if_unanswered(settings.home, session)
 
 
 def _discard_if_unanswered(settings: Settings, session: Any, *, interrupted: bool = False) -> bool:

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from nova.cli.commands.exit_codes import EXIT_CODES, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+from nova.cli.commands.exit_codes import (
+    EXIT_CODES,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

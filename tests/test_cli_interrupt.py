@@ -82,7 +82,7 @@ def test_ctrl_c_says_the_session_was_kept_and_how_to_resume_it(tmp_path: Path) -
     proc = _start(home, project, mark, ("glob", {"pattern": "*"}), "look around")
     _wait_for(mark, proc)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     session_id = _only_session(home)
     lines = [line for line in err.splitlines() if line.startswith("nova: interrupted")]

@@ -79,7 +79,7 @@ def test_nova_run_resume_also_runs_in_the_recorded_folder(tmp_path: Path, demo_s
 
 
 def test_cwd_overrides_the_recorded_folder(tmp_path: Path, demo_session: tuple[Path, Path, str]) -> None:
-    home, project, session_id = demo_session
+    home, _project, session_id = demo_session
     other = tmp_path / "C"
     other.mkdir()
     (other / "README.md").write_text("another project\n")

@@ -17,8 +17,8 @@ from nova.sessions.importers import (
     usage_of,
 )
 from nova.sessions.meta import SessionMeta
-from nova.sessions.repair import interrupted_answers
 from nova.sessions.readers.nova import SESSION_EVENT, TOOLS_EVENT, header_event_data, tools_event_data
+from nova.sessions.repair import interrupted_answers
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, Record, encode, event_record
 from nova.sessions.session import Session, list_sessions
 from nova.sessions.store import SessionStore

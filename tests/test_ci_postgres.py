@@ -48,3 +48,22 @@ def test_run_stops_the_cluster_and_keeps_the_commands_status(tmp_path: Path) -> 
 def test_run_without_a_command_is_a_usage_error() -> None:
     proc = subprocess.run(["bash", str(SCRIPT), "run"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "usage: .ci/postgres run COMMAND" in proc.stderr
+
+
+def test_ctrl_c_during_the_command_stops_the_cluster_too(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    seen = tmp_path / "seen"
+    command = 'echo "$NOVA_TEST_PGDATA" > "$SEEN.part" && mv "$SEEN.part" "$SEEN"; sleep 600'
+    proc = subprocess.Popen(["bash", str(SCRIPT), "run", "sh", "-c", command], env={**os.environ, "SEEN": str(seen)},
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not seen.exists():  # until the command runs, the cluster up
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert not Path(seen.read_text().strip()).exists()

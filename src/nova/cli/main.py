@@ -264,7 +264,8 @@ def resume_cmd(
     folder is gone. `--cwd DIR` chooses without asking.
 
     Only the records after the last compaction are read back; an interrupted tool call is answered
-    with an "interrupted" result before the first request, so the provider never sees a broken pair.
+    with an "interrupted" result before the first request, and in the record, so neither the provider
+    nor a reader of the session sees a call without its result.
     """
     from nova.cli.commands.run import run_command
 

@@ -82,3 +82,16 @@ def test_refused_tool_calls_exit_3(tmp_path: Path) -> None:
     assert out.returncode == EXIT_REFUSED, out.stderr
     refused = json.loads(out.stdout)["refused"]
     assert refused and {r["tool"] for r in refused} >= {"bash"}
+
+
+def test_a_control_command_the_model_ran_is_refused_with_3(tmp_path: Path) -> None:
+    """`nova config set` started below a Nova tool (the model running it through bash) is a policy
+    refusal, not an error: 3, and the config is not written."""
+    from nova.tools.policy.controls import tool_runner
+
+    home = tmp_path / "home"
+    with tool_runner(home):
+        out = nova(home, "config", "set", "provider", "demo")
+    assert out.returncode == EXIT_REFUSED, out.stderr
+    assert "nova: refused: `nova config set` changes Nova's own controls" in out.stderr
+    assert not (home / "config.json").exists()

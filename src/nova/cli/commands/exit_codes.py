@@ -23,6 +23,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_USAGE: "usage error: the command line is wrong (an unknown option, a missing argument, a value out of "
                 "range, `--cwd` naming a folder that does not exist)",
     EXIT_REFUSED: "refused: the work was not done because something was not allowed (a tool call the rules or "
-                  "a headless run refused, a resume whose recorded folder is gone)",
+                  "a headless run refused, a resume whose recorded folder is gone, a command that changes Nova's "
+                  "controls started by the model)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); `nova run` and `nova resume` say how to resume the session they kept",
 }

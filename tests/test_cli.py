@@ -66,7 +66,7 @@ def test_bad_config_is_one_clear_line_without_traceback(nova_home: Path) -> None
     (nova_home / "config.json").write_text(json.dumps({"compaction": {"snip_max_chars": "many"}}))
     proc = subprocess.run([*nova_command(), "config", "show"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "NOVA_HOME": str(nova_home)})
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "snip_max_chars" in proc.stderr and '"many"' in proc.stderr and "integer" in proc.stderr
 
@@ -81,7 +81,7 @@ def test_dead_keys_warn_on_stderr(nova_home: Path) -> None:
 
 def test_run_without_credentials_names_the_variable(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", "hello", "--cwd", str(tmp_path)])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "ANTHROPIC_API_KEY" in result.output
     assert "--base-url" in result.output
 
@@ -105,7 +105,7 @@ def test_a_run_is_recorded_and_can_be_resumed(tmp_path: Path) -> None:
 
     second = runner.invoke(app, ["resume", "last", "and again", "--provider", "demo", "--json"])
     assert second.exit_code == 0, second.output
-    assert json.loads(second.output)["session_id"] == session_id
+    assert json.loads(second.stdout)["session_id"] == session_id  # the folder note is on stderr
     listed = json.loads(runner.invoke(app, ["sessions", "list", "--json"]).output)
     assert listed[0]["messages"] > messages_before
 
@@ -259,11 +259,11 @@ def test_compact_and_context_as_commands_of_a_headless_session(tmp_path: Path) -
     assert runner.invoke(app, ["demo", "--dir", str(tmp_path / "p")]).exit_code == 0
     shown = runner.invoke(app, ["run", "/context", "--provider", "demo", "--resume", "last", "--json"])
     assert shown.exit_code == 0, shown.output
-    assert "always-on" in json.loads(shown.output)["text"]
+    assert "always-on" in json.loads(shown.stdout)["text"]
     compacted = runner.invoke(app, ["run", "/compact keep the log findings", "--provider", "demo",
                                     "--resume", "last", "--json"])
     assert compacted.exit_code == 0, compacted.output
-    text = json.loads(compacted.output)["text"]
+    text = json.loads(compacted.stdout)["text"]
     assert text.startswith("compacted:") or text == "nothing to compact"
 
 
@@ -281,7 +281,7 @@ def test_error_text_is_printed_verbatim_not_as_markup(tmp_path: Path, monkeypatc
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setitem(_sys.modules, "openai", None)  # as if the extra were not installed
     result = runner.invoke(app, ["run", "hi", "--provider", "openai", "--cwd", str(tmp_path)])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "pip install 'nova-context-engine[openai]'" in result.output
 
 
@@ -291,4 +291,4 @@ def test_serve_without_its_extra_names_the_install_line(monkeypatch) -> None:  #
     real = _util.find_spec
     monkeypatch.setattr(_util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
     result = runner.invoke(app, ["serve"])
-    assert result.exit_code == 2 and "pip install 'nova-context-engine[server]'" in result.output
+    assert result.exit_code == 1 and "pip install 'nova-context-engine[server]'" in result.output

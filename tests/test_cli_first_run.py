@@ -90,7 +90,7 @@ def test_bare_nova_piped_prints_the_help() -> None:
 
 def test_missing_key_names_the_variable_the_demo_and_config_set(tmp_path: Path, nova_home: Path) -> None:
     proc = nova("run", "hello", "--cwd", str(tmp_path), home=nova_home)
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "ANTHROPIC_API_KEY" in proc.stderr
     assert "nova --provider demo" in proc.stderr
@@ -172,7 +172,7 @@ def test_config_set_then_every_command_uses_it(tmp_path: Path, nova_home: Path) 
 def test_config_set_refuses_keys_and_bad_values_and_writes_nothing(nova_home: Path, key: str, value: str,
                                                                    says: str) -> None:
     result = runner.invoke(app, ["config", "set", key, value])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert says in result.output
     assert value not in result.output or key not in ("api_key", "anthropic_api_key", "api_key_env")
     assert not (nova_home / "config.json").exists()
@@ -212,7 +212,7 @@ def test_resume_flags_override_the_record_and_are_remembered(tmp_path: Path, nov
     assert json.loads(meta_path.read_text())["base_url"] == ""
 
     other_provider = runner.invoke(app, ["resume", "last", "hi", "--provider", "anthropic"])
-    assert other_provider.exit_code == 2 and "ANTHROPIC_API_KEY" in other_provider.output
+    assert other_provider.exit_code == 1 and "ANTHROPIC_API_KEY" in other_provider.output
     renamed = runner.invoke(app, ["resume", "last", "hi", "--model", "demo-2", "--json"])
     assert renamed.exit_code == 0, renamed.output
     meta = json.loads(meta_path.read_text())

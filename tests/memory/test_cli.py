@@ -55,7 +55,7 @@ def test_add_list_show_approve_forget(in_project: Path, nova_home: Path) -> None
     assert runner.invoke(app, ["forget", "--purge", "db"]).exit_code == 0
     assert [r["name"] for r in json.loads(runner.invoke(app, ["list", "--json"]).stdout)] == ["small commits"]
     missing = runner.invoke(app, ["show", "nope"])
-    assert missing.exit_code == 2 and "no memory named 'nope'" in missing.stderr
+    assert missing.exit_code == 1 and "no memory named 'nope'" in missing.stderr
 
 
 def test_refused_write_exits_non_zero_with_the_reason(in_project: Path, nova_home: Path) -> None:
@@ -205,4 +205,4 @@ def test_consolidate_then_undo_from_the_command_line(in_project: Path, nova_home
     assert undone.exit_code == 0 and "restored" in undone.stdout
     assert sorted(m.name for m in store.memories()) == ["ci", "ci-notes"]
     again = runner.invoke(app, ["undo"])
-    assert again.exit_code == 2 and "nothing to undo" in again.output
+    assert again.exit_code == 1 and "nothing to undo" in again.output

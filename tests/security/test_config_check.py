@@ -59,8 +59,8 @@ def test_config_show_refuses_what_run_refuses_with_the_same_message(
     (nova_home / "config.json").write_text(json.dumps(config))
     shown = runner.invoke(app, ["config", "show", "--json"])
     ran = runner.invoke(app, ["run", "hello", "--cwd", str(tmp_path), "--yes"])
-    assert shown.exit_code == 2, shown.output
-    assert ran.exit_code == 2, ran.output
+    assert shown.exit_code == 1, shown.output
+    assert ran.exit_code == 1, ran.output
     assert _error_line(shown.output) == _error_line(ran.output)
     assert key in _error_line(shown.output)
     if case != "compatible-without-url":

@@ -289,14 +289,14 @@ def test_sandbox_requested_but_unavailable_refuses_to_start(
     assert "sandbox requested but bubblewrap is not available" in message and reason in message
     assert "install the bubblewrap package or set sandbox: false" in message
     result = CliRunner().invoke(app, ["run", "hi", "--provider", "demo", "--cwd", str(tmp_path), "--yes"])
-    assert result.exit_code == 2 and "sandbox requested but bubblewrap is not available" in result.output
+    assert result.exit_code == 1 and "sandbox requested but bubblewrap is not available" in result.output
     assert not (nova_home / "sessions").exists() or not any((nova_home / "sessions").iterdir())
 
 
 def test_the_flag_turns_the_sandbox_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", _fake_path(tmp_path, None))
     result = CliRunner().invoke(app, ["run", "hi", "--provider", "demo", "--cwd", str(tmp_path), "--sandbox"])
-    assert result.exit_code == 2 and "sandbox requested but bubblewrap is not available" in result.output
+    assert result.exit_code == 1 and "sandbox requested but bubblewrap is not available" in result.output
 
 
 # -- the plan and the command line, without running anything ------------------------------------------

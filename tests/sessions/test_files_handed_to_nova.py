@@ -107,7 +107,7 @@ def test_a_fifo_config_json_stops_run_and_config_show_with_the_file_named(
     nova_home.mkdir(parents=True)
     os.mkfifo(nova_home / "config.json")
     result = runner.invoke(app, [*command, *(["--cwd", str(tmp_path)] if command[0] == "run" else [])])
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert f"{nova_home / 'config.json'} is a FIFO" in result.output and "move it aside" in result.output
     sessions = nova_home / "sessions"
     assert not sessions.exists() or not any(sessions.iterdir()), "run refused before recording a session"
@@ -153,7 +153,7 @@ def test_a_config_json_linked_to_dev_zero_is_refused(nova_home: Path) -> None:
     nova_home.mkdir(parents=True)
     (nova_home / "config.json").symlink_to("/dev/zero")
     done = _nova(nova_home, "config", "show")
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == 1, done.stderr
     assert f"{nova_home / 'config.json'} is a device" in done.stderr
     _no_traceback(done.stderr)
 
@@ -186,7 +186,7 @@ def test_a_deeply_nested_config_is_a_config_error(nova_home: Path) -> None:
     nova_home.mkdir(parents=True)
     (nova_home / "config.json").write_text(DEEP_LINE)
     result = runner.invoke(app, ["config", "show"])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "nested more than 200 levels" in result.output and str(nova_home / "config.json") in result.output
 
 
@@ -241,7 +241,7 @@ def test_a_deeply_nested_mcp_json_stops_run_with_the_file_named(tmp_path: Path) 
     (project / ".git").mkdir(parents=True)
     (project / ".mcp.json").write_text(DEEP_LINE)
     result = runner.invoke(app, ["--provider", "demo", "run", "hello", "--yes", "--cwd", str(project)])
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert ".mcp.json" in result.output and "nested more than 200 levels" in result.output
     _no_traceback(result.output)
 

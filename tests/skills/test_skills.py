@@ -248,7 +248,7 @@ def test_cli_list_show_test_retire_and_roll_back(project: Path, nova_home: Path,
     assert json.loads(tested.output)["passed"] is True
     (project / ".nova" / "skills" / "release-notes" / "template.md").unlink()
     # A changed skill folder is new to the user's trust: its tests run once trusted again.
-    assert runner.invoke(app, ["skills", "test", "release-notes"], env=env).exit_code == 2
+    assert runner.invoke(app, ["skills", "test", "release-notes"], env=env).exit_code == 1
     assert runner.invoke(app, ["trust", "--yes"], env=env).exit_code == 0
     failing = runner.invoke(app, ["skills", "test", "release-notes"], env=env)
     assert failing.exit_code == 1 and "FAIL  release-notes: has-template" in failing.output
@@ -260,7 +260,7 @@ def test_cli_list_show_test_retire_and_roll_back(project: Path, nova_home: Path,
     assert rolled.exit_code == 0 and "2.0.0 → 1.0.0" in rolled.output
     assert load_catalog(cwd=project, home=nova_home).require("release-notes").version == "1.0.0"
     only = runner.invoke(app, ["skills", "rollback", "release-notes"], env=env)
-    assert only.exit_code == 2 and "only version" in only.output
+    assert only.exit_code == 1 and "only version" in only.output
     assert load_catalog(cwd=project, home=nova_home).require("release-notes").version == "1.0.0"
     restored = runner.invoke(app, ["skills", "restore", "release-notes", "--version", "2.0.0"], env=env)
     assert restored.exit_code == 0

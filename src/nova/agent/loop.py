@@ -402,9 +402,8 @@ class Agent:
         for call in calls:
             self.bus.emit(ev.ToolCallStarted(session_id=self.session_id, tool_use_id=call.id, name=call.name,
                                              input=call.input))
-        started = self.clock.now()
 
-        async def gather() -> list[ToolOutput]:
+        async def gather() -> list[tuple[ToolOutput, float]]:
             return list(await asyncio.gather(*(asyncio.to_thread(self._execute, c) for c in calls)))
 
         try:
@@ -414,8 +413,7 @@ class Agent:
         else:  # called from inside an event loop (a server handler): run ours on a thread of its own
             with ThreadPoolExecutor(max_workers=1) as pool:
                 outputs = pool.submit(asyncio.run, gather()).result()
-        elapsed = self.clock.now() - started
-        return {call.id: (output, elapsed) for call, output in zip(calls, outputs, strict=True)}
+        return {call.id: done for call, done in zip(calls, outputs, strict=True)}
 
     def _run_tool(self, call: ToolUsePart, done: tuple[ToolOutput, float] | None = None,
                   state: _TurnState | None = None) -> ToolResultPart:
@@ -423,9 +421,7 @@ class Agent:
             self.bus.emit(
                 ev.ToolCallStarted(session_id=self.session_id, tool_use_id=call.id, name=call.name, input=call.input)
             )
-            started = self.clock.now()
-            output = self._execute(call)
-            duration = self.clock.now() - started
+            output, duration = self._execute(call)
         else:
             output, duration = done
         self.bus.emit(
@@ -458,24 +454,26 @@ class Agent:
         if self.session:
             self.session.add_cost(child_usage, None if child_cost is None else float(child_cost))
 
-    def _execute(self, call: ToolUsePart) -> ToolOutput:
+    def _execute(self, call: ToolUsePart) -> tuple[ToolOutput, float]:
+        """The call's output and how long the tool itself ran: the permission check (which may wait
+        minutes for a person to approve) is not the tool's time, and a refused call ran for 0 s."""
         tool = self.tools.get(call.name)
         if tool is None:
             available = ", ".join(self.tools.names()) or "none"
             return ToolOutput(content=f"Error: unknown tool {call.name!r}. Available tools: {available}.",
-                              is_error=True)
+                              is_error=True), 0.0
         if INVALID_ARGUMENTS_KEY in call.input:
             raw = str(call.input[INVALID_ARGUMENTS_KEY])[:500]
             return ToolOutput(
                 content=f"Error: the arguments for {call.name} were not a valid JSON object: {raw!r}. "
                 "Call the tool again with a JSON object matching its schema.",
                 is_error=True,
-            )
+            ), 0.0
         try:
             # `mcp_call` names the MCP tool it runs: the policy and the run see that tool.
             tool, arguments = resolve_delegate(tool, call.input)
         except ToolError as exc:
-            return ToolOutput(content=f"Error: {exc}", is_error=True)
+            return ToolOutput(content=f"Error: {exc}", is_error=True), 0.0
         decision = self.policy.check(tool, arguments, cwd=self.cwd, call_id=call.id)
         if not decision.allowed:
             self.bus.emit(
@@ -488,16 +486,18 @@ class Agent:
                     "permission_denied",
                     {"tool_use_id": call.id, "tool": call.name, "reason": decision.reason, "rule": decision.rule},
                 )
-            return ToolOutput(content=f"{DENIED_PREFIX}{decision.reason}", is_error=True)
+            return ToolOutput(content=f"{DENIED_PREFIX}{decision.reason}", is_error=True), 0.0
         ctx = ToolContext(cwd=self.cwd, session_dir=self.session_dir, timeout_s=self.limits.tool_timeout_s, cancel=self.cancel,
                           screen=self.policy.file_screen(tool.name, cwd=self.cwd), tool_use_id=call.id)
+        started = self.clock.now()
         try:
-            return tool.run(arguments, ctx)
+            output = tool.run(arguments, ctx)
         except ToolError as exc:
-            return ToolOutput(content=f"Error: {exc}", is_error=True)
+            output = ToolOutput(content=f"Error: {exc}", is_error=True)
         except Exception as exc:  # a tool bug must not end the session: the model sees it and moves on
             log.exception("tool %s raised", call.name)
-            return ToolOutput(content=f"Error: {call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+            output = ToolOutput(content=f"Error: {call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        return output, self.clock.now() - started
 
     # -- history -----------------------------------------------------------------------------------
     def _append(self, message: Message, *, usage: Usage | None = None) -> None:

@@ -60,6 +60,8 @@ app = typer.Typer(
     "Try it offline with `nova demo` (or `nova --provider demo` for the terminal UI on the offline demo "
     "model); run a task with `nova run \"fix the failing test\"`. --provider, --model and --base-url given "
     "before a command apply to it.",
+    epilog="Exit status: 0 done, 1 error, 2 usage error, 3 refused, 130 interrupted (Ctrl-C); the table is in "
+    "docs/cli.md.",
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=False,
@@ -89,6 +91,27 @@ BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://localhost:11434/v1 "
                              "(default: NOVA_BASE_URL, else the config's base_url).")
 ]
+
+
+def _existing_folder(value: Path | None) -> Path | None:
+    """`--cwd` must name a folder that exists: a typo would otherwise run the agent nowhere useful."""
+    if value is not None and not value.is_dir():
+        what = "is not a folder" if value.exists() else "does not exist"
+        raise typer.BadParameter(f"{str(value)!r} {what}; name an existing folder, or leave --cwd out to use "
+                                 "the current one")
+    return value
+
+
+def _positive_steps(value: int) -> int:
+    if value < 1:
+        raise typer.BadParameter(f"{value} is not a number of model calls; give 1 or more (default 50)")
+    return value
+
+
+def _port(value: int) -> int:
+    if not 0 <= value <= 65535:
+        raise typer.BadParameter(f"{value} is not a TCP port; give 1-65535 (default 8765), or 0 for any free port")
+    return value
 
 
 def _version(value: bool) -> None:
@@ -189,8 +212,9 @@ def run(
                      "--allow bash."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
-    max_steps: Annotated[int, typer.Option(help="Stop after this many model calls.")] = 50,
-    cwd: Annotated[Path | None, typer.Option(help="Working directory (default: the current one).")] = None,
+    max_steps: Annotated[int, typer.Option(callback=_positive_steps, help="Stop after this many model calls.")] = 50,
+    cwd: Annotated[Path | None, typer.Option(callback=_existing_folder, help="Working directory (default: the "
+                                             "current one; with --resume, the session's own folder).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
     resume: Annotated[
         str | None, typer.Option("--resume", help="Continue a recorded session (an id, or 'last').")
@@ -205,8 +229,9 @@ def run(
     `--yes`; without them such calls are refused. Deny rules in the config (`permissions.deny`, e.g.
     `bash(git push*)`) always win.
 
-    Exit status: 0 done; 1 error; 3 done, but tool calls were refused (listed at the end, and under
-    "refused" with --json).
+    Exit status: 0 done; 1 error; 2 usage error; 3 done, but tool calls were refused (listed at the end,
+    and under "refused" with --json); 130 interrupted (Ctrl-C: the session is kept, and the last line
+    says how to resume it). The table is in docs/cli.md.
 
     A run that fails before the model answers (no key, server unreachable) keeps no session.
     """
@@ -234,32 +259,40 @@ def resume_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with the result.")] = False,
     strict: StrictOpt = False,
     sandbox: SandboxOpt = None,
+    cwd: Annotated[Path | None, typer.Option(callback=_existing_folder, help="Run in this folder instead of the "
+                                             "one the session was recorded in.")] = None,
 ) -> None:
     """Continue a recorded session with a new request, on any provider (the record is provider-neutral).
 
+    It runs in the folder the session was recorded in. When you are elsewhere and stdin is a terminal,
+    Nova asks which folder to use; in a script it uses the recorded one, and refuses (exit 3) when that
+    folder is gone. `--cwd DIR` chooses without asking.
+
     Only the records after the last compaction are read back; an interrupted tool call is answered
-    with an "interrupted" result before the first request, so the provider never sees a broken pair.
+    with an "interrupted" result before the first request, and in the record, so neither the provider
+    nor a reader of the session sees a call without its result.
     """
     from nova.cli.commands.resume_picker import complete_resume
     from nova.cli.commands.run import run_command
 
-    session_id, prompt = complete_resume(session_id, prompt)
+    session_id, prompt = complete_resume(session_id, prompt, cwd=cwd)
     run_command(prompt, provider=provider, model=model, base_url=base_url, allow=allow, yes=yes, max_steps=50,
-                cwd=None, as_json=as_json, resume=session_id, strict=strict,
-                sandbox=sandbox)
+                cwd=cwd, as_json=as_json, resume=session_id, strict=strict,
+                sandbox=sandbox, ask_where=True)
 
 
 # -- nova serve --------------------------------------------------------------------------------------
 @app.command(cls=NovaCommand)
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind; loopback by default.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    port: Annotated[int, typer.Option(callback=_port, help="Port to listen on.")] = 8765,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     allow: Annotated[list[str] | None, typer.Option("--allow", help="Allow a tool (repeatable).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow every tool call the rules do not deny.")] = False,
-    cwd: Annotated[Path | None, typer.Option(help="Working directory of new sessions (default: the current one).")] = None,
+    cwd: Annotated[Path | None, typer.Option(callback=_existing_folder,
+                                             help="Working directory of new sessions (default: the current one).")] = None,
     print_token: Annotated[bool, typer.Option("--print-token", help="Print the API token and exit.")] = False,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes on this port; more than one needs "
                                                        "PostgreSQL (NOVA_DATABASE_URL).")] = 1,

@@ -18,6 +18,7 @@ from nova.sessions.importers import (
 )
 from nova.sessions.meta import SessionMeta
 from nova.sessions.readers.nova import SESSION_EVENT, TOOLS_EVENT, header_event_data, tools_event_data
+from nova.sessions.repair import interrupted_answers
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord, Record, encode, event_record
 from nova.sessions.session import Session, list_sessions
 from nova.sessions.store import SessionStore
@@ -244,6 +245,11 @@ def resume(session_id: str, *, home: Path, store: SessionStore | None = None, st
     if session.last_repair is not None and session.last_repair.changed:
         notices.append("repaired the resumed history: " + session.last_repair.describe())
         session.record_event("history_repaired", {"summary": session.last_repair.describe()})
+        if (answers := interrupted_answers(history, session.last_repair)) is not None:
+            # The process died inside a tool call (kill -9, power loss): the view already answers it;
+            # the record must too, or every reader of the transcript (the API, export, the page) shows
+            # a call that never returned. Only the trailing case: there the answer belongs at the end.
+            session.record_message(answers)
     return Resumed(session=session, history=history, notices=notices)
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field, replace
 
 from nova.messages import Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart, harness_message
 
-__all__ = ["INTERRUPTED", "HistoryScan", "RepairReport", "positions_after_repair", "repair_history"]
+__all__ = ["INTERRUPTED", "HistoryScan", "RepairReport", "interrupted_answers", "positions_after_repair",
+           "repair_history"]
 
 INTERRUPTED = "interrupted: the session stopped before this tool call returned a result"
 RESUME_PLACEHOLDER = "[conversation resumed]"
@@ -100,6 +101,21 @@ def repair_history(
         # The usual resume: nothing to change, so nothing is rebuilt.
         return list(messages), RepairReport()
     return _repair(messages)
+
+
+def interrupted_answers(repaired: Sequence[Message], report: RepairReport) -> Message | None:
+    """The message of synthetic "interrupted" results the repair put at the end of `repaired`, when the
+    record stopped right after a tool call (the session died while it ran); None otherwise. Appended to
+    the record, it makes the record say what the view says."""
+    if not repaired or not report.synthetic_results:
+        return None
+    last = repaired[-1]
+    synthetic = set(report.synthetic_results)
+    if last.role != "user" or not last.parts or not all(
+            isinstance(p, ToolResultPart) and p.tool_use_id in synthetic and p.content == INTERRUPTED
+            for p in last.parts):
+        return None
+    return last
 
 
 class HistoryScan:

@@ -18,6 +18,7 @@ rebuilt from the transcript when they are missing or damaged (`rebuild.py`), and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -126,15 +127,22 @@ class Session(RecordedSession):
             private_dir(home)
             private_dir(directory.parent)
             directory.mkdir(mode=FOLDER_MODE, exist_ok=False)
-            for path in (directory, *(directory / name for name in ARTIFACT_DIRS)):
-                private_dir(path)
-            create_private_file(directory / TRANSCRIPT_NAME, exclusive=True)
         except FileExistsError:
             raise StorageError(f"session {sid} already exists in {directory.parent}") from None
         except OSError as exc:
             raise StorageError(f"cannot create session directory {directory}: {exc.strerror}") from None
+        # From here on a failure (a full disk, most often) removes what was made: a session that could
+        # not be written must not stay behind as an empty entry of `nova sessions list`.
+        try:
+            for path in (directory, *(directory / name for name in ARTIFACT_DIRS)):
+                private_dir(path)
+            create_private_file(directory / TRANSCRIPT_NAME, exclusive=True)
+        except OSError as exc:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise StorageError(f"cannot create session directory {directory}: {exc.strerror}") from None
         lock = SessionLock(directory, sid)
         lock.acquire()
+        session = None
         try:
             write_meta(directory, meta)
             owns = store is None
@@ -142,7 +150,11 @@ class Session(RecordedSession):
             session._lock = lock
             session.store.save_session(session._record())
         except BaseException:
+            if session is not None and session._owns_store:
+                with contextlib.suppress(Exception):
+                    session.store.close()
             lock.release()
+            shutil.rmtree(directory, ignore_errors=True)
             raise
         if note := _set_aside_note(session.store):
             session.notices.append(note)

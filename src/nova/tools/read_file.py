@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -29,6 +31,21 @@ CHECK_EVERY_LINES = 1024
 """How often the user's cancel and the call's time limit are checked while streaming lines."""
 CHECK_EVERY_CHUNKS = 64
 """... and while skipping the rest of a long line (every 64 chunks: 4 MB)."""
+
+
+_NUMBERED = re.compile(r" *\d+\t")
+"""How a line of read_file's own output starts: its number, right-aligned, then a tab."""
+
+
+def _numbered_already(ctx: ToolContext, path: Path) -> bool:
+    """Whether `path` is a file of this session's own (a spilled tool result under its directory), whose
+    lines may already carry read_file's numbers: reading the saved copy of a `read_file` result back must
+    show each line with one number, the original file's, not `600\t   600\t...`. Only a range whose
+    every line is numbered keeps its numbers (a saved command output is numbered as any file is)."""
+    if ctx.session_dir is None:
+        return False
+    root = os.path.realpath(ctx.session_dir)
+    return os.path.realpath(path).startswith(root + os.sep)
 
 
 def _missing_file_message(ctx: ToolContext, path: Path) -> str:
@@ -93,6 +110,7 @@ class ReadFileTool(BuiltinTool):
         total = 0
         shortened = 0
         width = 6
+        keep_numbers = _numbered_already(ctx, path)
         work = WorkLimit(ctx)
         # Opened only if it is a regular file, and without blocking: a FIFO or /dev/zero would never end.
         with open_regular(path, shown) as handle:
@@ -113,6 +131,8 @@ class ReadFileTool(BuiltinTool):
                         line = line[:MAX_LINE_CHARS] + f" [... line shortened, {size}]"
                         shortened += 1
                     numbered.append(f"{total:>{width}}\t{line}")
+        if keep_numbers and numbered and all(_NUMBERED.match(n.partition("\t")[2]) for n in numbered):
+            numbered = [n.partition("\t")[2] for n in numbered]
 
         metadata = {"paths_read": [str(path)], "total_lines": total}
         stopped = work.note("reading")

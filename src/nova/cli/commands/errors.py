@@ -1,5 +1,5 @@
 """How every `nova` command reports a failure: one plain line on stderr and a non-zero exit, never a
-traceback. Messages are printed verbatim (they quote things like `pip install 'nova-context-engine[openai]'`).
+traceback. The statuses are `nova.cli.commands.exit_codes`: an error is 1, a refusal (`Refused`) 3. Messages are printed verbatim (they quote things like `pip install 'nova-context-engine[openai]'`).
 
 A closed pipe (`nova sessions export last | head`) is not a failure to report: it passes through to the
 command line's own handling, which ends the command quietly (see `nova.cli.main.main`)."""
@@ -11,9 +11,16 @@ from contextlib import contextmanager
 
 import typer
 
+from nova.cli.commands.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_REFUSED
 from nova.errors import NovaError
 
-__all__ = ["user_errors"]
+__all__ = ["Refused", "user_errors"]
+
+
+class Refused(NovaError):
+    """The command would do something it was not allowed to (a headless resume whose recorded folder is
+    gone): not a failure of the command, so it exits `EXIT_REFUSED`, not 1. The message names the flag
+    that allows it."""
 
 
 def _say(line: str) -> None:
@@ -24,11 +31,15 @@ def _say(line: str) -> None:
 
 
 @contextmanager
-def user_errors(*, exit_code: int = 2, os_errors: bool = False) -> Iterator[None]:
+def user_errors(*, exit_code: int = EXIT_ERROR, os_errors: bool = False) -> Iterator[None]:
     """`NovaError` (and, with `os_errors`, an `OSError` that slipped past the storage layer) becomes
-    `nova: error: …` and `exit_code`; Ctrl-C becomes `nova: interrupted` and 130."""
+    `nova: error: …` and `exit_code`; `Refused` becomes `nova: refused: …` and 3; Ctrl-C becomes
+    `nova: interrupted` and 130."""
     try:
         yield
+    except Refused as exc:
+        _say(f"nova: refused: {exc}")
+        raise typer.Exit(EXIT_REFUSED) from None
     except NovaError as exc:
         _say(f"nova: error: {exc}")
         raise typer.Exit(exit_code) from None
@@ -37,8 +48,9 @@ def user_errors(*, exit_code: int = 2, os_errors: bool = False) -> Iterator[None
     except OSError as exc:
         if not os_errors:
             raise
-        _say(f"nova: error: {exc.filename or ''}: {exc.strerror or exc}")
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(f"nova: error: {where}{exc.strerror or exc}")
         raise typer.Exit(exit_code) from None
     except KeyboardInterrupt:
         _say("nova: interrupted")
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None

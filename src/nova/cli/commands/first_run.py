@@ -39,7 +39,7 @@ def demo_next_steps(session_id: str, *, tui_installed: bool) -> str:
     steps = [
         (f"nova sessions show {session_id}", "what was recorded"),
         (f"nova context {session_id}", "what the model saw, segment by segment"),
-        ('nova resume last "what did you change?"', "go on with the demo session (it keeps the demo model)"),
+        ('nova resume last "what did you change?"', "go on with the demo session (in its project, on the demo model)"),
         ("nova --provider demo", f"the terminal UI on the demo model{tui}"),
         ('export ANTHROPIC_API_KEY=...; nova run "TASK"',
          "real work (`nova config show` lists every provider and whether its key is set)"),

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from nova.cli.commands.errors import user_errors
+from nova.cli.commands.exit_codes import EXIT_USAGE
 from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
 from nova.errors import CommandError
 from nova.present.text import terminal_safe
@@ -76,9 +77,10 @@ def check_command(
     from nova.tools.permissions import PermissionPolicy
     from nova.tools.policy.shell_parse import parse_command_line
 
-    with user_errors():
-        registry = default_registry()
+    registry = default_registry()
+    with user_errors(exit_code=EXIT_USAGE):  # a call that does not parse: the command line is wrong
         name, input = _parse_call(call, registry.names())
+    with user_errors():
         tool = registry.get(name)
         assert tool is not None
         settings = settings_from_cli()

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import os
 
+from nova.cli.commands.errors import Refused
 from nova.settings import nova_home
-from nova.tools.policy.controls import require_person
+from nova.tools.policy.controls import FromATool, require_person
 
 __all__ = ["person_only"]
 
 
 def person_only(action: str) -> None:
-    """Raise `FromATool` (a `NovaError`: one line, exit 2) when `action` was started below a Nova tool
-    working on this command's Nova home."""
-    require_person(action, nova_home(dict(os.environ)))
+    """Raise `Refused` (one line, exit 3: a refusal, not a failure) when `action` was started below a Nova
+    tool working on this command's Nova home."""
+    try:
+        require_person(action, nova_home(dict(os.environ)))
+    except FromATool as exc:
+        raise Refused(str(exc)) from None

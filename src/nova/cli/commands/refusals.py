@@ -11,11 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nova import events as ev
+from nova.cli.commands.exit_codes import EXIT_REFUSED
 
 __all__ = ["EXIT_REFUSED", "RefusedCall", "RefusedCalls"]
-
-EXIT_REFUSED = 3
-"""`nova run`'s exit status when the turn ended but at least one tool call was refused (1 is an error)."""
 
 _KEY_ARGUMENTS = ("command", "path", "pattern", "url")
 

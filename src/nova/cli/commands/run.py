@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -22,6 +22,7 @@ from nova.agent.builder import AgentOptions, build_agent, record_fixed_prompt
 from nova.cli.commands.cli_settings import settings_from_cli
 from nova.cli.commands.config_check import check_config
 from nova.cli.commands.errors import user_errors
+from nova.cli.commands.exit_codes import EXIT_USAGE
 from nova.cli.commands.refusals import EXIT_REFUSED, RefusedCalls
 from nova.cli.commands.terminal_approval import is_interactive_terminal, terminal_approver
 from nova.errors import CommandError, NovaError
@@ -37,8 +38,10 @@ err_console = terminal_console(stderr=True, highlight=False)
 def run_command(
     prompt: str, *, provider: str | None, model: str | None, base_url: str | None, allow: list[str] | None,
     yes: bool, max_steps: int, cwd: Path | None, as_json: bool, resume: str | None, strict: bool = False,
-    sandbox: bool | None = None,
+    sandbox: bool | None = None, ask_where: bool = False,
 ) -> None:
+    """`ask_where`: `nova resume` may ask (stdin on a terminal) which folder to resume in when the
+    session's recorded folder is not the shell's; `nova run --resume` never asks (nova.cli.commands.resume_place)."""
     from nova.agent.provider_factory import make_provider
     from nova.cli.commands.run_prompt import SLASH_HELP, check_prompt, is_help, unknown_slash_command
 
@@ -46,9 +49,11 @@ def run_command(
     if is_help(prompt):  # answered here: no provider, no session
         print(json.dumps({"text": SLASH_HELP, "stop_reason": "end_turn"}, indent=2) if as_json else SLASH_HELP)
         return
-    with user_errors():
-        if (unknown := unknown_slash_command(prompt)) is not None:
+    if (unknown := unknown_slash_command(prompt)) is not None:
+        with user_errors(exit_code=EXIT_USAGE):  # a mistyped command in the prompt: a usage error
             raise NovaError(unknown)
+    # os_errors: a write the storage layer did not expect to fail (a full disk) is one line, not a traceback.
+    with user_errors(os_errors=True):
         settings = settings_from_cli(provider=provider, model=model, base_url=base_url, sandbox=sandbox)
         if resume is not None:  # the session's own provider, model and URL, unless flags name others
             from nova.sessions.model_settings import resume_target
@@ -57,7 +62,7 @@ def run_command(
         # Before anything is created: a bad section must not leave an empty session behind.
         check_config(settings)
         llm = make_provider(settings, dict(os.environ))
-        workdir = (cwd or Path.cwd()).resolve()
+        workdir = cwd.resolve() if cwd is not None else _resume_folder(settings, resume, ask_where=ask_where)
         # In a terminal the user is asked (one key); a script gets --yes / --allow or a refusal.
         interactive = is_interactive_terminal()
         if interactive:  # before anything of the project's runs: its servers and skill scripts
@@ -74,6 +79,18 @@ def run_command(
         raise typer.Exit(1)
     if outcome.get("refused"):
         raise typer.Exit(EXIT_REFUSED)
+
+
+def _resume_folder(settings: Settings, resume: str | None, *, ask_where: bool) -> Path:
+    """The shell's folder for a new session; for a resumed one, the folder it was recorded in."""
+    if resume is None:
+        return Path.cwd().resolve()
+    from nova.cli.commands.resume_place import recorded_cwd, resume_workdir, terminal_ask
+
+    asks = ask_where and sys.stdin.isatty()
+    return resume_workdir(resume, recorded_cwd(settings.home, resume), here=Path.cwd(),
+                          ask=terminal_ask if asks else None,
+                          note=lambda line: err_console.print(line, markup=False, soft_wrap=True))
 
 
 def demo_command(*, directory: Path | None, as_json: bool) -> None:
@@ -119,38 +136,43 @@ def run_task(
         # In a terminal the answer streams as it is written; piped, each message prints whole.
         bus.subscribe(Timeline(console, stream_text=console.is_terminal))
     session, history = _open_session(settings, options, prompt, resume_id, strict=strict)
-    agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
-                        session_dir=session.dir, history=history)
-    if not history:
-        record_fixed_prompt(session, agent)
-    started = time.monotonic()
     from nova.skills.runtime import turn_input
 
     try:
+        agent = build_agent(settings, llm, options, bus=bus, session=session, session_id=session.id,
+                            session_dir=session.dir, history=history)
+        if not history:
+            record_fixed_prompt(session, agent)
         # `/skill NAME [request]` is a turn with the skill's body loaded; other slash commands are Nova's.
         turn = turn_input(agent.extensions, prompt)
-    except NovaError:  # an unknown skill: nothing was asked, so no session is kept
-        session.close()
-        if resume_id is None:
-            from nova.sessions.unanswered import discard_if_unanswered
-
-            discard_if_unanswered(settings.home, session)
+    except BaseException:  # an unknown skill, a disk that filled up: nothing was asked, so no session is kept
+        _abandon(settings, session, new=resume_id is None)
         raise
+    started = time.monotonic()
     if isinstance(turn, str) and prompt.lstrip().startswith("/"):
         try:
             return _slash_command(settings, options, prompt, agent, quiet=quiet)
         finally:
             session.close()
-    answered = False
+    answered = interrupted = discarded = False
     try:
         result = agent.run_turn(turn)
         answered = result.stop_reason != "error"
+    except KeyboardInterrupt:
+        interrupted = True
+        agent.cancel.set()  # a tool still running in a worker thread stops at its next check
     finally:
         progress.close()
-        agent.close()
-        session.close()
-        if resume_id is None and not answered:
-            _discard_if_unanswered(settings, session)
+        try:
+            try:
+                agent.close()
+            finally:
+                session.close()  # may fail as the turn did (a full disk): the discard below runs anyway
+        finally:
+            if resume_id is None and not answered:
+                discarded = _discard_if_unanswered(settings, session, interrupted=interrupted)
+    if interrupted:
+        _say_interrupted(session, discarded=discarded)
     # The same figures the TUI footer shows (`nova.present.figures`), for this turn.
     figures = Figures.of(model=agent.model, status=agent.context_status(), usage=result.usage, cost=result.cost_usd)
     used, limit, hit_rate = figures.used, figures.limit, figures.cache_hit_rate
@@ -173,12 +195,37 @@ def run_task(
     }
 
 
-def _discard_if_unanswered(settings: Settings, session: Any) -> None:
+def _abandon(settings: Settings, session: Any, *, new: bool) -> None:
     from nova.sessions.unanswered import discard_if_unanswered
 
-    if discard_if_unanswered(settings.home, session):
+    try:
+        session.close()
+    finally:
+        if new:
+            discard_if_unanswered(settings.home, session)
+
+
+def _discard_if_unanswered(settings: Settings, session: Any, *, interrupted: bool = False) -> bool:
+    from nova.sessions.unanswered import discard_if_unanswered
+
+    discarded = discard_if_unanswered(settings.home, session)
+    if discarded and not interrupted:
         err_console.print("nova: the run failed before the model answered, so no session was kept (run the "
                           "same command again once the cause below is fixed)", markup=False, soft_wrap=True)
+    return discarded
+
+
+def _say_interrupted(session: Any, *, discarded: bool) -> NoReturn:
+    """Ctrl-C during a turn: one line saying what was kept and the command that goes on from there (an
+    interrupted tool call is answered "interrupted" when the session is resumed), then exit 130."""
+    from nova.cli.commands.exit_codes import EXIT_INTERRUPTED
+
+    if discarded:
+        line = "nova: interrupted before the model answered, so no session was kept"
+    else:
+        line = f'nova: interrupted; session {session.id} was kept. Resume it with: nova resume {session.id} "go on"'
+    err_console.print(line, markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: Any, *,

@@ -94,10 +94,12 @@ class MemoryRuntime(Extension):
             thread.join(self.close_grace_s)
 
 
-def memory_extension(*, home: Path, cwd: Path, session_id: str, provider: Provider | None, model: str,
-                     config: MemoryConfig, consolidate: bool = True) -> MemoryRuntime | None:
-    """Recall and extraction for an agent working in `cwd`; None when memory is disabled. With no model
-    (`provider` None) recall picks by keyword and nothing is extracted. `consolidate` starts the
+def memory_extension(*, home: Path, cwd: Path, session_id: str, extraction: Provider | None,
+                     recall: Provider | None, model: str, config: MemoryConfig,
+                     consolidate: bool = True) -> MemoryRuntime | None:
+    """Recall and extraction for an agent working in `cwd`; None when memory is disabled. `extraction`
+    and `recall` are the model each calls (the agent's, metered under each purpose); with no model for
+    recall it picks by keyword, with none for extraction nothing is extracted. `consolidate` starts the
     background consolidation of the memory store (MEM-6)."""
     if not config.enabled:
         return None
@@ -105,8 +107,8 @@ def memory_extension(*, home: Path, cwd: Path, session_id: str, provider: Provid
     runtime = MemoryRuntime(
         store=store,
         config=config,
-        extractor=MemoryExtractor(provider=provider, model=model, store=store, config=config) if provider else None,
-        selector=ModelSelector(provider=provider, model=model) if provider else None,
+        extractor=MemoryExtractor(provider=extraction, model=model, store=store, config=config) if extraction else None,
+        selector=ModelSelector(provider=recall, model=model) if recall else None,
         session_id=session_id,
         rules=_rule_text(cwd=cwd, home=home),
         retrieval_log=_retrieval_log(store),

@@ -103,7 +103,11 @@ class ContextOut(BaseModel):
     session_id: str
     provider: str
     model: str
-    cost_usd: float | None = Field(description="The session's cost so far; null when the model's price is unknown.")
+    cost_usd: float | None = Field(description="The session's cost so far; null when a call's price is unknown.")
+    calls: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="The session's model calls by purpose (turn, compaction, memory_extraction, memory_recall, "
+                    "subagent): calls, tokens, usage, cost_usd (null when a call's price is unknown), unpriced_calls.")
     cache_hit_rate: float | None = Field(description="Share of the session's input read from the prompt cache; "
                                                      "null before the first model call.")
     used: int

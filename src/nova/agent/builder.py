@@ -25,6 +25,7 @@ from nova.agent.context_runtime import (
 from nova.agent.loop import Agent
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.agent.pipeline import build_context_pipeline
+from nova.agent.sent_request import SentRequestLog
 from nova.agent.subagents import ChildAgent, ChildStart, TaskTool
 from nova.context.budget import budget_for
 from nova.context.economy import prices_for
@@ -201,6 +202,9 @@ def build_agent(
     if mcp is not None:
         extensions.append(mcp)
     extensions.append(provenance)
+    if session_dir is not None:  # `nova context` measures a session against the request its model saw
+        extensions.append(SentRequestLog(directory=session_dir, provider=settings.provider, window=budget.window,
+                                         threshold=budget.threshold, ledger=ledger))
     agent = Agent(
         model=ModelBinding(provider=meter.provider_for("turn"), name=settings.model, cache=cache),
         toolbox=Toolbox(tools=tools, policy=policy, cwd=options.cwd),

@@ -23,7 +23,16 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from nova.model import CALL_PURPOSES, CallCount, CallPurpose, ModelRequest, ModelResponse, ResponseDone, StreamEvent, Usage
+from nova.model import (
+    CALL_PURPOSES,
+    CallCount,
+    CallPurpose,
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    StreamEvent,
+    Usage,
+)
 from nova.providers.base import Provider
 from nova.providers.pricing import cost_usd
 from nova.sessions.recorder import SessionRecorder

@@ -105,8 +105,8 @@ def run_task(
     settings: Settings, llm: Any, options: AgentOptions, prompt: str, *, quiet: bool = False,
     resume_id: str | None = None, strict: bool = False,
 ) -> dict[str, Any]:
-    from nova.cli.progress import TerminalProgress
     from nova.agent.calls import calls_report
+    from nova.cli.progress import TerminalProgress
     from nova.cli.render import Timeline
     from nova.present.figures import Figures, footer_line
 

@@ -227,3 +227,39 @@ def test_every_purpose_reads_back_from_meta_json(nova_home: Path, purpose: CallP
     session.close()
     assert read_meta(session.dir).calls == {purpose: CallCount(calls=1, usage=Usage(input_tokens=5, output_tokens=1),
                                                                cost_usd=0.5)}
+
+
+def test_a_summary_asked_of_a_frameworks_model_is_charged_as_compaction(tmp_path: Path) -> None:
+    """Inside another framework (nova.integrations) the summary goes through the framework's model: it is
+    still a call Nova makes, charged to the session beside the framework's own calls."""
+    from nova.integrations._engine import ContextEngine, summarizer_choice
+    from nova.integrations._mirror import Mirror
+    from nova.model import ModelResponse
+
+    from .integrations.test_engine import _Codec
+
+    session = Session.create(tmp_path / "home", provider="langchain", model=PRICED)
+    summarizer, provider = summarizer_choice("model", framework="langchain", model=PRICED)
+    assert provider is not None
+    asked: list[ModelRequest] = []
+
+    def framework_model(request: ModelRequest) -> ModelResponse:
+        asked.append(request)
+        return ModelResponse(message=Message.assistant("## Task\nKeep the ports closed."), usage=USAGE["compaction"],
+                             model=PRICED)
+
+    provider.bind(framework_model)
+    engine = ContextEngine(framework="langchain", window=8_000, session=session, summarizer=summarizer, model=PRICED)
+    mirror: Mirror[str] = Mirror(engine, _Codec())
+    history: list[str] = []
+    for turn in range(12):
+        history.append(f"u:request {turn}: keep the port 80{turn} closed")
+        for step in range(4):
+            history += [f"c:{turn}-{step}", f"r:{turn}-{step}:" + f"line {step} of turn {turn} " * 60]
+        mirror.follow(history)
+        engine.prepare(system="", tools=[])
+    session.close()
+    assert asked, "no summary was asked of the framework's model"
+    calls = read_meta(session.dir).calls
+    assert calls["compaction"].calls == len(asked)
+    assert calls["compaction"].usage == Usage(input_tokens=5_000 * len(asked), output_tokens=400 * len(asked))

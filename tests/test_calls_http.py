@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 import threading
 from collections import Counter
 from datetime import UTC, datetime
@@ -15,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from nova.memory.store import Memory, MemoryStore
-
-from .test_cli_progress import nova_command
 
 PROMPT_TOKENS = {"turn": 900, "memory_recall": 120, "memory_extraction": 400, "subagent": 600}
 
@@ -95,6 +95,11 @@ class CountingModel:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def nova_command() -> list[str]:
+    exe = shutil.which("nova", path=str(Path(sys.executable).parent))
+    return [exe] if exe else [sys.executable, "-m", "nova.cli.main"]
 
 
 def _nova(args: list[str], nova_home: Path) -> subprocess.CompletedProcess[str]:

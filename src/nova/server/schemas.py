@@ -43,7 +43,8 @@ class SessionOut(BaseModel):
     created_at: float
     updated_at: float
     message_count: int
-    cost_usd: float
+    cost_usd: float | None = Field(description="The session's cost; null when a call's price is unknown (never a "
+                                               "silent 0).")
     compacted_at: float | None = None
     running: bool = False
 
@@ -142,7 +143,8 @@ class MemoryOut(BaseModel):
 def session_out(meta: SessionMeta, *, running: bool = False) -> SessionOut:
     return SessionOut(id=meta.id, title=meta.title, cwd=meta.cwd, provider=meta.provider, model=meta.model,
                       created_at=meta.created_at, updated_at=meta.updated_at, message_count=meta.message_count,
-                      cost_usd=meta.cost_usd, compacted_at=meta.compacted_at, running=running)
+                      cost_usd=meta.cost_usd if meta.cost_known else None, compacted_at=meta.compacted_at,
+                      running=running)
 
 
 def message_out(message: Message) -> MessageOut:

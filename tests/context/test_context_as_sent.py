@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from nova.agent.builder import AgentOptions, build_agent, record_fixed_prompt
-from nova.cli.commands.context import compile_session, context_command, measure_session
+from nova.cli.commands.context import compile_session, measure_session
 from nova.cli.commands.run import run_task
 from nova.messages import Message
 from nova.model import Usage
@@ -25,15 +24,10 @@ from nova.sessions.session import Session
 from nova.settings import load_settings
 from nova.testing import FunctionProvider, reply
 
+from .test_cli_context import _app
+
 SERVER = Path(__file__).parents[1] / "mcp" / "fixture_server.py"
 runner = CliRunner()
-
-
-def _app() -> typer.Typer:
-    app = typer.Typer()
-    app.command("context")(context_command)
-    app.callback()(lambda: None)
-    return app
 
 
 def _session_with_mcp(nova_home: Path, project: Path) -> tuple[str, list[str]]:
@@ -123,3 +117,19 @@ def test_a_damaged_last_request_file_is_named_and_the_figure_recomputed(nova_hom
     assert result.exit_code == 0, result.output
     assert SENT_NAME in result.stderr and "corrupt" in result.stderr
     assert json.loads(result.stdout)["measured"]["basis"] in ("recorded tools", "recomputed")
+
+
+def test_the_last_request_file_round_trips_and_a_newer_one_is_refused(tmp_path: Path) -> None:
+    from nova.errors import StorageError
+    from nova.model import ToolSpec
+    from nova.sessions.sent import SentRequest, write_sent
+
+    sent = SentRequest(provider="compatible", model="llama3.1", window=32_768, threshold=20_000, system="be brief",
+                       tools=(ToolSpec("mcp__fx__echo", "Echo", {"type": "object"}),), sent_tokens=1_234,
+                       reported_input_tokens=1_300, at=1.5)
+    write_sent(tmp_path, sent)
+    assert read_sent(tmp_path) == sent
+    assert read_sent(tmp_path / "nowhere") is None
+    (tmp_path / SENT_NAME).write_text(json.dumps({**sent.to_dict(), "v": 99}))
+    with pytest.raises(StorageError, match="newer Nova"):
+        read_sent(tmp_path)

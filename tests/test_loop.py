@@ -15,7 +15,7 @@ from nova.context.budget import ContextBudget
 from nova.context.extensions import Extension, ViewRequest
 from nova.errors import AuthError, ContextOverflow, Overloaded, QuotaExceeded, RateLimited
 from nova.messages import Message, ToolResultPart, ToolUsePart
-from nova.model import Usage
+from nova.model import CallPurpose, Usage
 from nova.sessions.link import SessionLink
 from nova.sessions.recorder import BoundaryRecord, SessionRecorder
 from nova.settings import CompactionConfig, PermissionsConfig
@@ -30,7 +30,7 @@ class RecordingSink:
         self.messages: list[Message] = []
         self.events: list[tuple[str, Mapping[str, Any]]] = []
         self.flushes = 0
-        self.costs: list[float] = []
+        self.costs: list[float | None] = []
         self.context_sizes: list[int] = []
 
     def record_message(self, message: Message, usage: Usage | None = None) -> None:
@@ -39,7 +39,8 @@ class RecordingSink:
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         self.events.append((name, data))
 
-    def add_cost(self, usage: Usage, cost_usd: float) -> None:
+    def add_cost(self, usage: Usage, cost_usd: float | None, purpose: CallPurpose = "turn", *,
+                 calls: int = 1) -> None:
         self.costs.append(cost_usd)
 
     def note_context_size(self, tokens: int) -> None:

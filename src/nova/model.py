@@ -13,7 +13,10 @@ from typing import Any, Literal
 from nova.messages import Message
 
 __all__ = [
+    "CALL_PURPOSES",
     "CacheHints",
+    "CallCount",
+    "CallPurpose",
     "ModelRequest",
     "ModelResponse",
     "ResponseDone",
@@ -203,3 +206,57 @@ class ResponseDone:
 
 
 StreamEvent = TextDelta | ThinkingDelta | ToolCallDelta | ResponseDone
+
+
+# -- what each model call was for ----------------------------------------------------------------------
+CallPurpose = Literal["turn", "compaction", "memory_extraction", "memory_recall", "subagent"]
+"""Why Nova called a model: a step of the user's turn, a compaction summary, extracting memories at a
+turn's end, choosing which memories to recall, or a sub-agent's work (the `task` tool; paid by the
+session that started it). The continuity check of a summary is deterministic and makes no call."""
+CALL_PURPOSES: tuple[CallPurpose, ...] = ("turn", "compaction", "memory_extraction", "memory_recall", "subagent")
+
+
+@dataclass(frozen=True, slots=True)
+class CallCount:
+    """The model calls made for one purpose: how many, their usage added up and their cost.
+
+    `cost_usd` adds up the calls whose price is known; `unpriced` counts the others. The cost is known
+    only when every call was priced (`cost_known`): a sum that left some calls out is not shown as the
+    cost, the way a session's own total is not (`SessionMeta.cost_known`)."""
+
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    unpriced: int = 0
+
+    @property
+    def cost_known(self) -> bool:
+        return self.unpriced == 0
+
+    @property
+    def tokens(self) -> int:
+        """Tokens billed: input (cached included) plus output, as `SessionMeta.total_tokens` counts them."""
+        return self.usage.context_tokens + self.usage.output_tokens
+
+    def add(self, usage: Usage, cost_usd: float | None, *, calls: int = 1) -> CallCount:
+        return CallCount(calls=self.calls + calls, usage=self.usage + usage,
+                         cost_usd=self.cost_usd + float(cost_usd or 0.0),
+                         unpriced=self.unpriced + (cost_usd is None))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (a session's meta.json): the partial sum is kept beside the unpriced count."""
+        return {"calls": self.calls, "usage": self.usage.to_dict(), "cost_usd": self.cost_usd,
+                "unpriced_calls": self.unpriced}
+
+    def to_report(self) -> dict[str, Any]:
+        """The form every surface prints (`--json`, the API): `cost_usd` null when not every call was priced."""
+        return {"calls": self.calls, "tokens": self.tokens, "usage": self.usage.to_dict(),
+                "cost_usd": round(self.cost_usd, 6) if self.cost_known else None, "unpriced_calls": self.unpriced}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CallCount:
+        usage = data.get("usage")
+        cost = data.get("cost_usd")
+        return cls(calls=_count(data, "calls"), usage=Usage.from_dict(usage if isinstance(usage, Mapping) else {}),
+                   cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0,
+                   unpriced=_count(data, "unpriced_calls"))

@@ -16,7 +16,7 @@ from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import RULES_HEADING, CacheMonitor, break_cost_usd
 from nova.context.prompt_cache import PromptCache
 from nova.messages import Message, SummaryPart, ToolResultPart
-from nova.model import CacheHints, ModelRequest, ToolSpec, Usage
+from nova.model import CacheHints, CallPurpose, ModelRequest, ToolSpec, Usage
 from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
 from nova.testing import InstantClock, ScriptedProvider, call, reply
@@ -132,7 +132,8 @@ class Sink:
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         self.events.append((name, data))
 
-    def add_cost(self, usage: Usage, cost_usd: float) -> None: ...
+    def add_cost(self, usage: Usage, cost_usd: float | None, purpose: CallPurpose = "turn", *,
+                 calls: int = 1) -> None: ...
 
     def note_context_size(self, tokens: int) -> None: ...
 

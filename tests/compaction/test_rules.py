@@ -24,7 +24,7 @@ from nova.context.spill import Spiller, is_placeholder
 from nova.context.summarize import USER_SECTION, ExtractiveSummarizer, SummaryRequest
 from nova.history.invariants import check_tool_pairing
 from nova.messages import Message, ThinkingPart, ToolResultPart, ToolUsePart
-from nova.model import Usage
+from nova.model import CallPurpose, Usage
 from nova.providers.base import assistant_message
 from nova.sessions.recorder import BoundaryRecord
 from nova.settings import CompactionConfig, SpillConfig
@@ -294,7 +294,8 @@ def test_recorder_gets_snips_and_boundary(tmp_path: Path) -> None:
 
         def record_event(self, name: str, data: Mapping[str, Any]) -> None: ...
 
-        def add_cost(self, usage: Usage, cost_usd: float) -> None: ...
+        def add_cost(self, usage: Usage, cost_usd: float | None, purpose: CallPurpose = "turn", *,
+                     calls: int = 1) -> None: ...
 
         def note_context_size(self, tokens: int) -> None: ...
 

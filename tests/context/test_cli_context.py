@@ -45,7 +45,9 @@ def test_context_json_has_the_documented_shape_and_sums_to_used(tmp_path: Path, 
     result = runner.invoke(_app(), ["context", sid, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"used", "limit", "window", "percent", "segments", "dropped", "picture", "receipts"}
+    assert set(data) == {"used", "limit", "window", "percent", "segments", "dropped", "picture", "receipts",
+                         "measured"}
+    assert data["measured"]["basis"] == "last request" and data["measured"]["window"] == data["window"]
     assert data["receipts"] == []  # no compaction in this session
     assert data["used"] > 0 and data["limit"] > 0
     assert all(set(s) == {"id", "class", "kind", "source", "tokens", "reason"} for s in data["segments"])

@@ -58,7 +58,11 @@ def test_the_page_from_sign_in_to_docs(nova_home: Path, project: Path, tmp_path:
     # The bar, the model and the cost show the figures the API reports (the ones `nova run` prints).
     assert result["barPercent"] == f"{context['percent']:.1f}%"
     assert result["model"] == "demo/nova-demo"
-    assert result["cost"] == f"${context['cost_usd']:.4f}"
+    # The cost line names the calls behind it by purpose (the demo model: the turn's steps and the
+    # compaction summary is extractive, so turn calls only).
+    turn_calls = context["calls"]["turn"]["calls"]
+    assert set(context["calls"]) == {"turn"} and turn_calls >= 12
+    assert result["cost"] == f"${context['cost_usd']:.4f} · calls {turn_calls} turn"
     assert result["cache"] == f"cache {round(100 * context['cache_hit_rate'])}%"
     # "What's in context": the picture of the window above the table, summing to the manifest's figure.
     manifest = context["manifest"]

@@ -27,6 +27,8 @@ def test_the_context_endpoint_gives_the_cost_and_hit_rate_nova_run_printed(nova_
     assert (shown["provider"], shown["model"]) == ("anthropic", "claude-sonnet-4-5")
     assert shown["cost_usd"] == printed["cost_usd"]
     assert shown["cache_hit_rate"] == printed["cache_hit_rate"]
+    # The calls behind the cost, by purpose, as the run printed them.
+    assert shown["calls"] == printed["calls"] and shown["calls"]["turn"]["calls"] == 1
 
 
 def test_a_demo_session_costs_nothing_and_an_unpriced_model_is_unknown(server: Server, nova_home: Path) -> None:
@@ -59,3 +61,17 @@ def test_a_session_made_without_a_title_is_named_after_its_first_message(server:
     # As `nova run` titles a new session: whitespace collapsed, the first 80 characters.
     assert titles[untitled] == ("which files are here? " + "x" * 100)[:80]
     assert titles[titled] == "kept as given"
+
+
+def test_a_side_call_with_no_price_leaves_the_pages_cost_unknown(server: Server, nova_home: Path) -> None:
+    with Session.create(nova_home, title="side", provider="anthropic", model="claude-sonnet-4-5") as session:
+        session.add_cost(Usage(input_tokens=1_000, output_tokens=20), 0.0033)
+        session.add_cost(Usage(input_tokens=400, output_tokens=30), None, "memory_extraction")
+        session.flush()
+    with server.client() as client:
+        shown = client.get(f"/api/sessions/{session.id}/context").json()
+        listed = {s["id"]: s for s in client.get("/api/sessions").json()}
+    assert shown["cost_usd"] is None and listed[session.id]["cost_usd"] is None
+    assert shown["calls"]["turn"]["cost_usd"] == 0.0033 and shown["calls"]["turn"]["tokens"] == 1_020
+    assert shown["calls"]["memory_extraction"] == {"calls": 1, "tokens": 430, "cost_usd": None, "unpriced_calls": 1,
+                                                   "usage": Usage(input_tokens=400, output_tokens=30).to_dict()}

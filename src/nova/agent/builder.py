@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nova import events as ev
+from nova.agent.calls import CallMeter, unmetered
 from nova.agent.context_runtime import (
     ContextSources,
     build_context_sources,
@@ -24,6 +25,7 @@ from nova.agent.context_runtime import (
 from nova.agent.loop import Agent
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.agent.pipeline import build_context_pipeline
+from nova.agent.sent_request import SentRequestLog
 from nova.agent.subagents import ChildAgent, ChildStart, TaskTool
 from nova.context.budget import budget_for
 from nova.context.economy import prices_for
@@ -109,6 +111,11 @@ def build_agent(
     session's messages. `child` builds a sub-agent (nova.agent.subagents) instead of a top-level agent."""
     bus = bus or ev.EventBus()
     session_id = session_id or new_id("ses")
+    # Every call this agent makes is charged here, with its purpose (nova.agent.calls): each component
+    # that calls the model gets its own metered view of the one provider. A sub-agent gets the adapter
+    # itself and meters its own calls into its own session; its parent is charged what it reports.
+    provider = unmetered(provider)
+    meter = CallMeter(provider, model=settings.model, session=session)
     budget = budget_for(settings)
     # TOK-3: one ledger (over one memoizing counter) for the loop, the compaction decision and the
     # compiler's manifest, so every surface shows the same figure.
@@ -168,7 +175,8 @@ def build_agent(
     # summary is checked for continuity against task state and the raw messages (CMP-10).
     pipeline = build_context_pipeline(
         budget=budget, config=settings.compaction, ledger=ledger, sources=sources, state=state,
-        summarizer=summarizer_for(settings.compaction.summarizer, provider=provider, model=settings.model,
+        summarizer=summarizer_for(settings.compaction.summarizer, provider=meter.provider_for("compaction"),
+                                  model=settings.model,
                                   counter=ledger.counter, cache=cache),
         tools=tools.specs(), cwd=options.cwd, session=link, read_file=_read_text_under(options.cwd, read_roots(options.cwd, session_dir)),
         prices=prices_for(settings.model), pinned_filter=provenance.scrub_pinned,
@@ -186,15 +194,19 @@ def build_agent(
     memory_config = parse_memory_config(settings.section("memory"), source=f"{settings.config_file} [memory]")
     # The offline demo model cannot condense or select memories: recall falls back to keywords.
     memory = memory_extension(home=settings.home, cwd=options.cwd, session_id=session_id,
-                              provider=None if settings.provider == "demo" else provider, model=settings.model,
-                              config=memory_config)
+                              extraction=None if settings.provider == "demo" else meter.provider_for("memory_extraction"),
+                              recall=None if settings.provider == "demo" else meter.provider_for("memory_recall"),
+                              model=settings.model, config=memory_config)
     if memory is not None and child is None:  # a sub-agent's work is reported to its parent, not remembered
         extensions.append(memory)
     if mcp is not None:
         extensions.append(mcp)
     extensions.append(provenance)
+    if session_dir is not None:  # `nova context` measures a session against the request its model saw
+        extensions.append(SentRequestLog(directory=session_dir, provider=settings.provider, window=budget.window,
+                                         threshold=budget.threshold, ledger=ledger))
     agent = Agent(
-        model=ModelBinding(provider=provider, name=settings.model, cache=cache),
+        model=ModelBinding(provider=meter.provider_for("turn"), name=settings.model, cache=cache),
         toolbox=Toolbox(tools=tools, policy=policy, cwd=options.cwd),
         budget=budget,
         ledger=ledger,

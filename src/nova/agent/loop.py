@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nova import events as ev
+from nova.agent.calls import CallMeter, MeteredProvider, call_cost
 from nova.agent.clock import SYSTEM_CLOCK, Clock
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.context.budget import ContextBudget
@@ -51,7 +52,6 @@ from nova.errors import ContextOverflow, NovaError, ProviderError, ToolError
 from nova.history.invariants import PairingChecker
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from nova.model import ModelRequest, ModelResponse, ResponseDone, TextDelta, Usage
-from nova.providers.pricing import cost_usd
 from nova.sessions.link import SessionLink
 from nova.sessions.recorder import SessionRecorder
 from nova.sessions.repair import repair_history
@@ -106,7 +106,13 @@ class Agent:
         """`ledger` is the session's one token ledger (TOK-3): the loop records each reply's usage in it,
         once, and the extensions that measure (the context controller, the compiler) are given the same
         one, so the compaction decision, the CLI footer, the API and the UI read one figure."""
-        self.provider = model.provider
+        # Every call goes through the session's meter (nova.agent.calls): the builder's, handed over as the
+        # turn's metered provider, or one made here for an agent built by hand.
+        if isinstance(model.provider, MeteredProvider):
+            self.meter = model.provider.meter
+        else:
+            self.meter = CallMeter(model.provider, model=model.name, session=session.recorder)
+        self.provider: MeteredProvider = self.meter.provider_for("turn")
         self.model = model.name
         self.cache = model.cache
         self.tools = toolbox.tools
@@ -332,16 +338,11 @@ class Agent:
                     raise _Cancelled from exc
                 continue
             state.usage = state.usage + response.usage
-            # Price by the model that answered when the table knows it (aliases resolve to dated
-            # ids), else by the configured one.
-            # Writes are priced at the TTL the request was sent with (the cache layer may change it).
-            call_cost = cost_usd(response.usage, response.model, cache_ttl=request.cache.ttl)
-            if call_cost is None:
-                call_cost = cost_usd(response.usage, self.model, cache_ttl=request.cache.ttl)
-            state.cost = None if call_cost is None or state.cost is None else state.cost + call_cost
-            if self.session:
-                self.session.add_cost(response.usage, call_cost)
-            self.extensions.on_call(CallRecord(request=request, response=response, cost_usd=call_cost))
+            # The meter charged the session when the call answered; the turn's own figure is priced the
+            # same way (the request's cache TTL, the answering model when the price table knows it).
+            price = call_cost(request, response, configured_model=self.model)
+            state.cost = None if price is None or state.cost is None else state.cost + price
+            self.extensions.on_call(CallRecord(request=request, response=response, cost_usd=price))
             state.sent = request.messages
             return response
 
@@ -451,8 +452,9 @@ class Agent:
             state.usage = state.usage + child_usage
             if state.cost is not None:
                 state.cost = None if child_cost is None else state.cost + float(child_cost)
-        if self.session:
-            self.session.add_cost(child_usage, None if child_cost is None else float(child_cost))
+        count = output.metadata.get("subagent_calls")
+        self.meter.charge("subagent", child_usage, None if child_cost is None else float(child_cost),
+                          calls=count if isinstance(count, int) and count >= 0 else 1)
 
     def _execute(self, call: ToolUsePart) -> tuple[ToolOutput, float]:
         """The call's output and how long the tool itself ran: the permission check (which may wait

@@ -188,9 +188,12 @@ class TaskTool:
         report = result.text.strip() or f"(the sub-agent ended without a report: {result.stop_reason})"
         failed = result.stop_reason not in ("end_turn", "stop", "max_tokens")
         header = f"[sub-agent {child.session_id} ({task.mode}): {result.steps} steps, stop: {result.stop_reason}]"
+        # Every call the sub-agent made (its compactions too, not only its turn's steps) is paid by this one.
+        spent = child.agent.meter.total()
         return ToolOutput(content=f"{header}\n{report}", is_error=failed, metadata={
-            "subagent_session": child.session_id, "subagent_mode": task.mode,
-            "subagent_usage": result.usage.to_dict(), "subagent_cost_usd": result.cost_usd,
+            "subagent_session": child.session_id, "subagent_mode": task.mode, "subagent_calls": spent.calls,
+            "subagent_usage": spent.usage.to_dict(),
+            "subagent_cost_usd": spent.cost_usd if spent.cost_known else None,
         })
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from nova.context.state import TaskState
 from nova.messages import Message, SummaryPart, TextPart
-from nova.model import Usage
+from nova.model import CallPurpose, Usage
 from nova.sessions.readers.base import PipelineRecord, RecordedCompaction
 from nova.sessions.schema import BoundaryRecord
 
@@ -135,7 +135,8 @@ class RecordedRun:
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         return None
 
-    def add_cost(self, usage: Usage, cost_usd: float | None) -> None:
+    def add_cost(self, usage: Usage, cost_usd: float | None, purpose: CallPurpose = "turn", *,
+                 calls: int = 1) -> None:
         return None
 
     def note_context_size(self, tokens: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from nova import events as ev
+from nova.agent.calls import calls_report
 from nova.agent.loop import Agent
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.present.figures import cache_hit_rate, session_cost
@@ -71,15 +72,17 @@ def context_report(agent: Agent, status: ev.ContextUpdate, *, compacting: bool, 
                    meta: SessionMeta) -> dict[str, Any]:
     """`status` is `agent.context_status()` (or, mid-turn, the last figure the agent emitted). With the
     context compiler attached, `segments` are the manifest's (they sum to `used`, counted the same way
-    as the bar, `nova context` and the TUI's `/context`). `meta` gives the session's model, cost and
-    cache hit rate, computed as `nova run` and the TUI footer compute them (`nova.present.figures`)."""
+    as the bar, `nova context` and the TUI's `/context`). `meta` gives the session's model, cost (null
+    unless every call was priced), its model calls by purpose and cache hit rate, computed as `nova run`
+    and the TUI footer compute them (`nova.present.figures`)."""
     manifest = _manifest(agent)
     rows = manifest["manifest"]["segments"] if manifest["manifest"] is not None else segments(agent)
     return {
         "session_id": agent.session_id,
         "provider": meta.provider,
         "model": meta.model,
-        "cost_usd": session_cost(meta.model, meta.cost_usd),
+        "cost_usd": session_cost(meta.model, meta.cost_usd, known=meta.cost_known),
+        "calls": calls_report(meta.calls),
         "cache_hit_rate": cache_hit_rate(meta.usage),
         "used": status.used,
         "limit": status.limit,

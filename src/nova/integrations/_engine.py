@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from nova import events as ev
+from nova.agent.calls import CallMeter
 from nova.context.budget import ContextBudget
 from nova.context.cache import CachePlan, CachePlanner
 from nova.context.compaction import CompactionOutcome
@@ -224,6 +225,11 @@ class ContextEngine:
             else SessionLink(bus=self.bus)
         if state is None:
             state = TaskStateStore(session) if session is not None else TaskStateStore(MemoryStateSource())
+        if isinstance(summarizer, ModelSummarizer) and session is not None:
+            # A summary asked of the framework's model is a call Nova makes: charged to the session as one.
+            metered = CallMeter(summarizer.provider, model=model, session=session).provider_for("compaction")
+            summarizer = ModelSummarizer(metered, model=summarizer.model, reuse_cache=summarizer.reuse_cache,
+                                         cache=summarizer.cache)
         self._pipeline = _assemble(budget=self.budget, ledger=ledger, link=link, config=config,
                                    summarizer=summarizer or ExtractiveSummarizer(ledger.counter), state=state,
                                    framework=framework, model=model)

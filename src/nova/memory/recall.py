@@ -499,6 +499,14 @@ class RecallPrefetch:
             log.debug("memory recall timed out after %.1fs; dropped", self.timeout)
         return self._result if self.state == "done" else None
 
+    def settle(self, seconds: float) -> bool:
+        """Wait at most `seconds`, and never past the timeout, for the recall to end (whatever its result);
+        whether it did."""
+        if self.state == "idle":
+            return True
+        remaining = self.timeout - (self._clock() - self._started_at)
+        return self._done.wait(max(0.0, min(seconds, remaining)))
+
     def wait(self, seconds: float) -> RecallResult | None:
         """Wait at most `seconds` (never past the timeout) — for callers that can afford a grace period."""
         remaining = self.timeout - (self._clock() - self._started_at)

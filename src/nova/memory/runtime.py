@@ -53,12 +53,15 @@ class MemoryRuntime(Extension):
     rules: tuple[str, ...] = ()
     """Project rule text: a recalled memory that contradicts it is suppressed."""
     retrieval_log: RetrievalLog | None = None
+    _recalling: RecallPrefetch | None = field(default=None, init=False, repr=False)
+    """The latest recall: closing waits for its model call too (its usage is charged to the session)."""
 
     def on_turn_start(self, *, user: Message) -> LatePoller:
         prefetch = RecallPrefetch.for_query(
             user.text, dirs=self.store.dirs, selector=self.selector, config=self.config, reviews=self.store.reviews,
             rules=self.rules, log_to=self.retrieval_log,
         ).start()
+        self._recalling = prefetch
         first = True
 
         def poll() -> Message | None:
@@ -84,9 +87,13 @@ class MemoryRuntime(Extension):
         self.extractor.on_turn_end(TurnEnd(session_id=self.session_id, messages=list(result.messages)))
 
     def wait_idle(self, timeout: float) -> None:
-        """Give a running extraction a bounded chance to finish (a headless run is about to exit)."""
+        """Give a running extraction, and a recall still choosing, a bounded chance to finish (a headless
+        run is about to exit, and the calls they make are counted when they answer). A recall is never
+        waited for past its own timeout: its result would be dropped anyway."""
         if self.extractor is not None:
             self.extractor.wait_idle(timeout)
+        if self._recalling is not None:
+            self._recalling.settle(timeout)
 
     def close(self) -> None:
         self.wait_idle(self.close_grace_s)
@@ -94,10 +101,12 @@ class MemoryRuntime(Extension):
             thread.join(self.close_grace_s)
 
 
-def memory_extension(*, home: Path, cwd: Path, session_id: str, provider: Provider | None, model: str,
-                     config: MemoryConfig, consolidate: bool = True) -> MemoryRuntime | None:
-    """Recall and extraction for an agent working in `cwd`; None when memory is disabled. With no model
-    (`provider` None) recall picks by keyword and nothing is extracted. `consolidate` starts the
+def memory_extension(*, home: Path, cwd: Path, session_id: str, extraction: Provider | None,
+                     recall: Provider | None, model: str, config: MemoryConfig,
+                     consolidate: bool = True) -> MemoryRuntime | None:
+    """Recall and extraction for an agent working in `cwd`; None when memory is disabled. `extraction`
+    and `recall` are the model each calls (the agent's, metered under each purpose); with no model for
+    recall it picks by keyword, with none for extraction nothing is extracted. `consolidate` starts the
     background consolidation of the memory store (MEM-6)."""
     if not config.enabled:
         return None
@@ -105,8 +114,8 @@ def memory_extension(*, home: Path, cwd: Path, session_id: str, provider: Provid
     runtime = MemoryRuntime(
         store=store,
         config=config,
-        extractor=MemoryExtractor(provider=provider, model=model, store=store, config=config) if provider else None,
-        selector=ModelSelector(provider=provider, model=model) if provider else None,
+        extractor=MemoryExtractor(provider=extraction, model=model, store=store, config=config) if extraction else None,
+        selector=ModelSelector(provider=recall, model=model) if recall else None,
         session_id=session_id,
         rules=_rule_text(cwd=cwd, home=home),
         retrieval_log=_retrieval_log(store),

@@ -43,7 +43,8 @@ class SessionOut(BaseModel):
     created_at: float
     updated_at: float
     message_count: int
-    cost_usd: float
+    cost_usd: float | None = Field(description="The session's cost; null when a call's price is unknown (never a "
+                                               "silent 0).")
     compacted_at: float | None = None
     running: bool = False
 
@@ -103,7 +104,11 @@ class ContextOut(BaseModel):
     session_id: str
     provider: str
     model: str
-    cost_usd: float | None = Field(description="The session's cost so far; null when the model's price is unknown.")
+    cost_usd: float | None = Field(description="The session's cost so far; null when a call's price is unknown.")
+    calls: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="The session's model calls by purpose (turn, compaction, memory_extraction, memory_recall, "
+                    "subagent): calls, tokens, usage, cost_usd (null when a call's price is unknown), unpriced_calls.")
     cache_hit_rate: float | None = Field(description="Share of the session's input read from the prompt cache; "
                                                      "null before the first model call.")
     used: int
@@ -138,7 +143,8 @@ class MemoryOut(BaseModel):
 def session_out(meta: SessionMeta, *, running: bool = False) -> SessionOut:
     return SessionOut(id=meta.id, title=meta.title, cwd=meta.cwd, provider=meta.provider, model=meta.model,
                       created_at=meta.created_at, updated_at=meta.updated_at, message_count=meta.message_count,
-                      cost_usd=meta.cost_usd, compacted_at=meta.compacted_at, running=running)
+                      cost_usd=meta.cost_usd if meta.cost_known else None, compacted_at=meta.compacted_at,
+                      running=running)
 
 
 def message_out(message: Message) -> MessageOut:

@@ -19,10 +19,11 @@ from typing import Any
 
 from nova.errors import FileRefused, StorageError
 from nova.fs.safe_read import loads, read_bytes
-from nova.model import Usage
+from nova.model import CALL_PURPOSES, CallCount, CallPurpose, Usage
 from nova.sessions.schema import json_text, printable
 
 __all__ = [
+    "CALLS_KEY",
     "META_VERSION",
     "MODEL_EVENT",
     "SessionMeta",
@@ -46,6 +47,8 @@ MODEL_EVENT = "model"
 """The transcript event a session records when it moves to another provider, model or endpoint
 (data: provider, model, base_url), so a meta.json rebuilt from the transcript still knows them."""
 ARTIFACT_DIRS = ("tool-results", "tool-output")
+CALLS_KEY = "calls"
+"""`extra[CALLS_KEY]`: the session's model calls by purpose (`CallCount.to_dict()` each)."""
 
 # Letters, digits, dot, dash, underscore; must start with a letter or digit. That excludes "/", "\\",
 # "..", leading dots and empty ids, so an id can never name a path outside the sessions directory.
@@ -130,6 +133,22 @@ class SessionMeta:
         """Tokens billed over the whole session: every call's input (cached included) plus its output.
         A running total, not the size of the context: see `last_context_tokens` for that."""
         return self.usage.context_tokens + self.usage.output_tokens
+
+    @property
+    def calls(self) -> dict[CallPurpose, CallCount]:
+        """The session's model calls by purpose, in `CALL_PURPOSES` order; empty for a session recorded
+        before calls were counted by purpose (its totals above still hold every call)."""
+        stored = self.extra.get(CALLS_KEY)
+        if not isinstance(stored, dict):
+            return {}
+        return {p: CallCount.from_dict(stored[p]) for p in CALL_PURPOSES if isinstance(stored.get(p), dict)}
+
+    def count_call(self, purpose: CallPurpose, usage: Usage, cost_usd: float | None, *, calls: int = 1) -> None:
+        """One call (or a sub-agent's calls) in the by-purpose tally. The stored mapping is replaced whole,
+        never changed in place: a flush on another thread serializes either the old one or the new one."""
+        counts = self.calls
+        counts[purpose] = counts.get(purpose, CallCount()).add(usage, cost_usd, calls=calls)
+        self.extra[CALLS_KEY] = {p: c.to_dict() for p, c in counts.items()}
 
     def add_usage(self, usage: Usage) -> None:
         self.usage = self.usage + usage

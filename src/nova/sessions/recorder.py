@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nova.messages import Message
-from nova.model import Usage
+from nova.model import CallPurpose, Usage
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.store import StoredTaskState
 
@@ -32,8 +32,11 @@ class SessionRecorder(Protocol):
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         """Append a named event (a permission denial, a cache break, a repair …)."""
 
-    def add_cost(self, usage: Usage, cost_usd: float | None) -> None:
-        """Charge one model call to the session's totals, exactly once (`cost_usd` None: price unknown)."""
+    def add_cost(self, usage: Usage, cost_usd: float | None, purpose: CallPurpose = "turn", *,
+                 calls: int = 1) -> None:
+        """Charge one model call (or `calls` calls reported together, a sub-agent's) to the session's
+        totals, exactly once (`cost_usd` None: price unknown), filed under what it was for
+        (`nova.model.CALL_PURPOSES`)."""
 
     def update_message_content(self, message_id: str, message: Message) -> None:
         """A message of the working history was rewritten in place (a snip or a spill)."""

@@ -31,7 +31,7 @@ from typing import Any
 from nova.errors import StorageError
 from nova.fs.private import FOLDER_MODE, create_private_file, private_dir
 from nova.messages import Message, new_id
-from nova.model import Usage
+from nova.model import CallPurpose, Usage
 from nova.sessions.db_transcript import open_transcript
 from nova.sessions.lock import SessionLock
 from nova.sessions.meta import (
@@ -386,10 +386,17 @@ class Session(RecordedSession):
             self._meta.title = title
             self._touch()
 
-    def add_cost(self, usage: Usage, cost_usd: float | None) -> None:
+    def add_cost(self, usage: Usage, cost_usd: float | None, purpose: CallPurpose = "turn", *,
+                 calls: int = 1) -> None:
         """`cost_usd` None: the call's price is unknown; the session's cost is then unknown too
-        (`SessionMeta.cost_known`), never a silent $0."""
-        self._meta.add_usage(usage)
+        (`SessionMeta.cost_known`), never a silent $0. `purpose` files the call in the session's
+        by-purpose tally (`SessionMeta.calls`); only a turn's call measures the conversation (a memory
+        extraction after the turn reads a short excerpt, not the context)."""
+        if purpose == "turn":
+            self._meta.add_usage(usage)
+        else:
+            self._meta.usage = self._meta.usage + usage
+        self._meta.count_call(purpose, usage, cost_usd, calls=calls)
         self._meta.extra["unpriced_calls"] = int(self._meta.extra.get("unpriced_calls") or 0) + (cost_usd is None)
         self._meta.cost_usd += float(cost_usd or 0.0)
         self._touch()

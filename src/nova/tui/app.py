@@ -150,7 +150,8 @@ class NovaTUI(App[None]):
         live = self.hub.live(self.session_id)
         meta = live.session.meta
         model = live.agent.model
-        return Figures.of(model=model, status=status, usage=meta.usage, cost=session_cost(model, meta.cost_usd))
+        return Figures.of(model=model, status=status, usage=meta.usage,
+                          cost=session_cost(model, meta.cost_usd, known=meta.cost_known), calls=meta.calls)
 
     def refresh_footer(self) -> None:
         try:

@@ -15,9 +15,9 @@ sum to it.
 # runs, and string annotations would be evaluated again each time.
 import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -27,12 +27,16 @@ from nova.cli.commands.errors import user_errors
 from nova.context.compiler import Compiled
 from nova.context.receipt import CompactionReceipt, receipt_line
 from nova.context.report import context_json, render_why
-from nova.errors import NovaError
+from nova.errors import NovaError, StorageError
 from nova.model import usage_of
 from nova.present.terminal import terminal_console
 from nova.present.text import terminal_safe
 
-__all__ = ["compile_session", "context_command", "session_receipts"]
+if TYPE_CHECKING:
+    from nova.agent.context_runtime import ContextSources
+    from nova.sessions.sent import SentRequest
+
+__all__ = ["MeasuredSession", "compile_session", "context_command", "measure_session", "session_receipts"]
 
 
 def session_receipts(session_id: str, *, home: Path | None = None) -> list[dict[str, Any]]:
@@ -52,11 +56,36 @@ def session_receipts(session_id: str, *, home: Path | None = None) -> list[dict[
 
 def compile_session(session_id: str | None, *, home: Path | None = None) -> tuple[str, Compiled]:
     """(session id, compiled view) of a recorded session ("last" or None: the most recent one)."""
+    measured = measure_session(session_id, home=home)
+    return measured.session_id, measured.compiled
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasuredSession:
+    session_id: str
+    compiled: Compiled
+    sent: "SentRequest | None"
+    """The last request the session's model was sent (`nova.sessions.sent`), when it was recorded."""
+    basis: str
+    """What the figure is measured against: "last request" (the recorded one), "recorded tools" (the
+    catalog the session recorded at its start) or "recomputed" (today's settings for its model)."""
+
+
+def measure_session(session_id: str | None, *, home: Path | None = None) -> MeasuredSession:
+    """A recorded session compiled as its model saw it: the provider and model, window, threshold, system
+    prompt and tools (MCP tools included) of the last request it was sent, over its history as the next
+    call would compile it. A session with no recorded request (older, or written by another machine's
+    worker) is measured with the tool catalog it recorded at its start, else recomputed from today's
+    settings for its own model."""
     from nova.agent.builder import SYSTEM_CONTRACT, agent_tools, protected_paths
     from nova.agent.context_runtime import ContextRuntime, build_context_sources
+    from nova.agent.pipeline import recorded_sources
     from nova.context.budget import budget_for
     from nova.context.state import TaskStateStore
     from nova.integrations._engine import FRAMEWORKS, compile_recorded
+    from nova.sessions.readers.nova import TOOLS_EVENT, tools_from_event
+    from nova.sessions.schema import EventRecord
+    from nova.sessions.sent import read_sent
     from nova.sessions.session import Session, list_sessions
     from nova.settings import PROVIDERS, load_settings
     from nova.tokens import TokenLedger, counter_for_model
@@ -73,10 +102,22 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
         meta = session.meta
         if meta.provider in FRAMEWORKS:
             # A run inside another framework: its instructions, tools and window are in the transcript.
-            return session_id, compile_recorded(session, config=settings.compaction)
-        # The session's own model decides the window and threshold, not today's default model.
-        settings = replace(settings, model=meta.model or settings.model,
-                           provider=meta.provider if meta.provider in PROVIDERS else settings.provider)
+            return MeasuredSession(session_id=session_id, sent=None, basis="recorded tools",
+                                   compiled=compile_recorded(session, config=settings.compaction))
+        try:
+            sent = read_sent(session.dir)
+        except StorageError as exc:
+            _warn(f"{exc}; measuring with today's settings instead")
+            sent = None
+        if sent is not None:
+            # The model really used: a resume may have moved the session to another provider (an imported
+            # session keeps naming the agent it came from), and that model's window is the one that counts.
+            settings = replace(settings, model=sent.model, context_window=sent.window,
+                               provider=sent.provider if sent.provider in PROVIDERS else settings.provider)
+        else:
+            # The session's own model decides the window and threshold, not today's default model.
+            settings = replace(settings, model=meta.model or settings.model,
+                               provider=meta.provider if meta.provider in PROVIDERS else settings.provider)
         history = session.load_history()
         cwd = Path(session.meta.cwd or ".")
         sources = build_context_sources(settings=settings, cwd=cwd, contract=SYSTEM_CONTRACT)
@@ -87,15 +128,40 @@ def compile_session(session_id: str | None, *, home: Path | None = None) -> tupl
                 ledger.record(message.id, usage)
         ledger.resume(history)  # what each call grew beyond the estimate, as the live session had learned it
         state = TaskStateStore(session)
-        runtime = ContextRuntime(cwd=cwd, sources=sources, state=state, ledger=ledger,
-                                 budget=budget_for(settings), observe_requests=False)
-        # The tools exactly as `build_agent` gives them (a sandboxed `bash` reads differently).
-        tools = agent_tools(settings, cwd, sources=sources, state=state,
-                            protected=protected_paths(settings, cwd, sources))
-        compiled = runtime.compile(history, system=sources.system, tools=tools.specs())
+        budget = budget_for(settings)
+        if sent is not None and sent.threshold != budget.threshold:
+            budget = replace(budget, threshold=sent.threshold)  # the line the live agent measured against
+
+        def runtime_for(head: "ContextSources") -> ContextRuntime:
+            return ContextRuntime(cwd=cwd, sources=head, state=state, ledger=ledger, budget=budget,
+                                  observe_requests=False)
+
+        basis = "last request"
+        if sent is not None:
+            tools = list(sent.tools)  # as sent: the MCP servers' tools included
+        else:
+            recorded = [r for r in session.transcript.iter_records()
+                        if isinstance(r, EventRecord) and r.name == TOOLS_EVENT]
+            if recorded:  # the catalog the session's calls were sent, recorded at its start
+                tools, basis = list(tools_from_event(recorded[-1].data)), "recorded tools"
+            else:
+                # The tools exactly as `build_agent` gives them (a sandboxed `bash` reads differently).
+                tools = agent_tools(settings, cwd, sources=sources, state=state,
+                                    protected=protected_paths(settings, cwd, sources)).specs()
+                basis = "recomputed"
+        compiled = runtime_for(sources).compile(history, system=sources.system, tools=tools)
+        if sent is not None and compiled.view.system != sent.system:
+            # The rules or instructions changed on disk since: the model saw the recorded system prompt.
+            again = runtime_for(recorded_sources(sent.system)).compile(history, system=sent.system, tools=tools)
+            if again.view.system == sent.system:
+                compiled = again
     finally:
         session.close()
-    return session_id, compiled
+    return MeasuredSession(session_id=session_id, compiled=compiled, sent=sent, basis=basis)
+
+
+def _warn(text: str) -> None:
+    terminal_console(stderr=True, highlight=False, soft_wrap=True).print(f"nova: warning: {text}", markup=False)
 
 
 def context_command(
@@ -105,7 +171,8 @@ def context_command(
 ) -> None:
     """What is in a session's context: every segment with its class, tokens, source and reason."""
     with user_errors(exit_code=1):
-        session_id, compiled = compile_session(session)
+        measured = measure_session(session)
+        session_id, compiled = measured.session_id, measured.compiled
         receipts = session_receipts(session_id)
     out = terminal_console(highlight=False, soft_wrap=True)
     if why is not None:
@@ -117,7 +184,7 @@ def context_command(
             out.print(render_why(compiled, why), markup=False)
         return
     if as_json:
-        data = {**context_json(compiled), "receipts": receipts}
+        data = {**context_json(compiled), "receipts": receipts, "measured": _measured_json(measured)}
         typer.echo(terminal_safe(json.dumps(data, ensure_ascii=False), json=True))
         return
     m = compiled.manifest
@@ -128,7 +195,32 @@ def context_command(
         share = s.tokens * 100.0 / m.used if m.used else 0.0
         table.add_row(escape(s.id), escape(s.cls), f"{s.tokens:,}", f"{share:.1f}%", escape(s.source), escape(s.reason))
     out.print(table)
+    out.print(_measured_line(measured), markup=False)
     for d in m.dropped:
         out.print(f"left out: {d.id} ({d.source}): {d.reason}", markup=False)
     for number, receipt in enumerate(receipts, 1):
         out.print(f"compaction {number}: {receipt_line(CompactionReceipt.from_json(receipt))}", markup=False)
+
+
+def _measured_json(measured: MeasuredSession) -> dict[str, Any]:
+    """What `used` is measured against (`--json`'s `measured`): the basis, and the recorded last request
+    when there is one (its provider, model, window and threshold, when it was sent, its size as Nova
+    measured it then and as the provider reported it)."""
+    sent = measured.sent
+    if sent is None:
+        return {"basis": measured.basis}
+    return {"basis": measured.basis, "provider": sent.provider, "model": sent.model, "window": sent.window,
+            "threshold": sent.threshold, "tools": len(sent.tools), "at": sent.at, "sent_tokens": sent.sent_tokens,
+            "reported_input_tokens": sent.reported_input_tokens}
+
+
+def _measured_line(measured: MeasuredSession) -> str:
+    sent = measured.sent
+    if sent is None:
+        why = ("the tool catalog the session recorded at its start" if measured.basis == "recorded tools"
+               else "today's settings for the session's model (no request was recorded)")
+        return f"measured with {why}"
+    reported = f", {sent.reported_input_tokens:,} tokens as the provider reported it" \
+        if sent.reported_input_tokens else ""
+    return (f"measured against the last request sent: {sent.provider}/{sent.model}, window {sent.window:,}, "
+            f"{len(sent.tools)} tools{reported}")

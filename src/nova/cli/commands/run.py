@@ -122,6 +122,7 @@ def run_task(
     settings: Settings, llm: Any, options: AgentOptions, prompt: str, *, quiet: bool = False,
     resume_id: str | None = None, strict: bool = False,
 ) -> dict[str, Any]:
+    from nova.agent.calls import calls_report
     from nova.cli.progress import TerminalProgress
     from nova.cli.render import Timeline
     from nova.present.figures import Figures, footer_line
@@ -173,8 +174,13 @@ def run_task(
                 discarded = _discard_if_unanswered(settings, session, interrupted=interrupted)
     if interrupted:
         _say_interrupted(session, discarded=discarded)
-    # The same figures the TUI footer shows (`nova.present.figures`), for this turn.
-    figures = Figures.of(model=agent.model, status=agent.context_status(), usage=result.usage, cost=result.cost_usd)
+    # The same figures the TUI footer shows (`nova.present.figures`), for every call of this run: the
+    # turn's steps and what ran beside them (a compaction summary, memory extraction and recall,
+    # sub-agents), counted once the agent finished its background work.
+    calls = agent.meter.tally()
+    spent = agent.meter.total()
+    figures = Figures.of(model=agent.model, status=agent.context_status(), usage=spent.usage,
+                         cost=spent.cost_usd if spent.cost_known else None, calls=calls)
     used, limit, hit_rate = figures.used, figures.limit, figures.cache_hit_rate
     if not quiet:
         console.print(footer_line(figures))
@@ -185,8 +191,9 @@ def run_task(
         "text": result.text,
         "stop_reason": result.stop_reason,
         "steps": result.steps,
-        "usage": result.usage.to_dict(),
-        "cost_usd": result.cost_usd,
+        "usage": spent.usage.to_dict(),
+        "cost_usd": figures.cost,
+        "calls": calls_report(calls),
         "context_used": used,
         "context_limit": limit,
         "cache_hit_rate": hit_rate,
@@ -268,7 +275,7 @@ def _slash_command(settings: Settings, options: AgentOptions, text: str, agent: 
     if not quiet:
         console.print(reply_text, markup=False)
     return {"session_id": session_id, "text": reply_text, "stop_reason": "end_turn" if ok else "error",
-            "steps": 0, "usage": {}, "cost_usd": 0.0, "context_used": 0, "context_limit": 0,
+            "steps": 0, "usage": {}, "cost_usd": 0.0, "calls": {}, "context_used": 0, "context_limit": 0,
             "cache_hit_rate": None, "duration_s": 0.0}
 
 

@@ -188,17 +188,30 @@ def _cache_break_line(data: Mapping[str, Any]) -> str:
             f"{int(data.get('missed_tokens') or 0):,} tokens not read from the cache, {cost_text}")
 
 
+def _calls(meta: SessionMeta) -> dict[str, object]:
+    """The session's model calls by purpose (`nova.model.CallCount.to_report` each)."""
+    return {purpose: count.to_report() for purpose, count in meta.calls.items()}
+
+
 @app.command("show", cls=NovaCommand)
 def show_command(
     session_id: Annotated[str, typer.Argument(help="Session id (see `nova sessions list`), or `last`.")],
     full: Annotated[bool, typer.Option("--full", help="Do not shorten long texts and tool outputs.")] = False,
     strict: StrictOpt = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the session's figures as one JSON object instead of the conversation: the keys of "
+        "`nova sessions list --json`, cwd, `calls` (the model calls by purpose: turn, compaction, memory_extraction, "
+        "memory_recall, subagent; each with calls, tokens, usage, cost_usd (null when a call's price is unknown) and "
+        "unpriced_calls) and `sub_agents` (id, title, messages, cost_usd).")] = False,
 ) -> None:
     """The conversation, with compaction boundaries marked and each message numbered as recorded (from 0,
-    the numbers a replay's `compact_before` takes). A damaged record is skipped with a warning naming its
-    byte offset (left in place in the log); --strict refuses instead."""
+    the numbers a replay's `compact_before` takes), after the session's figures and its model calls by
+    purpose. A damaged record is skipped with a warning naming its byte offset (left in place in the log);
+    --strict refuses instead."""
     from rich.markup import escape
     from rich.rule import Rule
+
+    from nova.present.figures import calls_line
 
     console = _out()
     with _errors():
@@ -207,16 +220,25 @@ def show_command(
         try:
             _warn(session.notices)
             meta = session.meta
+            children = session.store.list_children(meta.id)
+            if as_json:
+                subs = [{"id": c.id, "title": c.title, "messages": int(c.meta.get("message_count", 0) or 0),
+                         "cost_usd": c.meta.get("cost_usd")} for c in children]
+                data = {**_summary(meta), "cwd": meta.cwd, "calls": _calls(meta), "sub_agents": subs}
+                typer.echo(terminal_safe(json.dumps(data, ensure_ascii=False), json=True))
+                return
             total_cost = f"${meta.cost_usd:.4f}" if meta.cost_known else "cost unknown"
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
             console.print(
                 f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd or 'cwd unknown')}  "
                 f"{meta.message_count} messages  context {meta.last_context_tokens:,} tokens  "
-                f"{meta.total_tokens:,} tokens billed  {total_cost}[/]\n"
+                f"{meta.total_tokens:,} tokens billed  {total_cost}[/]"
             )
+            if meta.calls:  # every call behind the total, by what it was for
+                console.print(f"[dim]calls: {escape(calls_line(meta.calls))}[/]")
+            console.print()
             if meta.parent_id:
                 console.print(f"[dim]sub-agent of session {escape(meta.parent_id)}[/]\n")
-            children = session.store.list_children(meta.id)
             if children:
                 # Sub-agents (the `task` tool): each is its own session; its cost is in the total above.
                 console.print(f"[bold]sub-agents ({len(children)})[/]")

@@ -217,7 +217,7 @@ def test_the_meter_counts_only_answered_calls_and_never_meters_twice() -> None:
                                                cost_usd=cost_usd(Usage(input_tokens=10, output_tokens=2), PRICED) or 0)}
     with pytest.raises(ValueError, match="unknown call purpose"):
         meter.provider_for("gossip")  # type: ignore[arg-type]
-    assert calls_brief(meter.tally()) == "calls 1 turn"
+    assert calls_brief(meter.tally()) == "1 model call"
 
 
 @pytest.mark.parametrize("purpose", CALL_PURPOSES)
@@ -263,3 +263,11 @@ def test_a_summary_asked_of_a_frameworks_model_is_charged_as_compaction(tmp_path
     calls = read_meta(session.dir).calls
     assert calls["compaction"].calls == len(asked)
     assert calls["compaction"].usage == Usage(input_tokens=5_000 * len(asked), output_tokens=400 * len(asked))
+
+
+def test_the_footer_names_what_ran_beside_the_turn() -> None:
+    usage = Usage(input_tokens=10, output_tokens=2)
+    tally: dict[CallPurpose, CallCount] = {"turn": CallCount(calls=3, usage=usage, cost_usd=None),
+                                           "compaction": CallCount(calls=1, usage=usage, cost_usd=None)}
+    assert calls_brief(tally) == "4 model calls: 3 turn, 1 summary"
+    assert calls_brief({}) == ""

@@ -358,7 +358,7 @@ async def footer_figures(nova_home: Path, tmp_path: Path) -> None:
         assert footer.line == status_line(Figures(model="claude-sonnet-4-5", used=status.used, limit=status.limit,
                                                   window=status.window, cost=live.session.meta.cost_usd,
                                                   cache_hit_rate=0.75, calls=live.session.meta.calls))
-        assert footer.line.endswith(" · calls 2 turn")  # the demo model extracts no memories
+        assert footer.line.endswith(" · 2 model calls")  # the demo model extracts no memories
         assert f"context {status.used:,}/{status.limit:,} ({status.percent:.1f}%)" in footer.line
         assert f"cost ${expected_cost:.4f}" in footer.line and "cache hits 75%" in footer.line
         assert f"{status.used:,} / {status.limit:,} tokens" in str(app.query_one(ContextBar).render())

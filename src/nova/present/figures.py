@@ -76,10 +76,15 @@ def calls_line(calls: Mapping[CallPurpose, CallCount]) -> str:
 
 
 def calls_brief(calls: Mapping[CallPurpose, CallCount]) -> str:
-    """The calls by purpose in a few characters, for a footer: "calls 3 turn + 1 memory"."""
+    """The calls by purpose in a few characters, for a footer: "3 model calls" when every one was a turn's
+    step, "5 model calls: 3 turn, 1 summary, 1 memory" when something ran beside the turn."""
     if not calls:
         return ""
-    return "calls " + " + ".join(f"{c.calls} {PURPOSE_LABELS[p]}" for p, c in calls.items())
+    total = sum(c.calls for c in calls.values())
+    head = f"{total:,} model call{'s' if total != 1 else ''}"
+    if set(calls) == {"turn"}:
+        return head
+    return f"{head}: " + ", ".join(f"{c.calls:,} {PURPOSE_LABELS[p]}" for p, c in calls.items())
 
 
 def _hit_text(rate: float | None) -> str:

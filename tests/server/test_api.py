@@ -53,6 +53,27 @@ def test_every_route_but_health_answers_401_without_the_token(server: Server) ->
         assert client.get("/docs", params={"token": server.token}).status_code == 401
 
 
+def test_a_log_that_stops_inside_a_tool_call_reads_back_answered(server: Server) -> None:
+    # What a kill -9 during a tool call leaves: the call recorded, its result never. The API shows the
+    # "interrupted" answer the next resume records, not a call that seems to run for ever.
+    from nova.messages import Message, TextPart, ToolUsePart
+    from nova.sessions.repair import INTERRUPTED
+    from nova.sessions.session import Session
+
+    session = Session.create(server.settings.home, title="killed", cwd=str(server.project), provider="demo",
+                             model="nova-demo")
+    session.record_message(Message.user("run the tests"))
+    session.record_message(Message(role="assistant", parts=(
+        TextPart("running them"), ToolUsePart(id="call_1", name="bash", input={"command": "pytest"}))))
+    session.close()
+    with server.client() as client:
+        messages = client.get(f"/api/sessions/{session.id}").json()["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    (result,) = messages[-1]["parts"]
+    assert result["kind"] == "tool_result" and result["tool_use_id"] == "call_1" and result["is_error"]
+    assert result["content"] == INTERRUPTED
+
+
 def test_sessions_create_list_get_delete(server: Server) -> None:
     with server.client() as client:
         sid = new_session(client, "first")

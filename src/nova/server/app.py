@@ -65,6 +65,7 @@ from nova.server.schemas import (
 from nova.server.streams import OpenStreams
 from nova.server.text_check import TextCheck
 from nova.server.ui_stream import DONE, STREAM_HEADERS, UIStreamEncoder, sse
+from nova.sessions.repair import pending_interrupted_answers
 from nova.sessions.schema import BoundaryRecord, MessageRecord, Record, parse_record
 from nova.sessions.session import Session
 from nova.settings import Settings
@@ -212,12 +213,18 @@ def _routes(app: FastAPI, hub: SessionHub, workers: PostgresWorkers | None, sett
         hub.check(session_id)
         meta = hub.meta(session_id)
         # The raw log, read-only and from the start: what was said before a compaction is still there.
-        messages, compactions = [], 0
+        messages, compactions, last = [], 0, []
         for item in _records(hub, workers, settings, session_id):
             if isinstance(item, MessageRecord):
                 messages.append(message_out(item.message))
+                last = [item.message]
             elif isinstance(item, BoundaryRecord):
                 compactions += 1
+        if workers is None and not hub.is_running(session_id) and (
+                answers := pending_interrupted_answers(last)) is not None:
+            # A log that stops inside a tool call (the server was killed during it): show the answer the
+            # next resume records, never a call that seems to be still running.
+            messages.append(message_out(answers))
         # Taken before `running`: a call still waiting then belongs to a turn that is still running.
         pending = desk.pending(session_id)
         return SessionDetail(session=session_out(meta, running=hub.is_running(session_id)), messages=messages,

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 
 from nova.messages import Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart, harness_message
 
-__all__ = ["INTERRUPTED", "HistoryScan", "RepairReport", "interrupted_answers", "positions_after_repair",
-           "repair_history"]
+__all__ = ["INTERRUPTED", "HistoryScan", "RepairReport", "interrupted_answers", "pending_interrupted_answers",
+           "positions_after_repair", "repair_history"]
 
 INTERRUPTED = "interrupted: the session stopped before this tool call returned a result"
 RESUME_PLACEHOLDER = "[conversation resumed]"
@@ -116,6 +116,17 @@ def interrupted_answers(repaired: Sequence[Message], report: RepairReport) -> Me
             for p in last.parts):
         return None
     return last
+
+
+def pending_interrupted_answers(messages: Sequence[Message]) -> Message | None:
+    """What a resume will record for a log that stops right after a tool call (its process died while
+    the call ran): the same "interrupted" results, so a reader of a log nobody is writing can show them
+    before any resume has written them. None when the last message leaves no call unanswered."""
+    if not messages or messages[-1].role != "assistant" or not any(
+            isinstance(p, ToolUsePart) for p in messages[-1].parts):
+        return None
+    repaired, report = repair_history(messages[-1:])
+    return interrupted_answers(repaired, report)
 
 
 class HistoryScan:

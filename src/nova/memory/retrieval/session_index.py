@@ -358,7 +358,8 @@ class SessionIndex:
                 # written anew, a repair), whatever the sizes; reading 256 bytes per session is cheap.
                 if size >= offset and tail_mark(path, offset) == known[3]:
                     if size == offset:
-                        self._checked[sid] = (path, stamp, offset, known[3])
+                        if _settled(st):
+                            self._checked[sid] = (path, stamp, offset, known[3])
                         return
                     start, state, again = offset, json.loads(known[5]), False
             chunk = read_transcript_from(path, start)
@@ -393,7 +394,7 @@ class SessionIndex:
                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (sid, project, session.title, kind, end, mark, session.updated_at, json.dumps(reader.state())))
         done.added += len(facts)
-        if seen is not None and end == seen[1][0]:  # read up to what the stat saw: it stands for this watermark
+        if seen is not None and end == seen[1][0] and _settled(st):  # read up to what the stat saw
             self._checked[sid] = (seen[0], seen[1], end, mark)
 
     def _forget(self, db: sqlite3.Connection, session_id: str) -> None:
@@ -604,6 +605,16 @@ def _extend(cache: ProjectVectors, new: Sequence[tuple[int, str, bytes | None]],
         cache.missing.discard(row_id)
     if cache.matrix is None:
         cache.matrix = np.zeros((0, dim), dtype=np.float32)
+
+
+_SETTLED_NS = 2_000_000_000
+
+
+def _settled(st: os.stat_result) -> bool:
+    """Whether a file's stat can stand for its bytes: its last change is seconds old. A file's time
+    moves in clock ticks of several milliseconds, so a rewrite of the same size right after the change
+    the stat saw could keep the same time; such a file is checked by its bytes until it has settled."""
+    return time.time_ns() - st.st_mtime_ns > _SETTLED_NS
 
 
 def _marks(values: Sequence[object]) -> str:

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from nova.sessions.postgres import shared_pool, with_retry
 from nova.sessions.turn_lock import HeldTurn, Released
@@ -27,6 +27,7 @@ from nova.sessions.turn_lock import HeldTurn, Released
 __all__ = ["POLL_S", "EventLog", "TurnStream", "with_id"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 POLL_S = 0.1
 
@@ -44,9 +45,9 @@ _INSERT = "INSERT INTO nova_events (session_id, turn_id, data, last, created_at)
 _ROW = "(%s, %s, %s, %s, %s)"
 
 WRITERS = 8
+"""Threads writing turn streams for the whole worker; each turn has at most one write in flight."""
 MAX_ROWS = 1000
 """Rows one INSERT takes at most (5 parameters each, far under PostgreSQL's 65535)."""
-"""Threads writing turn streams for the whole worker; each turn has at most one write in flight."""
 
 
 class EventLog:
@@ -76,24 +77,26 @@ class EventLog:
         params = [v for data, last in batches for v in (session_id, turn_id, data.decode("utf-8"), last, now)]
         sql = _INSERT + ", ".join([_ROW] * len(batches)) + " RETURNING id"
 
-        import psycopg
-
         def insert() -> list[int]:
-            rows: Any = None
-            turn = self._held(session_id) if self._held is not None else None
-            if turn is not None:
-                try:
-                    rows = turn.run(lambda conn: conn.execute(sql, params).fetchall())
-                except (Released, psycopg.OperationalError):  # let go, or its connection broke: the pool
-                    turn = None
-            if turn is None:
-                with self._pool.connection() as conn:
-                    rows = conn.execute(sql, params).fetchall()
+            rows = self._on_turn_connection(session_id, lambda conn: conn.execute(sql, params).fetchall())
             # The ids come from the sequence row by row in VALUES order, so sorted they are that order
             # whatever order RETURNING lists them in.
             return sorted(int(r[0]) for r in rows)
 
         return with_retry(insert, what="publishing turn events")
+
+    def _on_turn_connection(self, session_id: str, fn: Callable[[Any], T]) -> T:
+        """`fn(connection)` over the session's held turn lock connection, else a pooled one."""
+        import psycopg
+
+        turn = self._held(session_id) if self._held is not None else None
+        if turn is not None:
+            try:
+                return turn.run(fn)
+            except (Released, psycopg.OperationalError):  # let go, or its connection broke: the pool
+                pass
+        with self._pool.connection() as conn:
+            return fn(conn)
 
     def close(self) -> None:
         self._writers.shutdown(wait=True, cancel_futures=False)
@@ -102,10 +105,9 @@ class EventLog:
         """Keep only the session's latest turn (the one a reconnecting client can still be reading);
         called as a new turn starts, so the table holds at most two turns per session."""
         def delete() -> None:
-            with self._pool.connection() as conn:
-                conn.execute(
-                    "DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
-                    " WHERE session_id = %s ORDER BY id DESC LIMIT 1)", (session_id, session_id))
+            self._on_turn_connection(session_id, lambda conn: conn.execute(
+                "DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
+                " WHERE session_id = %s ORDER BY id DESC LIMIT 1)", (session_id, session_id)))
 
         with_retry(delete, what="pruning turn events")
 
@@ -147,7 +149,7 @@ class TurnStream:
     queued so far into one INSERT, then delivers each batch with its row's id. While a write is in flight
     the turn's next batches gather, so a fast stream costs a few round trips a turn instead of one per
     batch (measured: ~41 a turn with the demo provider, most of a worker's database time), and a slow one
-    is written as it comes. A batch reaches the client only once it is stored, as before: what a client
+    is written as it comes. A batch reaches the client only once it is stored: what a client
     was sent, a follower on any worker can read. What a crash loses is only what no client was sent."""
 
     def __init__(self, log: EventLog, session_id: str, turn_id: str, deliver: Callable[[bytes], None],
@@ -167,7 +169,10 @@ class TurnStream:
             if self._writing:
                 return  # the write in flight takes it next
             self._writing = True
-        self._log.submit(self._drain)
+        try:
+            self._log.submit(self._drain)
+        except RuntimeError:  # the writers were shut down (the server is stopping): write it here
+            self._drain()
 
     def _drain(self) -> None:
         while True:

@@ -348,3 +348,55 @@ def test_a_home_without_the_files_searches_the_database_records(tmp_path: Path,
     assert not (reader / "sessions" / sid).exists()
     assert (first.hits[0].session_id, first.hits[0].turn) == (sid, 2)
     assert grown.index.added == 1 and (grown.hits[0].turn, grown.hits[0].kind) == (3, "request")
+
+
+def test_keyword_recall_ranks_by_bm25_and_follows_appends_and_removals(nova_home: Path, tmp_path: Path) -> None:
+    from nova.sessions.session import delete_session
+
+    project = project_dir(tmp_path, "app")
+    key = project_of(project)
+    record(nova_home, project, [Message.user(f"tidy the parser module, part {n}") for n in range(6)])
+    rare = record(nova_home, project, [Message.user("the pelican parser drops unicode")])
+    with searcher(nova_home) as s:
+        s.catch_up(key)
+        best = s.index.rows(s.index.keyword_candidates(key, ["pelican", "parser"], limit=3))
+        assert best[0].session_id == rare  # the rare word outweighs the common one
+        assert len(s.index.keyword_candidates(key, ["parser"])) == 7
+        assert s.index.keyword_candidates(key, ["parser"], kinds=["edit"]) == []
+        late = record(nova_home, project, [Message.user("teach the pelican parser about tabs")])
+        s.catch_up(key)
+        found = {r.session_id for r in s.index.rows(s.index.keyword_candidates(key, ["pelican"]))}
+        assert found == {rare, late}  # rows added since the last query are in its postings
+        delete_session(nova_home, rare)
+        s.catch_up(key)
+        found = {r.session_id for r in s.index.rows(s.index.keyword_candidates(key, ["pelican"]))}
+        assert found == {late}  # and a removed session's are not
+        assert len(s.index.keyword_candidates(key, ["parser"])) == 7
+
+
+def test_an_untouched_settled_log_is_not_read_again(nova_home: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import time
+
+    from nova.memory.retrieval import session_index
+
+    project = project_dir(tmp_path, "app")
+    key = project_of(project)
+    sid = record(nova_home, project, [Message.user("calibrate the otter sensor")])
+    log = nova_home / "sessions" / sid / TRANSCRIPT_NAME
+    old = time.time() - 60
+    os.utime(log, (old, old))  # its last change is a minute old
+    reads: list[int] = []
+    real = session_index.tail_mark
+    monkeypatch.setattr(session_index, "tail_mark", lambda path, end: reads.append(end) or real(path, end))
+    with searcher(nova_home) as s:
+        s.search("otter", project=key)
+        s.search("otter", project=key)  # checked once by its bytes, then by its stat alone
+        checked = len(reads)
+        s.search("otter", project=key)
+        assert len(reads) == checked
+        with Session.open(nova_home, sid) as session:
+            session.record_message(Message.user("recalibrate the otter sensor weekly"))
+        grown = s.search("weekly otter", project=key)
+    assert grown.index.added == 1 and grown.hits[0].text == "recalibrate the otter sensor weekly"

@@ -59,6 +59,8 @@ def test_records_are_rows_and_another_home_resumes_from_them(pg_url: str, tmp_pa
     rows = session.store.read_records(session.id)  # type: ignore[attr-defined]
     lines = (first_home / "sessions" / session.id / "transcript.jsonl").read_text().splitlines()
     assert rows == lines and len(rows) == 2
+    # Each record's message went to the working messages in the same transaction.
+    assert [m.message.id for m in session.store.get_messages(session.id)] == ["m1", "m2"]
 
     store = open_store(second_home)
     assert materialize(second_home, session.id, store)
@@ -95,3 +97,21 @@ def test_a_copy_catches_up_by_appending_and_a_diverged_one_is_rewritten(pg_url: 
     copy.write_text('{"not": "the same"}\n')
     assert materialize(other, session.id, store)
     assert copy.read_text().splitlines() == store.read_records(session.id)
+
+
+def test_a_record_and_its_message_are_one_idempotent_write(pg_url: str, tmp_path: Path) -> None:
+    from nova.sessions.postgres import PostgresSessionStore
+    from nova.sessions.schema import encode, message_record
+    from nova.sessions.store import SessionRecord
+
+    store = PostgresSessionStore(pg_url)
+    store.save_session(SessionRecord(id="s1", created_at=1.0, updated_at=1.0))
+    store.append_messages("s1", [user("before", "m0")])
+    message = user("hi", "m1")
+    line = encode(message_record(message)).decode().rstrip("\n")
+    first = store.append_record("s1", line, rid="r1", messages=[message])
+    again = store.append_record("s1", line, rid="r1", messages=[message])  # a retry after a lost reply
+    assert first == again
+    assert store.read_records("s1") == [line]
+    stored = store.get_messages("s1")
+    assert [(m.message.id, m.seq) for m in stored] == [("m0", 1), ("m1", 2)]  # numbered after the rows before

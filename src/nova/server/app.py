@@ -139,19 +139,17 @@ def _make_hub(settings: Settings, **kwargs: Any) -> tuple[SessionHub, PostgresWo
 
 
 def _shared_stream(workers: PostgresWorkers | None, session_id: str, turn_id: str,
-                   deliver: Callable[[bytes], None]) -> Callable[[bytes, bool], None]:
+                   deliver: Callable[[bytes], None], end: Callable[[], None]) -> Callable[[bytes, bool], None]:
     """How a batch of a turn's events reaches its client: straight, or (several workers) stored first so
-    clients on any worker can follow it, and sent with its id."""
+    clients on any worker can follow it, and sent with its id; `end` runs once the last batch was sent."""
     if workers is None:
-        return lambda data, last: deliver(data)
-    from nova.server.event_log import with_id
+        def direct(data: bytes, last: bool) -> None:
+            deliver(data)
+            if last:
+                end()
 
-    event_log = workers.event_log
-
-    def publish(data: bytes, last: bool) -> None:
-        deliver(with_id(data, event_log.publish(session_id, turn_id, data, last=last)))
-
-    return publish
+        return direct
+    return workers.event_log.stream(session_id, turn_id, deliver, end).publish
 
 
 def _records(hub: SessionHub, workers: PostgresWorkers | None, settings: Settings, session_id: str) -> list[Record]:
@@ -249,7 +247,7 @@ def _routes(app: FastAPI, hub: SessionHub, workers: PostgresWorkers | None, sett
             raise HTTPException(422, "the message has no text")
         channel: ChunkChannel[bytes] = ChunkChannel(asyncio.get_running_loop())
         encoder = UIStreamEncoder(new_id("msg"))
-        deliver = _shared_stream(workers, session_id, encoder.message_id, channel.put)
+        deliver = _shared_stream(workers, session_id, encoder.message_id, channel.put, channel.close)
         unsent = [b"".join(sse(c) for c in encoder.start())]
 
         def put(data: bytes, last: bool) -> None:
@@ -259,8 +257,7 @@ def _routes(app: FastAPI, hub: SessionHub, workers: PostgresWorkers | None, sett
         def sink(event: ev.Event | None) -> None:
             # Runs on the turn's worker thread; the encoder is touched only here once the turn starts.
             if event is None:
-                put(b"".join(sse(c) for c in encoder.finish("error")) + DONE, True)
-                channel.close()
+                put(b"".join(sse(c) for c in encoder.finish("error")) + DONE, True)  # ends the channel
                 return
             chunks = encoder.encode(event)
             if chunks:

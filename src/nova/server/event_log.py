@@ -1,6 +1,9 @@
 """A turn's stream, shared by every worker: each batch of server-sent events a worker sends its client is
 first a row of `nova_events`, and its SSE id is that row's id.
 
+A turn's batches are written by `TurnStream`, off the turn's thread, several to an INSERT when they come
+faster than one round trip.
+
 A polled table, not LISTEN/NOTIFY: a client that reconnects (to any worker, after any worker died)
 resumes from the last id it saw, which needs the events to be kept; a notification is gone if nobody was
 listening at that moment and carries at most 8000 bytes. A follower polls every `POLL_S` on the
@@ -11,14 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from nova.sessions.postgres import shared_pool, with_retry
 from nova.sessions.turn_lock import HeldTurn, Released
 
-__all__ = ["POLL_S", "EventLog", "with_id"]
+__all__ = ["POLL_S", "EventLog", "TurnStream", "with_id"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 POLL_S = 0.1
 
@@ -32,48 +41,73 @@ def with_id(data: bytes, event_id: int) -> bytes:
     return head + b"id: " + str(event_id).encode() + b"\n" + last + b"\n\n"
 
 
-_INSERT = ("INSERT INTO nova_events (session_id, turn_id, data, last, created_at) VALUES (%s, %s, %s, %s, %s)"
-           " RETURNING id")
+_INSERT = "INSERT INTO nova_events (session_id, turn_id, data, last, created_at) VALUES "
+_ROW = "(%s, %s, %s, %s, %s)"
+
+WRITERS = 8
+"""Threads writing turn streams for the whole worker; each turn has at most one write in flight."""
+MAX_ROWS = 1000
+"""Rows one INSERT takes at most (5 parameters each, far under PostgreSQL's 65535)."""
 
 
 class EventLog:
-    """`held(session_id)` is the session's turn lock when this worker holds it: a turn publishes dozens
-    of batches, and sending them over the lock's idle connection spares each a wait for the shared pool
-    (measured: most of a busy worker's turn time). Without it, or once the lock is let go, the pool."""
+    """`held(session_id)` is the session's turn lock when this worker holds it: a turn's stream goes over
+    the lock's idle connection, which spares each write a wait for the shared pool (measured: most of a
+    busy worker's turn time). Without it, or once the lock is let go, the pool."""
 
     def __init__(self, url: str, held: Callable[[str], HeldTurn | None] | None = None) -> None:
         self._pool = shared_pool(url)
         self._held = held
+        self._writers = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="nova-events")
 
-    def publish(self, session_id: str, turn_id: str, data: bytes, *, last: bool = False) -> int:
-        params = (session_id, turn_id, data.decode("utf-8"), last, time.time())
+    def stream(self, session_id: str, turn_id: str, deliver: Callable[[bytes], None],
+               end: Callable[[], None]) -> TurnStream:
+        """The publisher of one turn's stream: each batch is stored, then handed to `deliver` with its id;
+        `end` runs after the last batch was delivered."""
+        return TurnStream(self, session_id, turn_id, deliver, end)
 
+    def submit(self, job: Callable[[], None]) -> None:
+        self._writers.submit(job)
+
+    def publish(self, session_id: str, turn_id: str, batches: Sequence[tuple[bytes, bool]]) -> list[int]:
+        """Store `batches` (data, last) of a turn as rows in one statement; returns their ids in order."""
+        if not batches:
+            return []
+        now = time.time()
+        params = [v for data, last in batches for v in (session_id, turn_id, data.decode("utf-8"), last, now)]
+        sql = _INSERT + ", ".join([_ROW] * len(batches)) + " RETURNING id"
+
+        def insert() -> list[int]:
+            rows = self._on_turn_connection(session_id, lambda conn: conn.execute(sql, params).fetchall())
+            # The ids come from the sequence row by row in VALUES order, so sorted they are that order
+            # whatever order RETURNING lists them in.
+            return sorted(int(r[0]) for r in rows)
+
+        return with_retry(insert, what="publishing turn events")
+
+    def _on_turn_connection(self, session_id: str, fn: Callable[[Any], T]) -> T:
+        """`fn(connection)` over the session's held turn lock connection, else a pooled one."""
         import psycopg
 
-        def insert() -> int:
-            row: Any = None
-            turn = self._held(session_id) if self._held is not None else None
-            if turn is not None:
-                try:
-                    row = turn.fetchone(_INSERT, params)
-                except (Released, psycopg.OperationalError):  # let go, or its connection broke: the pool
-                    turn = None
-            if turn is None:
-                with self._pool.connection() as conn:
-                    row = conn.execute(_INSERT, params).fetchone()
-            assert row is not None
-            return int(row[0])
+        turn = self._held(session_id) if self._held is not None else None
+        if turn is not None:
+            try:
+                return turn.run(fn)
+            except (Released, psycopg.OperationalError):  # let go, or its connection broke: the pool
+                pass
+        with self._pool.connection() as conn:
+            return fn(conn)
 
-        return with_retry(insert, what="publishing a turn event")
+    def close(self) -> None:
+        self._writers.shutdown(wait=True, cancel_futures=False)
 
     def prune(self, session_id: str) -> None:
         """Keep only the session's latest turn (the one a reconnecting client can still be reading);
         called as a new turn starts, so the table holds at most two turns per session."""
         def delete() -> None:
-            with self._pool.connection() as conn:
-                conn.execute(
-                    "DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
-                    " WHERE session_id = %s ORDER BY id DESC LIMIT 1)", (session_id, session_id))
+            self._on_turn_connection(session_id, lambda conn: conn.execute(
+                "DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
+                " WHERE session_id = %s ORDER BY id DESC LIMIT 1)", (session_id, session_id)))
 
         with_retry(delete, what="pruning turn events")
 
@@ -107,3 +141,55 @@ class EventLog:
             elif time.monotonic() - quiet_since > idle_timeout_s or after is None:
                 return
             await asyncio.sleep(POLL_S)
+
+
+class TurnStream:
+    """One turn's stream on its way to the client through the event log, without making the turn wait for
+    the database: `publish` queues a batch and returns; one write at a time per turn takes everything
+    queued so far into one INSERT, then delivers each batch with its row's id. While a write is in flight
+    the turn's next batches gather, so a fast stream costs a few round trips a turn instead of one per
+    batch (measured: ~41 a turn with the demo provider, most of a worker's database time), and a slow one
+    is written as it comes. A batch reaches the client only once it is stored: what a client
+    was sent, a follower on any worker can read. What a crash loses is only what no client was sent."""
+
+    def __init__(self, log: EventLog, session_id: str, turn_id: str, deliver: Callable[[bytes], None],
+                 end: Callable[[], None]) -> None:
+        self._log = log
+        self._session_id = session_id
+        self._turn_id = turn_id
+        self._deliver = deliver
+        self._end = end
+        self._lock = threading.Lock()
+        self._queued: list[tuple[bytes, bool]] = []
+        self._writing = False
+
+    def publish(self, data: bytes, last: bool = False) -> None:
+        with self._lock:
+            self._queued.append((data, last))
+            if self._writing:
+                return  # the write in flight takes it next
+            self._writing = True
+        try:
+            self._log.submit(self._drain)
+        except RuntimeError:  # the writers were shut down (the server is stopping): write it here
+            self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                batch, self._queued = self._queued[:MAX_ROWS], self._queued[MAX_ROWS:]
+                if not batch:
+                    self._writing = False
+                    return
+            try:
+                ids: list[int | None] = list(self._log.publish(self._session_id, self._turn_id, batch))
+            except Exception as exc:
+                # The database stayed away for the retry window: the turn's own client still gets its
+                # stream (without ids, so it cannot resume it elsewhere); followers miss these batches.
+                log.warning("turn %s of session %s: %s; its stream goes to its client unstored", self._turn_id,
+                            self._session_id, exc)
+                ids = [None] * len(batch)
+            for (data, last), event_id in zip(batch, ids, strict=True):
+                self._deliver(data if event_id is None else with_id(data, event_id))
+                if last:
+                    self._end()

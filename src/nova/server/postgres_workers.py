@@ -102,4 +102,5 @@ class PostgresWorkers(SharedWorkers):
     def close(self) -> None:
         if self._cancels is not None:
             self._cancels.close()
+        self.event_log.close()  # the streams' last writes, before their lock connections go
         self.turn_locks.close()

@@ -13,15 +13,16 @@ stored before.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nova.errors import StorageError
 from nova.fs.private import FOLDER_MODE, create_private_file, private_dir
+from nova.messages import Message
 from nova.model import Usage
 from nova.sessions.meta import ARTIFACT_DIRS, SessionMeta, session_dir, write_meta
-from nova.sessions.schema import encode
+from nova.sessions.schema import encode, message_record
 from nova.sessions.store import RecordStore, SessionRecord, SessionStore
 from nova.sessions.transcript import TRANSCRIPT_NAME, Transcript
 
@@ -34,9 +35,18 @@ class DatabaseTranscript(Transcript):
         self._records = store
         self._session_id = session_id
 
+    stores_messages = True
+
     def append(self, record: Mapping[str, Any]) -> None:
+        self._append(record, ())
+
+    def append_message(self, message: Message, usage: Usage | None = None) -> None:
+        """The record's row and the message's row of the store, in one transaction."""
+        self._append(message_record(message, usage), (message,))
+
+    def _append(self, record: Mapping[str, Any], messages: Sequence[Message]) -> None:
         line = encode(record)
-        self._records.append_record(self._session_id, line.decode("utf-8").rstrip("\n"))
+        self._records.append_record(self._session_id, line.decode("utf-8").rstrip("\n"), messages=messages)
         super().append(record)
 
 

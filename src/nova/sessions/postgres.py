@@ -368,19 +368,8 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
             return
 
         def append(conn: Connection[Any]) -> None:
-            # The lock serialises appends to one session (two would read the same MAX(seq)); it is
-            # released at commit. Each insert numbers its row after the rows before it, read by the
-            # statement itself (read committed: after the lock was granted), so the transaction goes in one
-            # round trip, pipelined, instead of waiting for MAX(seq) first.
             with conn.transaction(), conn.pipeline():
-                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ("messages:" + session_id,))
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO nova_messages (session_id, id, seq, role, content, created_at)"
-                        " SELECT %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::json, %s FROM nova_messages"
-                        " WHERE session_id = %s ON CONFLICT (session_id, id) DO NOTHING",
-                        [(session_id, m.id, m.role, _dump(m), m.created_at, session_id) for m in messages],
-                    )
+                _insert_messages(conn, session_id, messages)
 
         self._run_for(session_id, "appending messages", append)
 
@@ -453,16 +442,22 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
         return expected_version + 1
 
     # -- transcript records (append-only; see `nova.sessions.db_transcript`) -------------------------
-    def append_record(self, session_id: str, record_json: str, *, rid: str | None = None) -> int:
+    def append_record(self, session_id: str, record_json: str, *, rid: str | None = None,
+                      messages: Sequence[Message] = ()) -> int:
         """Store one transcript record (its JSON text, as the JSONL line holds it); returns its sequence
-        number. `rid` makes a retried append a no-op."""
+        number. `rid` makes a retried append a no-op. `messages` (the record's message) are appended to
+        the working messages in the same transaction, in the same round trip."""
         key = rid or uuid.uuid4().hex
+        params = (session_id, key, record_json, time.time())
 
         def append(conn: Connection[Any]) -> int:
-            row = conn.execute(
-                "INSERT INTO nova_records (session_id, rid, record, written_at) VALUES (%s, %s, %s::json, %s)"
-                " ON CONFLICT (rid) DO NOTHING RETURNING seq", (session_id, key, record_json, time.time()),
-            ).fetchone()
+            if not messages:
+                row = conn.execute(_INSERT_RECORD, params).fetchone()
+            else:
+                with conn.transaction(), conn.pipeline():
+                    cur = conn.execute(_INSERT_RECORD, params)
+                    _insert_messages(conn, session_id, messages)
+                row = cur.fetchone()
             if row is None:  # a retry of an append that had committed
                 row = conn.execute("SELECT seq FROM nova_records WHERE rid = %s", (key,)).fetchone()
             assert row is not None
@@ -485,6 +480,27 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
 
     def close(self) -> None:
         """Nothing to release: the pool is the process's, shared with its other stores."""
+
+
+_INSERT_RECORD = ("INSERT INTO nova_records (session_id, rid, record, written_at) VALUES (%s, %s, %s::json, %s)"
+                  " ON CONFLICT (rid) DO NOTHING RETURNING seq")
+
+
+def _insert_messages(conn: Connection[Any], session_id: str, messages: Sequence[Message]) -> None:
+    """The statements appending `messages` to the session's working messages, for a transaction the
+    caller opened (in a pipeline: they go in its one round trip).
+
+    The lock serialises appends to one session (two would read the same MAX(seq)); it is released at
+    commit. Each insert numbers its row after the rows before it, read by the statement itself (read
+    committed: after the lock was granted), so nothing waits for MAX(seq) first."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", ("messages:" + session_id,))
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO nova_messages (session_id, id, seq, role, content, created_at)"
+            " SELECT %s, %s, COALESCE(MAX(seq), 0) + 1, %s, %s::json, %s FROM nova_messages"
+            " WHERE session_id = %s ON CONFLICT (session_id, id) DO NOTHING",
+            [(session_id, m.id, m.role, _dump(m), m.created_at, session_id) for m in messages],
+        )
 
 
 def _dump(message: Message) -> str:

@@ -337,7 +337,8 @@ class Session(RecordedSession):
         self._tail = None
         message = strip_thinking(message)
         self.transcript.append_message(message, usage)
-        self.store.append_messages(self.id, [message])
+        if not self.transcript.stores_messages:
+            self.store.append_messages(self.id, [message])
         self._meta.message_count += 1
         self._touch()
 

@@ -170,9 +170,12 @@ class RecordStore(Protocol):
     """A store that also keeps the transcript's records, one row each, the record of a session that
     several workers share (`nova.sessions.db_transcript`)."""
 
-    def append_record(self, session_id: str, record_json: str, *, rid: str | None = None) -> int:
+    def append_record(self, session_id: str, record_json: str, *, rid: str | None = None,
+                      messages: Sequence[Message] = ()) -> int:
         """Store one record (its JSON text as the JSONL line holds it); returns its sequence number.
-        `rid` makes a retried append a no-op."""
+        `rid` makes a retried append a no-op. `messages` (the record's own message) are appended to the
+        session's messages too, as `SessionStore.append_messages` does, in the same transaction: a
+        recorded message costs one round trip, not two."""
         ...
 
     def read_records(self, session_id: str, *, skip: int = 0) -> list[str]:

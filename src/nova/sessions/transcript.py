@@ -110,6 +110,10 @@ class TailRead:
 class Transcript:
     """Appends to and reads one `transcript.jsonl`. Not thread-safe: one writer per session."""
 
+    stores_messages = False
+    """Whether `append_message` also appends the message to the session store (a transcript whose records
+    are that store's rows writes both at once); else the session does."""
+
     def __init__(self, path: Path, *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.path = path
         self.max_line_bytes = max_line_bytes

@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import secrets
 import sqlite3
 import threading
 import time
+from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,7 +55,7 @@ from nova.sessions.schema import MessageRecord, parse_record
 from nova.sessions.store import RecordStore, SessionRecord, SessionStore
 from nova.sessions.transcript import TRANSCRIPT_NAME
 
-__all__ = ["INDEX_NAME", "CatchUp", "IndexedRow", "ProjectVectors", "SessionIndex", "project_of", "project_of_session",
+__all__ = ["INDEX_NAME", "CatchUp", "IndexedRow", "ProjectTerms", "ProjectVectors", "SessionIndex", "project_of", "project_of_session",
            "record_of"]
 
 INDEX_NAME = "session-index.db"
@@ -179,11 +182,32 @@ class ProjectVectors:
     matrix: Any = None
 
 
+@dataclass(slots=True)
+class ProjectTerms:
+    """One project's ranking terms in memory, as postings, extended as rows arrive like `ProjectVectors`:
+    `postings[term]` is the rows (positions in `ids`) holding the term and how often, `lengths` each row's
+    number of terms. Arrays of machine ints, so a query reads them into numpy without copying."""
+
+    generation: int = -1
+    deletions: int = -1
+    last_id: int = 0
+    ids: list[int] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    lengths: array[int] = field(default_factory=lambda: array("i"))
+    total: int = 0
+    """Terms over every row (for the mean row length)."""
+    postings: dict[str, tuple[array[int], array[int]]] = field(default_factory=dict)
+
+
 _CACHES: dict[tuple[str, int], dict[str, ProjectVectors]] = {}
 """Vectors in memory by (index file, epoch) and project, shared by every `SessionIndex` of this process
 over that file: a tool that opens the index for each call does not read every vector again each time.
 The epoch, drawn when the file is built, keeps a rebuilt file from matching a stale cache."""
+_TERM_CACHES: dict[tuple[str, int], dict[str, ProjectTerms]] = {}
+"""The same for the projects' terms (what keyword recall ranks)."""
 _CACHES_LOCK = threading.Lock()
+_K1, _B = 1.2, 0.75
+"""BM25's parameters, SQLite FTS5's defaults (the keyword recall ranked with FTS5 before)."""
 
 
 class SessionIndex:
@@ -205,7 +229,12 @@ class SessionIndex:
             raise StorageError(f"cannot open the session index {path}: {exc} (it is a cache: delete it and "
                                "the next search builds it again)") from None
         with _CACHES_LOCK:
-            self._vectors = _CACHES.setdefault((str(path.resolve()), int(epoch)), {})
+            key = (str(path.resolve()), int(epoch))
+            self._vectors = _CACHES.setdefault(key, {})
+            self._terms = _TERM_CACHES.setdefault(key, {})
+        self._checked: dict[str, tuple[Path, tuple[int, int, int], int, str]] = {}
+        """Per session: its log, the (size, mtime, inode) it had when its watermark (offset, mark) was last
+        found to hold, so a catch-up skips re-reading the bytes under an untouched watermark."""
 
     @classmethod
     def for_home(cls, home: Path, *, encoder: Encoder | None = None) -> SessionIndex:
@@ -301,6 +330,7 @@ class SessionIndex:
         sid = session.id
         start, state, again = 0, None, known is not None
         moved = known is not None and known[6] != project  # indexed under another project: read it again
+        seen: tuple[Path, tuple[int, int, int]] | None = None  # the log and its (size, mtime, inode) as found
         if store is not None:
             kind = "rows"
             if known is not None and known[1] == "rows" and not moved:
@@ -312,17 +342,24 @@ class SessionIndex:
             end, mark = start + len(lines), ""
         else:
             kind = "file"
-            path = session_dir(home, sid) / TRANSCRIPT_NAME
+            checked = self._checked.get(sid)
+            path = checked[0] if checked is not None else session_dir(home, sid) / TRANSCRIPT_NAME
             try:
-                size = path.stat().st_size
+                st = os.stat(path)
             except OSError:
                 return  # listed in the store, no log here (yet): nothing to read
+            size, stamp = st.st_size, (st.st_size, st.st_mtime_ns, st.st_ino)
+            seen = (path, stamp)
             if known is not None and known[1] == "file" and not moved:
                 offset = int(known[2])
+                if checked is not None and checked[1:] == (stamp, offset, known[3]):
+                    return  # the same file, untouched since its watermark was last found to hold
                 # The digest of the bytes before the watermark tells an append from a rewrite (a copy
                 # written anew, a repair), whatever the sizes; reading 256 bytes per session is cheap.
                 if size >= offset and tail_mark(path, offset) == known[3]:
                     if size == offset:
+                        if _settled(st):
+                            self._checked[sid] = (path, stamp, offset, known[3])
                         return
                     start, state, again = offset, json.loads(known[5]), False
             chunk = read_transcript_from(path, start)
@@ -357,6 +394,8 @@ class SessionIndex:
                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (sid, project, session.title, kind, end, mark, session.updated_at, json.dumps(reader.state())))
         done.added += len(facts)
+        if seen is not None and end == seen[1][0] and _settled(st):  # read up to what the stat saw
+            self._checked[sid] = (seen[0], seen[1], end, mark)
 
     def _forget(self, db: sqlite3.Connection, session_id: str) -> None:
         rows = db.execute("SELECT id, terms, scope, kind FROM entries WHERE session_id = ?", (session_id,)).fetchall()
@@ -425,22 +464,84 @@ class SessionIndex:
 
     def keyword_candidates(self, project: str, words: Iterable[str], *, kinds: Iterable[str] = (),
                            limit: int = 100) -> list[int]:
-        """Ids of the project's rows sharing a word with the query, best first by SQLite's BM25 over the
-        FTS index (the candidates the pipeline then ranks)."""
+        """Ids of the project's rows sharing a word with the query, best first by BM25 over the project's
+        rows (the candidates the pipeline then ranks; ties by id). Scored in memory with numpy from the
+        project's postings (`terms`), which follow the index like its vectors: a query costs what its
+        terms' postings cost, where the FTS index scored every matching row through SQLite (most of a
+        search's time when common words match most of a project). Without numpy, the FTS index."""
         terms = sorted({w for w in words if w})
         if not terms or not project:
             return []
-        match = f'scope : "{_scope(project)}" AND terms : (' + " OR ".join(f'"{t}"' for t in terms) + ")"
         wanted = sorted(set(kinds))
+        try:
+            import numpy as np
+        except ImportError:
+            return self._fts_candidates(project, terms, wanted, limit)
+        with self._lock, _CACHES_LOCK:
+            cache = self._refresh_terms(project)
+            n = len(cache.ids)
+            if n == 0:
+                return []
+            lengths = np.frombuffer(cache.lengths, dtype=np.int32)
+            norm = _K1 * (1.0 - _B + _B * lengths / (cache.total / n or 1.0))
+            score = np.zeros(n)
+            matched = np.zeros(n, dtype=bool)
+            for term in terms:
+                posting = cache.postings.get(term)
+                if posting is None:
+                    continue
+                rows = np.frombuffer(posting[0], dtype=np.int32)
+                tf = np.frombuffer(posting[1], dtype=np.int32).astype(np.float64)
+                # FTS5's idf, floored as it floors it: a term in most rows still counts, a little.
+                idf = max(math.log((n - len(rows) + 0.5) / (len(rows) + 0.5)), 1e-6)
+                score[rows] += idf * tf * (_K1 + 1.0) / (tf + norm[rows])  # a row appears once per term
+                matched[rows] = True
+            if wanted:
+                matched &= np.isin(np.asarray(cache.kinds), wanted)
+            found = np.flatnonzero(matched)
+            ids = np.asarray(cache.ids, dtype=np.int64)[found]
+            best = found[np.lexsort((ids, -score[found]))[:limit]]
+            return [cache.ids[i] for i in best]
+
+    def _fts_candidates(self, project: str, terms: list[str], wanted: list[str], limit: int) -> list[int]:
+        match = f'scope : "{_scope(project)}" AND terms : (' + " OR ".join(f'"{t}"' for t in terms) + ")"
         if wanted:
             match += " AND kind : (" + " OR ".join(f'"{k}"' for k in wanted) + ")"
         with self._lock:
             try:
                 rows = self._db.execute("SELECT rowid FROM entry_words WHERE entry_words MATCH ?"
-                                        " ORDER BY bm25(entry_words, 1.0, 0.0, 0.0) LIMIT ?", (match, limit)).fetchall()
+                                        " ORDER BY bm25(entry_words, 1.0, 0.0, 0.0), rowid LIMIT ?",
+                                        (match, limit)).fetchall()
             except sqlite3.Error as exc:
                 raise StorageError(f"session index {self.path}: {exc}") from None
         return [int(r[0]) for r in rows]
+
+    def _refresh_terms(self, project: str) -> ProjectTerms:
+        """The project's postings, extended with the rows added since (rebuilt after a deletion). Call
+        with `_lock` and `_CACHES_LOCK` held."""
+        cache = self._terms.setdefault(project, ProjectTerms())
+        counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
+        if counters["generation"] == cache.generation:
+            return cache
+        if counters["deletions"] != cache.deletions:
+            cache = self._terms[project] = ProjectTerms(deletions=counters["deletions"])
+        for row_id, kind, text in self._db.execute(
+                "SELECT id, kind, terms FROM entries WHERE project = ? AND id > ? ORDER BY id", (project, cache.last_id)):
+            position = len(cache.ids)
+            cache.ids.append(row_id)
+            cache.kinds.append(kind)
+            words = text.split()
+            cache.lengths.append(len(words))
+            cache.total += len(words)
+            for term, tf in Counter(words).items():
+                posting = cache.postings.get(term)
+                if posting is None:
+                    posting = cache.postings[term] = (array("i"), array("i"))
+                posting[0].append(position)
+                posting[1].append(tf)
+            cache.last_id = row_id
+        cache.generation = counters["generation"]
+        return cache
 
     def rows(self, ids: Sequence[int]) -> list[IndexedRow]:
         out: list[IndexedRow] = []
@@ -504,6 +605,16 @@ def _extend(cache: ProjectVectors, new: Sequence[tuple[int, str, bytes | None]],
         cache.missing.discard(row_id)
     if cache.matrix is None:
         cache.matrix = np.zeros((0, dim), dtype=np.float32)
+
+
+_SETTLED_NS = 2_000_000_000
+
+
+def _settled(st: os.stat_result) -> bool:
+    """Whether a file's stat can stand for its bytes: its last change is seconds old. A file's time
+    moves in clock ticks of several milliseconds, so a rewrite of the same size right after the change
+    the stat saw could keep the same time; such a file is checked by its bytes until it has settled."""
+    return time.time_ns() - st.st_mtime_ns > _SETTLED_NS
 
 
 def _marks(values: Sequence[object]) -> str:

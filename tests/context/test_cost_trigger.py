@@ -1,13 +1,13 @@
 """The cost side of the compaction trigger (nova.context.economy): below the soft line a compaction is
-made when it pays for itself, never under the budget's cost floor, and never at the seeds' 200k window
-before the soft line."""
+made when it pays for itself, never under the budget's cost floor; at the seeds' 200k window and above
+the floor is bounded, so a long session compacts before the soft line when that is cheaper."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from nova import events as ev
-from nova.context.budget import COST_SUMMARY_LEAST, ContextBudget
+from nova.context.budget import COST_FLOOR_MOST, COST_SUMMARY_LEAST, ContextBudget
 from nova.context.controller import ContextController, FixedPrompt
 from nova.context.economy import CachePrices, cost_line, prices_for
 from nova.context.extensions import ViewRequest
@@ -41,14 +41,15 @@ def test_prices_come_from_the_model_table() -> None:
     assert prices_for("no-such-model") == CachePrices()
 
 
-def test_cost_floor_is_the_threshold_at_the_reference_window() -> None:
+def test_cost_floor_scales_with_the_window_and_is_bounded() -> None:
     config = CompactionConfig()
-    assert ContextBudget.derive(config, 200_000).cost_floor == ContextBudget.derive(config, 200_000).threshold
-    assert ContextBudget.derive(config, 1_000_000).cost_floor == ContextBudget.derive(config, 1_000_000).threshold
+    for window in (200_000, 1_000_000):
+        budget = ContextBudget.derive(config, window)
+        assert budget.cost_floor == COST_FLOOR_MOST < budget.threshold
     small = ContextBudget.derive(config, 64_000)
-    assert 0 < small.cost_floor < small.threshold
+    assert 0 < small.cost_floor == int(small.threshold * (64_000 / 200_000) ** 2) < COST_FLOOR_MOST
     mid = ContextBudget.derive(config, 100_000)
-    assert mid.cost_floor == mid.threshold // 4
+    assert mid.threshold // 4 > COST_FLOOR_MOST and mid.cost_floor == COST_FLOOR_MOST
 
 
 def test_a_cost_compaction_folds_in_proportion_but_keeps_the_structured_summary() -> None:
@@ -90,10 +91,16 @@ def test_a_mid_size_window_compacts_for_cost_before_the_soft_line(tmp_path: Path
     assert controller.stats.compactions >= 1
 
 
-def test_the_reference_window_waits_for_the_soft_line(tmp_path: Path) -> None:
+def test_the_reference_window_compacts_for_cost_before_the_soft_line(tmp_path: Path) -> None:
     sizes, reasons, controller = _grow(200_000, 60, tmp_path)
-    assert "cost" not in reasons
-    assert controller.stats.compactions == 0 and max(sizes) < controller.threshold
+    assert "cost" in reasons and controller.stats.compactions >= 1
+    assert max(sizes) < controller.threshold // 2  # it never carried a view near the soft line
+
+
+def test_no_compaction_for_cost_under_the_floor(tmp_path: Path) -> None:
+    sizes, reasons, controller = _grow(200_000, 8, tmp_path)
+    assert max(sizes) < COST_FLOOR_MOST
+    assert "cost" not in reasons and controller.stats.compactions == 0
 
 
 def _grow_with(config: CompactionConfig, window: int, calls: int, tmp: Path, *, gap_s: float = 1.0
@@ -132,8 +139,9 @@ def test_the_cost_schedule_compacts_before_the_soft_line_and_never_past_the_hard
 
 
 def test_the_cost_schedule_keeps_the_quality_floor(tmp_path: Path) -> None:
-    # At the reference window the floor is the soft line itself: no compaction for cost alone.
-    _sizes, reasons, controller = _grow_with(CompactionConfig(schedule="cost"), 200_000, 60, tmp_path)
+    # Under the cost floor no compaction is made for cost alone, whatever the schedule says.
+    sizes, reasons, controller = _grow_with(CompactionConfig(schedule="cost"), 200_000, 8, tmp_path)
+    assert max(sizes) < COST_FLOOR_MOST
     assert "cost" not in reasons and controller.stats.compactions == 0
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from nova.providers.pricing import context_window_for
 from nova.settings import CompactionConfig, Settings, SpillConfig
 
-__all__ = ["MAX_KEEP_TOKENS", "MIN_KEEP_TOKENS", "REFERENCE_WINDOW", "ContextBudget", "budget_for"]
+__all__ = ["COST_FLOOR_MOST", "MAX_KEEP_TOKENS", "MIN_KEEP_TOKENS", "REFERENCE_WINDOW", "ContextBudget", "budget_for"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,10 @@ COST_SHARE_FLOOR = 0.5
 # the last failing command and its error) does not shrink with the window (at 512 replayed 32k runs lose
 # a failing command).
 COST_SUMMARY_LEAST = 640
+# The largest cost floor, whatever the window: a tenth of the reference window (the floor at 64k is
+# already lower, so smaller windows keep theirs). Tuned on the shared Claude Code and mini-swe-agent runs
+# (benchmarks/cost_vs_recorded.py).
+COST_FLOOR_MOST = 20_000
 # About four characters a token: the spill limits are in characters, the budget in tokens.
 CHARS_PER_TOKEN = 4
 
@@ -71,10 +75,12 @@ class ContextBudget:
     kept whole whenever they fit."""
     cost_floor: int = 0
     """The smallest view a compaction may be made at for cost alone (nova.context.economy): the soft line
-    itself at the reference window and above (the seeds compact only when they must, keeping detail a
-    summary would lose), falling below it with the square of the window's share of the reference (a
-    quarter of the threshold at 100k, a tenth at 64k): a smaller window fills sooner and compacts anyway,
-    so cost decides. 0 means the threshold."""
+    scaled by the square of the window's share of the reference (a quarter of the threshold at 100k, a
+    tenth at 64k), and never more than `COST_FLOOR_MOST`. Without that bound the soft line itself was the
+    floor at 200k and above, and Nova carried 170k-token views to the end of real Claude Code sessions that
+    Claude Code had compacted at 142k-170k (1.2x their bill): where the cost line falls is for the cost
+    model to say, the floor only keeps a compaction off a view that has nothing worth folding. 0 means
+    the threshold."""
     spill: SpillConfig = field(default_factory=SpillConfig)
     """The spill limits at this window (SPILL-1, 2)."""
     warnings: tuple[str, ...] = ()
@@ -159,7 +165,7 @@ class ContextBudget:
             snip_budget=snip,
             message_share=message_share,
             user_share=max(message_share, threshold * 3 // 4),
-            cost_floor=int(threshold * scale * scale),
+            cost_floor=min(COST_FLOOR_MOST, int(threshold * scale * scale)),
             spill=SpillConfig(max_result_chars=result_chars, max_message_chars=message_chars, preview_chars=preview,
                               configured=spill.configured),
             warnings=tuple(notes),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nova import events as ev
-from nova.context.budget import COST_FLOOR_MOST, COST_SUMMARY_LEAST, ContextBudget
+from nova.context.budget import COST_FLOOR_MOST, COST_FLOOR_SHARE, COST_SUMMARY_LEAST, ContextBudget
 from nova.context.controller import ContextController, FixedPrompt
 from nova.context.economy import CachePrices, cost_line, prices_for
 from nova.context.extensions import ViewRequest
@@ -41,15 +41,14 @@ def test_prices_come_from_the_model_table() -> None:
     assert prices_for("no-such-model") == CachePrices()
 
 
-def test_cost_floor_scales_with_the_window_and_is_bounded() -> None:
+def test_cost_floor_is_a_share_of_the_threshold_and_is_bounded() -> None:
     config = CompactionConfig()
     for window in (200_000, 1_000_000):
         budget = ContextBudget.derive(config, window)
         assert budget.cost_floor == COST_FLOOR_MOST < budget.threshold
-    small = ContextBudget.derive(config, 64_000)
-    assert 0 < small.cost_floor == int(small.threshold * (64_000 / 200_000) ** 2) < COST_FLOOR_MOST
-    mid = ContextBudget.derive(config, 100_000)
-    assert mid.threshold // 4 > COST_FLOOR_MOST and mid.cost_floor == COST_FLOOR_MOST
+    for window in (32_000, 64_000):
+        small = ContextBudget.derive(config, window)
+        assert small.cost_floor == int(small.threshold * COST_FLOOR_SHARE) < COST_FLOOR_MOST
 
 
 def test_a_cost_compaction_folds_in_proportion_but_keeps_the_structured_summary() -> None:
@@ -172,6 +171,25 @@ def test_schedule_is_read_and_checked() -> None:
 
     parsed = _parse_compaction_config({"schedule": "cost", "expected_calls": 7, "cache_ttl_seconds": 3600})
     assert (parsed.schedule, parsed.expected_calls, parsed.cache_ttl_seconds) == ("cost", 7, 3600)
-    assert _parse_compaction_config({}).schedule == "threshold"
+    assert _parse_compaction_config({}).schedule == "cost"
     with pytest.raises(ConfigError, match="schedule"):
         _parse_compaction_config({"schedule": "sometimes"})
+
+
+def test_a_run_expected_to_reach_the_soft_line_compacts_now(tmp_path: Path) -> None:
+    # 40,000 -> 10,000 tokens at 64k (soft line ~56k), growing 2,000 a call: the soft line is 8 calls away.
+    # One call expected: carrying the view one more call costs less than the compaction, so not now. Thirty
+    # calls so far (as many expected): the soft line comes first and would pay the same rewrite, so only the
+    # summary call (none: extractive) is weighed against carrying the view until then: now.
+    config = CompactionConfig(schedule="cost", expected_calls=1)
+    controller = ContextController(budget=ContextBudget.derive(config, 64_000), config=config,
+                                   ledger=TokenLedger(MemoCounter(COUNTER)),
+                                   session=SessionLink(dir=tmp_path / "s", bus=ev.EventBus()),
+                                   prices=prices_for("claude-sonnet-4-5"))
+    controller.on_usage(message=Message.assistant("ok", created_at=1000.0), usage=Usage())
+    decide = lambda: controller._pays_now([Message.user("next", created_at=1010.0)], 40_000,  # noqa: E731
+                                          after=10_000, growth=2_000.0, summary_tokens=2_000)
+    assert (controller.threshold - 40_000) // 2_000 < 30
+    assert not decide()
+    controller.stats.calls = 30
+    assert decide()

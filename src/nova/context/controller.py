@@ -273,8 +273,13 @@ class ContextController(Extension):
         cost = receipt.summary_cost + (0.0 if self._cache_cold(history) else receipt.rewrite_cost)
         remaining = self.stats.calls if self.stats.calls >= 2 * GROWTH_CALLS else self.config.expected_calls
         if growth > 0:
-            # Past the soft line the threshold compacts anyway: only the calls before it are saved.
-            remaining = min(remaining, max(1, int((self.threshold - used) / growth)))
+            before_soft = max(1, int((self.threshold - used) / growth))
+            if remaining > before_soft:
+                # The run is expected to reach the soft line, which would compact anyway and pay the same
+                # rewrite: against carrying this view until then, compacting now risks only one more
+                # summary call (the run may need another compaction later).
+                return before_soft * receipt.saving_per_call > receipt.summary_cost
+            remaining = min(remaining, before_soft)
         return remaining * receipt.saving_per_call > cost
 
     def _cache_cold(self, history: Sequence[Message]) -> bool:

@@ -260,11 +260,12 @@ class ContextController(Extension):
 
     def _pays_now(self, history: Sequence[Message], used: int, *, after: int, growth: float,
                   summary_tokens: int) -> bool:
-        """The `cost` schedule: compact when carrying this view for the calls expected before the soft line
-        would force a compaction anyway costs more than the summary call plus the cache rewrite it causes
-        (the receipt's own figures). The expected remaining calls are the calls made so far (a run of
-        unknown length is, at the median, as old again as it is now), or the configured default before
-        there are enough. A cold cache (the TTL passed since the last call) is a discount: the next call
+        """The `cost` schedule: compact when carrying this view for the calls expected costs more than the
+        summary call plus the cache rewrite it causes (the receipt's own figures). The expected remaining
+        calls are the calls made so far (a run of unknown length is, at the median, as old again as it is
+        now), or the configured default before there are enough. When more are expected than are left
+        before the soft line, that line would compact anyway with the same rewrite: only the calls before
+        it are saved, and only the summary call is weighed against them. A cold cache (the TTL passed since the last call) is a discount: the next call
         writes the whole prefix anyway, so compacting rewrites nothing that was not lost."""
         model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
         receipt = compaction_receipt(tokens_before=used, tokens_after=after,

@@ -264,8 +264,8 @@ class ContextController(Extension):
         summary call plus the cache rewrite it causes (the receipt's own figures). The expected remaining
         calls are the calls made so far (a run of unknown length is, at the median, as old again as it is
         now), or the configured default before there are enough. When more are expected than are left
-        before the soft line, that line would compact anyway with the same rewrite: only the calls before
-        it are saved, and only the summary call is weighed against them. A cold cache (the TTL passed since the last call) is a discount: the next call
+        before the soft line, which compacts anyway, it compacts when the compaction pays within one cycle
+        (the calls from the view it leaves back to the soft line). A cold cache (the TTL passed since the last call) is a discount: the next call
         writes the whole prefix anyway, so compacting rewrites nothing that was not lost."""
         model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
         receipt = compaction_receipt(tokens_before=used, tokens_after=after,
@@ -276,10 +276,12 @@ class ContextController(Extension):
         if growth > 0:
             before_soft = max(1, int((self.threshold - used) / growth))
             if remaining > before_soft:
-                # The run is expected to reach the soft line, which would compact anyway and pay the same
-                # rewrite: against carrying this view until then, compacting now risks only one more
-                # summary call (the run may need another compaction later).
-                return before_soft * receipt.saving_per_call > receipt.summary_cost
+                # The run is expected to reach the soft line, which compacts anyway: compacting now instead
+                # moves every later compaction as many calls earlier, which over a long run adds the share
+                # of one compaction that the calls moved are of a cycle (soft line back to `after`), and
+                # saves as much on each of those calls. It pays when the compaction pays within one cycle.
+                cycle = max(1.0, (self.threshold - after) / growth)
+                return cycle * receipt.saving_per_call > cost
             remaining = min(remaining, before_soft)
         return remaining * receipt.saving_per_call > cost
 

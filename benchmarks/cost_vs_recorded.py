@@ -25,6 +25,12 @@ own output; `billed` is every call's recorded usage at that call's model (`Repla
 
 The last line is one JSON object with those keys (and the per-run rows under `runs`); exit 1 on a miss.
 
+The default schedule and cost floor were tuned on seven of these runs (codemie Claude Code sessions
+624a4a58, 196820da and 3fe1b6bc, agentlogs cline/crud, mini-swe-agent django-11087, django-16560 and
+sympy-19040) and on `benchmarks/windows.py --quick`; the figures cover every run. A run of a few calls far
+below its window has nothing worth folding and costs what it cost (about 1x): the max target cannot be
+met while such runs are in the set.
+
     NOVA_SHARED_DATA=/work/shared/data python benchmarks/cost_vs_recorded.py [--only SUBSTRING]
 """
 

@@ -44,15 +44,10 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from nova.context.budget import ContextBudget
-from nova.context.compiler import cut_records
-from nova.context.summarize import is_user_message
-from nova.evaluation.cases import work_items
-from nova.evaluation.replay import replay_messages, view_text
-from nova.messages import Message
+from nova.evaluation.replay import replay_messages
+from nova.evaluation.retention import retention, retention_items
 from nova.sessions.importers import read_session_file
 from nova.settings import CompactionConfig
 from nova.testing import mini_swe_trajectories, shared_data_dir
@@ -62,42 +57,6 @@ WINDOWS = (8_000, 16_000, 32_000, 64_000, 200_000)
 POLICIES = ("nova", "truncate", "observation-mask")
 CACHES = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5"}
 TARGET_WINDOWS = (32_000, 64_000)
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    text: str
-    source: str = ""
-    """The id of the user message it comes from ("" for modified paths and the failing command)."""
-
-
-def retention_items(messages: Sequence[Message]) -> list[Item]:
-    """What a run must keep readable: user messages, task statement lines, modified paths, the last
-    failing command and the last line of its error."""
-    users = [m for m in messages if is_user_message(m)]
-    items = [Item(m.text, m.id) for m in users]
-    if users:
-        items += [Item(line.strip(), users[0].id) for line in users[0].text.splitlines() if len(line.strip()) >= 12]
-    modified, failing = work_items(messages)
-    items += [Item(p) for p in modified]
-    if failing is not None:
-        items += [Item(x) for x in failing]
-    return [i for i in items if i.text]
-
-
-def retention(items: Sequence[Item], view: Sequence[Message]) -> tuple[int, int, int]:
-    """(held, counted, excused): an item lost from the view is excused only when it comes from a user
-    message the manifest records as cut, with why (a message over three quarters of the threshold, or
-    one the compaction summary had no room for); every other loss counts against Nova."""
-    text = view_text(view)
-    recorded = {d.source.removeprefix("message:") for d in cut_records(view) if d.reason}
-    held = excused = 0
-    for item in items:
-        if item.text in text:
-            held += 1
-        elif item.source and item.source in recorded:
-            excused += 1
-    return held, len(items) - excused, excused
 
 
 def main(argv: list[str]) -> int:

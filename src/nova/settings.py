@@ -171,9 +171,9 @@ class CompactionConfig:
     hard_margin_tokens: int = 3000
     summarizer: str = "auto"
     """`model` (ask the model), `extractive` (no model call) or `auto` (model when one is configured)."""
-    schedule: str = "threshold"
-    """When to compact below the soft line: `threshold` (the cost line of `nova.context.economy`) or
-    `cost` (when carrying the history for the expected remaining calls costs more than the compaction)."""
+    schedule: str = "cost"
+    """When to compact below the soft line: `cost` (when carrying the history for the expected remaining
+    calls costs more than the compaction) or `threshold` (the cost line of `nova.context.economy`)."""
     expected_calls: int = 20
     """`cost` schedule: the remaining calls assumed until the session has a history of its own."""
     cache_ttl_seconds: int = 300

@@ -103,3 +103,31 @@ def test_replay_json_adds_the_cost_keys_when_asked() -> None:
 def test_unknown_price_model_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no price"):
         replay_messages([], window=1000, price_model="nope")
+
+
+@needs_data
+def test_uncalibrated_the_prefix_model_reads_what_the_view_keeps() -> None:
+    # The Gemini runs' recorded cache is a prefix cache: a replay against it is calibrated to Gemini's real,
+    # best-effort hits, which scale every simulated read down alike. Without the calibration the prefix
+    # model reads what Nova's view really keeps: every call after a compaction but the first reads all the
+    # previous call sent except its observations block (the one part that moves; to OpenAI's 128-token
+    # steps), so what it does not read is only what is new.
+    from nova.context.cache_sim import OpenAICache, hit_rate, post_compaction_usage
+    from nova.tokens import counter_for_model
+
+    session = read_session_file(FILES[0])
+    runs = {calibrate: replay_messages(session.messages, system=session.system, window=64_000, policy="nova",
+                                       counter=counter_for_model("gemini-3-pro"), provider_cache="openai",
+                                       summarizer_estimate=True, price_model="claude-sonnet-4-5", calibrate=calibrate)
+            for calibrate in (True, False)}
+    calls = runs[False].per_call
+    assert runs[False].compactions >= 1
+    first = next(i for i, c in enumerate(calls) if c.event == "compaction")
+    later = [i for i in range(first + 1, len(calls)) if not calls[i].event]  # not a call that changed the view
+    assert later
+    for i in later:
+        kept = calls[i - 1].cache.context_tokens - calls[i - 1].composition.get("observations", 0)
+        assert calls[i].cache.cache_read_tokens >= kept // OpenAICache.STEP * OpenAICache.STEP, i
+    rates = {c: hit_rate(post_compaction_usage([(x.event == "compaction", x.cache) for x in r.per_call]))
+             for c, r in runs.items()}
+    assert rates[True] is not None and rates[False] is not None and rates[True] < rates[False]

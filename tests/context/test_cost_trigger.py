@@ -1,13 +1,13 @@
 """The cost side of the compaction trigger (nova.context.economy): below the soft line a compaction is
-made when it pays for itself, never under the budget's cost floor, and never at the seeds' 200k window
-before the soft line."""
+made when it pays for itself, never under the budget's cost floor; at the seeds' 200k window and above
+the floor is bounded, so a long session compacts before the soft line when that is cheaper."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from nova import events as ev
-from nova.context.budget import COST_SUMMARY_LEAST, ContextBudget
+from nova.context.budget import COST_FLOOR_MOST, COST_FLOOR_SHARE, COST_SUMMARY_LEAST, ContextBudget
 from nova.context.controller import ContextController, FixedPrompt
 from nova.context.economy import CachePrices, cost_line, prices_for
 from nova.context.extensions import ViewRequest
@@ -41,14 +41,14 @@ def test_prices_come_from_the_model_table() -> None:
     assert prices_for("no-such-model") == CachePrices()
 
 
-def test_cost_floor_is_the_threshold_at_the_reference_window() -> None:
+def test_cost_floor_is_a_share_of_the_threshold_and_is_bounded() -> None:
     config = CompactionConfig()
-    assert ContextBudget.derive(config, 200_000).cost_floor == ContextBudget.derive(config, 200_000).threshold
-    assert ContextBudget.derive(config, 1_000_000).cost_floor == ContextBudget.derive(config, 1_000_000).threshold
-    small = ContextBudget.derive(config, 64_000)
-    assert 0 < small.cost_floor < small.threshold
-    mid = ContextBudget.derive(config, 100_000)
-    assert mid.cost_floor == mid.threshold // 4
+    for window in (200_000, 1_000_000):
+        budget = ContextBudget.derive(config, window)
+        assert budget.cost_floor == COST_FLOOR_MOST < budget.threshold
+    for window in (32_000, 64_000):
+        small = ContextBudget.derive(config, window)
+        assert small.cost_floor == int(small.threshold * COST_FLOOR_SHARE) < COST_FLOOR_MOST
 
 
 def test_a_cost_compaction_folds_in_proportion_but_keeps_the_structured_summary() -> None:
@@ -90,10 +90,16 @@ def test_a_mid_size_window_compacts_for_cost_before_the_soft_line(tmp_path: Path
     assert controller.stats.compactions >= 1
 
 
-def test_the_reference_window_waits_for_the_soft_line(tmp_path: Path) -> None:
+def test_the_reference_window_compacts_for_cost_before_the_soft_line(tmp_path: Path) -> None:
     sizes, reasons, controller = _grow(200_000, 60, tmp_path)
-    assert "cost" not in reasons
-    assert controller.stats.compactions == 0 and max(sizes) < controller.threshold
+    assert "cost" in reasons and controller.stats.compactions >= 1
+    assert max(sizes) < controller.threshold // 2  # it never carried a view near the soft line
+
+
+def test_no_compaction_for_cost_under_the_floor(tmp_path: Path) -> None:
+    sizes, reasons, controller = _grow(200_000, 8, tmp_path)
+    assert max(sizes) < COST_FLOOR_MOST
+    assert "cost" not in reasons and controller.stats.compactions == 0
 
 
 def _grow_with(config: CompactionConfig, window: int, calls: int, tmp: Path, *, gap_s: float = 1.0
@@ -132,8 +138,9 @@ def test_the_cost_schedule_compacts_before_the_soft_line_and_never_past_the_hard
 
 
 def test_the_cost_schedule_keeps_the_quality_floor(tmp_path: Path) -> None:
-    # At the reference window the floor is the soft line itself: no compaction for cost alone.
-    _sizes, reasons, controller = _grow_with(CompactionConfig(schedule="cost"), 200_000, 60, tmp_path)
+    # Under the cost floor no compaction is made for cost alone, whatever the schedule says.
+    sizes, reasons, controller = _grow_with(CompactionConfig(schedule="cost"), 200_000, 8, tmp_path)
+    assert max(sizes) < COST_FLOOR_MOST
     assert "cost" not in reasons and controller.stats.compactions == 0
 
 
@@ -164,6 +171,25 @@ def test_schedule_is_read_and_checked() -> None:
 
     parsed = _parse_compaction_config({"schedule": "cost", "expected_calls": 7, "cache_ttl_seconds": 3600})
     assert (parsed.schedule, parsed.expected_calls, parsed.cache_ttl_seconds) == ("cost", 7, 3600)
-    assert _parse_compaction_config({}).schedule == "threshold"
+    assert _parse_compaction_config({}).schedule == "cost"
     with pytest.raises(ConfigError, match="schedule"):
         _parse_compaction_config({"schedule": "sometimes"})
+
+
+def test_a_run_expected_to_reach_the_soft_line_compacts_now(tmp_path: Path) -> None:
+    # 40,000 -> 10,000 tokens at 64k (soft line ~56k), growing 2,000 a call: the soft line is 8 calls away.
+    # One call expected: carrying the view one more call costs less than the compaction, so not now. Thirty
+    # calls so far (as many expected): the soft line comes first and compacts anyway; compacting now pays
+    # within one cycle (23 calls from 10,000 back to the soft line, 3,000 saved on each): now.
+    config = CompactionConfig(schedule="cost", expected_calls=1)
+    controller = ContextController(budget=ContextBudget.derive(config, 64_000), config=config,
+                                   ledger=TokenLedger(MemoCounter(COUNTER)),
+                                   session=SessionLink(dir=tmp_path / "s", bus=ev.EventBus()),
+                                   prices=prices_for("claude-sonnet-4-5"))
+    controller.on_usage(message=Message.assistant("ok", created_at=1000.0), usage=Usage())
+    decide = lambda: controller._pays_now([Message.user("next", created_at=1010.0)], 40_000,  # noqa: E731
+                                          after=10_000, growth=2_000.0, summary_tokens=2_000)
+    assert (controller.threshold - 40_000) // 2_000 < 30
+    assert not decide()
+    controller.stats.calls = 30
+    assert decide()

@@ -3,6 +3,7 @@ forced compaction, truncation cuts), the pages it writes, the CLI, and the messa
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -167,6 +168,11 @@ def test_the_replay_page_has_one_plot_per_figure_and_the_compaction_lists() -> N
     assert "call 5 · compaction (forced)" in page and "the final view (after the last call)" in page
     assert "n\\u002fa, no provider cache was simulated" in page  # the cache plot says why it is empty (JSON)
     assert "<th>compactions</th><td>2</td>" in page
+    # Each compaction's receipt, in the words of the CLI line.
+    assert report.receipts
+    from nova.context.receipt import receipt_line
+    for number, receipt in enumerate(report.receipts, 1):
+        assert f"<li>compaction {number}: {html.escape(receipt_line(receipt))}</li>" in page
 
 
 def test_long_lists_are_bounded() -> None:

@@ -20,11 +20,11 @@ from nova.agent.loop import Agent
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
 from nova.context.budget import ContextBudget
 from nova.context.cache_diagnosis import first_changed, request_segments
-from nova.context.cache_sim import AnthropicCache, request_usage
+from nova.context.cache_sim import AnthropicCache, OpenAICache, hit_rate, request_usage
 from nova.context.prompt_cache import PromptCache
 from nova.mcp import McpCatalog, ServerConfig
 from nova.messages import ToolUsePart, new_id
-from nova.model import ModelRequest
+from nova.model import ModelRequest, Usage
 from nova.providers.scripted import FunctionProvider, call, reply
 from nova.sessions.link import SessionLink
 from nova.settings import CompactionConfig, PermissionsConfig
@@ -196,6 +196,10 @@ def test_list_changed_costs_exactly_one_cache_break_named_by_the_diagnosis(tmp_p
         assert "mcp__fx__late" not in [t.name for t in requests[at - 1].tools]
         assert "mcp__fx__late" in [t.name for t in requests[at].tools]
         assert [(b.call, b.cause) for b in monitor.monitor.breaks] == [(at + 1, "mcp tools changed")]
+        # The prefix survives the change: from the second call after it on, 90 % is read from the cache.
+        for model in (AnthropicCache(min_tokens=1024), OpenAICache()):
+            later = [request_usage(model, r, COUNTER) for r in requests][at + 1:]
+            assert later and (hit_rate(sum(later, Usage())) or 0.0) >= 0.9, type(model).__name__
     finally:
         catalog.close()
 

@@ -53,8 +53,14 @@ def test_a_turn_with_a_compaction_streams_every_part(server: Server) -> None:
             elif chunk["type"] == "tool-output-available":
                 assert chunk["toolCallId"] in announced
         start = next(c for c in chunks if c["type"] == "data-nova-compaction-start")
-        assert start["data"]["reason"] in ("threshold", "hard")
+        # From the budget's lines (the cost schedule may fold before the soft line), never an overflow.
+        assert start["data"]["reason"] in ("cost", "threshold", "hard")
         assert any(c["type"] == "data-nova-compaction-end" and c["data"]["ok"] for c in chunks)
+        # Each compaction's receipt, in the words of the CLI line, beside its figures.
+        from nova.context.receipt import CompactionReceipt, receipt_line
+        for end in (c["data"] for c in chunks if c["type"] == "data-nova-compaction-end" and c["data"]["ok"]):
+            assert end["receipt"]["tokens_before"] == end["tokensBefore"]
+            assert end["receiptText"] == receipt_line(CompactionReceipt.from_json(end["receipt"]))
         # The compaction runs before the view passes the threshold: no figure on the stream is over 100 %.
         assert max(c["data"]["percent"] for c in chunks if c["type"] == "data-nova-context") <= 100
         # The last figure on the stream is the figure the context endpoint reports.

@@ -537,3 +537,22 @@ async def grants_end_with_their_session(nova_home: Path, tmp_path: Path) -> None
         assert await turn("make five", answer="y"), "`y` is once: asked again"
     assert all((project / n).exists() for n in ("one", "two", "four", "five"))
     assert not (project / "three").exists()
+
+
+def test_a_compaction_notice_is_its_receipt_in_the_cli_lines_words(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(compaction_notice(nova_home, tmp_path))
+
+
+async def compaction_notice(nova_home: Path, tmp_path: Path) -> None:
+    from nova import events as ev
+    from nova.context.economy import prices_for
+    from nova.context.receipt import compaction_receipt, receipt_line
+
+    receipt = compaction_receipt(tokens_before=150_000, tokens_after=40_000, summary_input_tokens=150_000,
+                                 summary_output_tokens=3_000, prices=prices_for("claude-sonnet-4-5"))
+    app = make_app(nova_home, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.on_agent_event(ev.CompactionEnd(session_id="s", ok=True, tokens_before=150_000, tokens_after=40_000,
+                                            receipt=receipt.to_json(), receipt_text=receipt_line(receipt)))
+        await pilot.pause(0.05)
+        assert f"compaction done {receipt_line(receipt)}" in _notices(app)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from nova.providers.pricing import context_window_for
 from nova.settings import CompactionConfig, Settings, SpillConfig
 
-__all__ = ["MAX_KEEP_TOKENS", "MIN_KEEP_TOKENS", "REFERENCE_WINDOW", "ContextBudget", "budget_for"]
+__all__ = ["COST_FLOOR_MOST", "COST_FLOOR_SHARE", "MAX_KEEP_TOKENS", "MIN_KEEP_TOKENS", "REFERENCE_WINDOW", "ContextBudget", "budget_for"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,13 @@ COST_SHARE_FLOOR = 0.5
 # the last failing command and its error) does not shrink with the window (at 512 replayed 32k runs lose
 # a failing command).
 COST_SUMMARY_LEAST = 640
+# The cost floor: a fifth of the threshold, never more than a tenth of the reference window. Tuned on
+# `benchmarks/windows.py --quick` (4 mini-swe-agent runs and the SWE-agent demos: a floor of a tenth of
+# the threshold at 64k compacted too early, 0.403x truncate under the Anthropic cache; a third, too late
+# under OpenAI's) and on the long Claude Code and mini-swe-agent runs of `benchmarks/cost_vs_recorded.py`
+# (a floor at the soft line at 200k carried 170k views to the end of sessions the recording compacted).
+COST_FLOOR_SHARE = 0.2
+COST_FLOOR_MOST = 20_000
 # About four characters a token: the spill limits are in characters, the budget in tokens.
 CHARS_PER_TOKEN = 4
 
@@ -70,11 +77,11 @@ class ContextBudget:
     """The same for a message a person wrote: three quarters of the threshold, since the user's words are
     kept whole whenever they fit."""
     cost_floor: int = 0
-    """The smallest view a compaction may be made at for cost alone (nova.context.economy): the soft line
-    itself at the reference window and above (the seeds compact only when they must, keeping detail a
-    summary would lose), falling below it with the square of the window's share of the reference (a
-    quarter of the threshold at 100k, a tenth at 64k): a smaller window fills sooner and compacts anyway,
-    so cost decides. 0 means the threshold."""
+    """The smallest view a compaction may be made at for cost alone (nova.context.economy): a fifth of the
+    soft line (`COST_FLOOR_SHARE`), never more than `COST_FLOOR_MOST`. When it was the soft line itself at
+    200k and above, Nova carried 170k-token views to the end of real Claude Code sessions that Claude Code
+    had compacted at 142k-170k (1.2x their bill): where a compaction pays is for the cost model to say;
+    the floor only keeps one off a view that has too little worth folding. 0 means the threshold."""
     spill: SpillConfig = field(default_factory=SpillConfig)
     """The spill limits at this window (SPILL-1, 2)."""
     warnings: tuple[str, ...] = ()
@@ -159,7 +166,7 @@ class ContextBudget:
             snip_budget=snip,
             message_share=message_share,
             user_share=max(message_share, threshold * 3 // 4),
-            cost_floor=int(threshold * scale * scale),
+            cost_floor=min(COST_FLOOR_MOST, int(threshold * COST_FLOOR_SHARE)),
             spill=SpillConfig(max_result_chars=result_chars, max_message_chars=message_chars, preview_chars=preview,
                               configured=spill.configured),
             warnings=tuple(notes),

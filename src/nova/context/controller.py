@@ -260,11 +260,12 @@ class ContextController(Extension):
 
     def _pays_now(self, history: Sequence[Message], used: int, *, after: int, growth: float,
                   summary_tokens: int) -> bool:
-        """The `cost` schedule: compact when carrying this view for the calls expected before the soft line
-        would force a compaction anyway costs more than the summary call plus the cache rewrite it causes
-        (the receipt's own figures). The expected remaining calls are the calls made so far (a run of
-        unknown length is, at the median, as old again as it is now), or the configured default before
-        there are enough. A cold cache (the TTL passed since the last call) is a discount: the next call
+        """The `cost` schedule: compact when carrying this view for the calls expected costs more than the
+        summary call plus the cache rewrite it causes (the receipt's own figures). The expected remaining
+        calls are the calls made so far (a run of unknown length is, at the median, as old again as it is
+        now), or the configured default before there are enough. When more are expected than are left
+        before the soft line, which compacts anyway, it compacts when the compaction pays within one cycle
+        (the calls from the view it leaves back to the soft line). A cold cache (the TTL passed since the last call) is a discount: the next call
         writes the whole prefix anyway, so compacting rewrites nothing that was not lost."""
         model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
         receipt = compaction_receipt(tokens_before=used, tokens_after=after,
@@ -273,8 +274,15 @@ class ContextController(Extension):
         cost = receipt.summary_cost + (0.0 if self._cache_cold(history) else receipt.rewrite_cost)
         remaining = self.stats.calls if self.stats.calls >= 2 * GROWTH_CALLS else self.config.expected_calls
         if growth > 0:
-            # Past the soft line the threshold compacts anyway: only the calls before it are saved.
-            remaining = min(remaining, max(1, int((self.threshold - used) / growth)))
+            before_soft = max(1, int((self.threshold - used) / growth))
+            if remaining > before_soft:
+                # The run is expected to reach the soft line, which compacts anyway: compacting now instead
+                # moves every later compaction as many calls earlier, which over a long run adds the share
+                # of one compaction that the calls moved are of a cycle (soft line back to `after`), and
+                # saves as much on each of those calls. It pays when the compaction pays within one cycle.
+                cycle = max(1.0, (self.threshold - after) / growth)
+                return cycle * receipt.saving_per_call > cost
+            remaining = min(remaining, before_soft)
         return remaining * receipt.saving_per_call > cost
 
     def _cache_cold(self, history: Sequence[Message]) -> bool:

@@ -21,9 +21,8 @@ which is least when x = T - after solves x^2 = 2 * growth * (w*after + r*after +
 statement: the continuity floor), when writes or summaries are dear, and when the run grows slowly.
 
 A compaction also costs detail (the folded part becomes a summary), which no price measures: the
-controller never compacts for cost alone below `ContextBudget.cost_floor`, which is the soft line itself
-at the seeds' 200k window (their behaviour holds there as written) and falls below it with the square of
-the window's share. Such a compaction folds less than one at the soft line, so it keeps a smaller tail and
+controller never compacts for cost alone below `ContextBudget.cost_floor` (a fifth of the soft line, at
+most 20,000 tokens). Such a compaction folds less than one at the soft line, so it keeps a smaller tail and
 writes a shorter summary (`ContextBudget.for_cost`).
 """
 

@@ -774,6 +774,7 @@ def replay_at(
     recorded_dir: str = "",
     recorded: PipelineRecord | None = None,
     model: str = "",
+    calibrate: bool = True,
 ) -> ReplayReport:
     """Replay `messages` (a recorded conversation) under `policy` with a `window`-token model.
 
@@ -800,7 +801,10 @@ def replay_at(
     first message `nova sessions show` lists), before which a compaction is forced as `/compact` would
     (`len(messages)`: before the final view), for tests of what survives N compactions. An index out of
     that range is a ValueError.
-    `on_call` is called once after each simulated model call (a progress bar's hook)."""
+    `on_call` is called once after each simulated model call (a progress bar's hook). `calibrate=False`
+    keeps the simulated cache as its model says, even against the provider the recording ran on: what a
+    view's own prefix stability earns, without the real provider's best-effort misses (`_Calibration`),
+    which scale every read alike and no view can change."""
     if policy not in ALL_POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(ALL_POLICIES)}")
     info = model_info(price_model) if price_model else None
@@ -863,7 +867,7 @@ def replay_at(
             return _CostModel(cache=made, sizer=sizer, system=system, tools=tools, info=fallback, cache_ttl=cache_ttl)
 
         cost = cost_model()
-        if provider_cache is not None and provider_cache == recorded_cache and billed is not None:
+        if calibrate and provider_cache is not None and provider_cache == recorded_cache and billed is not None:
             # Simulated against the provider the recording ran on: calibrated on the recorded calls.
             cost.calibration = _calibrate(messages, cost_model)
         report = _run(messages, system=system, tools=tools, window=window, policy=policy, budget=budget,
@@ -897,6 +901,7 @@ class ReplayOptions(TypedDict, total=False):
     price_model: str | None
     compact_before: Collection[int]
     on_call: Callable[[], None] | None
+    calibrate: bool
 
 
 def _repaired_indexes(indexes: Collection[int], recorded: Sequence[Message],

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from nova.context.receipt import receipt_line
 from nova.errors import NovaError
 from nova.evaluation.replay import ReplayReport
 from nova.evaluation.replay_views import MessageEntry, ViewChange, tokens_of
@@ -193,6 +194,11 @@ def _replay_sections(page: _Page, report: ReplayReport, series: ReplaySeries, *,
     page.add(f"<{h}>Cost and cache hit per call</{h}><p class=\"note\">{html.escape(cost[0].upper() + cost[1:])}. "
              f"{cache}</p>")
     page.plot(figures.cost_figure(series), "cost")
+    if report.receipts:
+        # The receipt of each compaction, in the words of the CLI line and `nova context`.
+        lines = "".join(f"<li>compaction {n}: {html.escape(receipt_line(r))}</li>"
+                        for n, r in enumerate(report.receipts, 1))
+        page.add(f"<{h}>The receipt of each compaction</{h}><ul class=\"receipts\">{lines}</ul>")
     cuts_only = bool(report.view_changes) and all(c.event == "truncate" for c in report.view_changes)
     heading = "What each cut dropped" if cuts_only else "What each compaction kept and dropped"
     page.add(f"<{h}>{heading}</{h}>{_changes(report)}")

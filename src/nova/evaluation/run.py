@@ -51,6 +51,7 @@ class CaseResult:
         # The replay's numbers the report plots: each call's size and composition, each compaction's lists.
         replayed = self.report.to_json()
         data["per_call"], data["view_changes"] = replayed["per_call"], replayed["view_changes"]
+        data["receipts"] = replayed.get("receipts", [])
         if self.baseline_run is not None:
             data["counterfactuals"] = {"baseline": self.baseline_run.to_json(),
                                        "runs": [c.to_json() for c in self.counterfactuals]}

@@ -8,11 +8,21 @@ message_stop): text and thinking deltas are passed on as they come, tool input a
 JSON (`input_json_delta`) and is parsed once at the end, signatures arrive as `signature_delta`. Usage
 comes from message_start and is completed by message_delta; Anthropic already reports uncached input,
 cache reads and cache writes separately, which is the normalized form (CCH-4).
+
+Context editing (`clear_tool_uses`: Anthropic clears old tool results server-side) is a request option:
+
+    provider = AnthropicProvider(api_key=..., clear_tool_uses=ClearToolUses(keep=3, trigger_tokens=100_000))
+
+Such requests go through the SDK's beta Messages API with the `context-management-2025-06-27` beta,
+carrying `context_management: {"edits": [{"type": "clear_tool_uses_20250919", ...}]}` in the SDK's own
+shape (`anthropic.types.beta.BetaClearToolUses20250919EditParam`). The API puts its own placeholder in
+each cleared result; the SDK's type has no field to choose its text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from nova.errors import ProviderUnavailable
@@ -27,7 +37,44 @@ from nova.providers.formats.anthropic import (
     stop_reason_from_anthropic,
 )
 
-__all__ = ["AnthropicProvider", "usage_from_anthropic"]
+__all__ = ["CONTEXT_MANAGEMENT_BETA", "AnthropicProvider", "ClearToolUses", "usage_from_anthropic"]
+
+# The beta that enables `context_management` (the SDK's `AnthropicBetaParam` lists it).
+CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClearToolUses:
+    """Anthropic context editing's `clear_tool_uses_20250919` edit: once the input passes `trigger_tokens`,
+    the oldest tool results are cleared, the newest `keep` tool uses kept; `clear_at_least` (0: unset)
+    makes it clear only when that many tokens can go (a cleared prefix is a cache rewrite), and the tools
+    in `exclude_tools` are never cleared. The defaults are the API's documented ones."""
+
+    keep: int = 3
+    trigger_tokens: int = 100_000
+    clear_at_least: int = 0
+    exclude_tools: tuple[str, ...] = ()
+    clear_tool_inputs: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("keep", "trigger_tokens", "clear_at_least"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"ClearToolUses.{name} must be 0 or more, not {getattr(self, name)}")
+
+    def to_edit(self) -> dict[str, Any]:
+        """The edit as the SDK's `BetaClearToolUses20250919EditParam` has it."""
+        edit: dict[str, Any] = {
+            "type": "clear_tool_uses_20250919",
+            "trigger": {"type": "input_tokens", "value": self.trigger_tokens},
+            "keep": {"type": "tool_uses", "value": self.keep},
+        }
+        if self.clear_at_least:
+            edit["clear_at_least"] = {"type": "input_tokens", "value": self.clear_at_least}
+        if self.exclude_tools:
+            edit["exclude_tools"] = list(self.exclude_tools)
+        if self.clear_tool_inputs:
+            edit["clear_tool_inputs"] = True
+        return edit
 
 
 def usage_from_anthropic(usage: Mapping[str, Any]) -> Usage:
@@ -44,8 +91,18 @@ class AnthropicProvider(SdkProvider):
     client_class = "Anthropic"
     error_class = "AnthropicError"
 
+    def __init__(self, *, api_key: str, clear_tool_uses: ClearToolUses | None = None, **options: Any) -> None:
+        super().__init__(api_key=api_key, **options)
+        self.clear_tool_uses = clear_tool_uses
+
     def _stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        events = self._client.messages.create(**request_to_anthropic(request), stream=True)
+        params = request_to_anthropic(request)
+        if self.clear_tool_uses is None:
+            events = self._client.messages.create(**params, stream=True)
+        else:
+            events = self._client.beta.messages.create(
+                **params, stream=True, betas=[CONTEXT_MANAGEMENT_BETA],
+                context_management={"edits": [self.clear_tool_uses.to_edit()]})
         yield from self._read(events, request)
 
     def _read(self, events: Iterable[Any], request: ModelRequest) -> Iterator[StreamEvent]:

@@ -135,7 +135,9 @@ class UIStreamEncoder:
         if isinstance(event, ev.CompactionEnd):
             return [{"type": "data-nova-compaction-end",
                      "data": {"ok": event.ok, "tokensBefore": event.tokens_before, "tokensAfter": event.tokens_after,
-                              "messagesCompacted": event.messages_compacted, "error": event.error}}]
+                              "messagesCompacted": event.messages_compacted, "error": event.error,
+                              # The receipt: its figures, and the words the CLI line prints.
+                              "receipt": event.receipt, "receiptText": event.receipt_text}}]
         if isinstance(event, ev.ModelCallStarted):
             return [waiting_part(waiting=True, attempt=event.attempt, waited_s=0.0)]
         if isinstance(event, ev.ModelResponding):

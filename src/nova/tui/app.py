@@ -285,8 +285,10 @@ class NovaTUI(App[None]):
         elif isinstance(event, ev.CompactionStart):
             self.notice(f"compacting {event.message_count} messages…")
         elif isinstance(event, ev.CompactionEnd):
-            self.notice(f"compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens" if event.ok
-                        else f"compaction failed: {event.error}", error=not event.ok)
+            # The receipt in the words the CLI line prints (`nova.context.receipt.receipt_line`).
+            done = f"compaction done {event.receipt_text}" if event.receipt_text else \
+                f"compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens"
+            self.notice(done if event.ok else f"compaction failed: {event.error}", error=not event.ok)
         elif isinstance(event, ev.RetryScheduled):
             self.notice(event.describe())
         elif isinstance(event, ev.ErrorEvent):

@@ -215,9 +215,11 @@ async function send(text) {
           break;
         case 'data-nova-compaction-end':
           setCompacting(false);
-          node.append(el('div', { class: 'notice' }, chunk.data.ok
-            ? `Compacted: ${chunk.data.tokensBefore.toLocaleString('en-US')} → ${chunk.data.tokensAfter.toLocaleString('en-US')} tokens.`
-            : `Compaction failed: ${chunk.data.error}`));
+          // The receipt in the CLI line's words when there is one (nova.context.receipt.receipt_line).
+          node.append(el('div', { class: 'notice receipt' }, !chunk.data.ok
+            ? `Compaction failed: ${chunk.data.error}`
+            : chunk.data.receiptText ? `compaction done ${chunk.data.receiptText}`
+            : `Compacted: ${chunk.data.tokensBefore.toLocaleString('en-US')} → ${chunk.data.tokensAfter.toLocaleString('en-US')} tokens.`));
           break;
         case 'error': showError(chunk.errorText); break;
         default: approvalChunk(chunk, tools, node); break; // approvals.js; else start, finish, text-end …

@@ -277,22 +277,33 @@ class ContextEngine:
     def add(self, message: Message) -> Message:
         """One new message of the conversation, in order. Returns it as it enters the working history (a
         tool result over the entry budget replaced by its `<persisted-output>` placeholder)."""
+        return self.add_all([message])[0]
+
+    def add_all(self, messages: Sequence[Message]) -> list[Message]:
+        """`add` for each of `messages`, in order. The transcript gets them at once; their store rows are
+        written in batches (`Session.record_messages(store_later=True)`), all of them by `flush`: a store
+        write is a transaction, and one per model call would cost a fast agent loop more than the rest
+        of Nova's work on the call."""
         with self._lock:
-            if message.tool_results():
-                parts = [self.controller.process_result(call=self._calls[p.tool_use_id], result=p)
-                         if isinstance(p, ToolResultPart) and p.tool_use_id in self._calls else p
-                         for p in message.parts]
-                if parts != list(message.parts):
-                    message = message.with_parts(parts)
-            usage = usage_of(message) if message.role == "assistant" else None
-            for call in message.tool_uses():
-                self._calls[call.id] = call
-            self.history.append(message)
+            entered = [self._enter(message) for message in messages]
             if self.session is not None:
-                self.session.record_message(message, usage)
-            if usage is not None:
-                self._charge(message, usage)
-            return message
+                self.session.record_messages(entered, store_later=True)
+            return [message for message, _ in entered]
+
+    def _enter(self, message: Message) -> tuple[Message, Usage | None]:
+        if message.tool_results():
+            parts = [self.controller.process_result(call=self._calls[p.tool_use_id], result=p)
+                     if isinstance(p, ToolResultPart) and p.tool_use_id in self._calls else p
+                     for p in message.parts]
+            if parts != list(message.parts):
+                message = message.with_parts(parts)
+        usage = usage_of(message) if message.role == "assistant" else None
+        for call in message.tool_uses():
+            self._calls[call.id] = call
+        self.history.append(message)
+        if usage is not None:
+            self._charge(message, usage)
+        return message, usage
 
     def _charge(self, message: Message, usage: Usage) -> None:
         # TOK-2: the framework's own figure for the view this reply answered anchors the ledger.
@@ -351,8 +362,7 @@ class ContextEngine:
                 self.session.record_event("framework_history_replaced", {"messages": len(messages)})
             self.history = []
             self.ledger.clear()
-            for message in messages:
-                self.add(message)
+            self.add_all(messages)
 
     def flush(self) -> None:
         if self.session is not None:

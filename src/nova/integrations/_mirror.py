@@ -92,7 +92,7 @@ class Mirror(Generic[T]):
         groups = self.codec.to_nova(items)
         for message, group in groups:
             self._origins[message.id] = (message, group)
-            self.engine.add(message)
+        self.engine.add_all([message for message, _ in groups])
         self._note_ends(groups, start)
 
     def _note_ends(self, groups: Sequence[tuple[Message, tuple[T, ...]]], start: int) -> None:

@@ -13,8 +13,11 @@ between is the agent loop's own context engine, not a copy of it:
   continuity guard, the hard line), then the context compiler (the framework's instructions as the
   stable head, the pinned task state, the manifest), then the prompt-cache plan (`nova.context.cache`).
 
-`_assemble` is the one place the pieces are put together; it mirrors `nova.agent.builder.build_agent`
-without the parts a framework brings itself (tools, permissions, memory, the environment snapshot).
+The pieces are put together by `nova.agent.pipeline.build_context_pipeline`, the one builder the live
+agent and `nova replay` use, given what a framework run has: the framework's instructions as the stable
+head, no environment observation (the framework brings its own), no queueing of rules from requests
+(nobody is there to confirm them). The prompt-cache plan is the engine's own: a framework places its
+cache points itself, from that plan.
 """
 
 from __future__ import annotations
@@ -31,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from nova import events as ev
+from nova.agent.context_runtime import ContextSources
+from nova.agent.pipeline import ContextPipeline, build_context_pipeline
 from nova.context.budget import ContextBudget
 from nova.context.cache import CachePlan, CachePlanner
-from nova.context.compaction import CompactionOutcome
-from nova.context.compiler import Compiled, CompileInput, ContextCompiler, SourceText
-from nova.context.continuity import ContinuityGuard
-from nova.context.controller import CompactionHooks, ContextController, ContextStats, FixedPrompt
+from nova.context.compiler import Compiled, SourceText
+from nova.context.controller import ContextController, ContextStats
 from nova.context.economy import prices_for
 from nova.context.extensions import ViewRequest
 from nova.context.manifest import Manifest
@@ -142,55 +145,32 @@ class CallbackProvider:
         yield ResponseDone(self._call(request))
 
 
-@dataclass(kw_only=True)
-class _Pipeline:
-    budget: ContextBudget
-    ledger: TokenLedger
-    controller: ContextController
-    compile: Callable[[Sequence[Message], str, Sequence[ToolSpec]], Compiled]
-    planner: CachePlanner
-    state: TaskStateStore
-    guard: ContinuityGuard
-
-
 def _assemble(*, budget: ContextBudget, ledger: TokenLedger, link: SessionLink, config: CompactionConfig,
-              summarizer: Summarizer, state: TaskStateStore, framework: str, model: str) -> _Pipeline:
-    """The controller and the compiler of one conversation, measuring the same compiled view (TOK-3), the
-    summary checked for continuity against task state and the raw messages (CMP-10)."""
-    raw: dict[str, Message] = {}
-    guard = ContinuityGuard(state=state, inner=summarizer, raw=raw.get, counter=ledger.counter)
-    compiler = ContextCompiler()
-
-    def compile_view(history: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> Compiled:
-        return compiler.compile(_compile_input(history, system=system, tools=tools, state=state.load(),
-                                               budget=budget, ledger=ledger, framework=framework))
-
-    def measure(history: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> int:
-        return compile_view(history, system, tools).used
-
-    def check_continuity(outcome: CompactionOutcome) -> None:
-        guard.check_after(outcome.messages, pinned=render_pinned(state.load()))
-
-    controller = ContextController(
-        budget=budget, ledger=ledger, session=link, config=config, summarizer=guard,
-        prompt=FixedPrompt(), hooks=CompactionHooks(measure=measure, raw=raw, on_compacted=check_continuity),
-        prices=prices_for(model),
-    )
-    return _Pipeline(budget=budget, ledger=ledger, controller=controller, compile=compile_view,
-                     planner=CachePlanner(ledger.counter), state=state, guard=guard)
+              summarizer: Summarizer, state: TaskStateStore, framework: str, model: str) -> ContextPipeline:
+    """The context pipeline of one framework conversation (`build_context_pipeline`): the controller and
+    the compiler measuring the same compiled view (TOK-3), the summary checked for continuity against
+    task state and the raw messages (CMP-10)."""
+    pipeline = build_context_pipeline(
+        budget=budget, config=config, ledger=ledger, sources=_framework_sources(framework, ""), state=state,
+        summarizer=summarizer, tools=(), cwd=Path.cwd(), session=link, prices=prices_for(model),
+        environment=_no_environment)
+    pipeline.runtime.observe_requests = False
+    return pipeline
 
 
-def _compile_input(history: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], state: TaskState,
-                   budget: ContextBudget, ledger: TokenLedger, framework: str) -> CompileInput:
-    head = (SourceText(id="system", cls="always-on", source=f"{framework}: instructions", text=system,
-                       reason=f"the {framework} agent's instructions (stable prefix)"),) if system else ()
-    pinned_text = render_pinned(state)
-    pinned = SourceText(id="task.state", cls="pinned", source=f"task state v{state.version} (session store)",
-                        version=f"v{state.version}", text=pinned_text,
-                        reason="canonical task state: goal, constraints, approvals, open items, evidence; "
-                               "re-inserted after every compaction") if pinned_text else None
-    return CompileInput(head=head, tools=tools, history=history, pinned=pinned, limit=budget.threshold,
-                        window=budget.window, ledger=ledger)
+def _framework_sources(framework: str, system: str) -> ContextSources:
+    """The stable head of a framework run: the framework's instructions, as one piece."""
+    if not system:
+        return ContextSources(head=(), policy=())
+    return ContextSources(head=(SourceText(id="system", cls="always-on", source=f"{framework}: instructions",
+                                           text=system, reason=f"the {framework} agent's instructions "
+                                                               "(stable prefix)"),), policy=())
+
+
+def _no_environment(cwd: Path) -> str:
+    """A framework run shows no environment observation: what the agent knows of where it runs is the
+    framework's to say (an empty observation is left out of the view)."""
+    return ""
 
 
 class ContextEngine:
@@ -227,6 +207,7 @@ class ContextEngine:
         self._pipeline = _assemble(budget=self.budget, ledger=ledger, link=link, config=config,
                                    summarizer=summarizer or ExtractiveSummarizer(ledger.counter), state=state,
                                    framework=framework, model=model)
+        self._planner = CachePlanner(ledger.counter)
         self.history: list[Message] = []
         """The working history: what the controller kept, spilled, snipped and folded."""
         self.last: EngineView | None = None
@@ -320,9 +301,9 @@ class ContextEngine:
             controller = self.controller
             controller.tools = tuple(tools)
             self.history = controller.prepare_view(request=ViewRequest(history=self.history, system=system))
-            compiled = self._pipeline.compile(self.history, system, tools)
+            compiled = self._compile(system, tools)
             messages = compiled.view.messages
-            plan = self._pipeline.planner.plan(ModelRequest(
+            plan = self._planner.plan(ModelRequest(
                 model=self.model, system=compiled.view.system, messages=messages, tools=compiled.view.tools,
                 cache=CacheHints(system=True, last_tool=True, last_user_message=True)))
             self._sent = messages
@@ -338,7 +319,8 @@ class ContextEngine:
         Below both, `prepare` calls no model, so an adapter may run it on its event loop; at or above, it
         runs it in a worker thread, leaving the loop free for the framework's own model call."""
         with self._lock:
-            used = self._pipeline.compile(self.history, system, tools).used
+            self._use_system(system)
+            used = self._compile(system, tools).used
             floor = self.budget.cost_floor or self.budget.threshold
             return used >= min(self.budget.threshold, floor)
 
@@ -368,7 +350,17 @@ class ContextEngine:
         if self.session is not None:
             self.session.flush()
 
+    def _compile(self, system: str, tools: Sequence[ToolSpec]) -> Compiled:
+        return self._pipeline.runtime.compile(self.history, system=system, tools=tools)
+
+    def _use_system(self, system: str) -> None:
+        """The framework's instructions are the head the compiler shows (with their provenance)."""
+        runtime = self._pipeline.runtime
+        if runtime.sources.system != system:
+            runtime.sources = _framework_sources(self.framework, system)
+
     def _note_prompt(self, system: str, tools: Sequence[ToolSpec]) -> None:
+        self._use_system(system)
         prompt = (system, tuple(tools))
         if prompt == self._prompt or self.session is None:
             self._prompt = prompt
@@ -469,11 +461,16 @@ def compile_recorded(session: Session, *, config: CompactionConfig | None = None
             ledger.record(message.id, usage)
     tools = [ToolSpec(name=str(t.get("name", "")), description=str(t.get("description", "")),
                       input_schema=dict(t.get("input_schema") or {})) for t in prompt.get("tools") or ()]
-    budget = ContextBudget.derive(config or CompactionConfig(), int(prompt.get("window") or DEFAULT_WINDOW))
+    config = config or CompactionConfig()
+    budget = ContextBudget.derive(config, int(prompt.get("window") or DEFAULT_WINDOW))
     framework = str(prompt.get("framework") or session.meta.provider)
-    return ContextCompiler().compile(_compile_input(
-        history, system=str(prompt.get("system") or ""), tools=tools, state=TaskStateStore(session).load(),
-        budget=budget, ledger=ledger, framework=framework))
+    system = str(prompt.get("system") or "")
+    # The pipeline the run had, reading only: no session link, so nothing is written.
+    pipeline = _assemble(budget=budget, ledger=ledger, link=SessionLink(), config=config,
+                         summarizer=ExtractiveSummarizer(ledger.counter), state=TaskStateStore(session),
+                         framework=framework, model=session.meta.model)
+    pipeline.runtime.sources = _framework_sources(framework, system)
+    return pipeline.runtime.compile(history, system=system, tools=tools)
 
 
 def to_json_text(value: Any) -> str:

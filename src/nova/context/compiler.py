@@ -277,6 +277,9 @@ class ContextCompiler:
         """`_history` in full blocks (as far as they were needed), shared by the views."""
         self._memory_at: list[int] = []
         """Positions of the memory messages in `_chunks`."""
+        self._turn: tuple[int, int, int, tuple[int, ...]] = (0, 0, 0, ())
+        """(start, length, tokens, memory positions) of the current turn as the last call measured it: a
+        tool loop's turn grows by a message or two per call, so only those are measured (`_turn_totals`)."""
         self._last: tuple[tuple[Any, ...], Compiled] | None = None
         """The last call's inputs (all but the history) and result: the same call again (the compaction
         decision measures the history, then the request compiles it) is answered from it."""
@@ -297,6 +300,7 @@ class ContextCompiler:
             self._texts.clear()
             self._history, self._chunks, self._chunked, self._blocks = [], [], 0, []
             self._chunk_tokens, self._memory_at, self._last = 0, [], None
+            self._turn = (0, 0, 0, ())
             self._tools_key = ()
             self._segment_cache.clear()
 
@@ -366,6 +370,23 @@ class ContextCompiler:
         self._chunked = max(self._chunked, req)
         return chunks
 
+    def _turn_totals(self, history: list[Message], req: int, shared: int) -> tuple[int, tuple[int, ...]]:
+        """Tokens and memory positions of the current turn `history[req:]`. What the last call measured
+        of it stands while the turn starts where it did and those messages are unchanged (within the
+        `shared` prefix); the rest is measured now. Summing the whole turn on every call would make a
+        long tool loop quadratic."""
+        start, length, tokens, memories = self._turn
+        if start != req or start + length > shared:
+            length, tokens, memories = 0, 0, ()
+        begin = req + length
+        new = history[begin:]
+        tokens += sum(self._measure(m)[0] for m in new)
+        found = tuple(begin + i for i, m in enumerate(new) if _kind_of(m) == "memory")
+        if found:
+            memories += found
+        self._turn = (req, len(history) - req, tokens, memories)
+        return tokens, memories
+
     def _blocks_of(self, history: list[Message], count: int) -> tuple[tuple[Message, ...], ...]:
         """The first `count` full blocks of `history` (which the mirror holds): each built once."""
         for index in range(len(self._blocks), count):
@@ -422,8 +443,8 @@ class ContextCompiler:
         chunks = self._chunks_for(history, req, shared)
 
         # CTX-3 for the request and the recalled memories.
-        memory_positions = list(self._memory_at)
-        memory_positions += [req + i for i, m in enumerate(current) if _kind_of(m) == "memory"]
+        turn_tokens, turn_memories = self._turn_totals(history, req, shared)
+        memory_positions = [*self._memory_at, *turn_memories]
         request_sources = [PolicySource(level="request", id=f"message:{history[req].id}",
                                         text=users_words(history[req]))] \
             if req < len(history) else []
@@ -468,7 +489,7 @@ class ContextCompiler:
         # over its budget however much is left out is the controller's to shrink (it is past its soft
         # line), and leaving out a few tokens there would only move the cached prefix, call after call.
         fixed = self._count_system(system) + self._count_tools(tools)
-        history_tokens = self._chunk_tokens + sum(self._measure(m)[0] for m in current)
+        history_tokens = self._chunk_tokens + turn_tokens
         obs_tokens = self._observation_tokens(observations)
         over = fixed + history_tokens + obs_tokens - inp.limit
         if 0 < over <= self._droppable(history, memory_positions, replaced, observations):

@@ -23,6 +23,7 @@ cache points itself, from that plan.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -112,10 +113,15 @@ class EngineView:
     messages: Sequence[Message]
     """The view's messages: the working history as the controller left it, with the pinned task state."""
     compiled: Compiled
-    cache: CachePlan
-    """Which prompt-cache breakpoints are worth placing (at most the provider's limit)."""
+    plan: Callable[[], CachePlan] = dataclasses.field(repr=False, compare=False)
     event: str
     """What the controller did before this call: "", "spill", "snip", "cut" or "compaction"."""
+
+    @functools.cached_property
+    def cache(self) -> CachePlan:
+        """Which prompt-cache breakpoints are worth placing (at most the provider's limit). Planned when
+        first read: an adapter whose framework places no cache points never pays for the plan."""
+        return self.plan()
 
     @property
     def used(self) -> int:
@@ -303,11 +309,8 @@ class ContextEngine:
             self.history = controller.prepare_view(request=ViewRequest(history=self.history, system=system))
             compiled = self._compile(system, tools)
             messages = compiled.view.messages
-            plan = self._planner.plan(ModelRequest(
-                model=self.model, system=compiled.view.system, messages=messages, tools=compiled.view.tools,
-                cache=CacheHints(system=True, last_tool=True, last_user_message=True)))
             self._sent = messages
-            self.last = EngineView(messages=messages, compiled=compiled, cache=plan,
+            self.last = EngineView(messages=messages, compiled=compiled, plan=functools.partial(self._plan, compiled),
                                    event=controller.stats.last_event)
             if self.session is not None:
                 self.session.note_context_size(compiled.used)
@@ -349,6 +352,13 @@ class ContextEngine:
     def flush(self) -> None:
         if self.session is not None:
             self.session.flush()
+
+    def _plan(self, compiled: Compiled) -> CachePlan:
+        with self._lock:
+            view = compiled.view
+            return self._planner.plan(ModelRequest(model=self.model, system=view.system, messages=view.messages,
+                                                   tools=view.tools, cache=CacheHints(system=True, last_tool=True,
+                                                                                      last_user_message=True)))
 
     def _compile(self, system: str, tools: Sequence[ToolSpec]) -> Compiled:
         return self._pipeline.runtime.compile(self.history, system=system, tools=tools)

@@ -59,7 +59,7 @@ from nova.model import (
     Usage,
     usage_of,
 )
-from nova.providers.pricing import context_window_for, cost_usd
+from nova.providers.pricing import context_window_for, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.session import Session
 from nova.settings import CompactionConfig, Settings, SpillConfig, load_settings
@@ -214,6 +214,7 @@ class ContextEngine:
                                    summarizer=summarizer or ExtractiveSummarizer(ledger.counter), state=state,
                                    framework=framework, model=model)
         self._planner = CachePlanner(ledger.counter)
+        self._price = model_info(model)
         self.history: list[Message] = []
         """The working history: what the controller kept, spilled, snipped and folded."""
         self.last: EngineView | None = None
@@ -298,7 +299,7 @@ class ContextEngine:
         self.controller.on_usage(message=message, usage=usage)
         self.usage = self.usage + usage
         if self.session is not None:
-            self.session.add_cost(usage, cost_usd(usage, self.model))
+            self.session.add_cost(usage, usage_cost(usage, self._price) if self._price is not None else None)
 
     def prepare(self, *, system: str, tools: Sequence[ToolSpec]) -> EngineView:
         """The view of the next call for the instructions `system` and the tool schemas `tools`."""

@@ -199,6 +199,10 @@ def _observation_position(history: Sequence[Message]) -> int:
     return len(history)
 
 
+def _message_digest(message: Message) -> str:
+    return _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -262,7 +266,7 @@ class ContextCompiler:
     One instance per session; every result is the same as a fresh instance's."""
 
     def __init__(self) -> None:
-        self._messages: MessageMemo[tuple[int, str]] = MessageMemo(self._measure_new)
+        self._digests: MessageMemo[str] = MessageMemo(_message_digest)
         self._counter: TokenCounter | None = None
         self._sizer: Callable[[Message], int] | None = None
         self._history: list[Message] = []
@@ -296,7 +300,7 @@ class ContextCompiler:
         if counter is not self._counter:  # another counter measures differently: start over
             self._counter = counter
             self._sizer = message_sizer(counter)
-            self._messages.clear()
+            self._digests.clear()
             self._texts.clear()
             self._history, self._chunks, self._chunked, self._blocks = [], [], 0, []
             self._chunk_tokens, self._memory_at, self._last = 0, [], None
@@ -304,13 +308,16 @@ class ContextCompiler:
             self._tools_key = ()
             self._segment_cache.clear()
 
-    def _measure(self, message: Message) -> tuple[int, str]:
-        """(tokens, digest) of a message, cached by id and validated by content."""
-        return self._messages.get(message)
-
-    def _measure_new(self, message: Message) -> tuple[int, str]:
+    def _tokens(self, message: Message) -> int:
+        """A message's tokens, counted once per version (the counter's memo, shared with the ledger)."""
         assert self._sizer is not None
-        return self._sizer(message), _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
+        return self._sizer(message)
+
+    def _digest(self, message: Message) -> str:
+        """A message's content digest, cached by id and validated by content. Asked for only where a
+        version is needed (a closed segment, a manifest): a tool loop's new messages are counted on
+        every call, and hashing their serialized form there would cost more than counting them."""
+        return self._digests.get(message)
 
     def _count_text(self, text: str) -> int:
         value = self._texts.get(text)
@@ -354,7 +361,7 @@ class ContextCompiler:
         chunks = self._chunks
         for index in range(self._chunked, req):
             message = history[index]
-            tokens, digest = self._measure(message)
+            tokens, digest = self._tokens(message), self._digest(message)
             kind = _kind_of(message)
             last = chunks[-1] if chunks else None
             if last is None or kind != "turns" or last.kind != "turns" \
@@ -380,7 +387,7 @@ class ContextCompiler:
             length, tokens, memories = 0, 0, ()
         begin = req + length
         new = history[begin:]
-        tokens += sum(self._measure(m)[0] for m in new)
+        tokens += sum(self._tokens(m) for m in new)
         found = tuple(begin + i for i, m in enumerate(new) if _kind_of(m) == "memory")
         if found:
             memories += found
@@ -498,7 +505,7 @@ class ContextCompiler:
                     break
                 if replaced.get(i, history[i]) is None:
                     continue
-                size = self._measure(history[i])[0]
+                size = self._tokens(history[i])
                 replaced[i] = None
                 over -= size
                 dropped.append(Dropped(id=f"message:{history[i].id}", source=_memory_source(history[i]),
@@ -538,7 +545,7 @@ class ContextCompiler:
             used = inp.ledger.estimate(view.messages, view.system, list(view.tools))
         else:
             used = self._count_system(system) + self._count_tools(tools) + sum(
-                self._measure(m)[0] for m in view.messages)
+                self._tokens(m) for m in view.messages)
         # What the manifest needs, fixed now, in constant time: the closed chunks never change (see
         # `_chunks`), the last one is kept with its size at this call (its first ids never change), and
         # the history list is the caller's, so the stable messages are read back from the view.
@@ -573,13 +580,13 @@ class ContextCompiler:
                    replaced: dict[int, Message | None], observations: Sequence[SourceText]) -> int:
         """The most the budget may leave out: the recalled memories still in view and the observations
         other than the pinned state."""
-        memories = sum(self._measure(history[i])[0] for i in memory_positions
+        memories = sum(self._tokens(history[i]) for i in memory_positions
                        if replaced.get(i, history[i]) is not None)
         return memories + sum(self._count_text(o.text) for o in observations if o.cls != "pinned")
 
     def _observation_tokens(self, observations: Sequence[SourceText]) -> int:
         message = _observation_message(observations)
-        return self._measure(message)[0] if message is not None else 0
+        return self._tokens(message) if message is not None else 0
 
     def _segments(self, *, head: Sequence[SourceText], system: str, tools: Sequence[ToolSpec],
                   chunks: Sequence[_Chunk], stable: _Originals, current: Sequence[Message], req: int,
@@ -612,7 +619,7 @@ class ContextCompiler:
             loaded = [m for m in every if skills_in(m)]
             shown = [m for m in every if not skills_in(m)]
         if current and shown:
-            tokens = sum(self._measure(m)[0] for m in shown)
+            tokens = sum(self._tokens(m) for m in shown)
             first = current[0]
             memories = [m for m in shown if _kind_of(m) == "memory"]
             reason = "the current request and the tool loop answering it"
@@ -620,12 +627,12 @@ class ContextCompiler:
                 reason += f"; with recalled memories ({_memory_source(memories[0])}) as reference material"
             segments.append(Segment(
                 id="request", cls="always-on", source=_ids_source([m.id for m in shown]),
-                version=_sha("".join(self._measure(m)[1] for m in shown))[:12], tokens=tokens, estimated=tokens,
+                version=_sha("".join(self._digest(m) for m in shown))[:12], tokens=tokens, estimated=tokens,
                 reason=reason if _is_request(first) else "the latest messages", visibility="messages",
                 message_ids=tuple(m.id for m in shown)))
         used_ids: set[str] = set()
         for message in loaded:
-            tokens = self._measure(message)[0]
+            tokens = self._tokens(message)
             loaded_skills = skills_in(message)
             segment_id = f"skill:{loaded_skills[0][0]}"
             while segment_id in used_ids:
@@ -633,11 +640,11 @@ class ContextCompiler:
             used_ids.add(segment_id)
             segments.append(Segment(
                 id=segment_id, cls="on-demand", source=_skills_source(loaded_skills, message.id),
-                version=self._measure(message)[1][:12], tokens=tokens, estimated=tokens,
+                version=self._digest(message)[:12], tokens=tokens, estimated=tokens,
                 reason="skill body loaded on demand for the current request (the skill tool or /skill)",
                 visibility="messages", message_ids=(message.id,)))
         if obs_message is not None:
-            total = self._measure(obs_message)[0]
+            total = self._tokens(obs_message)
             shares = apportion(total, [self._count_text(o.text) for o in observations])
             for piece, tokens in zip(observations, shares, strict=True):
                 segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
@@ -660,8 +667,8 @@ class ContextCompiler:
         if chunk.kind != "turns" or touched:
             shown = [replaced.get(i, stable[i]) for i in range(chunk.start, chunk.end)]
             messages = [m for m in shown if m is not None]
-            tokens = sum(self._measure(m)[0] for m in messages)
-            version = _sha("".join(self._measure(m)[1] for m in messages))[:12]
+            tokens = sum(self._tokens(m) for m in messages)
+            version = _sha("".join(self._digest(m) for m in messages))[:12]
             ids = tuple(m.id for m in messages)
         if chunk.kind == "summary":
             covers = sum(len(p.covers) for m in messages for p in m.parts if isinstance(p, SummaryPart))

@@ -179,11 +179,19 @@ class Compiled:
 
 def current_request_index(history: Sequence[Message]) -> int:
     """Index of the latest message a person wrote (len(history) when there is none)."""
-    for index in range(len(history) - 1, -1, -1):
-        m = history[index]
-        if m.role == "user" and m.origin is None and not m.has("tool_result") \
-                and not m.has("summary") and m.text.strip():
-            return index
+    # Asked several times before every call, over a turn that may be a long tool loop: one pass over the
+    # parts of each message, no generator per message.
+    index = len(history)
+    for m in reversed(history):
+        index -= 1
+        if m.role != "user" or m.origin is not None:
+            continue
+        for part in m.parts:
+            if part.kind == "tool_result" or part.kind == "summary":
+                break
+        else:
+            if m.text.strip():
+                return index
     return len(history)
 
 

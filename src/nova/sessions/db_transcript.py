@@ -13,12 +13,13 @@ stored before.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from nova.errors import StorageError
 from nova.fs.private import FOLDER_MODE, create_private_file, private_dir
+from nova.messages import Message
 from nova.model import Usage
 from nova.sessions.meta import ARTIFACT_DIRS, SessionMeta, session_dir, write_meta
 from nova.sessions.schema import encode
@@ -38,6 +39,11 @@ class DatabaseTranscript(Transcript):
         line = encode(record)
         self._records.append_record(self._session_id, line.decode("utf-8").rstrip("\n"))
         super().append(record)
+
+    def append_messages(self, entries: Iterable[tuple[Message, Usage | None]]) -> None:
+        # Each record is a row of its own: one at a time, as `append` writes them.
+        for message, usage in entries:
+            self.append_message(message, usage)
 
 
 def open_transcript(path: Path, store: SessionStore, session_id: str) -> Transcript:

@@ -353,8 +353,7 @@ class Session(RecordedSession):
         self._writable()
         self._tail = None
         stripped = [strip_thinking(message) for message, _ in entries]
-        for message, (_, usage) in zip(stripped, entries, strict=True):
-            self.transcript.append_message(message, usage)
+        self.transcript.append_messages(zip(stripped, (usage for _, usage in entries), strict=True))
         now = time.monotonic()
         if not self._unstored:
             self._unstored_since = now

@@ -11,7 +11,9 @@
 
 The transcript is written first and is authoritative; the store is the queryable copy (compacted flags,
 snipped content). A crash between the two leaves the store one message short, which `append_messages`
-tolerates on the next write because it ignores ids it already has. meta.json and the store's rows are
+tolerates on the next write because it ignores ids it already has. A caller that records many messages
+quickly (a framework adapter) may let the store rows wait for a batch (`record_messages(store_later=True)`):
+they are written before any write that needs them and at every `flush`. meta.json and the store's rows are
 rebuilt from the transcript when they are missing or damaged (`rebuild.py`), and a writable open holds
 `session.lock` (`lock.py`) until `close`, so two processes never write one session at once.
 """

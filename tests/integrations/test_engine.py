@@ -44,6 +44,14 @@ class _Codec:
         return a == b
 
 
+def _turn(turn: int, request: str) -> list[str]:
+    """A user's request, then four calls whose outputs are a few hundred tokens each."""
+    items = [f"u:{request}"]
+    for step in range(4):
+        items += [f"c:{turn}-{step}", f"r:{turn}-{step}:" + f"line {step} of turn {turn} " * 60]
+    return items
+
+
 def _session(tmp_path: Path) -> Session:
     return Session.create(tmp_path / "home", provider="langchain", model="")
 
@@ -92,9 +100,7 @@ def test_the_extractive_summarizer_compacts_without_a_model_and_keeps_the_users_
     mirror: Mirror[str] = Mirror(engine, _Codec())
     history: list[str] = []
     for turn in range(12):
-        history.append(f"u:request {turn}: keep the port 80{turn} closed")
-        for step in range(4):
-            history += [f"c:{turn}-{step}", f"r:{turn}-{step}:" + f"line {step} of turn {turn} " * 60]
+        history += _turn(turn, f"request {turn}: keep the port 80{turn} closed")
         mirror.follow(history)
         view = mirror.render(engine.prepare(system="", tools=[]).messages)
         text = "\n".join(view)
@@ -149,9 +155,7 @@ def test_a_summary_is_asked_with_the_view_the_model_was_sent(tmp_path: Path) -> 
     mirror: Mirror[str] = Mirror(engine, _Codec())
     history: list[str] = []
     for turn in range(12):
-        history.append(f"u:request {turn}")
-        for step in range(4):
-            history += [f"c:{turn}-{step}", f"r:{turn}-{step}:" + f"line {step} of turn {turn} " * 60]
+        history += _turn(turn, f"request {turn}")
         mirror.follow(history)
         engine.prepare(system="You read logs.", tools=[])
     assert summarizer.requests, "the run never compacted"

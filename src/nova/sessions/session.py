@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -99,6 +100,9 @@ class Session(RecordedSession):
         self._unstored: list[Message] = []
         """Messages in the transcript whose store rows `record_messages(store_later=True)` holds back."""
         self._unstored_since = 0.0
+        self._unstored_lock = threading.Lock()
+        """Held while the held-back rows are added to or written: a flush from another thread neither
+        loses a row nor writes one out of order."""
 
     # -- lifecycle ----------------------------------------------------------------------------------
     @classmethod
@@ -357,19 +361,22 @@ class Session(RecordedSession):
         stripped = [strip_thinking(message) for message, _ in entries]
         self.transcript.append_messages(zip(stripped, (usage for _, usage in entries), strict=True))
         now = time.monotonic()
-        if not self._unstored:
-            self._unstored_since = now
-        self._unstored.extend(stripped)
+        with self._unstored_lock:
+            if not self._unstored:
+                self._unstored_since = now
+            self._unstored.extend(stripped)
+            due = not store_later or len(self._unstored) >= STORE_BATCH or now - self._unstored_since >= STORE_DELAY_S
         self._meta.message_count += len(stripped)
         self._touch()
-        if not store_later or len(self._unstored) >= STORE_BATCH or now - self._unstored_since >= STORE_DELAY_S:
+        if due:
             self._store_pending()
 
     def _store_pending(self) -> None:
         """Write the store rows `record_messages` held back (in order, before any later row)."""
-        if self._unstored:
-            self.store.append_messages(self.id, self._unstored)
-            self._unstored = []
+        with self._unstored_lock:
+            if self._unstored:
+                self.store.append_messages(self.id, self._unstored)
+                self._unstored = []
 
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         self._writable()

@@ -14,9 +14,9 @@ state and to check. The OpenAI converters split them into `tool` role messages.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
@@ -62,8 +62,9 @@ returned. Transcripts written before the field existed said the same in `metadat
 
 
 def new_id(prefix: str = "msg") -> str:
-    """A sortable-enough unique id: prefix, time in ms (hex), 12 random hex digits."""
-    return f"{prefix}_{int(time.time() * 1000):011x}{uuid.uuid4().hex[:12]}"
+    """A sortable-enough unique id: prefix, time in ms (hex), 12 random hex digits (six random bytes
+    straight from the OS: a `uuid4` object per message cost more than the rest of making one)."""
+    return f"{prefix}_{int(time.time() * 1000):011x}{os.urandom(6).hex()}"
 
 
 @dataclass(frozen=True, slots=True)

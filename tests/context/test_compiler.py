@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from nova.context.compiler import CompileInput, ContextCompiler, SourceText, compile
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nova.context.compiler import CompileInput, ContextCompiler, SourceText, compile, current_request_index
 from nova.context.policy import PolicySource
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart
 from nova.model import ToolSpec, Usage
@@ -200,3 +203,23 @@ def test_the_budget_leaves_nothing_out_that_would_not_make_the_view_fit() -> Non
     assert not far_over.manifest.dropped and _observations_index(far_over) == len(hist)
     just_over = compile(inputs(hist, limit=full.used - 5))
     assert [d.id for d in just_over.manifest.dropped] == ["environment"]
+
+
+_KINDS_OF_MESSAGE = [
+    Message.user("please fix the parser"),
+    Message.user("   "),  # no words: not a request
+    Message(role="user", parts=(ToolResultPart("c1", "output"),)),
+    Message(role="user", parts=(TextPart("see the output"), ToolResultPart("c1", "output"))),
+    Message(role="user", parts=(SummaryPart("[summary] earlier work", ("m1",)),)),
+    Message(role="user", parts=(TextPart("remembered: use tabs"),), origin="memory"),
+    Message.assistant("on it"),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(range(len(_KINDS_OF_MESSAGE))), max_size=12))
+def test_the_current_request_is_the_latest_message_a_person_wrote(kinds: list[int]) -> None:
+    history = [_KINDS_OF_MESSAGE[k] for k in kinds]
+    written = [i for i, m in enumerate(history) if m.role == "user" and m.origin is None
+               and not m.tool_results() and not any(isinstance(p, SummaryPart) for p in m.parts) and m.text.strip()]
+    assert current_request_index(history) == (written[-1] if written else len(history))

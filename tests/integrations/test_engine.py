@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nova.context.summarize import SummaryRequest
 from nova.integrations._engine import ContextEngine
 from nova.integrations._mirror import Mirror, shared_prefix
 from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart
@@ -41,6 +42,14 @@ class _Codec:
 
     def same(self, a: str, b: str) -> bool:
         return a == b
+
+
+def _turn(turn: int, request: str) -> list[str]:
+    """A user's request, then four calls whose outputs are a few hundred tokens each."""
+    items = [f"u:{request}"]
+    for step in range(4):
+        items += [f"c:{turn}-{step}", f"r:{turn}-{step}:" + f"line {step} of turn {turn} " * 60]
+    return items
 
 
 def _session(tmp_path: Path) -> Session:
@@ -91,9 +100,7 @@ def test_the_extractive_summarizer_compacts_without_a_model_and_keeps_the_users_
     mirror: Mirror[str] = Mirror(engine, _Codec())
     history: list[str] = []
     for turn in range(12):
-        history.append(f"u:request {turn}: keep the port 80{turn} closed")
-        for step in range(4):
-            history += [f"c:{turn}-{step}", f"r:{turn}-{step}:" + f"line {step} of turn {turn} " * 60]
+        history += _turn(turn, f"request {turn}: keep the port 80{turn} closed")
         mirror.follow(history)
         view = mirror.render(engine.prepare(system="", tools=[]).messages)
         text = "\n".join(view)
@@ -123,3 +130,46 @@ def test_a_rewritten_message_renders_with_the_new_content_and_the_rest_as_they_w
     assert mirror.render(snipped) == ["u:go", "c:1", "r:1:[snipped]"]
     assert mirror.render([Message(role="user", parts=(TextPart("a summary"),)), *snipped[1:]]) == \
         ["u:a summary", "c:1", "r:1:[snipped]"]
+
+
+class _RecordingSummarizer:
+    """Writes a plain summary and keeps every request it was given."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> str:
+        self.requests.append(request)
+        return "The user asked for the logs; they were read."
+
+
+def test_a_summary_is_asked_with_the_view_the_model_was_sent(tmp_path: Path) -> None:
+    """The live agent's pipeline: the summarizer is handed the compiled view (its pinned task state, its
+    instructions), not the bare history, so a model summary reads the prefix the last call cached."""
+    session = _session(tmp_path)
+    summarizer = _RecordingSummarizer()
+    engine = ContextEngine(framework="langchain", window=8_000, session=session, summarizer=summarizer)
+    engine.command("/goal read every log")
+    mirror: Mirror[str] = Mirror(engine, _Codec())
+    history: list[str] = []
+    for turn in range(12):
+        history += _turn(turn, f"request {turn}")
+        mirror.follow(history)
+        engine.prepare(system="You read logs.", tools=[])
+    assert summarizer.requests, "the run never compacted"
+    request = summarizer.requests[0]
+    assert request.system == "You read logs."
+    assert "Goal: read every log" in request.context[-1].text  # the pinned block, last as it was sent
+    assert engine.manifest is not None
+    assert any(s.source == "langchain: instructions" for s in engine.manifest.segments)
+    session.close()
+
+
+def test_rules_in_a_users_request_are_not_queued_for_a_confirmation_nobody_can_give() -> None:
+    engine = ContextEngine(framework="langchain", window=8_000)
+    mirror: Mirror[str] = Mirror(engine, _Codec())
+    mirror.follow(["u:Never push to main. Always run the tests before you commit."])
+    engine.prepare(system="", tools=[])
+    assert engine.task_state.pending == () and engine.task_state.empty

@@ -14,7 +14,7 @@ from nova.model import Usage
 from nova.sessions.meta import META_VERSION
 from nova.sessions.repair import INTERRUPTED
 from nova.sessions.schema import BoundaryRecord
-from nova.sessions.session import Session, delete_session, list_sessions
+from nova.sessions.session import STORE_BATCH, Session, delete_session, list_sessions
 
 from .conftest import assistant_call, results, user
 
@@ -48,6 +48,54 @@ def test_record_flush_and_totals(nova_home: Path) -> None:
     row = s.store.get_session(s.id)
     assert row is not None and row.meta["message_count"] == 2
     s.close()
+
+
+def _stored(s: Session) -> list[str]:
+    return [m.message.id for m in s.store.get_messages(s.id)]
+
+
+def test_record_messages_stores_later_in_batches_and_at_flush(nova_home: Path) -> None:
+    s = _new(nova_home)
+    s.record_messages([(user("a", "m1"), None), (assistant_call("m2", "c1"), Usage(100, 10))], store_later=True)
+    # The log has them at once, the store's rows wait.
+    logged = [json.loads(line) for line in (s.dir / "transcript.jsonl").read_text().splitlines()]
+    assert [r["message"]["id"] for r in logged if r["type"] == "message"] == ["m1", "m2"]
+    assert logged[-1]["usage"]["input_tokens"] == 100
+    assert _stored(s) == [] and s.meta.message_count == 2
+    s.flush()
+    assert _stored(s) == ["m1", "m2"]
+    batch = [(user(f"u{i}", f"b{i}"), None) for i in range(STORE_BATCH)]
+    s.record_messages(batch[:-1], store_later=True)
+    assert _stored(s) == ["m1", "m2"]
+    s.record_messages(batch[-1:], store_later=True)  # the batch is full: written, in order
+    assert _stored(s) == ["m1", "m2", *(f"b{i}" for i in range(STORE_BATCH))]
+    s.close()
+
+
+def test_rows_held_back_are_written_before_any_write_that_needs_them(nova_home: Path) -> None:
+    s = _new(nova_home)
+    s.record_messages([(user("a", "m1"), None), (assistant_call("m2", "c1"), None), (results("m3", "c1"), None)],
+                      store_later=True)
+    snipped = results("m3", "c1").with_parts([results("m3", "c1").parts[0].__class__("c1", "[... snipped ...]")])
+    s.update_message_content("m3", snipped)  # a rewrite of a row that was still waiting
+    s.record_messages([(assistant_call("m4", "c2"), None)], store_later=True)
+    s.record_message(results("m5", "c2"))  # a direct record keeps the order of the log
+    assert _stored(s) == ["m1", "m2", "m3", "m4", "m5"]
+    s.close()
+    again = Session.open(nova_home, s.id)
+    history = again.load_history()
+    assert [m.id for m in history] == ["m1", "m2", "m3", "m4", "m5"]
+    assert history[2].tool_results()[0].content == "[... snipped ...]"
+    again.close()
+
+
+def test_rows_held_back_are_stored_when_the_session_closes(nova_home: Path) -> None:
+    s = _new(nova_home)
+    s.record_messages([(user("a", "m1"), None)], store_later=True)
+    s.close()
+    again = Session.open(nova_home, s.id)
+    assert _stored(again) == ["m1"]
+    again.close()
 
 
 def test_resume_after_boundary_with_repair(nova_home: Path) -> None:

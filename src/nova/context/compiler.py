@@ -179,11 +179,19 @@ class Compiled:
 
 def current_request_index(history: Sequence[Message]) -> int:
     """Index of the latest message a person wrote (len(history) when there is none)."""
-    for index in range(len(history) - 1, -1, -1):
-        m = history[index]
-        if m.role == "user" and m.origin is None and not m.has("tool_result") \
-                and not m.has("summary") and m.text.strip():
-            return index
+    # Asked several times before every call, over a turn that may be a long tool loop: one pass over the
+    # parts of each message, no generator per message.
+    index = len(history)
+    for m in reversed(history):
+        index -= 1
+        if m.role != "user" or m.origin is not None:
+            continue
+        for part in m.parts:
+            if part.kind == "tool_result" or part.kind == "summary":
+                break
+        else:
+            if m.text.strip():
+                return index
     return len(history)
 
 
@@ -197,6 +205,10 @@ def _observation_position(history: Sequence[Message]) -> int:
     changed text would re-send everything after it, uncached, and a compaction's summary with the
     observations after it would be the only cached prefix."""
     return len(history)
+
+
+def _message_digest(message: Message) -> str:
+    return _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
 
 
 def _sha(text: str) -> str:
@@ -262,7 +274,7 @@ class ContextCompiler:
     One instance per session; every result is the same as a fresh instance's."""
 
     def __init__(self) -> None:
-        self._messages: MessageMemo[tuple[int, str]] = MessageMemo(self._measure_new)
+        self._digests: MessageMemo[str] = MessageMemo(_message_digest)
         self._counter: TokenCounter | None = None
         self._sizer: Callable[[Message], int] | None = None
         self._history: list[Message] = []
@@ -277,6 +289,9 @@ class ContextCompiler:
         """`_history` in full blocks (as far as they were needed), shared by the views."""
         self._memory_at: list[int] = []
         """Positions of the memory messages in `_chunks`."""
+        self._turn: tuple[int, int, int, tuple[int, ...]] = (0, 0, 0, ())
+        """(start, length, tokens, memory positions) of the current turn as the last call measured it: a
+        tool loop's turn grows by a message or two per call, so only those are measured (`_turn_totals`)."""
         self._last: tuple[tuple[Any, ...], Compiled] | None = None
         """The last call's inputs (all but the history) and result: the same call again (the compaction
         decision measures the history, then the request compiles it) is answered from it."""
@@ -293,20 +308,24 @@ class ContextCompiler:
         if counter is not self._counter:  # another counter measures differently: start over
             self._counter = counter
             self._sizer = message_sizer(counter)
-            self._messages.clear()
+            self._digests.clear()
             self._texts.clear()
             self._history, self._chunks, self._chunked, self._blocks = [], [], 0, []
             self._chunk_tokens, self._memory_at, self._last = 0, [], None
+            self._turn = (0, 0, 0, ())
             self._tools_key = ()
             self._segment_cache.clear()
 
-    def _measure(self, message: Message) -> tuple[int, str]:
-        """(tokens, digest) of a message, cached by id and validated by content."""
-        return self._messages.get(message)
-
-    def _measure_new(self, message: Message) -> tuple[int, str]:
+    def _tokens(self, message: Message) -> int:
+        """A message's tokens, counted once per version (the counter's memo, shared with the ledger)."""
         assert self._sizer is not None
-        return self._sizer(message), _sha(json.dumps(to_dict(message), ensure_ascii=False, sort_keys=True))
+        return self._sizer(message)
+
+    def _digest(self, message: Message) -> str:
+        """A message's content digest, cached by id and validated by content. Asked for only where a
+        version is needed (a closed segment, a manifest): a tool loop's new messages are counted on
+        every call, and hashing their serialized form there would cost more than counting them."""
+        return self._digests.get(message)
 
     def _count_text(self, text: str) -> int:
         value = self._texts.get(text)
@@ -350,7 +369,7 @@ class ContextCompiler:
         chunks = self._chunks
         for index in range(self._chunked, req):
             message = history[index]
-            tokens, digest = self._measure(message)
+            tokens, digest = self._tokens(message), self._digest(message)
             kind = _kind_of(message)
             last = chunks[-1] if chunks else None
             if last is None or kind != "turns" or last.kind != "turns" \
@@ -365,6 +384,23 @@ class ContextCompiler:
                 self._memory_at.append(index)
         self._chunked = max(self._chunked, req)
         return chunks
+
+    def _turn_totals(self, history: list[Message], req: int, shared: int) -> tuple[int, tuple[int, ...]]:
+        """Tokens and memory positions of the current turn `history[req:]`. What the last call measured
+        of it stands while the turn starts where it did and those messages are unchanged (within the
+        `shared` prefix); the rest is measured now. Summing the whole turn on every call would make a
+        long tool loop quadratic."""
+        start, length, tokens, memories = self._turn
+        if start != req or start + length > shared:
+            length, tokens, memories = 0, 0, ()
+        begin = req + length
+        new = history[begin:]
+        tokens += sum(self._tokens(m) for m in new)
+        found = tuple(begin + i for i, m in enumerate(new) if _kind_of(m) == "memory")
+        if found:
+            memories += found
+        self._turn = (req, len(history) - req, tokens, memories)
+        return tokens, memories
 
     def _blocks_of(self, history: list[Message], count: int) -> tuple[tuple[Message, ...], ...]:
         """The first `count` full blocks of `history` (which the mirror holds): each built once."""
@@ -422,8 +458,8 @@ class ContextCompiler:
         chunks = self._chunks_for(history, req, shared)
 
         # CTX-3 for the request and the recalled memories.
-        memory_positions = list(self._memory_at)
-        memory_positions += [req + i for i, m in enumerate(current) if _kind_of(m) == "memory"]
+        turn_tokens, turn_memories = self._turn_totals(history, req, shared)
+        memory_positions = [*self._memory_at, *turn_memories]
         request_sources = [PolicySource(level="request", id=f"message:{history[req].id}",
                                         text=users_words(history[req]))] \
             if req < len(history) else []
@@ -468,7 +504,7 @@ class ContextCompiler:
         # over its budget however much is left out is the controller's to shrink (it is past its soft
         # line), and leaving out a few tokens there would only move the cached prefix, call after call.
         fixed = self._count_system(system) + self._count_tools(tools)
-        history_tokens = self._chunk_tokens + sum(self._measure(m)[0] for m in current)
+        history_tokens = self._chunk_tokens + turn_tokens
         obs_tokens = self._observation_tokens(observations)
         over = fixed + history_tokens + obs_tokens - inp.limit
         if 0 < over <= self._droppable(history, memory_positions, replaced, observations):
@@ -477,7 +513,7 @@ class ContextCompiler:
                     break
                 if replaced.get(i, history[i]) is None:
                     continue
-                size = self._measure(history[i])[0]
+                size = self._tokens(history[i])
                 replaced[i] = None
                 over -= size
                 dropped.append(Dropped(id=f"message:{history[i].id}", source=_memory_source(history[i]),
@@ -517,7 +553,7 @@ class ContextCompiler:
             used = inp.ledger.estimate(view.messages, view.system, list(view.tools))
         else:
             used = self._count_system(system) + self._count_tools(tools) + sum(
-                self._measure(m)[0] for m in view.messages)
+                self._tokens(m) for m in view.messages)
         # What the manifest needs, fixed now, in constant time: the closed chunks never change (see
         # `_chunks`), the last one is kept with its size at this call (its first ids never change), and
         # the history list is the caller's, so the stable messages are read back from the view.
@@ -552,13 +588,13 @@ class ContextCompiler:
                    replaced: dict[int, Message | None], observations: Sequence[SourceText]) -> int:
         """The most the budget may leave out: the recalled memories still in view and the observations
         other than the pinned state."""
-        memories = sum(self._measure(history[i])[0] for i in memory_positions
+        memories = sum(self._tokens(history[i]) for i in memory_positions
                        if replaced.get(i, history[i]) is not None)
         return memories + sum(self._count_text(o.text) for o in observations if o.cls != "pinned")
 
     def _observation_tokens(self, observations: Sequence[SourceText]) -> int:
         message = _observation_message(observations)
-        return self._measure(message)[0] if message is not None else 0
+        return self._tokens(message) if message is not None else 0
 
     def _segments(self, *, head: Sequence[SourceText], system: str, tools: Sequence[ToolSpec],
                   chunks: Sequence[_Chunk], stable: _Originals, current: Sequence[Message], req: int,
@@ -591,7 +627,7 @@ class ContextCompiler:
             loaded = [m for m in every if skills_in(m)]
             shown = [m for m in every if not skills_in(m)]
         if current and shown:
-            tokens = sum(self._measure(m)[0] for m in shown)
+            tokens = sum(self._tokens(m) for m in shown)
             first = current[0]
             memories = [m for m in shown if _kind_of(m) == "memory"]
             reason = "the current request and the tool loop answering it"
@@ -599,12 +635,12 @@ class ContextCompiler:
                 reason += f"; with recalled memories ({_memory_source(memories[0])}) as reference material"
             segments.append(Segment(
                 id="request", cls="always-on", source=_ids_source([m.id for m in shown]),
-                version=_sha("".join(self._measure(m)[1] for m in shown))[:12], tokens=tokens, estimated=tokens,
+                version=_sha("".join(self._digest(m) for m in shown))[:12], tokens=tokens, estimated=tokens,
                 reason=reason if _is_request(first) else "the latest messages", visibility="messages",
                 message_ids=tuple(m.id for m in shown)))
         used_ids: set[str] = set()
         for message in loaded:
-            tokens = self._measure(message)[0]
+            tokens = self._tokens(message)
             loaded_skills = skills_in(message)
             segment_id = f"skill:{loaded_skills[0][0]}"
             while segment_id in used_ids:
@@ -612,11 +648,11 @@ class ContextCompiler:
             used_ids.add(segment_id)
             segments.append(Segment(
                 id=segment_id, cls="on-demand", source=_skills_source(loaded_skills, message.id),
-                version=self._measure(message)[1][:12], tokens=tokens, estimated=tokens,
+                version=self._digest(message)[:12], tokens=tokens, estimated=tokens,
                 reason="skill body loaded on demand for the current request (the skill tool or /skill)",
                 visibility="messages", message_ids=(message.id,)))
         if obs_message is not None:
-            total = self._measure(obs_message)[0]
+            total = self._tokens(obs_message)
             shares = apportion(total, [self._count_text(o.text) for o in observations])
             for piece, tokens in zip(observations, shares, strict=True):
                 segments.append(Segment(id=piece.id, cls=piece.cls, source=piece.source,
@@ -639,8 +675,8 @@ class ContextCompiler:
         if chunk.kind != "turns" or touched:
             shown = [replaced.get(i, stable[i]) for i in range(chunk.start, chunk.end)]
             messages = [m for m in shown if m is not None]
-            tokens = sum(self._measure(m)[0] for m in messages)
-            version = _sha("".join(self._measure(m)[1] for m in messages))[:12]
+            tokens = sum(self._tokens(m) for m in messages)
+            version = _sha("".join(self._digest(m) for m in messages))[:12]
             ids = tuple(m.id for m in messages)
         if chunk.kind == "summary":
             covers = sum(len(p.covers) for m in messages for p in m.parts if isinstance(p, SummaryPart))

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from nova import events as ev
 from nova.context.budget import ContextBudget
@@ -184,6 +184,8 @@ class ContextController(Extension):
         self.receipts: list[tuple[int, CompactionReceipt]] = []
         """(first call sent the compacted view, receipt) of every successful compaction, in order (replay
         settles each with the calls that followed)."""
+        self._fixed: tuple[tuple[Any, ...], int] = ((), 0)
+        """(system, tools, counter) and their tokens, as `_fixed_tokens` last counted them."""
 
     # -- derived numbers -----------------------------------------------------------------------------
     @property
@@ -347,7 +349,11 @@ class ContextController(Extension):
         return new
 
     def _fixed_tokens(self) -> int:
-        return count_system(self.system, self.counter) + count_tools(self.tools, self.counter)
+        # Checked before every call, and the prompt rarely changes: counted again only when it does.
+        key = (self.system, tuple(self.tools), self.counter)
+        if key != self._fixed[0]:
+            self._fixed = (key, count_system(self.system, self.counter) + count_tools(self.tools, self.counter))
+        return self._fixed[1]
 
     def _check_fixed(self) -> None:
         """Nothing can be sent when the system prompt and tool schemas alone are over the window: say so

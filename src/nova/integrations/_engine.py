@@ -13,13 +13,17 @@ between is the agent loop's own context engine, not a copy of it:
   continuity guard, the hard line), then the context compiler (the framework's instructions as the
   stable head, the pinned task state, the manifest), then the prompt-cache plan (`nova.context.cache`).
 
-`_assemble` is the one place the pieces are put together; it mirrors `nova.agent.builder.build_agent`
-without the parts a framework brings itself (tools, permissions, memory, the environment snapshot).
+The pieces are put together by `nova.agent.pipeline.build_context_pipeline`, the one builder the live
+agent and `nova replay` use, given what a framework run has: the framework's instructions as the stable
+head, no environment observation (the framework brings its own), no queueing of rules from requests
+(nobody is there to confirm them). The prompt-cache plan is the engine's own: a framework places its
+cache points itself, from that plan.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -32,12 +36,12 @@ from typing import Any
 
 from nova import events as ev
 from nova.agent.calls import CallMeter
+from nova.agent.context_runtime import ContextSources
+from nova.agent.pipeline import ContextPipeline, build_context_pipeline
 from nova.context.budget import ContextBudget
 from nova.context.cache import CachePlan, CachePlanner
-from nova.context.compaction import CompactionOutcome
-from nova.context.compiler import Compiled, CompileInput, ContextCompiler, SourceText
-from nova.context.continuity import ContinuityGuard
-from nova.context.controller import CompactionHooks, ContextController, ContextStats, FixedPrompt
+from nova.context.compiler import Compiled, SourceText
+from nova.context.controller import ContextController, ContextStats
 from nova.context.economy import prices_for
 from nova.context.extensions import ViewRequest
 from nova.context.manifest import Manifest
@@ -56,7 +60,7 @@ from nova.model import (
     Usage,
     usage_of,
 )
-from nova.providers.pricing import context_window_for, cost_usd
+from nova.providers.pricing import context_window_for, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.session import Session
 from nova.settings import CompactionConfig, Settings, SpillConfig, load_settings
@@ -110,10 +114,15 @@ class EngineView:
     messages: Sequence[Message]
     """The view's messages: the working history as the controller left it, with the pinned task state."""
     compiled: Compiled
-    cache: CachePlan
-    """Which prompt-cache breakpoints are worth placing (at most the provider's limit)."""
+    plan: Callable[[], CachePlan] = dataclasses.field(repr=False, compare=False)
     event: str
     """What the controller did before this call: "", "spill", "snip", "cut" or "compaction"."""
+
+    @functools.cached_property
+    def cache(self) -> CachePlan:
+        """Which prompt-cache breakpoints are worth placing (at most the provider's limit). Planned when
+        first read: an adapter whose framework places no cache points never pays for the plan."""
+        return self.plan()
 
     @property
     def used(self) -> int:
@@ -143,55 +152,32 @@ class CallbackProvider:
         yield ResponseDone(self._call(request))
 
 
-@dataclass(kw_only=True)
-class _Pipeline:
-    budget: ContextBudget
-    ledger: TokenLedger
-    controller: ContextController
-    compile: Callable[[Sequence[Message], str, Sequence[ToolSpec]], Compiled]
-    planner: CachePlanner
-    state: TaskStateStore
-    guard: ContinuityGuard
-
-
 def _assemble(*, budget: ContextBudget, ledger: TokenLedger, link: SessionLink, config: CompactionConfig,
-              summarizer: Summarizer, state: TaskStateStore, framework: str, model: str) -> _Pipeline:
-    """The controller and the compiler of one conversation, measuring the same compiled view (TOK-3), the
-    summary checked for continuity against task state and the raw messages (CMP-10)."""
-    raw: dict[str, Message] = {}
-    guard = ContinuityGuard(state=state, inner=summarizer, raw=raw.get, counter=ledger.counter)
-    compiler = ContextCompiler()
-
-    def compile_view(history: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> Compiled:
-        return compiler.compile(_compile_input(history, system=system, tools=tools, state=state.load(),
-                                               budget=budget, ledger=ledger, framework=framework))
-
-    def measure(history: Sequence[Message], system: str, tools: Sequence[ToolSpec]) -> int:
-        return compile_view(history, system, tools).used
-
-    def check_continuity(outcome: CompactionOutcome) -> None:
-        guard.check_after(outcome.messages, pinned=render_pinned(state.load()))
-
-    controller = ContextController(
-        budget=budget, ledger=ledger, session=link, config=config, summarizer=guard,
-        prompt=FixedPrompt(), hooks=CompactionHooks(measure=measure, raw=raw, on_compacted=check_continuity),
-        prices=prices_for(model),
-    )
-    return _Pipeline(budget=budget, ledger=ledger, controller=controller, compile=compile_view,
-                     planner=CachePlanner(ledger.counter), state=state, guard=guard)
+              summarizer: Summarizer, state: TaskStateStore, framework: str, model: str) -> ContextPipeline:
+    """The context pipeline of one framework conversation (`build_context_pipeline`): the controller and
+    the compiler measuring the same compiled view (TOK-3), the summary checked for continuity against
+    task state and the raw messages (CMP-10)."""
+    pipeline = build_context_pipeline(
+        budget=budget, config=config, ledger=ledger, sources=_framework_sources(framework, ""), state=state,
+        summarizer=summarizer, tools=(), cwd=Path.cwd(), session=link, prices=prices_for(model),
+        environment=_no_environment)
+    pipeline.runtime.observe_requests = False
+    return pipeline
 
 
-def _compile_input(history: Sequence[Message], *, system: str, tools: Sequence[ToolSpec], state: TaskState,
-                   budget: ContextBudget, ledger: TokenLedger, framework: str) -> CompileInput:
-    head = (SourceText(id="system", cls="always-on", source=f"{framework}: instructions", text=system,
-                       reason=f"the {framework} agent's instructions (stable prefix)"),) if system else ()
-    pinned_text = render_pinned(state)
-    pinned = SourceText(id="task.state", cls="pinned", source=f"task state v{state.version} (session store)",
-                        version=f"v{state.version}", text=pinned_text,
-                        reason="canonical task state: goal, constraints, approvals, open items, evidence; "
-                               "re-inserted after every compaction") if pinned_text else None
-    return CompileInput(head=head, tools=tools, history=history, pinned=pinned, limit=budget.threshold,
-                        window=budget.window, ledger=ledger)
+def _framework_sources(framework: str, system: str) -> ContextSources:
+    """The stable head of a framework run: the framework's instructions, as one piece."""
+    if not system:
+        return ContextSources(head=(), policy=())
+    return ContextSources(head=(SourceText(id="system", cls="always-on", source=f"{framework}: instructions",
+                                           text=system, reason=f"the {framework} agent's instructions "
+                                                               "(stable prefix)"),), policy=())
+
+
+def _no_environment(cwd: Path) -> str:
+    """A framework run shows no environment observation: what the agent knows of where it runs is the
+    framework's to say (an empty observation is left out of the view)."""
+    return ""
 
 
 class ContextEngine:
@@ -233,6 +219,8 @@ class ContextEngine:
         self._pipeline = _assemble(budget=self.budget, ledger=ledger, link=link, config=config,
                                    summarizer=summarizer or ExtractiveSummarizer(ledger.counter), state=state,
                                    framework=framework, model=model)
+        self._planner = CachePlanner(ledger.counter)
+        self._price = model_info(model)
         self.history: list[Message] = []
         """The working history: what the controller kept, spilled, snipped and folded."""
         self.last: EngineView | None = None
@@ -283,22 +271,33 @@ class ContextEngine:
     def add(self, message: Message) -> Message:
         """One new message of the conversation, in order. Returns it as it enters the working history (a
         tool result over the entry budget replaced by its `<persisted-output>` placeholder)."""
+        return self.add_all([message])[0]
+
+    def add_all(self, messages: Sequence[Message]) -> list[Message]:
+        """`add` for each of `messages`, in order. The transcript gets them at once; their store rows are
+        written in batches (`Session.record_messages(store_later=True)`), all of them by `flush`: a store
+        write is a transaction, and one per model call would cost a fast agent loop more than the rest
+        of Nova's work on the call."""
         with self._lock:
-            if message.tool_results():
-                parts = [self.controller.process_result(call=self._calls[p.tool_use_id], result=p)
-                         if isinstance(p, ToolResultPart) and p.tool_use_id in self._calls else p
-                         for p in message.parts]
-                if parts != list(message.parts):
-                    message = message.with_parts(parts)
-            usage = usage_of(message) if message.role == "assistant" else None
-            for call in message.tool_uses():
-                self._calls[call.id] = call
-            self.history.append(message)
+            entered = [self._enter(message) for message in messages]
             if self.session is not None:
-                self.session.record_message(message, usage)
-            if usage is not None:
-                self._charge(message, usage)
-            return message
+                self.session.record_messages(entered, store_later=True)
+            return [message for message, _ in entered]
+
+    def _enter(self, message: Message) -> tuple[Message, Usage | None]:
+        if message.tool_results():
+            parts = [self.controller.process_result(call=self._calls[p.tool_use_id], result=p)
+                     if isinstance(p, ToolResultPart) and p.tool_use_id in self._calls else p
+                     for p in message.parts]
+            if parts != list(message.parts):
+                message = message.with_parts(parts)
+        usage = usage_of(message) if message.role == "assistant" else None
+        for call in message.tool_uses():
+            self._calls[call.id] = call
+        self.history.append(message)
+        if usage is not None:
+            self._charge(message, usage)
+        return message, usage
 
     def _charge(self, message: Message, usage: Usage) -> None:
         # TOK-2: the framework's own figure for the view this reply answered anchors the ledger.
@@ -306,7 +305,7 @@ class ContextEngine:
         self.controller.on_usage(message=message, usage=usage)
         self.usage = self.usage + usage
         if self.session is not None:
-            self.session.add_cost(usage, cost_usd(usage, self.model))
+            self.session.add_cost(usage, usage_cost(usage, self._price) if self._price is not None else None)
 
     def prepare(self, *, system: str, tools: Sequence[ToolSpec]) -> EngineView:
         """The view of the next call for the instructions `system` and the tool schemas `tools`."""
@@ -315,13 +314,10 @@ class ContextEngine:
             controller = self.controller
             controller.tools = tuple(tools)
             self.history = controller.prepare_view(request=ViewRequest(history=self.history, system=system))
-            compiled = self._pipeline.compile(self.history, system, tools)
+            compiled = self._compile(system, tools)
             messages = compiled.view.messages
-            plan = self._pipeline.planner.plan(ModelRequest(
-                model=self.model, system=compiled.view.system, messages=messages, tools=compiled.view.tools,
-                cache=CacheHints(system=True, last_tool=True, last_user_message=True)))
             self._sent = messages
-            self.last = EngineView(messages=messages, compiled=compiled, cache=plan,
+            self.last = EngineView(messages=messages, compiled=compiled, plan=functools.partial(self._plan, compiled),
                                    event=controller.stats.last_event)
             if self.session is not None:
                 self.session.note_context_size(compiled.used)
@@ -333,7 +329,8 @@ class ContextEngine:
         Below both, `prepare` calls no model, so an adapter may run it on its event loop; at or above, it
         runs it in a worker thread, leaving the loop free for the framework's own model call."""
         with self._lock:
-            used = self._pipeline.compile(self.history, system, tools).used
+            self._use_system(system)
+            used = self._compile(system, tools).used
             floor = self.budget.cost_floor or self.budget.threshold
             return used >= min(self.budget.threshold, floor)
 
@@ -357,14 +354,30 @@ class ContextEngine:
                 self.session.record_event("framework_history_replaced", {"messages": len(messages)})
             self.history = []
             self.ledger.clear()
-            for message in messages:
-                self.add(message)
+            self.add_all(messages)
 
     def flush(self) -> None:
         if self.session is not None:
             self.session.flush()
 
+    def _plan(self, compiled: Compiled) -> CachePlan:
+        with self._lock:
+            view = compiled.view
+            return self._planner.plan(ModelRequest(model=self.model, system=view.system, messages=view.messages,
+                                                   tools=view.tools, cache=CacheHints(system=True, last_tool=True,
+                                                                                      last_user_message=True)))
+
+    def _compile(self, system: str, tools: Sequence[ToolSpec]) -> Compiled:
+        return self._pipeline.runtime.compile(self.history, system=system, tools=tools)
+
+    def _use_system(self, system: str) -> None:
+        """The framework's instructions are the head the compiler shows (with their provenance)."""
+        runtime = self._pipeline.runtime
+        if runtime.sources.system != system:
+            runtime.sources = _framework_sources(self.framework, system)
+
     def _note_prompt(self, system: str, tools: Sequence[ToolSpec]) -> None:
+        self._use_system(system)
         prompt = (system, tuple(tools))
         if prompt == self._prompt or self.session is None:
             self._prompt = prompt
@@ -465,11 +478,16 @@ def compile_recorded(session: Session, *, config: CompactionConfig | None = None
             ledger.record(message.id, usage)
     tools = [ToolSpec(name=str(t.get("name", "")), description=str(t.get("description", "")),
                       input_schema=dict(t.get("input_schema") or {})) for t in prompt.get("tools") or ()]
-    budget = ContextBudget.derive(config or CompactionConfig(), int(prompt.get("window") or DEFAULT_WINDOW))
+    config = config or CompactionConfig()
+    budget = ContextBudget.derive(config, int(prompt.get("window") or DEFAULT_WINDOW))
     framework = str(prompt.get("framework") or session.meta.provider)
-    return ContextCompiler().compile(_compile_input(
-        history, system=str(prompt.get("system") or ""), tools=tools, state=TaskStateStore(session).load(),
-        budget=budget, ledger=ledger, framework=framework))
+    system = str(prompt.get("system") or "")
+    # The pipeline the run had, reading only: no session link, so nothing is written.
+    pipeline = _assemble(budget=budget, ledger=ledger, link=SessionLink(), config=config,
+                         summarizer=ExtractiveSummarizer(ledger.counter), state=TaskStateStore(session),
+                         framework=framework, model=session.meta.model)
+    pipeline.runtime.sources = _framework_sources(framework, system)
+    return pipeline.runtime.compile(history, system=system, tools=tools)
 
 
 def to_json_text(value: Any) -> str:

@@ -50,7 +50,8 @@ def shared_prefix(seen: Sequence[T], items: Sequence[T], same: Callable[[T, T], 
     """How many leading items of `items` are the items of `seen`. Usually all of them, which one list
     comparison settles (identical items compare at C speed); otherwise item by item."""
     limit = min(len(seen), len(items))
-    if list(seen[:limit]) == list(items[:limit]):
+    head = seen if len(seen) == limit and isinstance(seen, list) else list(seen[:limit])
+    if head == (items if len(items) == limit and isinstance(items, list) else list(items[:limit])):
         return limit
     for index in range(limit):
         if seen[index] is not items[index] and not same(seen[index], items[index]):
@@ -92,7 +93,7 @@ class Mirror(Generic[T]):
         groups = self.codec.to_nova(items)
         for message, group in groups:
             self._origins[message.id] = (message, group)
-            self.engine.add(message)
+        self.engine.add_all([message for message, _ in groups])
         self._note_ends(groups, start)
 
     def _note_ends(self, groups: Sequence[tuple[Message, tuple[T, ...]]], start: int) -> None:
@@ -122,8 +123,11 @@ class Mirror(Generic[T]):
         current = list(messages)
         previous, rendered, ends = self._last_render
         shared = shared_prefix(previous, current, _never)
-        out: list[T] = rendered[: ends[shared - 1]] if shared else []
-        ends = ends[:shared]
+        kept = ends[shared - 1] if shared else 0
+        # Usually the view only grew: the last render's lists are extended in place.
+        out: list[T] = rendered if kept == len(rendered) else rendered[:kept]
+        if shared < len(ends):
+            ends = ends[:shared]
         for message in current[shared:]:
             origin = self._origins.get(message.id)
             if origin is None:

@@ -153,10 +153,8 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
     # -- the model call ---------------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> ModelResponse[Any]:
-        model = self._summary_runnable(request)
-
         def summarize(summary: NovaRequest) -> NovaResponse:
-            answer = model.invoke(self._summary_messages(request, summary))
+            answer = self._summary_runnable(request).invoke(self._summary_messages(request, summary))
             return _nova_response(answer)
 
         view = self._prepare(request, summarize)
@@ -165,10 +163,10 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
     async def awrap_model_call(self, request: ModelRequest[Any],
                                handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
                                ) -> ModelResponse[Any]:
-        model = self._summary_runnable(request)
         loop = asyncio.get_running_loop()
 
         def summarize(summary: NovaRequest) -> NovaResponse:
+            model = self._summary_runnable(request)
             future = asyncio.run_coroutine_threadsafe(model.ainvoke(self._summary_messages(request, summary)), loop)
             return _nova_response(future.result())
 
@@ -183,7 +181,8 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
     def _summary_runnable(self, request: ModelRequest[Any]) -> Runnable[Any, BaseMessage]:
         """The model that writes a summary, with the agent's tools bound as for its own calls: the request
         then starts with the prefix the provider cached, and a provider that wants tool definitions
-        beside tool calls in the history gets them."""
+        beside tool calls in the history gets them. Made only when a summary is asked for: binding
+        converts every tool schema, which on each call is work a call that needs no summary should not do."""
         model = self.summary_model or request.model
         if not request.tools:
             return model

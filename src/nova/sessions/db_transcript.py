@@ -13,7 +13,7 @@ stored before.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,11 @@ class DatabaseTranscript(Transcript):
         line = encode(record)
         self._records.append_record(self._session_id, line.decode("utf-8").rstrip("\n"), messages=messages)
         super().append(record)
+
+    def append_messages(self, entries: Iterable[tuple[Message, Usage | None]]) -> None:
+        # Each record is a row of its own: one at a time, as `append` writes them.
+        for message, usage in entries:
+            self.append_message(message, usage)
 
 
 def open_transcript(path: Path, store: SessionStore, session_id: str) -> Transcript:

@@ -11,7 +11,9 @@
 
 The transcript is written first and is authoritative; the store is the queryable copy (compacted flags,
 snipped content). A crash between the two leaves the store one message short, which `append_messages`
-tolerates on the next write because it ignores ids it already has. meta.json and the store's rows are
+tolerates on the next write because it ignores ids it already has. A caller that records many messages
+quickly (a framework adapter) may let the store rows wait for a batch (`record_messages(store_later=True)`):
+they are written before any write that needs them and at every `flush`. meta.json and the store's rows are
 rebuilt from the transcript when they are missing or damaged (`rebuild.py`), and a writable open holds
 `session.lock` (`lock.py`) until `close`, so two processes never write one session at once.
 """
@@ -22,8 +24,9 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -53,7 +56,12 @@ from nova.sessions.schema import BoundaryRecord, printable, strip_thinking
 from nova.sessions.store import SessionRecord, SessionStore, SetAsideReport, StoredTaskState
 from nova.sessions.transcript import TRANSCRIPT_NAME, BadLine, TailRead, TornTail, Transcript
 
-__all__ = ["Session", "default_store", "delete_session", "list_sessions"]
+__all__ = ["STORE_BATCH", "STORE_DELAY_S", "Session", "default_store", "delete_session", "list_sessions"]
+
+STORE_BATCH = 64
+"""Messages recorded with `store_later` are written to the store once this many wait..."""
+STORE_DELAY_S = 1.0
+"""... or once the oldest has waited this long (checked when the next one is recorded)."""
 
 def default_store(home: Path) -> SessionStore:
     """SQLite at `<home>/nova.db`, or PostgreSQL when a database URL is configured (`backend.py`)."""
@@ -90,6 +98,12 @@ class Session(RecordedSession):
         transcript), one sentence each, for the user."""
         self.bad_lines: list[BadLine] = []
         """Damaged transcript lines the resume read skipped (left in place)."""
+        self._unstored: list[Message] = []
+        """Messages in the transcript whose store rows `record_messages(store_later=True)` holds back."""
+        self._unstored_since = 0.0
+        self._unstored_lock = threading.Lock()
+        """Held while the held-back rows are added to or written: a flush from another thread neither
+        loses a row nor writes one out of order."""
 
     # -- lifecycle ----------------------------------------------------------------------------------
     @classmethod
@@ -337,10 +351,49 @@ class Session(RecordedSession):
         self._tail = None
         message = strip_thinking(message)
         self.transcript.append_message(message, usage)
-        if not self.transcript.stores_messages:
+        if not self.transcript.stores_messages:  # a database transcript wrote the row with the record
+            self._store_pending()
             self.store.append_messages(self.id, [message])
         self._meta.message_count += 1
         self._touch()
+
+    def record_messages(self, entries: Sequence[tuple[Message, Usage | None]], *, store_later: bool = False) -> None:
+        """`record_message` for several messages, in order, with one store write for all of them.
+
+        `store_later`: the log gets them now, the store's rows wait for `STORE_BATCH` messages, for
+        `STORE_DELAY_S`, or for the next write that needs them (a rewrite, a compaction boundary, another
+        `record_message`) or `flush`, whichever comes first. For a caller that records every few
+        milliseconds (a framework adapter, at each model call of a fast loop): each store write is a
+        transaction whose commit costs more than the rest of recording a message. The transcript stays
+        authoritative; a crash before the next flush leaves the store short of the waiting messages, as
+        a crash between the log and the store already may leave it one short."""
+        if not entries:
+            return
+        self._writable()
+        self._tail = None
+        stripped = [strip_thinking(message) for message, _ in entries]
+        self.transcript.append_messages(zip(stripped, (usage for _, usage in entries), strict=True))
+        if self.transcript.stores_messages:  # each row went with its record, in one transaction
+            self._meta.message_count += len(stripped)
+            self._touch()
+            return
+        now = time.monotonic()
+        with self._unstored_lock:
+            if not self._unstored:
+                self._unstored_since = now
+            self._unstored.extend(stripped)
+            due = not store_later or len(self._unstored) >= STORE_BATCH or now - self._unstored_since >= STORE_DELAY_S
+        self._meta.message_count += len(stripped)
+        self._touch()
+        if due:
+            self._store_pending()
+
+    def _store_pending(self) -> None:
+        """Write the store rows `record_messages` held back (in order, before any later row)."""
+        with self._unstored_lock:
+            if self._unstored:
+                self.store.append_messages(self.id, self._unstored)
+                self._unstored = []
 
     def record_event(self, name: str, data: Mapping[str, Any]) -> None:
         self._writable()
@@ -355,6 +408,7 @@ class Session(RecordedSession):
         boundary_id = boundary.id or new_id("cmp")
         head = [strip_thinking(m) for m in boundary.messages]
         self._tail = None
+        self._store_pending()
         self.transcript.append_boundary(dataclasses.replace(boundary, id=boundary_id, messages=tuple(head)))
         self.store.mark_compacted(self.id, boundary.covers)
         self.store.append_messages(self.id, head)
@@ -367,6 +421,7 @@ class Session(RecordedSession):
         """Rewrite a message in the working store (a snip, CMP-3). The raw log keeps the original and
         gets an event saying it happened."""
         self._writable()
+        self._store_pending()
         self.store.update_message_content(self.id, message_id, strip_thinking(message))
         self.record_event("message_content_updated", {"message_id": message_id})
 
@@ -414,6 +469,7 @@ class Session(RecordedSession):
         """Turn end: fsync the transcript, then publish meta.json and the store row."""
         if self.readonly:
             return
+        self._store_pending()
         self.transcript.sync()
         if self._dirty:
             write_meta(self.dir, self._meta)

@@ -31,7 +31,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain
@@ -131,14 +131,16 @@ class Transcript:
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Write one record as one line with one system call."""
-        line = encode(record)
+        self._write(encode(record))
+
+    def _write(self, lines: bytes) -> None:
         fd = self._open()
         try:
-            written = os.write(fd, line)
+            written = os.write(fd, lines)
             # A regular file only returns short on a full disk or a signal; finish the line so the
             # next record does not get glued onto a prefix of this one.
-            while written < len(line):
-                written += os.write(fd, line[written:])
+            while written < len(lines):
+                written += os.write(fd, lines[written:])
         except OSError as exc:
             raise StorageError(f"cannot append to {self.path}: {exc.strerror}") from None
 
@@ -151,6 +153,12 @@ class Transcript:
 
     def append_message(self, message: Message, usage: Usage | None = None) -> None:
         self.append(message_record(message, usage))
+
+    def append_messages(self, entries: Iterable[tuple[Message, Usage | None]]) -> None:
+        """`append_message` for several messages, their lines in one system call."""
+        lines = b"".join(encode(message_record(message, usage)) for message, usage in entries)
+        if lines:
+            self._write(lines)
 
     def append_event(self, name: str, data: Mapping[str, Any]) -> None:
         self.append(event_record(name, data))

@@ -56,8 +56,11 @@ def test_ctrl_c_during_the_command_stops_the_cluster_too(tmp_path: Path) -> None
 
     seen = tmp_path / "seen"
     command = 'echo "$NOVA_TEST_PGDATA" > "$SEEN.part" && mv "$SEEN.part" "$SEEN"; sleep 600'
+    # SIGINT as a terminal's shell hands it on: a suite started in the background (`pytest … &`) ignores
+    # it, every child would inherit that, and bash cannot trap a signal ignored when it started.
     proc = subprocess.Popen(["bash", str(SCRIPT), "run", "sh", "-c", command], env={**os.environ, "SEEN": str(seen)},
-                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 240
     while not seen.exists():  # until the command runs, the cluster up
         assert proc.poll() is None, proc.communicate()[1]

@@ -18,7 +18,10 @@ Anthropic breakpoint model and the OpenAI prefix model (`nova.context.cache_sim`
 (uncalibrated: `replay_messages(calibrate=False)`), on the shared runs at 64k and 200k and in `nova demo`
 (its real requests, run offline through both models).
 
-Targets: at 200k, Nova's hit rate >= 97 % and cost <= 1.02x naive-cached; at 64k, Nova's cost <= 0.4x
+Targets: at 200k, Nova's cost <= 1.02x naive-cached with hit rate >= 85 % (it was >= 97 % while Nova
+never compacted below the window: compaction timed by cost now folds long runs at 200k when that is
+cheaper, and each compaction rewrites the cache once, so the overall rate falls as the cost does; what
+must hold after a compaction is the post-compaction rate below); at 64k, Nova's cost <= 0.4x
 truncate and <= 0.7x observation-mask, with hit rate >= 85 %; `post_compaction_hit_rate` >= 0.9 in every
 place it is measured. The last line is one JSON object keyed by window, then policy, with
 `post_compaction_hit_rate` beside them (by place, then cache model) and `post_compaction_hit_rate_min`.
@@ -85,8 +88,8 @@ def targets(window: int, rows: dict[str, dict[str, float]]) -> tuple[bool, str]:
     nova = rows["nova"]
     if window >= 200_000:
         vs = nova["cost_usd"] / rows["naive-cached"]["cost_usd"]
-        ok = nova["cache_hit_rate"] >= 0.97 and vs <= 1.02
-        return ok, f"hit rate {nova['cache_hit_rate']:.1%} (>= 97%), cost {vs:.3f}x naive-cached (<= 1.02x)"
+        ok = nova["cache_hit_rate"] >= 0.85 and vs <= 1.02
+        return ok, f"hit rate {nova['cache_hit_rate']:.1%} (>= 85%), cost {vs:.3f}x naive-cached (<= 1.02x)"
     vs_trunc = nova["cost_usd"] / rows["truncate"]["cost_usd"]
     vs_mask = nova["cost_usd"] / rows["observation-mask"]["cost_usd"]
     ok = vs_trunc <= 0.4 and vs_mask <= 0.7 and nova["cache_hit_rate"] >= 0.85

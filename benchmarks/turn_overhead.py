@@ -50,7 +50,7 @@ from nova.messages import Message, TextPart, ToolResultPart, ToolUsePart, to_dic
 from nova.model import ModelRequest, Usage
 from nova.sessions.session import Session
 from nova.settings import Settings, load_settings
-from nova.testing import FunctionProvider, reply
+from nova.testing import FunctionProvider, last_message, reply
 from nova.tokens import count_message, counter_for_model
 
 SIZES = (1_000, 10_000, 100_000)
@@ -125,7 +125,7 @@ class Model:
         # Cache reads that grow with the prefix: each call reads all the previous one cached (no break).
         usage = Usage(input_tokens=300, output_tokens=40, cache_read_tokens=40_000 + 1_000 * self.calls,
                       cache_write_tokens=1_000)
-        last = request.messages[-1]
+        last = last_message(request)  # the observations block (environment, task state) comes after it
         if last.tool_results():
             answer = reply("The notes say the parser keeps its state between calls; nothing to change.", usage=usage)
         else:
@@ -200,6 +200,10 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="nova-turn-"))
     model = load_settings(home=home / "nova", overrides={"provider": "demo"}).model
     rows: dict[int, tuple[float, float, float]] = {}
+    # The steady-state turn: compaction timed by cost would fold a long history even far below the window
+    # (it pays), so the threshold schedule keeps this on the path measured; compaction has its own benchmark.
+    (home / "nova").mkdir(exist_ok=True)
+    (home / "nova" / "config.json").write_text(json.dumps({"compaction": {"schedule": "threshold"}}))
     settings = load_settings(home=home / "nova", overrides={"provider": "demo", "context_window": WINDOW})
     subjects: list[Subject] = []
     sessions: list[Session] = []

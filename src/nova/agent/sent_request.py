@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nova.context.extensions import CallRecord, Extension, TurnResult
 from nova.errors import StorageError
+from nova.model import ModelRequest
 from nova.sessions.sent import SentRequest, write_sent
 from nova.tokens import TokenLedger
 
@@ -33,7 +34,14 @@ class SentRequestLog(Extension):
         self.ledger = ledger
         self._last: CallRecord | None = None
         self._written: CallRecord | None = None
+        self._measured: tuple[ModelRequest | None, int] = (None, 0)
         self._at = 0.0
+
+    def prepare_request(self, *, request: ModelRequest) -> ModelRequest:
+        # Measured before the call, while the ledger's anchor (the previous reply) is in the request: after
+        # it the anchor is this call's own reply, and measuring the request then counts all of it again.
+        self._measured = (request, self.ledger.estimate(request.messages, request.system, request.tools))
+        return request
 
     def on_call(self, *, record: CallRecord) -> None:
         self._last, self._at = record, time.time()  # measured when written: once per turn, not per call
@@ -44,6 +52,12 @@ class SentRequestLog(Extension):
     def close(self) -> None:
         self._write()
 
+    def _sent_tokens(self, request: ModelRequest) -> int:
+        measured_for, tokens = self._measured
+        if measured_for is request:
+            return tokens
+        return self.ledger.estimate(request.messages, request.system, request.tools)
+
     def _write(self) -> None:
         record = self._last
         if record is None or record is self._written:
@@ -52,7 +66,7 @@ class SentRequestLog(Extension):
         sent = SentRequest(
             provider=self.provider, model=request.model, window=self.window, threshold=self.threshold,
             system=request.system, tools=tuple(request.tools),
-            sent_tokens=self.ledger.estimate(list(request.messages), request.system, list(request.tools)),
+            sent_tokens=self._sent_tokens(request),
             reported_input_tokens=record.response.usage.context_tokens or None, at=self._at)
         try:
             write_sent(self.directory, sent)

@@ -184,6 +184,10 @@ class ContextController(Extension):
         self.receipts: list[tuple[int, CompactionReceipt]] = []
         """(first call sent the compacted view, receipt) of every successful compaction, in order (replay
         settles each with the calls that followed)."""
+        self._summed: list[Message] = []
+        """The history `_history_tokens` last summed, and below, the running totals of its messages."""
+        self._running: list[int] = [0]
+        self._summed_with: Any = None
         self._fixed: tuple[tuple[Any, ...], int] = ((), 0)
         """(system, tools, counter) and their tokens, as `_fixed_tokens` last counted them."""
 
@@ -584,7 +588,20 @@ class ContextController(Extension):
         fixed = self._fixed_tokens()
         if self._measure is None:
             return fixed
-        return max(fixed, used - sum(count_message(m, self.counter) for m in history))
+        return max(fixed, used - self._history_tokens(history))
+
+    def _history_tokens(self, history: Sequence[Message]) -> int:
+        """The history's messages counted alone, asked on every call below the soft line: only what changed
+        since the last call is counted (a long session's history is counted once, not on every call)."""
+        if self._summed_with is not self.counter:
+            self._summed, self._running, self._summed_with = [], [0], self.counter
+        shared = follow(self._summed, history)
+        del self._running[shared + 1:]
+        total = self._running[-1]
+        for m in self._summed[shared:]:
+            total += count_message(m, self.counter)
+            self._running.append(total)
+        return total
 
     def _thrashing(self) -> bool:
         last = self._last_compaction_call

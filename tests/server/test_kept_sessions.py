@@ -19,6 +19,7 @@ import pytest
 
 from nova import events as ev
 from nova.agent.builder import AgentOptions
+from nova.errors import NovaError
 from nova.host.hub import SessionHub
 from nova.memory.extract import EXTRACTION_PROMPT
 from nova.model import ModelRequest, Usage
@@ -188,4 +189,22 @@ def test_a_turns_memory_extraction_is_recorded_before_the_session_is_handed_back
         row = store.get_session(session_id)
         assert row is not None
         assert row.meta["usage"]["input_tokens"] == n * (TURN_USAGE.input_tokens + EXTRACTION_USAGE.input_tokens)
+    assert hub.builds == 1
+
+
+def test_a_turn_refused_before_it_runs_still_hands_the_session_back(
+    make_worker: Callable[..., SessionHub], tmp_path: Path,
+) -> None:
+    model = Model()
+    home = tmp_path / "home"
+    hub = make_worker(home, model)
+    session_id = hub.create("refused").id
+    run_turn(hub, session_id, "turn 1")
+    with pytest.raises(NovaError):
+        hub.start_turn(session_id, "/skill no-such-skill", lambda _: None)
+    other = SessionLock(session_dir(home, session_id), session_id)
+    other.acquire()  # free, for a worker sharing this home
+    other.release()
+    run_turn(hub, session_id, "turn 2")
+    assert seen(model.requests[-1]) == conversation(2)
     assert hub.builds == 1

@@ -323,7 +323,7 @@ class SessionHub:
             self._delete_here(session_id)
         finally:
             if claim is not None:
-                claim.release()
+                self._let_go(session_id, claim)
 
     def _delete_here(self, session_id: str) -> None:
         self.check(session_id)
@@ -575,10 +575,7 @@ class SessionHub:
             return self._with_live_here(session_id, fn)
         finally:
             if claim is not None:
-                try:
-                    self._keep_local(session_id)
-                finally:
-                    claim.release()
+                self._let_go(session_id, claim)
 
     def _with_live_here(self, session_id: str, fn: Callable[[LiveSession], T]) -> T:
         for _ in range(REOPEN_ATTEMPTS):
@@ -591,8 +588,8 @@ class SessionHub:
 
     def start_turn(self, session_id: str, text: str, sink: EventSink) -> Future[None]:
         """Start a turn on the session's thread and return at once; `sink` gets its events, then None.
-        With shared workers the claim is let go, and `sink` gets None, only once the session is closed
-        after the turn (its records, meta and store row written)."""
+        With shared workers the claim is let go, and `sink` gets None, only once the session is handed
+        back after the turn (its records, meta and store row written)."""
         claim = self._claim_shared(session_id)
         if claim is None:
             return self._start_turn_here(session_id, text, sink)
@@ -600,25 +597,25 @@ class SessionHub:
         try:
             self.shared.turn_starting(session_id)
         except BaseException:
-            claim.release()
+            self._let_go(session_id, claim)
             raise
         finished = threading.Event()
 
         def forward(event: ev.Event | None) -> None:
             if event is None:
-                finished.set()  # the stream ends after the session is closed and the claim let go
+                finished.set()  # the stream ends after the session is handed back and the claim let go
             else:
                 sink(event)
 
         def finish(_: Future[None]) -> None:
-            # Not on the session's own thread: closing waits for that thread.
+            # Not on the session's own thread: handing back runs there, and closing waits for it.
             threading.Thread(target=self._end_shared_turn, args=(session_id, claim, sink, finished),
                              name="nova-turn-end", daemon=True).start()
 
         try:
             future = self._start_turn_here(session_id, text, forward)
-        except BaseException:
-            claim.release()
+        except BaseException:  # refused before it ran (`/skill` naming no skill): handed back all the same
+            self._let_go(session_id, claim)
             raise
         future.add_done_callback(finish)
         return future
@@ -628,7 +625,7 @@ class SessionHub:
             finished.wait(timeout=60)
             self._keep_local(session_id)
         except Exception:
-            log.exception("closing session %s after its turn", session_id)
+            log.exception("handing session %s back after its turn", session_id)
         finally:
             claim.release()
             sink(None)
@@ -702,13 +699,10 @@ class SessionHub:
     def compact(self, session_id: str, focus: str = "") -> tuple[bool, ev.ContextUpdate]:
         claim = self._claim_shared(session_id)
         try:
-            result = self._compact_here(session_id, focus)
-            if claim is not None:
-                self._keep_local(session_id)
-            return result
+            return self._compact_here(session_id, focus)
         finally:
             if claim is not None:
-                claim.release()
+                self._let_go(session_id, claim)
 
     def _compact_here(self, session_id: str, focus: str) -> tuple[bool, ev.ContextUpdate]:
         live = self._claim(session_id, f"session {session_id} is running a turn")
@@ -805,6 +799,13 @@ class SessionHub:
         with self._lock:
             live.kept = None
         return True
+
+    def _let_go(self, session_id: str, claim: Claim) -> None:
+        """Hand the session back (`_keep_local`), then release its claim, even if the hand-back failed."""
+        try:
+            self._keep_local(session_id)
+        finally:
+            claim.release()
 
     def _keep_local(self, session_id: str) -> None:
         """Under the claim, its work done (or just created): hand the session back but keep this hub's

@@ -152,6 +152,15 @@ class Agent:
         self.bus.emit(self.context_status())
         return self.history != before
 
+    def drain(self) -> None:
+        """Let each extension finish the background work that records into the session (memory
+        extraction), the agent staying open for its next turn."""
+        for extension in self.extensions.drainers():
+            try:
+                extension.drain()
+            except Exception:  # as in `close`: one failing extension does not stop the others
+                log.exception("draining the agent: %s failed", type(extension).__name__)
+
     def close(self) -> None:
         """Let each extension finish its background work (memory extraction, consolidation)."""
         for extension in self.extensions.closers():

@@ -16,6 +16,7 @@ hook on every extension that overrides it, in ascending `order` (ties keep the o
 | `on_turn_start`    | a user message starts a turn                 | all; each may return a late poller   |
 | `on_turn_end`      | a turn ended                                 | all, in order                        |
 | `compact`          | `/compact [focus]`                           | exactly one extension may have it    |
+| `drain`            | the session is handed on, the agent kept     | all, in order; one failing does not stop the others |
 | `close`            | the agent closes                             | all, in order; one failing does not stop the others |
 
 The built-in extensions and their orders: the MCP catalog (closed with the agent) 50, the provenance
@@ -146,12 +147,18 @@ class Extension:
     def compact(self, *, history: Sequence[Message], focus: str) -> Sequence[Message] | None:
         return None
 
+    def drain(self) -> None:
+        """Finish the background work that records into the session (a memory extraction's call is
+        charged to it), keeping the extension usable: the session is about to be handed to another
+        worker, which must find every record of it written, while this agent may run its next turn."""
+        return None
+
     def close(self) -> None:
         return None
 
 
 _HOOKS = ("process_result", "prepare_view", "on_overflow", "compile_view", "prepare_request", "on_call",
-          "on_usage", "on_turn_start", "on_turn_end", "compact", "close")
+          "on_usage", "on_turn_start", "on_turn_end", "compact", "drain", "close")
 _SINGLE = ("compile_view", "compact")
 
 
@@ -246,6 +253,9 @@ class Extensions:
             return None
         folded = owners[0].compact(history=history, focus=focus)
         return None if folded is None else list(folded)
+
+    def drainers(self) -> tuple[Extension, ...]:
+        return self._by_hook["drain"]
 
     def closers(self) -> tuple[Extension, ...]:
         return self._by_hook["close"]

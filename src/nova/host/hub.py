@@ -23,10 +23,15 @@ session is never open twice (two writers on one record).
 
 One worker among several (`shared`, see `nova.host.workers`): a turn, a compaction, a delete and a read
 of a session's live state first claim the session across workers (refused at once when another has
-it), then close this hub's open copy (its history may be behind the shared record) and have the record
-rewritten from the shared one; the copy is closed again before the claim is let go (a turn's claim
-outlives the turn until its records are stored), so the next claimant, on any worker, sees everything.
-The claim is taken and let go only while no lock of the hub's own is held: it is always the outer one.
+it). Before the claim is let go (a turn's claim outlives the turn until its records are stored) the
+session is handed back: its background work settled, its meta and store row saved, the shared record's
+version noted and its `session.lock` let go, so the next claimant, on any worker and on this home too,
+sees everything; this hub keeps the open copy (its agent built, its history in memory). The next claim
+here asks the shared record, in one query, whether anything wrote to the session since that version:
+if not, the kept copy goes on as it is (resuming and building the agent again cost most of a turn);
+if so (another worker ran a turn), the copy is closed and the record rewritten from the shared one and
+resumed, as on a worker that never had it. The claim is taken and let go only while no lock of the
+hub's own is held: it is always the outer one.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from typing import Any, Protocol, TypeVar
 from nova import events as ev
 from nova.agent.builder import AgentOptions, build_agent, record_fixed_prompt
 from nova.agent.loop import Agent
-from nova.errors import NovaError, SessionBusy, SessionNotFound, StorageError
+from nova.errors import NovaError, SessionBusy, SessionLocked, SessionNotFound, StorageError
 from nova.host.context_view import context_report
 from nova.host.workers import Claim, SharedWorkers
 from nova.messages import Message
@@ -131,6 +136,11 @@ class LiveSession:
     """Set under the hub's lock when the hub decides to close it: no turn starts on it after that."""
     closed: bool = False
     """Set on the worker when it is closed: work queued behind the close is refused, not run."""
+    kept: object = None
+    """With shared workers, while it waits between two claims: the shared record's version when it was
+    handed back (its session lock let go). None while in use, or when it must not be reused."""
+    suspect: bool = False
+    """A turn on it raised: its history may differ from its record, so it is not kept for another claim."""
 
     @property
     def id(self) -> str:
@@ -230,6 +240,8 @@ class SessionHub:
         self._sweeper_stop: threading.Event | None = None
         self._store_writes = threading.Lock()
         """Every write of this hub's sessions to the session store, one at a time (see `_QueuedWrites`)."""
+        self.builds = 0
+        """Agents built so far (each session created or resumed); a kept session's next turn builds none."""
         self.shared = shared
         if shared is not None:
             shared.listen_for_cancels(self._cancel_here)
@@ -284,9 +296,9 @@ class SessionHub:
         live = self._open(create_here, then=record_prompt)
         self._register(live)
         if self.shared is not None:
-            # Recorded and closed at once: its next turn may run on any worker, which must not find it
-            # held open (and its files locked) here.
-            self._drop_local(live.id)
+            # Recorded and handed back at once: its next turn may run on any worker, which must not find
+            # its files locked here.
+            self._keep_local(live.id)
         return live
 
     def meta(self, session_id: str) -> SessionMeta:
@@ -311,7 +323,7 @@ class SessionHub:
             self._delete_here(session_id)
         finally:
             if claim is not None:
-                claim.release()
+                self._let_go(session_id, claim)
 
     def _delete_here(self, session_id: str) -> None:
         self.check(session_id)
@@ -432,6 +444,8 @@ class SessionHub:
                 agent = build_agent(settings, provider, options, bus=bus,
                                     session=session, session_id=session.id, session_dir=session.dir,
                                     history=history)
+                with self._lock:
+                    self.builds += 1
                 live = LiveSession(session=session, agent=agent, worker=worker)
                 bus.subscribe(live.track)
                 if then is not None:
@@ -561,10 +575,7 @@ class SessionHub:
             return self._with_live_here(session_id, fn)
         finally:
             if claim is not None:
-                try:
-                    self._drop_local(session_id)
-                finally:
-                    claim.release()
+                self._let_go(session_id, claim)
 
     def _with_live_here(self, session_id: str, fn: Callable[[LiveSession], T]) -> T:
         for _ in range(REOPEN_ATTEMPTS):
@@ -577,8 +588,8 @@ class SessionHub:
 
     def start_turn(self, session_id: str, text: str, sink: EventSink) -> Future[None]:
         """Start a turn on the session's thread and return at once; `sink` gets its events, then None.
-        With shared workers the claim is let go, and `sink` gets None, only once the session is closed
-        after the turn (its records, meta and store row written)."""
+        With shared workers the claim is let go, and `sink` gets None, only once the session is handed
+        back after the turn (its records, meta and store row written)."""
         claim = self._claim_shared(session_id)
         if claim is None:
             return self._start_turn_here(session_id, text, sink)
@@ -586,25 +597,25 @@ class SessionHub:
         try:
             self.shared.turn_starting(session_id)
         except BaseException:
-            claim.release()
+            self._let_go(session_id, claim)
             raise
         finished = threading.Event()
 
         def forward(event: ev.Event | None) -> None:
             if event is None:
-                finished.set()  # the stream ends after the session is closed and the claim let go
+                finished.set()  # the stream ends after the session is handed back and the claim let go
             else:
                 sink(event)
 
         def finish(_: Future[None]) -> None:
-            # Not on the session's own thread: closing waits for that thread.
+            # Not on the session's own thread: handing back runs there, and closing waits for it.
             threading.Thread(target=self._end_shared_turn, args=(session_id, claim, sink, finished),
                              name="nova-turn-end", daemon=True).start()
 
         try:
             future = self._start_turn_here(session_id, text, forward)
-        except BaseException:
-            claim.release()
+        except BaseException:  # refused before it ran (`/skill` naming no skill): handed back all the same
+            self._let_go(session_id, claim)
             raise
         future.add_done_callback(finish)
         return future
@@ -612,9 +623,9 @@ class SessionHub:
     def _end_shared_turn(self, session_id: str, claim: Claim, sink: EventSink, finished: threading.Event) -> None:
         try:
             finished.wait(timeout=60)
-            self._drop_local(session_id)
+            self._keep_local(session_id)
         except Exception:
-            log.exception("closing session %s after its turn", session_id)
+            log.exception("handing session %s back after its turn", session_id)
         finally:
             claim.release()
             sink(None)
@@ -635,6 +646,7 @@ class SessionHub:
                 live.agent.run_turn(prompt)
             except Exception as exc:  # recorded by the agent as an ErrorEvent; the stream ends cleanly
                 log.info("turn on %s ended with %s: %s", session_id, type(exc).__name__, exc)
+                live.suspect = True
                 sink(ev.TurnFinished(session_id=session_id, stop_reason="error"))
             finally:
                 unsubscribe()
@@ -687,13 +699,10 @@ class SessionHub:
     def compact(self, session_id: str, focus: str = "") -> tuple[bool, ev.ContextUpdate]:
         claim = self._claim_shared(session_id)
         try:
-            result = self._compact_here(session_id, focus)
-            if claim is not None:
-                self._drop_local(session_id)
-            return result
+            return self._compact_here(session_id, focus)
         finally:
             if claim is not None:
-                claim.release()
+                self._let_go(session_id, claim)
 
     def _compact_here(self, session_id: str, focus: str) -> tuple[bool, ev.ContextUpdate]:
         live = self._claim(session_id, f"session {session_id} is running a turn")
@@ -753,8 +762,9 @@ class SessionHub:
     # -- shared with other workers (see the module docstring) -----------------------------------------
     def _claim_shared(self, session_id: str) -> Claim | None:
         """None alone in the process. With shared workers: the session claimed for this worker, with
-        this hub's copy closed and the record rewritten from the shared one; `SessionBusy` when another
-        worker has it, `SessionNotFound` when it is not recorded. The caller releases the claim."""
+        this hub's kept copy still current, or else closed and the record rewritten from the shared one;
+        `SessionBusy` when another worker has it, `SessionNotFound` when it is not recorded. The caller
+        hands the session back (`_keep_local`) and releases the claim."""
         if self.shared is None:
             return None
         try:  # the id's form only: `refresh` asks the shared record, under the claim
@@ -763,13 +773,73 @@ class SessionHub:
             raise SessionNotFound(f"no session {session_id!r}") from None
         claim = self.shared.claim(session_id)
         try:
-            self._drop_local(session_id)
-            if not self.shared.refresh(session_id):
-                raise SessionNotFound(f"no session {session_id!r}")
+            if not self._reclaim_kept(session_id):
+                self._drop_local(session_id)
+                if not self.shared.refresh(session_id):
+                    raise SessionNotFound(f"no session {session_id!r}")
         except BaseException:
             claim.release()
             raise
         return claim
+
+    def _reclaim_kept(self, session_id: str) -> bool:
+        """Under the claim: True when this hub's copy, kept since it was last handed back, is current
+        (nothing wrote to the session since) and locked for this process again; False when there is no
+        such copy or it is behind the shared record."""
+        assert self.shared is not None
+        with self._lock:
+            live = self._live.get(session_id)
+            kept = live.kept if live is not None and live.idle and not live.retired else None
+        if live is None or kept is None or not self.shared.resume_kept(session_id, kept):
+            return False
+        try:
+            live.on_worker(live.session.take_lock)
+        except (_Retired, SessionLocked):  # being closed (an eviction), or another process writes it
+            return False
+        with self._lock:
+            live.kept = None
+        return True
+
+    def _let_go(self, session_id: str, claim: Claim) -> None:
+        """Hand the session back (`_keep_local`), then release its claim, even if the hand-back failed."""
+        try:
+            self._keep_local(session_id)
+        finally:
+            claim.release()
+
+    def _keep_local(self, session_id: str) -> None:
+        """Under the claim, its work done (or just created): hand the session back but keep this hub's
+        copy open for the next claim here. On the session's thread, its background work is drained (a memory
+        extraction's call is charged to it), its meta and store row are saved, the shared record's
+        version is noted and its `session.lock` let go. A copy that cannot be kept so is closed."""
+        assert self.shared is not None
+        shared = self.shared
+        with self._lock:
+            live = self._live.get(session_id)
+            usable = live is not None and live.idle and not live.retired and not live.suspect
+        if live is None or not usable:
+            self._drop_local(session_id)
+            return
+
+        def hand_back() -> object:
+            live.agent.drain()
+            live.session.flush()
+            version = shared.version(session_id)
+            live.session.release_lock()
+            return version
+
+        try:
+            version = live.on_worker(hand_back)
+        except _Retired:  # closed meanwhile (a shutdown): nothing is left to keep
+            version = None
+        except Exception:
+            log.exception("handing session %s back", session_id)
+            version = None
+        if version is None:
+            self._drop_local(session_id)
+            return
+        with self._lock:
+            live.kept = version
 
     def _drop_local(self, session_id: str) -> None:
         """Close this hub's open copy of the session if nothing uses it (its history may be behind the

@@ -5,8 +5,10 @@ runs a turn on them. Several `nova serve` workers over one PostgreSQL database s
 the hub (`nova.host.hub.SessionHub`, given `shared=`) calls these at fixed points:
 - the index: listing, finding and reading a session ask the shared record, not this worker's files;
 - a claim: before a turn, a compaction, a delete or a read of a session's live state, the hub claims the
-  session across workers (refused at once, naming the holder, when another worker has it), closes its
-  own open copy and has the record brought up to date, and lets the claim go when done;
+  session across workers (refused at once, naming the holder, when another worker has it); it asks
+  whether its own copy, kept open since it last handed the session back, is still current (the version
+  it noted then), and if not closes it and has the record brought up to date; when done it notes the
+  session's version and lets the claim go;
 - a cancel for a turn running elsewhere is passed on, and one passed on by another worker comes back
   through the callback the hub gives at start.
 
@@ -56,6 +58,17 @@ class WorkerClaims(Protocol):
     def refresh(self, session_id: str) -> bool:
         """Under a claim, with this worker's copy of the session closed: write the copy anew from the
         shared record (another worker may have run the turns since). False when it is not recorded."""
+        ...
+
+    def version(self, session_id: str) -> object:
+        """The session's version in the shared record, read cheaply (one query): two equal versions mean
+        nothing wrote to the session between them. None when it is not recorded."""
+        ...
+
+    def resume_kept(self, session_id: str, version: object) -> bool:
+        """Under a claim, with this worker's copy of the session kept open since the record was at
+        `version`: True when it still is (the copy counts as brought up to date, as after `refresh`);
+        False when anything wrote to the session since (close the copy and `refresh`)."""
         ...
 
     def turn_starting(self, session_id: str) -> None:

@@ -95,6 +95,10 @@ class MemoryRuntime(Extension):
         if self._recalling is not None:
             self._recalling.settle(timeout)
 
+    def drain(self) -> None:
+        # Consolidation is not waited for: it writes the memory store, never the session.
+        self.wait_idle(self.close_grace_s)
+
     def close(self) -> None:
         self.wait_idle(self.close_grace_s)
         for thread in self.background:

@@ -41,13 +41,17 @@ def with_id(data: bytes, event_id: int) -> bytes:
     return head + b"id: " + str(event_id).encode() + b"\n" + last + b"\n\n"
 
 
-_INSERT = "INSERT INTO nova_events (session_id, turn_id, data, last, created_at) VALUES "
-_ROW = "(%s, %s, %s, %s, %s)"
+_INSERT = ("INSERT INTO nova_events (session_id, turn_id, data, last, created_at)"
+           " SELECT %s, %s, b.data, b.last, %s FROM unnest(%s::text[], %s::boolean[]) WITH ORDINALITY"
+           " AS b(data, last, n) ORDER BY b.n RETURNING id")
+"""One statement whatever the batch's size (its rows are two arrays): the driver parses it once and the
+server prepares it, where a VALUES list of as many rows as the batch was parsed and planned anew each
+time (measured: a few per cent of a busy worker's time)."""
 
 WRITERS = 8
 """Threads writing turn streams for the whole worker; each turn has at most one write in flight."""
 MAX_ROWS = 1000
-"""Rows one INSERT takes at most (5 parameters each, far under PostgreSQL's 65535)."""
+"""Rows one INSERT takes at most: a bound on one statement's size, so a flood is written in parts."""
 
 
 class EventLog:
@@ -74,13 +78,13 @@ class EventLog:
         if not batches:
             return []
         now = time.time()
-        params = [v for data, last in batches for v in (session_id, turn_id, data.decode("utf-8"), last, now)]
-        sql = _INSERT + ", ".join([_ROW] * len(batches)) + " RETURNING id"
+        params = (session_id, turn_id, now, [data.decode("utf-8") for data, _ in batches],
+                  [last for _, last in batches])
 
         def insert() -> list[int]:
-            rows = self._on_turn_connection(session_id, lambda conn: conn.execute(sql, params).fetchall())
-            # The ids come from the sequence row by row in VALUES order, so sorted they are that order
-            # whatever order RETURNING lists them in.
+            rows = self._on_turn_connection(session_id, lambda conn: conn.execute(_INSERT, params).fetchall())
+            # The ids come from the sequence row by row in the arrays' order (ORDER BY n), so sorted they
+            # are that order whatever order RETURNING lists them in.
             return sorted(int(r[0]) for r in rows)
 
         return with_retry(insert, what="publishing turn events")

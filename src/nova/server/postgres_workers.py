@@ -5,11 +5,13 @@ What differs from a hub alone in its process:
 - a turn (or a compaction) first takes the session's advisory lock (`nova.sessions.turn_lock`); another
   worker, or this one, asking meanwhile gets 409 naming the holder (refused, not queued: the client
   decides whether to wait, and a queue would die with its worker);
-- under the lock, the session is resumed from the database (`materialize`), never from this worker's
-  memory: another worker may have run the turns since;
-- a new session is closed as soon as it is recorded, and after a turn the session is closed (its records,
-  meta and store row written) and only then is the lock released and the client's stream ended, so the
-  next turn, on any worker, sees everything;
+- under the lock, the session is resumed from the database (`materialize`) unless this worker kept it
+  open since it last had it and the session's version (`PostgresSessionStore.session_version`: its
+  last record, its row's update time, its task state's version) is the one noted then: another worker
+  may have run the turns since;
+- a new session is handed back as soon as it is recorded, and after a turn the session's records, meta
+  and store row are written, its version noted, and only then is the lock released and the client's
+  stream ended, so the next turn, on any worker, sees everything;
 - the turn's stream is stored as it goes (`event_log`), so a client on any worker can follow it, and a
   cancel for a turn on another worker goes there as a notification (`remote_cancel`).
 A worker killed mid-turn loses its connections, so its lock goes at once; the records it committed are
@@ -80,6 +82,15 @@ class PostgresWorkers(SharedWorkers):
 
     def refresh(self, session_id: str) -> bool:
         if not materialize(self.home, session_id, self._db):
+            return False
+        self._held.add(session_id)
+        return True
+
+    def version(self, session_id: str) -> object:
+        return self._db.session_version(session_id)
+
+    def resume_kept(self, session_id: str, version: object) -> bool:
+        if version is None or self._db.session_version(session_id) != version:
             return False
         self._held.add(session_id)
         return True

@@ -478,6 +478,20 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
             "SELECT COUNT(*) FROM nova_records WHERE session_id = %s", (session_id,)).fetchone())
         return int(row[0]) if row else 0
 
+    def session_version(self, session_id: str) -> tuple[int, float, int] | None:
+        """What every write of the session moves, in one query: its last record's sequence number (a
+        turn, a compaction, a snip all append records), its row's `updated_at` (a meta change) and its
+        task state's version. Equal versions: nothing was written between them. None when the session is
+        not recorded."""
+        row = self._run_for(session_id, "reading a session's version", lambda conn: conn.execute(
+            "SELECT s.updated_at, (SELECT MAX(seq) FROM nova_records WHERE session_id = s.id),"
+            " (SELECT version FROM nova_task_state WHERE session_id = s.id) FROM nova_sessions s WHERE s.id = %s",
+            (session_id,)).fetchone())
+        if row is None:
+            return None
+        updated_at, last_record, task_version = row
+        return int(last_record or 0), float(updated_at), int(task_version or 0)
+
     def close(self) -> None:
         """Nothing to release: the pool is the process's, shared with its other stores."""
 

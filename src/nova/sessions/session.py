@@ -318,6 +318,20 @@ class Session(RecordedSession):
                 self._lock.release()
                 self._lock = None
 
+    def release_lock(self) -> None:
+        """Let another process write the session while this one keeps it open (workers sharing one home
+        hand a session to each other between turns). The log's descriptor goes too: the next append
+        opens the file anew, whatever another process made of it meanwhile. `take_lock` before writing."""
+        self.transcript.close()
+        if self._lock is not None:
+            self._lock.release()
+
+    def take_lock(self) -> None:
+        """Take back the lock `release_lock` let go; `SessionLocked` naming the holder when another
+        process has it now."""
+        if self._lock is not None:
+            self._lock.acquire()
+
     def __enter__(self) -> Session:
         return self
 

@@ -431,12 +431,34 @@ def _collect(messages: Sequence[Message]) -> _Facts:
                 sentence = sentence.strip()
                 if len(sentence) <= 20 or sentence.endswith("?"):  # a question chooses nothing
                     continue
-                if _CHOICE.search(sentence) and sentence not in facts.rejected:
+                if (_CHOICE.search(sentence) and sentence not in facts.rejected
+                        and _CHOICE.search(_own_words(sentence, facts))):
                     facts.choices.setdefault(sentence, m.id)
                     since.append(sentence)
     for path in facts.files_changed:
         facts.files_read.pop(path, None)
     return facts
+
+
+# A quotation long enough to be someone's sentence, not a name or a value ("use `x` instead of `None`").
+_QUOTATION = re.compile(r'"[^"\n]{20,}"|\u201c[^\u201d\n]{20,}\u201d')
+_QUOTE_MARKS = "\"'\u201c\u201d "
+# The label a harness or the agent puts before its words (mini-swe-agent's "THOUGHT:").
+_LABEL = re.compile(r"^[A-Z][A-Za-z ]{0,20}:\s*")
+
+
+def _own_words(sentence: str, facts: _Facts) -> str:
+    """What of `sentence` the agent said itself: the long quotations taken out, and nothing at all when
+    the rest is a piece of what the person wrote. An agent that restates the task ("the user says:
+    "... instead of the three examples ..."") chooses nothing; those echoes would otherwise fill the
+    bounded list of choices and push the agent's real early decisions out of every later summary."""
+    own = _QUOTATION.sub(" ", sentence).strip(_QUOTE_MARKS)
+    words = " ".join(_LABEL.sub("", own).strip(_QUOTE_MARKS).split())
+    if len(words) > 20:
+        said = (" ".join(text.split()) for _, text in (*facts.users, *facts.carried_users))
+        if any(words in text for text in said):
+            return ""
+    return own
 
 
 def _call_line(call: ToolUsePart) -> str:

@@ -299,14 +299,17 @@ def exit_code(result: ToolResultPart) -> int | None:
     head, tail = content[:500], content[-500:]
     # Every compaction reads every result of the folded part: most name no code at all, and a plain
     # substring test says so far faster than the patterns do.
-    named = _CODE_WORDS.search(head) is not None, _CODE_WORDS.search(tail) is not None
+    named = _names_code(head), _names_code(tail)
     match = ((_RETURNCODE.search(content[:200]) or _EXIT_CODE.search(head)) if named[0] else None) or (
         (_last_match(_EXIT_CODE, tail) or _last_match(_RETURNCODE, content[-300:])) if named[1] else None)
     return int(match.group(1)) if match else None
 
 
-# What every form `exit_code` reads contains.
-_CODE_WORDS = re.compile(r"exit|returncode", re.I)
+def _names_code(text: str) -> bool:
+    """Whether `text` holds a word every form `exit_code` reads contains (a case-blind pattern is ten
+    times slower than this)."""
+    low = text.lower()
+    return "exit" in low or "returncode" in low
 
 
 def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:

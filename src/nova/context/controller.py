@@ -38,6 +38,7 @@ from nova.context.compaction import (
     RestoreContext,
     compact,
     is_nova_insert,
+    message_size,
     snip_old_tool_results,
 )
 from nova.context.economy import CachePrices, cost_line
@@ -496,7 +497,7 @@ class ContextController(Extension):
     def _cut_largest(self, history: list[Message], used: int) -> tuple[list[Message], int]:
         """Still over the hard line (a small window, a long summary of the user's words): cut the largest
         messages of the view, the user's too, each saying so, until the request fits."""
-        sizes = [count_message(m, self.counter) for m in history]
+        sizes = list(map(message_size(self.counter), history))
         over = used - (self.hard_line - 1)
         out = list(history)
         for i in sorted(range(len(out)), key=lambda k: sizes[k], reverse=True):
@@ -596,7 +597,7 @@ class ContextController(Extension):
         fixed = self._fixed_tokens()
         if self._measure is None:
             return fixed
-        return max(fixed, used - sum(count_message(m, self.counter) for m in history))
+        return max(fixed, used - sum(map(message_size(self.counter), history)))
 
     def _thrashing(self) -> bool:
         last = self._last_compaction_call

@@ -4,6 +4,7 @@ the floor is bounded, so a long session compacts before the soft line when that 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 from nova import events as ev
@@ -224,4 +225,4 @@ def test_a_failed_cost_compaction_waits_for_the_view_to_grow_by_the_floor(tmp_pa
         history = [*history, Message(role="assistant", parts=(use,)),
                    Message(role="user", parts=(ToolResultPart(f"t{i}", body),))]
     assert len(failed_at) >= 2 and max(failed_at) < controller.threshold  # it did try again, for cost
-    assert all(b - a >= budget.cost_floor for a, b in zip(failed_at, failed_at[1:], strict=False))
+    assert all(b - a >= budget.cost_floor for a, b in pairwise(failed_at))

@@ -58,8 +58,8 @@ __all__ = [
     "compact",
     "find_split_point",
     "is_nova_insert",
-    "message_size",
     "is_snipped",
+    "message_size",
     "snip_old_tool_results",
     "snip_text",
 ]
@@ -376,8 +376,7 @@ def compact(
     `target` is the view to end at, when it must be less than `budget.post_compaction_target`."""
     started = time.monotonic()
     history = list(messages)
-    size = message_size(counter)
-    sizes = [size(m) for m in history]
+    sizes = list(map(message_size(counter), history))
     before = sum(sizes)
 
     def unchanged(status: Literal["skipped", "failed"], reason: str) -> CompactionOutcome:

@@ -313,10 +313,8 @@ def _names_code(text: str) -> bool:
 
 
 def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    match = None
-    for match in pattern.finditer(text):
-        pass
-    return match
+    matches = list(pattern.finditer(text))
+    return matches[-1] if matches else None
 
 
 def failure_code(result: ToolResultPart) -> int | None:

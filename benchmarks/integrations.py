@@ -20,8 +20,11 @@ claude-sonnet-4-5's prices), tool pairing violations in the framework's own type
 lacked one of the user's prompts so far (verbatim).
 
 Part 2, overhead at 1,000 messages of history: a history of one user prompt and call/output pairs of a
-few hundred characters (1,000 messages, in the framework's types) under a window far above it, so nothing
-compacts (the steady state), then 40 more model calls. The framework's own per-step time is the median
+few hundred characters (1,000 messages, in the framework's types) under a window far above it, so the soft
+line is never near (the steady state), then 40 more model calls. The history (about 50,000 tokens) is over
+the cost floor, so the `cost` schedule tries one compaction a few calls in; the fake model writes no
+summary, the try fails and is not made again before the view has grown by the floor, and its work counts
+in Nova's mean (not in its median). The framework's own per-step time is the median
 CPU time of the process from one model call to the next without Nova. Nova's overhead per call is all
 the CPU time spent inside Nova's hooks over the run, the end of the run included (the capability's
 `prepare_model_request` and `after_run`; the session's input filter and every `add_items`; the

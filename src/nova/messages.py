@@ -274,11 +274,13 @@ def person_entries(message: Message) -> list[tuple[str, str]]:
     a recorded summary hold none of their own; a person's text merged into one keeps its `entry`."""
     if message.role != "user":
         return []
-    whole_harness = message.origin is not None or harness_message(message)
+    whole_harness: bool | None = None  # asked only of a message with text: most hold tool results alone
     grouped: dict[str, list[str]] = {}
     for part in message.parts:
         if not isinstance(part, TextPart) or part.harness or not part.text.strip():
             continue
+        if whole_harness is None:
+            whole_harness = message.origin is not None or harness_message(message)
         if whole_harness and not part.entry:
             continue
         grouped.setdefault(part.entry or message.id, []).append(part.text)

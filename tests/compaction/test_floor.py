@@ -109,3 +109,18 @@ def test_the_continuity_section_carries_every_stated_choice_but_not_the_narratio
     section = continuity_section(history)
     assert f"## Decisions made\n- {choice}" in section
     assert "module_3.py" not in section
+
+
+def test_a_cut_keeps_the_first_line_of_its_tail_whole() -> None:
+    from nova.context.oversize import CUT_MARK, cut_middle
+
+    verdict = "=" * 29 + " 1 failed, 7 warnings in 0.31s " + "=" * 30
+    lines = [f"tests/test_case_{i}.py::test_{i} PASSED with a long line of pytest output {i * 7}" for i in range(300)]
+    text = "\n".join([*lines, verdict, "</output>"])
+    for keep in range(200, 1_200, 37):  # the cut lands at every point of a line, the verdict's among them
+        result = cut_middle(text, keep_tokens=keep, counter=COUNTER, where="Full output: x.txt")
+        tail = result.split(CUT_MARK, 1)[1].split("]\n", 1)[1]
+        start = len(text) - len(tail)
+        assert text.endswith(tail) and text[start - 1] == "\n", (keep, tail[:80])
+        assert COUNTER.count(result) <= keep
+    assert verdict in cut_middle(text, keep_tokens=120, counter=COUNTER, where="Full output: x.txt")

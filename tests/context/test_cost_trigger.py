@@ -4,6 +4,7 @@ the floor is bounded, so a long session compacts before the soft line when that 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 from nova import events as ev
@@ -193,3 +194,35 @@ def test_a_run_expected_to_reach_the_soft_line_compacts_now(tmp_path: Path) -> N
     assert not decide()
     controller.stats.calls = 30
     assert decide()
+
+
+class _Failing:
+    """A summarizer that always fails, as a model returning nothing would."""
+
+    name = "failing"
+
+    def summarize(self, request: object) -> str:
+        raise RuntimeError("the model returned an empty summary")
+
+
+def test_a_failed_cost_compaction_waits_for_the_view_to_grow_by_the_floor(tmp_path: Path) -> None:
+    # Each retry of a failed summary pays the summary call again for the same history: the cost schedule
+    # tries again only once the view has grown by the cost floor (the soft line still compacts).
+    config = CompactionConfig(schedule="cost", max_consecutive_failures=0)  # no breaker: only the wait
+    budget = ContextBudget.derive(config, 200_000)
+    controller = ContextController(budget=budget, ledger=TokenLedger(MemoCounter(COUNTER)), config=config,
+                                   session=SessionLink(dir=tmp_path / "s", bus=ev.EventBus()),
+                                   summarizer=_Failing(), prices=prices_for("claude-sonnet-4-5"))
+    history: list[Message] = [Message.user("Fix the failing date parser in utils/dates.py; keep the API.")]
+    failed_at: list[int] = []
+    for i in range(60):
+        failures = controller.stats.compaction_failures
+        history = controller.prepare_view(request=ViewRequest(history=history, system=controller.system))
+        if controller.stats.compaction_failures > failures:
+            failed_at.append(controller.last_used)
+        use = ToolUsePart(f"t{i}", "read_file", {"path": f"src/mod{i}.py"})
+        body = "\n".join(f"line {i}.{k}: value = compute_{k}(x, y)  # step {k}" for k in range(150))
+        history = [*history, Message(role="assistant", parts=(use,)),
+                   Message(role="user", parts=(ToolResultPart(f"t{i}", body),))]
+    assert len(failed_at) >= 2 and max(failed_at) < controller.threshold  # it did try again, for cost
+    assert all(b - a >= budget.cost_floor for a, b in pairwise(failed_at))

@@ -92,6 +92,22 @@ def test_a_tight_budget_trims_the_oldest_rows_but_never_a_modified_file() -> Non
     assert carried_budget(4_000) == 400 and carried_budget(176_000) == 35_200
 
 
+def test_the_agent_restating_the_task_is_no_choice_and_leaves_room_for_its_own() -> None:
+    task = ("Prefetching without slicing would prefetch all objects (and there may be thousands of them)\n"
+            "instead of the three examples that are needed.")
+    history: list[Message] = [Message.user(task, id="u0")]
+    echoes = [f'But wait, the user says: "{" ".join(task.split())}"', task, "instead of the three examples that are needed."]
+    for i in range(20):  # more echoes than the choices carried: real choices must not give way to them
+        history.append(assistant_message(f"THOUGHT: {echoes[i % 3]}", [], id=f"e{i}"))
+    history.append(assistant_message("THOUGHT: I decided to keep the slice in the queryset instead of a list.",
+                                     [], id="a1"))
+    history.append(assistant_message('THOUGHT: I\'ll go with "qs[:3]" rather than itertools.islice.', [], id="a2"))
+    decisions = continuity_section(history).split("## Decisions made", 1)[1].split("\n## ", 1)[0]
+    assert "I decided to keep the slice in the queryset instead of a list. (msg a1)" in decisions
+    assert "rather than itertools.islice" in decisions  # a short quotation is a name, not someone's words
+    assert "Prefetching" not in decisions and "three examples" not in decisions
+
+
 class _NoState:
     """A task ledger with nothing in it: only the summary's own rows are checked."""
 

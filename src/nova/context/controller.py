@@ -38,6 +38,7 @@ from nova.context.compaction import (
     RestoreContext,
     compact,
     is_nova_insert,
+    message_size,
     snip_old_tool_results,
 )
 from nova.context.economy import CachePrices, cost_line
@@ -180,6 +181,8 @@ class ContextController(Extension):
         self._last_after: int | None = None
         """The view right after the last compaction: what the next one will likely leave."""
         self._last_call_at: float | None = None
+        self._cost_failed_at: int | None = None
+        """The view when the last cost-timed compaction failed (None once one succeeds)."""
         """When the last reply arrived (its message time): the cost schedule's cache clock."""
         self.receipts: list[tuple[int, CompactionReceipt]] = []
         """(first call sent the compacted view, receipt) of every successful compaction, in order (replay
@@ -236,8 +239,11 @@ class ContextController(Extension):
         if used >= self.threshold:
             history, used = self._relieve(history, used, reason="hard" if used >= self.hard_line else "threshold")
         elif self._worth_compacting(history, used):
+            failures = self.stats.compaction_failures
             history, used = self._layer2(history, used, reason="cost", forced=False, focus="", sent=history,
                                          target=used // 2, budget=self.budget.for_cost(used))
+            if self.stats.compaction_failures > failures:
+                self._cost_failed_at = used
         if self._growth_from is None or used < self.last_used:
             self._growth_from = (self.stats.calls, used)
         self.last_used = used
@@ -248,7 +254,13 @@ class ContextController(Extension):
         """Below the soft line: is a compaction now cheaper than re-sending this view on the calls that
         follow (nova.context.economy)? Never under the cost floor, with the breaker open, or right after
         another compaction."""
-        if used < (self.budget.cost_floor or self.threshold) or self.stats.breaker_open or self._thrashing():
+        floor = self.budget.cost_floor or self.threshold
+        if used < floor or self.stats.breaker_open or self._thrashing():
+            return False
+        if self._cost_failed_at is not None and used < self._cost_failed_at + floor:
+            # The last one failed: it paid for the summary and saved nothing, and the same history would
+            # fail the same way on the next call. Compacting is optional down here (the soft line still
+            # compacts), so it waits until the view has grown by the least worth a try, the cost floor.
             return False
         if self._growth_from is None:
             return False
@@ -489,7 +501,7 @@ class ContextController(Extension):
     def _cut_largest(self, history: list[Message], used: int) -> tuple[list[Message], int]:
         """Still over the hard line (a small window, a long summary of the user's words): cut the largest
         messages of the view, the user's too, each saying so, until the request fits."""
-        sizes = [count_message(m, self.counter) for m in history]
+        sizes = list(map(message_size(self.counter), history))
         over = used - (self.hard_line - 1)
         out = list(history)
         for i in sorted(range(len(out)), key=lambda k: sizes[k], reverse=True):
@@ -551,6 +563,7 @@ class ContextController(Extension):
                                                error=outcome.reason))
             return history, used
         self.stats.compactions += 1
+        self._cost_failed_at = None
         self.stats.consecutive_failures = 0
         self.stats.breaker_open = False
         self.stats.last_event = "compaction"
@@ -598,8 +611,9 @@ class ContextController(Extension):
         shared = follow(self._summed, history)
         del self._running[shared + 1:]
         total = self._running[-1]
+        size = message_size(self.counter)
         for m in self._summed[shared:]:
-            total += count_message(m, self.counter)
+            total += size(m)
             self._running.append(total)
         return total
 

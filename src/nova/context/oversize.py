@@ -44,6 +44,8 @@ MIN_KEPT_TOKENS = 48
 # What the note itself costs, paid up front.
 NOTE_TOKENS = 72
 _HEAD_SHARE = 0.4
+# How far back the tail may reach for the start of its first line.
+_LINE_REACH = 240
 CUT_MARK = "cut from the middle of this message to fit the context budget"
 
 
@@ -81,6 +83,13 @@ def cut_middle(text: str, *, keep_tokens: int, counter: TokenCounter, where: str
     for _ in range(6):  # the estimate is per text: a few rounds settle dense and sparse texts alike
         head_n = int(chars * _HEAD_SHARE)
         tail_n = chars - head_n
+        if tail_n:
+            # The tail starts at the beginning of the line it would cut into, paid for by the head: the
+            # last lines (an error, a test run's verdict) are read whole or not at all.
+            start = len(text) - tail_n
+            shift = start - (text.rfind("\n", 0, start) + 1)
+            if 0 < shift <= min(_LINE_REACH, head_n // 2):
+                head_n, tail_n = head_n - shift, tail_n + shift
         head, tail = text[:head_n], text[len(text) - tail_n:] if tail_n else ""
         cut = len(text) - len(head) - len(tail)
         note = (f"\n[... {cut:,} of {len(text):,} characters (about {total - room:,} tokens) {CUT_MARK}. "

@@ -296,9 +296,20 @@ def exit_code(result: ToolResultPart) -> int | None:
     head and the end are both read (a long output puts the end far from the start). None when it reports
     none."""
     content = shown_output(result.content)  # a spilled result: its header first, then the output
-    match = (_RETURNCODE.search(content[:200]) or _EXIT_CODE.search(content[:500])
-             or _last_match(_EXIT_CODE, content[-500:]) or _last_match(_RETURNCODE, content[-300:]))
+    head, tail = content[:500], content[-500:]
+    # Every compaction reads every result of the folded part: most name no code at all, and a plain
+    # substring test says so far faster than the patterns do.
+    named = _names_code(head), _names_code(tail)
+    match = ((_RETURNCODE.search(content[:200]) or _EXIT_CODE.search(head)) if named[0] else None) or (
+        (_last_match(_EXIT_CODE, tail) or _last_match(_RETURNCODE, content[-300:])) if named[1] else None)
     return int(match.group(1)) if match else None
+
+
+def _names_code(text: str) -> bool:
+    """Whether `text` holds a word every form `exit_code` reads contains (a case-blind pattern is ten
+    times slower than this)."""
+    low = text.lower()
+    return "exit" in low or "returncode" in low
 
 
 def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
@@ -377,6 +388,7 @@ def _collect(messages: Sequence[Message]) -> _Facts:
     facts = _Facts()
     calls: dict[str, tuple[ToolUsePart, str]] = {}
     since: list[str] = []  # choices stated since the person's last words
+    last_call: tuple[ToolUsePart, str, str] | None = None
     for m in messages:
         for entry in user_entries_in(m):
             facts.users.append(entry)
@@ -405,7 +417,7 @@ def _collect(messages: Sequence[Message]) -> _Facts:
                     else:
                         facts.changed_by.pop(p, None)
                 _task_call(part, m.id, facts)
-                facts.last_call = (part.name, command or json.dumps(dict(part.input))[:300], m.id)
+                last_call = (part, command, m.id)
             elif isinstance(part, ToolResultPart):
                 for groups in _DIFF_HEADER.findall(part.content):
                     for p in groups:
@@ -415,28 +427,57 @@ def _collect(messages: Sequence[Message]) -> _Facts:
                 call, _ = calls.get(part.tool_use_id, (None, ""))
                 if call is not None and call.name.lower() == "taskcreate":
                     _task_created(call, part, m.id, facts)
-                what = (_command_of(call) or _call_line(call)) if call else "?"
                 if part.content.startswith(_REFUSED):
                     # The person refused this call: an approach turned down, not a failure of the command.
-                    facts.rejected[f"the call {_clip(what, MAX_DECISION_CHARS)}"] = (m.id, m.id)
+                    facts.rejected[f"the call {_clip(_what(call), MAX_DECISION_CHARS)}"] = (m.id, m.id)
                     continue
                 if part.content.startswith(_NOT_RUN):
                     continue  # stopped before it ran: no failure of the command either
                 code = failure_code(part)
                 if code is not None:
-                    facts.failures.append((what, m.id, code, error_lines(part.content)))
+                    facts.failures.append((_what(call), m.id, code, error_lines(part.content)))
         if m.role == "assistant" and m.text.strip():
             facts.last_assistant = (m.text.strip(), m.id)
             for sentence in _SENTENCE.split(m.text):
                 sentence = sentence.strip()
                 if len(sentence) <= 20 or sentence.endswith("?"):  # a question chooses nothing
                     continue
-                if _CHOICE.search(sentence) and sentence not in facts.rejected:
+                if (_CHOICE.search(sentence) and sentence not in facts.rejected
+                        and _CHOICE.search(_own_words(sentence, facts))):
                     facts.choices.setdefault(sentence, m.id)
                     since.append(sentence)
+    if last_call is not None:
+        call, command, message_id = last_call
+        facts.last_call = (call.name, command or json.dumps(dict(call.input))[:300], message_id)
     for path in facts.files_changed:
         facts.files_read.pop(path, None)
     return facts
+
+
+# A quotation long enough to be someone's sentence, not a name or a value ("use `x` instead of `None`").
+_QUOTATION = re.compile(r'"[^"\n]{20,}"|\u201c[^\u201d\n]{20,}\u201d')
+_QUOTE_MARKS = "\"'\u201c\u201d "
+# The label a harness or the agent puts before its words (mini-swe-agent's "THOUGHT:").
+_LABEL = re.compile(r"^[A-Z][A-Za-z ]{0,20}:\s*")
+
+
+def _own_words(sentence: str, facts: _Facts) -> str:
+    """What of `sentence` the agent said itself: the long quotations taken out, and nothing at all when
+    the rest is a piece of what the person wrote. An agent that restates the task ("the user says:
+    "... instead of the three examples ..."") chooses nothing; those echoes would otherwise fill the
+    bounded list of choices and push the agent's real early decisions out of every later summary."""
+    own = _QUOTATION.sub(" ", sentence).strip(_QUOTE_MARKS)
+    words = " ".join(_LABEL.sub("", own).strip(_QUOTE_MARKS).split())
+    if len(words) > 20:
+        said = (" ".join(text.split()) for _, text in (*facts.users, *facts.carried_users))
+        if any(words in text for text in said):
+            return ""
+    return own
+
+
+def _what(call: ToolUsePart | None) -> str:
+    """How a summary names a call that failed or was refused (named only then: most calls are neither)."""
+    return (_command_of(call) or _call_line(call)) if call else "?"
 
 
 def _call_line(call: ToolUsePart) -> str:

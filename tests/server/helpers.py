@@ -180,3 +180,19 @@ def wait_serving(base: str, process: subprocess.Popen[str], *, seconds: float = 
             process.kill()
             raise AssertionError(f"nova serve did not come up: {process.communicate()[1]}")
         time.sleep(0.05)
+
+
+def run_hub_turn(hub: Any, session_id: str, text: str, *, wait_s: float) -> list[Any]:
+    """One turn through a `SessionHub`, returned once its stream ended (None is the stream's end)."""
+    events: list[Any] = []
+    done = threading.Event()
+
+    def sink(event: Any) -> None:
+        if event is None:
+            done.set()
+        else:
+            events.append(event)
+
+    hub.start_turn(session_id, text, sink)
+    assert done.wait(wait_s), "the turn did not finish"
+    return events

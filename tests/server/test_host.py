@@ -28,6 +28,8 @@ from nova.sessions.sqlite import SQLiteSessionStore
 from nova.sessions.store import SessionStore
 from nova.settings import load_settings
 
+from .helpers import run_hub_turn
+
 T = TypeVar("T")
 HOLD = "hold this turn open"
 PROMPT_WAIT_S = 10.0
@@ -154,18 +156,7 @@ def make_hub(
 
 
 def run_turn(hub: SessionHub, session_id: str, text: str) -> list[ev.Event]:
-    events: list[ev.Event] = []
-    done = threading.Event()
-
-    def sink(event: ev.Event | None) -> None:
-        if event is None:
-            done.set()
-        else:
-            events.append(event)
-
-    hub.start_turn(session_id, text, sink)
-    assert done.wait(PROMPT_WAIT_S), "the turn did not finish"
-    return events
+    return run_hub_turn(hub, session_id, text, wait_s=PROMPT_WAIT_S)
 
 
 def user_texts(hub: SessionHub, session_id: str) -> list[str]:

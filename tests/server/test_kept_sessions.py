@@ -31,6 +31,7 @@ from nova.sessions.postgres import PostgresSessionStore
 from nova.settings import load_settings
 
 from ..postgres_db import fresh_schema
+from .helpers import run_hub_turn
 
 TURN_WAIT_S = 30.0
 TURN_USAGE = Usage(input_tokens=100, output_tokens=10)
@@ -91,17 +92,7 @@ def make_worker(pg_url: str, tmp_path: Path) -> Iterator[Callable[..., SessionHu
 
 def run_turn(hub: SessionHub, session_id: str, text: str) -> list[ev.Event]:
     """One turn, back once its stream ended (the session handed back, its claim let go)."""
-    events: list[ev.Event] = []
-    done = threading.Event()
-
-    def sink(event: ev.Event | None) -> None:
-        if event is None:
-            done.set()
-        else:
-            events.append(event)
-
-    hub.start_turn(session_id, text, sink)
-    assert done.wait(TURN_WAIT_S), "the turn did not finish"
+    events = run_hub_turn(hub, session_id, text, wait_s=TURN_WAIT_S)
     assert any(isinstance(e, ev.TurnFinished) and e.stop_reason == "end_turn" for e in events), events
     return events
 

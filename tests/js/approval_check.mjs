@@ -5,6 +5,8 @@
 //   node approval_check.mjs <base-url> <token> <prompt> <screenshot.png> <profile-dir>
 import { chromium } from 'playwright-core';
 
+import { runCheck } from './browser.mjs';
+
 const [base, token, prompt, screenshot, profile] = process.argv.slice(2);
 const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
@@ -17,7 +19,7 @@ const context = await chromium.launchPersistentContext(profile, {
 });
 const result = { consoleErrors: [], questions: [] };
 const waiting = '.approval:not([data-state])';
-try {
+await runCheck(context, result, async () => {
   const page = context.pages()[0] || await context.newPage();
   page.on('console', (m) => { if (m.type() === 'error') result.consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => result.consoleErrors.push(String(e)));
@@ -50,10 +52,4 @@ try {
   await page.locator(`#sessions li[data-id="${result.sessionId}"]`).click();
   await page.waitForSelector('details.tool', { timeout: 10000 });
   result.deniedRecorded = await page.locator('details.tool.denied summary').allTextContents();
-  result.ok = true;
-} catch (error) {
-  result.error = String(error && error.stack || error);
-} finally {
-  await context.close();
-}
-console.log(JSON.stringify(result));
+});

@@ -4,7 +4,7 @@
 // the Python test to judge.
 //
 //   node approval_reload_check.mjs <base-url> <token> <prompt> <screenshot.png> <profile-dir>
-import { openPage } from './browser.mjs';
+import { openPage, runCheck } from './browser.mjs';
 
 const [base, token, prompt, screenshot, profile] = process.argv.slice(2);
 const result = { questions: [] };
@@ -34,7 +34,7 @@ async function answer(box, decision) {
 
 const { context, page, consoleErrors } = await openPage(base, token, profile);
 result.consoleErrors = consoleErrors;
-try {
+await runCheck(context, result, async () => {
   await page.fill('#prompt', prompt);
   await page.click('#send');
   await question(page, 'live');
@@ -71,10 +71,4 @@ try {
   result.tools = await page.locator('details.tool summary').allTextContents();
   result.denied = await page.locator('details.tool.denied').count();
   result.assistantText = await page.locator('.msg.assistant .text').allTextContents();
-  result.ok = true;
-} catch (error) {
-  result.error = String(error && error.stack || error);
-} finally {
-  await context.close();
-}
-console.log(JSON.stringify(result));
+});

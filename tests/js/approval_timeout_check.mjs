@@ -3,13 +3,13 @@
 // object for the Python test to judge.
 //
 //   node approval_timeout_check.mjs <base-url> <token> <prompt> <profile-dir>
-import { openPage } from './browser.mjs';
+import { openPage, runCheck } from './browser.mjs';
 
 const [base, token, prompt, profile] = process.argv.slice(2);
 const result = {};
 const { context, page, consoleErrors } = await openPage(base, token, profile);
 result.consoleErrors = consoleErrors;
-try {
+await runCheck(context, result, async () => {
   await page.fill('#prompt', prompt);
   await page.click('#send');
   await page.waitForSelector('.approval', { timeout: 60000 });
@@ -19,10 +19,4 @@ try {
   result.deadlinesLeft = await page.locator('.approval-deadline').count();
   result.buttonsLeft = await page.locator('.approval button').count();
   result.deniedOutputs = await page.locator('details.tool.denied pre.output').allTextContents();
-  result.ok = true;
-} catch (error) {
-  result.error = String(error && error.stack || error);
-} finally {
-  await context.close();
-}
-console.log(JSON.stringify(result));
+});

@@ -19,3 +19,19 @@ export async function openPage(base, token, profile, viewport = { width: 1280, h
   await page.waitForSelector('body[data-ready="true"]', { timeout: 15000 });
   return { context, page, consoleErrors };
 }
+
+// Runs a check's steps, then prints `result` as one JSON line for the Python test to judge: `ok` when
+// every step ran, else `error` with where it failed; the browser is closed either way.
+//
+//   await runCheck(context, result, async () => { ... });
+export async function runCheck(context, result, steps) {
+  try {
+    await steps();
+    result.ok = true;
+  } catch (error) {
+    result.error = String(error && error.stack || error);
+  } finally {
+    await context.close();
+  }
+  console.log(JSON.stringify(result));
+}

@@ -6,6 +6,8 @@
 //   node page_check.mjs <base-url> <token> <prompt> <expected-answer-text> <screenshot.png> <profile-dir>
 import { chromium } from 'playwright-core';
 
+import { runCheck } from './browser.mjs';
+
 const [base, token, prompt, expected, screenshot, profile] = process.argv.slice(2);
 const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
@@ -17,7 +19,7 @@ const context = await chromium.launchPersistentContext(profile, {
          '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
 const result = { consoleErrors: [], requests: [] };
-try {
+await runCheck(context, result, async () => {
   const page = context.pages()[0] || await context.newPage();
   page.on('console', (m) => { if (m.type() === 'error') result.consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => result.consoleErrors.push(String(e)));
@@ -128,10 +130,4 @@ try {
   result.docsTitle = await docs.title();
   result.docsSpecStatus = await docs.evaluate(async () => (await fetch('/openapi.json')).status);
   await docs.close();
-  result.ok = true;
-} catch (error) {
-  result.error = String(error && error.stack || error);
-} finally {
-  await context.close();
-}
-console.log(JSON.stringify(result));
+});

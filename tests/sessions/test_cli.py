@@ -80,6 +80,16 @@ def test_show_numbers_messages_as_a_replay_counts_them(nova_home: Path) -> None:
     assert [replayed[int(n)].id for n, _, _ in numbered] == [ident for _, _, ident in numbered]
 
 
+def test_show_says_when_the_log_ends_inside_a_tool_call(nova_home: Path) -> None:
+    s = Session.create(nova_home, title="killed", cwd=str(nova_home), provider="anthropic", model="claude")
+    s.record_message(user("run it", "m1"))
+    s.record_message(assistant_call("m2", "c1"))  # what a kill -9 during the call leaves
+    s.close()
+    shown = runner.invoke(app, ["show", s.id]).stdout
+    assert "no result recorded" in shown and "interrupted" in shown
+    assert "no result recorded" not in runner.invoke(app, ["show", _make(nova_home, "whole").id]).stdout
+
+
 def test_rm_asks_unless_yes(nova_home: Path) -> None:
     s = _make(nova_home)
     declined = runner.invoke(app, ["rm", s.id], input="n\n")

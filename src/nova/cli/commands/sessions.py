@@ -27,6 +27,7 @@ from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.present.text import terminal_safe
 from nova.sessions.meta import SessionMeta
+from nova.sessions.repair import pending_interrupted_answers
 from nova.sessions.schema import BoundaryRecord, EventRecord, MessageRecord
 from nova.sessions.session import Session, delete_session, list_sessions
 from nova.sessions.transcript import BadLine
@@ -250,10 +251,12 @@ def show_command(
                 console.print()
             # Messages are numbered as recorded, from 0: the numbers replay's `compact_before` takes.
             number = 0
+            last: list[Message] = []
             for record in session.transcript.iter_records(strict=strict, on_bad=bad.append):
                 if isinstance(record, MessageRecord):
                     _show_message(console, record.message, full, number)
                     number += 1
+                    last = [record.message]
                 elif isinstance(record, BoundaryRecord):
                     console.print(
                         Rule(
@@ -267,6 +270,10 @@ def show_command(
                     console.print(f"[yellow]· {escape(_cache_break_line(record.data))}[/]")
                 elif isinstance(record, EventRecord):
                     console.print(f"[dim]· {escape(record.name)}[/]")
+            if pending_interrupted_answers(last) is not None:
+                # The log ends inside a tool call: say so instead of leaving a call that seems to hang.
+                console.print("[yellow]← no result recorded[/] [dim](the call is still running, or the session "
+                              "stopped during it; resuming records it as interrupted)[/]\n")
             _warn(line.describe() for line in bad)
             if session.recovered is not None:
                 _err().print(f"nova: warning: {session.recovered.describe()}", markup=False)

@@ -243,6 +243,10 @@ class CallCount:
                          cost_usd=self.cost_usd + float(cost_usd or 0.0),
                          unpriced=self.unpriced + (cost_usd is None))
 
+    def __add__(self, other: CallCount) -> CallCount:
+        return CallCount(calls=self.calls + other.calls, usage=self.usage + other.usage,
+                         cost_usd=self.cost_usd + other.cost_usd, unpriced=self.unpriced + other.unpriced)
+
     def to_dict(self) -> dict[str, Any]:
         """The stored form (a session's meta.json): the partial sum is kept beside the unpriced count."""
         return {"calls": self.calls, "usage": self.usage.to_dict(), "cost_usd": self.cost_usd,

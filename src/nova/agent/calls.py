@@ -89,11 +89,7 @@ class CallMeter:
 
     def total(self) -> CallCount:
         """All of this agent's calls as one count (what a sub-agent reports to its parent)."""
-        total = CallCount()
-        for count in self.tally().values():
-            total = CallCount(calls=total.calls + count.calls, usage=total.usage + count.usage,
-                              cost_usd=total.cost_usd + count.cost_usd, unpriced=total.unpriced + count.unpriced)
-        return total
+        return sum(self.tally().values(), CallCount())
 
 
 class MeteredProvider:

@@ -181,16 +181,16 @@ class ContextController(Extension):
         self._last_after: int | None = None
         """The view right after the last compaction: what the next one will likely leave."""
         self._last_call_at: float | None = None
+        """When the last reply arrived (its message time): the cost schedule's cache clock."""
         self._cost_failed_at: int | None = None
         """The view when the last cost-timed compaction failed (None once one succeeds)."""
-        """When the last reply arrived (its message time): the cost schedule's cache clock."""
         self.receipts: list[tuple[int, CompactionReceipt]] = []
         """(first call sent the compacted view, receipt) of every successful compaction, in order (replay
         settles each with the calls that followed)."""
         self._summed: list[Message] = []
         """The history `_history_tokens` last summed, and below, the running totals of its messages."""
         self._running: list[int] = [0]
-        self._summed_with: Any = None
+        self._summed_with: TokenCounter | None = None
         self._fixed: tuple[tuple[Any, ...], int] = ((), 0)
         """(system, tools, counter) and their tokens, as `_fixed_tokens` last counted them."""
 

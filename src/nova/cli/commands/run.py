@@ -125,6 +125,7 @@ def run_task(
     from nova.agent.calls import calls_report
     from nova.cli.progress import TerminalProgress
     from nova.cli.render import Timeline
+    from nova.model import CallCount
     from nova.present.figures import Figures, footer_line
 
     bus = ev.EventBus()
@@ -178,7 +179,7 @@ def run_task(
     # turn's steps and what ran beside them (a compaction summary, memory extraction and recall,
     # sub-agents), counted once the agent finished its background work.
     calls = agent.meter.tally()
-    spent = agent.meter.total()
+    spent = sum(calls.values(), CallCount())
     figures = Figures.of(model=agent.model, status=agent.context_status(), usage=spent.usage,
                          cost=spent.cost_usd if spent.cost_known else None, calls=calls)
     used, limit, hit_rate = figures.used, figures.limit, figures.cache_hit_rate

@@ -63,7 +63,7 @@ def test_a_forced_compaction_lists_what_it_dropped_kept_and_added() -> None:
     messages = _conversation(12, output_words=300)
     at = 1 + 2 * 8  # before the 9th assistant message
     report = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=128_000, policy="nova", counter=COUNTER,
-                             compact_before=[at])
+                             compact_before=[at], cwd="/work/project")
     assert report.compactions == 1
     (change,) = report.view_changes
     assert (change.call, change.event, change.forced) == (9, "compaction", True)
@@ -93,7 +93,7 @@ def test_a_forced_compaction_lists_what_it_dropped_kept_and_added() -> None:
     assert series_of(report).compactions == (9,)
     # The same recording gives the same JSON, byte for byte, the summary's name included.
     again = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=128_000, policy="nova", counter=COUNTER,
-                            compact_before=[at])
+                            compact_before=[at], cwd="/work/project")
     assert json.dumps(again.to_json()) == json.dumps(report.to_json())
     assert report.to_json()["view_changes"][0]["dropped"][0]["id"] == "task"
 

@@ -71,3 +71,18 @@ def test_replay_prints_no_context_warnings(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "compactions" in done.stdout and "WARNING" not in done.stderr
     assert "placeholder of" in done.stderr
+
+
+def test_a_replay_shows_the_folder_the_recording_ran_in_and_nothing_it_does_not_know(tmp_path: Path) -> None:
+    from nova.evaluation.replay import replay_session
+
+    path = _claude_code(tmp_path / "s.jsonl")
+    unknown = replay_session(read_session_file(path), window=32000, policy="nova")
+    assert not [m for m in unknown.final_view if m.origin == "context"]  # no "cwd: unknown" observation
+    records = [{**json.loads(line), "cwd": "/home/ana/shop"} for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    session = read_session_file(path)
+    assert session.working_directory == "/home/ana/shop"  # Claude Code keeps it on every record
+    known = replay_session(session, window=32000, policy="nova")
+    (environment,) = [m for m in known.final_view if m.origin == "context"]
+    assert "cwd: /home/ana/shop" in environment.text

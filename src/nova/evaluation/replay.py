@@ -67,6 +67,7 @@ from nova.context.state import MemoryStateSource, TaskStateStore
 from nova.context.summarize import ExtractiveSummarizer, Summarizer, SummaryRequest, summary_instruction
 from nova.errors import PromptTooLarge
 from nova.evaluation.recorded_run import RecordedRun
+from nova.evaluation.recorded_scale import RecordedScale
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart, to_dict
@@ -922,14 +923,16 @@ def replay_session(session: ImportedSession, *, window: int, **options: Unpack[R
     did and the session directory its calls name."""
     recorded = session_dir_of(session)
     return replay_messages(session.messages, system=session.system, tools=session.tools, window=window,
-                           cwd=session.cwd, recorded_dir=str(recorded) if recorded is not None else "",
+                           cwd=session.working_directory, recorded_dir=str(recorded) if recorded is not None else "",
                            recorded=session.pipeline, model=str(session.meta.get("model") or ""), **options)
 
 
 def _recorded_environment(cwd: str) -> Callable[[Path], str]:
     """The environment observation a replay shows: the recorded working directory, never the state of
-    whatever folder has that name on this machine (its git branch is not in the recording)."""
-    text = environment_text(cwd=cwd or "unknown")
+    whatever folder has that name on this machine (its git branch is not in the recording). A recording
+    that names no folder gets none: an observation that says only "cwd: unknown" tells the model nothing
+    and adds a message to every call that the recording never paid for."""
+    text = environment_text(cwd=cwd) if cwd else ""
     return lambda _: text
 
 
@@ -1037,8 +1040,11 @@ def _run(
 
     boundary = ""  # "compaction" for the first call after a recorded compaction (policy `recorded`)
     cuts: dict[tuple[str, int], Message] = {}  # the baselines' cut messages (`_fit`)
+    scale = RecordedScale(fixed=sizer.fixed, size=sizer.message, views_in_transcript=run.record is None)
     for index, message in enumerate(messages):
         move_to(index)
+        if recorded_compaction(message):
+            scale.compacted()
         if policy == "recorded" and recorded_compaction(message):
             # The recorded agent's own compaction: its summary replaces everything before it.
             compacted(history, [message], forced=False)
@@ -1062,12 +1068,19 @@ def _run(
             kinds = composer.composition(view)
             counted = sum(kinds.values())
             anchor = run.anchor(message) if policy != "recorded" else _recorded_usage(message)
+            measured = anchor.context_tokens if anchor is not None else None
             if anchor is not None:
                 # The recorded view itself: measured as the provider counted it, parts in proportion.
-                kinds = dict(zip(kinds, apportion(anchor.context_tokens, list(kinds.values())), strict=True))
                 report.recorded_calls += 1
+                scale.recorded_view(counted, anchor.context_tokens)
+            elif policy != "recorded" and (real := _recorded_usage(message)) is not None:
+                # Another view at a recorded call: its estimate, as far off as the counter is from the
+                # provider's count of the recorded view there (nova.evaluation.recorded_scale).
+                measured = scale.scaled(counted, real)
+            if measured is not None:
+                kinds = dict(zip(kinds, apportion(measured, list(kinds.values())), strict=True))
             used = sum(kinds.values())
-            usage = cost.call(view, at, measured=anchor.context_tokens if anchor is not None else None)
+            usage = cost.call(view, at, measured=measured)
             cost.add(report, usage, called)
             report.calls += 1
             report.input_tokens += used
@@ -1103,6 +1116,7 @@ def _run(
             history.append(message)
         else:
             history.append(message)
+        scale.add(messages[index])
     move_to(len(messages))
     if policy == "nova" and len(messages) in compact_before and history:
         force_compaction()

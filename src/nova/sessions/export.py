@@ -175,14 +175,13 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
     meta = dict(imported.meta)
     if parent is not None:
         meta["parent_nova_session"] = parent
-    recorded_cwd = imported.cwd or meta.get("cwd")
     session = Session.create(
         home,
         title=title or imported.title or _text(meta.get("title")) or str(meta.get("instance_id") or meta.get("run")
                                                                         or imported.source_path.stem),
         # Where the recorded session ran, when its format says; else unknown (""), never the folder the
         # file was found in, which a resume or the context view would take for the project.
-        cwd=recorded_cwd if isinstance(recorded_cwd, str) else "",
+        cwd=imported.working_directory,
         provider=f"import:{imported.format}",
         model=str(meta.get("model") or ""),
         store=store,

@@ -144,6 +144,13 @@ class ImportedSession:
         """This session and its siblings, in file order."""
         return (self, *self.siblings)
 
+    @property
+    def working_directory(self) -> str:
+        """Where the recorded session ran: `cwd`, else the `cwd` its records carry in `meta` (Claude Code,
+        Codex, pi and OpenCode keep it there); "" when unknown."""
+        recorded = self.cwd or self.meta.get("cwd")
+        return recorded if isinstance(recorded, str) else ""
+
 
 class SessionReader(Protocol):
     name: str

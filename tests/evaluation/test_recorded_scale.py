@@ -1,0 +1,68 @@
+"""A replay counts a view the recording never sent as the provider would have: its estimate, scaled by how
+far the counter is off on the recorded view at the same call (nova.evaluation.recorded_scale)."""
+
+from __future__ import annotations
+
+from nova.evaluation.recorded_scale import RecordedScale
+from nova.evaluation.replay import replay_messages
+from nova.messages import Message, ToolResultPart, ToolUsePart
+from nova.model import ToolSpec, Usage
+from nova.tokens import count_message, count_system, count_tools
+from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
+
+COUNTER = HeuristicCounter(CL100K_PROFILE)
+SYSTEM = "You are a careful coding agent. " * 40
+TOOLS = (ToolSpec(name="bash", description="run a shell command", input_schema={"type": "object"}),)
+
+
+def _recording(steps: int, *, provider_over: float) -> list[Message]:
+    """A task and `steps` bash calls, each reply carrying the usage of a provider that counts
+    `provider_over` times what the replay's counter says of the view it was sent."""
+    fixed = count_system(SYSTEM, COUNTER) + count_tools(TOOLS, COUNTER)
+    messages = [Message.user("Fix the failing test in calc.py and explain the cause.", id="task")]
+    for i in range(steps):
+        sent = fixed + sum(count_message(m, COUNTER) for m in messages)
+        usage = Usage(input_tokens=round(sent * provider_over), output_tokens=20)
+        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat f{i}.py"})
+        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i,
+                                metadata={"usage": usage.to_dict()}))
+        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"line{i} value " * 300),),
+                                id=f"r{i}", created_at=1000.5 + i))
+    return messages
+
+
+def test_a_view_the_recording_sent_is_counted_at_its_recorded_figure() -> None:
+    messages = _recording(6, provider_over=1.1)
+    report = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=200_000, policy="naive", counter=COUNTER)
+    recorded = [Usage.from_dict(m.metadata["usage"]).context_tokens for m in messages if m.role == "assistant"]
+    assert [c.input_tokens for c in report.per_call] == recorded
+    assert all(c.input_tokens > c.counted for c in report.per_call)  # the counter alone says less
+
+
+def test_a_smaller_view_is_scaled_as_the_counter_is_off_on_the_recorded_one() -> None:
+    messages = _recording(10, provider_over=1.1)
+    report = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=200_000, policy="nova", counter=COUNTER,
+                             compact_before=[1 + 2 * 6])
+    assert report.compactions == 1
+    after = report.per_call[6:]
+    assert after and all(c.counted < report.per_call[5].counted for c in after)
+    for call in after:
+        assert abs(call.input_tokens - call.counted * 1.1) <= 1
+        assert sum(call.composition.values()) == call.input_tokens
+
+
+def test_a_figure_that_cannot_be_of_the_view_followed_leaves_the_estimate() -> None:
+    # A caller's fixed prompt of a few tokens, where the recording sent thousands: the ratio says the replay
+    # follows another request than the one counted.
+    scale = RecordedScale(fixed=30, size=lambda m: 10, views_in_transcript=True)
+    scale.add(Message.user("task"))
+    assert scale.scaled(40, Usage(input_tokens=15_000)) == 40
+    assert scale.scaled(40, Usage(input_tokens=44)) == 44
+    assert scale.scaled(40, None) == 40
+
+
+def test_a_nova_recording_holds_the_ratio_of_its_last_recorded_view() -> None:
+    scale = RecordedScale(fixed=30, size=lambda m: 10, views_in_transcript=False)
+    assert scale.scaled(500, Usage(input_tokens=9_999)) == 500  # no recorded view seen yet
+    scale.recorded_view(1_000, 1_080)
+    assert scale.scaled(500, Usage(input_tokens=9_999)) == 540

@@ -316,8 +316,8 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
     return [rows[i][n] / rows[i][i] for i in range(n)]
 
 
-_PIECES = ("words", "long_words", "symbols", "digits", "newlines", "indents", "cjk", "other")
-_WEIGHTS = ("word", "long_word", "symbol", "digit", "newline", "indent", "cjk", "other")
+_PIECES = ("words", "long_words", "symbols", "digits", "newlines", "indents", "cjk", "other", "run_symbols")
+_WEIGHTS = ("word", "long_word", "symbol", "digit", "newline", "indent", "cjk", "other", "symbol_run")
 
 
 def _features(added: list[dict[str, Any]]) -> list[float]:
@@ -363,7 +363,10 @@ def fit_gemini(runs: list[list[dict[str, Any]]]) -> TokenProfile:
     spread = statistics.median(residuals) or 1.0
     weights = fit([row for row, r in zip(rows, residuals, strict=True) if r <= 3 * spread * 1.4826])
     fitted = dict(zip(used, weights, strict=True))
-    values = {name: round(fitted.get(i, getattr(GEMINI_PROFILE, name)), 2) for i, name in enumerate(_WEIGHTS)}
+    shipped = {name: getattr(GEMINI_PROFILE, name) for name in _WEIGHTS}
+    if shipped["symbol_run"] is None:  # a profile without its own run weight counts runs as symbols
+        shipped["symbol_run"] = GEMINI_PROFILE.symbol
+    values = {name: round(fitted.get(i, shipped[name]), 2) for i, name in enumerate(_WEIGHTS)}
     overhead = round(fitted.get(len(_PIECES), GEMINI_PROFILE.overheads.message))
     return TokenProfile(name="gemini-fitted", **values, overheads=Overheads(message=max(0, overhead)))
 

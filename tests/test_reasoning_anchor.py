@@ -5,6 +5,7 @@ reply's unrecorded thinking, a hosted tool's results) is sized from what they do
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from nova.tokens import (
     turn_drops_reasoning,
 )
 from nova.tokens.calibration import GrowthStep, replayed_reasoning, score_ledger
+from nova.tokens.counters import GEMINI_PROFILE, measure
 
 SIGNED = ThinkingPart("I should read the file first.", signature="sig", provider="anthropic")
 CALL = ToolUsePart("t1", "read", {"path": "a.py"})
@@ -147,3 +149,18 @@ def test_a_codex_response_that_ran_a_web_search_says_so(tmp_path: Path) -> None:
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     replies = [m for m in read_session_file(path).messages if m.role == "assistant"]
     assert [m.metadata.get("hosted_tools") for m in replies] == [None, ["web_search"], None]
+
+
+def test_a_run_of_one_punctuation_character_has_its_own_weight() -> None:
+    caret = "    x = f(y)\n        ^^^^^^^^^^^^^^^^^^^^\n"
+    pieces = measure(caret)
+    assert (pieces.runs, pieces.run_symbols, pieces.symbols) == (1, 20, 3)  # `=`, `(`, `)` and the run apart
+    assert measure("a -- b").runs == 0 and measure("a ---- b").runs == 1
+    # A profile without a run weight counts a run's characters as symbols, as it always did.
+    as_symbols = replace(GEMINI_PROFILE, symbol_run=None)
+    spaced = caret.replace("^" * 20, "^^^ " * 6 + "^^")  # the same 20 carets, in runs too short to count
+    assert measure(spaced).runs == 0
+    assert HeuristicCounter(as_symbols).count(caret) == HeuristicCounter(as_symbols).count(spaced)  # a space is no piece
+    # Gemini's vocabulary has pieces for such runs: its profile counts them at 0.28 a character.
+    saved = HeuristicCounter(as_symbols).count(caret) - HeuristicCounter(GEMINI_PROFILE).count(caret)
+    assert abs(saved - 20 * (GEMINI_PROFILE.symbol - 0.28)) <= 1

@@ -42,9 +42,25 @@ estimate. Rows per direction:
 Item 8 (held out, the exit status): Gemini (the mini-swe-agent runs with the Gemini profile refitted on
 half of them and scored on the other half, both ways, since the shipped one was fitted on all of them;
 the Gemini CLI chats with the shipped profile), Claude (every Claude Code file, the long ones included,
-`fit_claude` on alternating halves), OpenAI (Codex and OpenCode, exact o200k, nothing fitted): each
-family's anchored p95 < 1 % and worst call < 5 %; the first call of a run, with no anchor, within 5 %
-median (the mini-swe-agent runs: the only recordings here that hold the whole first request).
+`fit_claude` on alternating halves, each scored file's replies sized by the other half's profile),
+OpenAI (Codex and OpenCode, exact o200k, nothing fitted): each family's anchored p95 < 1 % and worst
+call < 5 %; the first call of a run, with no anchor, within 5 % median (the mini-swe-agent runs: the
+only recordings here that hold the whole first request). What the records leave out of a step is sized
+from what they hold, as the live ledger counts it (`nova.tokens.reasoning_goes_back`,
+`turn_drops_reasoning`): while a reply calls tools its reasoning is input again (Codex and OpenCode
+record its tokens; Claude Code records a summary, so it is the output count less the visible reply,
+or the summary when the count is a partial streaming one), and a turn's first call no longer holds the
+reasoning its previous turn sent back, so it is no shrink (11 of the 12 Claude Code calls that shrank
+are such turn starts, within -42..+260 tokens once it is taken out). Left out and counted: a call that
+shrank beyond that without a recorded compaction (its record says something was cut that no record
+holds), and a Codex call that ran a hosted web search (the API put the results in that call's input
+during the call; the rollout never holds them). What remains is not in the records: Claude Code
+attaches a directory's CLAUDE.md the first time a file under it is read and records nothing of it
+(the +10.8k of agent-a485154.jsonl's worst step is src/agents/CLAUDE.md, 36,756 characters where
+session-196820da read it), the codemie files' paths were shortened by their pseudonymisation, and
+OpenRouter answers the mini-swe-agent runs from two Google backends ("Google", "Google AI Studio" in
+each response) whose counts differ by about 1 %: 14 % of the calls switch, and they hold most calls
+over 1 %.
 `--fit` fits on every Claude Code file and prints the constants to paste into nova/tokens/counters.py.
 
 Last line: one JSON object with the figures.

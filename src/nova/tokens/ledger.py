@@ -77,9 +77,8 @@ def anchor_from_usage(message_id: str, usage: Usage, *, reasoning_replayed: bool
 
 def thinking_kept(model: str) -> bool:
     """Whether a reply's thinking is input again even once its turn has ended. Anthropic documents that
-    Opus 4.5 and later keep earlier turns' thinking in context and earlier models drop it; the recorded
-    steps agree (a Sonnet 4.5 reply with 175 tokens of thinking that ends its turn grows the next call by
-    369, which fits only without it)."""
+    Opus 4.5 and later keep earlier turns' thinking in context and earlier models drop it when the turn
+    ends (`turn_drops_reasoning`)."""
     match = _OPUS_VERSION.search(model.lower())
     if match is None:
         return False
@@ -94,10 +93,10 @@ _OPUS_VERSION = re.compile(r"opus-(\d{1,2})(?!\d)(?:[-.](\d{1,2})(?!\d))?")
 def turn_drops_reasoning(reply: Message, model: str = "") -> bool:
     """Whether `reply` ends its turn so that the next request no longer holds the reasoning its turn's
     earlier replies sent back: it calls no tool, and the model does not keep thinking. Anthropic strips
-    earlier turns' thinking blocks from the context; on the Claude Code recordings the input of a
-    turn's first call shrinks by what its previous turn's thinking had added (the 17 calls that
-    shrank at a turn start grow, once it is taken out, by -42..+260 beyond their messages, Claude
-    Code's usual per-step remainder)."""
+    earlier turns' thinking blocks from the context; on the Claude Code recordings a turn's first call
+    is smaller than the call before plus what was added by about its previous turn's thinking: of the
+    20 turns that followed a turn with thinking, 18 are within -329..+545 tokens once it is taken out,
+    where 10 of them had shrunk, by up to 2,542 tokens (the other two: a cut of 25k, and +1.5k)."""
     return not reply.tool_uses() and not thinking_kept(model or str(reply.metadata.get("model") or ""))
 
 
@@ -108,9 +107,11 @@ def reasoning_goes_back(reply: Message, model: str = "") -> bool:
     provider's and drops the rest), and both APIs keep it only within its turn: while the reply calls
     tools the next request continues that turn. Once the turn ends it is dropped, unless the model keeps
     thinking (`thinking_kept`). On real recordings the next input grows by the reply's reasoning tokens
-    on such steps (Codex: +60..+173 for 64..191 reasoning tokens; Claude Code: +1,769 for a reply whose
-    output count is 1,854 above its visible text), and by nothing of it once the turn has ended.
-    `model` defaults to the reply's recorded `model` metadata."""
+    on such steps (Codex: +60..+173 for 64..191 reasoning tokens; Claude Code on Bedrock: +1,769 for a
+    reply whose output count is 1,854 above its visible text), and by nothing of it once the turn has
+    ended. One recorded step disagrees: a first-party Sonnet 4.5 call of Claude Code 2.0.13
+    (agentlogs subagent.jsonl) grew by none of its reply's thinking. `model` defaults to the reply's
+    recorded `model` metadata."""
     if not any(isinstance(p, ThinkingPart) and p.provider and (p.signature or p.redacted) for p in reply.parts):
         return False
     return bool(reply.tool_uses()) or thinking_kept(model or str(reply.metadata.get("model") or ""))

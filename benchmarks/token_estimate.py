@@ -42,9 +42,25 @@ estimate. Rows per direction:
 Item 8 (held out, the exit status): Gemini (the mini-swe-agent runs with the Gemini profile refitted on
 half of them and scored on the other half, both ways, since the shipped one was fitted on all of them;
 the Gemini CLI chats with the shipped profile), Claude (every Claude Code file, the long ones included,
-`fit_claude` on alternating halves), OpenAI (Codex and OpenCode, exact o200k, nothing fitted): each
-family's anchored p95 < 1 % and worst call < 5 %; the first call of a run, with no anchor, within 5 %
-median (the mini-swe-agent runs: the only recordings here that hold the whole first request).
+`fit_claude` on alternating halves, each scored file's replies sized by the other half's profile),
+OpenAI (Codex and OpenCode, exact o200k, nothing fitted): each family's anchored p95 < 1 % and worst
+call < 5 %; the first call of a run, with no anchor, within 5 % median (the mini-swe-agent runs: the
+only recordings here that hold the whole first request). What the records leave out of a step is sized
+from what they hold, as the live ledger counts it (`nova.tokens.reasoning_goes_back`,
+`turn_drops_reasoning`): while a reply calls tools its reasoning is input again (Codex and OpenCode
+record its tokens; Claude Code records a summary, so it is the output count less the visible reply,
+or the summary when the count is a partial streaming one), and a turn's first call no longer holds the
+reasoning its previous turn sent back, so it is no shrink (11 of the 12 Claude Code calls that shrank
+are such turn starts, within -42..+260 tokens once it is taken out). Left out and counted: a call that
+shrank beyond that without a recorded compaction (its record says something was cut that no record
+holds), and a Codex call that ran a hosted web search (the API put the results in that call's input
+during the call; the rollout never holds them). What remains is not in the records: Claude Code
+attaches a directory's CLAUDE.md the first time a file under it is read and records nothing of it
+(the +10.8k of agent-a485154.jsonl's worst step is src/agents/CLAUDE.md, 36,756 characters where
+session-196820da read it), the codemie files' paths were shortened by their pseudonymisation, and
+OpenRouter answers the mini-swe-agent runs from two Google backends ("Google", "Google AI Studio" in
+each response) whose counts differ by about 1 %: 14 % of the calls switch, and they hold most calls
+over 1 %.
 `--fit` fits on every Claude Code file and prints the constants to paste into nova/tokens/counters.py.
 
 Last line: one JSON object with the figures.
@@ -74,6 +90,7 @@ from nova.tokens import (
     TokenLedger,
     count_message,
     counter_for_model,
+    turn_drops_reasoning,
 )
 from nova.tokens.calibration import (
     GrowthScore,
@@ -315,8 +332,8 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
     return [rows[i][n] / rows[i][i] for i in range(n)]
 
 
-_PIECES = ("words", "long_words", "symbols", "digits", "newlines", "indents", "cjk", "other")
-_WEIGHTS = ("word", "long_word", "symbol", "digit", "newline", "indent", "cjk", "other")
+_PIECES = ("words", "long_words", "symbols", "digits", "newlines", "indents", "cjk", "other", "run_symbols")
+_WEIGHTS = ("word", "long_word", "symbol", "digit", "newline", "indent", "cjk", "other", "symbol_run")
 
 
 def _features(added: list[dict[str, Any]]) -> list[float]:
@@ -362,7 +379,10 @@ def fit_gemini(runs: list[list[dict[str, Any]]]) -> TokenProfile:
     spread = statistics.median(residuals) or 1.0
     weights = fit([row for row, r in zip(rows, residuals, strict=True) if r <= 3 * spread * 1.4826])
     fitted = dict(zip(used, weights, strict=True))
-    values = {name: round(fitted.get(i, getattr(GEMINI_PROFILE, name)), 2) for i, name in enumerate(_WEIGHTS)}
+    shipped = {name: getattr(GEMINI_PROFILE, name) for name in _WEIGHTS}
+    if shipped["symbol_run"] is None:  # a profile without its own run weight counts runs as symbols
+        shipped["symbol_run"] = GEMINI_PROFILE.symbol
+    values = {name: round(fitted.get(i, shipped[name]), 2) for i, name in enumerate(_WEIGHTS)}
     overhead = round(fitted.get(len(_PIECES), GEMINI_PROFILE.overheads.message))
     return TokenProfile(name="gemini-fitted", **values, overheads=Overheads(message=max(0, overhead)))
 
@@ -377,14 +397,27 @@ def first_call_error(messages: list[dict[str, Any]], counter: TokenCounter) -> f
     return abs(predicted - call.usage["prompt_tokens"]) * 100.0 / call.usage["prompt_tokens"]
 
 
-def imported_chains(path: Path) -> list[list[GrowthStep]]:
+def _replays_reasoning(reply: Message, model: str) -> bool:
+    """Whether the call after an imported reply was sent the reply's reasoning, which no importer keeps
+    (SES-3): `nova.tokens.reasoning_goes_back`'s rule for a reply whose thinking parts are gone. OpenAI's
+    Responses API (Codex, OpenCode's gpt-5 models) keeps reasoning items while the reply calls tools;
+    the Gemini CLI chats grow by no more than a reply's visible output and its result (a 32-token call
+    with 35 tokens of thoughts and a 60-token result: +91), so Gemini's thoughts are not input again."""
+    return bool(reply.tool_uses()) and "gemini" not in model.lower()
+
+
+def imported_chains(path: Path) -> tuple[list[list[GrowthStep]], int]:
     """The growth steps of an imported recording (any format with usage), one list per stretch that no
-    recorded compaction and no shrinking call breaks; and how many calls shrank."""
+    recorded compaction breaks; and how many calls ran a hosted tool. Such a call (Codex's web search)
+    was sent what the steps hold, but the API added the search results to its input during the call,
+    where no estimate made before it can see them: it is not scored, and the next stretch is anchored on
+    its real input, as a live ledger would be."""
     chains: list[list[GrowthStep]] = []
+    hosted = 0
     for run in read_session_file(path).runs():
         model = str(run.meta.get("model") or "")
         chain: list[GrowthStep] = []
-        previous: tuple[int, int] | None = None  # (message index, real input) of the last call
+        previous: tuple[int, Usage] | None = None  # (message index, usage) of the last call
         for index, message in enumerate(run.messages):
             if recorded_compaction(message):
                 chains, chain, previous = [*chains, chain] if chain else chains, [], None
@@ -392,14 +425,32 @@ def imported_chains(path: Path) -> list[list[GrowthStep]]:
             usage = usage_of(message) if message.role == "assistant" else None
             if usage is None or usage.context_tokens <= 0:
                 continue
-            if previous is not None:
-                at, real = previous
-                chain.append(GrowthStep(path.name, call_model(message, model), real, usage.context_tokens,
-                                        tuple(run.messages[at:index])))
-            previous = (index, usage.context_tokens)
+            if message.metadata.get("hosted_tools"):
+                hosted += previous is not None
+                chains, chain = [*chains, chain] if chain else chains, []
+            elif previous is not None:
+                at, before = previous
+                called = call_model(message, model)
+                reply = run.messages[at]
+                reasoning = before.reasoning_tokens if _replays_reasoning(reply, called) else 0
+                chain.append(GrowthStep(path.name, called, before.context_tokens, usage.context_tokens,
+                                        tuple(run.messages[at:index]), reasoning=reasoning,
+                                        ends_turn=turn_drops_reasoning(reply, called)))
+            previous = (index, usage)
         if chain:
             chains.append(chain)
-    return chains
+    return chains, hosted
+
+
+def _imported(paths: list[Path]) -> tuple[list[list[GrowthStep]], int]:
+    """`imported_chains` of every file, and how many calls ran a hosted tool."""
+    chains: list[list[GrowthStep]] = []
+    hosted = 0
+    for path in paths:
+        found, ran = imported_chains(path)
+        chains += found
+        hosted += ran
+    return chains, hosted
 
 
 def _growing(sessions: list[list[GrowthStep]]) -> tuple[list[list[GrowthStep]], int]:
@@ -412,17 +463,22 @@ def _growing(sessions: list[list[GrowthStep]]) -> tuple[list[list[GrowthStep]], 
     for steps in sessions:
         stretch: list[GrowthStep] = []
         held: GrowthStep | None = None  # a shrinking step, until the next one says which kind it was
+        carried = 0  # the reasoning the stretch's turn has sent back, which a reply ending it drops
         for step in steps:
             if held is not None:
                 if step.real >= held.previous_real:
-                    step = replace(step, previous_real=held.previous_real, added=(*held.added, *step.added))
+                    step = replace(step, previous_real=held.previous_real, added=(*held.added, *step.added),
+                                   reasoning=held.reasoning + step.reasoning, ends_turn=held.ends_turn)
                 else:
-                    kept, stretch = [*kept, stretch] if stretch else kept, []
+                    kept, stretch, carried = [*kept, stretch] if stretch else kept, [], 0
                 held = None
-            if step.real < step.previous_real:
+            # A turn's first call is smaller by the reasoning its previous turn sent back (the ledger
+            # leaves it out too): that is no shrink.
+            if step.real < step.previous_real - (carried if step.ends_turn else 0):
                 dropped += 1
                 held = step
                 continue
+            carried = 0 if step.ends_turn else carried + step.reasoning
             stretch.append(step)
         if stretch:
             kept.append(stretch)
@@ -457,14 +513,17 @@ def held_out(summary: dict[str, float | int]) -> bool:
     rows.append(("gemini", gemini, f"mini-swe-agent, {len(runs)} runs, profile refitted on the other half"))
     # Gemini CLI, Codex and OpenCode through the importers.
     sessions = root / "sessions"
-    cli, cli_dropped = _growing([c for p in sorted(sessions.glob("*/gemini-cli/*.json")) for c in imported_chains(p)])
+    cli_chains, cli_hosted = _imported(sorted(sessions.glob("*/gemini-cli/*.json")))
+    cli, cli_dropped = _growing(cli_chains)
     cli_errors = [e for chain in cli for e in score_ledger([chain], HeuristicCounter(GEMINI_PROFILE)).anchored_errors_pct]
     rows.append(("gemini", cli_errors, f"Gemini CLI, shipped profile (never fitted on them), {cli_dropped} shrinking left out"))
     openai_files = sorted([*sessions.glob("*/codex/*.jsonl"), *sessions.glob("*/opencode/*.json")])
-    chains, openai_dropped = _growing([c for p in openai_files for c in imported_chains(p)])
+    openai_chains, openai_hosted = _imported(openai_files)
+    chains, openai_dropped = _growing(openai_chains)
     openai = [e for chain in chains
               for e in score_ledger([chain], counter_for_model(chain[0].model)).anchored_errors_pct]
-    rows.append(("openai", openai, f"Codex and OpenCode, exact o200k, {openai_dropped} shrinking left out"))
+    rows.append(("openai", openai, f"Codex and OpenCode, exact o200k, {openai_dropped} shrinking and "
+                 f"{openai_hosted} that ran a hosted web search left out"))
     # Claude: every Claude Code file, fitted on one half and scored on the other, both ways.
     files = {str(p.relative_to(sessions)): claude_code_steps(p) for p in sorted(sessions.glob("*/claude-code/**/*.jsonl"))}
     names = sorted(n for n, steps in files.items() if steps)
@@ -473,7 +532,9 @@ def held_out(summary: dict[str, float | int]) -> bool:
     claude_dropped = 0
     for fit_on, score_on in (halves, halves[::-1]):
         fit = fit_claude([s for n in fit_on for s in files[n]])
-        scored, dropped = _growing([files[n] for n in score_on])
+        # The scored files' replies are sized against their output counts by the profile fitted on the
+        # other half (`replayed_reasoning`), never by one that saw them.
+        scored, dropped = _growing([claude_code_steps(sessions / n, fit.counter()) for n in score_on])
         claude_dropped += dropped
         claude_errors += score_ledger(scored, fit.counter(), fit.harness).anchored_errors_pct
     rows.append(("claude", claude_errors, f"Claude Code, {len(names)} files, fitted on the other half, "
@@ -509,7 +570,8 @@ def held_out(summary: dict[str, float | int]) -> bool:
           f"{statistics.median(first_shipped):.2f} %), worst {max(first):.2f} % -> {'met' if first_hit else 'MISSED'}")
     summary |= {"held_out_first_call_median_pct": round(first_median, 4),
                 "held_out_first_call_worst_pct": round(max(first), 4),
-                "held_out_steps_left_out": cli_dropped + openai_dropped + claude_dropped}
+                "held_out_steps_left_out": cli_dropped + openai_dropped + claude_dropped + cli_hosted + openai_hosted,
+                "held_out_hosted_tool_calls_left_out": cli_hosted + openai_hosted}
     return ok
 
 

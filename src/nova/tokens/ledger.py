@@ -18,11 +18,12 @@ the next call's growth, so a compaction trigger does not come late by that much 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nova.messages import Message
+from nova.messages import Message, ThinkingPart
 from nova.model import ToolSpec, Usage, usage_of
 from nova.tokens.allowance import GrowthAllowance
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter
@@ -36,6 +37,9 @@ __all__ = [
     "anchor_from_usage",
     "context_percent",
     "estimate_context_tokens",
+    "reasoning_goes_back",
+    "thinking_kept",
+    "turn_drops_reasoning",
 ]
 
 # The metadata key under which a reply carries what its session's ledger had learned once it was
@@ -51,6 +55,10 @@ class Anchor:
     message_id: str
     context_tokens: int
     output_tokens: int
+    # The reasoning tokens of this turn's replies, this one's included, that went back as input within
+    # the turn (`reasoning_goes_back`) and are part of what the next request carries while the turn
+    # goes on; a reply that ends the turn drops them (`TokenLedger.record`).
+    turn_reasoning: int = 0
 
     @property
     def total(self) -> int:
@@ -58,13 +66,55 @@ class Anchor:
 
 
 def anchor_from_usage(message_id: str, usage: Usage, *, reasoning_replayed: bool = False) -> Anchor:
-    """Reasoning tokens are billed as output but, unless thinking blocks are sent back (Anthropic within
-    a tool loop), never reach the next request; counting them would overstate the next call by as much
-    as a few hundred tokens (measured on the Gemini trajectories)."""
+    """Reasoning tokens are billed as output but, unless the reasoning is sent back
+    (`reasoning_goes_back`), never reach the next request; counting them would overstate the next call by
+    as much as a few hundred tokens (measured on the Gemini trajectories)."""
     output = usage.output_tokens
     if not reasoning_replayed:
         output -= min(usage.reasoning_tokens, output)
     return Anchor(message_id, usage.context_tokens, output)
+
+
+def thinking_kept(model: str) -> bool:
+    """Whether a reply's thinking is input again even once its turn has ended. Anthropic documents that
+    Opus 4.5 and later keep earlier turns' thinking in context and earlier models drop it when the turn
+    ends (`turn_drops_reasoning`)."""
+    match = _OPUS_VERSION.search(model.lower())
+    if match is None:
+        return False
+    return (int(match[1]), int(match[2] or 0)) >= (4, 5)
+
+
+# "claude-opus-4-5-20251101", "claude-opus-4.5", "claude-opus-5"; a date ("opus-4-20250514",
+# "3-opus-20240229") is no version.
+_OPUS_VERSION = re.compile(r"opus-(\d{1,2})(?!\d)(?:[-.](\d{1,2})(?!\d))?")
+
+
+def turn_drops_reasoning(reply: Message, model: str = "") -> bool:
+    """Whether `reply` ends its turn so that the next request no longer holds the reasoning its turn's
+    earlier replies sent back: it calls no tool, and the model does not keep thinking. Anthropic strips
+    earlier turns' thinking blocks from the context; on the Claude Code recordings a turn's first call
+    is smaller than the call before plus what was added by about its previous turn's thinking: of the
+    20 turns that followed a turn with thinking, 18 are within -329..+545 tokens once it is taken out,
+    where 10 of them had shrunk, by up to 2,542 tokens (the other two: a cut of 25k, and +1.5k)."""
+    return not reply.tool_uses() and not thinking_kept(model or str(reply.metadata.get("model") or ""))
+
+
+def reasoning_goes_back(reply: Message, model: str = "") -> bool:
+    """Whether the request after `reply` carries its reasoning as input, so that the anchor counts the
+    reply's reasoning tokens (`anchor_from_usage(reasoning_replayed=...)`). Only signed reasoning goes
+    back (an Anthropic thinking block, an OpenAI Responses encrypted item; each converter sends its own
+    provider's and drops the rest), and both APIs keep it only within its turn: while the reply calls
+    tools the next request continues that turn. Once the turn ends it is dropped, unless the model keeps
+    thinking (`thinking_kept`). On real recordings the next input grows by the reply's reasoning tokens
+    on such steps (Codex: +60..+173 for 64..191 reasoning tokens; Claude Code on Bedrock: +1,769 for a
+    reply whose output count is 1,854 above its visible text), and by nothing of it once the turn has
+    ended. One recorded step disagrees: a first-party Sonnet 4.5 call of Claude Code 2.0.13
+    (agentlogs subagent.jsonl) grew by none of its reply's thinking. `model` defaults to the reply's
+    recorded `model` metadata."""
+    if not any(isinstance(p, ThinkingPart) and p.provider and (p.signature or p.redacted) for p in reply.parts):
+        return False
+    return bool(reply.tool_uses()) or thinking_kept(model or str(reply.metadata.get("model") or ""))
 
 
 def _default_counter() -> TokenCounter:
@@ -141,7 +191,7 @@ class TokenLedger:
 
     def record(
         self, message_id: str, usage: Usage, *, reasoning_replayed: bool = False,
-        sent: Sequence[Message] | None = None,
+        sent: Sequence[Message] | None = None, reply: Message | None = None, ends_turn: bool = False,
     ) -> Anchor | None:
         """Anchor on this assistant message. A usage with no input figure (a provider that reported
         nothing) is not a real figure: the previous anchor stays.
@@ -149,11 +199,20 @@ class TokenLedger:
         `sent`: the messages of the request this message answers. With them, and an anchor from the
         previous call among them, the ledger compares the real input with what it would have estimated
         for this call and learns the difference (`growth`). The agent loop records each reply once;
-        recording the same message again would learn nothing twice."""
+        recording the same message again would learn nothing twice.
+
+        `reply`: the message itself, which says whether its reasoning goes back (`reasoning_goes_back`,
+        else `reasoning_replayed`) and whether it ends its turn (`turn_drops_reasoning`, else
+        `ends_turn`). The reasoning the turn's earlier replies sent back is part of this call's real
+        input; when this reply ends the turn the next request no longer carries it, so the anchor
+        leaves it out."""
         if usage.context_tokens <= 0:
             return self._anchor
-        anchor = anchor_from_usage(message_id, usage, reasoning_replayed=reasoning_replayed)
+        if reply is not None:
+            reasoning_replayed = reasoning_goes_back(reply)
+            ends_turn = turn_drops_reasoning(reply)
         previous = self._anchor
+        anchor = self._next_anchor(message_id, usage, previous, reasoning_replayed, ends_turn)
         unexplained = None
         if sent is not None and previous is not None and previous.message_id != message_id:
             unexplained = self._unexplained(previous, usage.context_tokens, sent, len(sent))
@@ -162,6 +221,15 @@ class TokenLedger:
                 self.growth.observe(unexplained)
             self._anchor = anchor
         return anchor
+
+    @staticmethod
+    def _next_anchor(message_id: str, usage: Usage, previous: Anchor | None, replayed: bool, ends_turn: bool) -> Anchor:
+        anchor = anchor_from_usage(message_id, usage, reasoning_replayed=replayed)
+        held = previous.turn_reasoning if previous is not None else 0  # this turn's, in this call's input
+        if ends_turn:
+            return Anchor(message_id, max(0, anchor.context_tokens - held), anchor.output_tokens)
+        own = min(usage.reasoning_tokens, usage.output_tokens) if replayed else 0
+        return Anchor(message_id, anchor.context_tokens, anchor.output_tokens, held + own)
 
     def _unexplained(self, previous: Anchor, real: int, messages: Sequence[Message], end: int) -> int | None:
         """Real input of a call sent `messages[:end]` minus the anchored estimate for it (without the
@@ -204,7 +272,8 @@ class TokenLedger:
                 if unexplained is not None:
                     with self._lock:
                         self.growth.observe(unexplained)
-            previous = anchor_from_usage(message.id, usage)
+            previous = self._next_anchor(message.id, usage, previous, reasoning_goes_back(message),
+                                         turn_drops_reasoning(message))
 
     def clear(self) -> None:
         with self._lock:

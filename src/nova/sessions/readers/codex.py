@@ -3,7 +3,9 @@
 
 `response_item` payloads carry the conversation: `message` (developer / user / assistant), `function_call`
 and `custom_tool_call` (apply_patch) with their `*_output`, `local_shell_call`, `reasoning` (not imported,
-SES-3). Consecutive model items form one response; a `token_count` event whose totals moved closes it
+SES-3), `web_search_call` (a search the API ran itself inside the response: its results are not in the
+rollout, yet they are part of that response's input and of every later one, so the response's metadata
+names it under `hosted_tools`). Consecutive model items form one response; a `token_count` event whose totals moved closes it
 and gives its usage (`last_token_usage`). The base instructions and developer messages are the system
 prompt.
 
@@ -47,6 +49,8 @@ NAME = "codex"
 _KINDS = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+# Tools the API runs itself within one response, by item type, as `hosted_tools` names them.
+_HOSTED = {"web_search_call": "web_search"}
 
 
 class CodexReader:
@@ -67,6 +71,7 @@ class CodexReader:
         meta: dict[str, Any] = {}
         skipped: list[SkippedRecord] = []
         response: list[Part] = []
+        hosted: list[str] = []  # the hosted tools the open response ran
         response_at: tuple[int, float | None] = (0, None)
         results: list[ToolResultPart] = []
         results_at = 0
@@ -75,13 +80,16 @@ class CodexReader:
         counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
 
         def close(usage: Usage | None = None) -> None:
-            nonlocal response, results
+            nonlocal response, results, hosted
             if response:
-                metadata = {"usage": usage.to_dict()} if usage is not None else {}
+                metadata: dict[str, Any] = {"usage": usage.to_dict()} if usage is not None else {}
                 if meta.get("model"):
                     metadata["model"] = meta["model"]
+                if hosted:
+                    metadata["hosted_tools"] = hosted
                 b.add("assistant", response, response_at[0], response_at[1], metadata)
                 counts["responses"] += 1
+                hosted = []
             if results:
                 b.add_results(results, results_at)
             response, results = [], []
@@ -140,6 +148,10 @@ class CodexReader:
                         if last is not None and last.metadata.get("from_event") and _typed_in(last, parts):
                             b.messages.pop()  # the event came first; the item holds the same words, and more
                         b.add("user", parts, number, ts)
+                elif item in _HOSTED:
+                    if results:
+                        close()
+                    hosted.append(_HOSTED[item])
                 # reasoning: never imported (SES-3)
             elif kind == "event_msg" and payload.get("type") == "user_message":
                 text = str(payload.get("message") or "")

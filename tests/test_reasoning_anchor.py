@@ -9,6 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tests.codex_rollout import response_item, token_count
+
 from nova.messages import Message, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.importers import read_session_file
@@ -119,15 +121,6 @@ def test_score_ledger_counts_a_steps_unrecorded_reasoning_and_drops_it_at_the_tu
     assert max(score.anchored_errors_pct) < 1e-9
 
 
-def _item(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "response_item", "timestamp": "2026-01-01T00:00:00Z", "payload": payload}
-
-
-def _tokens(total: int, used: dict[str, int]) -> dict[str, Any]:
-    return {"type": "event_msg", "timestamp": "2026-01-01T00:00:01Z", "payload": {
-        "type": "token_count", "info": {"total_token_usage": {"total_tokens": total}, "last_token_usage": used}}}
-
-
 def test_a_codex_response_that_ran_a_web_search_says_so(tmp_path: Path) -> None:
     # Its input holds the search results, which the rollout does not: the reply names the hosted tool.
     path = tmp_path / "rollout.jsonl"
@@ -135,16 +128,16 @@ def test_a_codex_response_that_ran_a_web_search_says_so(tmp_path: Path) -> None:
     records = [
         {"type": "session_meta", "payload": {"id": "s1", "cwd": "/repo"}},
         {"type": "turn_context", "payload": {"model": "gpt-5.5", "cwd": "/repo"}},
-        _item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look it up"}]}),
-        _item(call),
-        _tokens(1_050, {"input_tokens": 1_000, "cached_input_tokens": 0, "output_tokens": 50}),
-        _item({"type": "function_call_output", "call_id": "c1", "output": "a.py"}),
-        _item({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "x"}}),
-        _item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "found"}]}),
-        _tokens(6_100, {"input_tokens": 5_000, "cached_input_tokens": 0, "output_tokens": 50}),
-        _item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "thanks"}]}),
-        _item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}),
-        _tokens(11_200, {"input_tokens": 5_070, "cached_input_tokens": 0, "output_tokens": 30}),
+        response_item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look it up"}]}),
+        response_item(call),
+        token_count(1_050, {"input_tokens": 1_000, "cached_input_tokens": 0, "output_tokens": 50}),
+        response_item({"type": "function_call_output", "call_id": "c1", "output": "a.py"}),
+        response_item({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "x"}}),
+        response_item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "found"}]}),
+        token_count(6_100, {"input_tokens": 5_000, "cached_input_tokens": 0, "output_tokens": 50}),
+        response_item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "thanks"}]}),
+        response_item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}),
+        token_count(11_200, {"input_tokens": 5_070, "cached_input_tokens": 0, "output_tokens": 30}),
     ]
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     replies = [m for m in read_session_file(path).messages if m.role == "assistant"]

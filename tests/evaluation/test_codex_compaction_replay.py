@@ -6,19 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+
+from tests.codex_rollout import response_item, token_count
 
 from nova.evaluation.replay import replay_session
 from nova.sessions.importers import read_session_file
-
-
-def _item(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "response_item", "timestamp": "2026-01-01T00:00:00Z", "payload": payload}
-
-
-def _tokens(total: int, used: dict[str, int]) -> dict[str, Any]:
-    return {"type": "event_msg", "timestamp": "2026-01-01T00:00:01Z", "payload": {
-        "type": "token_count", "info": {"total_token_usage": {"total_tokens": total}, "last_token_usage": used}}}
 
 
 def test_a_codex_compaction_is_where_the_recorded_replay_starts_again(tmp_path: Path) -> None:
@@ -26,15 +18,15 @@ def test_a_codex_compaction_is_where_the_recorded_replay_starts_again(tmp_path: 
     records = [
         {"type": "session_meta", "payload": {"id": "s1", "cwd": "/repo", "instructions": "Be terse."}},
         {"type": "turn_context", "payload": {"model": "gpt-5.2-codex", "cwd": "/repo"}},
-        _item({"type": "message", "role": "user", "content": [{"type": "input_text",
+        response_item({"type": "message", "role": "user", "content": [{"type": "input_text",
                                                                 "text": "fix the parser " + "word " * 2000}]}),
-        _item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "fixed"}]}),
-        _tokens(9_100, {"input_tokens": 9_000, "cached_input_tokens": 0, "output_tokens": 100}),
+        response_item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "fixed"}]}),
+        token_count(9_100, {"input_tokens": 9_000, "cached_input_tokens": 0, "output_tokens": 100}),
         {"type": "compacted", "payload": {"message": "Summary: the parser in src/parse.py was fixed."}},
         {"type": "event_msg", "payload": {"type": "user_message", "message": "now add a test"}},
-        _item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "now add a test"}]}),
-        _item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "added"}]}),
-        _tokens(10_000, {"input_tokens": 850, "cached_input_tokens": 0, "output_tokens": 50}),
+        response_item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "now add a test"}]}),
+        response_item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "added"}]}),
+        token_count(10_000, {"input_tokens": 850, "cached_input_tokens": 0, "output_tokens": 50}),
     ]
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     session = read_session_file(path)

@@ -1045,11 +1045,11 @@ def _run(
         move_to(index)
         if recorded_compaction(message):
             scale.compacted()
-        if policy == "recorded" and recorded_compaction(message):
-            # The recorded agent's own compaction: its summary replaces everything before it.
-            compacted(history, [message], forced=False)
-            report.compactions += 1
-            history, boundary = [], "compaction"
+            if policy == "recorded":
+                # The recorded agent's own compaction: its summary replaces everything before it.
+                compacted(history, [message], forced=False)
+                report.compactions += 1
+                history, boundary = [], "compaction"
         if policy == "nova" and index in compact_before:
             force_compaction()
         if message.role == "assistant":

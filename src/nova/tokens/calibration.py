@@ -57,7 +57,7 @@ from nova.tokens.counters import (
     claude_profile,
     counter_for_model,
 )
-from nova.tokens.ledger import TokenLedger, thinking_kept
+from nova.tokens.ledger import TokenLedger, thinking_kept, turn_drops_reasoning
 from nova.tokens.sizing import count_message
 
 __all__ = [
@@ -129,6 +129,11 @@ def _result_parts(block: Mapping[str, Any]) -> list[Part]:
     return [result, *images]
 
 
+def _ends_turn(generated: Sequence[Part], model: str) -> bool:
+    """Whether a recorded reply (its parts as generated) ends its turn, as the live ledger decides it."""
+    return turn_drops_reasoning(Message(role="assistant", parts=tuple(generated)), model)
+
+
 def replayed_reasoning(reply: Sequence[Part], generated: Sequence[Part], output_tokens: int, model: str,
                        counter: TokenCounter) -> int:
     """Tokens of a recorded Claude reply's thinking that the next request carries beyond what `reply` (its
@@ -139,7 +144,7 @@ def replayed_reasoning(reply: Sequence[Part], generated: Sequence[Part], output_
     a partial streaming count (Claude Code often records 1 or 8) says nothing, and the recorded summary,
     where it is not already part of `reply`, is the lower bound used."""
     thinking = [p for p in generated if isinstance(p, ThinkingPart)]
-    if not thinking or not (any(isinstance(p, ToolUsePart) for p in generated) or thinking_kept(model)):
+    if not thinking or _ends_turn(generated, model):
         return 0
     sent = count_message(Message(role="assistant", parts=tuple(reply)), counter) if reply else 0
     summary = 0 if any(isinstance(p, ThinkingPart) for p in reply) else \
@@ -346,7 +351,7 @@ def claude_code_steps(path: Path, counter: TokenCounter | None = None) -> list[G
                 steps[(previous.id, call.id)] = GrowthStep(
                     path.name, call.model, previous.real, call.real, tuple(added), tuple(generated), previous.output,
                     replayed_reasoning(reply, generated, previous.output, previous.model, sizer),
-                    not any(isinstance(p, ToolUsePart) for p in generated) and not thinking_kept(previous.model),
+                    _ends_turn(generated, previous.model),
                 )
     return list(steps.values())
 

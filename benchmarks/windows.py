@@ -14,7 +14,8 @@ Per cache model, window and policy:
 
 - `max_request_ratio`: the largest request of any run ÷ the window (over 1.0 a provider rejects it);
 - `post_compaction_ratio`: the view right after each compaction ÷ the compaction threshold, the largest
-  (null for the baselines, which never compact);
+  (null for the baselines, which never compact), both counted as the compaction counts them (the replay
+  also scales views to the recorded usage, for cost and the window; the budget is the counter's);
 - `post_compaction_floor_ratio`: among the compactions that left more than half the threshold, the
   largest continuity floor ÷ threshold their summaries report (null when none did). The floor is the
   fixed prompt, the user's words (up to three quarters of the threshold), the modified files and the last
@@ -102,11 +103,13 @@ def main(argv: list[str]) -> int:
                     for call in report.per_call:
                         if call.event != "compaction":
                             continue
-                        post.append(call.input_tokens / threshold)
-                        if call.input_tokens > half:
+                        # In the counter's units, as the compaction sized the view: the replay measures a
+                        # view as the provider would have counted it (`input_tokens`), the budget does not.
+                        post.append(call.counted / threshold)
+                        if call.counted > half:
                             # Over half the threshold is allowed only down to the floor the summary reports.
                             floors.append(call.floor / threshold)
-                            beyond += call.input_tokens > call.floor
+                            beyond += call.counted > call.floor
                     over += report.requests_over_window
                     kept, counted, excuse = retention(wanted, report.final_view)
                     held, total, excused = held + kept, total + counted, excused + excuse

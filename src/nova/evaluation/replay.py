@@ -115,7 +115,7 @@ class ReplayCall:
     floor: int = 0
     """On a compaction: the continuity floor its summary reports (fixed prompt, the user's words, the
     modified files and last failure, the kept tail cut to the least): the view cannot be smaller. In the
-    units of `input_tokens`: scaled like the view when the view is measured rather than counted."""
+    counter's units, as `counted`: the compaction sized the view with the counter."""
     composition: dict[str, int] = field(default_factory=dict)
     """`input_tokens` by kind (`nova.evaluation.replay_views.COMPOSITION_KINDS`): system, tools, rules, memory,
     history, summary, observations; the parts sum to `input_tokens`."""
@@ -1089,12 +1089,8 @@ def _run(
             if used > window and refuse_over:
                 raise PromptTooLarge(fixed_tokens=sizer.fixed, window=window)
             report.requests_over_window += used > window
-            floor = _floor(view) if event == "compaction" else 0
-            if floor and counted and used != counted:
-                # The summary reports its floor in the counter's units; `used` may be the provider's.
-                floor = round(floor * used / counted)
-            report.per_call.append(ReplayCall(used, event, usage, floor, kinds, counted=counted,
-                                              recorded=anchor is not None))
+            report.per_call.append(ReplayCall(used, event, usage, _floor(view) if event == "compaction" else 0,
+                                              kinds, counted=counted, recorded=anchor is not None))
             problems = check_tool_pairing(view) + check_thinking_integrity(view, raw)
             report.invariant_violations += len(problems)
             report.violations.extend(f"call {report.calls}: {p}" for p in problems[:5])

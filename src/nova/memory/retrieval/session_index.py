@@ -49,7 +49,7 @@ from nova.memory.retrieval.pipeline import indexed_text
 from nova.memory.retrieval.records import Record
 from nova.memory.retrieval.text import content_words
 from nova.messages import Message
-from nova.sessions.evidence import Evidence, EvidenceKind, EvidenceReader, read_transcript_from, tail_mark
+from nova.sessions.evidence import Evidence, EvidenceReader, read_transcript_from, tail_mark
 from nova.sessions.meta import session_dir
 from nova.sessions.schema import MessageRecord, parse_record
 from nova.sessions.store import RecordStore, SessionRecord, SessionStore
@@ -113,22 +113,16 @@ def _scope(project: str) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class IndexedRow:
+class IndexedRow(Evidence):
+    """A fact as the index holds it: the evidence, with its row id and its session's title."""
+
     id: int
-    session_id: str
     title: str
-    turn: int
-    position: int
-    kind: EvidenceKind
-    text: str
-    message_id: str
-    at: float
-    external: bool
     terms: str = ""
     """The ranking terms the row was indexed under, space-separated (`content_words` of its text)."""
 
 
-def record_of(row: IndexedRow | Evidence, project: str) -> Record:
+def record_of(row: Evidence, project: str) -> Record:
     """A fact as the retrieval pipeline ranks it: one record per fact, grouped by session."""
     return Record(
         id=f"{row.session_id}#{row.turn}.{row.position}", text=row.text, kind="session", type=row.kind,

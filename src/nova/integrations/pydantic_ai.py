@@ -29,7 +29,7 @@ import asyncio
 import dataclasses
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from nova.integrations._optional import require
 
@@ -59,6 +59,8 @@ from nova.model import ModelResponse as NovaResponse  # noqa: E402
 from nova.model import ToolSpec, Usage  # noqa: E402
 
 __all__ = ["FRAMEWORK", "NovaCapability", "pairing_violations"]
+
+P = TypeVar("P", pm.ModelRequestPart, pm.ModelResponsePart)
 
 FRAMEWORK = "pydantic-ai"
 
@@ -157,30 +159,31 @@ class _Codec:
         text_changed = _to_nova(item).text != message.text
         if isinstance(item, pm.ModelRequest):
             parts: list[pm.ModelRequestPart] = []
-            text_placed = False
             for part in item.parts:
                 call_id = _call_answered(part)
                 if call_id is not None and call_id in results:
-                    parts.append(dataclasses.replace(cast(Any, part), content=results[call_id].content))
-                elif isinstance(part, pm.UserPromptPart) and text_changed:
-                    if not text_placed:
-                        parts.append(dataclasses.replace(part, content=_user_text(message)))
-                        text_placed = True
-                else:
-                    parts.append(part)
+                    part = dataclasses.replace(cast(Any, part), content=results[call_id].content)
+                parts.append(part)
+            if text_changed:
+                parts = _text_once(parts, pm.UserPromptPart, _user_text(message))
             return [dataclasses.replace(item, parts=parts)]
         if not text_changed:
             return [item]
-        answer: list[pm.ModelResponsePart] = []
-        placed = False
-        for piece in item.parts:
-            if isinstance(piece, pm.TextPart):
-                if not placed:
-                    answer.append(dataclasses.replace(piece, content=_user_text(message)))
-                    placed = True
-            else:
-                answer.append(piece)
-        return [dataclasses.replace(item, parts=answer)]
+        return [dataclasses.replace(item, parts=_text_once(item.parts, pm.TextPart, _user_text(message)))]
+
+
+def _text_once(parts: Sequence[P], kind: type[pm.UserPromptPart | pm.TextPart], text: str) -> list[P]:
+    """`parts` with `text` in the first part of `kind` and the other parts of that kind left out: a
+    message's text, rewritten (snipped, cut), is one piece however many it was sent in."""
+    out: list[P] = []
+    placed = False
+    for part in parts:
+        if not isinstance(part, kind):
+            out.append(part)
+        elif not placed:
+            out.append(dataclasses.replace(part, content=text))
+            placed = True
+    return out
 
 
 def _user_text(message: Message) -> str:

@@ -113,23 +113,9 @@ class Usage:
 
         OpenAI counts cached tokens inside its prompt figure; they are moved to `cache_read_tokens`."""
         if "prompt_tokens" in data or "completion_tokens" in data:
-            prompt = _count(data, "prompt_tokens")
-            cached = min(_count(data.get("prompt_tokens_details"), "cached_tokens"), prompt)
-            return cls(
-                input_tokens=prompt - cached,
-                output_tokens=_count(data, "completion_tokens"),
-                cache_read_tokens=cached,
-                reasoning_tokens=_count(data.get("completion_tokens_details"), "reasoning_tokens"),
-            )
+            return cls._from_openai(data, "prompt_tokens", "completion_tokens")
         if "input_tokens_details" in data or "output_tokens_details" in data:
-            total = _count(data, "input_tokens")
-            cached = min(_count(data.get("input_tokens_details"), "cached_tokens"), total)
-            return cls(
-                input_tokens=total - cached,
-                output_tokens=_count(data, "output_tokens"),
-                cache_read_tokens=cached,
-                reasoning_tokens=_count(data.get("output_tokens_details"), "reasoning_tokens"),
-            )
+            return cls._from_openai(data, "input_tokens", "output_tokens")
         # Nova's own keys, or Anthropic's, which mean the same thing under other names.
         return cls(
             input_tokens=_count(data, "input_tokens"),
@@ -141,6 +127,19 @@ class Usage:
             or _count(data.get("cache_creation"), "ephemeral_1h_input_tokens"),
         )
 
+
+    @classmethod
+    def _from_openai(cls, data: Mapping[str, Any], input_key: str, output_key: str) -> Usage:
+        """OpenAI's usage, Chat (`prompt_tokens`, `completion_tokens`) or Responses (`input_tokens`,
+        `output_tokens`): the same figures under two names, each with its `<key>_details`."""
+        total = _count(data, input_key)
+        cached = min(_count(data.get(f"{input_key}_details"), "cached_tokens"), total)
+        return cls(
+            input_tokens=total - cached,
+            output_tokens=_count(data, output_key),
+            cache_read_tokens=cached,
+            reasoning_tokens=_count(data.get(f"{output_key}_details"), "reasoning_tokens"),
+        )
 
 _USAGE_FIELDS = tuple(f.name for f in fields(Usage))
 

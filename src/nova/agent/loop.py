@@ -36,7 +36,7 @@ from nova import events as ev
 from nova.agent.calls import CallMeter, MeteredProvider, call_cost
 from nova.agent.clock import SYSTEM_CLOCK, Clock
 from nova.agent.parts import ModelBinding, RunLimits, Toolbox
-from nova.context.budget import ContextBudget
+from nova.context.budget import BudgetLines, ContextBudget
 from nova.context.extensions import (
     CallRecord,
     CompiledView,
@@ -88,7 +88,7 @@ class _TurnState:
     """The messages of the latest request answered: the ledger learns from its real usage against them."""
 
 
-class Agent:
+class Agent(BudgetLines):
     def __init__(
         self,
         *,
@@ -132,14 +132,6 @@ class Agent:
         self._pairing = PairingChecker()
         """Checks each request before it is sent, redoing only what changed since the previous one."""
         self.cancel = threading.Event()
-
-    @property
-    def window(self) -> int:
-        return self.budget.window
-
-    @property
-    def threshold(self) -> int:
-        return self.budget.threshold
 
     def compact(self, focus: str = "") -> bool:
         """Compact now, whatever the threshold (`/compact`, `POST …/compact`). False when no extension

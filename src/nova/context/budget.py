@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from nova.providers.pricing import context_window_for
 from nova.settings import CompactionConfig, Settings, SpillConfig
 
-__all__ = ["COST_FLOOR_MOST", "COST_FLOOR_SHARE", "MAX_KEEP_TOKENS", "MIN_KEEP_TOKENS", "REFERENCE_WINDOW", "ContextBudget", "budget_for"]
+__all__ = ["COST_FLOOR_MOST", "COST_FLOOR_SHARE", "MAX_KEEP_TOKENS", "MIN_KEEP_TOKENS", "REFERENCE_WINDOW", "BudgetLines", "ContextBudget", "budget_for"]
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +209,25 @@ def _warn_once(note: str) -> None:
 def window_for(settings: Settings) -> int:
     """The configured window, else the model table's, else `compaction.default_context_window`."""
     return settings.context_window or context_window_for(settings.model) or settings.compaction.default_context_window
+
+
+class BudgetLines:
+    """The lines of a `ContextBudget`, read off whatever holds one (the agent, the context controller): the
+    budget is the one place they are kept, so they are never copied and left stale."""
+
+    budget: ContextBudget
+
+    @property
+    def window(self) -> int:
+        return self.budget.window
+
+    @property
+    def threshold(self) -> int:
+        return self.budget.threshold
+
+    @property
+    def hard_line(self) -> int:
+        return self.budget.hard_line
 
 
 def budget_for(settings: Settings, *, warn: Warn | None = None) -> ContextBudget:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nova import events as ev
-from nova.context.budget import ContextBudget
+from nova.context.budget import BudgetLines, ContextBudget
 from nova.context.compaction import (
     OUTPUT_DIR,
     CompactionOutcome,
@@ -130,7 +130,7 @@ class CompactionHooks:
     """(name, procedure) of the skills in use, restored after a compaction."""
 
 
-class ContextController(Extension):
+class ContextController(BudgetLines, Extension):
     order = 100
 
     def __init__(
@@ -194,19 +194,7 @@ class ContextController(Extension):
         self._fixed: tuple[tuple[Any, ...], int] = ((), 0)
         """(system, tools, counter) and their tokens, as `_fixed_tokens` last counted them."""
 
-    # -- derived numbers -----------------------------------------------------------------------------
-    @property
-    def window(self) -> int:
-        return self.budget.window
-
-    @property
-    def threshold(self) -> int:
-        return self.budget.threshold
-
-    @property
-    def hard_line(self) -> int:
-        return self.budget.hard_line
-
+    # -- derived numbers (the budget's lines come from `BudgetLines`) ------------------------------------
     @property
     def output_dir(self) -> Path | None:
         return self.session_dir / OUTPUT_DIR if self.session_dir is not None else None

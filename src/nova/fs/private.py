@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["FILE_MODE", "FOLDER_MODE", "create_private_file", "private_dir", "write_private_text"]
+__all__ = ["FILE_MODE", "FOLDER_MODE", "create_private_file", "private_dir", "replace_private_file", "write_private_text"]
 
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
@@ -33,3 +33,18 @@ def write_private_text(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
         handle.write(text)
+
+
+def replace_private_file(path: Path, data: str | bytes, *, durable: bool = False) -> None:
+    """Replace `path` whole with `data` (text is written as UTF-8): written to a private temporary file
+    beside it (`.NAME.PID.tmp`) and renamed over it, so a reader sees the old file or the new one, never
+    half of one. `durable` fsyncs the data before the rename, for a record that must survive a crash;
+    a file rewritten often for convenience skips it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.replace(tmp, path)

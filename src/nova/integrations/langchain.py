@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal, NotRequired
+from typing import Any, NotRequired
 
 from nova.integrations._optional import require
 
@@ -45,28 +44,23 @@ from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa
 from langgraph.runtime import Runtime  # noqa: E402
 
 from nova.context.state import TaskState  # noqa: E402
-from nova.context.summarize import Summarizer  # noqa: E402
+from nova.integrations._adapter import OpenableAdapter  # noqa: E402
 from nova.integrations._engine import (  # noqa: E402
     READ_BACK_DESCRIPTION,
     READ_BACK_TOOL,
     CallbackProvider,
     ContextEngine,
-    open_engine,
-    summarizer_choice,
 )
 from nova.integrations._mirror import Mirror  # noqa: E402
 from nova.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart  # noqa: E402
 from nova.model import ModelRequest as NovaRequest  # noqa: E402
 from nova.model import ModelResponse as NovaResponse  # noqa: E402
 from nova.model import ToolSpec, Usage  # noqa: E402
-from nova.sessions.session import Session  # noqa: E402
-from nova.settings import Settings  # noqa: E402
 
 __all__ = ["FRAMEWORK", "STATE_KEY", "NovaMiddleware", "NovaState", "pairing_violations"]
 
 FRAMEWORK = "langchain"
 STATE_KEY = "nova_task_state"
-SummarizerChoice = Literal["model", "extractive"]
 
 
 class NovaState(AgentState[Any]):
@@ -75,45 +69,20 @@ class NovaState(AgentState[Any]):
     nova_task_state: NotRequired[dict[str, Any]]
 
 
-class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
+class NovaMiddleware(OpenableAdapter[BaseChatModel], AgentMiddleware[NovaState, Any, Any]):
     """Nova's context engine as a LangChain agent middleware (see the module docstring)."""
 
     state_schema = NovaState
+    framework = FRAMEWORK
 
     def __init__(self, engine: ContextEngine, *, summary_model: BaseChatModel | None = None,
                  provider: CallbackProvider | None = None) -> None:
         """Use `NovaMiddleware.open`. `summary_model` writes compaction summaries instead of the agent's model."""
-        super().__init__()
-        self.engine = engine
-        self.summary_model = summary_model
-        self._provider = provider
+        super().__init__(engine, summary_model=summary_model, provider=provider)
         self._mirror: Mirror[AnyMessage] = Mirror(engine, _Codec())
         self.tools = [_read_back_tool(engine)]
         self._specs: dict[int, tuple[BaseTool | dict[str, Any], ToolSpec]] = {}
         """Each tool's schema as Nova measures it, converted once (the tool is kept, so its id stays its own)."""
-
-    @classmethod
-    def open(
-        cls,
-        *,
-        model: str = "",
-        window: int | None = None,
-        summarizer: SummarizerChoice | Summarizer = "model",
-        summary_model: BaseChatModel | None = None,
-        session: Session | None = None,
-        home: Path | None = None,
-        record: bool = True,
-        settings: Settings | None = None,
-        title: str = "",
-    ) -> NovaMiddleware:
-        """A middleware over a new engine. `model` names the model for Nova's token counter, prices and
-        window (a given `window` wins). `summarizer`: "model" asks `summary_model`, else the agent's own
-        model; "extractive" needs no model; or any Nova `Summarizer`. The run is recorded in a new session
-        under `home` (default: Nova's home) unless `session` is given or `record` is False."""
-        chosen, provider = summarizer_choice(summarizer, framework=FRAMEWORK, model=model)
-        engine = open_engine(framework=FRAMEWORK, model=model, window=window, session=session, home=home,
-                             record=record, settings=settings, summarizer=chosen, title=title)
-        return cls(engine, summary_model=summary_model, provider=provider)
 
     def command(self, line: str) -> str:
         """A task-state command (`/goal …`, `/constraint …`, `/approve …`): pinned from the next call on,
@@ -212,14 +181,7 @@ class NovaMiddleware(AgentMiddleware[NovaState, Any, Any]):
 
     def _view(self, system: str, tools: list[ToolSpec], summarize: Callable[[NovaRequest], NovaResponse] | None
               ) -> list[AnyMessage]:
-        if self._provider is not None:
-            self._provider.bind(summarize)
-        try:
-            view = self.engine.prepare(system=system, tools=tools)
-        finally:
-            if self._provider is not None:
-                self._provider.bind(None)
-        return self._mirror.render(view.messages)
+        return self._mirror.render(self._bound_view(system, tools, summarize).messages)
 
 
 def _read_back_tool(engine: ContextEngine) -> BaseTool:

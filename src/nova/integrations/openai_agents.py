@@ -25,7 +25,7 @@ import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from nova.integrations._optional import require
 
@@ -41,6 +41,7 @@ from agents.run_context import RunContextWrapper  # noqa: E402
 from agents.tool import function_tool  # noqa: E402
 
 from nova.context.summarize import Summarizer  # noqa: E402
+from nova.integrations._adapter import EngineAdapter, SummarizerChoice  # noqa: E402
 from nova.integrations._engine import (  # noqa: E402
     READ_BACK_DESCRIPTION,
     READ_BACK_TOOL,
@@ -75,23 +76,21 @@ CALL_OUTPUTS = {
     "apply_patch_call": "apply_patch_call_output",
 }
 OUTPUT_TYPES = frozenset(CALL_OUTPUTS.values())
-SummarizerChoice = Literal["model", "extractive"]
 Item = TResponseInputItem
 
 
-class NovaSession:
+class NovaSession(EngineAdapter[Model]):
     """An Agents SDK `Session` recorded by Nova, with the model-input filter (see the module docstring).
     One session follows one conversation."""
 
     session_settings: SessionSettings | None = None
+    framework = FRAMEWORK
 
     def __init__(self, engine: ContextEngine, *, summary_model: Model | None = None,
                  provider: CallbackProvider | None = None, items: Sequence[Item] = ()) -> None:
         """Use `NovaSession.open`. `items` are the session's items so far (a reopened session's)."""
-        self.engine = engine
+        super().__init__(engine, summary_model=summary_model, provider=provider)
         self.session_id = engine.session.id if engine.session is not None else "nova"
-        self.summary_model = summary_model
-        self._provider = provider
         self._codec = _Codec()
         self._mirror: Mirror[Item] = Mirror(engine, self._codec)
         self._items: list[Item] = list(items)
@@ -259,14 +258,7 @@ class NovaSession:
 
     def _view(self, instructions: str, tools: list[ToolSpec], summarize: Callable[[NovaRequest], NovaResponse] | None
               ) -> list[Item]:
-        if self._provider is not None:
-            self._provider.bind(summarize)
-        try:
-            view = self.engine.prepare(system=instructions, tools=tools)
-        finally:
-            if self._provider is not None:
-                self._provider.bind(None)
-        return self._mirror.render(view.messages)
+        return self._mirror.render(self._bound_view(instructions, tools, summarize).messages)
 
 
 def _reopen(session_id: str, *, home: Path | None, settings: Settings | None) -> Session:

@@ -29,8 +29,7 @@ import asyncio
 import dataclasses
 import weakref
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, TypeVar, cast
 
 from nova.integrations._optional import require
 
@@ -45,14 +44,12 @@ from pydantic_ai.tools import RunContext, Tool  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 from pydantic_ai.usage import RequestUsage  # noqa: E402
 
-from nova.context.summarize import Summarizer  # noqa: E402
+from nova.integrations._adapter import OpenableAdapter  # noqa: E402
 from nova.integrations._engine import (  # noqa: E402
     READ_BACK_DESCRIPTION,
     READ_BACK_TOOL,
     CallbackProvider,
     ContextEngine,
-    open_engine,
-    summarizer_choice,
     to_json_text,
 )
 from nova.integrations._mirror import Mirror  # noqa: E402
@@ -60,17 +57,18 @@ from nova.messages import ImagePart, Message, Part, TextPart, ThinkingPart, Tool
 from nova.model import ModelRequest as NovaRequest  # noqa: E402
 from nova.model import ModelResponse as NovaResponse  # noqa: E402
 from nova.model import ToolSpec, Usage  # noqa: E402
-from nova.sessions.session import Session  # noqa: E402
-from nova.settings import Settings  # noqa: E402
 
 __all__ = ["FRAMEWORK", "NovaCapability", "pairing_violations"]
 
+P = TypeVar("P", pm.ModelRequestPart, pm.ModelResponsePart)
+
 FRAMEWORK = "pydantic-ai"
-SummarizerChoice = Literal["model", "extractive"]
 
 
-class NovaCapability(AbstractCapability[Any]):
+class NovaCapability(OpenableAdapter[Model], AbstractCapability[Any]):
     """Nova's context engine as a pydantic-ai capability (see the module docstring)."""
+
+    framework = FRAMEWORK
 
     def __init__(self, engine: ContextEngine, *, summary_model: Model | None = None,
                  provider: CallbackProvider | None = None) -> None:
@@ -79,35 +77,10 @@ class NovaCapability(AbstractCapability[Any]):
         self.id = "nova-context"
         self.description = "Nova's context engine: spill with read-back, snip, compaction, cache points"
         self.defer_loading = False
-        self.engine = engine
-        self.summary_model = summary_model
-        self._provider = provider
+        super().__init__(engine, summary_model=summary_model, provider=provider)
         self._mirror: Mirror[pm.ModelMessage] = Mirror(engine, _Codec())
         self._clean: weakref.WeakValueDictionary[int, pm.ModelRequest] = weakref.WeakValueDictionary()
         """Requests known to carry no cache point (by id, while they live): each is looked at once."""
-
-    @classmethod
-    def open(
-        cls,
-        *,
-        model: str = "",
-        window: int | None = None,
-        summarizer: SummarizerChoice | Summarizer = "model",
-        summary_model: Model | None = None,
-        session: Session | None = None,
-        home: Path | None = None,
-        record: bool = True,
-        settings: Settings | None = None,
-        title: str = "",
-    ) -> NovaCapability:
-        """A capability over a new engine. `model` names the model for Nova's token counter and prices
-        (and, with no `window`, the model table's window). `summarizer`: "model" asks the run's model (or
-        `summary_model`), "extractive" needs no model, or any Nova `Summarizer`. The run is recorded in a new
-        session under `home` (default: Nova's home) unless `session` is given or `record` is False."""
-        chosen, provider = summarizer_choice(summarizer, framework=FRAMEWORK, model=model)
-        engine = open_engine(framework=FRAMEWORK, model=model, window=window, session=session, home=home,
-                             record=record, settings=settings, summarizer=chosen, title=title)
-        return cls(engine, summary_model=summary_model, provider=provider)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -156,13 +129,7 @@ class NovaCapability(AbstractCapability[Any]):
 
     def _view(self, history: list[pm.ModelMessage], system: str, tools: list[ToolSpec],
               summarize: Callable[[NovaRequest], NovaResponse] | None) -> tuple[list[pm.ModelMessage], bool]:
-        if self._provider is not None:
-            self._provider.bind(summarize)
-        try:
-            view = self.engine.prepare(system=system, tools=tools)
-        finally:
-            if self._provider is not None:
-                self._provider.bind(None)
+        view = self._bound_view(system, tools, summarize)
         rendered = _keep_system_parts(self._mirror.render(view.messages), history)
         segments = {b.segment for b in view.cache.breakpoints}
         placed = _place_cache_point(rendered, "messages" in segments, self._clean)
@@ -192,30 +159,31 @@ class _Codec:
         text_changed = _to_nova(item).text != message.text
         if isinstance(item, pm.ModelRequest):
             parts: list[pm.ModelRequestPart] = []
-            text_placed = False
             for part in item.parts:
                 call_id = _call_answered(part)
                 if call_id is not None and call_id in results:
-                    parts.append(dataclasses.replace(cast(Any, part), content=results[call_id].content))
-                elif isinstance(part, pm.UserPromptPart) and text_changed:
-                    if not text_placed:
-                        parts.append(dataclasses.replace(part, content=_user_text(message)))
-                        text_placed = True
-                else:
-                    parts.append(part)
+                    part = dataclasses.replace(cast(Any, part), content=results[call_id].content)
+                parts.append(part)
+            if text_changed:
+                parts = _text_once(parts, pm.UserPromptPart, _user_text(message))
             return [dataclasses.replace(item, parts=parts)]
         if not text_changed:
             return [item]
-        answer: list[pm.ModelResponsePart] = []
-        placed = False
-        for piece in item.parts:
-            if isinstance(piece, pm.TextPart):
-                if not placed:
-                    answer.append(dataclasses.replace(piece, content=_user_text(message)))
-                    placed = True
-            else:
-                answer.append(piece)
-        return [dataclasses.replace(item, parts=answer)]
+        return [dataclasses.replace(item, parts=_text_once(item.parts, pm.TextPart, _user_text(message)))]
+
+
+def _text_once(parts: Sequence[P], kind: type[pm.UserPromptPart | pm.TextPart], text: str) -> list[P]:
+    """`parts` with `text` in the first part of `kind` and the other parts of that kind left out: a
+    message's text, rewritten (snipped, cut), is one piece however many it was sent in."""
+    out: list[P] = []
+    placed = False
+    for part in parts:
+        if not isinstance(part, kind):
+            out.append(part)
+        elif not placed:
+            out.append(dataclasses.replace(part, content=text))
+            placed = True
+    return out
 
 
 def _user_text(message: Message) -> str:

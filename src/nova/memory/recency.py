@@ -18,7 +18,7 @@ import heapq
 import os
 from pathlib import Path
 
-from nova.fs.private import write_private_text
+from nova.fs.private import replace_private_file
 
 __all__ = ["JOURNAL_DIR", "KEEP", "list_newest", "read_journal", "write_journal"]
 
@@ -64,9 +64,7 @@ def write_journal(directory: Path, *, dir_mtime_ns: int | None = None,
             dir_mtime_ns = directory.stat().st_mtime_ns
         entries, total = listing if listing is not None else list_newest(directory, KEEP)
         lines = [f"{_HEADER} {dir_mtime_ns} {total}\n", *(f"{m} {n}\n" for m, n in entries[:KEEP])]
-        tmp = journal_dir / f"{_JOURNAL}.{os.getpid()}.tmp"
-        write_private_text(tmp, "".join(lines))
-        os.replace(tmp, journal_dir / _JOURNAL)
+        replace_private_file(journal_dir / _JOURNAL, "".join(lines))
 
 
 def read_journal(directory: Path, limit: int) -> list[Entry] | None:

@@ -19,6 +19,7 @@ from nova.memory.retrieval.embed import Encoder, load_encoder
 from nova.memory.retrieval.session_index import project_of
 from nova.memory.retrieval.sessions import EVIDENCE, SessionSearcher
 from nova.sessions.evidence import KINDS
+from nova.tools._schema import object_schema
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["SessionSearchTool"]
@@ -40,18 +41,13 @@ class SessionSearchTool:
         "about X', 'which session changed Y', 'when did the tests last fail'. Each result names its session and "
         "turn and is past evidence: it may be outdated, so check the files before relying on it."
     )
-    input_schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for, in words (a file name, a command, a topic)."},
-            "kinds": {"type": "array", "items": {"type": "string", "enum": list(KINDS)},
-                      "description": "Only these kinds of records (default: all)."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                      "description": "How many results (default 8)."},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
+    input_schema: Mapping[str, Any] = object_schema({
+        "query": {"type": "string", "description": "What to look for, in words (a file name, a command, a topic)."},
+        "kinds": {"type": "array", "items": {"type": "string", "enum": list(KINDS)},
+                  "description": "Only these kinds of records (default: all)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                  "description": "How many results (default 8)."},
+    }, required=["query"])
     # It reads the session record; the only file it writes is Nova's own index of it.
     read_only = True
 

@@ -12,13 +12,12 @@ stored before.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nova.errors import StorageError
-from nova.fs.private import FOLDER_MODE, create_private_file, private_dir
+from nova.fs.private import FOLDER_MODE, private_dir, replace_private_file
 from nova.messages import Message
 from nova.model import Usage
 from nova.sessions.meta import ARTIFACT_DIRS, SessionMeta, session_dir, write_meta
@@ -103,11 +102,7 @@ def _sync_copy(target: Path, store: RecordStore, session_id: str) -> None:
                     f.write("".join(line + "\n" for line in rows[1:]).encode("utf-8"))
             return
     data = "".join(line + "\n" for line in store.read_records(session_id)).encode("utf-8")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    create_private_file(tmp)
-    with tmp.open("wb") as f:
-        f.write(data)
-    os.replace(tmp, target)
+    replace_private_file(target, data)
 
 
 def meta_from_row(row: SessionRecord) -> SessionMeta:

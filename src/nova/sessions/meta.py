@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import FileRefused, StorageError
+from nova.fs.private import replace_private_file
 from nova.fs.safe_read import loads, read_bytes
 from nova.model import CALL_PURPOSES, CallCount, CallPurpose, Usage
 from nova.sessions.schema import json_text, printable
@@ -245,15 +245,7 @@ def _check_types(meta: SessionMeta) -> None:
 def write_meta(directory: Path, meta: SessionMeta) -> None:
     """Write to a temp file, fsync, rename: a reader sees the old or the new meta, never half of one."""
     path = directory / META_NAME
-    tmp = directory / f".{META_NAME}.{os.getpid()}.tmp"
-    data = json_text(meta.to_dict(), indent=2).encode("utf-8")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        replace_private_file(path, json_text(meta.to_dict(), indent=2), durable=True)
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc.strerror}") from None

@@ -31,6 +31,21 @@ INTERRUPTED = "interrupted: the session stopped before this tool call returned a
 RESUME_PLACEHOLDER = "[conversation resumed]"
 
 
+_REPAIRS = (
+    ("synthetic_results", "unanswered tool call(s) marked interrupted"),
+    ("dropped_results", "tool result(s) without a call dropped from the view"),
+    ("dropped_tool_uses", "misplaced tool call(s) dropped"),
+    ("renamed_tool_uses", "reused tool call id(s) renamed"),
+    ("moved_results", "tool result(s) moved next to their call"),
+    ("merged_messages", "consecutive same-role message(s) merged"),
+    ("system_to_user", "system message(s) turned into user text"),
+    ("thinking_stripped", "thinking part(s) removed"),
+    ("dropped_empty", "empty message(s) dropped"),
+)
+"""Each counted repair of a `RepairReport` (a count, or the list of ids it touched) and how `describe`
+names it, in the order it says them."""
+
+
 @dataclass(slots=True)
 class RepairReport:
     """What `repair_history` changed, for the resume notice and the audit log."""
@@ -53,42 +68,17 @@ class RepairReport:
 
     @property
     def changed(self) -> bool:
-        return bool(
-            self.thinking_stripped
-            or self.synthetic_results
-            or self.dropped_results
-            or self.dropped_tool_uses
-            or self.renamed_tool_uses
-            or self.merged_messages
-            or self.system_to_user
-            or self.dropped_empty
-            or self.moved_results
-            or self.added_placeholder
-        )
+        return self.added_placeholder or any(self._count(name) for name, _ in _REPAIRS)
 
     def describe(self) -> str:
-        bits = []
-        if self.synthetic_results:
-            bits.append(f"{len(self.synthetic_results)} unanswered tool call(s) marked interrupted")
-        if self.dropped_results:
-            bits.append(f"{len(self.dropped_results)} tool result(s) without a call dropped from the view")
-        if self.dropped_tool_uses:
-            bits.append(f"{len(self.dropped_tool_uses)} misplaced tool call(s) dropped")
-        if self.renamed_tool_uses:
-            bits.append(f"{len(self.renamed_tool_uses)} reused tool call id(s) renamed")
-        if self.moved_results:
-            bits.append(f"{self.moved_results} tool result(s) moved next to their call")
-        if self.merged_messages:
-            bits.append(f"{self.merged_messages} consecutive same-role message(s) merged")
-        if self.system_to_user:
-            bits.append(f"{self.system_to_user} system message(s) turned into user text")
-        if self.thinking_stripped:
-            bits.append(f"{self.thinking_stripped} thinking part(s) removed")
-        if self.dropped_empty:
-            bits.append(f"{self.dropped_empty} empty message(s) dropped")
+        bits = [f"{count} {what}" for name, what in _REPAIRS if (count := self._count(name))]
         if self.added_placeholder:
             bits.append("a user placeholder added before the first assistant message")
         return "; ".join(bits) if bits else "history needed no repair"
+
+    def _count(self, name: str) -> int:
+        value: int | list[str] = getattr(self, name)
+        return len(value) if isinstance(value, list) else value
 
 
 def repair_history(

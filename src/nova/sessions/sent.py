@@ -15,13 +15,13 @@ the compiled view of it is rebuilt the same way the next call would build it.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nova.errors import FileRefused, StorageError
+from nova.fs.private import replace_private_file
 from nova.fs.safe_read import loads, read_bytes
 from nova.model import ToolSpec
 
@@ -78,15 +78,8 @@ def write_sent(directory: Path, sent: SentRequest) -> None:
     """Replace the file whole (temp file + rename): a reader sees the previous request or this one. Not
     fsynced: it is a convenience for `nova context`, rewritten every turn, never the record itself."""
     path = directory / SENT_NAME
-    tmp = directory / f".{SENT_NAME}.{os.getpid()}.tmp"
-    data = json.dumps({**sent.to_dict(), "at": sent.at or time.time()}, ensure_ascii=False).encode("utf-8")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        replace_private_file(path, json.dumps({**sent.to_dict(), "at": sent.at or time.time()}, ensure_ascii=False))
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc.strerror}") from None
 

@@ -9,15 +9,24 @@ JSON Schema the built-in tools use is understood: an object with `properties`, `
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nova.errors import ArgumentError
 
-__all__ = ["INVALID_ARGUMENTS_KEY", "ArgumentError", "validate_arguments"]
+__all__ = ["INVALID_ARGUMENTS_KEY", "ArgumentError", "object_schema", "validate_arguments"]
 
 INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
 """Providers put arguments that were not parseable JSON under this key, as the raw text."""
+
+
+
+def object_schema(properties: Mapping[str, Any], *, required: Sequence[str]) -> Mapping[str, Any]:
+    """A tool's input schema: an object of `properties`, the `required` ones, and no other keys (so a
+    misspelt argument is refused by name rather than ignored)."""
+    return {"type": "object", "properties": dict(properties), "required": list(required),
+            "additionalProperties": False}
+
 
 _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false"}
 

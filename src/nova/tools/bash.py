@@ -26,6 +26,7 @@ from typing import Any
 
 from nova.errors import ToolError
 from nova.tools._common import BuiltinTool
+from nova.tools._schema import object_schema
 from nova.tools.base import ToolContext, ToolOutput
 from nova.tools.policy.controls import TOOL_RUN_ENV, mark_name, tool_runner
 from nova.tools.policy.sandbox import Sandbox, SandboxRun, sandbox_env
@@ -153,20 +154,15 @@ class BashTool(BuiltinTool):
         "to a file, e.g. `server > server.log 2>&1 &`. Prefer read_file, grep and glob for reading and "
         "searching files."
     )
-    input_schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "The command line, run with `bash -c`."},
-            "timeout": {
-                "type": "number",
-                "minimum": 1,
-                "maximum": MAX_TIMEOUT_S,
-                "description": f"Seconds before the command is killed. Default 120, at most {MAX_TIMEOUT_S}.",
-            },
+    input_schema: Mapping[str, Any] = object_schema({
+        "command": {"type": "string", "description": "The command line, run with `bash -c`."},
+        "timeout": {
+            "type": "number",
+            "minimum": 1,
+            "maximum": MAX_TIMEOUT_S,
+            "description": f"Seconds before the command is killed. Default 120, at most {MAX_TIMEOUT_S}.",
         },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+    }, required=["command"])
 
     def __init__(self, *, sandbox: Sandbox | None = None, home: Path | None = None) -> None:
         """`home`: the Nova home the session works on; the commands carry its mark (nova.tools.policy.controls)

@@ -22,6 +22,7 @@ from nova.tools._common import (
     looks_binary,
     resolve_path,
 )
+from nova.tools._schema import object_schema
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["EditFileTool"]
@@ -108,29 +109,24 @@ class EditFileTool(BuiltinTool):
         "a few surrounding lines to make it unique. Read the file first (line-number prefixes from "
         "read_file are not part of the text). To create a file use `write_file`."
     )
-    input_schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "description": "File to edit, relative to the working directory or absolute.",
-            },
-            "old_text": {
-                "type": "string",
-                "description": "The exact text to replace, copied from the file.",
-            },
-            "new_text": {
-                "type": "string",
-                "description": "The text to put in its place (may be empty to delete).",
-            },
-            "replace_all": {
-                "type": "boolean",
-                "description": "Replace every occurrence instead of requiring exactly one. Default false.",
-            },
+    input_schema: Mapping[str, Any] = object_schema({
+        "path": {
+            "type": "string",
+            "description": "File to edit, relative to the working directory or absolute.",
         },
-        "required": ["path", "old_text", "new_text"],
-        "additionalProperties": False,
-    }
+        "old_text": {
+            "type": "string",
+            "description": "The exact text to replace, copied from the file.",
+        },
+        "new_text": {
+            "type": "string",
+            "description": "The text to put in its place (may be empty to delete).",
+        },
+        "replace_all": {
+            "type": "boolean",
+            "description": "Replace every occurrence instead of requiring exactly one. Default false.",
+        },
+    }, required=["path", "old_text", "new_text"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = resolve_path(ctx, args["path"])

@@ -8,6 +8,7 @@ from typing import Any
 
 from nova.errors import ToolError
 from nova.tools._common import BuiltinTool, WorkLimit, display_path, resolve_path
+from nova.tools._schema import object_schema
 from nova.tools._walk import compile_glob, walk_files
 from nova.tools.base import ToolContext, ToolOutput
 from nova.tools.policy.read_policy import SkipTally
@@ -28,18 +29,13 @@ class GlobTool(BuiltinTool):
         "node_modules, .venv and caches are skipped unless `path` points inside them, and files the "
         "permission rules forbid reading are never listed."
     )
-    input_schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py`."},
-            "path": {
-                "type": "string",
-                "description": "Directory to search from, relative or absolute. Default: working directory.",
-            },
+    input_schema: Mapping[str, Any] = object_schema({
+        "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py`."},
+        "path": {
+            "type": "string",
+            "description": "Directory to search from, relative or absolute. Default: working directory.",
         },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
+    }, required=["pattern"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern: str = args["pattern"]

@@ -30,6 +30,7 @@ from nova.tools._common import (
     looks_binary,
     resolve_path,
 )
+from nova.tools._schema import object_schema
 from nova.tools._walk import compile_glob, walk_files
 from nova.tools.base import ToolContext, ToolOutput
 from nova.tools.policy.read_policy import SkipTally
@@ -117,20 +118,15 @@ class GrepTool(BuiltinTool):
         "such as .env (the result says which; read one with read_file to ask for it). Escape regex "
         "characters to search for literal text, e.g. `foo\\(`."
     )
-    input_schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "Regular expression (RE2 syntax)."},
-            "path": {
-                "type": "string",
-                "description": "File or directory to search, relative or absolute. Default: working directory.",
-            },
-            "glob": {"type": "string", "description": "Only search files matching this glob pattern."},
-            "ignore_case": {"type": "boolean", "description": "Match case-insensitively. Default false."},
+    input_schema: Mapping[str, Any] = object_schema({
+        "pattern": {"type": "string", "description": "Regular expression (RE2 syntax)."},
+        "path": {
+            "type": "string",
+            "description": "File or directory to search, relative or absolute. Default: working directory.",
         },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
+        "glob": {"type": "string", "description": "Only search files matching this glob pattern."},
+        "ignore_case": {"type": "boolean", "description": "Match case-insensitively. Default false."},
+    }, required=["pattern"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         regex = compile_pattern(args["pattern"], ignore_case=bool(args.get("ignore_case", False)))

@@ -19,6 +19,7 @@ from nova.tools._common import (
     looks_binary,
     resolve_path,
 )
+from nova.tools._schema import object_schema
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["ReadFileTool"]
@@ -74,27 +75,22 @@ class ReadFileTool(BuiltinTool):
         "files (FIFOs, devices) are refused; use `glob` to list files. Files outside the working directory "
         "and secret-looking files (.env, keys, credentials) need the user's approval."
     )
-    input_schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "description": "File to read, relative to the working directory or absolute.",
-            },
-            "offset": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "First line to return, 1-based. Default 1.",
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": f"Number of lines to return. Default {DEFAULT_LIMIT}.",
-            },
+    input_schema: Mapping[str, Any] = object_schema({
+        "path": {
+            "type": "string",
+            "description": "File to read, relative to the working directory or absolute.",
         },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
+        "offset": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "First line to return, 1-based. Default 1.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "description": f"Number of lines to return. Default {DEFAULT_LIMIT}.",
+        },
+    }, required=["path"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = resolve_path(ctx, args["path"])

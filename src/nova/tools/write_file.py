@@ -7,6 +7,7 @@ from typing import Any
 
 from nova.errors import ToolError
 from nova.tools._common import BuiltinTool, atomic_write_text, display_path, resolve_path
+from nova.tools._schema import object_schema
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["WriteFileTool"]
@@ -21,21 +22,16 @@ class WriteFileTool(BuiltinTool):
         "written. To change part of an existing file prefer `edit_file`, which does not need the whole "
         "file repeated."
     )
-    input_schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "description": "File to write, relative to the working directory or absolute.",
-            },
-            "content": {
-                "type": "string",
-                "description": "The complete new content of the file, exactly as it should be on disk.",
-            },
+    input_schema: Mapping[str, Any] = object_schema({
+        "path": {
+            "type": "string",
+            "description": "File to write, relative to the working directory or absolute.",
         },
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    }
+        "content": {
+            "type": "string",
+            "description": "The complete new content of the file, exactly as it should be on disk.",
+        },
+    }, required=["path", "content"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = resolve_path(ctx, args["path"])

@@ -129,7 +129,7 @@ def _value_of(key: str, text: str) -> Any:
 
 def _write_checked(data: dict[str, Any], what: str) -> None:
     """Check the edited config exactly as `nova run` would, then replace the file atomically (0600)."""
-    from nova.fs.private import private_dir, write_private_text
+    from nova.fs.private import private_dir, replace_private_file
 
     home = nova_home(os.environ)
     path = config_path(home)
@@ -137,9 +137,7 @@ def _write_checked(data: dict[str, Any], what: str) -> None:
     check_config(settings)
     if not home.exists():
         private_dir(home)
-    staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write_private_text(staged, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    os.replace(staged, path)
+    replace_private_file(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     print(terminal_safe(f"{what} in {path}"))
 
 

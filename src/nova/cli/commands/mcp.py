@@ -12,18 +12,12 @@ from typing import Annotated
 import typer
 
 from nova.cli.commands.errors import user_errors
-from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
+from nova.cli.commands.typer_classes import NovaCommand, command_group
 from nova.present.text import terminal_safe
 
 __all__ = ["app"]
 
-app = typer.Typer(
-    help="MCP servers: list each configured server, its state and its tools.",
-    no_args_is_help=True,
-    cls=HelpGroup,
-    rich_markup_mode=HELP_MARKUP,
-    add_completion=False,
-)
+app = command_group("MCP servers: list each configured server, its state and its tools.")
 
 
 @app.command("list", cls=NovaCommand)

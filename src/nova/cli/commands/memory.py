@@ -24,7 +24,7 @@ from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
 from nova.cli.commands.memory_search import search_command
 from nova.cli.commands.person import person_only
-from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
+from nova.cli.commands.typer_classes import NovaCommand, command_group
 from nova.errors import NovaError
 from nova.memory.config import MemoryConfig, parse_memory_config
 from nova.memory.consolidate import Consolidator
@@ -49,10 +49,8 @@ from nova.settings import Settings, load_settings
 
 __all__ = ["app", "rules_command"]
 
-app = typer.Typer(help="Long-term memory: list, inspect, search, add, edit, approve, forget, promote, consolidate, "
-                       "undo.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
-                  rich_markup_mode=HELP_MARKUP)
+app = command_group("Long-term memory: list, inspect, search, add, edit, approve, forget, promote, consolidate, "
+                    "undo.")
 console = terminal_console(highlight=False)
 err_console = terminal_console(stderr=True, highlight=False)
 

@@ -15,19 +15,13 @@ import typer
 
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.exit_codes import EXIT_USAGE
-from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
+from nova.cli.commands.typer_classes import NovaCommand, command_group
 from nova.errors import CommandError
 from nova.present.text import terminal_safe
 
 __all__ = ["app"]
 
-app = typer.Typer(
-    help="Check what the permission rules decide for a tool call: allow, ask or deny, and why.",
-    no_args_is_help=True,
-    cls=HelpGroup,
-    rich_markup_mode=HELP_MARKUP,
-    add_completion=False,
-)
+app = command_group("Check what the permission rules decide for a tool call: allow, ask or deny, and why.")
 
 _CALL_RE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _KEY_ARGUMENT = {"bash": "command", "read_file": "path", "write_file": "path", "edit_file": "path",

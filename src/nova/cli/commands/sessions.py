@@ -22,7 +22,7 @@ import typer
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.person import person_only
 from nova.cli.commands.sessions_search import search_command
-from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
+from nova.cli.commands.typer_classes import NovaCommand, command_group
 from nova.errors import NovaError
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.present.text import terminal_safe
@@ -42,14 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "resume_command"]
 
-app = typer.Typer(
-    help="Recorded sessions: list, show, search, export, remove, import, doctor.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    cls=HelpGroup,
-    rich_markup_mode=HELP_MARKUP,
-)
+app = command_group("Recorded sessions: list, show, search, export, remove, import, doctor.")
 
 
 def _out() -> "Console":

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.person import person_only
-from nova.cli.commands.typer_classes import HELP_MARKUP, HelpGroup, NovaCommand
+from nova.cli.commands.typer_classes import NovaCommand, command_group
 from nova.errors import SkillError
 from nova.present.terminal import terminal_console
 from nova.settings import load_settings
@@ -28,9 +28,7 @@ from nova.tools.policy.trust import TrustStore
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Skills: list, show, test, retire and roll back versions.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=HelpGroup,
-                  rich_markup_mode=HELP_MARKUP)
+app = command_group("Skills: list, show, test, retire and roll back versions.")
 console = terminal_console(highlight=False, soft_wrap=True)
 TEST_TIMEOUT_S = 120.0
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]

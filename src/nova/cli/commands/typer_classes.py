@@ -29,12 +29,20 @@ from typer.core import MarkupMode, TyperCommand, TyperGroup, TyperOption
 if TYPE_CHECKING:
     from typer._click import Command, Context, HelpFormatter
 
-__all__ = ["HELP_MARKUP", "HelpGroup", "LazyCommand", "LazyGroup", "NovaCommand", "first_paragraph", "load_command"]
+__all__ = ["HELP_MARKUP", "HelpGroup", "LazyCommand", "LazyGroup", "NovaCommand", "command_group", "first_paragraph",
+           "load_command"]
 
 # Typer's rich help formatter imports rich's markdown, tables and tracebacks (about as long as
 # importing typer itself), which alone would double the time of `nova --help`. Click's plain
 # formatter shows the same texts.
 HELP_MARKUP: MarkupMode = None
+
+
+def command_group(help: str) -> typer.Typer:
+    """A `nova <group>` of subcommands: listed with click's plain help (`HelpGroup`), its usage shown when
+    called bare. Completion and pretty tracebacks are the `nova` app's to set, not a group's."""
+    return typer.Typer(help=help, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                       cls=HelpGroup, rich_markup_mode=HELP_MARKUP)
 
 
 def first_paragraph(help_text: str | None) -> str:

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from nova.errors import StorageError
 from nova.fs.private import create_private_file, private_dir
@@ -49,7 +49,7 @@ from nova.memory.retrieval.pipeline import indexed_text
 from nova.memory.retrieval.records import Record
 from nova.memory.retrieval.text import content_words
 from nova.messages import Message
-from nova.sessions.evidence import Evidence, EvidenceKind, EvidenceReader, read_transcript_from, tail_mark
+from nova.sessions.evidence import Evidence, EvidenceReader, read_transcript_from, tail_mark
 from nova.sessions.meta import session_dir
 from nova.sessions.schema import MessageRecord, parse_record
 from nova.sessions.store import RecordStore, SessionRecord, SessionStore
@@ -113,22 +113,16 @@ def _scope(project: str) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class IndexedRow:
+class IndexedRow(Evidence):
+    """A fact as the index holds it: the evidence, with its row id and its session's title."""
+
     id: int
-    session_id: str
     title: str
-    turn: int
-    position: int
-    kind: EvidenceKind
-    text: str
-    message_id: str
-    at: float
-    external: bool
     terms: str = ""
     """The ranking terms the row was indexed under, space-separated (`content_words` of its text)."""
 
 
-def record_of(row: IndexedRow | Evidence, project: str) -> Record:
+def record_of(row: Evidence, project: str) -> Record:
     """A fact as the retrieval pipeline ranks it: one record per fact, grouped by session."""
     return Record(
         id=f"{row.session_id}#{row.turn}.{row.position}", text=row.text, kind="session", type=row.kind,
@@ -167,32 +161,37 @@ class CatchUp:
 
 
 @dataclass(slots=True)
-class ProjectVectors:
-    """One project's vectors in memory, extended as rows arrive (a full reload only after a deletion):
-    `matrix` has one row per id of `ids` (zeros where a row has no vector yet), `row_of` maps an id to
-    its row."""
+class ProjectCache:
+    """How far a project's in-memory cache of the index reaches: the index generation it was brought up
+    to, the deletions it was built after (another one starts it over), its rows and the last of them."""
 
     generation: int = -1
     deletions: int = -1
     last_id: int = 0
     ids: list[int] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
+
+
+CacheT = TypeVar("CacheT", bound=ProjectCache)
+
+
+@dataclass(slots=True)
+class ProjectVectors(ProjectCache):
+    """One project's vectors in memory, extended as rows arrive (a full reload only after a deletion):
+    `matrix` has one row per id of `ids` (zeros where a row has no vector yet), `row_of` maps an id to
+    its row."""
+
     row_of: dict[int, int] = field(default_factory=dict)
     missing: set[int] = field(default_factory=set)
     matrix: Any = None
 
 
 @dataclass(slots=True)
-class ProjectTerms:
+class ProjectTerms(ProjectCache):
     """One project's ranking terms in memory, as postings, extended as rows arrive like `ProjectVectors`:
     `postings[term]` is the rows (positions in `ids`) holding the term and how often, `lengths` each row's
     number of terms. Arrays of machine ints, so a query reads them into numpy without copying."""
 
-    generation: int = -1
-    deletions: int = -1
-    last_id: int = 0
-    ids: list[int] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
     lengths: array[int] = field(default_factory=lambda: array("i"))
     total: int = 0
     """Terms over every row (for the mean row length)."""
@@ -516,15 +515,24 @@ class SessionIndex:
                 raise StorageError(f"session index {self.path}: {exc}") from None
         return [int(r[0]) for r in rows]
 
+    def _behind(self, caches: dict[str, CacheT], project: str, kind: type[CacheT]) -> tuple[CacheT, int | None]:
+        """`project`'s cache in `caches`, and the index's generation when the cache is behind it (None: it
+        is current); after a deletion since the cache was built, a new empty one in its place. Call with
+        `_lock` and `_CACHES_LOCK` held."""
+        cache = caches.setdefault(project, kind())
+        counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
+        if counters["generation"] == cache.generation:
+            return cache, None
+        if counters["deletions"] != cache.deletions:
+            cache = caches[project] = kind(deletions=counters["deletions"])
+        return cache, counters["generation"]
+
     def _refresh_terms(self, project: str) -> ProjectTerms:
         """The project's postings, extended with the rows added since (rebuilt after a deletion). Call
         with `_lock` and `_CACHES_LOCK` held."""
-        cache = self._terms.setdefault(project, ProjectTerms())
-        counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
-        if counters["generation"] == cache.generation:
+        cache, generation = self._behind(self._terms, project, ProjectTerms)
+        if generation is None:
             return cache
-        if counters["deletions"] != cache.deletions:
-            cache = self._terms[project] = ProjectTerms(deletions=counters["deletions"])
         for row_id, kind, text in self._db.execute(
                 "SELECT id, kind, terms FROM entries WHERE project = ? AND id > ? ORDER BY id", (project, cache.last_id)):
             position = len(cache.ids)
@@ -540,7 +548,7 @@ class SessionIndex:
                 posting[0].append(position)
                 posting[1].append(tf)
             cache.last_id = row_id
-        cache.generation = counters["generation"]
+        cache.generation = generation
         return cache
 
     def rows(self, ids: Sequence[int]) -> list[IndexedRow]:
@@ -564,12 +572,9 @@ class SessionIndex:
     def vectors(self, project: str) -> ProjectVectors:
         """The project's vectors, kept in memory and extended with what was added since the last call."""
         with self._lock, _CACHES_LOCK:  # one refresh at a time: the cache is shared by the process
-            cache = self._vectors.setdefault(project, ProjectVectors())
-            counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
-            if counters["generation"] == cache.generation:
+            cache, generation = self._behind(self._vectors, project, ProjectVectors)
+            if generation is None:
                 return cache
-            if counters["deletions"] != cache.deletions:
-                cache = self._vectors[project] = ProjectVectors(deletions=counters["deletions"])
             new = self._db.execute("SELECT id, kind, vector FROM entries WHERE project = ? AND id > ? ORDER BY id",
                                    (project, cache.last_id)).fetchall()
             filled: list[tuple[int, bytes]] = []
@@ -578,7 +583,7 @@ class SessionIndex:
                 chunk = missing[begin : begin + 500]
                 filled.extend(self._db.execute("SELECT id, vector FROM entries WHERE vector IS NOT NULL AND id IN"
                                                f" ({_marks(chunk)})", chunk).fetchall())
-            cache.generation = counters["generation"]
+            cache.generation = generation
             _extend(cache, new, filled)
             return cache
 

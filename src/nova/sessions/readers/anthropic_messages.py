@@ -21,7 +21,6 @@ in order when the counts agree (`meta["usage_from"]` says which)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, 
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
 from nova.sessions.readers.common import MAX_IMPORT_BYTES, Builder, anthropic_parts, load_document, text_of
-from nova.sessions.readers.openai_chat import ANTHROPIC_BLOCKS, chat_items
+from nova.sessions.readers.openai_chat import ANTHROPIC_BLOCKS, ChatListReader
 
 NAME = "anthropic"
 _CLINE_RESULT = re.compile(r"\[([\w.-]+)(?: for .*?)?\] (Result|Error):", re.ASCII | re.DOTALL)
@@ -43,13 +42,10 @@ def _is_reasoning_item(m: Any) -> bool:
     return isinstance(m, dict) and m.get("type") == "reasoning"
 
 
-class AnthropicMessagesReader:
+class AnthropicMessagesReader(ChatListReader):
     name = NAME
 
-    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        items, why = chat_items(head_records)
-        if items is None:
-            return refuse(why)
+    def messages_confidence(self, items: list[Any]) -> Confidence:
         blocks = False
         for index, m in enumerate(items):
             if not isinstance(m, dict):

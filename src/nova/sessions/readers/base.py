@@ -7,20 +7,23 @@ file is its format (and why not, when it refuses) and reading it into Nova messa
 `head_records` is what detection could parse cheaply: for a file holding one JSON document, that one
 document; for a JSON-lines file, its first lines parsed (`NotJson` for a line that is not JSON); for a
 directory, nothing. A refusal (score 0) names the first record and field that did not fit, so a file no
-reader takes gets one message that says why each format refused it.
+reader takes gets one message that says why each format refused it. Two bases hold the check a kind of
+format shares: `DocumentReader` (one JSON document) and `HeaderReader` (JSON lines opened by a typed
+header record).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from nova.messages import Message
 from nova.model import ToolSpec
 
-__all__ = ["Confidence", "ImportedSession", "NotJson", "PipelineRecord", "RecordedCompaction", "RecordedRewrite",
+__all__ = ["Confidence", "DocumentReader", "HeaderReader", "ImportedSession", "NotJson", "PipelineRecord", "RecordedCompaction", "RecordedRewrite",
            "RecordedTaskState", "SessionReader", "SkippedRecord", "first_object", "refuse", "sure"]
 
 
@@ -157,4 +160,46 @@ class SessionReader(Protocol):
 
     def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence: ...
 
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession: ...
+
+
+class DocumentReader(ABC):
+    """A reader of a format that is one JSON document (an export, a trajectory file): anything else is
+    refused alike, and the reader judges only the document."""
+
+    name: str
+
+    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
+        if len(head_records) != 1 or not isinstance(head_records[0], dict):
+            return refuse("expected one JSON object")
+        return self.document_confidence(head_records[0])
+
+    @abstractmethod
+    def document_confidence(self, doc: dict[str, Any]) -> Confidence: ...
+
+    @abstractmethod
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession: ...
+
+
+class HeaderReader(ABC):
+    """A reader of a JSON-lines format whose first record says what the file is: its `type` is one of
+    `first_types`; the reader judges the rest of that record."""
+
+    name: str
+    first_types: ClassVar[tuple[str, ...]]
+    expected: ClassVar[str]
+    """How a refusal names `first_types`."""
+
+    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
+        first = first_object(head_records)
+        if isinstance(first, Confidence):
+            return first
+        if first.get("type") not in self.first_types:
+            return refuse(f"record 1: `type` is {first.get('type')!r}, expected {self.expected}")
+        return self.header_confidence(first)
+
+    @abstractmethod
+    def header_confidence(self, first: dict[str, Any]) -> Confidence: ...
+
+    @abstractmethod
     def read(self, path: Path, *, strict: bool = False) -> ImportedSession: ...

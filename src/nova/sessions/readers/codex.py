@@ -19,7 +19,6 @@ compaction) becomes a Nova summary marked `compaction`, covering everything befo
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +36,9 @@ from nova.messages import (
 from nova.model import Usage
 from nova.sessions.readers.base import (
     Confidence,
+    HeaderReader,
     ImportedSession,
     SkippedRecord,
-    first_object,
     refuse,
     sure,
 )
@@ -53,15 +52,12 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call
 _HOSTED = {"web_search_call": "web_search"}
 
 
-class CodexReader:
+class CodexReader(HeaderReader):
     name = NAME
+    first_types = _KINDS
+    expected = "session_meta or response_item"
 
-    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        first = first_object(head_records)
-        if isinstance(first, Confidence):
-            return first
-        if first.get("type") not in _KINDS:
-            return refuse(f"record 1: `type` is {first.get('type')!r}, expected session_meta or response_item")
+    def header_confidence(self, first: dict[str, Any]) -> Confidence:
         if not isinstance(first.get("payload"), dict):
             return refuse("record 1: no `payload` object")
         return sure(0.95)

@@ -14,26 +14,29 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
-from nova.sessions.readers.base import Confidence, ImportedSession, SkippedRecord, refuse, sure
+from nova.sessions.readers.base import (
+    Confidence,
+    DocumentReader,
+    ImportedSession,
+    SkippedRecord,
+    refuse,
+    sure,
+)
 from nova.sessions.readers.common import Builder, arguments, iso_ts, load_document
 
 NAME = "gemini-cli"
 _TYPES = ("user", "gemini", "info", "warning", "error")
 
 
-class GeminiCliReader:
+class GeminiCliReader(DocumentReader):
     name = NAME
 
-    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        if len(head_records) != 1 or not isinstance(head_records[0], dict):
-            return refuse("expected one JSON object")
-        doc = head_records[0]
+    def document_confidence(self, doc: dict[str, Any]) -> Confidence:
         if "sessionId" not in doc or "projectHash" not in doc:
             return refuse("no `sessionId` and `projectHash`")
         messages = doc.get("messages")

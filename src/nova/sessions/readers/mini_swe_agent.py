@@ -9,13 +9,12 @@ with `tool` messages), and ends with a `role: "exit"` message, which the model n
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
-from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
+from nova.sessions.readers.base import Confidence, DocumentReader, ImportedSession, refuse, sure
 from nova.sessions.readers.common import Builder, arguments, load_document, text_of
 
 NAME = "mini-swe-agent"
@@ -23,13 +22,10 @@ NAME = "mini-swe-agent"
 _BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 
 
-class MiniSweAgentReader:
+class MiniSweAgentReader(DocumentReader):
     name = NAME
 
-    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        if len(head_records) != 1 or not isinstance(head_records[0], dict):
-            return refuse("expected one JSON object")
-        doc = head_records[0]
+    def document_confidence(self, doc: dict[str, Any]) -> Confidence:
         info = doc.get("info")
         if str(doc.get("trajectory_format", "")).startswith("mini-swe-agent"):
             return sure(1.0)

@@ -4,6 +4,7 @@ refused here: it is Anthropic Messages, and reading it as OpenAI would lose ever
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,13 +30,30 @@ def chat_items(head_records: Sequence[Any]) -> tuple[list[Any] | None, str]:
     return None, "neither a list of messages nor an object with a `messages` list"
 
 
-class OpenAIChatReader:
-    name = NAME
+class ChatListReader(ABC):
+    """A reader of a chat history that is one JSON document, a list of messages or an object with a
+    `messages` list (OpenAI chat, Anthropic Messages): anything else is refused alike, and the reader
+    judges only the messages."""
+
+    name: str
 
     def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
         items, why = chat_items(head_records)
         if items is None:
             return refuse(why)
+        return self.messages_confidence(items)
+
+    @abstractmethod
+    def messages_confidence(self, items: list[Any]) -> Confidence: ...
+
+    @abstractmethod
+    def read(self, path: Path, *, strict: bool = False) -> ImportedSession: ...
+
+
+class OpenAIChatReader(ChatListReader):
+    name = NAME
+
+    def messages_confidence(self, items: list[Any]) -> Confidence:
         for index, m in enumerate(items):
             if not isinstance(m, dict):
                 return refuse(f"message {index}: not an object")

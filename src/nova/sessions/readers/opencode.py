@@ -11,25 +11,21 @@ compaction — a user message holding a `compaction` part, answered by an assist
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nova.messages import Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
-from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
+from nova.sessions.readers.base import Confidence, DocumentReader, ImportedSession, refuse, sure
 from nova.sessions.readers.common import Builder, arguments, load_document
 
 NAME = "opencode"
 
 
-class OpenCodeReader:
+class OpenCodeReader(DocumentReader):
     name = NAME
 
-    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        if len(head_records) != 1 or not isinstance(head_records[0], dict):
-            return refuse("expected one JSON object")
-        doc = head_records[0]
+    def document_confidence(self, doc: dict[str, Any]) -> Confidence:
         messages = doc.get("messages")
         if not isinstance(messages, list):
             return refuse("no `messages` list")

@@ -9,7 +9,6 @@ model sees unless `excludeFromContext`: its text, written by pi, is marked `harn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ from nova.messages import ImagePart, Part, SummaryPart, TextPart, ToolResultPart
 from nova.model import Usage
 from nova.sessions.readers.base import (
     Confidence,
+    HeaderReader,
     ImportedSession,
     SkippedRecord,
-    first_object,
     refuse,
     sure,
 )
@@ -28,15 +27,12 @@ from nova.sessions.readers.common import Builder, arguments, iso_ts, json_lines,
 NAME = "pi"
 
 
-class PiReader:
+class PiReader(HeaderReader):
     name = NAME
+    first_types = ("session",)
+    expected = "'session'"
 
-    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        first = first_object(head_records)
-        if isinstance(first, Confidence):
-            return first
-        if first.get("type") != "session":
-            return refuse(f"record 1: `type` is {first.get('type')!r}, expected 'session'")
+    def header_confidence(self, first: dict[str, Any]) -> Confidence:
         if "version" not in first or "id" not in first:
             return refuse("record 1: a `session` header without `version` and `id`")
         return sure(0.9)

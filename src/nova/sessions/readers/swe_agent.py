@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nova.messages import Part, TextPart, ToolResultPart, ToolUsePart
-from nova.sessions.readers.base import Confidence, ImportedSession, refuse, sure
+from nova.sessions.readers.base import Confidence, DocumentReader, ImportedSession, refuse, sure
 from nova.sessions.readers.common import Builder, arguments, load_document, text_of
 
 NAME = "swe-agent"
 
 
-class SweAgentReader:
+class SweAgentReader(DocumentReader):
     name = NAME
 
-    def confidence(self, path: Path, head_records: Sequence[Any]) -> Confidence:
-        if len(head_records) != 1 or not isinstance(head_records[0], dict):
-            return refuse("expected one JSON object")
-        if not isinstance(head_records[0].get("history"), list):
+    def document_confidence(self, doc: dict[str, Any]) -> Confidence:
+        if not isinstance(doc.get("history"), list):
             return refuse("no `history` list")
         return sure(0.9)
 

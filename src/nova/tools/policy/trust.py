@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from nova.fs.private import private_dir, write_private_text
+from nova.fs.private import private_dir, replace_private_file
 from nova.fs.special_files import read_regular_text
 
 __all__ = ["TRUST_FILE", "TrustItem", "TrustStore", "content_digest", "folder_digest", "trust_hint"]
@@ -116,9 +116,7 @@ class TrustStore:
         private_dir(self.home)
         document = {"projects": {root: dict(sorted(items.items())) for root, items in sorted(projects.items())
                                  if items}}
-        tmp = self.path.with_name(f".{TRUST_FILE}.{os.getpid()}.tmp")
-        write_private_text(tmp, json.dumps(document, indent=2) + "\n")
-        os.replace(tmp, self.path)
+        replace_private_file(self.path, json.dumps(document, indent=2) + "\n")
 
     @staticmethod
     def _root(root: Path) -> str:

@@ -51,10 +51,11 @@ from what they hold, as the live ledger counts it (`nova.tokens.reasoning_goes_b
 record its tokens; Claude Code records a summary, so it is the output count less the visible reply,
 or the summary when the count is a partial streaming one), and a turn's first call no longer holds the
 reasoning its previous turn sent back, so it is no shrink (11 of the 12 Claude Code calls that shrank
-are such turn starts, within -42..+260 tokens once it is taken out). Left out and counted: a call that
-shrank beyond that without a recorded compaction (its record says something was cut that no record
-holds), and a Codex call that ran a hosted web search (the API put the results in that call's input
-during the call; the rollout never holds them). What remains is not in the records: Claude Code
+are such turn starts, within -42..+260 tokens once it is taken out); a turn starts too where the person
+wrote while the tools ran (`nova.tokens.opens_turn`). Left out and counted: a call that shrank beyond
+that without a recorded compaction (its record says something was cut that no record holds), and a
+Codex call that ran a hosted web search (the API put the results in that call's input during the call;
+the rollout never holds them). What remains is not in the records: Claude Code
 attaches a directory's CLAUDE.md the first time a file under it is read and records nothing of it
 (the +10.8k of agent-a485154.jsonl's worst step is src/agents/CLAUDE.md, 36,756 characters where
 session-196820da read it), the codemie files' paths were shortened by their pseudonymisation, and
@@ -431,11 +432,11 @@ def imported_chains(path: Path) -> tuple[list[list[GrowthStep]], int]:
             elif previous is not None:
                 at, before = previous
                 called = call_model(message, model)
-                reply = run.messages[at]
-                reasoning = before.reasoning_tokens if _replays_reasoning(reply, called) else 0
+                reply, after = run.messages[at], run.messages[at + 1 : index]
+                ends = turn_drops_reasoning(reply, called, after)
+                reasoning = before.reasoning_tokens if _replays_reasoning(reply, called) and not ends else 0
                 chain.append(GrowthStep(path.name, called, before.context_tokens, usage.context_tokens,
-                                        tuple(run.messages[at:index]), reasoning=reasoning,
-                                        ends_turn=turn_drops_reasoning(reply, called)))
+                                        tuple(run.messages[at:index]), reasoning=reasoning, ends_turn=ends))
             previous = (index, usage)
         if chain:
             chains.append(chain)

@@ -48,3 +48,31 @@ def test_parallel_calls_and_their_results_off_the_path_are_in_the_step(tmp_path:
     results = [p for p in back.parts if isinstance(p, ToolResultPart)]
     assert [r.tool_use_id for r in results] == ["t1", "t2"]
     assert results[1].content.startswith("second file")
+
+
+def _thinking_call(msg_id: str, call: str, real: int, output: int) -> dict[str, Any]:
+    return {"id": msg_id, "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "thinking", "thinking": "Read it first.", "signature": "sig"},
+                        {"type": "tool_use", "id": call, "name": "Read", "input": {"file_path": "one.py"}}],
+            "usage": {"input_tokens": 3, "cache_read_input_tokens": real - 3, "output_tokens": output}}
+
+
+def test_a_prompt_written_while_the_tools_ran_starts_a_turn_without_the_replys_thinking(tmp_path: Path) -> None:
+    lines = [
+        _record("u0", None, "user", {"role": "user", "content": "read one.py"}),
+        _record("a1", "u0", "assistant", _thinking_call("msgA", "t1", 1000, 900)),
+        _record("r1", "a1", "user", _result("t1", "print(1)")),
+        _record("b1", "r1", "assistant", _thinking_call("msgB", "t2", 1950, 700)),
+        _record("r2", "b1", "user", _result("t2", "print(2)")),
+        _record("i2", "r2", "user", {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}),
+        _record("u2", "i2", "user", {"role": "user", "content": "use two.py instead"}),
+        _record("c1", "u2", "assistant", _assistant("msgC", {"type": "text", "text": "Reading two.py."}, 2100)),
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    tool_loop, interrupted = claude_code_steps(path)
+    # The result alone continues the turn: the reply's thinking (its output count less the visible
+    # call) is input again. The prompt beside the next result opens a new turn: it is not.
+    assert tool_loop.reasoning > 0 and not tool_loop.ends_turn
+    assert interrupted.reasoning == 0 and interrupted.ends_turn
+

@@ -91,8 +91,8 @@ class GrowthStep:
     # Tokens of the previous reply's reasoning that call k was sent but no part of `added` holds (the
     # record keeps a summary of it, or nothing): see `replayed_reasoning`.
     reasoning: int = 0
-    # Call k-1's reply ended its turn (`nova.tokens.turn_drops_reasoning`): call k no longer holds the
-    # reasoning the turn's earlier replies sent back.
+    # Call k-1's reply ended its turn, or what came back after it opened a new one
+    # (`nova.tokens.turn_drops_reasoning`): call k no longer holds the reasoning the turn's replies sent back.
     ends_turn: bool = False
 
     @property
@@ -129,22 +129,24 @@ def _result_parts(block: Mapping[str, Any]) -> list[Part]:
     return [result, *images]
 
 
-def _ends_turn(generated: Sequence[Part], model: str) -> bool:
-    """Whether a recorded reply (its parts as generated) ends its turn, as the live ledger decides it."""
-    return turn_drops_reasoning(Message(role="assistant", parts=tuple(generated)), model)
+def _ends_turn(generated: Sequence[Part], model: str, after: Sequence[Message] = ()) -> bool:
+    """Whether the request after a recorded reply (its parts as generated; `after`: what came back) no
+    longer holds its turn's reasoning, as the live ledger decides it."""
+    return turn_drops_reasoning(Message(role="assistant", parts=tuple(generated)), model, after)
 
 
 def replayed_reasoning(reply: Sequence[Part], generated: Sequence[Part], output_tokens: int, model: str,
-                       counter: TokenCounter) -> int:
+                       counter: TokenCounter, after: Sequence[Message] = ()) -> int:
     """Tokens of a recorded Claude reply's thinking that the next request carries beyond what `reply` (its
     parts as they go back) holds. Thinking goes back while the reply calls tools (its turn goes on) or
     when the model keeps it (`thinking_kept`), as `nova.tokens.reasoning_goes_back` decides for a live
     reply; Claude 4 models record only a summary of it and bill the whole. So when the recorded output
     count covers everything generated, the thinking is that count less what the reply as sent counts;
     a partial streaming count (Claude Code often records 1 or 8) says nothing, and the recorded summary,
-    where it is not already part of `reply`, is the lower bound used."""
+    where it is not already part of `reply`, is the lower bound used. `after`: what came back after the
+    reply; when it opens a new turn (`nova.tokens.opens_turn`) the thinking is dropped as at a turn's end."""
     thinking = [p for p in generated if isinstance(p, ThinkingPart)]
-    if not thinking or _ends_turn(generated, model):
+    if not thinking or _ends_turn(generated, model, after):
         return 0
     sent = count_message(Message(role="assistant", parts=tuple(reply)), counter) if reply else 0
     summary = 0 if any(isinstance(p, ThinkingPart) for p in reply) else \
@@ -345,13 +347,13 @@ def claude_code_steps(path: Path, counter: TokenCounter | None = None) -> list[G
                 reply, generated = replies.get(previous.id, (previous.reply, previous.generated))
                 added = [Message(role="assistant", parts=tuple(reply))] if reply else []
                 back = _with_every_result(_user_message(previous.after), reply, results)
-                if back is not None:
-                    added.append(back)
+                after = [back] if back is not None else []
+                added += after
                 sizer = counter or counter_for_model(previous.model)
                 steps[(previous.id, call.id)] = GrowthStep(
                     path.name, call.model, previous.real, call.real, tuple(added), tuple(generated), previous.output,
-                    replayed_reasoning(reply, generated, previous.output, previous.model, sizer),
-                    _ends_turn(generated, previous.model),
+                    replayed_reasoning(reply, generated, previous.output, previous.model, sizer, after),
+                    _ends_turn(generated, previous.model, after),
                 )
     return list(steps.values())
 
@@ -459,7 +461,8 @@ def score_ledger(sessions: list[list[GrowthStep]], counter: TokenCounter, prior:
             # reasoning that goes back is part of the anchor, as a live reply's output tokens are.
             following = steps[index + 1] if index + 1 < len(steps) else None
             ledger.record(f"call-{index + 1}", _stand_in(step.real, following.reasoning if following else 0),
-                          sent=sent, reasoning_replayed=True, ends_turn=following is not None and following.ends_turn)
+                          sent=sent, reasoning_replayed=True, ends_turn=following is not None and following.ends_turn,
+                          keeps_reasoning=thinking_kept(step.model))
             last_real = step.real
     return GrowthScore(tuple(ratios), tuple(errors))
 

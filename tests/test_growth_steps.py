@@ -76,3 +76,18 @@ def test_a_prompt_written_while_the_tools_ran_starts_a_turn_without_the_replys_t
     assert tool_loop.reasoning > 0 and not tool_loop.ends_turn
     assert interrupted.reasoning == 0 and interrupted.ends_turn
 
+
+def test_a_step_whose_prompt_mentions_a_file_says_the_file_is_not_in_the_records(tmp_path: Path) -> None:
+    lines = [
+        _record("u0", None, "user", {"role": "user", "content": "hello"}),
+        _record("a1", "u0", "assistant", _assistant("msgA", {"type": "text", "text": "Hi."}, 1000)),
+        _record("u1", "a1", "user", {"role": "user", "content": "follow @docs/plan.md, and mail me@example.com"}),
+        _record("b1", "u1", "assistant", _assistant("msgB", {"type": "text", "text": "Done."}, 3000)),
+        _record("u2", "b1", "user", {"role": "user", "content": "thanks; @property stays"}),
+        _record("c1", "u2", "assistant", _assistant("msgC", {"type": "text", "text": "Ok."}, 3050)),
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    mentioned, plain = claude_code_steps(path)
+    assert mentioned.unrecorded == ("docs/plan.md",)
+    assert plain.unrecorded == ()

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +95,9 @@ class GrowthStep:
     # Call k-1's reply ended its turn, or what came back after it opened a new one
     # (`nova.tokens.turn_drops_reasoning`): call k no longer holds the reasoning the turn's replies sent back.
     ends_turn: bool = False
+    # Files the harness put into call k's request that no record holds (`mentioned_files`): its input
+    # cannot be known from the records, so the step is no measure of an estimate.
+    unrecorded: tuple[str, ...] = ()
 
     @property
     def growth(self) -> int:
@@ -154,6 +158,22 @@ def replayed_reasoning(reply: Sequence[Part], generated: Sequence[Part], output_
     if output_tokens >= sent + summary:
         return output_tokens - sent
     return summary
+
+
+# `@path` in a prompt: Claude Code reads the file and sends its content with the prompt, and records only
+# the prompt. A path has a slash or an extension, which `@property` or `@dataclass` in pasted code and a
+# mail address (no space before the @) have not.
+_MENTION = re.compile(r"(?:^|(?<=\s))@([\w.~-]*[/.][\w./~-]*\w)")
+
+
+def mentioned_files(message: Message | None) -> tuple[str, ...]:
+    """The files a Claude Code user message `@`-mentions in its own text (not in tool results): Claude
+    Code attaches each one's content to the request and records none of it. Measured: the one recorded
+    step whose prompt mentioned a file (a skill body's `@_bmad/core/workflows/party-mode/workflow.md`,
+    session-3fe1b6bc) grew by 2,353 tokens beyond what its records hold."""
+    if message is None or message.role != "user":
+        return ()
+    return tuple(path for part in message.parts if isinstance(part, TextPart) for path in _MENTION.findall(part.text))
 
 
 def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
@@ -353,7 +373,7 @@ def claude_code_steps(path: Path, counter: TokenCounter | None = None) -> list[G
                 steps[(previous.id, call.id)] = GrowthStep(
                     path.name, call.model, previous.real, call.real, tuple(added), tuple(generated), previous.output,
                     replayed_reasoning(reply, generated, previous.output, previous.model, sizer, after),
-                    _ends_turn(generated, previous.model, after),
+                    _ends_turn(generated, previous.model, after), mentioned_files(back),
                 )
     return list(steps.values())
 
@@ -535,13 +555,14 @@ def fit_claude_tokenizer(steps: Iterable[GrowthStep]) -> tuple[float, int, int]:
 def fit_claude(steps: Sequence[GrowthStep]) -> ClaudeFit:
     """The tokenizer profile from the replies' output tokens, then the harness allowance from the growth
     steps it leaves unexplained. Steps with an image are left out of the allowance: an image's cost is a
-    constant of its own (`IMAGE_TOKENS`), not something a per-step figure should absorb."""
+    constant of its own (`IMAGE_TOKENS`), not something a per-step figure should absorb; so are steps
+    whose request held a file no record has (`GrowthStep.unrecorded`)."""
     scale, tool_use, replies = fit_claude_tokenizer(steps)
     counter = HeuristicCounter(claude_profile(scale, tool_use))
     remainders = [
         step.growth - step.reasoning - sum(count_message(m, counter) for m in step.added)
         for step in steps
-        if step.growth > 0 and not any(isinstance(p, ImagePart) for m in step.added for p in m.parts)
+        if step.growth > 0 and not step.unrecorded and not any(isinstance(p, ImagePart) for m in step.added for p in m.parts)
     ]
     if not remainders:
         raise ValueError("no growth steps to fit on")

@@ -94,6 +94,8 @@ def test_a_prompt_beside_the_tool_results_opens_a_new_turn() -> None:
     interrupted = Message(role="user", parts=(ToolResultPart("t1", "print(1)"), TextPart("[Request interrupted by user]"),
                                               TextPart("use b.py instead")))
     assert not opens_turn([result]) and opens_turn([interrupted])
+    # A skill body or reminder the harness put beside the results is not the person's: the loop goes on.
+    assert not opens_turn([Message(role="user", parts=(ToolResultPart("t1", "ok"), TextPart("skill body", harness=True)))])
     assert opens_turn([result, Message(role="user", parts=(TextPart("and b.py?"),))])
     assert not turn_drops_reasoning(_reply(SIGNED, CALL), after=[result])
     assert turn_drops_reasoning(_reply(SIGNED, CALL), after=[interrupted])

@@ -285,6 +285,8 @@ def _calls(path: Sequence[dict[str, Any] | str]) -> Iterator[list[_Call]]:
             call.generated.extend(_parts(message.get("content"), thinking=True))
         elif record["type"] == "user" and run and isinstance(message, dict):
             parts = _parts(message.get("content"))
+            if record.get("isMeta"):  # a skill body, a caveat: Claude Code's text, not the person's
+                parts = [TextPart(p.text, harness=True) if isinstance(p, TextPart) else p for p in parts]
             if parts:
                 run[-1].after.append(parts)
     if run:

@@ -100,14 +100,16 @@ _OPUS_VERSION = re.compile(r"opus-(\d{1,2})(?!\d)(?:[-.](\d{1,2})(?!\d))?")
 
 
 def opens_turn(after: Sequence[Message]) -> bool:
-    """Whether the messages that came back after a reply open a new turn: a user message holds text of
-    its own, beside its tool results or instead of them (a prompt, an interrupt marker, a prompt typed
-    while the tools ran). Anthropic keeps thinking only within a tool loop that no such user turn
-    breaks. On the Claude Code recordings the two steps where a reply with thinking called a tool and
-    the person interrupted it ("[Request interrupted by user]", then a new prompt) grew by none of that
-    thinking (+67 and +172 once it is taken out, where counting it missed by -138 and -1,059)."""
+    """Whether the messages that came back after a reply open a new turn: a user message holds the
+    person's own text (not `harness` text), beside its tool results or instead of them. Anthropic keeps
+    thinking only within a tool loop that no user turn of the person's breaks. On the Claude Code
+    recordings the two steps where a reply with thinking called a tool and the person interrupted it
+    and wrote ("[Request interrupted by user]", then a new prompt) grew by none of that thinking (+67
+    and +172 once it is taken out, where counting it missed by -138 and -1,059; the cache read stopped
+    short of it), while a skill body Claude Code put beside a tool result left the cache read whole."""
     return any(
-        message.role == "user" and any(isinstance(part, TextPart) and part.text for part in message.parts)
+        message.role == "user"
+        and any(isinstance(part, TextPart) and part.text and not part.harness for part in message.parts)
         for message in after
     )
 

@@ -35,6 +35,9 @@ Claude Code sessions (JSONL) are read here because they are the recorded Claude 
 have. Their records are not a clean list: one record per content block of a response (all with the same
 `message.id` and the same usage), records out of file order (they link by `parentUuid`), sub-agent
 branches (`isSidechain`) and compaction boundaries (a new chain whose `logicalParentUuid` points back).
+Newer Claude Code writes what it attaches to a request as `attachment` records in the chain (a nested
+CLAUDE.md, an `@`-mentioned file, a prompt typed while the tools ran): their text is part of the step.
+The files here predate them, which is why a nested CLAUDE.md or a mentioned file is missing from them.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import math
 import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -176,6 +179,12 @@ def mentioned_files(message: Message | None) -> tuple[str, ...]:
     return tuple(path for part in message.parts if isinstance(part, TextPart) for path in _MENTION.findall(part.text))
 
 
+def _unattached(call: _Call) -> tuple[str, ...]:
+    """The files the prompts after `call` mention that no attachment record holds (older Claude Code
+    records none)."""
+    return tuple(m for m in call.mentioned if not any(a.endswith(m.lstrip("./")) for a in call.attached if a))
+
+
 def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
     """A Claude Code (Anthropic Messages) content list as parts."""
     return _content_parts(content, thinking=thinking, call_type="tool_use", arguments_key="input",
@@ -208,8 +217,51 @@ def _content_parts(content: Any, *, thinking: bool, call_type: str, arguments_ke
 
 
 def _records(path: Path) -> dict[str, dict[str, Any]]:
-    """Conversation records by uuid; a record written twice is kept once."""
-    return _records_by(path, "uuid", lambda record: record.get("type") in ("user", "assistant", "system"))
+    """Conversation records by uuid; a record written twice is kept once. `attachment` records (newer
+    Claude Code) are links of the chain like the others, and some hold what a request carried."""
+    return _records_by(path, "uuid", lambda record: record.get("type") in ("user", "assistant", "system", "attachment"))
+
+
+# Claude Code's attachment records whose payload goes to the model, rendered into a system reminder
+# beside the next request's tool results: a directory's CLAUDE.md loaded when a file under it is read,
+# an `@`-mentioned file, a prompt typed while the tools ran, the to-do and task reminders, a note that a
+# file changed on disk, the skill list, plan mode, the tokens left. The rest (hook bookkeeping, tool-list
+# deltas) are not read: what they add, if anything, is not known.
+_SENT_ATTACHMENTS = frozenset((
+    "nested_memory", "file", "queued_command", "todo_reminder", "task_reminder", "edited_text_file",
+    "skill_listing", "plan_mode", "total_tokens_reminder",
+))
+# Keys of an attachment that name or describe its payload rather than hold it.
+_ATTACHMENT_META = frozenset((
+    "type", "path", "filename", "displayPath", "filePath", "uuid", "toolUseID", "timestamp", "numLines",
+    "startLine", "totalLines", "contentDiffersFromDisk", "isMeta",
+))
+
+
+def _attachment_text(attachment: Any) -> str:
+    """The text an attachment record puts into the request (its payload's strings, with the file it
+    names), or "" for one whose payload is not sent (`_SENT_ATTACHMENTS`)."""
+    if not isinstance(attachment, dict) or attachment.get("type") not in _SENT_ATTACHMENTS:
+        return ""
+    texts: list[str] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if key not in _ATTACHMENT_META:
+                    collect(item)
+        elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            texts.append(_json(value))  # a to-do list and the like: sent as its JSON
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    collect(attachment)
+    named = str(attachment.get("path") or attachment.get("filename") or "")
+    body = "\n".join(t for t in texts if t)
+    return f"{named}\n{body}" if named and body else body
 
 
 def _records_by(path: Path, key: str, keep: Callable[[dict[str, Any]], bool] = lambda _: True) -> dict[str, dict[str, Any]]:
@@ -259,6 +311,8 @@ class _Call:
     generated: list[Part]  # as it was generated, thinking included
     output: int
     after: list[list[Part]]  # user records that came back after this call, one list per record
+    mentioned: list[str] = field(default_factory=list)  # files its prompts `@`-mention (`mentioned_files`)
+    attached: list[str] = field(default_factory=list)  # files attachment records hold
 
 
 def _calls(path: Sequence[dict[str, Any] | str]) -> Iterator[list[_Call]]:
@@ -289,6 +343,13 @@ def _calls(path: Sequence[dict[str, Any] | str]) -> Iterator[list[_Call]]:
                 parts = [TextPart(p.text, harness=True) if isinstance(p, TextPart) else p for p in parts]
             if parts:
                 run[-1].after.append(parts)
+                run[-1].mentioned += mentioned_files(Message(role="user", parts=tuple(parts)))
+        elif record["type"] == "attachment" and run:
+            attachment = record.get("attachment")
+            if text := _attachment_text(attachment):  # Claude Code's reminder, beside the results
+                run[-1].after.append([TextPart(text, harness=True)])
+                if isinstance(attachment, dict) and attachment.get("type") == "file":
+                    run[-1].attached.append(str(attachment.get("filename") or attachment.get("path") or ""))
     if run:
         yield run
 
@@ -375,7 +436,7 @@ def claude_code_steps(path: Path, counter: TokenCounter | None = None) -> list[G
                 steps[(previous.id, call.id)] = GrowthStep(
                     path.name, call.model, previous.real, call.real, tuple(added), tuple(generated), previous.output,
                     replayed_reasoning(reply, generated, previous.output, previous.model, sizer, after),
-                    _ends_turn(generated, previous.model, after), mentioned_files(back),
+                    _ends_turn(generated, previous.model, after), _unattached(previous),
                 )
     return list(steps.values())
 

@@ -68,9 +68,11 @@ __all__ = [
     "ClaudeFit",
     "GrowthScore",
     "GrowthStep",
+    "attachment_text",
     "claude_code_steps",
     "fit_claude",
     "fit_claude_tokenizer",
+    "mentioned_files",
     "pi_steps",
     "replayed_reasoning",
     "score_growth",
@@ -238,7 +240,7 @@ _ATTACHMENT_META = frozenset((
 ))
 
 
-def _attachment_text(attachment: Any) -> str:
+def attachment_text(attachment: Any) -> str:
     """The text an attachment record puts into the request (its payload's strings, with the file it
     names), or "" for one whose payload is not sent (`_SENT_ATTACHMENTS`)."""
     if not isinstance(attachment, dict) or attachment.get("type") not in _SENT_ATTACHMENTS:
@@ -346,7 +348,7 @@ def _calls(path: Sequence[dict[str, Any] | str]) -> Iterator[list[_Call]]:
                 run[-1].mentioned += mentioned_files(Message(role="user", parts=tuple(parts)))
         elif record["type"] == "attachment" and run:
             attachment = record.get("attachment")
-            if text := _attachment_text(attachment):  # Claude Code's reminder, beside the results
+            if text := attachment_text(attachment):  # Claude Code's reminder, beside the results
                 run[-1].after.append([TextPart(text, harness=True)])
                 if isinstance(attachment, dict) and attachment.get("type") == "file":
                     run[-1].attached.append(str(attachment.get("filename") or attachment.get("path") or ""))

@@ -19,6 +19,8 @@ from nova.tokens import (
     HeuristicCounter,
     TokenLedger,
     count_message,
+    estimate_context_tokens,
+    opens_turn,
     reasoning_goes_back,
     turn_drops_reasoning,
 )
@@ -85,6 +87,59 @@ def test_a_turns_first_call_smaller_by_the_dropped_reasoning_teaches_no_remainde
     ledger.record(answer.id, Usage(input_tokens=real, output_tokens=10), sent=[call, result, end, question],
                   reply=answer)
     assert ledger.growth.samples == (0, 0)
+
+
+def test_a_prompt_beside_the_tool_results_opens_a_new_turn() -> None:
+    result = Message(role="user", parts=(ToolResultPart("t1", "print(1)"),))
+    interrupted = Message(role="user", parts=(ToolResultPart("t1", "print(1)"), TextPart("[Request interrupted by user]"),
+                                              TextPart("use b.py instead")))
+    assert not opens_turn([result]) and opens_turn([interrupted])
+    # A skill body or reminder the harness put beside the results is not the person's: the loop goes on.
+    assert not opens_turn([Message(role="user", parts=(ToolResultPart("t1", "ok"), TextPart("skill body", harness=True)))])
+    assert opens_turn([result, Message(role="user", parts=(TextPart("and b.py?"),))])
+    assert not turn_drops_reasoning(_reply(SIGNED, CALL), after=[result])
+    assert turn_drops_reasoning(_reply(SIGNED, CALL), after=[interrupted])
+    # Opus 4.5 keeps its thinking across turns.
+    assert not turn_drops_reasoning(_reply(SIGNED, CALL, model="claude-opus-4-5"), after=[interrupted])
+
+
+def test_a_request_that_opens_a_new_turn_holds_none_of_the_turns_reasoning() -> None:
+    counter = HeuristicCounter(CL100K_PROFILE)
+    ledger = TokenLedger(counter)
+    user = Message(role="user", parts=(TextPart("fix a.py"),), id="u1")
+    first = _reply(SIGNED, CALL).with_metadata()
+    ledger.record(first.id, Usage(input_tokens=1000, output_tokens=300, reasoning_tokens=200), reply=first)
+    second = _reply(SIGNED, ToolUsePart("t2", "read", {"path": "b.py"})).with_metadata()
+    result = Message(role="user", parts=(ToolResultPart("t1", "print(1)"),), id="r1")
+    ledger.record(second.id, Usage(input_tokens=1400, output_tokens=250, reasoning_tokens=150),
+                  sent=[user, first, result], reply=second)
+    # While the tools run the person writes: the next request is a new turn, without the 350 tokens of
+    # reasoning the turn's two replies sent back.
+    back = Message(role="user", parts=(ToolResultPart("t2", "x = 2"), TextPart("stop, use c.py")), id="r2")
+    history = [user, first, result, second, back]
+    assert ledger.estimate(history) == 1650 - 350 + ledger.estimate_message(back) + ledger.growth.tokens
+    assert estimate_context_tokens(history, anchor=ledger.anchor, counter=counter) == \
+        1650 - 350 + ledger.estimate_message(back)
+    # Answered exactly so, the call teaches no remainder.
+    answer = _reply(TextPart("c.py it is"))
+    before = ledger.growth.samples
+    ledger.record(answer.id, Usage(input_tokens=1650 - 350 + ledger.estimate_message(back), output_tokens=10),
+                  sent=history, reply=answer)
+    assert ledger.growth.samples == (*before, 0)
+    # A tool result alone continues the turn: the reasoning is still there.
+    ledger.record(second.id, Usage(input_tokens=1400, output_tokens=250, reasoning_tokens=150),
+                  sent=[user, first, result], reply=second)
+    assert ledger.estimate([user, first, result, second, result]) == \
+        1650 + ledger.estimate_message(result) + ledger.growth.tokens
+
+
+def test_a_model_that_keeps_thinking_keeps_it_when_a_new_turn_opens() -> None:
+    counter = HeuristicCounter(CL100K_PROFILE)
+    ledger = TokenLedger(counter)
+    reply = _reply(SIGNED, CALL, model="claude-opus-4-5-20251101").with_metadata()
+    ledger.record(reply.id, Usage(input_tokens=1000, output_tokens=300, reasoning_tokens=200), reply=reply)
+    back = Message(role="user", parts=(ToolResultPart("t1", "ok"), TextPart("and b.py")), id="r1")
+    assert ledger.estimate([reply, back]) == 1300 + ledger.estimate_message(back)
 
 
 def test_a_recorded_replys_thinking_is_sized_from_its_output_count() -> None:

@@ -381,3 +381,27 @@ def test_subagent_in_its_own_file_is_a_child_of_its_session(tmp_path: Path, nova
     data = json.loads(result.stdout)
     # One session with its child; the sub-agent's file is not imported a second time on its own.
     assert len(data) == 1 and data[0]["children"][0]["messages"] == 2
+
+
+def test_newer_claude_code_attachments_are_read_where_the_model_read_them(tmp_path: Path) -> None:
+    def attachment(uuid: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "attachment", "sessionId": "s1", "uuid": uuid, "attachment": body,
+                "timestamp": "2026-01-14T19:20:57.728Z"}
+
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "read the registry", uuid="u0"),
+        _cc("assistant", _use("t1"), mid="m1", uuid="a1"),
+        _cc("user", _result("t1"), uuid="r1"),
+        attachment("n1", {"type": "nested_memory", "path": "/repo/src/CLAUDE.md",
+                          "content": {"path": "/repo/src/CLAUDE.md", "type": "Project", "content": "Use pnpm."}}),
+        attachment("q1", {"type": "queued_command", "prompt": "and the tests too"}),
+        attachment("d1", {"type": "deferred_tools_delta", "addedNames": ["WebFetch"]}),
+        _cc("assistant", [{"type": "text", "text": "Done."}], mid="m2", uuid="a2"),
+    ])
+    session = read_session_file(path)
+    results = session.messages[2]
+    texts = [p for p in results.parts if isinstance(p, TextPart)]
+    assert [p.text for p in texts] == ["/repo/src/CLAUDE.md\nUse pnpm.", "and the tests too"]
+    # The CLAUDE.md is Claude Code's; the queued prompt is the person's.
+    assert [p.harness for p in texts] == [True, False]
+    assert session.meta["ignored_records"] == {"attachment:deferred_tools_delta": 1}

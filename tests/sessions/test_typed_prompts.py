@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from nova.messages import person_entries
+from nova.model import usage_of
 from nova.sessions.importers import read_session_file
 from nova.testing import shared_data_dir
+from nova.tokens import anchor_from_usage
 
 SESSIONS = shared_data_dir() / "sessions"
 needs_data = pytest.mark.skipif(not SESSIONS.is_dir(), reason=f"shared data absent ({SESSIONS}); set NOVA_SHARED_DATA")
@@ -137,6 +139,22 @@ def test_gemini_cli_imports_every_prompt_and_each_call_with_its_result(path: Pat
     calls = [c for m in doc["messages"] for c in m.get("toolCalls") or ()]
     assert [u.id for m in session.messages for u in m.tool_uses()] == [c["id"] for c in calls]
     assert {r.tool_use_id for m in session.messages for r in m.tool_results()} == {c["id"] for c in calls}
+
+
+def test_a_gemini_cli_replys_thoughts_are_reasoning_within_its_output(tmp_path: Path) -> None:
+    # Gemini's `output` leaves the thoughts out (total = input + output + thoughts): billed as output,
+    # never sent back.
+    chat = {"sessionId": "s", "projectHash": "h", "startTime": "2026-01-16T11:01:00Z", "messages": [
+        {"id": "1", "timestamp": "2026-01-16T11:01:00Z", "type": "user", "content": "hi"},
+        {"id": "2", "timestamp": "2026-01-16T11:01:05Z", "type": "gemini", "content": "Hello.", "model": "gemini-3-pro",
+         "tokens": {"input": 2752, "output": 55, "cached": 0, "thoughts": 156, "tool": 0, "total": 2963}},
+    ]}
+    path = tmp_path / "session-2026-01-16T11-01-s.json"
+    path.write_text(json.dumps(chat), encoding="utf-8")
+    reply = read_session_file(path).messages[-1]
+    usage = usage_of(reply)
+    assert usage is not None and (usage.output_tokens, usage.reasoning_tokens) == (211, 156)
+    assert anchor_from_usage(reply.id, usage).total == 2752 + 55
 
 
 def _write_lines(path: Path, records: list[dict[str, Any]]) -> Path:

@@ -35,15 +35,19 @@ Claude Code sessions (JSONL) are read here because they are the recorded Claude 
 have. Their records are not a clean list: one record per content block of a response (all with the same
 `message.id` and the same usage), records out of file order (they link by `parentUuid`), sub-agent
 branches (`isSidechain`) and compaction boundaries (a new chain whose `logicalParentUuid` points back).
+Newer Claude Code writes what it attaches to a request as `attachment` records in the chain (a nested
+CLAUDE.md, an `@`-mentioned file, a prompt typed while the tools ran): their text is part of the step.
+The files here predate them, which is why a nested CLAUDE.md or a mentioned file is missing from them.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -64,9 +68,11 @@ __all__ = [
     "ClaudeFit",
     "GrowthScore",
     "GrowthStep",
+    "attachment_text",
     "claude_code_steps",
     "fit_claude",
     "fit_claude_tokenizer",
+    "mentioned_files",
     "pi_steps",
     "replayed_reasoning",
     "score_growth",
@@ -91,9 +97,12 @@ class GrowthStep:
     # Tokens of the previous reply's reasoning that call k was sent but no part of `added` holds (the
     # record keeps a summary of it, or nothing): see `replayed_reasoning`.
     reasoning: int = 0
-    # Call k-1's reply ended its turn (`nova.tokens.turn_drops_reasoning`): call k no longer holds the
-    # reasoning the turn's earlier replies sent back.
+    # Call k-1's reply ended its turn, or what came back after it opened a new one
+    # (`nova.tokens.turn_drops_reasoning`): call k no longer holds the reasoning the turn's replies sent back.
     ends_turn: bool = False
+    # Files the harness put into call k's request that no record holds (`mentioned_files`): its input
+    # cannot be known from the records, so the step is no measure of an estimate.
+    unrecorded: tuple[str, ...] = ()
 
     @property
     def growth(self) -> int:
@@ -129,22 +138,24 @@ def _result_parts(block: Mapping[str, Any]) -> list[Part]:
     return [result, *images]
 
 
-def _ends_turn(generated: Sequence[Part], model: str) -> bool:
-    """Whether a recorded reply (its parts as generated) ends its turn, as the live ledger decides it."""
-    return turn_drops_reasoning(Message(role="assistant", parts=tuple(generated)), model)
+def _ends_turn(generated: Sequence[Part], model: str, after: Sequence[Message] = ()) -> bool:
+    """Whether the request after a recorded reply (its parts as generated; `after`: what came back) no
+    longer holds its turn's reasoning, as the live ledger decides it."""
+    return turn_drops_reasoning(Message(role="assistant", parts=tuple(generated)), model, after)
 
 
 def replayed_reasoning(reply: Sequence[Part], generated: Sequence[Part], output_tokens: int, model: str,
-                       counter: TokenCounter) -> int:
+                       counter: TokenCounter, after: Sequence[Message] = ()) -> int:
     """Tokens of a recorded Claude reply's thinking that the next request carries beyond what `reply` (its
     parts as they go back) holds. Thinking goes back while the reply calls tools (its turn goes on) or
     when the model keeps it (`thinking_kept`), as `nova.tokens.reasoning_goes_back` decides for a live
     reply; Claude 4 models record only a summary of it and bill the whole. So when the recorded output
     count covers everything generated, the thinking is that count less what the reply as sent counts;
     a partial streaming count (Claude Code often records 1 or 8) says nothing, and the recorded summary,
-    where it is not already part of `reply`, is the lower bound used."""
+    where it is not already part of `reply`, is the lower bound used. `after`: what came back after the
+    reply; when it opens a new turn (`nova.tokens.opens_turn`) the thinking is dropped as at a turn's end."""
     thinking = [p for p in generated if isinstance(p, ThinkingPart)]
-    if not thinking or _ends_turn(generated, model):
+    if not thinking or _ends_turn(generated, model, after):
         return 0
     sent = count_message(Message(role="assistant", parts=tuple(reply)), counter) if reply else 0
     summary = 0 if any(isinstance(p, ThinkingPart) for p in reply) else \
@@ -152,6 +163,28 @@ def replayed_reasoning(reply: Sequence[Part], generated: Sequence[Part], output_
     if output_tokens >= sent + summary:
         return output_tokens - sent
     return summary
+
+
+# `@path` in a prompt: Claude Code reads the file and sends its content with the prompt, and records only
+# the prompt. A path has a slash or an extension, which `@property` or `@dataclass` in pasted code and a
+# mail address (no space before the @) have not.
+_MENTION = re.compile(r"(?:^|(?<=\s))@([\w.~-]*[/.][\w./~-]*\w)")
+
+
+def mentioned_files(message: Message | None) -> tuple[str, ...]:
+    """The files a Claude Code user message `@`-mentions in its own text (not in tool results): Claude
+    Code attaches each one's content to the request and records none of it. Measured: the one recorded
+    step whose prompt mentioned a file (a skill body's `@_bmad/core/workflows/party-mode/workflow.md`,
+    session-3fe1b6bc) grew by 2,353 tokens beyond what its records hold."""
+    if message is None or message.role != "user":
+        return ()
+    return tuple(path for part in message.parts if isinstance(part, TextPart) for path in _MENTION.findall(part.text))
+
+
+def _unattached(call: _Call) -> tuple[str, ...]:
+    """The files the prompts after `call` mention that no attachment record holds (older Claude Code
+    records none)."""
+    return tuple(m for m in call.mentioned if not any(a.endswith(m.lstrip("./")) for a in call.attached if a))
 
 
 def _parts(content: Any, *, thinking: bool = False) -> list[Part]:
@@ -186,8 +219,51 @@ def _content_parts(content: Any, *, thinking: bool, call_type: str, arguments_ke
 
 
 def _records(path: Path) -> dict[str, dict[str, Any]]:
-    """Conversation records by uuid; a record written twice is kept once."""
-    return _records_by(path, "uuid", lambda record: record.get("type") in ("user", "assistant", "system"))
+    """Conversation records by uuid; a record written twice is kept once. `attachment` records (newer
+    Claude Code) are links of the chain like the others, and some hold what a request carried."""
+    return _records_by(path, "uuid", lambda record: record.get("type") in ("user", "assistant", "system", "attachment"))
+
+
+# Claude Code's attachment records whose payload goes to the model, rendered into a system reminder
+# beside the next request's tool results: a directory's CLAUDE.md loaded when a file under it is read,
+# an `@`-mentioned file, a prompt typed while the tools ran, the to-do and task reminders, a note that a
+# file changed on disk, the skill list, plan mode, the tokens left. The rest (hook bookkeeping, tool-list
+# deltas) are not read: what they add, if anything, is not known.
+_SENT_ATTACHMENTS = frozenset((
+    "nested_memory", "file", "queued_command", "todo_reminder", "task_reminder", "edited_text_file",
+    "skill_listing", "plan_mode", "total_tokens_reminder",
+))
+# Keys of an attachment that name or describe its payload rather than hold it.
+_ATTACHMENT_META = frozenset((
+    "type", "path", "filename", "displayPath", "filePath", "uuid", "toolUseID", "timestamp", "numLines",
+    "startLine", "totalLines", "contentDiffersFromDisk", "isMeta",
+))
+
+
+def attachment_text(attachment: Any) -> str:
+    """The text an attachment record puts into the request (its payload's strings, with the file it
+    names), or "" for one whose payload is not sent (`_SENT_ATTACHMENTS`)."""
+    if not isinstance(attachment, dict) or attachment.get("type") not in _SENT_ATTACHMENTS:
+        return ""
+    texts: list[str] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if key not in _ATTACHMENT_META:
+                    collect(item)
+        elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            texts.append(_json(value))  # a to-do list and the like: sent as its JSON
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    collect(attachment)
+    named = str(attachment.get("path") or attachment.get("filename") or "")
+    body = "\n".join(t for t in texts if t)
+    return f"{named}\n{body}" if named and body else body
 
 
 def _records_by(path: Path, key: str, keep: Callable[[dict[str, Any]], bool] = lambda _: True) -> dict[str, dict[str, Any]]:
@@ -237,6 +313,8 @@ class _Call:
     generated: list[Part]  # as it was generated, thinking included
     output: int
     after: list[list[Part]]  # user records that came back after this call, one list per record
+    mentioned: list[str] = field(default_factory=list)  # files its prompts `@`-mention (`mentioned_files`)
+    attached: list[str] = field(default_factory=list)  # files attachment records hold
 
 
 def _calls(path: Sequence[dict[str, Any] | str]) -> Iterator[list[_Call]]:
@@ -263,8 +341,17 @@ def _calls(path: Sequence[dict[str, Any] | str]) -> Iterator[list[_Call]]:
             call.generated.extend(_parts(message.get("content"), thinking=True))
         elif record["type"] == "user" and run and isinstance(message, dict):
             parts = _parts(message.get("content"))
+            if record.get("isMeta"):  # a skill body, a caveat: Claude Code's text, not the person's
+                parts = [TextPart(p.text, harness=True) if isinstance(p, TextPart) else p for p in parts]
             if parts:
                 run[-1].after.append(parts)
+                run[-1].mentioned += mentioned_files(Message(role="user", parts=tuple(parts)))
+        elif record["type"] == "attachment" and run:
+            attachment = record.get("attachment")
+            if text := attachment_text(attachment):  # Claude Code's reminder, beside the results
+                run[-1].after.append([TextPart(text, harness=True)])
+                if isinstance(attachment, dict) and attachment.get("type") == "file":
+                    run[-1].attached.append(str(attachment.get("filename") or attachment.get("path") or ""))
     if run:
         yield run
 
@@ -345,13 +432,13 @@ def claude_code_steps(path: Path, counter: TokenCounter | None = None) -> list[G
                 reply, generated = replies.get(previous.id, (previous.reply, previous.generated))
                 added = [Message(role="assistant", parts=tuple(reply))] if reply else []
                 back = _with_every_result(_user_message(previous.after), reply, results)
-                if back is not None:
-                    added.append(back)
+                after = [back] if back is not None else []
+                added += after
                 sizer = counter or counter_for_model(previous.model)
                 steps[(previous.id, call.id)] = GrowthStep(
                     path.name, call.model, previous.real, call.real, tuple(added), tuple(generated), previous.output,
-                    replayed_reasoning(reply, generated, previous.output, previous.model, sizer),
-                    _ends_turn(generated, previous.model),
+                    replayed_reasoning(reply, generated, previous.output, previous.model, sizer, after),
+                    _ends_turn(generated, previous.model, after), _unattached(previous),
                 )
     return list(steps.values())
 
@@ -459,7 +546,8 @@ def score_ledger(sessions: list[list[GrowthStep]], counter: TokenCounter, prior:
             # reasoning that goes back is part of the anchor, as a live reply's output tokens are.
             following = steps[index + 1] if index + 1 < len(steps) else None
             ledger.record(f"call-{index + 1}", _stand_in(step.real, following.reasoning if following else 0),
-                          sent=sent, reasoning_replayed=True, ends_turn=following is not None and following.ends_turn)
+                          sent=sent, reasoning_replayed=True, ends_turn=following is not None and following.ends_turn,
+                          keeps_reasoning=thinking_kept(step.model))
             last_real = step.real
     return GrowthScore(tuple(ratios), tuple(errors))
 
@@ -532,13 +620,14 @@ def fit_claude_tokenizer(steps: Iterable[GrowthStep]) -> tuple[float, int, int]:
 def fit_claude(steps: Sequence[GrowthStep]) -> ClaudeFit:
     """The tokenizer profile from the replies' output tokens, then the harness allowance from the growth
     steps it leaves unexplained. Steps with an image are left out of the allowance: an image's cost is a
-    constant of its own (`IMAGE_TOKENS`), not something a per-step figure should absorb."""
+    constant of its own (`IMAGE_TOKENS`), not something a per-step figure should absorb; so are steps
+    whose request held a file no record has (`GrowthStep.unrecorded`)."""
     scale, tool_use, replies = fit_claude_tokenizer(steps)
     counter = HeuristicCounter(claude_profile(scale, tool_use))
     remainders = [
         step.growth - step.reasoning - sum(count_message(m, counter) for m in step.added)
         for step in steps
-        if step.growth > 0 and not any(isinstance(p, ImagePart) for m in step.added for p in m.parts)
+        if step.growth > 0 and not step.unrecorded and not any(isinstance(p, ImagePart) for m in step.added for p in m.parts)
     ]
     if not remainders:
         raise ValueError("no growth steps to fit on")

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nova.messages import Message, ThinkingPart
+from nova.messages import Message, TextPart, ThinkingPart
 from nova.model import ToolSpec, Usage, usage_of
 from nova.tokens.allowance import GrowthAllowance
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter, TokenCounter
@@ -37,6 +37,7 @@ __all__ = [
     "anchor_from_usage",
     "context_percent",
     "estimate_context_tokens",
+    "opens_turn",
     "reasoning_goes_back",
     "thinking_kept",
     "turn_drops_reasoning",
@@ -57,12 +58,20 @@ class Anchor:
     output_tokens: int
     # The reasoning tokens of this turn's replies, this one's included, that went back as input within
     # the turn (`reasoning_goes_back`) and are part of what the next request carries while the turn
-    # goes on; a reply that ends the turn drops them (`TokenLedger.record`).
+    # goes on; a reply that ends the turn drops them (`TokenLedger.record`), and so does a request whose
+    # messages after this one open a new turn (`opens_turn`). 0 for a model that keeps its thinking.
     turn_reasoning: int = 0
 
     @property
     def total(self) -> int:
         return self.context_tokens + self.output_tokens
+
+    def carried_into(self, messages: Sequence[Message], start: int, end: int | None = None) -> int:
+        """What of `total` a request holds whose messages after the anchor's are `messages[start:end]`:
+        all of it while the turn goes on, less the turn's reasoning once they open a new turn."""
+        if self.turn_reasoning and opens_turn(messages[start:end]):
+            return self.total - self.turn_reasoning
+        return self.total
 
 
 def anchor_from_usage(message_id: str, usage: Usage, *, reasoning_replayed: bool = False) -> Anchor:
@@ -90,14 +99,32 @@ def thinking_kept(model: str) -> bool:
 _OPUS_VERSION = re.compile(r"opus-(\d{1,2})(?!\d)(?:[-.](\d{1,2})(?!\d))?")
 
 
-def turn_drops_reasoning(reply: Message, model: str = "") -> bool:
-    """Whether `reply` ends its turn so that the next request no longer holds the reasoning its turn's
-    earlier replies sent back: it calls no tool, and the model does not keep thinking. Anthropic strips
+def opens_turn(after: Sequence[Message]) -> bool:
+    """Whether the messages that came back after a reply open a new turn: a user message holds the
+    person's own text (not `harness` text), beside its tool results or instead of them. Anthropic keeps
+    thinking only within a tool loop that no user turn of the person's breaks. On the Claude Code
+    recordings the two steps where a reply with thinking called a tool and the person interrupted it
+    and wrote ("[Request interrupted by user]", then a new prompt) grew by none of that thinking (+67
+    and +172 once it is taken out, where counting it missed by -138 and -1,059; the cache read stopped
+    short of it), while a skill body Claude Code put beside a tool result left the cache read whole."""
+    return any(
+        message.role == "user"
+        and any(isinstance(part, TextPart) and part.text and not part.harness for part in message.parts)
+        for message in after
+    )
+
+
+def turn_drops_reasoning(reply: Message, model: str = "", after: Sequence[Message] = ()) -> bool:
+    """Whether the request after `reply` no longer holds the reasoning its turn's replies sent back:
+    `reply` ends its turn (it calls no tool) or what came back after it opens a new one (`opens_turn`;
+    `after`: those messages, when known), and the model does not keep thinking. Anthropic strips
     earlier turns' thinking blocks from the context; on the Claude Code recordings a turn's first call
     is smaller than the call before plus what was added by about its previous turn's thinking: of the
     20 turns that followed a turn with thinking, 18 are within -329..+545 tokens once it is taken out,
     where 10 of them had shrunk, by up to 2,542 tokens (the other two: a cut of 25k, and +1.5k)."""
-    return not reply.tool_uses() and not thinking_kept(model or str(reply.metadata.get("model") or ""))
+    if thinking_kept(model or str(reply.metadata.get("model") or "")):
+        return False
+    return not reply.tool_uses() or opens_turn(after)
 
 
 def reasoning_goes_back(reply: Message, model: str = "") -> bool:
@@ -142,7 +169,7 @@ def estimate_context_tokens(
     counter = counter or _default_counter()
     index = _anchor_index(messages, anchor.message_id) if anchor is not None else -1
     if anchor is not None and index >= 0:
-        return anchor.total + count_messages(messages[index + 1 :], counter)
+        return anchor.carried_into(messages, index + 1) + count_messages(messages[index + 1 :], counter)
     return count_system(system, counter) + count_tools(tools, counter) + count_messages(messages, counter)
 
 
@@ -192,6 +219,7 @@ class TokenLedger:
     def record(
         self, message_id: str, usage: Usage, *, reasoning_replayed: bool = False,
         sent: Sequence[Message] | None = None, reply: Message | None = None, ends_turn: bool = False,
+        keeps_reasoning: bool = False,
     ) -> Anchor | None:
         """Anchor on this assistant message. A usage with no input figure (a provider that reported
         nothing) is not a real figure: the previous anchor stays.
@@ -203,16 +231,19 @@ class TokenLedger:
 
         `reply`: the message itself, which says whether its reasoning goes back (`reasoning_goes_back`,
         else `reasoning_replayed`) and whether it ends its turn (`turn_drops_reasoning`, else
-        `ends_turn`). The reasoning the turn's earlier replies sent back is part of this call's real
-        input; when this reply ends the turn the next request no longer carries it, so the anchor
-        leaves it out."""
+        `ends_turn`) and whether its model keeps thinking across turns (`thinking_kept`, else
+        `keeps_reasoning`). The reasoning the turn's earlier replies sent back is part of this call's
+        real input; when this reply ends the turn the next request no longer carries it, so the anchor
+        leaves it out; when the messages after it open a new turn (`opens_turn`: the person wrote while
+        its tools ran), `estimate` leaves it out of that request."""
         if usage.context_tokens <= 0:
             return self._anchor
         if reply is not None:
             reasoning_replayed = reasoning_goes_back(reply)
             ends_turn = turn_drops_reasoning(reply)
+            keeps_reasoning = thinking_kept(str(reply.metadata.get("model") or ""))
         previous = self._anchor
-        anchor = self._next_anchor(message_id, usage, previous, reasoning_replayed, ends_turn)
+        anchor = self._next_anchor(message_id, usage, previous, reasoning_replayed, ends_turn, keeps_reasoning)
         unexplained = None
         if sent is not None and previous is not None and previous.message_id != message_id:
             unexplained = self._unexplained(previous, usage.context_tokens, sent, len(sent))
@@ -223,10 +254,11 @@ class TokenLedger:
         return anchor
 
     @staticmethod
-    def _next_anchor(message_id: str, usage: Usage, previous: Anchor | None, replayed: bool, ends_turn: bool) -> Anchor:
+    def _next_anchor(message_id: str, usage: Usage, previous: Anchor | None, replayed: bool, ends_turn: bool,
+                     kept: bool) -> Anchor:
         anchor = anchor_from_usage(message_id, usage, reasoning_replayed=replayed)
         held = previous.turn_reasoning if previous is not None else 0  # this turn's, in this call's input
-        if ends_turn:
+        if ends_turn or kept:  # nothing of it is dropped later: at a turn's end it is gone, or it stays
             return Anchor(message_id, max(0, anchor.context_tokens - held), anchor.output_tokens)
         own = min(usage.reasoning_tokens, usage.output_tokens) if replayed else 0
         return Anchor(message_id, anchor.context_tokens, anchor.output_tokens, held + own)
@@ -236,10 +268,13 @@ class TokenLedger:
         allowance). None when it is not one growth step: the previous anchor was not in what was sent,
         or the input shrank (something was cut that the ledger was not told of)."""
         index = _anchor_index(messages, previous.message_id, end)
-        if index < 0 or real < previous.context_tokens:
+        if index < 0:
+            return None
+        carried = previous.carried_into(messages, index + 1, end)
+        if real < previous.context_tokens - (previous.total - carried):
             return None
         self._sizes_valid()
-        return real - (previous.total + self._tail(messages, index + 1, end))
+        return real - (carried + self._tail(messages, index + 1, end))
 
     def resume(self, history: Sequence[Message]) -> None:
         """Take up what a recorded session had learned: the samples the latest reply carries
@@ -273,7 +308,8 @@ class TokenLedger:
                     with self._lock:
                         self.growth.observe(unexplained)
             previous = self._next_anchor(message.id, usage, previous, reasoning_goes_back(message),
-                                         turn_drops_reasoning(message))
+                                         turn_drops_reasoning(message),
+                                         thinking_kept(str(message.metadata.get("model") or "")))
 
     def clear(self) -> None:
         with self._lock:
@@ -292,7 +328,7 @@ class TokenLedger:
         anchor = self._anchor
         index = _anchor_index(messages, anchor.message_id) if anchor is not None else -1
         if anchor is not None and index >= 0:
-            return anchor.total + self._tail(messages, index + 1) + self.growth.tokens
+            return anchor.carried_into(messages, index + 1) + self._tail(messages, index + 1) + self.growth.tokens
         return count_system(system, self.counter) + count_tools(tools, self.counter) + self._totals.sum(messages)
 
     def estimate_message(self, message: Message) -> int:

@@ -16,6 +16,11 @@ What the file holds and how it is read:
   results message, with the enqueue's own id as its `entry`; one delivered by `dequeue` comes back as an
   ordinary user record (imported from there, once; at the next response if it never does); `popAll`
   takes the queue back into the input box unsent (counted in `meta["withdrawn_prompts"]`);
+- newer Claude Code writes what it attaches to a request as `attachment` records: a `queued_command`
+  (a prompt typed while the tools ran) is read as a delivered queued prompt (once, if a `remove` also
+  delivered it), and the text of those whose payload the model reads (`nova.tokens.calibration.
+  attachment_text`: a nested CLAUDE.md, an `@`-mentioned file, the reminders) as harness text beside the
+  results, or a meta user message; the others are counted in `meta["ignored_records"]`;
 - a compaction (`system` `compact_boundary`, then a user record with `isCompactSummary`) becomes a Nova
   summary message (a `SummaryPart` covering everything before it) marked `compaction`, never a request;
 - images inside tool results follow the results as image parts;
@@ -40,6 +45,7 @@ from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, 
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
 from nova.sessions.readers.common import Builder, anthropic_parts, iso_ts, json_lines, load_text, mid, text_of
+from nova.tokens.calibration import attachment_text
 
 NAME = "claude-code"
 _CONVERSATION = ("user", "assistant", "system")
@@ -200,6 +206,8 @@ def _assemble(records: Sequence[tuple[int, dict[str, Any]]]) -> _Assembly:
                 _user(a, number, record)
             elif kind == "queue-operation":
                 _queue(a, number, record)
+            elif kind == "attachment":
+                _attachment(a, number, record)
             elif kind == "system" and record.get("subtype") == "compact_boundary":
                 a.close()
                 meta = record.get("compactMetadata") or {}
@@ -234,6 +242,39 @@ def _queue(a: _Assembly, number: int, record: dict[str, Any]) -> None:
         a.queued = []
     else:
         a.ignored[f"queue-operation:{operation}"] += 1
+
+
+def _beside_results(a: _Assembly, beside: TextPart, alone: TextPart, number: int, ts: float | None,
+                    metadata: dict[str, Any]) -> None:
+    """A text where the model read it: `beside` the results of the calls now running, else `alone` as a
+    user message of its own."""
+    if a.open is not None and a.open.call_ids():
+        a.open.after_results.append(beside)
+    else:
+        a.close()
+        a.builder.add("user", [alone], number, ts, metadata)
+
+
+def _attachment(a: _Assembly, number: int, record: dict[str, Any]) -> None:
+    attachment = record.get("attachment")
+    kind = attachment.get("type") if isinstance(attachment, dict) else None
+    ts = iso_ts(record.get("timestamp"))
+    if kind == "queued_command" and isinstance(attachment, dict):
+        prompt = attachment.get("prompt")
+        text = prompt if isinstance(prompt, str) else text_of(prompt)
+        delivered = a.open.after_results if a.open is not None else []
+        if not text.strip() or any(isinstance(p, TextPart) and p.text == text for p in delivered):
+            return  # nothing typed, or the `remove` of its enqueue already delivered it
+        a.queued = [(line, queued) for line, queued in a.queued if queued != text]
+        a.dequeued = [(line, queued) for line, queued in a.dequeued if queued != text]
+        _beside_results(a, TextPart(text, entry=mid(number)), TextPart(text), number, ts, {"queued": True})
+        return
+    text = attachment_text(attachment)
+    if not text:
+        a.ignored[f"attachment:{kind}"] += 1
+        return
+    part = TextPart(text, harness=True)
+    _beside_results(a, part, part, number, ts, {"is_meta": True})
 
 
 _INTERRUPTED = "[Request interrupted by user"

@@ -4,7 +4,8 @@ with `sessionId`, `projectHash`, `startTime` and `messages`.
 Each message has a `type`: `user` (what the person typed: `content` a string or a list of parts with
 `text`), `gemini` (the model: `content` its text, `toolCalls` the calls it made, each with its `args` and
 its `result` — a list of `functionResponse` objects whose `response` holds `output` or `error` — and
-`status`; `thoughts` are never imported, SES-3; `tokens` its usage: `input` includes `cached`), and the
+`status`; `thoughts` are never imported, SES-3; `tokens` its usage: `input` includes `cached`, `output`
+does not include `thoughts`, which the usage read counts as reasoning within the output), and the
 CLI's own notes (`info`, `warning`, `error`), which are not conversation and are counted in
 `meta["ignored_records"]`. A `gemini` message becomes an assistant message with its calls, followed by
 one user message with their results in call order.
@@ -109,10 +110,14 @@ def _response(b: Builder, m: dict[str, Any], index: int, ts: float | None, count
     metadata: dict[str, Any] = {}
     tokens = m.get("tokens")
     if isinstance(tokens, dict):
+        # Gemini counts thoughts apart from the reply (`total` is input + output + thoughts + tool); Nova's
+        # output holds its reasoning, as OpenAI's does, so that the anchor leaves out only the thoughts
+        # and the bill prices them as the output they are.
         cached = int(tokens.get("cached") or 0)
+        thoughts = int(tokens.get("thoughts") or 0)
         metadata["usage"] = Usage(input_tokens=max(0, int(tokens.get("input") or 0) - cached),
-                                  cache_read_tokens=cached, output_tokens=int(tokens.get("output") or 0),
-                                  reasoning_tokens=int(tokens.get("thoughts") or 0)).to_dict()
+                                  cache_read_tokens=cached, output_tokens=int(tokens.get("output") or 0) + thoughts,
+                                  reasoning_tokens=thoughts).to_dict()
     if m.get("model"):
         metadata["model"] = str(m["model"])
     b.add("assistant", parts, index, ts, metadata)

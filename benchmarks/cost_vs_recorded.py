@@ -28,8 +28,9 @@ The last line is one JSON object with those keys (and the per-run rows under `ru
 The default schedule and cost floor were tuned on seven of these runs (codemie Claude Code sessions
 624a4a58, 196820da and 3fe1b6bc, agentlogs cline/crud, mini-swe-agent django-11087, django-16560 and
 sympy-19040) and on `benchmarks/windows.py --quick`; the figures cover every run. A run of a few calls far
-below its window has nothing worth folding and costs what it cost (about 1x): the max target cannot be
-met while such runs are in the set.
+below its window has nothing worth folding and costs what it cost (1x: a replay of another agent's
+recording adds no environment observation of Nova's, since the recording's own prompt told its model
+where it ran): the max target cannot be met while such runs are in the set.
 
     NOVA_SHARED_DATA=/work/shared/data python benchmarks/cost_vs_recorded.py [--only SUBSTRING]
 """

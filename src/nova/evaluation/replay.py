@@ -858,7 +858,7 @@ def replay_at(
                 budget=budget, config=config, ledger=TokenLedger(counter), sources=recorded_sources(system),
                 state=state, summarizer=recording or summarizer or ExtractiveSummarizer(counter), tools=tools,
                 cwd=Path(cwd or "."), session=SessionLink(dir=directory, recorder=run), read_file=run.read_file,
-                prices=CachePrices.of(info) if info else prices_for(model), environment=_recorded_environment(cwd),
+                prices=CachePrices.of(info) if info else prices_for(model), environment=_recorded_environment(cwd, nova=recorded is not None or bool(recorded_dir)),
                 workspace=_recorded_workspace(state), readable=_recorded_files(recorded_dir))
         sizer = _Sizer(counter, system, tools)
         first = next((model_info(call_model(m)) for m in messages if m.role == "assistant" and call_model(m)), None)
@@ -928,12 +928,14 @@ def replay_session(session: ImportedSession, *, window: int, **options: Unpack[R
                            recorded=session.pipeline, model=str(session.meta.get("model") or ""), **options)
 
 
-def _recorded_environment(cwd: str) -> Callable[[Path], str]:
-    """The environment observation a replay shows: the recorded working directory, never the state of
-    whatever folder has that name on this machine (its git branch is not in the recording). A recording
-    that names no folder gets none: an observation that says only "cwd: unknown" tells the model nothing
-    and adds a message to every call that the recording never paid for."""
-    text = environment_text(cwd=cwd) if cwd else ""
+def _recorded_environment(cwd: str, *, nova: bool) -> Callable[[Path], str]:
+    """The environment observation a replay shows. A Nova recording's calls held one, so its replay does:
+    the recorded working directory, never the state of whatever folder has that name on this machine (its
+    git branch is not in the recording). Another agent's recording gets none: its own prompt told the
+    model where it ran (Claude Code's environment section, Codex's `environment_context`), so Nova's would
+    say it twice, with this machine's platform, on every call the recording never paid for. Nor does a
+    recording that names no folder: "cwd: unknown" tells the model nothing."""
+    text = environment_text(cwd=cwd) if cwd and nova else ""
     return lambda _: text
 
 

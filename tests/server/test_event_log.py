@@ -40,10 +40,11 @@ def test_a_fast_stream_is_stored_in_few_writes_and_delivered_in_order_after_stor
     writes = 0
     real_publish = log.publish
 
-    def counting_publish(session_id: str, turn_id: str, batches: list[tuple[bytes, bool]]) -> list[int]:
+    def counting_publish(session_id: str, turn_id: str, batches: list[tuple[bytes, bool]], *,
+                         first: bool = False) -> list[int]:
         nonlocal writes
         writes += 1
-        return real_publish(session_id, turn_id, batches)
+        return real_publish(session_id, turn_id, batches, first=first)
 
     log.publish = counting_publish  # type: ignore[method-assign]
 

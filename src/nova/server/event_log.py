@@ -48,6 +48,10 @@ _INSERT = ("INSERT INTO nova_events (session_id, turn_id, data, last, created_at
 server prepares it, where a VALUES list of as many rows as the batch was parsed and planned anew each
 time (measured: a few per cent of a busy worker's time)."""
 
+_PRUNE = ("DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
+          " WHERE session_id = %s ORDER BY id DESC LIMIT 1)")
+"""Before a new turn's first rows: every turn of the session but the latest one goes."""
+
 WRITERS = 8
 """Threads writing turn streams for the whole worker; each turn has at most one write in flight."""
 MAX_ROWS = 1000
@@ -73,16 +77,28 @@ class EventLog:
     def submit(self, job: Callable[[], None]) -> None:
         self._writers.submit(job)
 
-    def publish(self, session_id: str, turn_id: str, batches: Sequence[tuple[bytes, bool]]) -> list[int]:
-        """Store `batches` (data, last) of a turn as rows in one statement; returns their ids in order."""
+    def publish(self, session_id: str, turn_id: str, batches: Sequence[tuple[bytes, bool]], *,
+                first: bool = False) -> list[int]:
+        """Store `batches` (data, last) of a turn as rows in one statement; returns their ids in order.
+        The `first` write of a turn first drops the session's turns before the latest one (the one a
+        reconnecting client can still be reading), in the same round trip, so the table holds at most
+        two turns per session."""
         if not batches:
             return []
         now = time.time()
         params = (session_id, turn_id, now, [data.decode("utf-8") for data, _ in batches],
                   [last for _, last in batches])
 
+        def write(conn: Any) -> list[Any]:
+            if not first:
+                return list(conn.execute(_INSERT, params).fetchall())
+            with conn.pipeline():  # two statements, each its own transaction, one round trip
+                conn.execute(_PRUNE, (session_id, session_id))
+                cur = conn.execute(_INSERT, params)
+            return list(cur.fetchall())
+
         def insert() -> list[int]:
-            rows = self._on_turn_connection(session_id, lambda conn: conn.execute(_INSERT, params).fetchall())
+            rows = self._on_turn_connection(session_id, write)
             # The ids come from the sequence row by row in the arrays' order (ORDER BY n), so sorted they
             # are that order whatever order RETURNING lists them in.
             return sorted(int(r[0]) for r in rows)
@@ -104,16 +120,6 @@ class EventLog:
 
     def close(self) -> None:
         self._writers.shutdown(wait=True, cancel_futures=False)
-
-    def prune(self, session_id: str) -> None:
-        """Keep only the session's latest turn (the one a reconnecting client can still be reading);
-        called as a new turn starts, so the table holds at most two turns per session."""
-        def delete() -> None:
-            self._on_turn_connection(session_id, lambda conn: conn.execute(
-                "DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
-                " WHERE session_id = %s ORDER BY id DESC LIMIT 1)", (session_id, session_id)))
-
-        with_retry(delete, what="pruning turn events")
 
     def _after(self, session_id: str, after: int | None) -> list[tuple[int, str, bool]]:
         with self._pool.connection() as conn:
@@ -166,6 +172,8 @@ class TurnStream:
         self._lock = threading.Lock()
         self._queued: list[tuple[bytes, bool]] = []
         self._writing = False
+        self._written = False
+        """Whether a write of this turn's was stored: the first one drops the session's older turns."""
 
     def publish(self, data: bytes, last: bool = False) -> None:
         with self._lock:
@@ -185,8 +193,10 @@ class TurnStream:
                 if not batch:
                     self._writing = False
                     return
-            try:
-                ids: list[int | None] = list(self._log.publish(self._session_id, self._turn_id, batch))
+            try:  # one drain at a time touches `_written`
+                ids: list[int | None] = list(self._log.publish(self._session_id, self._turn_id, batch,
+                                                               first=not self._written))
+                self._written = True
             except Exception as exc:
                 # The database stayed away for the retry window: the turn's own client still gets its
                 # stream (without ids, so it cannot resume it elsewhere); followers miss these batches.

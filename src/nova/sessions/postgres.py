@@ -21,6 +21,7 @@ carry their own keys and a repeated insert of one is ignored.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -45,10 +46,11 @@ from nova.sessions.store import (
 from nova.version import install_line
 
 if TYPE_CHECKING:
-    from psycopg import Connection
+    from psycopg import Connection, Cursor
     from psycopg_pool import ConnectionPool
 
-__all__ = ["MIGRATIONS", "RETRY_WINDOW_S", "PostgresSessionStore", "is_postgres_url", "shared_pool"]
+__all__ = ["MIGRATIONS", "RETRY_WINDOW_S", "SESSION_VERSION", "PostgresSessionStore", "check_if_idle",
+           "in_one_round_trip", "is_postgres_url", "note_returned", "shared_pool", "version_from_row"]
 
 log = logging.getLogger(__name__)
 
@@ -161,10 +163,14 @@ def shared_pool(url: str) -> ConnectionPool[Any]:
                 raise MissingDependency(
                     f"the PostgreSQL store needs its extra: {install_line('postgres')}"
                 ) from None
+            from nova.sessions.round_trips import CountingConnection
+
             # Autocommit: most calls are one statement, which then costs one round trip instead of three
-            # (BEGIN, the statement, COMMIT); the calls of several statements open a transaction.
+            # (BEGIN, the statement, COMMIT); the calls of several statements send theirs in one pipeline
+            # (`in_one_round_trip`).
             pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, timeout=5.0,
-                                  check=_check_if_idle, reset=_note_returned, name="nova",
+                                  check=check_if_idle, reset=note_returned, name="nova",
+                                  connection_class=CountingConnection,
                                   kwargs={"application_name": worker_name(), "autocommit": True})
             pool.open(wait=False)
             if not _pools:
@@ -185,16 +191,41 @@ is, which saves a round trip on every call of a busy worker; if it did break, th
 _returned_at: dict[int, float] = {}
 
 
-def _note_returned(conn: Connection[Any]) -> None:
+def note_returned(conn: Connection[Any]) -> None:
+    """A pool's `reset`: the connection was in use until now (see `check_if_idle`)."""
     _returned_at[id(conn)] = time.monotonic()
 
 
-def _check_if_idle(conn: Connection[Any]) -> None:
+def check_if_idle(conn: Connection[Any]) -> None:
+    """A pool's `check`: one empty query, only for a connection idle longer than `IDLE_CHECK_S`."""
     from psycopg_pool import ConnectionPool
 
     returned = _returned_at.pop(id(conn), None)
     if returned is None or time.monotonic() - returned > IDLE_CHECK_S:
         ConnectionPool.check_connection(conn)
+
+
+def in_one_round_trip(conn: Connection[Any], write: Callable[[Connection[Any]], T]) -> T:
+    """`write(conn)`'s statements in one transaction that costs one round trip: BEGIN, the statements and
+    COMMIT go in one pipeline, where `conn.transaction()` waits for its BEGIN and its COMMIT apart
+    (three round trips for a record and its message, each a thread giving up the GIL and waiting to
+    take it back: measured, most of what a turn cost more on PostgreSQL than on SQLite). A statement
+    that fails skips the rest and the COMMIT; the transaction it leaves open is rolled back here, so
+    the connection (a held turn lock's, which no pool resets) is usable again."""
+    import psycopg
+    from psycopg.pq import TransactionStatus
+
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            result = write(conn)
+            conn.execute("COMMIT")
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
+        raise
+    return result
 
 
 class TurnReleased(Exception):
@@ -354,13 +385,12 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
 
     def delete_session(self, session_id: str) -> None:
         def delete(conn: Connection[Any]) -> None:
-            with conn.transaction(), conn.pipeline():  # one round trip for the four
-                conn.execute("DELETE FROM nova_messages WHERE session_id = %s", (session_id,))
-                conn.execute("DELETE FROM nova_records WHERE session_id = %s", (session_id,))
-                conn.execute("DELETE FROM nova_events WHERE session_id = %s", (session_id,))
-                conn.execute("DELETE FROM nova_sessions WHERE id = %s", (session_id,))
+            conn.execute("DELETE FROM nova_messages WHERE session_id = %s", (session_id,))
+            conn.execute("DELETE FROM nova_records WHERE session_id = %s", (session_id,))
+            conn.execute("DELETE FROM nova_events WHERE session_id = %s", (session_id,))
+            conn.execute("DELETE FROM nova_sessions WHERE id = %s", (session_id,))
 
-        self._run("deleting a session", delete)
+        self._run("deleting a session", lambda conn: in_one_round_trip(conn, delete))
 
     # -- messages -----------------------------------------------------------------------------------
     def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
@@ -368,8 +398,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
             return
 
         def append(conn: Connection[Any]) -> None:
-            with conn.transaction(), conn.pipeline():
-                _insert_messages(conn, session_id, messages)
+            in_one_round_trip(conn, lambda conn: _insert_messages(conn, session_id, messages))
 
         self._run_for(session_id, "appending messages", append)
 
@@ -446,7 +475,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
                       messages: Sequence[Message] = ()) -> int:
         """Store one transcript record (its JSON text, as the JSONL line holds it); returns its sequence
         number. `rid` makes a retried append a no-op. `messages` (the record's message) are appended to
-        the working messages in the same transaction, in the same round trip."""
+        the working messages in the same transaction; either way the append costs one round trip."""
         key = rid or uuid.uuid4().hex
         params = (session_id, key, record_json, time.time())
 
@@ -454,10 +483,12 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
             if not messages:
                 row = conn.execute(_INSERT_RECORD, params).fetchone()
             else:
-                with conn.transaction(), conn.pipeline():
+                def write(conn: Connection[Any]) -> Cursor[Any]:
                     cur = conn.execute(_INSERT_RECORD, params)
                     _insert_messages(conn, session_id, messages)
-                row = cur.fetchone()
+                    return cur
+
+                row = in_one_round_trip(conn, write).fetchone()
             if row is None:  # a retry of an append that had committed
                 row = conn.execute("SELECT seq FROM nova_records WHERE rid = %s", (key,)).fetchone()
             assert row is not None
@@ -484,16 +515,24 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
         task state's version. Equal versions: nothing was written between them. None when the session is
         not recorded."""
         row = self._run_for(session_id, "reading a session's version", lambda conn: conn.execute(
-            "SELECT s.updated_at, (SELECT MAX(seq) FROM nova_records WHERE session_id = s.id),"
-            " (SELECT version FROM nova_task_state WHERE session_id = s.id) FROM nova_sessions s WHERE s.id = %s",
-            (session_id,)).fetchone())
-        if row is None:
-            return None
-        updated_at, last_record, task_version = row
-        return int(last_record or 0), float(updated_at), int(task_version or 0)
+            SESSION_VERSION, (session_id,)).fetchone())
+        return version_from_row(row)
 
     def close(self) -> None:
         """Nothing to release: the pool is the process's, shared with its other stores."""
+
+
+SESSION_VERSION = ("SELECT s.updated_at, (SELECT MAX(seq) FROM nova_records WHERE session_id = s.id),"
+                   " (SELECT version FROM nova_task_state WHERE session_id = s.id) FROM nova_sessions s WHERE s.id = %s")
+"""`PostgresSessionStore.session_version`'s query (one parameter, the session's id), for a caller that sends
+it along with another statement; `version_from_row` reads its row."""
+
+
+def version_from_row(row: Sequence[Any] | None) -> tuple[int, float, int] | None:
+    if row is None:
+        return None
+    updated_at, last_record, task_version = row
+    return int(last_record or 0), float(updated_at), int(task_version or 0)
 
 
 _INSERT_RECORD = ("INSERT INTO nova_records (session_id, rid, record, written_at) VALUES (%s, %s, %s::json, %s)"
@@ -502,7 +541,7 @@ _INSERT_RECORD = ("INSERT INTO nova_records (session_id, rid, record, written_at
 
 def _insert_messages(conn: Connection[Any], session_id: str, messages: Sequence[Message]) -> None:
     """The statements appending `messages` to the session's working messages, for a transaction the
-    caller opened (in a pipeline: they go in its one round trip).
+    caller opened (`in_one_round_trip`: they go in its one round trip).
 
     The lock serialises appends to one session (two would read the same MAX(seq)); it is released at
     commit. Each insert numbers its row after the rows before it, read by the statement itself (read

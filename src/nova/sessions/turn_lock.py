@@ -17,7 +17,14 @@ from typing import Any, TypeVar
 
 from nova.errors import SessionBusy
 from nova.sessions.postgres import TurnReleased as Released
-from nova.sessions.postgres import lend_turn_connection, take_back_turn_connection, with_retry, worker_name
+from nova.sessions.postgres import (
+    check_if_idle,
+    lend_turn_connection,
+    note_returned,
+    take_back_turn_connection,
+    with_retry,
+    worker_name,
+)
 
 __all__ = ["LOCK_POOL_SIZE", "HeldTurn", "Released", "TurnLocks", "lock_key"]
 
@@ -34,16 +41,22 @@ def lock_key(session_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+_TRY_LOCK = "SELECT pg_try_advisory_lock(%s)"
+
+
 class HeldTurn:
     """A held session lock; `release` ends it (closing the connection would too).
 
     Its connection idles for the whole turn, so the turn's own small writes can go over it (`fetchone`)
     instead of queueing for the store's pool with every other turn of the worker."""
 
-    def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None]) -> None:
+    def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None],
+                 then_row: tuple[Any, ...] | None = None) -> None:
         self._conn = conn
         self._key = key
         self._give_back = give_back
+        self.then_row = then_row
+        """The first row of the query `TurnLocks.try_acquire` ran right after taking the lock, if any."""
         self._using = threading.Lock()
         """Held while a statement runs on the connection, so `release` never hands it back mid-statement."""
 
@@ -91,9 +104,13 @@ class TurnLocks:
             if self._lock_pool is None:
                 from psycopg_pool import ConnectionPool
 
+                from nova.sessions.round_trips import CountingConnection
+
+                # Checked only after idling (`check_if_idle`): a lock connection handed back by the
+                # last turn a moment ago spares the next claim a round trip.
                 self._lock_pool = ConnectionPool(
                     self.url, min_size=1, max_size=LOCK_POOL_SIZE, open=True, timeout=30.0, name="nova-locks",
-                    check=ConnectionPool.check_connection,
+                    check=check_if_idle, reset=note_returned, connection_class=CountingConnection,
                     kwargs={"autocommit": True, "application_name": worker_name()})
             return self._lock_pool
 
@@ -103,18 +120,27 @@ class TurnLocks:
         if pool is not None:
             pool.close(timeout=2.0)
 
-    def try_acquire(self, session_id: str) -> HeldTurn:
+    def try_acquire(self, session_id: str, *, then: tuple[str, tuple[Any, ...]] | None = None) -> HeldTurn:
+        """The session's lock, or `SessionBusy`. `then` (a query and its parameters) runs right after the
+        lock is granted, in the same round trip (a pipeline: autocommit, so it reads what was committed
+        before the lock was granted); its first row is the held lock's `then_row`."""
         key = lock_key(session_id)
 
         def take() -> HeldTurn | None:
             conn = self._pool().getconn()
             try:
-                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                if then is None:
+                    row, then_row = conn.execute(_TRY_LOCK, (key,)).fetchone(), None
+                else:
+                    with conn.pipeline():
+                        locked = conn.execute(_TRY_LOCK, (key,))
+                        after = conn.execute(*then)
+                    row, then_row = locked.fetchone(), after.fetchone()
             except BaseException:
                 self._pool().putconn(conn)
                 raise
             if row is not None and row[0]:
-                return HeldTurn(conn, key, lambda c: self._give_back(session_id, c))
+                return HeldTurn(conn, key, lambda c: self._give_back(session_id, c), then_row)
             self._pool().putconn(conn)
             return None
 

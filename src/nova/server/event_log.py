@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from nova.sessions.postgres import shared_pool, with_retry
@@ -66,7 +66,16 @@ class EventLog:
     def __init__(self, url: str, held: Callable[[str], HeldTurn | None] | None = None) -> None:
         self._pool = shared_pool(url)
         self._held = held
-        self._writers = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="nova-events")
+        # A queue the writers wait on, not a ThreadPoolExecutor: every `submit` of an executor takes two
+        # locks, one of them shared by every executor of the process (the sessions' own threads, asyncio's),
+        # and with a turn handing its stream over a few times a turn, hundreds of session threads queued on
+        # them (measured: the most common place a PostgreSQL worker's session threads were found waiting).
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._closed = False
+        self._writers = [threading.Thread(target=self._write, name=f"nova-events-{n}", daemon=True)
+                         for n in range(WRITERS)]
+        for writer in self._writers:
+            writer.start()
 
     def stream(self, session_id: str, turn_id: str, deliver: Callable[[bytes], None],
                end: Callable[[], None]) -> TurnStream:
@@ -75,7 +84,28 @@ class EventLog:
         return TurnStream(self, session_id, turn_id, deliver, end)
 
     def submit(self, job: Callable[[], None]) -> None:
-        self._writers.submit(job)
+        """Run `job` on a writer thread; `RuntimeError` once the log is closed (the caller runs it)."""
+        if self._closed:
+            raise RuntimeError("the event log is closed")
+        self._jobs.put(job)
+        if self._closed:  # closed meanwhile: its writers may be gone, so run what is left here
+            self._run_left()
+
+    def _write(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job()
+            except Exception:  # a writer outlives one bad job (`TurnStream._drain` logs its own failures)
+                log.exception("writing turn events")
+
+    def _run_left(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                job()
 
     def publish(self, session_id: str, turn_id: str, batches: Sequence[tuple[bytes, bool]], *,
                 first: bool = False) -> list[int]:
@@ -119,7 +149,13 @@ class EventLog:
             return fn(conn)
 
     def close(self) -> None:
-        self._writers.shutdown(wait=True, cancel_futures=False)
+        """Write what is queued, then stop the writers."""
+        self._closed = True
+        for _ in self._writers:
+            self._jobs.put(None)  # after every job queued so far
+        for writer in self._writers:
+            writer.join()
+        self._run_left()  # queued by a `submit` that raced the close
 
     def _after(self, session_id: str, after: int | None) -> list[tuple[int, str, bool]]:
         with self._pool.connection() as conn:

@@ -48,9 +48,10 @@ _INSERT = ("INSERT INTO nova_events (session_id, turn_id, data, last, created_at
 server prepares it, where a VALUES list of as many rows as the batch was parsed and planned anew each
 time (measured: a few per cent of a busy worker's time)."""
 
-_PRUNE = ("DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
-          " WHERE session_id = %s ORDER BY id DESC LIMIT 1)")
-"""Before a new turn's first rows: every turn of the session but the latest one goes."""
+_PRUNE = ("WITH older AS (DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM"
+          " nova_events WHERE session_id = %s ORDER BY id DESC LIMIT 1)) ")
+"""Put before `_INSERT` for a new turn's first rows: every turn of the session but the latest one goes. One
+statement, one snapshot: the latest turn it keeps is the one before the rows being inserted."""
 
 WRITERS = 8
 """Threads writing turn streams for the whole worker; each turn has at most one write in flight."""
@@ -110,8 +111,8 @@ class EventLog:
     def publish(self, session_id: str, turn_id: str, batches: Sequence[tuple[bytes, bool]], *,
                 first: bool = False) -> list[int]:
         """Store `batches` (data, last) of a turn as rows in one statement; returns their ids in order.
-        The `first` write of a turn first drops the session's turns before the latest one (the one a
-        reconnecting client can still be reading), in the same round trip, so the table holds at most
+        The `first` write of a turn also drops the session's turns before the latest one (the one a
+        reconnecting client can still be reading), in the same statement, so the table holds at most
         two turns per session."""
         if not batches:
             return []
@@ -119,16 +120,10 @@ class EventLog:
         params = (session_id, turn_id, now, [data.decode("utf-8") for data, _ in batches],
                   [last for _, last in batches])
 
-        def write(conn: Any) -> list[Any]:
-            if not first:
-                return list(conn.execute(_INSERT, params).fetchall())
-            with conn.pipeline():  # two statements, each its own transaction, one round trip
-                conn.execute(_PRUNE, (session_id, session_id))
-                cur = conn.execute(_INSERT, params)
-            return list(cur.fetchall())
+        sql, args = (_PRUNE + _INSERT, (session_id, session_id, *params)) if first else (_INSERT, params)
 
         def insert() -> list[int]:
-            rows = self._on_turn_connection(session_id, write)
+            rows = self._on_turn_connection(session_id, lambda conn: conn.execute(sql, args).fetchall())
             # The ids come from the sequence row by row in the arrays' order (ORDER BY n), so sorted they
             # are that order whatever order RETURNING lists them in.
             return sorted(int(r[0]) for r in rows)

@@ -15,8 +15,8 @@ What differs from a hub alone in its process:
 - the turn's stream is stored as it goes (`event_log`; its first write drops the session's older
   turns), so a client on any worker can follow it, and a cancel for a turn on another worker goes
   there as a notification (`remote_cancel`).
-Each step costs as few round trips as it can (`nova.sessions.round_trips` counts them): the claim reads
-the version in the lock's round trip, and a record with its message is one transaction in one round trip.
+Each step costs as few waits on the database as it can (`nova.sessions.round_trips` counts them): the
+claim reads the version in the lock's statement, and a record with its message is one statement.
 A worker killed mid-turn loses its connections, so its lock goes at once; the records it committed are
 rows, and the dangling tool call of the unfinished turn is repaired by the next resume as always.
 """
@@ -32,7 +32,7 @@ from nova.server.event_log import EventLog
 from nova.server.remote_cancel import CancelListener, send_cancel
 from nova.sessions.db_transcript import materialize, meta_from_row
 from nova.sessions.meta import SessionMeta
-from nova.sessions.postgres import SESSION_VERSION, PostgresSessionStore, version_from_row
+from nova.sessions.postgres import PostgresSessionStore
 from nova.sessions.turn_lock import HeldTurn, TurnLocks
 
 __all__ = ["PostgresWorkers"]
@@ -85,10 +85,10 @@ class PostgresWorkers(SharedWorkers):
 
     # -- claims --------------------------------------------------------------------------------------
     def claim(self, session_id: str) -> Claim:
-        # The session's version is read in the lock's round trip, after the lock was granted: what
-        # `resume_kept` compares, without a round trip of its own.
-        held = self.turn_locks.try_acquire(session_id, then=(SESSION_VERSION, (session_id,)))
-        self._claimed_at[session_id] = version_from_row(held.then_row)
+        # The session's version is read in the lock's statement, after the lock was granted: what
+        # `resume_kept` compares, without a wait of its own.
+        held = self.turn_locks.try_acquire(session_id, read_version=True)
+        self._claimed_at[session_id] = held.version
 
         def let_go() -> None:
             self._held.discard(session_id)

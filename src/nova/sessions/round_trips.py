@@ -22,15 +22,33 @@ _local = threading.local()
 
 
 def round_trips() -> int:
-    """How many times this thread has waited on a pooled connection so far: one per statement outside a
-    pipeline, one per pipeline's sync, one each for the BEGIN and the COMMIT of `conn.transaction()`."""
+    """How many times this thread has waited on a pooled connection's socket so far: one per statement,
+    and in a pipeline one per statement queued as well as one for its sync (measured: a transaction of
+    three statements in a pipeline, seven). A call that needs nothing from the server (a COMMIT with no
+    transaction open) is not one."""
     count: int = getattr(_local, "count", 0)
     return count
 
 
 class CountingConnection(psycopg.Connection[Any]):
-    """A connection that counts, for the calling thread, every wait for the server (`round_trips`)."""
+    """A connection that counts, for the calling thread, every wait on its socket (`round_trips`)."""
 
     def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
-        _local.count = getattr(_local, "count", 0) + 1
-        return super().wait(gen, *args, **kwargs)
+        return super().wait(_counted(gen), *args, **kwargs)
+
+
+def _counted(gen: PQGen[RV]) -> PQGen[RV]:
+    """`gen`, counted once if it waits on the socket at all (it yields what to wait for)."""
+    try:
+        wanted = next(gen)
+    except StopIteration as done:
+        result: RV = done.value
+        return result
+    _local.count = getattr(_local, "count", 0) + 1
+    while True:
+        ready = yield wanted
+        try:
+            wanted = gen.send(ready)
+        except StopIteration as done:
+            result = done.value
+            return result

@@ -22,6 +22,7 @@ from nova.sessions.postgres import (
     lend_turn_connection,
     note_returned,
     take_back_turn_connection,
+    version_from_row,
     with_retry,
     worker_name,
 )
@@ -41,9 +42,6 @@ def lock_key(session_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-_TRY_LOCK = "SELECT pg_try_advisory_lock(%s)"
-
-
 class HeldTurn:
     """A held session lock; `release` ends it (closing the connection would too).
 
@@ -51,12 +49,13 @@ class HeldTurn:
     instead of queueing for the store's pool with every other turn of the worker."""
 
     def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None],
-                 then_row: tuple[Any, ...] | None = None) -> None:
+                 version: tuple[int, float, int] | None = None) -> None:
         self._conn = conn
         self._key = key
         self._give_back = give_back
-        self.then_row = then_row
-        """The first row of the query `TurnLocks.try_acquire` ran right after taking the lock, if any."""
+        self.version = version
+        """The session's version when the lock was granted, when `try_acquire` was asked to read it (None
+        also when the session is not recorded)."""
         self._using = threading.Lock()
         """Held while a statement runs on the connection, so `release` never hands it back mid-statement."""
 
@@ -120,27 +119,25 @@ class TurnLocks:
         if pool is not None:
             pool.close(timeout=2.0)
 
-    def try_acquire(self, session_id: str, *, then: tuple[str, tuple[Any, ...]] | None = None) -> HeldTurn:
-        """The session's lock, or `SessionBusy`. `then` (a query and its parameters) runs right after the
-        lock is granted, in the same round trip (a pipeline: autocommit, so it reads what was committed
-        before the lock was granted); its first row is the held lock's `then_row`."""
+    def try_acquire(self, session_id: str, *, read_version: bool = False) -> HeldTurn:
+        """The session's lock, or `SessionBusy`. With `read_version`, the held lock's `version` is the
+        session's (`PostgresSessionStore.session_version`), read in the same statement once the lock was
+        granted (`nova_claim`): what the last holder committed, without a wait of its own."""
         key = lock_key(session_id)
 
         def take() -> HeldTurn | None:
             conn = self._pool().getconn()
             try:
-                if then is None:
-                    row, then_row = conn.execute(_TRY_LOCK, (key,)).fetchone(), None
+                if read_version:
+                    row = conn.execute("SELECT * FROM nova_claim(%s, %s)", (key, session_id)).fetchone()
                 else:
-                    with conn.pipeline():
-                        locked = conn.execute(_TRY_LOCK, (key,))
-                        after = conn.execute(*then)
-                    row, then_row = locked.fetchone(), after.fetchone()
+                    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             except BaseException:
                 self._pool().putconn(conn)
                 raise
             if row is not None and row[0]:
-                return HeldTurn(conn, key, lambda c: self._give_back(session_id, c), then_row)
+                version = version_from_row(row[1:]) if read_version else None
+                return HeldTurn(conn, key, lambda c: self._give_back(session_id, c), version)
             self._pool().putconn(conn)
             return None
 

@@ -5,6 +5,7 @@ its last batch. Skips without the test database of `.ci/postgres`."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 
@@ -40,10 +41,11 @@ def test_a_fast_stream_is_stored_in_few_writes_and_delivered_in_order_after_stor
     writes = 0
     real_publish = log.publish
 
-    def counting_publish(session_id: str, turn_id: str, batches: list[tuple[bytes, bool]]) -> list[int]:
+    def counting_publish(session_id: str, turn_id: str, batches: list[tuple[bytes, bool]], *,
+                         first: bool = False) -> list[int]:
         nonlocal writes
         writes += 1
-        return real_publish(session_id, turn_id, batches)
+        return real_publish(session_id, turn_id, batches, first=first)
 
     log.publish = counting_publish  # type: ignore[method-assign]
 
@@ -87,3 +89,31 @@ def test_followers_read_the_stream_a_client_was_sent(pg_url: str) -> None:
 
     assert asyncio.run(follow()) == delivered
     log.close()
+
+
+def test_a_turns_first_write_drops_the_sessions_turns_before_the_latest(pg_url: str) -> None:
+    log = EventLog(pg_url)
+    for turn in ("turn-1", "turn-2", "turn-3"):
+        ended = threading.Event()
+        stream = log.stream("s1", turn, lambda data: None, ended.set)
+        stream.publish(b"data: {}\n\n")
+        stream.publish(b"data: {}\n\n", last=True)
+        assert ended.wait(30)
+    log.close()
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        turns = [str(r[0]) for r in conn.execute(
+            "SELECT turn_id FROM nova_events WHERE session_id = 's1' GROUP BY turn_id ORDER BY MIN(id)")]
+    assert turns == ["turn-2", "turn-3"]  # the latest before the new one is kept for a reconnecting reader
+
+
+def test_a_closed_log_writes_what_was_queued_and_refuses_more(pg_url: str) -> None:
+    log = EventLog(pg_url)
+    ran: list[int] = []
+    for n in range(20):
+        log.submit(functools.partial(ran.append, n))
+    log.close()
+    assert sorted(ran) == list(range(20))
+    with pytest.raises(RuntimeError):
+        log.submit(lambda: None)

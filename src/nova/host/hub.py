@@ -593,12 +593,6 @@ class SessionHub:
         claim = self._claim_shared(session_id)
         if claim is None:
             return self._start_turn_here(session_id, text, sink)
-        assert self.shared is not None
-        try:
-            self.shared.turn_starting(session_id)
-        except BaseException:
-            self._let_go(session_id, claim)
-            raise
         finished = threading.Event()
 
         def forward(event: ev.Event | None) -> None:

@@ -71,10 +71,6 @@ class WorkerClaims(Protocol):
         False when anything wrote to the session since (close the copy and `refresh`)."""
         ...
 
-    def turn_starting(self, session_id: str) -> None:
-        """Under a claim, just before a turn starts on the session."""
-        ...
-
     def cancel_elsewhere(self, session_id: str) -> bool:
         """Ask the worker running a turn on the session to stop it; False when no worker runs one."""
         ...

@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from nova.sessions.postgres import shared_pool, with_retry
@@ -48,6 +48,11 @@ _INSERT = ("INSERT INTO nova_events (session_id, turn_id, data, last, created_at
 server prepares it, where a VALUES list of as many rows as the batch was parsed and planned anew each
 time (measured: a few per cent of a busy worker's time)."""
 
+_PRUNE = ("WITH older AS (DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM"
+          " nova_events WHERE session_id = %s ORDER BY id DESC LIMIT 1)) ")
+"""Put before `_INSERT` for a new turn's first rows: every turn of the session but the latest one goes. One
+statement, one snapshot: the latest turn it keeps is the one before the rows being inserted."""
+
 WRITERS = 8
 """Threads writing turn streams for the whole worker; each turn has at most one write in flight."""
 MAX_ROWS = 1000
@@ -62,7 +67,16 @@ class EventLog:
     def __init__(self, url: str, held: Callable[[str], HeldTurn | None] | None = None) -> None:
         self._pool = shared_pool(url)
         self._held = held
-        self._writers = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="nova-events")
+        # A queue the writers wait on, not a ThreadPoolExecutor: every `submit` of an executor takes two
+        # locks, one of them shared by every executor of the process (the sessions' own threads, asyncio's),
+        # and with a turn handing its stream over a few times a turn, hundreds of session threads queued on
+        # them (measured: the most common place a PostgreSQL worker's session threads were found waiting).
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._closed = False
+        self._writers = [threading.Thread(target=self._write, name=f"nova-events-{n}", daemon=True)
+                         for n in range(WRITERS)]
+        for writer in self._writers:
+            writer.start()
 
     def stream(self, session_id: str, turn_id: str, deliver: Callable[[bytes], None],
                end: Callable[[], None]) -> TurnStream:
@@ -71,18 +85,45 @@ class EventLog:
         return TurnStream(self, session_id, turn_id, deliver, end)
 
     def submit(self, job: Callable[[], None]) -> None:
-        self._writers.submit(job)
+        """Run `job` on a writer thread; `RuntimeError` once the log is closed (the caller runs it)."""
+        if self._closed:
+            raise RuntimeError("the event log is closed")
+        self._jobs.put(job)
+        if self._closed:  # closed meanwhile: its writers may be gone, so run what is left here
+            self._run_left()
 
-    def publish(self, session_id: str, turn_id: str, batches: Sequence[tuple[bytes, bool]]) -> list[int]:
-        """Store `batches` (data, last) of a turn as rows in one statement; returns their ids in order."""
+    def _write(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job()
+            except Exception:  # a writer outlives one bad job (`TurnStream._drain` logs its own failures)
+                log.exception("writing turn events")
+
+    def _run_left(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                job()
+
+    def publish(self, session_id: str, turn_id: str, batches: Sequence[tuple[bytes, bool]], *,
+                first: bool = False) -> list[int]:
+        """Store `batches` (data, last) of a turn as rows in one statement; returns their ids in order.
+        The `first` write of a turn also drops the session's turns before the latest one (the one a
+        reconnecting client can still be reading), in the same statement, so the table holds at most
+        two turns per session."""
         if not batches:
             return []
         now = time.time()
         params = (session_id, turn_id, now, [data.decode("utf-8") for data, _ in batches],
                   [last for _, last in batches])
 
+        sql, args = (_PRUNE + _INSERT, (session_id, session_id, *params)) if first else (_INSERT, params)
+
         def insert() -> list[int]:
-            rows = self._on_turn_connection(session_id, lambda conn: conn.execute(_INSERT, params).fetchall())
+            rows = self._on_turn_connection(session_id, lambda conn: conn.execute(sql, args).fetchall())
             # The ids come from the sequence row by row in the arrays' order (ORDER BY n), so sorted they
             # are that order whatever order RETURNING lists them in.
             return sorted(int(r[0]) for r in rows)
@@ -103,17 +144,13 @@ class EventLog:
             return fn(conn)
 
     def close(self) -> None:
-        self._writers.shutdown(wait=True, cancel_futures=False)
-
-    def prune(self, session_id: str) -> None:
-        """Keep only the session's latest turn (the one a reconnecting client can still be reading);
-        called as a new turn starts, so the table holds at most two turns per session."""
-        def delete() -> None:
-            self._on_turn_connection(session_id, lambda conn: conn.execute(
-                "DELETE FROM nova_events WHERE session_id = %s AND turn_id <> (SELECT turn_id FROM nova_events"
-                " WHERE session_id = %s ORDER BY id DESC LIMIT 1)", (session_id, session_id)))
-
-        with_retry(delete, what="pruning turn events")
+        """Write what is queued, then stop the writers."""
+        self._closed = True
+        for _ in self._writers:
+            self._jobs.put(None)  # after every job queued so far
+        for writer in self._writers:
+            writer.join()
+        self._run_left()  # queued by a `submit` that raced the close
 
     def _after(self, session_id: str, after: int | None) -> list[tuple[int, str, bool]]:
         with self._pool.connection() as conn:
@@ -166,6 +203,8 @@ class TurnStream:
         self._lock = threading.Lock()
         self._queued: list[tuple[bytes, bool]] = []
         self._writing = False
+        self._written = False
+        """Whether a write of this turn's was stored: the first one drops the session's older turns."""
 
     def publish(self, data: bytes, last: bool = False) -> None:
         with self._lock:
@@ -185,8 +224,10 @@ class TurnStream:
                 if not batch:
                     self._writing = False
                     return
-            try:
-                ids: list[int | None] = list(self._log.publish(self._session_id, self._turn_id, batch))
+            try:  # one drain at a time touches `_written`
+                ids: list[int | None] = list(self._log.publish(self._session_id, self._turn_id, batch,
+                                                               first=not self._written))
+                self._written = True
             except Exception as exc:
                 # The database stayed away for the retry window: the turn's own client still gets its
                 # stream (without ids, so it cannot resume it elsewhere); followers miss these batches.

@@ -12,8 +12,11 @@ What differs from a hub alone in its process:
 - a new session is handed back as soon as it is recorded, and after a turn the session's records, meta
   and store row are written, its version noted, and only then is the lock released and the client's
   stream ended, so the next turn, on any worker, sees everything;
-- the turn's stream is stored as it goes (`event_log`), so a client on any worker can follow it, and a
-  cancel for a turn on another worker goes there as a notification (`remote_cancel`).
+- the turn's stream is stored as it goes (`event_log`; its first write drops the session's older
+  turns), so a client on any worker can follow it, and a cancel for a turn on another worker goes
+  there as a notification (`remote_cancel`).
+Each step costs as few waits on the database as it can (`nova.sessions.round_trips` counts them): the
+claim reads the version in the lock's statement, and a record with its message is one statement.
 A worker killed mid-turn loses its connections, so its lock goes at once; the records it committed are
 rows, and the dangling tool call of the unfinished turn is repaired by the next resume as always.
 """
@@ -33,6 +36,8 @@ from nova.sessions.postgres import PostgresSessionStore
 from nova.sessions.turn_lock import HeldTurn, TurnLocks
 
 __all__ = ["PostgresWorkers"]
+
+_UNREAD = object()
 
 
 class _HeldSession(Claim):
@@ -59,6 +64,9 @@ class PostgresWorkers(SharedWorkers):
         """Sessions whose lock this worker holds, brought up to date: they exist (a delete needs the
         lock) without asking."""
         self._cancels: CancelListener | None = None
+        self._claimed_at: dict[str, object] = {}
+        """Each session claimed here now: its version when the claim was granted (nobody else can move it
+        while the claim is held)."""
 
     # -- the index -----------------------------------------------------------------------------------
     def list_sessions(self) -> list[SessionMeta]:
@@ -77,8 +85,16 @@ class PostgresWorkers(SharedWorkers):
 
     # -- claims --------------------------------------------------------------------------------------
     def claim(self, session_id: str) -> Claim:
-        held = self.turn_locks.try_acquire(session_id)
-        return _HeldSession(held, lambda: self._held.discard(session_id))
+        # The session's version is read in the lock's statement, after the lock was granted: what
+        # `resume_kept` compares, without a wait of its own.
+        held = self.turn_locks.try_acquire(session_id, read_version=True)
+        self._claimed_at[session_id] = held.version
+
+        def let_go() -> None:
+            self._held.discard(session_id)
+            self._claimed_at.pop(session_id, None)
+
+        return _HeldSession(held, let_go)
 
     def refresh(self, session_id: str) -> bool:
         if not materialize(self.home, session_id, self._db):
@@ -90,14 +106,13 @@ class PostgresWorkers(SharedWorkers):
         return self._db.session_version(session_id)
 
     def resume_kept(self, session_id: str, version: object) -> bool:
-        if version is None or self._db.session_version(session_id) != version:
+        current = self._claimed_at.pop(session_id, _UNREAD)
+        if current is _UNREAD:  # not claimed through `claim` (never so in the hub): ask
+            current = self._db.session_version(session_id)
+        if version is None or current != version:
             return False
         self._held.add(session_id)
         return True
-
-    def turn_starting(self, session_id: str) -> None:
-        """The stream of a new turn starts: the stored streams of the session's older turns go."""
-        self.event_log.prune(session_id)
 
     def cancel_elsewhere(self, session_id: str) -> bool:
         try:

@@ -17,7 +17,15 @@ from typing import Any, TypeVar
 
 from nova.errors import SessionBusy
 from nova.sessions.postgres import TurnReleased as Released
-from nova.sessions.postgres import lend_turn_connection, take_back_turn_connection, with_retry, worker_name
+from nova.sessions.postgres import (
+    check_if_idle,
+    lend_turn_connection,
+    note_returned,
+    take_back_turn_connection,
+    version_from_row,
+    with_retry,
+    worker_name,
+)
 
 __all__ = ["LOCK_POOL_SIZE", "HeldTurn", "Released", "TurnLocks", "lock_key"]
 
@@ -40,10 +48,14 @@ class HeldTurn:
     Its connection idles for the whole turn, so the turn's own small writes can go over it (`fetchone`)
     instead of queueing for the store's pool with every other turn of the worker."""
 
-    def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None]) -> None:
+    def __init__(self, conn: Any, key: int, give_back: Callable[[Any], None],
+                 version: tuple[int, float, int] | None = None) -> None:
         self._conn = conn
         self._key = key
         self._give_back = give_back
+        self.version = version
+        """The session's version when the lock was granted, when `try_acquire` was asked to read it (None
+        also when the session is not recorded)."""
         self._using = threading.Lock()
         """Held while a statement runs on the connection, so `release` never hands it back mid-statement."""
 
@@ -91,9 +103,13 @@ class TurnLocks:
             if self._lock_pool is None:
                 from psycopg_pool import ConnectionPool
 
+                from nova.sessions.round_trips import CountingConnection
+
+                # Checked only after idling (`check_if_idle`): a lock connection handed back by the
+                # last turn a moment ago spares the next claim a round trip.
                 self._lock_pool = ConnectionPool(
                     self.url, min_size=1, max_size=LOCK_POOL_SIZE, open=True, timeout=30.0, name="nova-locks",
-                    check=ConnectionPool.check_connection,
+                    check=check_if_idle, reset=note_returned, connection_class=CountingConnection,
                     kwargs={"autocommit": True, "application_name": worker_name()})
             return self._lock_pool
 
@@ -103,18 +119,25 @@ class TurnLocks:
         if pool is not None:
             pool.close(timeout=2.0)
 
-    def try_acquire(self, session_id: str) -> HeldTurn:
+    def try_acquire(self, session_id: str, *, read_version: bool = False) -> HeldTurn:
+        """The session's lock, or `SessionBusy`. With `read_version`, the held lock's `version` is the
+        session's (`PostgresSessionStore.session_version`), read in the same statement once the lock was
+        granted (`nova_claim`): what the last holder committed, without a wait of its own."""
         key = lock_key(session_id)
 
         def take() -> HeldTurn | None:
             conn = self._pool().getconn()
             try:
-                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                if read_version:
+                    row = conn.execute("SELECT * FROM nova_claim(%s, %s)", (key, session_id)).fetchone()
+                else:
+                    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             except BaseException:
                 self._pool().putconn(conn)
                 raise
             if row is not None and row[0]:
-                return HeldTurn(conn, key, lambda c: self._give_back(session_id, c))
+                version = version_from_row(row[1:]) if read_version else None
+                return HeldTurn(conn, key, lambda c: self._give_back(session_id, c), version)
             self._pool().putconn(conn)
             return None
 

@@ -7,11 +7,11 @@ prints the token every worker accepts. Without a database this is `load_or_creat
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from nova.errors import ConfigError
+from nova.fs.private import replace_private_file
 from nova.server.token import TOKEN_FILE, load_or_create_token
 
 __all__ = ["server_token"]
@@ -45,14 +45,7 @@ def server_token(home: Path) -> tuple[str, bool]:
 
 
 def _replace_token_file(path: Path, token: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, (token + "\n").encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        replace_private_file(path, token + "\n", durable=True)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None

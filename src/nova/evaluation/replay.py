@@ -586,6 +586,12 @@ def recorded_compaction(message: Message) -> bool:
     return message.has("summary")
 
 
+def _summary_alone(message: Message) -> Message:
+    """A recorded compaction's message without the tool results a merge put beside its summary."""
+    kept = [p for p in message.parts if not isinstance(p, ToolResultPart)]
+    return message.with_parts(kept) if len(kept) < len(message.parts) else message
+
+
 def _cache_for(messages: Sequence[Message], model: str) -> tuple[ProviderName | None, float, str]:
     """The prompt cache a recording's calls ran against (by the family of its model: Claude's explicit
     breakpoints, else automatic prefix caching), the TTL its writes took and how they are priced: a
@@ -1049,7 +1055,11 @@ def _run(
         if recorded_compaction(message):
             scale.compacted()
             if policy == "recorded":
-                # The recorded agent's own compaction: its summary replaces everything before it.
+                # The recorded agent's own compaction: its summary replaces everything before it. A
+                # compaction that ran right after a tool result leaves that result next to the summary,
+                # and the repair merged the two: the result answers a call the summary covers, so it
+                # goes with the call (kept, it would answer nothing in the view).
+                message = _summary_alone(message)
                 compacted(history, [message], forced=False)
                 report.compactions += 1
                 history, boundary = [], "compaction"

@@ -53,3 +53,11 @@ def test_session_meta_keeps_totals(tmp_path: Path) -> None:
     assert (meta.usage.input_tokens, meta.usage.cache_read_tokens, meta.usage.cache_write_tokens) == (200, 2_000, 100)
     assert meta.cost_usd == pytest.approx(2 * (100 * 3 + 10 * 15 + 1_000 * 0.3 + 50 * 3.75) / 1e6)
     session.close()
+
+
+def test_codex_cli_default_model_of_2026_has_its_price_and_window() -> None:
+    # Codex CLI 0.104 rollouts name gpt-5.3-codex on every turn; unknown, a replay left them out.
+    info = model_info("gpt-5.3-codex")
+    assert info is not None and info.window == 400_000
+    usage = Usage(input_tokens=1_000_000, cache_read_tokens=1_000_000, output_tokens=1_000_000)
+    assert cost_usd(usage, "gpt-5.3-codex") == pytest.approx(1.75 + 0.175 + 14.0)

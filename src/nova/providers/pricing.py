@@ -57,6 +57,8 @@ _MODELS: tuple[ModelInfo, ...] = (
     # of prompts up to 272k tokens; above that the whole request bills at 2x input and 1.5x output, which
     # this flat table does not model (a Codex session compacts well before it).
     _openai("gpt-5.5", 1_000_000, 5.0, 30.0, 0.50),
+    # GPT-5.3-Codex (genai-prices 0.2.3): the 5.2 prices and window.
+    _openai("gpt-5.3-codex", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.2-codex", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.2", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.1-codex-mini", 400_000, 0.25, 2.0, 0.025),

@@ -1,6 +1,7 @@
 """Claude Code 2.1 queues a background task's `<task-notification>` in the same queue as the prompts the
 person types while tools run: a `remove` delivers the person's prompt beside the next results, and the
-notification comes later as a user record of its own. The prompt behind a waiting notification is not lost."""
+notification comes later as a user record of its own (Claude Code's text, not the person's). The prompt
+behind a waiting notification is not lost."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nova.messages import person_entries
+from nova.messages import TextPart, person_entries
 from nova.sessions.importers import read_session_file
 
 NOTIFICATION = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
@@ -56,4 +57,7 @@ def test_a_remove_delivers_the_typed_prompt_not_the_waiting_notification(tmp_pat
     [holder] = [m for m in messages if any(text == "also fix the lint" for _, text in person_entries(m))]
     assert [r.tool_use_id for r in holder.tool_results()] == ["t2"]
     texts = [text for m in messages for _, text in person_entries(m)]
-    assert texts.count(NOTIFICATION) == 1 and texts.index(NOTIFICATION) > texts.index("also fix the lint")
+    assert texts == ["run the tests in the background", "also fix the lint"]
+    # The notification is Claude Code's, not the person's: in the conversation once, marked harness.
+    [notice] = [p for m in messages for p in m.parts if isinstance(p, TextPart) and p.text == NOTIFICATION]
+    assert notice.harness

@@ -9,8 +9,8 @@ What the file holds and how it is read:
   results in call order;
 - `isMeta` user records (skill bodies, hook feedback, command caveats) are kept, marked `is_meta`, and
   their text parts marked `harness`, as are the harness's records of a local command (`<command-name>`
-  with no arguments, `<local-command-stdout>`) and interrupt markers: merged with what the person typed,
-  none of them hides it;
+  with no arguments, `<local-command-stdout>`), a background task's `<task-notification>` and interrupt
+  markers: merged with what the person typed, none of them hides it;
 - prompts typed while Claude Code was busy are `queue-operation` records: an `enqueue` delivered by
   `remove` (read by the model beside the next tool results) becomes a text of the person's in that
   results message, with the enqueue's own id as its `entry` (a queued `<task-notification>` is not what a
@@ -299,9 +299,10 @@ LOCAL_COMMANDS = frozenset((
 
 def _harness_text(text: str) -> bool:
     """Text Claude Code wrote into a user record, not the person: an interrupt marker, a local command's
-    output or caveat, the record of a built-in local command run with no arguments."""
+    output or caveat, a background task's `<task-notification>`, the record of a built-in local command
+    run with no arguments."""
     stripped = text.strip()
-    if stripped.startswith((_INTERRUPTED, _CAVEAT, *_LOCAL_OUTPUT)):
+    if stripped.startswith((_INTERRUPTED, _CAVEAT, _TASK_NOTIFICATION, *_LOCAL_OUTPUT)):
         return True
     if stripped.startswith(("<command-name>", "<command-message>")):
         args = _COMMAND_ARGS.search(stripped)

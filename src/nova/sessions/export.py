@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -201,21 +201,35 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
             session.record_event(SYSTEM_PROMPT_EVENT, {"text": imported.system})
         if imported.tools:
             session.record_event(TOOLS_EVENT, tools_event_data(imported.tools))
-        for message in imported.messages:
+        for index, message in enumerate(imported.messages):
             compaction = message.metadata.get("compaction")
             summary = next((p for p in message.parts if isinstance(p, SummaryPart)), None)
             if isinstance(compaction, dict) and summary is not None:
                 # The recorded agent compacted here: a Nova boundary, so a resume starts from its summary.
+                before, after = _context_around(imported.messages, index)
                 session.record_compact_boundary(BoundaryRecord(
                     id="", summary=summary.text, trigger=str(compaction.get("trigger") or "imported"),
-                    tokens_before=int(compaction.get("tokens_before") or 0), covers=summary.covers,
-                    messages=(message,), ts=message.created_at))
+                    tokens_before=int(compaction.get("tokens_before") or 0) or before, tokens_after=after,
+                    covers=summary.covers, messages=(message,), ts=message.created_at))
                 continue
             usage = usage_of(message)
             session.record_message(message, usage)
             if usage is not None:
                 session.add_cost(usage, _call_cost(message, usage, model))
     return session.id
+
+
+def _context_around(messages: Sequence[Message], index: int) -> tuple[int, int]:
+    """The context the recorded calls measured on either side of `index` (a compaction): the last one
+    before it and the first one after (0 where none was measured). Codex records no size with its
+    compaction, and no format the size after it."""
+    def context(m: Message) -> int:
+        usage = usage_of(m) if m.role == "assistant" else None
+        return usage.context_tokens if usage is not None else 0
+
+    before = next((t for m in reversed(messages[:index]) if (t := context(m))), 0)
+    after = next((t for m in messages[index + 1:] if (t := context(m))), 0)
+    return before, after
 
 
 def _main_model(messages: Iterable[Message]) -> str:

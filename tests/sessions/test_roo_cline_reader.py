@@ -8,12 +8,14 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from nova.evaluation.replay import replay_messages
 from nova.history.invariants import check_tool_pairing
 from nova.messages import SummaryPart
 from nova.model import usage_of
 from nova.sessions.export import import_sessions
-from nova.sessions.importers import read_session_file
+from nova.sessions.importers import SessionImportError, read_session_file
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.transcript import Transcript
 
@@ -118,3 +120,16 @@ def test_cline_ui_messages_replace_the_estimated_split(tmp_path: Path) -> None:
     assert second is not None and (second.cache_read_tokens, second.cache_write_tokens) == (0, 12_000)
     assert [m.metadata["cost_usd"] for m in responses] == [0.035, 0.046]
     assert imported.meta["usage_from"] == "order" and "cache_split_estimated" not in imported.meta
+
+
+def test_a_cline_task_folder_is_read_as_its_conversation_and_named_after_the_task(tmp_path: Path) -> None:
+    task = tmp_path / "tasks" / "1769064454592"
+    task.mkdir(parents=True)
+    (task / "api_conversation_history.json").write_text(json.dumps(_cline_history([9_000])), encoding="utf-8")
+    (task / "ui_messages.json").write_text("[]", encoding="utf-8")
+    imported = read_session_file(task)
+    assert imported.format == "anthropic" and imported.title == "1769064454592"
+    assert imported.source_path == task / "api_conversation_history.json"
+    # The UI log beside it is not the conversation: the refusal names the file to give instead.
+    with pytest.raises(SessionImportError, match=r"give .*api_conversation_history\.json"):
+        read_session_file(task / "ui_messages.json")

@@ -40,6 +40,8 @@ from nova.sessions.readers.openai_chat import ANTHROPIC_BLOCKS, ChatListReader
 NAME = "anthropic"
 _CLINE_RESULT = re.compile(r"\[([\w.-]+)(?: for .*?)?\] (Result|Error):", re.ASCII | re.DOTALL)
 UI_MESSAGES = "ui_messages.json"
+HISTORY = "api_conversation_history.json"
+"""The conversation file of a Cline / Roo Code task folder."""
 
 
 def _is_reasoning_item(m: Any) -> bool:
@@ -87,8 +89,9 @@ class AnthropicMessagesReader(ChatListReader):
             meta["usage_from"] = how
         if estimated := len(a.estimated.keys() - filled):
             meta["cache_split_estimated"] = estimated
+        # Every Cline / Roo task's file has the same name: the task folder's (its id) names the session.
         return ImportedSession(messages=messages, system="\n\n".join(a.b.system), format=NAME, source_path=path,
-                               meta=meta)
+                               meta=meta, title=path.parent.name if path.name == HISTORY else "")
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ from nova.sessions.readers.claude_code import ClaudeCodeReader
 from nova.sessions.readers.codex import CodexReader
 from nova.sessions.readers.common import load_text
 from nova.sessions.readers.gemini_cli import GeminiCliReader
+from nova.sessions.readers.gemini_cli_jsonl import GeminiCliJsonlReader
 from nova.sessions.readers.mini_swe_agent import MiniSweAgentReader
 from nova.sessions.readers.nova import NovaReader
 from nova.sessions.readers.openai_chat import OpenAIChatReader
@@ -42,7 +43,7 @@ __all__ = ["READERS", "Confidence", "ImportedSession", "SessionReader", "Skipped
 # In order of preference when two readers are equally sure.
 READERS: tuple[SessionReader, ...] = (
     NovaReader(), MiniSweAgentReader(), SweAgentReader(), OpenCodeReader(), OpenHandsReader(), AnthropicMessagesReader(),
-    OpenAIChatReader(), GeminiCliReader(), ClaudeCodeReader(), CodexReader(), PiReader(), AiderReader(),
+    OpenAIChatReader(), GeminiCliReader(), GeminiCliJsonlReader(), ClaudeCodeReader(), CodexReader(), PiReader(), AiderReader(),
 )
 HEAD_LINES = 64
 

@@ -44,10 +44,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nova.evaluation.replay import ReplayReport, call_model, replay_session
+from nova.evaluation.replay import ReplayReport, recorded_window, replay_session
 from nova.evaluation.retention import retention, retention_items
 from nova.model import usage_of
-from nova.providers.pricing import context_window_for
 from nova.sessions.importers import read_session_file
 from nova.sessions.readers.base import ImportedSession
 from nova.testing import shared_data_dir
@@ -69,12 +68,8 @@ def has_usage(run: ImportedSession) -> bool:
 
 
 def window_of(run: ImportedSession) -> tuple[int, str]:
-    """The window the run ran with: the model table's for the models its calls name (the largest), and
-    those models; 0 when none is known."""
-    default = str(run.meta.get("model") or "")
-    models = sorted({call_model(m, default) for m in run.messages if m.role == "assistant"} - {""})
-    windows = [w for m in models if (w := context_window_for(m))]
-    return (max(windows) if windows else 0), ", ".join(models)
+    """The window the run ran with (`nova.evaluation.replay.recorded_window`)."""
+    return recorded_window(run.messages, str(run.meta.get("model") or ""))
 
 
 def total_cost(report: ReplayReport) -> float | None:

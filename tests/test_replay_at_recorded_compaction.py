@@ -66,6 +66,21 @@ def test_a_recording_without_a_compaction_is_refused_with_the_reason(tmp_path: P
     assert "no compaction by the recorded agent" in result.output
 
 
+def test_a_compaction_of_another_agent_is_named_not_denied(tmp_path: Path) -> None:
+    # A Codex rollout that compacted: this comparison reads Claude Code's records only, and says so.
+    path = tmp_path / "rollout.jsonl"
+    records = [{"type": "session_meta", "payload": {"id": "s1", "cwd": "/repo"}},
+               {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                     "content": [{"type": "input_text", "text": "fix it"}]}},
+               {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                                     "content": [{"type": "output_text", "text": "fixed"}]}},
+               {"type": "compacted", "payload": {"message": "the parser was fixed"}}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = runner.invoke(app, ["replay", str(path), "--at-recorded-compaction"])
+    assert result.exit_code == 1
+    assert "the recorded codex agent compacted" in result.output and "--policy recorded" in result.output
+
+
 def test_other_policies_do_not_go_with_it(tmp_path: Path) -> None:
     result = runner.invoke(app, ["replay", str(tmp_path / "x.jsonl"), "--at-recorded-compaction", "--policy",
                                  "truncate"])

@@ -53,3 +53,26 @@ def test_session_meta_keeps_totals(tmp_path: Path) -> None:
     assert (meta.usage.input_tokens, meta.usage.cache_read_tokens, meta.usage.cache_write_tokens) == (200, 2_000, 100)
     assert meta.cost_usd == pytest.approx(2 * (100 * 3 + 10 * 15 + 1_000 * 0.3 + 50 * 3.75) / 1e6)
     session.close()
+
+
+def test_codex_cli_default_model_of_2026_has_its_price_and_window() -> None:
+    # Codex CLI 0.104 rollouts name gpt-5.3-codex on every turn; unknown, a replay left them out.
+    info = model_info("gpt-5.3-codex")
+    assert info is not None and info.window == 400_000
+    usage = Usage(input_tokens=1_000_000, cache_read_tokens=1_000_000, output_tokens=1_000_000)
+    assert cost_usd(usage, "gpt-5.3-codex") == pytest.approx(1.75 + 0.175 + 14.0)
+
+
+def test_claude_names_as_gateways_and_agent_configs_write_them_have_their_price() -> None:
+    # OpenRouter ("anthropic/claude-sonnet-4.5"), a Cline OpenAI-compatible profile ("claude_4_5_opus"),
+    # and the family after the version ("claude-4-sonnet"): unpriced, their sessions' cost was unknown
+    # and they replayed at the default window.
+    assert model_info("anthropic/claude-sonnet-4.5") == model_info("claude-sonnet-4-5")
+    assert model_info("claude_4_5_opus") == model_info("claude-opus-4-5")
+    assert model_info("claude-4-opus-20250514") == model_info("claude-opus-4")
+    # Claude 3.x puts the version first in Anthropic's own names: a dot is all that differs.
+    assert model_info("claude-3.7-sonnet") == model_info("claude-3-7-sonnet")
+    assert model_info("claude-3-5-haiku-20241022") == model_info("claude-3-5-haiku")
+    # Other families keep their dots.
+    info = model_info("gpt-4.1-mini")
+    assert info is not None and info.name == "gpt-4.1-mini"

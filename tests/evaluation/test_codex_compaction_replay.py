@@ -42,3 +42,35 @@ def test_a_codex_compaction_is_where_the_recorded_replay_starts_again(tmp_path: 
     # `naive` keeps what the boundary covered as well as the summary: more than Codex ever sent after it.
     naive = replay_session(session, window=200_000, policy="naive")
     assert naive.per_call[1].input_tokens > 9_000
+
+
+def test_a_remote_compaction_is_its_replacement_history_not_its_empty_message(tmp_path: Path) -> None:
+    # Codex's remote compaction (Codex CLI 0.10x on OpenAI models): `message` is empty and the new history
+    # is `replacement_history`, the kept messages and an encrypted summary item.
+    path = tmp_path / "rollout.jsonl"
+    kept_prompt = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the parser"}]}
+    records = [
+        {"type": "session_meta", "payload": {"id": "s1", "cwd": "/repo"}},
+        {"type": "turn_context", "payload": {"model": "gpt-5.3-codex", "cwd": "/repo"}},
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "fix the parser"}},
+        response_item(kept_prompt),
+        response_item({"type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                     "text": "read " + "word " * 2000}]}),
+        token_count(9_100, {"input_tokens": 9_000, "cached_input_tokens": 0, "output_tokens": 100}),
+        {"type": "compacted", "payload": {"message": "", "replacement_history": [
+            kept_prompt, {"type": "compaction", "encrypted_content": "gAAAAB"}]}},
+        {"type": "event_msg", "payload": {"type": "context_compacted"}},
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "now add a test"}},
+        response_item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "now add a test"}]}),
+        response_item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "added"}]}),
+        token_count(10_000, {"input_tokens": 850, "cached_input_tokens": 0, "output_tokens": 50}),
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    session = read_session_file(path)
+    [summary] = [m for m in session.messages if m.has("summary")]
+    assert "fix the parser" in summary.text and "encrypted" in summary.text
+    report = replay_session(session, window=400_000, policy="recorded")
+    assert report.compactions == 1 and report.per_call[1].event == "compaction"
+    # The prompt Codex kept is still in the view after the compaction; the long reply it dropped is not.
+    shown = "\n".join(p.text for m in report.final_view for p in m.parts if hasattr(p, "text"))
+    assert "fix the parser" in shown and "word word" not in shown

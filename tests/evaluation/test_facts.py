@@ -103,6 +103,29 @@ def test_a_transcript_without_a_compaction_has_no_anchor(tmp_path: Path) -> None
     assert read_claude_code(path) is None
 
 
+def test_a_background_tasks_notification_is_no_request_and_no_prompts_place_in_the_queue(tmp_path: Path) -> None:
+    # Claude Code 2.1: a <task-notification> waits in the queue while a typed prompt is delivered by a
+    # remove, and comes later as a user record of its own; neither copy is the person's.
+    notice = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    records = [
+        _user("run the suite in the background"),
+        _assistant({"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test &"}}),
+        {"type": "queue-operation", "operation": "enqueue", "content": notice},
+        {"type": "queue-operation", "operation": "enqueue", "content": "also fix the lint"},
+        {"type": "queue-operation", "operation": "remove"},
+        _result("t1", "started"),
+        _user(notice),
+        {"type": "system", "subtype": "compact_boundary", "compactMetadata": {"trigger": "auto", "preTokens": 99}},
+        _user("This session is being continued...", isCompactSummary=True),
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps({"sessionId": "s", "cwd": "/repo", **r}) for r in records) + "\n")
+    recorded = read_claude_code(path)
+    assert recorded is not None
+    assert [f.text for f in recorded.facts if f.kind == "user_request"] == [
+        "run the suite in the background", "also fix the lint"]
+
+
 def test_the_shared_anchor_session_yields_its_typed_requests() -> None:
     path = shared_data_dir() / "sessions" / "codemie" / "claude-code" / "session-624a4a58.jsonl"
     if not path.is_file():

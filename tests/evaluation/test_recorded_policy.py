@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nova.evaluation.replay import ALL_POLICIES, billed_usd, replay_messages
-from nova.messages import Message, SummaryPart
+from nova.messages import Message, SummaryPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.providers.pricing import model_info, usage_cost
 
@@ -86,3 +86,21 @@ def test_an_unknown_model_is_unknown_not_free() -> None:
     report = replay_messages(messages, window=200_000, policy="recorded")
     assert report.cost_usd is None and report.billed_usd is None
     assert report.to_json()["unpriced_models"] == ["house-model-1"]
+
+
+def test_a_result_merged_into_the_recorded_summary_goes_with_the_call_it_answers() -> None:
+    # Claude Code and Codex often compact right after a tool result: the recording has the call, its
+    # result, then the summary, and the resume repair merges the result and the summary (both user).
+    call = Message(role="assistant", parts=(ToolUsePart(id="t1", name="bash", input={"command": "ls"}),),
+                   created_at=2.0, metadata={"usage": Usage(input_tokens=10, cache_write_tokens=9_000,
+                                                            output_tokens=5).to_dict(), "model": SONNET})
+    result = Message(role="user", parts=(ToolResultPart(tool_use_id="t1", content="a.py"),), created_at=3.0)
+    summary = Message(role="user", parts=(SummaryPart("listed the files", covers=()),), created_at=4.0,
+                      metadata={"compaction": {"source": "claude-code"}})
+    after = _reply("next", Usage(input_tokens=3, cache_write_tokens=800, output_tokens=5), SONNET, 5.0)
+    messages = [Message.user("list the files", created_at=1.0), call, result, summary, after]
+    report = replay_messages(messages, window=200_000, policy="recorded")
+    assert report.compactions == 1
+    assert report.invariant_violations == 0, report.violations
+    assert not any(m.has("tool_result") for m in report.final_view)
+    assert report.final_view[0].has("summary")

@@ -67,3 +67,13 @@ def test_token_notes_become_each_replys_usage() -> None:
     second = usage_of(messages[3])
     assert second is not None and second.cache_read_tokens == 1900 and second.context_tokens == 3100
     assert all(usage_of(m) is not None for m in messages if m.role == "assistant")
+
+
+def test_each_reply_names_the_model_aider_sent_to_and_keeps_its_recorded_price() -> None:
+    imported = read_session_file(HISTORY)
+    replies = [m for m in imported.messages if m.role == "assistant"]
+    # "Main model: anthropic/claude-3-7-sonnet-20250219 with diff edit format": priced and windowed by it.
+    assert {m.metadata["model"] for m in replies} == {"anthropic/claude-3-7-sonnet-20250219"}
+    assert imported.meta["model"] == "anthropic/claude-3-7-sonnet-20250219"
+    # "Cost: $0.0087 message, $0.0087 session": the message's figure, not the session's running total.
+    assert [m.metadata.get("cost_usd") for m in replies][:2] == [0.0087, 0.0041]

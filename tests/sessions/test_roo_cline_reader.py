@@ -8,12 +8,14 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from nova.evaluation.replay import replay_messages
 from nova.history.invariants import check_tool_pairing
 from nova.messages import SummaryPart
 from nova.model import usage_of
 from nova.sessions.export import import_sessions
-from nova.sessions.importers import read_session_file
+from nova.sessions.importers import SessionImportError, read_session_file
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.transcript import Transcript
 
@@ -78,3 +80,56 @@ def test_cline_usage_from_ui_messages_in_order(tmp_path: Path) -> None:
     shutil.copy(tmp_path / "api_conversation_history.json", alone)
     bare = read_session_file(alone / "api_conversation_history.json")
     assert "usage_from" not in bare.meta and usage_of(bare.messages[1]) is None
+
+
+def _cline_history(cached: list[int]) -> list[dict[str, object]]:
+    """A Cline history whose responses carry `metrics.tokens` (Cline 3.x): `cached` is each call's cache
+    reads and writes together."""
+    history: list[dict[str, object]] = [{"role": "user", "content": [{"type": "text", "text": "<task>tidy</task>"}]}]
+    for i, total in enumerate(cached):
+        history.append({"role": "assistant", "content": [{"type": "text", "text": f"step {i}"}],
+                        "modelInfo": {"modelId": "claude-sonnet-4-5-20250929", "providerId": "anthropic"},
+                        "metrics": {"tokens": {"prompt": 10, "completion": 50, "cached": total}}})
+        history.append({"role": "user", "content": [{"type": "text", "text": f"[TASK RESUMPTION] {i}"}]})
+    return history
+
+
+def test_cline_metrics_cached_is_reads_and_writes_split_as_a_warm_cache_splits_them(tmp_path: Path) -> None:
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps(_cline_history([9_000, 12_000, 12_500])), encoding="utf-8")
+    imported = read_session_file(path)
+    # Text blocks only, but `modelInfo` and `metrics` are Cline's: not read as an OpenAI chat list.
+    assert imported.format == "anthropic"
+    usages = [usage_of(m) for m in imported.messages if m.role == "assistant"]
+    assert [(u.cache_read_tokens, u.cache_write_tokens) if u else None for u in usages] == [
+        (0, 9_000), (9_000, 3_000), (12_000, 500)]
+    assert imported.meta["cache_split_estimated"] == 3
+
+
+def test_cline_ui_messages_replace_the_estimated_split(tmp_path: Path) -> None:
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps(_cline_history([9_000, 12_000])), encoding="utf-8")
+    # The cache went cold before the second call: it read nothing and wrote everything again.
+    ui = [{"ts": 1, "type": "say", "say": "api_req_started",
+           "text": json.dumps({"tokensIn": 10, "tokensOut": 50, "cacheWrites": w, "cacheReads": r, "cost": c})}
+          for w, r, c in ((9_000, 0, 0.035), (12_000, 0, 0.046))]
+    (tmp_path / "ui_messages.json").write_text(json.dumps(ui), encoding="utf-8")
+    imported = read_session_file(path)
+    responses = [m for m in imported.messages if m.role == "assistant"]
+    second = usage_of(responses[1])
+    assert second is not None and (second.cache_read_tokens, second.cache_write_tokens) == (0, 12_000)
+    assert [m.metadata["cost_usd"] for m in responses] == [0.035, 0.046]
+    assert imported.meta["usage_from"] == "order" and "cache_split_estimated" not in imported.meta
+
+
+def test_a_cline_task_folder_is_read_as_its_conversation_and_named_after_the_task(tmp_path: Path) -> None:
+    task = tmp_path / "tasks" / "1769064454592"
+    task.mkdir(parents=True)
+    (task / "api_conversation_history.json").write_text(json.dumps(_cline_history([9_000])), encoding="utf-8")
+    (task / "ui_messages.json").write_text("[]", encoding="utf-8")
+    imported = read_session_file(task)
+    assert imported.format == "anthropic" and imported.title == "1769064454592"
+    assert imported.source_path == task / "api_conversation_history.json"
+    # The UI log beside it is not the conversation: the refusal names the file to give instead.
+    with pytest.raises(SessionImportError, match=r"give .*api_conversation_history\.json"):
+        read_session_file(task / "ui_messages.json")

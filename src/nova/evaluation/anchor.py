@@ -144,6 +144,22 @@ def find_recorded_compaction(path: Path) -> RecordedCompaction | None:
         return None
 
 
+def _no_compaction(path: Path) -> str:
+    """Why there is nothing to compare: no compaction, or one of a format this comparison does not read
+    (its facts are read from Claude Code's records), which `--policy recorded` still replays."""
+    try:
+        session = read_session_file(path)
+    except NovaError:
+        session = None
+    if session is not None and session.format != "claude-code" and any(
+            m.has("summary") and "compaction" in m.metadata for m in session.messages):
+        return (f"{path}: the recorded {session.format} agent compacted, but this comparison reads Claude Code "
+                "compactions only (a `compact_boundary` followed by its `isCompactSummary` record); "
+                "`nova replay --policy recorded` replays this one")
+    return (f"{path}: no compaction by the recorded agent (a Claude Code `compact_boundary` followed by its "
+            "`isCompactSummary` record)")
+
+
 def at_recorded_compaction(
     path: Path, *, window: int = 200_000, counter: TokenCounter | None = None, config: CompactionConfig | None = None,
     spill: SpillConfig | None = None, cut_before: int | None = None,
@@ -153,8 +169,7 @@ def at_recorded_compaction(
     Nova's side alone, scored on the same facts (the recorded summary is "")."""
     recorded = read_claude_code(path, cut_before=cut_before) if cut_before else find_recorded_compaction(path)
     if recorded is None:
-        raise NoRecordedCompaction(f"{path}: no compaction by the recorded agent (a Claude Code `compact_boundary` "
-                                   "followed by its `isCompactSummary` record)")
+        raise NoRecordedCompaction(_no_compaction(path))
     counter = counter or HeuristicCounter(CL100K_PROFILE)
     session = read_session_file(path)
     if cut_before:

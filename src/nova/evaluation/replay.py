@@ -72,7 +72,7 @@ from nova.evaluation.replay_views import Composer, ViewChange, composition_json,
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart, to_dict
 from nova.model import ToolSpec, Usage, usage_of
-from nova.providers.pricing import ModelInfo, model_info, usage_cost
+from nova.providers.pricing import ModelInfo, context_window_for, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.readers.base import ImportedSession, PipelineRecord
 from nova.sessions.readers.nova import session_dir_of
@@ -82,7 +82,8 @@ from nova.tokens import MemoCounter, TokenCounter, TokenLedger, count_message, c
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["ALL_POLICIES", "POLICIES", "PROVIDER_POLICIES", "ReplayCall", "ReplayReport", "billed_usd", "call_model",
-           "fixed_prompt_placeholder", "missing_prompt_split", "recorded_compaction", "replay_messages", "replay_session",
+           "fixed_prompt_placeholder", "missing_prompt_split", "recorded_compaction", "recorded_window", "replay_messages",
+           "replay_session",
            "view_document", "view_text", "with_inlined_placeholder"]
 
 # The policies that fit every call in the window (all but what the recording did and the full history).
@@ -578,12 +579,26 @@ def call_model(message: Message, default: str = "") -> str:
     return str(named) if isinstance(named, str) and named else default
 
 
+def recorded_window(messages: Sequence[Message], model: str = "") -> tuple[int, str]:
+    """The window a recording ran with: the model table's for the models its calls name (`model` for a
+    call naming none; the largest when they name several), and those models; 0 when none is known."""
+    models = sorted({call_model(m, model) for m in messages if m.role == "assistant"} - {""})
+    windows = [w for m in models if (w := context_window_for(m))]
+    return (max(windows) if windows else 0), ", ".join(models)
+
+
 def recorded_compaction(message: Message) -> bool:
     """A summary the recorded agent's own compaction left (Claude Code's `compact_boundary` and
     `isCompactSummary`, Codex's `compacted`): from it on, the agent sent it instead of what it covers."""
     # The resume repair may have merged the summary with a user message next to it (and its metadata
     # with it): a summary part in an imported recording is the recorded agent's own.
     return message.has("summary")
+
+
+def _summary_alone(message: Message) -> Message:
+    """A recorded compaction's message without the tool results a merge put beside its summary."""
+    kept = [p for p in message.parts if not isinstance(p, ToolResultPart)]
+    return message.with_parts(kept) if len(kept) < len(message.parts) else message
 
 
 def _cache_for(messages: Sequence[Message], model: str) -> tuple[ProviderName | None, float, str]:
@@ -1049,7 +1064,11 @@ def _run(
         if recorded_compaction(message):
             scale.compacted()
             if policy == "recorded":
-                # The recorded agent's own compaction: its summary replaces everything before it.
+                # The recorded agent's own compaction: its summary replaces everything before it. A
+                # compaction that ran right after a tool result leaves that result next to the summary,
+                # and the repair merged the two: the result answers a call the summary covers, so it
+                # goes with the call (kept, it would answer nothing in the view).
+                message = _summary_alone(message)
                 compacted(history, [message], forced=False)
                 report.compactions += 1
                 history, boundary = [], "compaction"

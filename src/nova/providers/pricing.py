@@ -57,6 +57,8 @@ _MODELS: tuple[ModelInfo, ...] = (
     # of prompts up to 272k tokens; above that the whole request bills at 2x input and 1.5x output, which
     # this flat table does not model (a Codex session compacts well before it).
     _openai("gpt-5.5", 1_000_000, 5.0, 30.0, 0.50),
+    # GPT-5.3-Codex (genai-prices 0.2.3): the 5.2 prices and window.
+    _openai("gpt-5.3-codex", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.2-codex", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.2", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.1-codex-mini", 400_000, 0.25, 2.0, 0.025),
@@ -92,13 +94,15 @@ _BY_NAME = {m.name: m for m in _MODELS}
 _SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|-v\d+|[:@].*)$")
 # Bedrock names a model "<region>.anthropic.<model>-v1:0" (or "anthropic.<model>-v1:0"); Vertex AI
 # "<model>@<date>" (a tag, above). The provider part is not the model.
+_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+_VERSION_FIRST = re.compile(r"^claude-(?P<version>(?P<major>\d)(?:-\d)?)-(?P<family>opus|sonnet|haiku)(?=$|-)")
 _PROVIDER_PREFIX = re.compile(r"^(?:(?:us|eu|jp|apac|au|ca|global|us-gov)\.)?(?:anthropic|openai|google)\.")
 
 
 def model_info(model: str) -> ModelInfo | None:
     """The table entry for `model` (provider prefixes like "openai/", Bedrock's "us.anthropic." and its
     "-v1:0" ignored), or None when unknown."""
-    name = _PROVIDER_PREFIX.sub("", model.rsplit("/", 1)[-1].lower())
+    name = _claude_canonical(_PROVIDER_PREFIX.sub("", model.rsplit("/", 1)[-1].lower()))
     while name:
         if name in _BY_NAME:
             return _BY_NAME[name]
@@ -107,6 +111,19 @@ def model_info(model: str) -> ModelInfo | None:
             return None
         name = stripped
     return None
+
+
+def _claude_canonical(name: str) -> str:
+    """Anthropic's own spelling of a Claude name that a gateway or an agent's config wrote otherwise:
+    OpenRouter's "claude-sonnet-4.5", "claude_4_5_opus", "claude-4-sonnet" (the family before the version
+    from Claude 4 on; "claude-3-7-sonnet" is Anthropic's own order for 3.x)."""
+    if not name.startswith("claude"):
+        return name
+    name = _VERSION_DOT.sub("-", name.replace("_", "-"))
+    swapped = _VERSION_FIRST.match(name)
+    if swapped and int(swapped["major"]) >= 4:
+        name = f"claude-{swapped['family']}-{swapped['version']}{name[swapped.end():]}"
+    return name
 
 
 def context_window_for(model: str) -> int | None:

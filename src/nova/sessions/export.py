@@ -4,11 +4,14 @@ import/resume conveniences the CLI uses."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
+from nova.model import Usage
+from nova.providers.pricing import cost_usd
 from nova.sessions.importers import (
     IMPORTED_EVENT,
     SYSTEM_PROMPT_EVENT,
@@ -173,6 +176,9 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
 def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,
                     parent: str | None) -> str:
     meta = dict(imported.meta)
+    # The model the session ran on: the format's own field, else the one its calls name most often
+    # (Claude Code and Codex name it per call only).
+    model = str(meta.get("model") or "") or _main_model(imported.messages)
     if parent is not None:
         meta["parent_nova_session"] = parent
     session = Session.create(
@@ -183,7 +189,7 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
         # file was found in, which a resume or the context view would take for the project.
         cwd=imported.working_directory,
         provider=f"import:{imported.format}",
-        model=str(meta.get("model") or ""),
+        model=model,
         store=store,
     )
     with session:
@@ -195,22 +201,52 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
             session.record_event(SYSTEM_PROMPT_EVENT, {"text": imported.system})
         if imported.tools:
             session.record_event(TOOLS_EVENT, tools_event_data(imported.tools))
-        for message in imported.messages:
+        for index, message in enumerate(imported.messages):
             compaction = message.metadata.get("compaction")
             summary = next((p for p in message.parts if isinstance(p, SummaryPart)), None)
             if isinstance(compaction, dict) and summary is not None:
                 # The recorded agent compacted here: a Nova boundary, so a resume starts from its summary.
+                before, after = _context_around(imported.messages, index)
                 session.record_compact_boundary(BoundaryRecord(
                     id="", summary=summary.text, trigger=str(compaction.get("trigger") or "imported"),
-                    tokens_before=int(compaction.get("tokens_before") or 0), covers=summary.covers,
-                    messages=(message,), ts=message.created_at))
+                    tokens_before=int(compaction.get("tokens_before") or 0) or before, tokens_after=after,
+                    covers=summary.covers, messages=(message,), ts=message.created_at))
                 continue
             usage = usage_of(message)
             session.record_message(message, usage)
             if usage is not None:
-                cost = message.metadata.get("cost_usd")
-                session.add_cost(usage, float(cost) if isinstance(cost, int | float) else None)
+                session.add_cost(usage, _call_cost(message, usage, model))
     return session.id
+
+
+def _context_around(messages: Sequence[Message], index: int) -> tuple[int, int]:
+    """The context the recorded calls measured on either side of `index` (a compaction): the last one
+    before it and the first one after (0 where none was measured). Codex records no size with its
+    compaction, and no format the size after it."""
+    def context(m: Message) -> int:
+        usage = usage_of(m) if m.role == "assistant" else None
+        return usage.context_tokens if usage is not None else 0
+
+    before = next((t for m in reversed(messages[:index]) if (t := context(m))), 0)
+    after = next((t for m in messages[index + 1:] if (t := context(m))), 0)
+    return before, after
+
+
+def _main_model(messages: Iterable[Message]) -> str:
+    named = Counter(m.metadata["model"] for m in messages
+                    if m.role == "assistant" and isinstance(m.metadata.get("model"), str) and m.metadata["model"])
+    return named.most_common(1)[0][0] if named else ""
+
+
+def _call_cost(message: Message, usage: Usage, model: str) -> float | None:
+    """What the recorded call cost: the price the format recorded (OpenCode, pi), else its usage at the
+    list price of the model it names (`model` when it names none), as `nova replay` bills it; None when
+    that price is unknown."""
+    cost = message.metadata.get("cost_usd")
+    if isinstance(cost, int | float):
+        return float(cost)
+    named = message.metadata.get("model")
+    return cost_usd(usage, named if isinstance(named, str) and named else model) if (named or model) else None
 
 
 def _text(value: object) -> str:

@@ -14,7 +14,8 @@ sure it is and the surest reads the file:
     openai          a list of chat messages, or an object with `messages`
     claude-code     Claude Code session JSONL (see `nova.sessions.readers.claude_code`)
     codex           a Codex CLI rollout JSONL
-    gemini-cli      a Gemini CLI chat (`~/.gemini/tmp/<project>/chats/session-*.json`)
+    gemini-cli      a Gemini CLI chat (`~/.gemini/tmp/<project>/chats/session-*.json`, or newer Gemini CLI's
+                    `session-*.jsonl` log of it: `gemini-cli-jsonl` detects it, the same reader reads it)
     pi              a pi coding-agent session JSONL (the branch ending at the last entry)
     aider           Aider's `.aider.chat.history.md`
     openhands       an OpenHands event stream (trajectory JSON), or an evaluation / resolver `output.jsonl`:

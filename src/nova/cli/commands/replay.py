@@ -29,7 +29,7 @@ from rich.markup import escape
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
 from nova.context.receipt import receipt_line
-from nova.evaluation.replay import ALL_POLICIES, Policy, replay_session, view_document
+from nova.evaluation.replay import ALL_POLICIES, Policy, recorded_window, replay_session, view_document
 from nova.present.run_progress import RunProgress
 from nova.present.terminal import terminal_console
 from nova.providers.pricing import model_info
@@ -50,8 +50,9 @@ err_console = terminal_console(stderr=True, highlight=False)
 
 def replay_command(
     path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL.")],
-    window: Annotated[int, typer.Option("--window", help="Context window of the model to simulate, in tokens.")
-                      ] = 128000,
+    window: Annotated[int | None, typer.Option("--window", help="Context window of the model to simulate, in "
+                      "tokens. Default: the window of the model the recording's calls name (the model table's), "
+                      "else the config's default_context_window (128000).")] = None,
     policy: Annotated[str, typer.Option("--policy", help="recorded | naive | truncate | observation-mask | nova | "
                                         "naive-uncached | naive-cached | anthropic-clear-tool-uses")] = "nova",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with per-call and total figures.")
@@ -91,7 +92,7 @@ def replay_command(
     if price is not None and model_info(price) is None:
         err_console.print(f"nova: error: --price: no price for model {price!r} in the model table")
         raise typer.Exit(2)
-    if window <= 0:
+    if window is not None and window <= 0:
         err_console.print("nova: error: --window must be a positive number of tokens")
         raise typer.Exit(2)
     if report_html is not None:
@@ -107,12 +108,17 @@ def replay_command(
             err_console.print("nova: error: --at-recorded-compaction compares Nova's own compaction (policy nova, "
                               "extractive summarizer); it takes --window, --dump-view and --json only")
             raise typer.Exit(2)
+        if window is None:
+            with user_errors(exit_code=1, os_errors=True):
+                window = _window_of(read_session_file(path), settings)
         _at_recorded_compaction(path, window=window, settings=settings, as_json=as_json, dump_view=dump_view)
         return
     # A file that cannot be read exits 1, as `nova sessions import` does for the same file.
     with user_errors(exit_code=1, os_errors=True):
         session = read_session_file(path, strict=strict)
     session = _chosen_run(session, instance, path)
+    if window is None:
+        window = _window_of(session, settings)
     for skipped in session.skipped:
         err_console.print(f"nova: warning: skipped {skipped.describe()}", markup=False, soft_wrap=True)
     model = str(session.meta.get("model") or settings.model)
@@ -188,6 +194,13 @@ def replay_command(
                       markup=False)
     for line in report.violations[:10]:
         console.print(f"  [red]{escape(str(line))}[/]")
+
+
+def _window_of(session: "ImportedSession", settings: "Settings") -> int:
+    """The window the recording ran with, when the model table knows a model its calls name: replayed at
+    a smaller one, a recording that ran well within its own reads as requests a provider would refuse."""
+    known, _ = recorded_window(session.messages, str(session.meta.get("model") or ""))
+    return known or settings.compaction.default_context_window
 
 
 def _at_recorded_compaction(path: Path, *, window: int, settings: "Settings", as_json: bool,

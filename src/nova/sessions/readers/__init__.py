@@ -15,7 +15,7 @@ from typing import Any
 from nova.errors import SessionImportError
 from nova.fs.safe_read import loads
 from nova.sessions.readers.aider import AiderReader
-from nova.sessions.readers.anthropic_messages import AnthropicMessagesReader
+from nova.sessions.readers.anthropic_messages import HISTORY, UI_MESSAGES, AnthropicMessagesReader
 from nova.sessions.readers.base import (
     Confidence,
     ImportedSession,
@@ -27,6 +27,7 @@ from nova.sessions.readers.claude_code import ClaudeCodeReader
 from nova.sessions.readers.codex import CodexReader
 from nova.sessions.readers.common import load_text
 from nova.sessions.readers.gemini_cli import GeminiCliReader
+from nova.sessions.readers.gemini_cli_jsonl import GeminiCliJsonlReader
 from nova.sessions.readers.mini_swe_agent import MiniSweAgentReader
 from nova.sessions.readers.nova import NovaReader
 from nova.sessions.readers.openai_chat import OpenAIChatReader
@@ -37,12 +38,12 @@ from nova.sessions.readers.swe_agent import SweAgentReader
 from nova.sessions.transcript import full_collections_paused
 
 __all__ = ["READERS", "Confidence", "ImportedSession", "SessionReader", "SkippedRecord", "detect", "head_records",
-           "read"]
+           "read", "task_file"]
 
 # In order of preference when two readers are equally sure.
 READERS: tuple[SessionReader, ...] = (
     NovaReader(), MiniSweAgentReader(), SweAgentReader(), OpenCodeReader(), OpenHandsReader(), AnthropicMessagesReader(),
-    OpenAIChatReader(), GeminiCliReader(), ClaudeCodeReader(), CodexReader(), PiReader(), AiderReader(),
+    OpenAIChatReader(), GeminiCliReader(), GeminiCliJsonlReader(), ClaudeCodeReader(), CodexReader(), PiReader(), AiderReader(),
 )
 HEAD_LINES = 64
 
@@ -69,10 +70,23 @@ def head_records(path: Path) -> tuple[Any, ...]:
     return tuple(head)
 
 
-def detect(path: str | Path) -> SessionReader:
+def task_file(path: str | Path) -> Path:
+    """The file to read for `path`: a Cline / Roo Code task folder (`tasks/<id>/`, as those agents keep a
+    task) is read as the conversation file it holds; anything else is itself."""
     source = Path(path)
+    if source.is_dir() and (source / HISTORY).is_file() and not (source / "transcript.jsonl").exists():
+        return source / HISTORY
+    return source
+
+
+def detect(path: str | Path) -> SessionReader:
+    source = task_file(path)
     if not source.exists():
         raise SessionImportError(f"{source} does not exist")
+    if source.name == UI_MESSAGES and (source.parent / HISTORY).is_file():
+        # What Cline shows, not what the model was sent; the conversation is beside it.
+        raise SessionImportError(f"{source} is Cline's UI log, not the conversation: give {source.parent / HISTORY} "
+                                 "(its usage is read from this file)")
     head = head_records(source)
     verdicts = [(reader, reader.confidence(source, head)) for reader in READERS]
     best, verdict = max(verdicts, key=lambda rv: rv[1].score)  # max keeps the first of equals
@@ -87,7 +101,7 @@ def read(path: str | Path, *, strict: bool = False) -> ImportedSession:
     # none in cycles: without the pause, full collections walk the growing heap again and again, and a
     # file 10x as long took 13x as long to read.
     with full_collections_paused():
-        return _read(Path(path), strict=strict)
+        return _read(task_file(path), strict=strict)
 
 
 def _read(source: Path, *, strict: bool) -> ImportedSession:

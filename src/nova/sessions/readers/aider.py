@@ -6,7 +6,9 @@
   `meta["commands"]`, not imported (a command that asks the model, `/ask …`, logs its question again
   as a plain `#### ` line, which is imported). `<blank>` is an empty input;
 - `> ` lines are Aider's own notes (not sent to the model): `> Applied edit to x.py` is kept in
-  `meta["files_edited"]`, `> Tokens: 2.4k sent, 98 received.` becomes the usage of the reply before it;
+  `meta["files_edited"]`, `> Tokens: 2.4k sent, 98 received. Cost: $0.0020 message, …` becomes the usage
+  (and the recorded price) of the reply before it, and `> Main model: <id> with … edit format` (at each
+  start and each `/model`) names the model of the replies after it (`meta["model"]`: the last named);
 - everything else is the model's reply. When two replies follow each other without user input, Aider
   sent the model a message of its own between them (a failed edit, lint errors): the notes written
   between the replies stand in for it, as a user message marked `is_meta`.
@@ -35,6 +37,9 @@ _STARTED = "# aider chat started at"
 _APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
 _TOKENS = re.compile(r"^Tokens: (?P<sent>[\d.,]+[kM]?) sent(?:, (?P<write>[\d.,]+[kM]?) cache write)?"
                      r"(?:, (?P<hit>[\d.,]+[kM]?) cache hit)?, (?P<received>[\d.,]+[kM]?) received")
+_COST = re.compile(r"Cost: \$(?P<cost>[\d.,]+) message")
+# "Main model: openrouter/deepseek/deepseek-chat with diff edit format" (older Aider: "Model: gpt-4 using …").
+_MODEL = re.compile(r"^(?:Main model|Model): (?P<model>\S+) (?:with|using) ")
 _SCALE = {"k": 1_000, "M": 1_000_000}
 
 
@@ -74,7 +79,8 @@ class AiderReader:
         responses = sum(m.role == "assistant" for m in p.b.messages)
         return ImportedSession(messages=p.b.messages, system="", format=NAME, source_path=path,
                                meta={"runs": p.runs, "files_edited": p.edited, "commands": p.commands,
-                                     "source_counts": {"responses": responses, "tool_calls": 0, "tool_results": 0}})
+                                     "source_counts": {"responses": responses, "tool_calls": 0, "tool_results": 0},
+                                     **({"model": p.model} if p.model else {})})
 
 
 @dataclass(slots=True)
@@ -89,11 +95,15 @@ class _Parse:
     runs: int = 0
     edited: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    model: str = ""
+    """The model Aider last said it sends to ("Main model: …")."""
 
     def flush(self) -> None:
         text = "\n".join(self.block).strip()
-        if text and self.role:
-            self.b.add("user" if self.role == "user" else "assistant", [TextPart(text)], self.start)
+        if text and self.role == "assistant":
+            self.b.add("assistant", [TextPart(text)], self.start, metadata={"model": self.model} if self.model else None)
+        elif text and self.role:
+            self.b.add("user", [TextPart(text)], self.start)
         self.block = []
 
     def user(self, typed: str, number: int) -> None:
@@ -113,6 +123,8 @@ class _Parse:
         applied = _APPLIED.match(text)
         if applied and applied.group(1) not in self.edited:
             self.edited.append(applied.group(1))
+        if named := _MODEL.match(text):
+            self.model = named["model"]
         tokens = _TOKENS.match(text)
         last = self.b.messages[-1] if self.b.messages else None
         if tokens and last is not None and last.role == "assistant" and "usage" not in last.metadata:
@@ -120,7 +132,10 @@ class _Parse:
             write, hit = _count(tokens["write"]), _count(tokens["hit"])
             usage = Usage(input_tokens=max(_count(tokens["sent"]) - write - hit, 0),
                           output_tokens=_count(tokens["received"]), cache_write_tokens=write, cache_read_tokens=hit)
-            self.b.messages[-1] = replace(last, metadata={**last.metadata, "usage": usage.to_dict()})
+            recorded: dict[str, Any] = {"usage": usage.to_dict()}
+            if (cost := _COST.search(text)) is not None:
+                recorded["cost_usd"] = float(cost["cost"].replace(",", ""))
+            self.b.messages[-1] = replace(last, metadata={**last.metadata, **recorded})
         elif text and self.role == "notes":
             self.notes_at = self.notes_at if self.notes else number
             self.notes.append(text)

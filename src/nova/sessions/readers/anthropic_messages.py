@@ -3,7 +3,10 @@ in `api_conversation_history.json`.
 
 Cline answers a tool call with a text block `[read_file for 'x'] Result: …` rather than a `tool_result`;
 such a block right after the call becomes that call's result, in order. Cline puts each response's usage
-in `metrics.tokens`. In a Cline user message only the blocks in `<task>`, `<feedback>`, `<answer>` or
+in `metrics.tokens`: `prompt`, `completion` and `cached`, which is the cache reads and writes together
+(the `ui_messages.json` beside it has them apart: `cached` is always their sum). Without that file the
+split is estimated: a call reads what the previous call had cached, and writes the rest (exact while the
+cache stays warm; `meta["cache_split_estimated"]` counts the calls). In a Cline user message only the blocks in `<task>`, `<feedback>`, `<answer>` or
 `<user_message>` tags are what the person typed; the rest (`<environment_details>`, its progress
 reminders, "The user has provided feedback…") is Cline's and marked `harness`.
 
@@ -15,12 +18,13 @@ message: counted in `meta["truncation_markers"]`), and stores reasoning as items
 
 Neither keeps usage beside every message; both keep it in `ui_messages.json` next to the history: each
 `api_req_started` entry's text holds `tokensIn`, `tokensOut`, `cacheWrites`, `cacheReads` and `cost`.
-Those become the usage of the responses that lack one, matched by time when the messages have `ts`, else
-in order when the counts agree (`meta["usage_from"]` says which)."""
+Those become the usage of the responses that lack one or have only Cline's lumped `metrics`, matched by
+time when the messages have `ts`, else in order when the counts agree (`meta["usage_from"]` says which)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,8 @@ from nova.sessions.readers.openai_chat import ANTHROPIC_BLOCKS, ChatListReader
 NAME = "anthropic"
 _CLINE_RESULT = re.compile(r"\[([\w.-]+)(?: for .*?)?\] (Result|Error):", re.ASCII | re.DOTALL)
 UI_MESSAGES = "ui_messages.json"
+HISTORY = "api_conversation_history.json"
+"""The conversation file of a Cline / Roo Code task folder."""
 
 
 def _is_reasoning_item(m: Any) -> bool:
@@ -60,7 +66,9 @@ class AnthropicMessagesReader(ChatListReader):
             content = m.get("content")
             if isinstance(content, list):
                 blocks = blocks or any(isinstance(b, dict) and b.get("type") in ANTHROPIC_BLOCKS for b in content)
-            blocks = blocks or "isSummary" in m or "condenseParent" in m
+            # Roo's condensing and Cline's per-response `modelInfo` / `metrics` are theirs alone: a task
+            # of text only is still theirs, and its usage is only read here.
+            blocks = blocks or any(key in m for key in ("isSummary", "condenseParent", "modelInfo", "metrics"))
         # With tool blocks it is certainly Anthropic; plain text messages read the same either way.
         return sure(0.95) if blocks else sure(0.5)
 
@@ -76,11 +84,14 @@ class AnthropicMessagesReader(ChatListReader):
         if a.markers:
             meta["truncation_markers"] = a.markers
         messages = a.finish()
-        filled = _usage_from_ui_messages(path.parent / UI_MESSAGES, messages)
-        if filled:
-            meta["usage_from"] = filled
+        filled, how = _usage_from_ui_messages(path.parent / UI_MESSAGES, messages, a.estimated)
+        if how:
+            meta["usage_from"] = how
+        if estimated := len(a.estimated.keys() - filled):
+            meta["cache_split_estimated"] = estimated
+        # Every Cline / Roo task's file has the same name: the task folder's (its id) names the session.
         return ImportedSession(messages=messages, system="\n\n".join(a.b.system), format=NAME, source_path=path,
-                               meta=meta)
+                               meta=meta, title=path.parent.name if path.name == HISTORY else "")
 
 
 @dataclass(slots=True)
@@ -90,6 +101,10 @@ class _Assembly:
     counts: dict[str, int] = field(default_factory=lambda: {"responses": 0, "tool_calls": 0, "tool_results": 0})
     reasoning_items: int = 0
     markers: int = 0
+    cline_cached: int = 0
+    """The previous Cline response's `metrics.tokens.cached`: what the next call can read from the cache."""
+    estimated: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Position of each response whose usage splits Cline's lumped `cached` by estimate -> that usage."""
     condensed: dict[str, list[str]] = field(default_factory=dict)
     """Roo's `condenseParent` -> the ids of the messages its summary replaced."""
     summaries: list[tuple[int, str]] = field(default_factory=list)
@@ -113,7 +128,14 @@ class _Assembly:
             self.open_calls = [p for p in parts if isinstance(p, ToolUsePart)]
             self.counts["responses"] += 1
             self.counts["tool_calls"] += len(self.open_calls)
-            self.b.add("assistant", parts or [TextPart("")], index, ts, _metadata(m))
+            metadata = _metadata(m)
+            tokens = _cline_tokens(m)
+            if tokens is not None:
+                usage = _cline_usage(tokens, self.cline_cached)
+                self.cline_cached = int(tokens.get("cached") or 0)
+                self.estimated[len(self.b.messages)] = usage
+                metadata["usage"] = usage
+            self.b.add("assistant", parts or [TextPart("")], index, ts, metadata)
         elif role == "user":
             parts = anthropic_parts(m.get("content"), with_result_images=True)
             parts = _cline_marked(_pair_text_results(parts, self.open_calls))
@@ -175,28 +197,41 @@ def _metadata(m: dict[str, Any]) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     if isinstance(m.get("usage"), dict):
         metadata["usage"] = Usage.from_dict(m["usage"]).to_dict()
-    tokens = (m.get("metrics") or {}).get("tokens") if isinstance(m.get("metrics"), dict) else None
-    if isinstance(tokens, dict):  # Cline's per-response figures
-        metadata["usage"] = Usage(input_tokens=int(tokens.get("prompt") or 0),
-                                  output_tokens=int(tokens.get("completion") or 0),
-                                  cache_read_tokens=int(tokens.get("cached") or 0)).to_dict()
     info = m.get("modelInfo")
     if isinstance(info, dict) and info.get("modelId"):
         metadata["model"] = str(info["modelId"])
     return metadata
 
 
-def _usage_from_ui_messages(ui_path: Path, messages: list[Message]) -> str:
-    """Fill in the usage of responses that have none from the `api_req_started` entries of Cline's / Roo's
-    `ui_messages.json`; returns how they were matched ("time", "order") or "" when nothing was filled."""
-    lacking = [i for i, m in enumerate(messages) if m.role == "assistant" and "usage" not in m.metadata]
+def _cline_tokens(m: dict[str, Any]) -> dict[str, Any] | None:
+    metrics = m.get("metrics")
+    tokens = metrics.get("tokens") if isinstance(metrics, dict) else None
+    return tokens if isinstance(tokens, dict) else None
+
+
+def _cline_usage(tokens: dict[str, Any], previous_cached: int) -> dict[str, int]:
+    """A Cline response's usage from its `metrics.tokens`: `cached` holds the reads and the writes, split
+    as a warm cache splits them (the previous call's cached prefix read, the rest written)."""
+    cached = int(tokens.get("cached") or 0)
+    read = min(cached, previous_cached)
+    return Usage(input_tokens=int(tokens.get("prompt") or 0), output_tokens=int(tokens.get("completion") or 0),
+                 cache_read_tokens=read, cache_write_tokens=cached - read).to_dict()
+
+
+def _usage_from_ui_messages(ui_path: Path, messages: list[Message], estimated: Collection[int]
+                            ) -> tuple[set[int], str]:
+    """Fill in the usage of responses that have none, or only Cline's estimated split (`estimated`), from
+    the `api_req_started` entries of Cline's / Roo's `ui_messages.json`; returns the positions filled and
+    how they were matched ("time", "order"; "" when nothing was filled)."""
+    lacking = [i for i, m in enumerate(messages)
+               if m.role == "assistant" and ("usage" not in m.metadata or i in estimated)]
     if not lacking or not ui_path.is_file():
-        return ""
+        return set(), ""
     try:
         entries = loads(read_bytes(ui_path, limit=MAX_IMPORT_BYTES, what="a ui_messages.json")
                         .decode("utf-8", errors="replace"), where=str(ui_path))
     except (OSError, ValueError, FileRefused):
-        return ""
+        return set(), ""
     requests: list[tuple[float, Usage, float | None]] = []
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, dict) or entry.get("say") != "api_req_started":
@@ -226,10 +261,10 @@ def _usage_from_ui_messages(ui_path: Path, messages: list[Message]) -> str:
     elif len(requests) == len(lacking):
         pairs, how = list(zip(lacking, requests, strict=True)), "order"
     else:
-        return ""
+        return set(), ""
     for i, (_, usage, cost) in pairs:
         extra: dict[str, Any] = {"usage": usage.to_dict()}
         if cost is not None:
             extra["cost_usd"] = cost
         messages[i] = replace(messages[i], metadata={**messages[i].metadata, **extra})
-    return how if pairs else ""
+    return {i for i, _ in pairs}, how if pairs else ""

@@ -14,7 +14,9 @@ Desktop writes only the event, so an event whose text no user message since the 
 imported as one (and a user item that follows it with the same text takes its place). The user items
 Codex writes itself — the AGENTS.md instructions, `<environment_context>`, `<user_instructions>`, an
 aborted turn's note, an image's wrapper tags — are marked `harness`. A `compacted` record (Codex's own
-compaction) becomes a Nova summary marked `compaction`, covering everything before it."""
+compaction) becomes a Nova summary marked `compaction`, covering everything before it: its
+`replacement_history` when it has one (the history Codex went on with: the messages it kept and, from a
+remote compaction, an encrypted summary item, whose `message` is then empty), else its `message`."""
 
 from __future__ import annotations
 
@@ -156,8 +158,8 @@ class CodexReader(HeaderReader):
                     b.add("user", [TextPart(text)], number, ts, {"from_event": True})
             elif kind == "compacted":
                 close()
-                summary = payload.get("message")
-                if isinstance(summary, str) and summary.strip():
+                summary = _compaction_text(payload)
+                if summary:
                     covers = tuple(m.id for m in b.messages[covered_upto:])
                     b.add("user", [SummaryPart(summary, covers=covers)], number, ts,
                           {"compaction": {"source": "codex", "trigger": "auto"}})
@@ -166,6 +168,30 @@ class CodexReader(HeaderReader):
         meta["source_counts"] = counts
         return ImportedSession(messages=b.messages, system="\n\n".join(b.system), format=NAME, source_path=path,
                                meta=meta, skipped=tuple(skipped))
+
+
+def _compaction_text(payload: dict[str, Any]) -> str:
+    """What a `compacted` record put in place of the history before it. Codex's remote compaction writes
+    an empty `message` and the new history in `replacement_history`: the messages kept (each under its
+    role) and a `compaction` item whose summary is encrypted; read as the message alone, the compaction
+    would vanish."""
+    history = payload.get("replacement_history")
+    kept: list[str] = []
+    for item in history if isinstance(history, list) else ():
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "message":
+            content = item.get("content")
+            body = "\n".join(str(b["text"]) for b in content if isinstance(b, dict) and b.get("text")) \
+                if isinstance(content, list) else str(content or "")
+            if body.strip():
+                kept.append(f"[{item.get('role') or 'user'}]\n{body}")
+        elif item.get("type") == "compaction":
+            kept.append("[the provider's compaction summary: encrypted, not readable here]")
+    if kept:
+        return "\n\n".join(kept)
+    message = payload.get("message")
+    return message.strip() if isinstance(message, str) else ""
 
 
 # User items Codex writes itself, never the person: project instructions, the environment, an aborted

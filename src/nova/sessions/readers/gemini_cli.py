@@ -49,8 +49,9 @@ class GeminiCliReader(DocumentReader):
                 return refuse(f"messages[{index}]: `type` is {kind!r}, expected user or gemini")
         return sure(0.95)
 
-    def read(self, path: Path, *, strict: bool = False) -> ImportedSession:
-        doc = load_document(path)
+    def read(self, path: Path, *, strict: bool = False, doc: dict[str, Any] | None = None) -> ImportedSession:
+        """`doc`: the chat already read (newer Gemini CLI's JSON-lines log, folded: `gemini_cli_jsonl`)."""
+        doc = load_document(path) if doc is None else doc
         b = Builder()
         ignored: Counter[str] = Counter()
         skipped: list[SkippedRecord] = []

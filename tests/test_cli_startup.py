@@ -86,7 +86,7 @@ def test_each_lazy_help_line_is_the_commands_own(name: str) -> None:
 @pytest.mark.parametrize(("args", "expected"), [
     (["sessions", "--help"], ("list", "show", "export", "rm", "import", "most recently updated first")),
     (["memory", "--help"], ("list", "add", "forget", "consolidate")),
-    (["replay", "--help"], ("--window", "--policy", "--provider-cache", "[default: 128000]")),
+    (["replay", "--help"], ("--window", "--policy", "--provider-cache", "the window of the model")),
     (["context", "--help"], ("--why", "--json")),
     (["rules", "--help"], ("--json", "instruction chain")),
     (["run", "--help"], ("--allow", "--max-steps", "[default: 50]", "Deny rules")),

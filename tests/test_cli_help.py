@@ -3,6 +3,8 @@ never `--json <bool>`, which reads as if it wanted `--json true`)."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -63,3 +65,15 @@ def test_an_optional_yes_no_option_is_shown_and_parsed_as_a_flag() -> None:
     assert runner.invoke(toy, ["show", "--json"]).exit_code == 0
     assert runner.invoke(toy, ["show"]).exit_code == 0
     assert seen == [True, None]
+
+
+def test_every_config_key_a_help_names_is_one_config_show_lists(nova_home: Path) -> None:
+    # `nova replay --help` once named "the config's default_context_window", a key `nova config set`
+    # refuses: the key lives in the compaction section. A help that names a key must name it as it is set.
+    shown = runner.invoke(app, ["config", "show", "--json"])
+    keys = {row["key"] for row in json.loads(shown.output)["values"]}
+    named = {(" ".join(path), found) for path in PATHS
+             for found in re.findall(r"config's `?([a-z_.]+[a-z_])", runner.invoke(app, [*path, "--help"],
+                                                                                   terminal_width=400).output)}
+    assert named, "no help names a config key: the pattern no longer matches the wording"
+    assert {(where, key) for where, key in named if key not in keys} == set()

@@ -177,3 +177,13 @@ def test_a_missing_cwd_is_a_usage_error_naming_it(tmp_path: Path, demo_session: 
         out = nova(home, tmp_path, *args)
         assert out.returncode == 2, (args, out.stderr)
         assert f"'{missing}' does not exist; name an existing folder" in out.stderr
+
+
+def test_resume_of_an_unknown_session_names_the_id_not_a_missing_key(tmp_path: Path) -> None:
+    # No provider flag and no key in the environment: the unknown id is the fault to report.
+    home = tmp_path / "home"
+    out = nova(home, tmp_path, "resume", "nosuchid", "hi")
+    assert out.returncode == 1
+    assert "no session 'nosuchid'" in out.stderr
+    assert "API key" not in out.stderr
+    assert not (home / "sessions" / "nosuchid").exists()

@@ -43,7 +43,8 @@ def settings_for_resume(settings: Settings, meta: SessionMeta) -> Settings:
 def resume_target(settings: Settings, session_id: str) -> tuple[str, Settings]:
     """(the session id `session_id` names, "last" included; the settings to resume it with). A missing
     or damaged meta.json is read from the transcript instead (opening the session then rebuilds it and
-    says so); an unknown session keeps `settings` and is refused when it is opened."""
+    says so). An unknown session is refused here, before a provider is made from `settings`: otherwise
+    a mistyped id on a machine without the default provider's key says "no API key", not which id."""
     from nova.sessions.export import latest_session_id
     from nova.sessions.session import _meta_from_transcript
 
@@ -53,6 +54,8 @@ def resume_target(settings: Settings, session_id: str) -> tuple[str, Settings]:
             raise StorageError(f"there is no recorded session in {settings.sessions_dir} to resume")
         session_id = found
     directory = session_dir(settings.home, session_id)
+    if not directory.is_dir():
+        raise StorageError(f"no session {session_id!r} in {directory.parent}: `nova sessions list` shows the ids")
     meta, _damage = read_meta_or_damage(directory)
     if meta is None:
         try:

@@ -52,7 +52,7 @@ def replay_command(
     path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL.")],
     window: Annotated[int | None, typer.Option("--window", help="Context window of the model to simulate, in "
                       "tokens. Default: the window of the model the recording's calls name (the model table's), "
-                      "else the config's default_context_window (128000).")] = None,
+                      "else the config's compaction.default_context_window (128000).")] = None,
     policy: Annotated[str, typer.Option("--policy", help="recorded | naive | truncate | observation-mask | nova | "
                                         "naive-uncached | naive-cached | anthropic-clear-tool-uses")] = "nova",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with per-call and total figures.")

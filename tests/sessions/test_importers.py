@@ -146,3 +146,12 @@ def test_replay_text_report_shows_source_against_imported_for_a_trajectory() -> 
     result = CliRunner().invoke(app, ["replay", str(path), "--policy", "naive"])
     assert result.exit_code == 0, result.output
     assert "source / imported: responses 44/44, tool_calls 41/41, tool_results 41/41" in result.stdout
+
+
+def test_an_empty_file_is_said_to_be_empty(tmp_path: Path) -> None:
+    # Not thirteen readers' reasons why zero bytes are not their format.
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    with pytest.raises(SessionImportError, match=r"empty\.jsonl is empty") as raised:
+        read_session_file(empty)
+    assert "Tried" not in str(raised.value)

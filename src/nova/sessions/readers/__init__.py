@@ -87,6 +87,8 @@ def detect(path: str | Path) -> SessionReader:
         # What Cline shows, not what the model was sent; the conversation is beside it.
         raise SessionImportError(f"{source} is Cline's UI log, not the conversation: give {source.parent / HISTORY} "
                                  "(its usage is read from this file)")
+    if source.is_file() and source.stat().st_size == 0:
+        raise SessionImportError(f"{source} is empty: a recorded session holds at least one record")
     head = head_records(source)
     verdicts = [(reader, reader.confidence(source, head)) for reader in READERS]
     best, verdict = max(verdicts, key=lambda rv: rv[1].score)  # max keeps the first of equals

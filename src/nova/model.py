@@ -27,6 +27,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
     "Usage",
+    "call_model",
     "usage_of",
 ]
 
@@ -149,6 +150,13 @@ def usage_of(message: Message) -> Usage | None:
     the message's metadata (`metadata["usage"]`, a `Usage.to_dict()`), or None."""
     data = message.metadata.get("usage")
     return Usage.from_dict(data) if isinstance(data, Mapping) else None
+
+
+def call_model(message: Message, default: str = "") -> str:
+    """The model a recording names for the call that answered with `message` (`metadata["model"]`), else
+    `default`."""
+    named = message.metadata.get("model")
+    return str(named) if isinstance(named, str) and named else default
 
 
 def _count(data: Any, *keys: str) -> int:

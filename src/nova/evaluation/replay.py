@@ -71,7 +71,7 @@ from nova.evaluation.recorded_scale import RecordedScale
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart, to_dict
-from nova.model import ToolSpec, Usage, usage_of
+from nova.model import ToolSpec, Usage, call_model, usage_of
 from nova.providers.pricing import ModelInfo, context_window_for, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.readers.base import ImportedSession, PipelineRecord
@@ -573,12 +573,6 @@ def billed_usd(messages: Sequence[Message], *, model: str = "") -> tuple[float |
     return (total if seen and not unpriced else None), tuple(sorted(unpriced))
 
 
-def call_model(message: Message, default: str = "") -> str:
-    """The model the recording names for the call that answered with `message`."""
-    named = message.metadata.get("model")
-    return str(named) if isinstance(named, str) and named else default
-
-
 def recorded_window(messages: Sequence[Message], model: str = "") -> tuple[int, str]:
     """The window a recording ran with: the model table's for the models its calls name (`model` for a
     call naming none; the largest when they name several), and those models; 0 when none is known."""
@@ -873,7 +867,8 @@ def replay_at(
                 budget=budget, config=config, ledger=TokenLedger(counter), sources=recorded_sources(system),
                 state=state, summarizer=recording or summarizer or ExtractiveSummarizer(counter), tools=tools,
                 cwd=Path(cwd or "."), session=SessionLink(dir=directory, recorder=run), read_file=run.read_file,
-                prices=CachePrices.of(info) if info else prices_for(model), environment=_recorded_environment(cwd, nova=recorded is not None or bool(recorded_dir)),
+                prices=CachePrices.of(info) if info else prices_for(model),
+                environment=_recorded_environment(cwd, nova=recorded is not None or bool(recorded_dir)),
                 workspace=_recorded_workspace(state), readable=_recorded_files(recorded_dir))
         sizer = _Sizer(counter, system, tools)
         first = next((model_info(call_model(m)) for m in messages if m.role == "assistant" and call_model(m)), None)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.model import Usage
+from nova.model import Usage, call_model
 from nova.providers.pricing import cost_usd
 from nova.sessions.importers import (
     IMPORTED_EVENT,
@@ -233,8 +233,7 @@ def _context_around(messages: Sequence[Message], index: int) -> tuple[int, int]:
 
 
 def _main_model(messages: Iterable[Message]) -> str:
-    named = Counter(m.metadata["model"] for m in messages
-                    if m.role == "assistant" and isinstance(m.metadata.get("model"), str) and m.metadata["model"])
+    named = Counter(name for m in messages if m.role == "assistant" and (name := call_model(m)))
     return named.most_common(1)[0][0] if named else ""
 
 
@@ -245,8 +244,8 @@ def _call_cost(message: Message, usage: Usage, model: str) -> float | None:
     cost = message.metadata.get("cost_usd")
     if isinstance(cost, int | float):
         return float(cost)
-    named = message.metadata.get("model")
-    return cost_usd(usage, named if isinstance(named, str) and named else model) if (named or model) else None
+    named = call_model(message, model)
+    return cost_usd(usage, named) if named else None
 
 
 def _text(value: object) -> str:

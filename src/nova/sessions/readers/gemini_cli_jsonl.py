@@ -13,6 +13,7 @@ The log is folded into the chat Gemini CLI itself loads on resume, and read as o
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,7 @@ class GeminiCliJsonlReader:
         skipped: list[SkippedRecord] = []
         chat = fold(record for _, record in json_lines(load_text(path), skipped))
         imported = GeminiCliReader().read(path, strict=strict, doc=chat)
-        return ImportedSession(messages=imported.messages, system=imported.system, format=imported.format,
-                               source_path=path, meta=imported.meta, skipped=(*skipped, *imported.skipped))
+        return replace(imported, source_path=path, skipped=(*skipped, *imported.skipped))
 
 
 def fold(records: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -7,8 +7,9 @@ in `metrics.tokens`: `prompt`, `completion` and `cached`, which is the cache rea
 (the `ui_messages.json` beside it has them apart: `cached` is always their sum). Without that file the
 split is estimated: a call reads what the previous call had cached, and writes the rest (exact while the
 cache stays warm; `meta["cache_split_estimated"]` counts the calls). In a Cline user message only the
-blocks in `<task>`, `<feedback>`, `<answer>` or `<user_message>` tags are what the person typed; the rest (`<environment_details>`, its progress
-reminders, "The user has provided feedback…") is Cline's and marked `harness`.
+blocks in `<task>`, `<feedback>`, `<answer>` or `<user_message>` tags are what the person typed; the rest
+(`<environment_details>`, its progress reminders, "The user has provided feedback…") is Cline's and marked
+`harness`.
 
 Roo Code adds fields to each message: `ts` (epoch milliseconds: the message times), `isSummary` (its own
 context condensing: the summary becomes a Nova summary marked `compaction`, covering the messages tagged

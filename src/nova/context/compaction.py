@@ -36,11 +36,11 @@ from nova.context.summarize import (
     UserSection,
     continuity_section,
     is_user_message,
-    paths_in,
     user_entries,
     user_section,
 )
 from nova.fs.private import private_dir, write_private_text
+from nova.history.tool_paths import paths_in
 from nova.messages import Message, Part, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.model import ToolSpec
 from nova.settings import CompactionConfig

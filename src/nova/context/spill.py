@@ -26,6 +26,7 @@ from typing import Any
 
 from nova.context.shown_paths import shown_path, shown_root
 from nova.fs.private import private_dir, write_private_text
+from nova.history.tool_paths import paths_in
 from nova.messages import ToolResultPart, ToolUsePart
 from nova.settings import SpillConfig
 
@@ -55,8 +56,6 @@ class SpillStats:
 def render_placeholder(content: str, *, path: Path | str, preview_chars: int) -> str:
     """The `<persisted-output>` text that stands in for `content` (SPILL-1). The file paths named after
     the preview are listed: a few tokens that say what reading the file back would show."""
-    from nova.context.summarize import paths_in
-
     preview = content[:preview_chars]
     # The last lines too: a command's verdict (the error, the test summary) is at the end of its output.
     tail_chars = preview_chars // 2

@@ -240,8 +240,6 @@ class ModelSummarizer:
 # -- the extractive summarizer -----------------------------------------------------------------------
 _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
 _EXIT_CODE = re.compile(r"(?:exit code|exit status|returncode)[:= ]+(-?\d+)", re.I)
-_PATH = re.compile(r"(?<![\w/.@:-])((?:~|\.{1,2})?/?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-z][A-Za-z0-9]{0,7}|"
-                   r"(?:~|\.{1,2})?/?(?:[\w.+-]+/)+[\w.+-]+)(?![\w/(])")
 _DIFF_HEADER = re.compile(r"^(?:diff --git a/(\S+)|patching file (\S+)|\+\+\+ b/(\S+))", re.M)
 # A choice the agent made, as opposed to narration of its next step ("Let me look at", "I need to find"):
 # a model writes several of those per turn, and when they share one list with the choices, the choices of
@@ -271,15 +269,6 @@ _TASK_ID = re.compile(r"#(\d+)|\btask (\d+)\b", re.I)
 # a resumed session's synthetic answer): neither is a failure of the command.
 _REFUSED = ("The user doesn't want to proceed with this tool use",)
 _NOT_RUN = ("[Request interrupted by user", "interrupted: the session stopped before this tool call")
-
-
-def paths_in(text: str) -> list[str]:
-    seen: dict[str, None] = {}
-    for match in _PATH.finditer(text):
-        token = match.group(1).rstrip(".,:;")
-        if looks_like_path(token):
-            seen.setdefault(token, None)
-    return list(seen)
 
 
 def _command_of(call: ToolUsePart) -> str:

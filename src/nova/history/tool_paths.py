@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from nova.messages import ToolUsePart
 
-__all__ = ["READERS", "SHELL_TOOLS", "WRITERS", "ToolPaths", "looks_like_path", "paths_of", "script_writes",
+__all__ = ["READERS", "SHELL_TOOLS", "WRITERS", "ToolPaths", "looks_like_path", "paths_in", "paths_of", "script_writes",
            "shell_paths"]
 
 _FILE_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "filename")
@@ -44,6 +44,10 @@ _PATCH_HEADER = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.
 _EXTENSION = re.compile(r"\.[A-Za-z0-9_+-]{1,10}$")
 _SHELL_SPLIT = re.compile(r"&&|\|\||;|\||\n")
 _READ_COMMANDS = ("cat", "head", "tail", "less", "more", "nl", "wc")
+# A path-shaped token inside free text (a tool's output, a summary): a name with an extension, or with a
+# slash in it; `looks_like_path` then turns prose down.
+_PATH = re.compile(r"(?<![\w/.@:-])((?:~|\.{1,2})?/?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-z][A-Za-z0-9]{0,7}|"
+                   r"(?:~|\.{1,2})?/?(?:[\w.+-]+/)+[\w.+-]+)(?![\w/(])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,3 +154,13 @@ def _edits_in_place(head: str, flags: list[str]) -> bool:
         return any((f.startswith("-") and not f.startswith("--") and "i" in f[1:]) or f.startswith("--in-place")
                    for f in flags)
     return head == "perl" and any(f.startswith("-") and "i" in f for f in flags)
+
+
+def paths_in(text: str) -> list[str]:
+    """The paths `text` names, each once, in the order they first appear."""
+    seen: dict[str, None] = {}
+    for match in _PATH.finditer(text):
+        token = match.group(1).rstrip(".,:;")
+        if looks_like_path(token):
+            seen.setdefault(token, None)
+    return list(seen)

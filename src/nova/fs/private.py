@@ -4,7 +4,9 @@ the session store, spilled tool output and memories hold whatever the user paste
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 __all__ = ["FILE_MODE", "FOLDER_MODE", "create_private_file", "private_dir", "replace_private_file", "write_private_text"]
@@ -36,15 +38,20 @@ def write_private_text(path: Path, text: str) -> None:
 
 
 def replace_private_file(path: Path, data: str | bytes, *, durable: bool = False) -> None:
-    """Replace `path` whole with `data` (text is written as UTF-8): written to a private temporary file
-    beside it (`.NAME.PID.tmp`) and renamed over it, so a reader sees the old file or the new one, never
-    half of one. `durable` fsyncs the data before the rename, for a record that must survive a crash;
-    a file rewritten often for convenience skips it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    """Replace `path` whole with `data` (text is written as UTF-8, exactly as given): written to a private
+    temporary file beside it (`.NAME.XXXX.tmp`, a name no other writer picks) and renamed over it, so a
+    reader sees the old file or the new one, never half of one, and a failed write leaves no temporary
+    file behind. `durable` fsyncs the data before the rename, for a record that must survive a crash; a
+    file rewritten often for convenience skips it."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # created 0600
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -44,8 +44,9 @@ from filelock import FileLock
 
 from nova.fs.private import create_private_file, private_dir
 from nova.memory.config import MemoryConfig
+from nova.memory.record import Memory, Status, format_time
 from nova.memory.reviews import content_hash
-from nova.memory.store import Memory, MemoryStore, Status, atomic_write_text, format_time, memory_to_text
+from nova.memory.store import MemoryStore, atomic_write_text, memory_to_text
 from nova.memory.trash import Trash
 
 __all__ = ["ConsolidationLock", "ConsolidationReport", "Consolidator", "count_sessions_since", "pid_alive"]

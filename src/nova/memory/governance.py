@@ -30,21 +30,10 @@ from datetime import datetime
 from typing import cast
 
 from nova.memory.config import MemoryConfig
+from nova.memory.record import MEMORY_TYPES, Author, Memory, MemorySource, MemoryType, Origin, Status, slugify
 from nova.memory.reviews import By
 from nova.memory.secrets import SecretFinding, describe_findings, find_secrets, redact
-from nova.memory.store import (
-    MEMORY_TYPES,
-    Author,
-    Memory,
-    MemorySource,
-    MemoryStore,
-    MemoryStoreError,
-    MemoryType,
-    Origin,
-    Status,
-    UnsafeMemoryName,
-    slugify,
-)
+from nova.memory.store import MemoryStore, MemoryStoreError, UnsafeMemoryName
 
 __all__ = [
     "Decision",

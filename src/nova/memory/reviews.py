@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from filelock import FileLock
 
-from nova.fs.private import private_dir
+from nova.fs.private import private_dir, replace_private_file
 
 if TYPE_CHECKING:
-    from nova.memory.store import Memory
+    from nova.memory.record import Memory
 
 __all__ = ["LEDGER_NAME", "ReviewLedger", "ReviewRecord", "content_hash"]
 
@@ -170,10 +170,8 @@ class ReviewLedger:
             self._save(records)
 
     def _save(self, records: dict[str, dict[str, Any]]) -> None:
-        from nova.memory.store import atomic_write_text
-
-        atomic_write_text(self.path, json.dumps({"version": 1, "memories": records}, ensure_ascii=False,
-                                                sort_keys=True, indent=1) + "\n")
+        replace_private_file(self.path, json.dumps({"version": 1, "memories": records}, ensure_ascii=False,
+                                                   sort_keys=True, indent=1) + "\n", durable=True)
 
     def record(self, memory: Memory, *, by: By, note: str = "") -> None:
         """Record `memory` (written at its path) with its status. Earlier records of the same file are

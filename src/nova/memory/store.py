@@ -27,24 +27,36 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
-import tempfile
 import threading
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import yaml
 from filelock import FileLock
 
 from nova.errors import MemoryNotFound, MemoryStoreError, UnsafeMemoryName
-from nova.fs.private import private_dir
+from nova.fs.private import private_dir, replace_private_file
 from nova.memory.paths import home_memory_dir, project_memory_dir
 from nova.memory.recency import write_journal
+from nova.memory.record import (
+    HOME_TYPES,
+    MEMORY_TYPES,
+    PROJECT_TYPES,
+    STATUSES,
+    Author,
+    Memory,
+    MemorySource,
+    Origin,
+    Status,
+    format_time,
+    parse_time,
+    slugify,
+    utc_now,
+)
 from nova.memory.reviews import By, ReviewLedger, content_hash
 from nova.memory.safe_yaml import MAX_FRONTMATTER_BYTES, load_frontmatter
 from nova.memory.secrets import describe_findings, find_secrets
@@ -71,131 +83,9 @@ __all__ = [
     "truncation_warning",
 ]
 
-MemoryType = Literal["user", "feedback", "project", "reference"]
-Status = Literal["candidate", "active", "revoked"]
-Author = Literal["user", "model"]
-Origin = Literal["user", "assistant", "tool", "web", "cli"]
-
-MEMORY_TYPES: tuple[MemoryType, ...] = ("user", "feedback", "project", "reference")
-HOME_TYPES: frozenset[str] = frozenset({"user", "feedback"})
-PROJECT_TYPES: frozenset[str] = frozenset({"project", "reference"})
-STATUSES: tuple[Status, ...] = ("candidate", "active", "revoked")
 INDEX_NAME = "MEMORY.md"
 log = logging.getLogger(__name__)
 _YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_MAX_SLUG = 80
-
-
-# -- names ---------------------------------------------------------------------------------------------
-def slugify(name: str) -> str:
-    """The file stem for `name`. Names that could escape the directory or hide in a listing are refused
-    outright instead of being cleaned, so a hostile name never silently lands on another memory."""
-    if not name or not name.strip():
-        raise UnsafeMemoryName("memory name is empty")
-    if "\x00" in name:
-        raise UnsafeMemoryName("memory name contains a NUL character")
-    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in name):
-        raise UnsafeMemoryName("memory name contains control characters")
-    if "/" in name or "\\" in name:
-        raise UnsafeMemoryName(f"memory name {name!r} contains a path separator")
-    if ".." in name:
-        raise UnsafeMemoryName(f"memory name {name!r} contains '..'")
-    chars = [ch if ch.isalnum() or ch in "._-" else "-" for ch in unicodedata.normalize("NFKC", name).lower()]
-    slug = re.sub(r"-{2,}", "-", "".join(chars)).strip("-._")[:_MAX_SLUG].strip("-._")
-    if not slug:
-        raise UnsafeMemoryName(f"memory name {name!r} has no usable characters")
-    # MEMORY.md is the index; memory.md would collide with it on case-insensitive file systems.
-    if slug == "memory":
-        raise UnsafeMemoryName("memory name 'memory' is reserved for the index")
-    return slug
-
-
-# -- time -----------------------------------------------------------------------------------------------
-def format_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: Any) -> datetime | None:
-    """YAML gives datetimes for unquoted ISO times and strings for quoted ones; accept both."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if hasattr(value, "isoformat") and not isinstance(value, str):  # a bare date
-        return datetime.fromisoformat(value.isoformat()).replace(tzinfo=UTC)
-    try:
-        parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-# -- the value -----------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemorySource:
-    session: str | None = None
-    messages: tuple[str, ...] = ()
-    origin: Origin = "user"
-    tool_calls: tuple[str, ...] = ()
-    """The tool calls whose results the memory was drawn from (extraction fills it)."""
-
-    def describe(self) -> str:
-        parts: list[str] = [self.origin]
-        if self.session:
-            parts.append(f"session {self.session}")
-        if self.messages:
-            parts.append("messages " + ",".join(self.messages))
-        if self.tool_calls:
-            parts.append("tool calls " + ",".join(self.tool_calls))
-        return ", ".join(parts)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Memory:
-    name: str
-    description: str
-    type: MemoryType
-    body: str
-    status: Status = "active"
-    author: Author = "user"
-    created: datetime = field(default_factory=_now)
-    updated: datetime = field(default_factory=_now)
-    expires: datetime | None = None
-    source: MemorySource = field(default_factory=MemorySource)
-    external: bool = False
-    reason: str = ""
-    path: Path | None = None
-    review_note: str = ""
-    """Why the memory is held for review when Nova's review records, not the file, decided (never
-    written to the file; see `nova.memory.reviews`)."""
-    recorded: bool = True
-    """False when Nova has no record of writing this content: its provenance is unknown, so it is not
-    recalled even where candidates are."""
-    evidence: tuple[str, ...] = ()
-    """What besides the user's and the model's own words it was drawn from ("tool result", "file content")."""
-
-    @property
-    def scope(self) -> str:
-        """`user` (the home, this person only) or `project` (the repository, shared with everyone in it)."""
-        return "user" if self.type in HOME_TYPES else "project"
-
-    @property
-    def slug(self) -> str:
-        return slugify(self.name)
-
-    def is_expired(self, now: datetime) -> bool:
-        return self.expires is not None and self.expires <= now
-
-    def recallable(self, now: datetime, *, include_candidates: bool = False) -> bool:
-        if self.status == "revoked" or self.is_expired(now):
-            return False
-        if self.status == "candidate":
-            return include_candidates and not self.external and self.recorded
-        return True
 
 
 def _metadata(memory: Memory) -> dict[str, Any]:
@@ -252,7 +142,7 @@ def memory_from_meta(meta: Mapping[str, Any], body: str, *, path: Path | None = 
             origin=cast(Origin, origin if origin in ("user", "assistant", "tool", "web", "cli") else "user"),
             tool_calls=_strings(raw_source.get("tool_calls")),
         )
-    created = parse_time(meta.get("created")) or _now()
+    created = parse_time(meta.get("created")) or utc_now()
     return Memory(
         name=name,
         description=str(meta.get("description") or ""),
@@ -397,21 +287,11 @@ def memory_from_text(text: str, *, path: Path | None = None) -> Memory:
 
 # -- files ------------------------------------------------------------------------------------------------
 def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
-    """Write through a temporary file in the same directory and rename it over the target: a reader sees
-    the old file or the new one, never half of one, even if this process dies mid-write."""
+    """Write a memory file (or the index) whole, in a private folder made if missing: a reader sees the
+    old file or the new one, never half of one, even if this process dies mid-write."""
     private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_private_file(path, text, durable=durable)
+
 
 
 def truncation_warning(shown: int, total: int, *, max_lines: int, max_bytes: int) -> str:
@@ -461,7 +341,7 @@ class MemoryStore:
         project_dir: Path,
         index_max_lines: int = 200,
         index_max_bytes: int = 25_000,
-        clock: Callable[[], datetime] = _now,
+        clock: Callable[[], datetime] = utc_now,
         reviews: ReviewLedger | None = None,
     ) -> None:
         self.home_dir = home_dir

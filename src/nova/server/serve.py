@@ -19,7 +19,7 @@ from nova.agent.provider_factory import make_provider
 from nova.server.config import ServerConfig, parse_server_config
 from nova.server.shared_token import server_token
 from nova.server.token import TOKEN_FILE
-from nova.server.workers import WORKER_ENV, inherited_sockets, require_database
+from nova.server.workers import WORKER_ENV, inherited_sockets, require_database, run_workers
 from nova.settings import Settings
 
 if TYPE_CHECKING:
@@ -127,9 +127,8 @@ def run_server(settings: Settings, options: ServeOptions, *, say: Callable[[str]
         say(f"Open {base}/ and sign in with the token in {settings.home / TOKEN_FILE} "
             "(`nova serve --print-token` prints it)")
     if options.workers > 1 and os.environ.get(WORKER_ENV) is None:
-        from nova.server.workers import run_workers
-
-        run_workers(settings, options, say=say)  # one port, N processes, one database
+        # One port, N processes, one database.
+        run_workers(settings, host=options.host, port=options.port, workers=options.workers, say=say)
         return
     say(f"Nova serving on {base} (provider {settings.provider}, model {settings.model}); Ctrl-C stops it")
     server = _stopping_promptly(uvicorn_config(app, host=options.host, port=options.port, config=config,

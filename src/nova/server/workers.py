@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from nova.errors import ConfigError
 
 if TYPE_CHECKING:
-    from nova.server.serve import ServeOptions
     from nova.settings import Settings
 
 __all__ = ["WORKER_ENV", "inherited_sockets", "require_database", "run_workers"]
@@ -47,17 +46,19 @@ def require_database(settings: Settings) -> None:
                           "(or the config's store.url) to postgresql://user@host/database")
 
 
-def run_workers(settings: Settings, options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
+def run_workers(settings: Settings, *, host: str, port: int, workers: int, say: Callable[[str], None] = print) -> None:
+    """Listen on `host`:`port` and hand the socket to `workers` processes of this command, restarting any
+    that ends, until SIGTERM or SIGINT."""
     require_database(settings)
-    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio turns Nagle off only on sockets whose proto says TCP, and an
     # accepted connection copies it from this one (else small responses wait ~40 ms for a delayed ACK).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((options.host, options.port))
+        sock.bind((host, port))
     except OSError as exc:
-        raise ConfigError(f"cannot listen on {options.host}:{options.port}: {exc.strerror}") from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     env = {**os.environ, WORKER_ENV: str(sock.fileno())}
@@ -73,8 +74,8 @@ def run_workers(settings: Settings, options: ServeOptions, *, say: Callable[[str
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    procs = [start() for _ in range(options.workers)]
-    say(f"Nova serving on http://{options.host}:{options.port} with {options.workers} workers (pids "
+    procs = [start() for _ in range(workers)]
+    say(f"Nova serving on http://{host}:{port} with {workers} workers (pids "
         f"{', '.join(str(p.pid) for p in procs)}) over one PostgreSQL database; Ctrl-C stops them")
     try:
         while not stopping:

@@ -20,15 +20,32 @@ person is asked each time. A deny verdict never reaches an approver, so no answe
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from nova.tools.permissions import PermissionRequest
+__all__ = ["Answer", "Approver", "NoAnswer", "PermissionRequest", "RememberingApprover", "SessionGrants", "answer_of", "grant_key"]
 
-__all__ = ["Answer", "Approver", "NoAnswer", "RememberingApprover", "SessionGrants", "answer_of", "grant_key"]
+
+@dataclass(frozen=True, kw_only=True)
+class PermissionRequest:
+    """What the `ask` callback is shown when a call needs the user's approval."""
+
+    tool: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    summary: str
+    """One line for a prompt, e.g. `bash: git push origin main`."""
+    reason: str
+    """Why the user is asked: an `ask` rule, or the default for tools that change things."""
+    rule: str | None = None
+    call_id: str = ""
+    """The model's id for this tool call (`toolu_…`), when the agent knows it: surfaces answer by it."""
+    user_only: bool = False
+    """Only an answer for this call may approve it: no session grant covers it (see `Verdict.user_only`)."""
+    diff: str = ""
+    """For `edit_file` and `write_file`: the unified diff the call would make (nova.tools.change_preview),
+    "" when it would not apply or is not a file change."""
 
 
 class Answer(StrEnum):

@@ -61,7 +61,7 @@ import re
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -69,7 +69,7 @@ from typing import Any, Literal
 from nova.errors import ConfigError, ToolError
 from nova.fs.special_files import special_kind
 from nova.settings import PermissionsConfig
-from nova.tools.approval import Answer, Approver, NoAnswer, answer_of
+from nova.tools.approval import Answer, Approver, NoAnswer, PermissionRequest, answer_of
 from nova.tools.base import Tool, ToolContext, ToolOutput, resolve_delegate
 from nova.tools.change_preview import change_diff
 from nova.tools.policy.controls import control_command
@@ -355,26 +355,6 @@ class Verdict:
     user_only: bool = False
     """For "ask": only the user may approve, not `--yes` or `--allow` (a command that cannot be checked
     against the deny rules that apply to its tool)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class PermissionRequest:
-    """What the `ask` callback is shown when a call needs the user's approval."""
-
-    tool: str
-    input: Mapping[str, Any] = field(default_factory=dict)
-    summary: str
-    """One line for a prompt, e.g. `bash: git push origin main`."""
-    reason: str
-    """Why the user is asked: an `ask` rule, or the default for tools that change things."""
-    rule: str | None = None
-    call_id: str = ""
-    """The model's id for this tool call (`toolu_…`), when the agent knows it: surfaces answer by it."""
-    user_only: bool = False
-    """Only an answer for this call may approve it: no session grant covers it (see `Verdict.user_only`)."""
-    diff: str = ""
-    """For `edit_file` and `write_file`: the unified diff the call would make (nova.tools.change_preview),
-    "" when it would not apply or is not a file change."""
 
 
 def _summary(tool_name: str, input: Mapping[str, Any]) -> str:

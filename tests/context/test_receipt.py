@@ -137,3 +137,40 @@ def test_the_transcript_boundary_keeps_the_receipt() -> None:
     assert isinstance(record, BoundaryRecord) and record.receipt == receipt.to_json()
     older = record_from_json(boundary_record(BoundaryRecord(id="cmp0", summary="s")), "transcript.jsonl:2")
     assert isinstance(older, BoundaryRecord) and older.receipt is None
+
+
+def test_the_fixed_prompt_stays_cached_and_is_not_counted_as_rewritten() -> None:
+    # 100,000 -> 20,000 tokens, of which the system prompt and tools are 12,000: the first call after
+    # writes the 8,000 that follow them, 8,000 * (1.25 - 0.1) = 9,200 units, not the whole view's 23,000.
+    prices = prices_for("claude-sonnet-4-5")
+    receipt = compaction_receipt(tokens_before=100_000, tokens_after=20_000, summary_input_tokens=100_000,
+                                 summary_output_tokens=2_000, prices=prices, kept_prefix_tokens=12_000)
+    assert abs(receipt.rewrite_cost - 9_200) < 1e-6
+    assert receipt.break_even_calls == 4  # ceil(29,200 / 8,000)
+
+
+def test_a_replayed_receipt_rewrites_what_the_simulated_cache_writes() -> None:
+    # A long fixed prompt (the part a compaction keeps in place) and a compaction forced mid-run: the
+    # receipt's rewrite is what the Anthropic cache simulation writes on the call after it, within the
+    # few tokens the view's own growth adds to that call.
+    from nova.evaluation.replay import replay_messages
+    from nova.model import ToolSpec
+
+    tools = (ToolSpec(name="bash", description="Run a shell command.",
+                      input_schema={"type": "object", "properties": {"command": {"type": "string"}}}),)
+    system = "You are a careful coding agent. Follow the repository's conventions. " * 400
+    messages = [Message.user("Fix f3.py so the tests pass.", id="task")]
+    for i in range(12):
+        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat f{i}.py"})
+        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i))
+        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"line{i} " * 300),),
+                                id=f"r{i}", created_at=1000.5 + i))
+    messages.append(Message.assistant("Done.", id="final", created_at=2000.0))
+    report = replay_messages(messages, system=system, tools=tools, window=128_000, policy="nova", counter=COUNTER,
+                             compact_before=[1 + 2 * 8], price_model="claude-sonnet-4-5", provider_cache="anthropic")
+    (receipt,) = report.receipts
+    after = next(c for c in report.per_call[8:] if c.cache.cache_write_tokens)
+    prices = prices_for("claude-sonnet-4-5")
+    rewritten = receipt.rewrite_cost / (prices.write - prices.read)
+    assert after.cache.cache_read_tokens > receipt.tokens_after / 2  # the fixed prompt was read, not written
+    assert abs(rewritten - after.cache.cache_write_tokens) < 0.2 * after.cache.cache_write_tokens + 200

@@ -614,6 +614,7 @@ def _restore_attachment(
     visible = {r.tool_use_id for m in tail for r in m.tool_results()}
     results = {r.tool_use_id: r for m in history for r in m.tool_results()}
     recent: dict[str, str] = {}
+    in_view: set[str] = set()
     for m in reversed(history):
         for u in reversed(m.tool_uses()):
             path = u.input.get("path") or u.input.get("file_path")
@@ -623,6 +624,7 @@ def _restore_attachment(
                 continue  # a refused or failed read: restoring it would read what the policy kept out
             if u.id in visible:
                 recent[path] = ""  # still in view: nothing to restore, but it counts as recent
+                in_view.add(path)
                 continue
             content = restore.read_file(path) if restore.read_file else None
             if content is None and u.id in results:
@@ -631,7 +633,11 @@ def _restore_attachment(
         if len(recent) >= RECENT_FILES:
             break
     files = [(p, c) for p, c in recent.items() if c]
-    per_file_chars = int(budget * 0.6 / max(1, len(files)) * 3)
+    # Each file's share is of every file the restore looked for, those left out below (or empty) too: a
+    # replay knows only the files the live restore kept (nova.evaluation.recorded_run), and shares the
+    # budget as the live run did only if the ones that did not fit count the same there.
+    looked_for = sum(1 for p in recent if p not in in_view)
+    per_file_chars = int(budget * 0.6 / max(1, looked_for) * 3)
 
     def render(chosen: list[tuple[str, str]]) -> str:
         sections: list[str] = []

@@ -276,7 +276,8 @@ class ContextController(BudgetLines, Extension):
         model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
         receipt = compaction_receipt(tokens_before=used, tokens_after=after,
                                      summary_input_tokens=used if model_call else 0,
-                                     summary_output_tokens=summary_tokens if model_call else 0, prices=self.prices)
+                                     summary_output_tokens=summary_tokens if model_call else 0, prices=self.prices,
+                                     kept_prefix_tokens=self._fixed_tokens())
         cost = receipt.summary_cost + (0.0 if self._cache_cold(history) else receipt.rewrite_cost)
         remaining = self.stats.calls if self.stats.calls >= 2 * GROWTH_CALLS else self.config.expected_calls
         if growth > 0:
@@ -581,7 +582,8 @@ class ContextController(BudgetLines, Extension):
         model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
         return compaction_receipt(tokens_before=tokens_before, tokens_after=tokens_after,
                                   summary_input_tokens=tokens_before if model_call else 0,
-                                  summary_output_tokens=written if model_call else 0, prices=self.prices)
+                                  summary_output_tokens=written if model_call else 0, prices=self.prices,
+                                  kept_prefix_tokens=self._fixed_tokens())
 
     def _view_overhead(self, history: Sequence[Message], used: int) -> int:
         """What the view holds besides the history: system prompt, tools, and what the compiler adds

@@ -6,8 +6,10 @@ read, w = cache write, o = output, each ÷ input), and in USD where the model's 
     summary call     summary_input * r + summary_output * o   (the summary reads the old view from the
                                                                 cache and writes the summary; an extractive
                                                                 summary makes no call and costs nothing)
-    cache rewrite    after * (w - r)                           (the first call after writes the new view
-                                                                where it would have read a prefix)
+    cache rewrite    (after - kept) * (w - r)                  (the first call after writes the new view
+                                                                where it would have read a prefix; the
+                                                                fixed prompt it begins with, `kept`, is
+                                                                the same before and after and stays read)
     saving per call  (before - after) * r                      (each later call re-sends a smaller view)
     break-even       ceil((summary + rewrite) / saving)        calls after the compaction
 
@@ -101,10 +103,12 @@ class CompactionReceipt:
 
 
 def compaction_receipt(*, tokens_before: int, tokens_after: int, summary_input_tokens: int,
-                       summary_output_tokens: int, prices: CachePrices) -> CompactionReceipt:
-    """The receipt of a compaction from `tokens_before` to `tokens_after` (see the module text)."""
+                       summary_output_tokens: int, prices: CachePrices, kept_prefix_tokens: int = 0) -> CompactionReceipt:
+    """The receipt of a compaction from `tokens_before` to `tokens_after` (see the module text).
+    `kept_prefix_tokens`: the fixed prompt (system prompt and tools) every view begins with; a compaction
+    rewrites what follows it, and the cache still holds it."""
     summary = summary_input_tokens * prices.read + summary_output_tokens * prices.output
-    rewrite = tokens_after * max(0.0, prices.write - prices.read)
+    rewrite = max(0, tokens_after - kept_prefix_tokens) * max(0.0, prices.write - prices.read)
     saving = max(0, tokens_before - tokens_after) * prices.read
     cost = summary + rewrite
     break_even = math.ceil(cost / saving - 1e-9) if saving > 0 else None

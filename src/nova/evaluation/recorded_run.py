@@ -108,8 +108,20 @@ class RecordedRun:
         return recorded if recorded.context_tokens > 0 else None
 
     def read_file(self, path: str) -> str | None:
-        """A file as the recorded compaction at this place re-read it for its restore, else None."""
-        return self._restores.get(self._at, {}).get(path)
+        """A file as the recorded compaction at this place re-read it for its restore; "" (nothing to
+        restore) for one that compaction left out, when the replay has followed the recording so far;
+        else None (the restore falls back to the result the model saw).
+
+        A file the live restore left out did not fit its budget with the text on disk then (or was
+        empty); the result the model saw, its stand-in here, is another text and may fit where that one
+        did not, leaving another head of history than the recorded one."""
+        restored = self._restores.get(self._at)
+        if restored is None:
+            return None
+        if path in restored:
+            return restored[path]
+        following = self._made == [c for c in self._expected if c[0] < self._at]
+        return "" if following else None
 
     def spilled(self, message_id: str) -> None:
         """The replay spilled a result of `message_id` as it entered history. A live spill is recorded

@@ -38,41 +38,48 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TurnStarted:
+class _SessionEvent:
+    """What every event carries: the session it happened in. Subclasses add their own fields after it,
+    so `event_to_dict` keeps `session_id` first, as the transcripts and the SSE stream have it."""
+
     session_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ToolCallEvent(_SessionEvent):
+    """What every event about one tool call carries: the call's id and the tool's name."""
+
+    tool_use_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStarted(_SessionEvent):
     prompt: str
     type: Literal["turn_started"] = "turn_started"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TextDelta:
-    session_id: str
+class TextDelta(_SessionEvent):
     text: str
     type: Literal["text_delta"] = "text_delta"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AssistantMessage:
-    session_id: str
+class AssistantMessage(_SessionEvent):
     message_id: str
     text: str
     type: Literal["assistant_message"] = "assistant_message"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallStarted:
-    session_id: str
-    tool_use_id: str
-    name: str
+class ToolCallStarted(_ToolCallEvent):
     input: Mapping[str, Any]
     type: Literal["tool_call_started"] = "tool_call_started"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallFinished:
-    session_id: str
-    tool_use_id: str
-    name: str
+class ToolCallFinished(_ToolCallEvent):
     output: str
     is_error: bool
     duration_s: float
@@ -80,20 +87,16 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PermissionDenied:
-    session_id: str
-    tool_use_id: str
-    name: str
+class PermissionDenied(_ToolCallEvent):
     reason: str
     type: Literal["permission_denied"] = "permission_denied"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalRequested:
+class ApprovalRequested(_SessionEvent):
     """A tool call waits for the user's answer (nova.tools.approval); a surface that cannot show it
     lets it time out, which denies it."""
 
-    session_id: str
     tool_use_id: str
     approval_id: str
     name: str
@@ -113,21 +116,17 @@ class ApprovalRequested:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalTimedOut:
+class ApprovalTimedOut(_ToolCallEvent):
     """Nobody answered a call's approval in time: it is denied (a `PermissionDenied` follows)."""
 
-    session_id: str
-    tool_use_id: str
-    name: str
     timeout_s: float
     type: Literal["approval_timed_out"] = "approval_timed_out"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ContextUpdate:
+class ContextUpdate(_SessionEvent):
     """CMP-11: `limit` is the compaction threshold, so `percent` reaches 100 exactly at the trigger."""
 
-    session_id: str
     used: int
     limit: int
     window: int
@@ -136,8 +135,7 @@ class ContextUpdate:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionStart:
-    session_id: str
+class CompactionStart(_SessionEvent):
     message_count: int
     token_count: int
     reason: Literal["threshold", "overflow", "manual", "hard", "cost"]
@@ -145,8 +143,7 @@ class CompactionStart:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionEnd:
-    session_id: str
+class CompactionEnd(_SessionEvent):
     ok: bool
     tokens_before: int
     tokens_after: int
@@ -162,8 +159,7 @@ class CompactionEnd:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CacheBreak:
-    session_id: str
+class CacheBreak(_SessionEvent):
     segment: str
     cause: str
     cost_usd: float
@@ -171,30 +167,27 @@ class CacheBreak:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ModelCallStarted:
+class ModelCallStarted(_SessionEvent):
     """A request is being sent to the model. Until `ModelResponding` (or an error, or a retry) the
     surfaces show that they wait for it, with the time waited."""
 
-    session_id: str
     attempt: int = 1
     type: Literal["model_call_started"] = "model_call_started"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ModelResponding:
+class ModelResponding(_SessionEvent):
     """The first stream event of a model call arrived (text, a tool call or the end of the answer)."""
 
-    session_id: str
     waited_s: float
     type: Literal["model_responding"] = "model_responding"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RetryScheduled:
+class RetryScheduled(_SessionEvent):
     """A model call failed in a way that may pass: the same request is sent again after `delay_s`, as
     attempt `attempt` of `max_attempts`. `reason` is the error, e.g. `529 overloaded`."""
 
-    session_id: str
     attempt: int
     max_attempts: int
     delay_s: float
@@ -207,16 +200,14 @@ class RetryScheduled:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ErrorEvent:
-    session_id: str
+class ErrorEvent(_SessionEvent):
     error: str
     kind: str
     type: Literal["error"] = "error"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TurnFinished:
-    session_id: str
+class TurnFinished(_SessionEvent):
     stop_reason: str
     usage: Mapping[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0

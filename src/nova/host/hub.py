@@ -318,12 +318,8 @@ class SessionHub:
             raise SessionNotFound(f"no session {session_id!r} ({exc})") from None
 
     def delete(self, session_id: str) -> None:
-        claim = self._claim_shared(session_id)
-        try:
+        with self._shared_claim(session_id):
             self._delete_here(session_id)
-        finally:
-            if claim is not None:
-                self._let_go(session_id, claim)
 
     def _delete_here(self, session_id: str) -> None:
         self.check(session_id)
@@ -570,12 +566,8 @@ class SessionHub:
         """`fn(live)` on the leased session; again on a freshly opened one if a delete or a shutdown
         closed it between finding and using it. With shared workers, on a fresh copy under the session's
         claim: while a turn runs on another worker this answers `SessionBusy`, as a turn would."""
-        claim = self._claim_shared(session_id)
-        try:
+        with self._shared_claim(session_id):
             return self._with_live_here(session_id, fn)
-        finally:
-            if claim is not None:
-                self._let_go(session_id, claim)
 
     def _with_live_here(self, session_id: str, fn: Callable[[LiveSession], T]) -> T:
         for _ in range(REOPEN_ATTEMPTS):
@@ -691,12 +683,8 @@ class SessionHub:
         return self._with_live(session_id, report)
 
     def compact(self, session_id: str, focus: str = "") -> tuple[bool, ev.ContextUpdate]:
-        claim = self._claim_shared(session_id)
-        try:
+        with self._shared_claim(session_id):
             return self._compact_here(session_id, focus)
-        finally:
-            if claim is not None:
-                self._let_go(session_id, claim)
 
     def _compact_here(self, session_id: str, focus: str) -> tuple[bool, ev.ContextUpdate]:
         live = self._claim(session_id, f"session {session_id} is running a turn")
@@ -775,6 +763,17 @@ class SessionHub:
             claim.release()
             raise
         return claim
+
+    @contextmanager
+    def _shared_claim(self, session_id: str) -> Iterator[None]:
+        """The block runs under the session's claim (`_claim_shared`; nothing to claim alone in the
+        process), and the session is let go (`_let_go`) when it ends, however it ends."""
+        claim = self._claim_shared(session_id)
+        try:
+            yield
+        finally:
+            if claim is not None:
+                self._let_go(session_id, claim)
 
     def _reclaim_kept(self, session_id: str) -> bool:
         """Under the claim: True when this hub's copy, kept since it was last handed back, is current

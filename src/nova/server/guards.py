@@ -38,17 +38,30 @@ async def _json_error(send: Send, status: int, detail: str, headers: list[tuple[
     await send({"type": "http.response.body", "body": body})
 
 
-class HostCheck:
-    """421 for a request whose Host header does not name this server (DNS rebinding; see `nova.server.hosts`)."""
+class _HttpGuard:
+    """A middleware that checks HTTP requests only: lifespan and websocket scopes go straight to `app`."""
 
-    def __init__(self, app: ASGIApp, *, policy: HostPolicy) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self.http(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class HostCheck(_HttpGuard):
+    """421 for a request whose Host header does not name this server (DNS rebinding; see `nova.server.hosts`)."""
+
+    def __init__(self, app: ASGIApp, *, policy: HostPolicy) -> None:
+        super().__init__(app)
+        self.policy = policy
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
         if self.policy.allows(header):
             await self.app(scope, receive, send)
@@ -57,18 +70,18 @@ class HostCheck:
                                      "reach it goes in the server's allowed_hosts")
 
 
-class BearerAuth:
+class BearerAuth(_HttpGuard):
     """The token, as `Authorization: Bearer` (API clients) or as the browser's sign-in cookie (the page,
     `/docs`; see `nova.server.browser_login` for why a cookie and how it is guarded). A page a person
     opens without either answers with the sign-in form; everything else answers 401 in JSON."""
 
     def __init__(self, app: ASGIApp, *, token: str) -> None:
-        self.app = app
+        super().__init__(app)
         self._token = token.encode()
         self._browser = BrowserLogin(token)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or scope["method"] == "OPTIONS":
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] in PUBLIC_PATHS or scope["method"] == "OPTIONS":
             # OPTIONS: CORS preflights never carry credentials; the CORS layer answers them.
             await self.app(scope, receive, send)
             return
@@ -116,17 +129,14 @@ class _TooLarge(Exception):
     pass
 
 
-class BodyLimit:
+class BodyLimit(_HttpGuard):
     """413 for a declared Content-Length over the limit, and for a chunked body that grows past it."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:

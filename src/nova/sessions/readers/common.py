@@ -13,8 +13,8 @@ from nova.fs.safe_read import loads, read_bytes
 from nova.messages import ImagePart, Message, Part, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.readers.base import SkippedRecord
 
-__all__ = ["MAX_IMPORT_BYTES", "Builder", "anthropic_parts", "arguments", "iso_ts", "json_lines", "load_document",
-           "load_text", "mid", "text_of"]
+__all__ = ["MAX_IMPORT_BYTES", "Builder", "anthropic_parts", "arguments", "count_response", "iso_ts", "json_lines",
+           "load_document", "load_text", "mid", "text_of"]
 
 
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
@@ -85,6 +85,13 @@ def arguments(raw: Any) -> Mapping[str, Any]:
     except ValueError:
         parsed = None
     return parsed if isinstance(parsed, dict) else {"__invalid_arguments__": raw}
+
+
+def count_response(counts: dict[str, int], *, calls: int, results: int) -> None:
+    """Add one model response, with its tool calls and the results read for them, to `source_counts`."""
+    counts["responses"] += 1
+    counts["tool_calls"] += calls
+    counts["tool_results"] += results
 
 
 def mid(index: int) -> str:

@@ -28,7 +28,7 @@ from nova.sessions.readers.base import (
     refuse,
     sure,
 )
-from nova.sessions.readers.common import Builder, arguments, iso_ts, load_document
+from nova.sessions.readers.common import Builder, arguments, count_response, iso_ts, load_document
 
 NAME = "gemini-cli"
 _TYPES = ("user", "gemini", "info", "warning", "error")
@@ -105,9 +105,7 @@ def _response(b: Builder, m: dict[str, Any], index: int, ts: float | None, count
     parts = [*_text_parts(m.get("content")), *calls]
     if not parts:
         return
-    counts["responses"] += 1
-    counts["tool_calls"] += len(calls)
-    counts["tool_results"] += len(results)
+    count_response(counts, calls=len(calls), results=len(results))
     metadata: dict[str, Any] = {}
     tokens = m.get("tokens")
     if isinstance(tokens, dict):

@@ -17,7 +17,7 @@ from typing import Any
 from nova.messages import Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, DocumentReader, ImportedSession, refuse, sure
-from nova.sessions.readers.common import Builder, arguments, load_document
+from nova.sessions.readers.common import Builder, arguments, count_response, load_document
 
 NAME = "opencode"
 
@@ -76,9 +76,7 @@ class OpenCodeReader(DocumentReader):
                 failed = state.get("status") == "error"
                 output = state.get("error") if failed else state.get("output")
                 results.append(ToolResultPart(tool_use_id=call_id, content=str(output or ""), is_error=failed))
-            counts["responses"] += 1
-            counts["tool_calls"] += len(calls)
-            counts["tool_results"] += len(results)
+            count_response(counts, calls=len(calls), results=len(results))
             metadata: dict[str, Any] = {}
             tokens = info.get("tokens")
             if isinstance(tokens, dict):

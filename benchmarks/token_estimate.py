@@ -336,8 +336,8 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
     return [rows[i][n] / rows[i][i] for i in range(n)]
 
 
-_PIECES = ("words", "long_words", "symbols", "digits", "newlines", "indents", "cjk", "other", "run_symbols")
-_WEIGHTS = ("word", "long_word", "symbol", "digit", "newline", "indent", "cjk", "other", "symbol_run")
+_PIECES = ("words", "long_words", "symbols", "digits", "newlines", "indents", "cjk", "other", "run_symbols", "clustered")
+_WEIGHTS = ("word", "long_word", "symbol", "digit", "newline", "indent", "cjk", "other", "symbol_run", "symbol_cluster")
 
 
 def _features(added: list[dict[str, Any]]) -> list[float]:

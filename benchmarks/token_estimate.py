@@ -74,6 +74,7 @@ Run: python benchmarks/token_estimate.py [--fit]  (NOVA_SHARED_DATA points elsew
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 from collections.abc import Iterator
@@ -83,7 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.evaluation.replay import call_model, recorded_compaction
-from nova.messages import ImagePart, Message, Role, TextPart
+from nova.messages import ImagePart, Message, Role, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage, usage_of
 from nova.sessions.importers import read_session_file
 from nova.testing import shared_data_dir
@@ -508,8 +509,131 @@ def _recorded(sessions: list[list[GrowthStep]]) -> tuple[list[list[GrowthStep]],
     return kept, dropped
 
 
+# -- What a Claude Code call held that its file does not ---------------------------------------------
+# Two kinds of content reach a recorded Claude Code request and are in no record of the shared files,
+# so no estimate made from the records can count them. Each held-out call is named with the kinds its step
+# shows, so the figures say how much of the miss they are; the calls stay in the figures.
+# - A directory's CLAUDE.md: Claude Code attaches it (a "nested memory") the first time a file under the
+#   directory is read, and the versions that wrote these files record nothing of it (newer ones write an
+#   `attachment` record, which `claude_code_steps` reads). Which directories hold one is known from the
+#   files themselves: every `…/CLAUDE.md` any Claude Code file of the same collection (the sessions of one
+#   project) names, relative to the session's working directory.
+# - Paths the collection's publisher pseudonymised: the codemie files (see ../shared/data/README.md) hold
+#   `/Users/user/repo` where Claude Code sent the user's real, longer working directory, about 30 tokens
+#   more per path on the steps that list many of them. A step is named for it when what it added holds
+#   the session's working directory `_LISTED_PATHS` times or more.
+_LISTED_PATHS = 10
+_CLAUDE_MD = re.compile(r"(?:[\w.@~-]+/)*CLAUDE\.md")
+
+
+def _working_directory(path: Path) -> str:
+    """The `cwd` the session's first record that has one names ("" when none does)."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("cwd"), str) and record["cwd"]:
+            return str(record["cwd"])
+    return ""
+
+
+def _relative(path: str, cwd: str) -> str | None:
+    """`path` relative to `cwd`, or None when it is outside it."""
+    if not path.startswith("/"):
+        return path.lstrip("./")
+    prefix = cwd.rstrip("/") + "/"
+    return path[len(prefix):] if cwd and path.startswith(prefix) else None
+
+
+def _memory_directories(paths: list[Path]) -> dict[Path, set[str]]:
+    """Per Claude Code file, the directories (relative to its working directory, the root left out: its
+    CLAUDE.md is in the system prompt) that hold a CLAUDE.md by what any file of its collection names."""
+    cwds = {path: _working_directory(path) for path in paths}
+    by_collection: dict[Path, set[str]] = {}
+    for path in paths:
+        named = by_collection.setdefault(path.relative_to(shared_data_dir() / "sessions").parents[-2], set())
+        # The records are JSON: a name right after an escaped line break would take its `n`.
+        text = path.read_text(encoding="utf-8").replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')
+        for mention in _CLAUDE_MD.findall(text):
+            if (relative := _relative(mention, cwds[path])) is not None and "/" in relative:
+                named.add(relative.rsplit("/", 1)[0])
+    return {path: by_collection[path.relative_to(shared_data_dir() / "sessions").parents[-2]] for path in paths}
+
+
+def _step_text(step: GrowthStep) -> str:
+    texts: list[str] = []
+    for message in step.added:
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ToolResultPart):
+                texts.append(part.content)
+            elif isinstance(part, ToolUsePart):
+                texts.append(json.dumps(dict(part.input)))
+    return "\n".join(texts)
+
+
+def unrecorded_content(path: Path, steps: list[GrowthStep], memory: set[str]) -> dict[tuple[str, int], list[str]]:
+    """What each step of one Claude Code file (in the order `claude_code_steps` gives them) was sent
+    beyond its records, by kind, keyed by `(source, real)`: the CLAUDE.md files its reads made Claude
+    Code attach (`memory`: the directories that hold one), and a listing of pseudonymised paths."""
+    cwd = _working_directory(path)
+    loaded: set[str] = set()
+    named: dict[tuple[str, int], list[str]] = {}
+    for step in steps:
+        kinds: list[str] = []
+        failed = {p.tool_use_id for m in step.added for p in m.parts if isinstance(p, ToolResultPart) and p.is_error}
+        for message in step.added:
+            for part in message.parts:
+                if not isinstance(part, ToolUsePart) or part.name != "Read" or part.id in failed:
+                    continue  # a read that failed ("File does not exist") attaches nothing
+                relative = _relative(str(part.input.get("file_path") or ""), cwd)
+                if relative is None:
+                    continue
+                if relative.endswith("CLAUDE.md"):  # read on purpose: in the record, and not attached again
+                    loaded.add(relative.rsplit("/", 1)[0] if "/" in relative else "")
+                    continue
+                parts = relative.split("/")[:-1]
+                for depth in range(1, len(parts) + 1):
+                    directory = "/".join(parts[:depth])
+                    if directory in memory and directory not in loaded:
+                        loaded.add(directory)
+                        kinds.append(f"{directory}/CLAUDE.md attached")
+        listed = _step_text(step).count(cwd) if cwd else 0
+        if listed >= _LISTED_PATHS and cwd.startswith(("/Users/user/", "/Users/User/", "/home/user/")):
+            kinds.append(f"{listed} pseudonymised paths")
+        named[(step.source, step.real)] = kinds
+    return named
+
+
 def _figures(errors: list[float]) -> tuple[float, float, float]:
     return statistics.median(errors), _percentile(errors, 95), max(errors)
+
+
+def _print_unrecorded(named: list[tuple[float, str, list[str]]], summary: dict[str, float | int]) -> None:
+    """The held-out Claude calls over 1 %, each with what its request held that its file does not, and
+    the figures of the calls that show neither kind (information, not the target: those calls stay in
+    it)."""
+    over = sorted((row for row in named if row[0] >= 1.0), key=lambda row: -row[0])
+    memory = sum(1 for _, _, kinds in over if any(k.endswith("attached") for k in kinds))
+    listing = sum(1 for _, _, kinds in over if any(k.endswith("paths") for k in kinds) and
+                  not any(k.endswith("attached") for k in kinds))
+    print(f"  claude: {len(over)} calls over 1 %; {memory} read a file under a directory with a CLAUDE.md Claude "
+          f"Code attached and did not record, {listing} more list pseudonymised paths, "
+          f"{len(over) - memory - listing} neither:")
+    for error, source, kinds in over:
+        print(f"    {error:6.2f} %  {source:<40} {'; '.join(kinds) or 'nothing unrecorded shown'}")
+    clean = [error for error, _, kinds in named if not kinds]
+    if clean:
+        _, p95, worst = _figures(clean)
+        print(f"  claude, the {len(clean)} calls whose records show nothing unrecorded (no target): p95 {p95:.3f} %, "
+              f"worst {worst:.2f} %")
+        summary |= {"held_out_claude_shown_recorded_calls": len(clean),
+                    "held_out_claude_shown_recorded_p95_pct": round(p95, 4),
+                    "held_out_claude_shown_recorded_worst_pct": round(worst, 4)}
+    summary |= {"held_out_claude_calls_over_1pct": len(over), "held_out_claude_nested_memory_calls_over_1pct": memory,
+                "held_out_claude_pseudonymised_listing_calls_over_1pct": listing}
 
 
 def held_out(summary: dict[str, float | int]) -> bool:
@@ -548,11 +672,13 @@ def held_out(summary: dict[str, float | int]) -> bool:
     rows.append(("openai", openai, f"Codex and OpenCode, exact o200k, {openai_dropped} shrinking and "
                  f"{openai_hosted} that ran a hosted web search left out"))
     # Claude: every Claude Code file, fitted on one half and scored on the other, both ways.
-    files = {str(p.relative_to(sessions)): claude_code_steps(p) for p in sorted(sessions.glob("*/claude-code/**/*.jsonl"))}
+    files = {str(p.relative_to(sessions)): claude_code_steps(p) for p in _every_claude_code_file()}
     names = sorted(n for n, steps in files.items() if steps)
     halves = (names[0::2], names[1::2])
     claude_errors: list[float] = []
     claude_dropped = claude_unrecorded = 0
+    memory = _memory_directories(_every_claude_code_file())
+    named: list[tuple[float, str, list[str]]] = []  # (error, file, what no record holds) per scored call
     for fit_on, score_on in (halves, halves[::-1]):
         fit = fit_claude([s for n in fit_on for s in files[n]])
         # The scored files' replies are sized against their output counts by the profile fitted on the
@@ -561,7 +687,13 @@ def held_out(summary: dict[str, float | int]) -> bool:
         scored, dropped = _growing(recorded)
         claude_dropped += dropped
         claude_unrecorded += unrecorded
-        claude_errors += score_ledger(scored, fit.counter(), fit.harness).anchored_errors_pct
+        errors = score_ledger(scored, fit.counter(), fit.harness).anchored_errors_pct
+        claude_errors += errors
+        kinds: dict[tuple[str, int], list[str]] = {}
+        for n in score_on:
+            kinds |= unrecorded_content(sessions / n, claude_code_steps(sessions / n, fit.counter()), memory[sessions / n])
+        named += [(error, step.source, kinds.get((step.source, step.real), []))
+                  for error, step in zip(errors, [step for chain in scored for step in chain], strict=True)]
     rows.append(("claude", claude_errors, f"Claude Code, {len(names)} files, fitted on the other half, "
                  f"{claude_dropped} shrinking and {claude_unrecorded} with an @-mentioned file left out"))
 
@@ -587,6 +719,7 @@ def held_out(summary: dict[str, float | int]) -> bool:
         summary |= {f"held_out_{family}_calls": len(errors), f"held_out_{family}_anchored_median_pct": round(median, 4),
                     f"held_out_{family}_anchored_p95_pct": round(p95, 4),
                     f"held_out_{family}_worst_pct": round(worst, 4)}
+    _print_unrecorded(named, summary)
     first_median = statistics.median(first)
     first_hit = first_median < TARGET_FIRST_CALL_MEDIAN_PCT
     ok = ok and first_hit
@@ -602,8 +735,13 @@ def held_out(summary: dict[str, float | int]) -> bool:
     return ok
 
 
+def _every_claude_code_file() -> list[Path]:
+    """Every Claude Code session file of the shared sessions (main sessions and sub-agents alike)."""
+    return sorted((shared_data_dir() / "sessions").glob("*/claude-code/**/*.jsonl"))
+
+
 def fit_all() -> int:
-    steps = [s for file_steps in _claude_files().values() for s in file_steps]
+    steps = [s for path in _every_claude_code_file() for s in claude_code_steps(path)]
     if not steps:
         print("token_estimate: no Claude Code sessions with usage found (set NOVA_SHARED_DATA)", file=sys.stderr)
         return 2
@@ -615,7 +753,8 @@ def fit_all() -> int:
         print(", ".join(f"{name}={getattr(gemini, name)}" for name in _WEIGHTS)
               + f", overheads=Overheads(message={gemini.overheads.message})")
     fit = fit_claude(steps)
-    print(f"fitted on {fit.replies} complete replies of every Claude Code session; paste into nova/tokens/counters.py:")
+    print(f"fitted on every Claude Code session ({fit.steps} growth steps, {fit.replies} complete replies); "
+          "paste into nova/tokens/counters.py:")
     print(f"CLAUDE_SCALE = {fit.scale}")
     print(f"CLAUDE_TOOL_USE_OVERHEAD = {fit.tool_use}")
     print(f"(Claude Code's own per-step allowance over {fit.steps} steps: {fit.harness:+d}; not part of the profile)")

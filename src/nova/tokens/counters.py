@@ -31,9 +31,11 @@ __all__ = [
     "CharRatioCounter",
     "HeuristicCounter",
     "Overheads",
+    "ScaledCounter",
     "TokenCounter",
     "TokenProfile",
     "UpperBoundCounter",
+    "claude_counter",
     "claude_profile",
     "counter_for_model",
 ]
@@ -142,25 +144,30 @@ GEMINI_PROFILE = TokenProfile(
     symbol_cluster=-1.0,
 )
 
-# Claude: no offline tokenizer exists, so the profile is cl100k's pieces times `CLAUDE_SCALE`, and a tool
-# call costs `CLAUDE_TOOL_USE_OVERHEAD` tokens beyond its name and JSON arguments (the call's wrapper in
-# Claude's own format). Fitted (`python benchmarks/token_estimate.py --fit` prints the numbers) on the
-# Claude Code sessions in ../shared/data/sessions/agentlogs/claude-code (Sonnet 4.5, Opus 4.5) from Claude's
-# own count of each complete reply — its output tokens — against the reply's cl100k pieces: that count is
-# the tokenizer alone, with nothing a harness adds. The growth between two recorded calls is larger, by
-# a per-session constant of 75-190 tokens a step (median +187 in crud.jsonl, +84 in todos.jsonl), that
-# Claude Code sends without recording it (see nova.tokens.calibration); that belongs to Claude Code, not
-# to Claude, and is not in this profile. The profile used to absorb it as x1.99 on every token, which
-# counts a large tool result at 1.55x what this profile does. Tool results and messages keep the default
-# wrappers (8 and 4 tokens): the pi sessions (Opus 4.5 in a harness that adds nothing) grow by the
-# output tokens plus the result plus ~20 tokens a step, and this profile predicts their growth at a
-# median 0.98 (real ÷ estimated, 0.95-1.09 per step) without having seen them.
-CLAUDE_SCALE = 1.28
-CLAUDE_TOOL_USE_OVERHEAD = 49
+# Claude: no offline tokenizer exists, so Claude's count is exact cl100k times `CLAUDE_SCALE`
+# (`claude_counter`; the cl100k heuristic's pieces times it where tiktoken is missing), and a tool call
+# costs `CLAUDE_TOOL_USE_OVERHEAD` tokens beyond its name and JSON arguments (the call's wrapper in
+# Claude's own format). Fitted (`python benchmarks/token_estimate.py --fit` prints the numbers,
+# `nova.tokens.calibration.fit_claude` explains the fit) on every Claude Code session in ../shared/data
+# with usage (Sonnet 4.5, Opus 4.5): the wrapper from Claude's own count of each complete reply (its
+# output tokens, which no harness inflates), the scale from how the real input grows between two calls
+# against the exact cl100k count of what was appended, with Claude Code's per-step remainder (what it
+# sends without recording it, 75-190 tokens a step; see nova.tokens.calibration) fitted beside it as a
+# constant, so that it is not spread over the tokens. It belongs to Claude Code, not to Claude, and is
+# not in this profile. Scaled from the heuristic rather than exact cl100k, pretty-printed JSON came out
+# 25 % over (the heuristic counts indentation runs at 0.8 a run, cl100k packs them), and the scale fitted
+# on the replies alone rested on 4 to 19 replies of prose (x1.00 on one half of the files, x1.15 on the
+# other) where the steps are code and tool output. Tool results and messages keep the default wrappers
+# (8 and 4 tokens): the pi sessions (Opus 4.5 in a harness that adds nothing) grow by the output tokens
+# plus the result plus ~20 tokens a step.
+CLAUDE_SCALE = 1.09
+CLAUDE_TOOL_USE_OVERHEAD = 66
 
 
 def claude_profile(scale: float, tool_use: int) -> TokenProfile:
-    """The Claude profile for a fitted `scale` and tool-call wrapper `tool_use` (the fit tries many)."""
+    """The Claude profile over the cl100k heuristic for a fitted `scale` and tool-call wrapper `tool_use`:
+    what `claude_counter` counts with when tiktoken is missing, and Claude's share of the unknown-model
+    bound (`UpperBoundCounter`)."""
     base = CL100K_PROFILE
     return TokenProfile(
         name="claude-fitted",
@@ -174,6 +181,47 @@ def claude_profile(scale: float, tool_use: int) -> TokenProfile:
         other=base.other * scale,
         overheads=Overheads(tool_use=tool_use),
     )
+
+
+class ScaledCounter:
+    """Another counter's count times `scale`, with overheads of its own: a tokenizer with no offline copy
+    counted as a close relative's exact count times a fitted factor (`claude_counter`)."""
+
+    def __init__(self, base: TokenCounter, scale: float, overheads: Overheads, *, name: str = ""):
+        if scale <= 0:
+            raise ValueError("scale must be positive")
+        self.base = base
+        self.scale = scale
+        self.overheads = overheads
+        self.name = name or f"{base!r} x{scale}"
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return max(1, round(self.base.count(text) * self.scale))
+
+    def __repr__(self) -> str:
+        return f"ScaledCounter({self.name})"
+
+
+CLAUDE_COUNTER_NAME = "claude-cl100k-scaled"
+
+
+def claude_counter(scale: float = 0.0, tool_use: int = -1, *, exact: bool = True) -> TokenCounter:
+    """Claude's count: exact cl100k times `scale` (default `CLAUDE_SCALE`), each tool call `tool_use`
+    tokens beyond its name and arguments (default `CLAUDE_TOOL_USE_OVERHEAD`); the heuristic profile
+    (`claude_profile`) when tiktoken or its encoding is missing, or `exact` is False."""
+    scale = scale or CLAUDE_SCALE
+    tool_use = CLAUDE_TOOL_USE_OVERHEAD if tool_use < 0 else tool_use
+    if exact:
+        from nova.tokens.offline_tiktoken import TiktokenCounter, TokenizerUnavailable
+
+        try:
+            return ScaledCounter(TiktokenCounter("cl100k_base"), scale, Overheads(tool_use=tool_use),
+                                 name=CLAUDE_COUNTER_NAME)
+        except TokenizerUnavailable:
+            pass  # the heuristic is within a few per cent of exact cl100k on most text
+    return HeuristicCounter(claude_profile(scale, tool_use))
 
 
 CLAUDE_PROFILE = claude_profile(CLAUDE_SCALE, CLAUDE_TOOL_USE_OVERHEAD)
@@ -359,7 +407,7 @@ def counter_for_model(model: str, *, exact: bool = True) -> TokenCounter:
     if "gemini" in name or "gemma" in name:
         return HeuristicCounter(GEMINI_PROFILE)
     if "claude" in name:  # also "anthropic.claude-…" (Bedrock) and "claude-…@date" (Vertex)
-        return HeuristicCounter(CLAUDE_PROFILE)
+        return claude_counter(exact=exact)
     if name.startswith("nova-demo"):
         # The demo provider reports usage counted with the cl100k profile: its own tokenizer, in effect.
         return HeuristicCounter(CL100K_PROFILE)

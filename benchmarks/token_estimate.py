@@ -83,10 +83,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from nova.errors import SessionImportError
 from nova.evaluation.replay import call_model, recorded_compaction
 from nova.messages import ImagePart, Message, Role, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage, usage_of
-from nova.sessions.importers import read_session_file
+from nova.sessions.importers import detect_format, read_session_file
 from nova.testing import shared_data_dir
 from nova.tokens import (
     CL100K_PROFILE,
@@ -577,7 +578,9 @@ def _step_text(step: GrowthStep) -> str:
 def unrecorded_content(path: Path, steps: list[GrowthStep], memory: set[str]) -> dict[tuple[str, int], list[str]]:
     """What each step of one Claude Code file (in the order `claude_code_steps` gives them) was sent
     beyond its records, by kind, keyed by `(source, real)`: the CLAUDE.md files its reads made Claude
-    Code attach (`memory`: the directories that hold one), and a listing of pseudonymised paths."""
+    Code attach (`memory`: the directories that hold one), the instructions Claude Code adds once the
+    reply entered plan mode (newer versions record them as a `plan_mode` attachment), and a listing of
+    pseudonymised paths."""
     cwd = _working_directory(path)
     loaded: set[str] = set()
     named: dict[tuple[str, int], list[str]] = {}
@@ -600,6 +603,9 @@ def unrecorded_content(path: Path, steps: list[GrowthStep], memory: set[str]) ->
                     if directory in memory and directory not in loaded:
                         loaded.add(directory)
                         kinds.append(f"{directory}/CLAUDE.md attached")
+        calls = {part.name for message in step.added for part in message.parts if isinstance(part, ToolUsePart)}
+        if "EnterPlanMode" in calls:
+            kinds.append("plan mode entered: Claude Code's plan-mode instructions, unrecorded")
         listed = _step_text(step).count(cwd) if cwd else 0
         if listed >= _LISTED_PATHS and cwd.startswith(("/Users/user/", "/Users/User/", "/home/user/")):
             kinds.append(f"{listed} pseudonymised paths")
@@ -611,33 +617,61 @@ def _figures(errors: list[float]) -> tuple[float, float, float]:
     return statistics.median(errors), _percentile(errors, 95), max(errors)
 
 
-def _print_unrecorded(named: list[tuple[float, str, list[str]]], summary: dict[str, float | int]) -> None:
-    """The held-out Claude calls over 1 %, each with what its request held that its file does not, and
-    the figures of the calls that show neither kind (information, not the target: those calls stay in
-    it)."""
+# A publisher's redaction: the text of a record replaced by a placeholder that keeps only its length
+# (`[REDACTED_OUTPUT len=136 sha=bc081c6b]`, as in a collection of Codex Desktop rollouts).
+_REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ len=(\d+)(?: sha=[0-9a-f]+)?\]")
+
+
+def redacted_characters(step: GrowthStep) -> int:
+    """Characters of what the step added that its records replaced by redaction placeholders."""
+    return sum(int(length) for length in _REDACTED.findall(_step_text(step)))
+
+
+def _print_unrecorded(family: str, named: list[tuple[float, str, list[str]]], summary: dict[str, float | int],
+                      listed: int = 20) -> None:
+    """A family's held-out calls over 1 % (the worst `listed` of them), each with what its request held
+    that its file does not, counted by kind; and the figures of the calls whose records show nothing
+    unrecorded (information, not the target: every call stays in it)."""
     over = sorted((row for row in named if row[0] >= 1.0), key=lambda row: -row[0])
-    memory = sum(1 for _, _, kinds in over if any(k.endswith("attached") for k in kinds))
-    listing = sum(1 for _, _, kinds in over if any(k.endswith("paths") for k in kinds) and
-                  not any(k.endswith("attached") for k in kinds))
-    print(f"  claude: {len(over)} calls over 1 %; {memory} read a file under a directory with a CLAUDE.md Claude "
-          f"Code attached and did not record, {listing} more list pseudonymised paths, "
-          f"{len(over) - memory - listing} neither:")
-    for error, source, kinds in over:
-        print(f"    {error:6.2f} %  {source:<40} {'; '.join(kinds) or 'nothing unrecorded shown'}")
+    summary[f"held_out_{family}_calls_over_1pct"] = len(over)
+    if not over:
+        return
+    counts: dict[str, int] = {}
+    for _, _, kinds in over:
+        kind = ("a CLAUDE.md attached unrecorded" if any(k.endswith("attached") for k in kinds) else
+                "plan mode, unrecorded" if any(k.startswith("plan mode") for k in kinds) else
+                "redacted content" if any(k.startswith("redacted") for k in kinds) else
+                "pseudonymised paths" if any(k.endswith("paths") for k in kinds) else "nothing unrecorded shown")
+        counts[kind] = counts.get(kind, 0) + 1
+    print(f"  {family}: {len(over)} calls over 1 %, by what their records leave out (first kind that applies): "
+          + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    for error, source, kinds in over[:listed]:
+        print(f"    {error:6.2f} %  {source:<44} {'; '.join(kinds) or 'nothing unrecorded shown'}")
+    if len(over) > listed:
+        print(f"    ... and {len(over) - listed} more")
     clean = [error for error, _, kinds in named if not kinds]
     if clean:
         _, p95, worst = _figures(clean)
-        print(f"  claude, the {len(clean)} calls whose records show nothing unrecorded (no target): p95 {p95:.3f} %, "
-              f"worst {worst:.2f} %")
-        summary |= {"held_out_claude_shown_recorded_calls": len(clean),
-                    "held_out_claude_shown_recorded_p95_pct": round(p95, 4),
-                    "held_out_claude_shown_recorded_worst_pct": round(worst, 4)}
-    summary |= {"held_out_claude_calls_over_1pct": len(over), "held_out_claude_nested_memory_calls_over_1pct": memory,
-                "held_out_claude_pseudonymised_listing_calls_over_1pct": listing}
+        print(f"  {family}, the {len(clean)} calls whose records show nothing unrecorded (no target): "
+              f"p95 {p95:.3f} %, worst {worst:.2f} %")
+        summary |= {f"held_out_{family}_shown_recorded_calls": len(clean),
+                    f"held_out_{family}_shown_recorded_p95_pct": round(p95, 4),
+                    f"held_out_{family}_shown_recorded_worst_pct": round(worst, 4)}
+    for kind, key in (("a CLAUDE.md attached unrecorded", "nested_memory"), ("redacted content", "redacted"),
+                      ("plan mode, unrecorded", "plan_mode"),
+                      ("pseudonymised paths", "pseudonymised_listing")):
+        if kind in counts:
+            summary[f"held_out_{family}_{key}_calls_over_1pct"] = counts[kind]
 
 
-def held_out(summary: dict[str, float | int]) -> bool:
-    """Item 8's targets on the shared runs, every figure held out; True when all are met."""
+def _redaction(step: GrowthStep) -> list[str]:
+    characters = redacted_characters(step)
+    return [f"redacted: {characters:,} characters not in the file"] if characters else []
+
+
+def held_out(summary: dict[str, float | int]) -> bool | None:
+    """Item 8's targets on the shared runs, every figure held out; True when all that the data holds
+    are met, None when it holds none of the families."""
     root = shared_data_dir()
     rows: list[tuple[str, list[float], str]] = []  # family, anchored errors, what was scored
     # Gemini, mini-swe-agent: refitted on one half of the runs, scored on the other, both ways.
@@ -648,7 +682,7 @@ def held_out(summary: dict[str, float | int]) -> bool:
     gemini: list[float] = []
     first: list[float] = []
     first_shipped: list[float] = []
-    for fit_on, score_on in (halves, halves[::-1]):
+    for fit_on, score_on in (halves, halves[::-1]) if len(names) >= 2 else ():
         counter = HeuristicCounter(fit_gemini([runs[n][0] for n in fit_on]))
         for name in score_on:
             messages, _ = runs[name]
@@ -660,15 +694,19 @@ def held_out(summary: dict[str, float | int]) -> bool:
     rows.append(("gemini", gemini, f"mini-swe-agent, {len(runs)} runs, profile refitted on the other half"))
     # Gemini CLI, Codex and OpenCode through the importers.
     sessions = root / "sessions"
-    cli_chains, cli_hosted = _imported(sorted(sessions.glob("*/gemini-cli/*.json")))
+    cli_chains, cli_hosted = _imported(sessions_of("gemini-cli", "gemini-cli-jsonl"))
     cli, cli_dropped = _growing(cli_chains)
     cli_errors = [e for chain in cli for e in score_ledger([chain], HeuristicCounter(GEMINI_PROFILE)).anchored_errors_pct]
     rows.append(("gemini", cli_errors, f"Gemini CLI, shipped profile (never fitted on them), {cli_dropped} shrinking left out"))
-    openai_files = sorted([*sessions.glob("*/codex/*.jsonl"), *sessions.glob("*/opencode/*.json")])
+    openai_files = sessions_of("codex", "opencode")
     openai_chains, openai_hosted = _imported(openai_files)
     chains, openai_dropped = _growing(openai_chains)
-    openai = [e for chain in chains
-              for e in score_ledger([chain], counter_for_model(chain[0].model)).anchored_errors_pct]
+    openai: list[float] = []
+    openai_named: list[tuple[float, str, list[str]]] = []
+    for chain in chains:
+        errors = score_ledger([chain], counter_for_model(chain[0].model)).anchored_errors_pct
+        openai += errors
+        openai_named += [(error, step.source, _redaction(step)) for error, step in zip(errors, chain, strict=True)]
     rows.append(("openai", openai, f"Codex and OpenCode, exact o200k, {openai_dropped} shrinking and "
                  f"{openai_hosted} that ran a hosted web search left out"))
     # Claude: every Claude Code file, fitted on one half and scored on the other, both ways.
@@ -679,7 +717,7 @@ def held_out(summary: dict[str, float | int]) -> bool:
     claude_dropped = claude_unrecorded = 0
     memory = _memory_directories(_every_claude_code_file())
     named: list[tuple[float, str, list[str]]] = []  # (error, file, what no record holds) per scored call
-    for fit_on, score_on in (halves, halves[::-1]):
+    for fit_on, score_on in (halves, halves[::-1]) if len(names) >= 2 else ():
         fit = fit_claude([s for n in fit_on for s in files[n]])
         # The scored files' replies are sized against their output counts by the profile fitted on the
         # other half (`replayed_reasoning`), never by one that saw them.
@@ -692,7 +730,7 @@ def held_out(summary: dict[str, float | int]) -> bool:
         kinds: dict[tuple[str, int], list[str]] = {}
         for n in score_on:
             kinds |= unrecorded_content(sessions / n, claude_code_steps(sessions / n, fit.counter()), memory[sessions / n])
-        named += [(error, step.source, kinds.get((step.source, step.real), []))
+        named += [(error, step.source, kinds.get((step.source, step.real), []) + _redaction(step))
                   for error, step in zip(errors, [step for chain in scored for step in chain], strict=True)]
     rows.append(("claude", claude_errors, f"Claude Code, {len(names)} files, fitted on the other half, "
                  f"{claude_dropped} shrinking and {claude_unrecorded} with an @-mentioned file left out"))
@@ -705,12 +743,13 @@ def held_out(summary: dict[str, float | int]) -> bool:
             median, p95, worst = _figures(errors)
             print(f"  {family:<8}{len(errors):>7}{median:>10.3f}{p95:>9.3f}{worst:>9.2f}   {what}")
     ok = True
+    present = 0
     for family in ("gemini", "claude", "openai"):
         errors = [e for f, values, _ in rows if f == family for e in values]
         if not errors:
-            print(f"  {family}: no steps with usage found")
-            ok = False
+            print(f"  {family}: no recorded calls with usage in this data: no figure")
             continue
+        present += 1
         median, p95, worst = _figures(errors)
         hit = p95 < TARGET_P95_PCT and worst < TARGET_WORST_PCT
         ok = ok and hit
@@ -719,25 +758,46 @@ def held_out(summary: dict[str, float | int]) -> bool:
         summary |= {f"held_out_{family}_calls": len(errors), f"held_out_{family}_anchored_median_pct": round(median, 4),
                     f"held_out_{family}_anchored_p95_pct": round(p95, 4),
                     f"held_out_{family}_worst_pct": round(worst, 4)}
-    _print_unrecorded(named, summary)
-    first_median = statistics.median(first)
-    first_hit = first_median < TARGET_FIRST_CALL_MEDIAN_PCT
-    ok = ok and first_hit
-    print(f"  first call, no anchor ({len(first)} mini-swe-agent runs, the recordings that hold the whole first "
-          f"request): median {first_median:.2f} % (refitted on the other half; shipped profile "
-          f"{statistics.median(first_shipped):.2f} %), worst {max(first):.2f} % -> {'met' if first_hit else 'MISSED'}")
-    summary |= {"held_out_first_call_median_pct": round(first_median, 4),
-                "held_out_first_call_worst_pct": round(max(first), 4),
+    for family, calls in (("claude", named), ("openai", openai_named)):
+        if calls:
+            _print_unrecorded(family, calls, summary)
+    if first:
+        first_median = statistics.median(first)
+        first_hit = first_median < TARGET_FIRST_CALL_MEDIAN_PCT
+        ok = ok and first_hit
+        print(f"  first call, no anchor ({len(first)} mini-swe-agent runs, the recordings that hold the whole "
+              f"first request): median {first_median:.2f} % (refitted on the other half; shipped profile "
+              f"{statistics.median(first_shipped):.2f} %), worst {max(first):.2f} % -> "
+              f"{'met' if first_hit else 'MISSED'}")
+        summary |= {"held_out_first_call_median_pct": round(first_median, 4),
+                    "held_out_first_call_worst_pct": round(max(first), 4)}
+    summary |= {"held_out_families": present,
                 "held_out_steps_left_out": cli_dropped + openai_dropped + claude_dropped + cli_hosted + openai_hosted
                 + claude_unrecorded,
                 "held_out_hosted_tool_calls_left_out": cli_hosted + openai_hosted,
                 "held_out_unrecorded_file_calls_left_out": claude_unrecorded}
-    return ok
+    return ok if present else None
+
+
+def sessions_of(*formats: str) -> list[Path]:
+    """Every session file under the data's sessions/ that the importers read as one of `formats`
+    (`nova.sessions.importers.detect_format`), wherever it lies: the shared layout keeps each agent's
+    files in a folder of its name, other collections need not."""
+    found: list[Path] = []
+    for path in sorted((shared_data_dir() / "sessions").rglob("*")):
+        if not path.is_file() or path.suffix not in (".json", ".jsonl"):
+            continue
+        try:
+            if detect_format(path) in formats:
+                found.append(path)
+        except (SessionImportError, OSError):
+            continue  # not a session file (task metadata, Cline's UI log)
+    return found
 
 
 def _every_claude_code_file() -> list[Path]:
-    """Every Claude Code session file of the shared sessions (main sessions and sub-agents alike)."""
-    return sorted((shared_data_dir() / "sessions").glob("*/claude-code/**/*.jsonl"))
+    """Every Claude Code session file of the sessions (main sessions and sub-agents alike)."""
+    return sessions_of("claude-code")
 
 
 def fit_all() -> int:
@@ -761,17 +821,13 @@ def fit_all() -> int:
     return 0
 
 
-def main() -> int:
-    if "--fit" in sys.argv[1:]:
-        return fit_all()
+def _trajectory_table(summary: dict[str, float | int]) -> None:
+    """The three estimators on the mini-swe-agent runs, where the data has them."""
     root = shared_data_dir() / "trajectories"
     mini = root / "mini-swe-agent-gemini3"
-    if not mini.is_dir():
-        print(f"token_estimate: trajectory data not found at {mini} (set NOVA_SHARED_DATA)", file=sys.stderr)
-        return 2
     all_errors: dict[str, list[float]] = {name: [] for name in METHODS}
     runs = 0
-    for path in sorted(mini.glob("*.traj.json")):
+    for path in sorted(mini.glob("*.traj.json")) if mini.is_dir() else []:
         loaded = _load(path)
         if loaded is None:
             print(f"skip {path.name}: not the mini-swe-agent-1 format")
@@ -786,11 +842,11 @@ def main() -> int:
             print(f"skip {demos.name}/{path.name}: no per-call usage recorded (nothing to predict)")
     calls = len(all_errors["nova"])
     if calls == 0:
-        print(f"token_estimate: no calls with usage found under {mini}", file=sys.stderr)
-        return 2
+        print(f"no mini-swe-agent runs with usage under {mini}: no estimator table")
+        return
     print(f"\n{runs} runs, {calls} predicted calls (every call after the first of each run)\n")
     print(f"{'method':<10}{'median %':>10}{'p95 %':>10}{'max %':>10}")
-    summary: dict[str, float | int] = {"calls": calls}
+    summary["calls"] = calls
     for name in METHODS:
         values = all_errors[name]
         median, p95, worst = statistics.median(values), _percentile(values, 95), max(values)
@@ -800,13 +856,23 @@ def main() -> int:
             f"{name}_p95_pct": round(p95, 4),
             f"{name}_max_pct": round(worst, 4),
         }
+
+
+def main() -> int:
+    if "--fit" in sys.argv[1:]:
+        return fit_all()
+    summary: dict[str, float | int] = {}
+    _trajectory_table(summary)
     claude_ok = claude(summary)
     if claude_ok is None:
-        print("token_estimate: no Claude Code sessions with usage found (set NOVA_SHARED_DATA)", file=sys.stderr)
-        return 2
+        print("no agentlogs Claude Code sessions: no growth table")
     targets_ok = held_out(summary)
     print(json.dumps(summary))
-    return 0 if claude_ok and targets_ok else 1
+    if targets_ok is None:
+        print(f"token_estimate: no recorded calls with usage under {shared_data_dir()} (set NOVA_SHARED_DATA)",
+              file=sys.stderr)
+        return 2
+    return 0 if claude_ok is not False and targets_ok else 1
 
 
 if __name__ == "__main__":

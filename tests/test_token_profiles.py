@@ -316,7 +316,7 @@ def _trajectory_messages(limit: int) -> list[str]:
 def test_bounds_never_count_a_real_message_below_exact_cl100k_or_o200k() -> None:
     exact = (TiktokenCounter("cl100k_base"), TiktokenCounter("o200k_base"))
     unknown, local = UpperBoundCounter(), LocalBpeBound()
-    texts = _trajectory_messages(4)
+    texts = _trajectory_messages(20)  # every message of the runs (3,317)
     local_total = unknown_total = exact_total = 0
     for text in texts:
         most = max(e.count(text) for e in exact)

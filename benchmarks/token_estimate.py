@@ -19,10 +19,12 @@ each pair of consecutive calls is one growth step, real growth (input + cache re
 call k minus that of call k-1) against the estimate of call k-1's reply and what came back. The sessions
 are split by file (sorted names, alternating: A and B); everything is fitted on A and scored on B, then
 fitted on B and scored on A, so no figure is scored on the data it was fitted on. The fit has two parts
-(nova.tokens.calibration explains why): the Claude profile (a scale per cl100k token and a tool-call
-wrapper, from the replies' own output tokens) and Claude Code's per-step allowance (the median of what
-the fitting steps grew beyond what the profile counts of the recorded messages: reminders Claude Code
-sends without recording them). Claude Code's remainder differs between sessions (+187 a step in one,
+(nova.tokens.calibration explains why): the Claude counter (a scale per exact cl100k token, fitted on
+the growth steps and the complete replies, and a tool-call wrapper, from the replies' own output
+tokens) and Claude Code's per-step allowance (the constant fitted beside the scale: reminders Claude
+Code sends without recording them). These five files are small and alike (a few to-do updates a
+file): a half cannot tell the scale from the constant, so a direction's scale may be far off (x1.81 on
+A) with its growth still predicted; item 8 below scores the fit on every Claude Code file. Claude Code's remainder differs between sessions (+187 a step in one,
 +84 in another), so a fitted constant cannot carry it; Nova's token ledger learns it per session from
 the real usage of the calls already answered (nova.tokens.allowance) and adds it to the next call's
 estimate. Rows per direction:
@@ -57,14 +59,21 @@ that without a recorded compaction (its record says something was cut that no re
 call that ran a hosted web search (the API put the results in that call's input during the call; the
 rollout never holds them), and a Claude Code call whose prompt `@`-mentions a file (Claude Code sends
 the file with the prompt and records the prompt only: `nova.tokens.calibration.mentioned_files`; one
-call, a skill body naming a workflow file, +2,353 tokens beyond its records). What remains is not in
-the records: Claude Code
-attaches a directory's CLAUDE.md the first time a file under it is read and records nothing of it
-(the +10.8k of agent-a485154.jsonl's worst step is src/agents/CLAUDE.md, 36,756 characters where
-session-196820da read it), the codemie files' paths were shortened by their pseudonymisation, and
-OpenRouter answers the mini-swe-agent runs from two Google backends ("Google", "Google AI Studio" in
-each response) whose counts differ by about 1 %: 14 % of the calls switch, and they hold most calls
-over 1 %.
+call, a skill body naming a workflow file, +2,353 tokens beyond its records). What else a call held
+that its file does not stays in the figures, and each held-out call over 1 % is listed with what its
+step shows of it (`unrecorded_content`, `redacted_characters`), then the figures of the calls that show
+nothing of it (no target): Claude Code attaches a directory's CLAUDE.md the first time a file under it
+is read successfully and, in the versions these files come from, records nothing of it (the +10.8k of
+agent-a485154.jsonl's worst step is src/agents/CLAUDE.md, 36,756 characters where session-196820da read
+it; which directories hold one is what the collection's files name); it adds its plan-mode
+instructions once a reply enters plan mode; the codemie files' paths were shortened by their
+pseudonymisation (about 30 tokens a path in a listing); a publisher's redaction keeps only a length
+(`[REDACTED_OUTPUT len=136 sha=…]`). OpenRouter answers the mini-swe-agent runs from two Google
+backends ("Google", "Google AI Studio" in each response) whose counts differ by about 1 %: 14 % of the
+calls switch, and they hold most Gemini calls over 1 %.
+Session files are found by format (`detect_format`) anywhere under sessions/, and each section runs on
+what the data holds (a family with no recorded usage has no figure and is no miss), so NOVA_SHARED_DATA
+can point at another collection; exit 2 when it holds none.
 `--fit` fits on every Claude Code file and prints the constants to paste into nova/tokens/counters.py.
 
 Last line: one JSON object with the figures.

@@ -16,18 +16,22 @@ presumably: their text is not in the transcript, so the cause cannot be read off
 driven by a harness that adds nothing (the pi sessions beside them, Opus 4.5) grows by the output tokens
 plus the result plus ~20. So the fit keeps two things apart:
 
-- the tokenizer (`fit_claude_tokenizer`): Claude's own count of each complete reply (its output tokens,
-  which no harness inflates) against the reply's cl100k pieces: a scale per cl100k token and the tokens
-  a tool call costs beyond its name and arguments. That is the shipped profile, because it is what
-  Claude counts for any harness, Nova included.
-- the harness allowance (`fit_claude`): the median per-step remainder of the fitting sessions, scored
-  with the profile on held-out sessions to say how well a growth step is predicted for Claude Code. It
-  belongs to Claude Code, not to Claude, and is not in the profile Nova ships.
+- the tokenizer: Claude's count as exact cl100k times a scale (`nova.tokens.counters.claude_counter`),
+  with the tokens a tool call costs beyond its name and arguments (from the complete replies' output
+  tokens, which no harness inflates: `fit_claude_tokenizer`). That is the shipped counter, because it
+  is what Claude counts for any harness, Nova included.
+- the harness allowance: a per-step constant fitted beside the scale (`fit_claude`), scored with the
+  counter on held-out sessions to say how well a growth step is predicted for Claude Code. It belongs
+  to Claude Code, not to Claude, and is not in the counter Nova ships.
 
-A single scale on every token (what the profile used to be: x1.99 with +30 per tool part) can absorb
-the remainder only on steps of the size it was fitted on; it counts a large tool result at 1.55x what
-the tokenizer fit does. Because the remainder is a per-session constant, a per-step allowance fitted on
-one half of the sessions misses the other half by about a fifth (the benchmark prints it per session);
+The scale and the constant are fitted together on the growth steps and the replies, as the anchored
+error weighs them (|miss| ÷ the call's real input), so the large steps of code and tool output fix the
+scale and the small ones the constant. A scale fitted on the replies alone rested on a few replies of
+prose (x1.00 from 4 replies on one half of the shared files, where that half's steps say x1.09). A
+single scale on every token with no constant (x1.99 with +30 per tool part, once) absorbs the
+remainder only on steps of the size it was fitted on and counts a large tool result 1.55x too high.
+Because the remainder is a per-session constant, a per-step allowance fitted on one half of the sessions
+misses the other half by about a fifth (the benchmark prints it per session);
 what each session learns from its own answered calls does not, and that is what Nova's ledger does
 (`nova.tokens.allowance`; `score_ledger` scores it on recorded steps).
 

@@ -19,10 +19,12 @@ each pair of consecutive calls is one growth step, real growth (input + cache re
 call k minus that of call k-1) against the estimate of call k-1's reply and what came back. The sessions
 are split by file (sorted names, alternating: A and B); everything is fitted on A and scored on B, then
 fitted on B and scored on A, so no figure is scored on the data it was fitted on. The fit has two parts
-(nova.tokens.calibration explains why): the Claude profile (a scale per cl100k token and a tool-call
-wrapper, from the replies' own output tokens) and Claude Code's per-step allowance (the median of what
-the fitting steps grew beyond what the profile counts of the recorded messages: reminders Claude Code
-sends without recording them). Claude Code's remainder differs between sessions (+187 a step in one,
+(nova.tokens.calibration explains why): the Claude counter (a scale per exact cl100k token, fitted on
+the growth steps and the complete replies, and a tool-call wrapper, from the replies' own output
+tokens) and Claude Code's per-step allowance (the constant fitted beside the scale: reminders Claude
+Code sends without recording them). These five files are small and alike (a few to-do updates a
+file): a half cannot tell the scale from the constant, so a direction's scale may be far off (x1.81 on
+A) with its growth still predicted; item 8 below scores the fit on every Claude Code file. Claude Code's remainder differs between sessions (+187 a step in one,
 +84 in another), so a fitted constant cannot carry it; Nova's token ledger learns it per session from
 the real usage of the calls already answered (nova.tokens.allowance) and adds it to the next call's
 estimate. Rows per direction:
@@ -57,14 +59,21 @@ that without a recorded compaction (its record says something was cut that no re
 call that ran a hosted web search (the API put the results in that call's input during the call; the
 rollout never holds them), and a Claude Code call whose prompt `@`-mentions a file (Claude Code sends
 the file with the prompt and records the prompt only: `nova.tokens.calibration.mentioned_files`; one
-call, a skill body naming a workflow file, +2,353 tokens beyond its records). What remains is not in
-the records: Claude Code
-attaches a directory's CLAUDE.md the first time a file under it is read and records nothing of it
-(the +10.8k of agent-a485154.jsonl's worst step is src/agents/CLAUDE.md, 36,756 characters where
-session-196820da read it), the codemie files' paths were shortened by their pseudonymisation, and
-OpenRouter answers the mini-swe-agent runs from two Google backends ("Google", "Google AI Studio" in
-each response) whose counts differ by about 1 %: 14 % of the calls switch, and they hold most calls
-over 1 %.
+call, a skill body naming a workflow file, +2,353 tokens beyond its records). What else a call held
+that its file does not stays in the figures, and each held-out call over 1 % is listed with what its
+step shows of it (`unrecorded_content`, `redacted_characters`), then the figures of the calls that show
+nothing of it (no target): Claude Code attaches a directory's CLAUDE.md the first time a file under it
+is read successfully and, in the versions these files come from, records nothing of it (the +10.8k of
+agent-a485154.jsonl's worst step is src/agents/CLAUDE.md, 36,756 characters where session-196820da read
+it; which directories hold one is what the collection's files name); it adds its plan-mode
+instructions once a reply enters plan mode; the codemie files' paths were shortened by their
+pseudonymisation (about 30 tokens a path in a listing); a publisher's redaction keeps only a length
+(`[REDACTED_OUTPUT len=136 sha=…]`). OpenRouter answers the mini-swe-agent runs from two Google
+backends ("Google", "Google AI Studio" in each response) whose counts differ by about 1 %: 14 % of the
+calls switch, and they hold most Gemini calls over 1 %.
+Session files are found by format (`detect_format`) anywhere under sessions/, and each section runs on
+what the data holds (a family with no recorded usage has no figure and is no miss), so NOVA_SHARED_DATA
+can point at another collection; exit 2 when it holds none.
 `--fit` fits on every Claude Code file and prints the constants to paste into nova/tokens/counters.py.
 
 Last line: one JSON object with the figures.
@@ -74,6 +83,7 @@ Run: python benchmarks/token_estimate.py [--fit]  (NOVA_SHARED_DATA points elsew
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 from collections.abc import Iterator
@@ -82,10 +92,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from nova.errors import SessionImportError
 from nova.evaluation.replay import call_model, recorded_compaction
-from nova.messages import ImagePart, Message, Role, TextPart
+from nova.messages import ImagePart, Message, Role, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage, usage_of
-from nova.sessions.importers import read_session_file
+from nova.sessions.importers import detect_format, read_session_file
 from nova.testing import shared_data_dir
 from nova.tokens import (
     CL100K_PROFILE,
@@ -336,8 +347,8 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
     return [rows[i][n] / rows[i][i] for i in range(n)]
 
 
-_PIECES = ("words", "long_words", "symbols", "digits", "newlines", "indents", "cjk", "other", "run_symbols")
-_WEIGHTS = ("word", "long_word", "symbol", "digit", "newline", "indent", "cjk", "other", "symbol_run")
+_PIECES = ("words", "long_words", "symbols", "digits", "newlines", "indents", "cjk", "other", "run_symbols", "clustered")
+_WEIGHTS = ("word", "long_word", "symbol", "digit", "newline", "indent", "cjk", "other", "symbol_run", "symbol_cluster")
 
 
 def _features(added: list[dict[str, Any]]) -> list[float]:
@@ -508,12 +519,168 @@ def _recorded(sessions: list[list[GrowthStep]]) -> tuple[list[list[GrowthStep]],
     return kept, dropped
 
 
+# -- What a Claude Code call held that its file does not ---------------------------------------------
+# Two kinds of content reach a recorded Claude Code request and are in no record of the shared files,
+# so no estimate made from the records can count them. Each held-out call is named with the kinds its step
+# shows, so the figures say how much of the miss they are; the calls stay in the figures.
+# - A directory's CLAUDE.md: Claude Code attaches it (a "nested memory") the first time a file under the
+#   directory is read, and the versions that wrote these files record nothing of it (newer ones write an
+#   `attachment` record, which `claude_code_steps` reads). Which directories hold one is known from the
+#   files themselves: every `…/CLAUDE.md` any Claude Code file of the same collection (the sessions of one
+#   project) names, relative to the session's working directory.
+# - Paths the collection's publisher pseudonymised: the codemie files (see ../shared/data/README.md) hold
+#   `/Users/user/repo` where Claude Code sent the user's real, longer working directory, about 30 tokens
+#   more per path on the steps that list many of them. A step is named for it when what it added holds
+#   the session's working directory `_LISTED_PATHS` times or more.
+_LISTED_PATHS = 10
+_CLAUDE_MD = re.compile(r"(?:[\w.@~-]+/)*CLAUDE\.md")
+
+
+def _working_directory(path: Path) -> str:
+    """The `cwd` the session's first record that has one names ("" when none does)."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("cwd"), str) and record["cwd"]:
+            return str(record["cwd"])
+    return ""
+
+
+def _relative(path: str, cwd: str) -> str | None:
+    """`path` relative to `cwd`, or None when it is outside it."""
+    if not path.startswith("/"):
+        return path.lstrip("./")
+    prefix = cwd.rstrip("/") + "/"
+    return path[len(prefix):] if cwd and path.startswith(prefix) else None
+
+
+def _memory_directories(paths: list[Path]) -> dict[Path, set[str]]:
+    """Per Claude Code file, the directories (relative to its working directory, the root left out: its
+    CLAUDE.md is in the system prompt) that hold a CLAUDE.md by what any file of its collection names."""
+    cwds = {path: _working_directory(path) for path in paths}
+    by_collection: dict[Path, set[str]] = {}
+    for path in paths:
+        named = by_collection.setdefault(path.relative_to(shared_data_dir() / "sessions").parents[-2], set())
+        # The records are JSON: a name right after an escaped line break would take its `n`.
+        text = path.read_text(encoding="utf-8").replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')
+        for mention in _CLAUDE_MD.findall(text):
+            if (relative := _relative(mention, cwds[path])) is not None and "/" in relative:
+                named.add(relative.rsplit("/", 1)[0])
+    return {path: by_collection[path.relative_to(shared_data_dir() / "sessions").parents[-2]] for path in paths}
+
+
+def _step_text(step: GrowthStep) -> str:
+    texts: list[str] = []
+    for message in step.added:
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ToolResultPart):
+                texts.append(part.content)
+            elif isinstance(part, ToolUsePart):
+                texts.append(json.dumps(dict(part.input)))
+    return "\n".join(texts)
+
+
+def unrecorded_content(path: Path, steps: list[GrowthStep], memory: set[str]) -> dict[tuple[str, int], list[str]]:
+    """What each step of one Claude Code file (in the order `claude_code_steps` gives them) was sent
+    beyond its records, by kind, keyed by `(source, real)`: the CLAUDE.md files its reads made Claude
+    Code attach (`memory`: the directories that hold one), the instructions Claude Code adds once the
+    reply entered plan mode (newer versions record them as a `plan_mode` attachment), and a listing of
+    pseudonymised paths."""
+    cwd = _working_directory(path)
+    loaded: set[str] = set()
+    named: dict[tuple[str, int], list[str]] = {}
+    for step in steps:
+        kinds: list[str] = []
+        failed = {p.tool_use_id for m in step.added for p in m.parts if isinstance(p, ToolResultPart) and p.is_error}
+        for message in step.added:
+            for part in message.parts:
+                if not isinstance(part, ToolUsePart) or part.name != "Read" or part.id in failed:
+                    continue  # a read that failed ("File does not exist") attaches nothing
+                relative = _relative(str(part.input.get("file_path") or ""), cwd)
+                if relative is None:
+                    continue
+                if relative.endswith("CLAUDE.md"):  # read on purpose: in the record, and not attached again
+                    loaded.add(relative.rsplit("/", 1)[0] if "/" in relative else "")
+                    continue
+                parts = relative.split("/")[:-1]
+                for depth in range(1, len(parts) + 1):
+                    directory = "/".join(parts[:depth])
+                    if directory in memory and directory not in loaded:
+                        loaded.add(directory)
+                        kinds.append(f"{directory}/CLAUDE.md attached")
+        calls = {part.name for message in step.added for part in message.parts if isinstance(part, ToolUsePart)}
+        if "EnterPlanMode" in calls:
+            kinds.append("plan mode entered: Claude Code's plan-mode instructions, unrecorded")
+        listed = _step_text(step).count(cwd) if cwd else 0
+        if listed >= _LISTED_PATHS and cwd.startswith(("/Users/user/", "/Users/User/", "/home/user/")):
+            kinds.append(f"{listed} pseudonymised paths")
+        named[(step.source, step.real)] = kinds
+    return named
+
+
 def _figures(errors: list[float]) -> tuple[float, float, float]:
     return statistics.median(errors), _percentile(errors, 95), max(errors)
 
 
-def held_out(summary: dict[str, float | int]) -> bool:
-    """Item 8's targets on the shared runs, every figure held out; True when all are met."""
+# A publisher's redaction: the text of a record replaced by a placeholder that keeps only its length
+# (`[REDACTED_OUTPUT len=136 sha=bc081c6b]`, as in a collection of Codex Desktop rollouts).
+_REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ len=(\d+)(?: sha=[0-9a-f]+)?\]")
+
+
+def redacted_characters(step: GrowthStep) -> int:
+    """Characters of what the step added that its records replaced by redaction placeholders."""
+    return sum(int(length) for length in _REDACTED.findall(_step_text(step)))
+
+
+def _print_unrecorded(family: str, named: list[tuple[float, str, list[str]]], summary: dict[str, float | int],
+                      listed: int = 20) -> None:
+    """A family's held-out calls over 1 % (the worst `listed` of them), each with what its request held
+    that its file does not, counted by kind; and the figures of the calls whose records show nothing
+    unrecorded (information, not the target: every call stays in it)."""
+    over = sorted((row for row in named if row[0] >= 1.0), key=lambda row: -row[0])
+    summary[f"held_out_{family}_calls_over_1pct"] = len(over)
+    if not over:
+        return
+    counts: dict[str, int] = {}
+    for _, _, kinds in over:
+        kind = ("a CLAUDE.md attached unrecorded" if any(k.endswith("attached") for k in kinds) else
+                "plan mode, unrecorded" if any(k.startswith("plan mode") for k in kinds) else
+                "redacted content" if any(k.startswith("redacted") for k in kinds) else
+                "pseudonymised paths" if any(k.endswith("paths") for k in kinds) else "nothing unrecorded shown")
+        counts[kind] = counts.get(kind, 0) + 1
+    print(f"  {family}: {len(over)} calls over 1 %, by what their records leave out (first kind that applies): "
+          + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    for error, source, kinds in over[:listed]:
+        print(f"    {error:6.2f} %  {source:<44} {'; '.join(kinds) or 'nothing unrecorded shown'}")
+    if len(over) > listed:
+        print(f"    ... and {len(over) - listed} more")
+    clean = [error for error, _, kinds in named if not kinds]
+    if clean:
+        _, p95, worst = _figures(clean)
+        print(f"  {family}, the {len(clean)} calls whose records show nothing unrecorded (no target): "
+              f"p95 {p95:.3f} %, worst {worst:.2f} %")
+        summary |= {f"held_out_{family}_shown_recorded_calls": len(clean),
+                    f"held_out_{family}_shown_recorded_p95_pct": round(p95, 4),
+                    f"held_out_{family}_shown_recorded_worst_pct": round(worst, 4)}
+    for kind, key in (("a CLAUDE.md attached unrecorded", "nested_memory"), ("redacted content", "redacted"),
+                      ("plan mode, unrecorded", "plan_mode"),
+                      ("pseudonymised paths", "pseudonymised_listing")):
+        if kind in counts:
+            summary[f"held_out_{family}_{key}_calls_over_1pct"] = counts[kind]
+
+
+def _redaction(step: GrowthStep) -> list[str]:
+    characters = redacted_characters(step)
+    return [f"redacted: {characters:,} characters not in the file"] if characters else []
+
+
+def held_out(summary: dict[str, float | int]) -> bool | None:
+    """Item 8's targets on the shared runs, every figure held out; True when all that the data holds
+    are met, None when it holds none of the families."""
     root = shared_data_dir()
     rows: list[tuple[str, list[float], str]] = []  # family, anchored errors, what was scored
     # Gemini, mini-swe-agent: refitted on one half of the runs, scored on the other, both ways.
@@ -524,7 +691,7 @@ def held_out(summary: dict[str, float | int]) -> bool:
     gemini: list[float] = []
     first: list[float] = []
     first_shipped: list[float] = []
-    for fit_on, score_on in (halves, halves[::-1]):
+    for fit_on, score_on in (halves, halves[::-1]) if len(names) >= 2 else ():
         counter = HeuristicCounter(fit_gemini([runs[n][0] for n in fit_on]))
         for name in score_on:
             messages, _ = runs[name]
@@ -536,24 +703,30 @@ def held_out(summary: dict[str, float | int]) -> bool:
     rows.append(("gemini", gemini, f"mini-swe-agent, {len(runs)} runs, profile refitted on the other half"))
     # Gemini CLI, Codex and OpenCode through the importers.
     sessions = root / "sessions"
-    cli_chains, cli_hosted = _imported(sorted(sessions.glob("*/gemini-cli/*.json")))
+    cli_chains, cli_hosted = _imported(sessions_of("gemini-cli", "gemini-cli-jsonl"))
     cli, cli_dropped = _growing(cli_chains)
     cli_errors = [e for chain in cli for e in score_ledger([chain], HeuristicCounter(GEMINI_PROFILE)).anchored_errors_pct]
     rows.append(("gemini", cli_errors, f"Gemini CLI, shipped profile (never fitted on them), {cli_dropped} shrinking left out"))
-    openai_files = sorted([*sessions.glob("*/codex/*.jsonl"), *sessions.glob("*/opencode/*.json")])
+    openai_files = sessions_of("codex", "opencode")
     openai_chains, openai_hosted = _imported(openai_files)
     chains, openai_dropped = _growing(openai_chains)
-    openai = [e for chain in chains
-              for e in score_ledger([chain], counter_for_model(chain[0].model)).anchored_errors_pct]
+    openai: list[float] = []
+    openai_named: list[tuple[float, str, list[str]]] = []
+    for chain in chains:
+        errors = score_ledger([chain], counter_for_model(chain[0].model)).anchored_errors_pct
+        openai += errors
+        openai_named += [(error, step.source, _redaction(step)) for error, step in zip(errors, chain, strict=True)]
     rows.append(("openai", openai, f"Codex and OpenCode, exact o200k, {openai_dropped} shrinking and "
                  f"{openai_hosted} that ran a hosted web search left out"))
     # Claude: every Claude Code file, fitted on one half and scored on the other, both ways.
-    files = {str(p.relative_to(sessions)): claude_code_steps(p) for p in sorted(sessions.glob("*/claude-code/**/*.jsonl"))}
+    files = {str(p.relative_to(sessions)): claude_code_steps(p) for p in _every_claude_code_file()}
     names = sorted(n for n, steps in files.items() if steps)
     halves = (names[0::2], names[1::2])
     claude_errors: list[float] = []
     claude_dropped = claude_unrecorded = 0
-    for fit_on, score_on in (halves, halves[::-1]):
+    memory = _memory_directories(_every_claude_code_file())
+    named: list[tuple[float, str, list[str]]] = []  # (error, file, what no record holds) per scored call
+    for fit_on, score_on in (halves, halves[::-1]) if len(names) >= 2 else ():
         fit = fit_claude([s for n in fit_on for s in files[n]])
         # The scored files' replies are sized against their output counts by the profile fitted on the
         # other half (`replayed_reasoning`), never by one that saw them.
@@ -561,7 +734,13 @@ def held_out(summary: dict[str, float | int]) -> bool:
         scored, dropped = _growing(recorded)
         claude_dropped += dropped
         claude_unrecorded += unrecorded
-        claude_errors += score_ledger(scored, fit.counter(), fit.harness).anchored_errors_pct
+        errors = score_ledger(scored, fit.counter(), fit.harness).anchored_errors_pct
+        claude_errors += errors
+        kinds: dict[tuple[str, int], list[str]] = {}
+        for n in score_on:
+            kinds |= unrecorded_content(sessions / n, claude_code_steps(sessions / n, fit.counter()), memory[sessions / n])
+        named += [(error, step.source, kinds.get((step.source, step.real), []) + _redaction(step))
+                  for error, step in zip(errors, [step for chain in scored for step in chain], strict=True)]
     rows.append(("claude", claude_errors, f"Claude Code, {len(names)} files, fitted on the other half, "
                  f"{claude_dropped} shrinking and {claude_unrecorded} with an @-mentioned file left out"))
 
@@ -573,12 +752,13 @@ def held_out(summary: dict[str, float | int]) -> bool:
             median, p95, worst = _figures(errors)
             print(f"  {family:<8}{len(errors):>7}{median:>10.3f}{p95:>9.3f}{worst:>9.2f}   {what}")
     ok = True
+    present = 0
     for family in ("gemini", "claude", "openai"):
         errors = [e for f, values, _ in rows if f == family for e in values]
         if not errors:
-            print(f"  {family}: no steps with usage found")
-            ok = False
+            print(f"  {family}: no recorded calls with usage in this data: no figure")
             continue
+        present += 1
         median, p95, worst = _figures(errors)
         hit = p95 < TARGET_P95_PCT and worst < TARGET_WORST_PCT
         ok = ok and hit
@@ -587,23 +767,50 @@ def held_out(summary: dict[str, float | int]) -> bool:
         summary |= {f"held_out_{family}_calls": len(errors), f"held_out_{family}_anchored_median_pct": round(median, 4),
                     f"held_out_{family}_anchored_p95_pct": round(p95, 4),
                     f"held_out_{family}_worst_pct": round(worst, 4)}
-    first_median = statistics.median(first)
-    first_hit = first_median < TARGET_FIRST_CALL_MEDIAN_PCT
-    ok = ok and first_hit
-    print(f"  first call, no anchor ({len(first)} mini-swe-agent runs, the recordings that hold the whole first "
-          f"request): median {first_median:.2f} % (refitted on the other half; shipped profile "
-          f"{statistics.median(first_shipped):.2f} %), worst {max(first):.2f} % -> {'met' if first_hit else 'MISSED'}")
-    summary |= {"held_out_first_call_median_pct": round(first_median, 4),
-                "held_out_first_call_worst_pct": round(max(first), 4),
+    for family, calls in (("claude", named), ("openai", openai_named)):
+        if calls:
+            _print_unrecorded(family, calls, summary)
+    if first:
+        first_median = statistics.median(first)
+        first_hit = first_median < TARGET_FIRST_CALL_MEDIAN_PCT
+        ok = ok and first_hit
+        print(f"  first call, no anchor ({len(first)} mini-swe-agent runs, the recordings that hold the whole "
+              f"first request): median {first_median:.2f} % (refitted on the other half; shipped profile "
+              f"{statistics.median(first_shipped):.2f} %), worst {max(first):.2f} % -> "
+              f"{'met' if first_hit else 'MISSED'}")
+        summary |= {"held_out_first_call_median_pct": round(first_median, 4),
+                    "held_out_first_call_worst_pct": round(max(first), 4)}
+    summary |= {"held_out_families": present,
                 "held_out_steps_left_out": cli_dropped + openai_dropped + claude_dropped + cli_hosted + openai_hosted
                 + claude_unrecorded,
                 "held_out_hosted_tool_calls_left_out": cli_hosted + openai_hosted,
                 "held_out_unrecorded_file_calls_left_out": claude_unrecorded}
-    return ok
+    return ok if present else None
+
+
+def sessions_of(*formats: str) -> list[Path]:
+    """Every session file under the data's sessions/ that the importers read as one of `formats`
+    (`nova.sessions.importers.detect_format`), wherever it lies: the shared layout keeps each agent's
+    files in a folder of its name, other collections need not."""
+    found: list[Path] = []
+    for path in sorted((shared_data_dir() / "sessions").rglob("*")):
+        if not path.is_file() or path.suffix not in (".json", ".jsonl"):
+            continue
+        try:
+            if detect_format(path) in formats:
+                found.append(path)
+        except (SessionImportError, OSError):
+            continue  # not a session file (task metadata, Cline's UI log)
+    return found
+
+
+def _every_claude_code_file() -> list[Path]:
+    """Every Claude Code session file of the sessions (main sessions and sub-agents alike)."""
+    return sessions_of("claude-code")
 
 
 def fit_all() -> int:
-    steps = [s for file_steps in _claude_files().values() for s in file_steps]
+    steps = [s for path in _every_claude_code_file() for s in claude_code_steps(path)]
     if not steps:
         print("token_estimate: no Claude Code sessions with usage found (set NOVA_SHARED_DATA)", file=sys.stderr)
         return 2
@@ -615,24 +822,21 @@ def fit_all() -> int:
         print(", ".join(f"{name}={getattr(gemini, name)}" for name in _WEIGHTS)
               + f", overheads=Overheads(message={gemini.overheads.message})")
     fit = fit_claude(steps)
-    print(f"fitted on {fit.replies} complete replies of every Claude Code session; paste into nova/tokens/counters.py:")
+    print(f"fitted on every Claude Code session ({fit.steps} growth steps, {fit.replies} complete replies); "
+          "paste into nova/tokens/counters.py:")
     print(f"CLAUDE_SCALE = {fit.scale}")
     print(f"CLAUDE_TOOL_USE_OVERHEAD = {fit.tool_use}")
     print(f"(Claude Code's own per-step allowance over {fit.steps} steps: {fit.harness:+d}; not part of the profile)")
     return 0
 
 
-def main() -> int:
-    if "--fit" in sys.argv[1:]:
-        return fit_all()
+def _trajectory_table(summary: dict[str, float | int]) -> None:
+    """The three estimators on the mini-swe-agent runs, where the data has them."""
     root = shared_data_dir() / "trajectories"
     mini = root / "mini-swe-agent-gemini3"
-    if not mini.is_dir():
-        print(f"token_estimate: trajectory data not found at {mini} (set NOVA_SHARED_DATA)", file=sys.stderr)
-        return 2
     all_errors: dict[str, list[float]] = {name: [] for name in METHODS}
     runs = 0
-    for path in sorted(mini.glob("*.traj.json")):
+    for path in sorted(mini.glob("*.traj.json")) if mini.is_dir() else []:
         loaded = _load(path)
         if loaded is None:
             print(f"skip {path.name}: not the mini-swe-agent-1 format")
@@ -647,11 +851,11 @@ def main() -> int:
             print(f"skip {demos.name}/{path.name}: no per-call usage recorded (nothing to predict)")
     calls = len(all_errors["nova"])
     if calls == 0:
-        print(f"token_estimate: no calls with usage found under {mini}", file=sys.stderr)
-        return 2
+        print(f"no mini-swe-agent runs with usage under {mini}: no estimator table")
+        return
     print(f"\n{runs} runs, {calls} predicted calls (every call after the first of each run)\n")
     print(f"{'method':<10}{'median %':>10}{'p95 %':>10}{'max %':>10}")
-    summary: dict[str, float | int] = {"calls": calls}
+    summary["calls"] = calls
     for name in METHODS:
         values = all_errors[name]
         median, p95, worst = statistics.median(values), _percentile(values, 95), max(values)
@@ -661,13 +865,23 @@ def main() -> int:
             f"{name}_p95_pct": round(p95, 4),
             f"{name}_max_pct": round(worst, 4),
         }
+
+
+def main() -> int:
+    if "--fit" in sys.argv[1:]:
+        return fit_all()
+    summary: dict[str, float | int] = {}
+    _trajectory_table(summary)
     claude_ok = claude(summary)
     if claude_ok is None:
-        print("token_estimate: no Claude Code sessions with usage found (set NOVA_SHARED_DATA)", file=sys.stderr)
-        return 2
+        print("no agentlogs Claude Code sessions: no growth table")
     targets_ok = held_out(summary)
     print(json.dumps(summary))
-    return 0 if claude_ok and targets_ok else 1
+    if targets_ok is None:
+        print(f"token_estimate: no recorded calls with usage under {shared_data_dir()} (set NOVA_SHARED_DATA)",
+              file=sys.stderr)
+        return 2
+    return 0 if claude_ok is not False and targets_ok else 1
 
 
 if __name__ == "__main__":

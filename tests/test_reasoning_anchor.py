@@ -205,10 +205,26 @@ def test_a_run_of_one_punctuation_character_has_its_own_weight() -> None:
     assert (pieces.runs, pieces.run_symbols, pieces.symbols) == (1, 20, 3)  # `=`, `(`, `)` and the run apart
     assert measure("a -- b").runs == 0 and measure("a ---- b").runs == 1
     # A profile without a run weight counts a run's characters as symbols, as it always did.
-    as_symbols = replace(GEMINI_PROFILE, symbol_run=None)
+    as_symbols = replace(GEMINI_PROFILE, symbol_run=None, symbol_cluster=0.0)
     spaced = caret.replace("^" * 20, "^^^ " * 6 + "^^")  # the same 20 carets, in runs too short to count
     assert measure(spaced).runs == 0
     assert HeuristicCounter(as_symbols).count(caret) == HeuristicCounter(as_symbols).count(spaced)  # a space is no piece
-    # Gemini's vocabulary has pieces for such runs: its profile counts them at 0.28 a character.
+    # Gemini's vocabulary has pieces for such runs: its profile counts them below a symbol a character.
+    assert GEMINI_PROFILE.symbol_run is not None and GEMINI_PROFILE.symbol_run < GEMINI_PROFILE.symbol / 2
     saved = HeuristicCounter(as_symbols).count(caret) - HeuristicCounter(GEMINI_PROFILE).count(caret)
-    assert abs(saved - 20 * (GEMINI_PROFILE.symbol - 0.28)) <= 1
+    assert abs(saved - 20 * (GEMINI_PROFILE.symbol - GEMINI_PROFILE.symbol_run)) <= 1
+
+
+def test_punctuation_after_punctuation_has_its_own_weight() -> None:
+    # Markup's `</`, `="`, `">` and code's `()`, `);`: the second character of each pair is clustered; the
+    # characters of a run of one character are the run's, not clustered.
+    assert measure('<a href="x">y</a>').clustered == 3  # `"` after `=`, `>` after `"`, `/` after `<`
+    assert measure("f(); g ==== h").clustered == 2  # `)` and `;`; the run's three are not counted
+    assert measure("a, b. c").clustered == 0
+    # Gemini's vocabulary has pieces for such pairs: a page of markup costs far less than its symbols
+    # counted one by one, and prose with lone punctuation costs what it did.
+    lone = replace(GEMINI_PROFILE, symbol_cluster=0.0)
+    page = '<div class="row"><span id="n1">1</span></div>\n' * 40
+    assert HeuristicCounter(GEMINI_PROFILE).count(page) < 0.75 * HeuristicCounter(lone).count(page)
+    prose = "Well, this is it. A sentence (with a clause) and more words; nothing else.\n" * 40
+    assert HeuristicCounter(GEMINI_PROFILE).count(prose) == HeuristicCounter(lone).count(prose)

@@ -20,6 +20,7 @@ from nova.tokens import (
     GEMINI_PROFILE,
     KNOWN_PROFILES,
     HeuristicCounter,
+    ScaledCounter,
     TiktokenCounter,
     UpperBoundCounter,
     count_message,
@@ -66,6 +67,20 @@ def test_claude_estimate_of_mixed_text_is_the_fitted_multiple_of_cl100k() -> Non
     assert claude > exact  # Claude's tokenizer is never cheaper than cl100k on English and code
 
 
+def test_claude_counter_is_exact_cl100k_times_the_scale_and_falls_back_to_the_profile() -> None:
+    exact = TiktokenCounter("cl100k_base")
+    claude = counter_for_model("claude-sonnet-4-5")
+    for text in CORPUS:
+        assert claude.count(text) == max(1, round(CLAUDE_SCALE * exact.count(text)))
+    assert claude.overheads.tool_use == CLAUDE_TOOL_USE_OVERHEAD
+    # Without the exact encoding the heuristic profile stands in, with the same constants.
+    fallback = counter_for_model("claude-sonnet-4-5", exact=False)
+    assert isinstance(fallback, HeuristicCounter) and fallback.profile == CLAUDE_PROFILE
+    # Pretty-printed JSON is where the heuristic strays (it counts each indentation run); exact does not.
+    nested = json.dumps({"a": [{"b": {"c": [1, 2, {"d": "e"}]}}] * 30}, indent=4)
+    assert abs(claude.count(nested) - CLAUDE_SCALE * exact.count(nested)) <= 1
+
+
 def test_claude_profile_adds_its_overhead_to_each_tool_call_and_result() -> None:
     counter = HeuristicCounter(CLAUDE_PROFILE)
     call = Message(role="assistant", parts=(ToolUsePart("t1", "bash", {"command": "ls"}),))
@@ -78,10 +93,10 @@ def test_claude_profile_adds_its_overhead_to_each_tool_call_and_result() -> None
 @pytest.mark.parametrize(
     ("model", "expected"),
     [
-        ("claude-sonnet-4-5-20250929", "claude-fitted"),
-        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-fitted"),
-        ("claude-sonnet-4@20250514", "claude-fitted"),
-        ("openrouter/anthropic/claude-opus-4.5", "claude-fitted"),
+        ("claude-sonnet-4-5-20250929", "claude-cl100k-scaled"),
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-cl100k-scaled"),
+        ("claude-sonnet-4@20250514", "claude-cl100k-scaled"),
+        ("openrouter/anthropic/claude-opus-4.5", "claude-cl100k-scaled"),
         ("gpt-4o-2024-08-06", "o200k_base"),
         ("gpt-4.1-mini", "o200k_base"),
         ("gpt-5", "o200k_base"),
@@ -104,7 +119,7 @@ def test_claude_profile_adds_its_overhead_to_each_tool_call_and_result() -> None
 )
 def test_counter_for_model_picks_the_family(model: str, expected: str) -> None:
     counter = counter_for_model(model)
-    if isinstance(counter, TiktokenCounter):
+    if isinstance(counter, TiktokenCounter | ScaledCounter):
         name = counter.name
     elif isinstance(counter, HeuristicCounter):
         name = counter.profile.name
@@ -224,12 +239,14 @@ def _pi() -> list[GrowthStep]:
 def test_claude_code_sessions_and_the_shipped_constants() -> None:
     every, _, _ = _halves()
     assert len(every) == 17 and all(s.growth > 0 for s in every)
-    # The constants in counters.py are what `token_estimate.py --fit` prints for these sessions.
-    fit = fit_claude(every)
+    # The constants in counters.py are what `token_estimate.py --fit` prints: fitted on every Claude
+    # Code file of the shared sessions (agentlogs and codemie, sub-agents included).
+    files = sorted(_data_dir("sessions").glob("*/claude-code/**/*.jsonl"))
+    fit = fit_claude([s for path in files for s in claude_code_steps(path)])
     assert (fit.scale, fit.tool_use) == (CLAUDE_SCALE, CLAUDE_TOOL_USE_OVERHEAD)
-    # Claude's own count of a reply is near cl100k's, not twice it: the x1.99 the profile once had was
-    # Claude Code's unrecorded per-step content spread over the tokens.
-    assert 1.0 <= fit.scale <= 1.4 and fit.harness > 50
+    # Claude's own count is near cl100k's, not twice it: the x1.99 the profile once had was Claude
+    # Code's unrecorded per-step content spread over the tokens, which the fit keeps apart.
+    assert 1.0 <= fit.scale <= 1.4 and fit.harness > 50 and fit.steps > 150
 
 
 def test_claude_profile_fitted_on_either_half_predicts_held_out_growth() -> None:
@@ -299,7 +316,7 @@ def _trajectory_messages(limit: int) -> list[str]:
 def test_bounds_never_count_a_real_message_below_exact_cl100k_or_o200k() -> None:
     exact = (TiktokenCounter("cl100k_base"), TiktokenCounter("o200k_base"))
     unknown, local = UpperBoundCounter(), LocalBpeBound()
-    texts = _trajectory_messages(4)
+    texts = _trajectory_messages(20)  # every message of the runs (3,317)
     local_total = unknown_total = exact_total = 0
     for text in texts:
         most = max(e.count(text) for e in exact)
@@ -340,7 +357,7 @@ def test_tokenizer_fit_ignores_partial_output_counts_and_thinking() -> None:
     from nova.messages import ThinkingPart
 
     text = TextPart(PROSE)
-    base = HeuristicCounter(CL100K_PROFILE).count(PROSE)
+    base = TiktokenCounter("cl100k_base").count(PROSE)  # what the fit scales
     complete = [_step(round(1.2 * base), text), _step(round(1.2 * base) + 1, text)]
     scale, tool_use, replies = fit_claude_tokenizer(complete)
     # A partial streaming count (below the reply's cl100k pieces) and a reply with thinking (billed in

@@ -19,6 +19,7 @@ from nova.tokens import (
     Anchor,
     CharRatioCounter,
     HeuristicCounter,
+    ScaledCounter,
     TiktokenCounter,
     TokenLedger,
     context_percent,
@@ -111,7 +112,9 @@ def test_counter_for_model() -> None:
     assert counter_for_model("gpt-4o").name == "o200k_base"  # type: ignore[attr-defined]
     assert counter_for_model("gpt-4-turbo").name == "cl100k_base"  # type: ignore[attr-defined]
     assert isinstance(counter_for_model("google/gemini-3-pro-preview"), HeuristicCounter)
-    assert isinstance(counter_for_model("claude-sonnet-4-5"), HeuristicCounter)
+    claude = counter_for_model("claude-sonnet-4-5")  # exact cl100k, scaled: Claude has no offline tokenizer
+    assert isinstance(claude, ScaledCounter) and isinstance(claude.base, TiktokenCounter)
+    assert isinstance(counter_for_model("claude-sonnet-4-5", exact=False), HeuristicCounter)
     assert isinstance(counter_for_model("gpt-4o", exact=False), HeuristicCounter)
 
 

@@ -16,18 +16,22 @@ presumably: their text is not in the transcript, so the cause cannot be read off
 driven by a harness that adds nothing (the pi sessions beside them, Opus 4.5) grows by the output tokens
 plus the result plus ~20. So the fit keeps two things apart:
 
-- the tokenizer (`fit_claude_tokenizer`): Claude's own count of each complete reply (its output tokens,
-  which no harness inflates) against the reply's cl100k pieces: a scale per cl100k token and the tokens
-  a tool call costs beyond its name and arguments. That is the shipped profile, because it is what
-  Claude counts for any harness, Nova included.
-- the harness allowance (`fit_claude`): the median per-step remainder of the fitting sessions, scored
-  with the profile on held-out sessions to say how well a growth step is predicted for Claude Code. It
-  belongs to Claude Code, not to Claude, and is not in the profile Nova ships.
+- the tokenizer: Claude's count as exact cl100k times a scale (`nova.tokens.counters.claude_counter`),
+  with the tokens a tool call costs beyond its name and arguments (from the complete replies' output
+  tokens, which no harness inflates: `fit_claude_tokenizer`). That is the shipped counter, because it
+  is what Claude counts for any harness, Nova included.
+- the harness allowance: a per-step constant fitted beside the scale (`fit_claude`), scored with the
+  counter on held-out sessions to say how well a growth step is predicted for Claude Code. It belongs
+  to Claude Code, not to Claude, and is not in the counter Nova ships.
 
-A single scale on every token (what the profile used to be: x1.99 with +30 per tool part) can absorb
-the remainder only on steps of the size it was fitted on; it counts a large tool result at 1.55x what
-the tokenizer fit does. Because the remainder is a per-session constant, a per-step allowance fitted on
-one half of the sessions misses the other half by about a fifth (the benchmark prints it per session);
+The scale and the constant are fitted together on the growth steps and the replies, as the anchored
+error weighs them (|miss| ÷ the call's real input), so the large steps of code and tool output fix the
+scale and the small ones the constant. A scale fitted on the replies alone rested on a few replies of
+prose (x1.00 from 4 replies on one half of the shared files, where that half's steps say x1.09). A
+single scale on every token with no constant (x1.99 with +30 per tool part, once) absorbs the
+remainder only on steps of the size it was fitted on and counts a large tool result 1.55x too high.
+Because the remainder is a per-session constant, a per-step allowance fitted on one half of the sessions
+misses the other half by about a fifth (the benchmark prints it per session);
 what each session learns from its own answered calls does not, and that is what Nova's ledger does
 (`nova.tokens.allowance`; `score_ledger` scores it on recorded steps).
 
@@ -45,7 +49,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -55,10 +58,10 @@ from typing import Any
 from nova.messages import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.tokens.counters import (
-    CL100K_PROFILE,
-    HeuristicCounter,
+    Overheads,
+    ScaledCounter,
     TokenCounter,
-    claude_profile,
+    claude_counter,
     counter_for_model,
 )
 from nova.tokens.ledger import TokenLedger, thinking_kept, turn_drops_reasoning
@@ -554,10 +557,10 @@ def score_ledger(sessions: list[list[GrowthStep]], counter: TokenCounter, prior:
 
 @dataclass(frozen=True, slots=True)
 class ClaudeFit:
-    """`scale`: Claude tokens per cl100k-heuristic token of content; `tool_use`: what a tool call costs
-    beyond its name and arguments (its wrapper); both fitted on `replies` complete replies. `harness`:
-    the median per-step remainder of the fitting steps once the profile has counted what was recorded —
-    what the recording harness sent back without recording it (fitted on `steps` steps)."""
+    """`scale`: Claude tokens per cl100k token of content, fitted on `steps` growth steps; `tool_use`:
+    what a tool call costs beyond its name and arguments (its wrapper), fitted on `replies` complete
+    replies. `harness`: the per-step remainder fitted beside the scale — what the recording harness sent
+    back without recording it."""
 
     scale: float
     tool_use: int
@@ -565,17 +568,22 @@ class ClaudeFit:
     replies: int
     steps: int
 
-    def counter(self) -> HeuristicCounter:
-        return HeuristicCounter(claude_profile(self.scale, self.tool_use))
+    def counter(self) -> TokenCounter:
+        return claude_counter(self.scale, self.tool_use)
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _cl100k() -> TokenCounter:
+    """What the Claude counter scales: exact cl100k (its heuristic where tiktoken is missing)."""
+    return claude_counter(1.0, 0)
+
+
 def _reply_pieces(parts: Iterable[Part]) -> tuple[int, int]:
-    """cl100k-heuristic tokens of a generated reply's content, and its number of tool calls."""
-    base = HeuristicCounter(CL100K_PROFILE)
+    """cl100k tokens of a generated reply's content, and its number of tool calls."""
+    base = _cl100k()
     content = calls = 0
     for part in parts:
         if isinstance(part, TextPart):
@@ -617,18 +625,58 @@ def fit_claude_tokenizer(steps: Iterable[GrowthStep]) -> tuple[float, int, int]:
     return best[1], best[2], len(rows)
 
 
+def _weighted_median(values: Sequence[tuple[float, float]]) -> float:
+    """The value at half the total weight of `(value, weight)` pairs."""
+    ordered = sorted(values)
+    half, seen = sum(w for _, w in ordered) / 2.0, 0.0
+    for value, weight in ordered:
+        seen += weight
+        if seen >= half:
+            return value
+    return ordered[-1][0]
+
+
+def _growth_rows(steps: Iterable[GrowthStep], tool_use: int) -> list[tuple[int, int, int, int]]:
+    """`(growth beyond the reasoning, cl100k content, wrappers, real)` of each step a fit can use: one
+    that grew, with no image (an image's cost is a constant of its own, `IMAGE_TOKENS`) and no file no
+    record holds (`GrowthStep.unrecorded`)."""
+    base = _cl100k()
+    bare, wrapped = (ScaledCounter(base, 1.0, Overheads(message=0, tool_use=0, tool_result=0)),
+                     ScaledCounter(base, 1.0, Overheads(tool_use=tool_use)))
+    rows = []
+    for step in steps:
+        if step.growth <= 0 or step.unrecorded or any(isinstance(p, ImagePart) for m in step.added for p in m.parts):
+            continue
+        content = sum(count_message(m, bare) for m in step.added)
+        wrappers = sum(count_message(m, wrapped) for m in step.added) - content
+        rows.append((step.growth - step.reasoning, content, wrappers, step.real))
+    return rows
+
+
 def fit_claude(steps: Sequence[GrowthStep]) -> ClaudeFit:
-    """The tokenizer profile from the replies' output tokens, then the harness allowance from the growth
-    steps it leaves unexplained. Steps with an image are left out of the allowance: an image's cost is a
-    constant of its own (`IMAGE_TOKENS`), not something a per-step figure should absorb; so are steps
-    whose request held a file no record has (`GrowthStep.unrecorded`)."""
-    scale, tool_use, replies = fit_claude_tokenizer(steps)
-    counter = HeuristicCounter(claude_profile(scale, tool_use))
-    remainders = [
-        step.growth - step.reasoning - sum(count_message(m, counter) for m in step.added)
-        for step in steps
-        if step.growth > 0 and not step.unrecorded and not any(isinstance(p, ImagePart) for m in step.added for p in m.parts)
-    ]
-    if not remainders:
+    """The tool-call wrapper from the replies' output tokens (`fit_claude_tokenizer`), then the scale and
+    the harness allowance together: each step grows by scale x the cl100k count of what was appended,
+    plus the wrappers, plus a constant of the harness's, and each complete reply counts scale x its
+    cl100k content plus its calls' wrappers (Claude's own count, no harness in it). They minimize the sum
+    of |real - that| ÷ the step's real input (the anchored error each miss gives a step's estimate) over
+    both, the constant at each scale being the weighted median of what the steps leave: a step that grew
+    by something no record holds (a CLAUDE.md Claude Code attached unrecorded) moves neither much. The
+    replies alone are few and prose (4 on one half of the shared files: x1.00, where that half's steps
+    say x1.09) and the steps are code and tool output; steps alone cannot tell the scale from the
+    constant where they are all of one size (a few to-do updates), which the replies can."""
+    _, tool_use, replies = fit_claude_tokenizer(steps)
+    rows = _growth_rows(steps, tool_use)
+    if not rows:
         raise ValueError("no growth steps to fit on")
-    return ClaudeFit(scale, tool_use, round(statistics.median(remainders)), replies, len(remainders))
+    complete = [(row, step.real) for step in steps if (row := _complete_reply(step)) is not None]
+    best: tuple[float, float, float] | None = None  # (loss, scale, harness)
+    for hundredths in range(80, 201):  # scale 0.80 .. 2.00
+        scale = hundredths / 100.0
+        left = [(growth - scale * content - wrappers, 1.0 / real) for growth, content, wrappers, real in rows]
+        harness = _weighted_median(left)
+        loss = sum(abs(value - harness) * weight for value, weight in left)
+        loss += sum(abs(out - scale * content - tool_use * calls) / real for (out, content, calls), real in complete)
+        if best is None or loss < best[0] - 1e-12:
+            best = (loss, scale, harness)
+    assert best is not None
+    return ClaudeFit(best[1], tool_use, round(best[2]), replies, len(rows))

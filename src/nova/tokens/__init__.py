@@ -8,8 +8,9 @@
 The package's names are its modules' public names (each module's `__all__`), so the two cannot drift apart.
 """
 
-from nova.tokens import counters, ledger, memo, offline_tiktoken, sizing
+from nova.tokens import counters, for_model, ledger, memo, offline_tiktoken, sizing
 from nova.tokens.counters import *  # noqa: F403
+from nova.tokens.for_model import *  # noqa: F403
 from nova.tokens.ledger import *  # noqa: F403
 from nova.tokens.memo import *  # noqa: F403
 from nova.tokens.offline_tiktoken import *  # noqa: F403
@@ -17,6 +18,7 @@ from nova.tokens.sizing import *  # noqa: F403
 
 __all__ = []
 __all__ += counters.__all__
+__all__ += for_model.__all__
 __all__ += ledger.__all__
 __all__ += memo.__all__
 __all__ += offline_tiktoken.__all__

@@ -16,7 +16,7 @@ presumably: their text is not in the transcript, so the cause cannot be read off
 driven by a harness that adds nothing (the pi sessions beside them, Opus 4.5) grows by the output tokens
 plus the result plus ~20. So the fit keeps two things apart:
 
-- the tokenizer: Claude's count as exact cl100k times a scale (`nova.tokens.counters.claude_counter`),
+- the tokenizer: Claude's count as exact cl100k times a scale (`nova.tokens.for_model.claude_counter`),
   with the tokens a tool call costs beyond its name and arguments (from the complete replies' output
   tokens, which no harness inflates: `fit_claude_tokenizer`). That is the shipped counter, because it
   is what Claude counts for any harness, Nova included.
@@ -57,13 +57,8 @@ from typing import Any
 
 from nova.messages import ImagePart, Message, Part, TextPart, ThinkingPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
-from nova.tokens.counters import (
-    Overheads,
-    ScaledCounter,
-    TokenCounter,
-    claude_counter,
-    counter_for_model,
-)
+from nova.tokens.counters import Overheads, ScaledCounter, TokenCounter
+from nova.tokens.for_model import claude_counter, counter_for_model
 from nova.tokens.ledger import TokenLedger, thinking_kept, turn_drops_reasoning
 from nova.tokens.sizing import count_message
 

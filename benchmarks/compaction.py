@@ -8,8 +8,12 @@ window, then policy.
 Definitions (stated so the figures can be checked):
 - user messages: what a person wrote in the imported session (`user_entries_in`: wherever it sits), kept
   when its text appears verbatim in the final view (a summary's verbatim user section counts).
-- modified paths: the files in the run's final submission diff that the conversation mentions at all (a
-  path never shown to the model cannot be kept by any policy); kept when the path string is visible.
+- modified paths: the files in the run's final submission diff that the agent's own tool calls name (its
+  last call included). The diff also holds files the environment changed (SWE-bench images pin versions
+  in `setup.py` and `tox.ini`) and files a command made without naming them (a migration, a `.orig`):
+  the model never modified those by name, and sees them, if at all, only in a listing or in the diff
+  printed after its last call, so no policy can be asked to keep them. Kept when the path string is
+  visible.
 - last failure: the last tool call whose output reports a non-zero return code; kept when the first
   200 characters of its command and of its last error line are both visible.
 Token counts use the Gemini heuristic profile (the runs are Gemini 3 Pro); Nova's layer 2 uses the
@@ -41,10 +45,10 @@ WINDOWS = (32000, 64000)
 
 
 def ground_truth(path: Path, messages: list[Message]) -> dict[str, Any]:
-    corpus = view_text(messages)
+    named = " ".join(str(value) for m in messages for call in m.tool_uses() for value in call.input.values())
     doc = json.loads(path.read_text(encoding="utf-8"))
     submission = (doc.get("info") or {}).get("submission") or ""
-    paths = [p for p in dict.fromkeys(re.findall(r"^diff --git a/(\S+)", submission, re.M)) if p in corpus]
+    paths = [p for p in dict.fromkeys(re.findall(r"^diff --git a/(\S+)", submission, re.M)) if p in named]
     calls = {u.id: u for m in messages for u in m.tool_uses()}
     last: tuple[str, str] | None = None
     for m in messages:

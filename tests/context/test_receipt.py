@@ -174,3 +174,29 @@ def test_a_replayed_receipt_rewrites_what_the_simulated_cache_writes() -> None:
     rewritten = receipt.rewrite_cost / (prices.write - prices.read)
     assert after.cache.cache_read_tokens > receipt.tokens_after / 2  # the fixed prompt was read, not written
     assert abs(rewritten - after.cache.cache_write_tokens) < 0.2 * after.cache.cache_write_tokens + 200
+
+
+def test_the_summary_call_is_charged_for_what_the_summarizer_wrote() -> None:
+    # The summary message holds the user's words, the carried rows and restored files that Nova adds
+    # itself; a model summary call outputs only the body. The receipt charges that body, as the replay's
+    # cost model charges its estimated summary call.
+    from nova.evaluation.replay import replay_messages
+
+    messages = [Message.user("Fix the date parser in utils/dates.py. " + "Keep the public API exactly. " * 200,
+                             id="task")]
+    for i in range(14):
+        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"sed -i 's/a/b/' src/mod{i}.py"})
+        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i))
+        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"row {i} " * 400),),
+                                id=f"r{i}", created_at=1000.5 + i))
+    messages.append(Message.assistant("Done.", id="final", created_at=2000.0))
+    report = replay_messages(messages, system="You are a coding agent.", window=128_000, policy="nova",
+                             counter=COUNTER, compact_before=[1 + 2 * 10], price_model="claude-sonnet-4-5",
+                             provider_cache="anthropic", summarizer_estimate=True)
+    (receipt,) = report.receipts
+    prices = prices_for("claude-sonnet-4-5")
+    written = (receipt.summary_cost - receipt.tokens_before * prices.read) / prices.output
+    assert report.summary_calls == 1
+    assert abs(written - report.summary_output_tokens) <= 2
+    summary = next(m for m in report.final_view if m.origin == "summary")
+    assert COUNTER.count(summary.text) > 2 * report.summary_output_tokens  # the user's words are not output

@@ -333,6 +333,9 @@ class CompactionOutcome:
     tokens_after: int = 0
     duration_s: float = 0.0
     folded: Sequence[Message] = field(default_factory=tuple)
+    written: int = 0
+    """Tokens the summarizer wrote (the summary's body): what a model summary call outputs. The summary
+    message is larger: Nova adds the user's words, the carried rows and the restored files itself."""
 
     @property
     def ok(self) -> bool:
@@ -493,6 +496,7 @@ def compact(
         tokens_after=after,
         duration_s=time.monotonic() - started,
         folded=tuple(older),
+        written=counter.count(body),
     )
 
 

@@ -576,9 +576,9 @@ class ContextController(BudgetLines, Extension):
 
     def _receipt(self, outcome: CompactionOutcome, *, tokens_before: int, tokens_after: int) -> CompactionReceipt:
         """What this compaction cost and saves (nova.context.receipt). An extractive summary makes no
-        model call; a model summary reads the view as last sent and writes the summary."""
-        summary = outcome.summary
-        written = count_message(summary, self.counter) if summary is not None else 0
+        model call; a model summary reads the view as last sent and writes the summary's body (the rest
+        of the summary message, the user's words, carried rows and restored files, Nova adds itself)."""
+        written = outcome.written
         model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
         return compaction_receipt(tokens_before=tokens_before, tokens_after=tokens_after,
                                   summary_input_tokens=tokens_before if model_call else 0,

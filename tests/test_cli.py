@@ -206,7 +206,8 @@ def test_compact_on_request_folds_history_and_emits_events(tmp_path: Path, nova_
     assert agent.compact() is True
     assert agent.context_tokens() < before
     assert any(isinstance(e, ev.CompactionStart) and e.reason == "manual" for e in seen)
-    assert agent.history[0].has("summary") or agent.history[0].origin is not None
+    # The opening request stays where it was; the summary of what followed comes next.
+    assert agent.history[0].text == "read part 0 of big.txt" and agent.history[1].has("summary")
 
 
 def test_session_start_consolidates_memory_when_the_gates_allow(tmp_path: Path, nova_home: Path) -> None:

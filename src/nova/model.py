@@ -48,11 +48,14 @@ class CacheHints:
     """Where the context layer wants prompt-cache breakpoints (CCH-1). Adapters that cannot place
     breakpoints ignore them; `cache_key` becomes OpenAI's `prompt_cache_key`. `ttl` is the lifetime of
     every breakpoint unless `head_ttl` is set: then the tool and system breakpoints (the stable head) use
-    `head_ttl` and the message breakpoint `ttl` (`nova.context.cache` never puts 1 h after 5 min)."""
+    `head_ttl` and the message breakpoints `ttl` (`nova.context.cache` never puts 1 h after 5 min).
+    `first_message` closes the first message, which compaction keeps where it is (the task statement):
+    the prefix through it is read from the cache after a compaction instead of written again."""
 
     system: bool = False
     last_tool: bool = False
     last_user_message: bool = False
+    first_message: bool = False
     ttl: Literal["5m", "1h"] = "5m"
     cache_key: str | None = None
     head_ttl: Literal["5m", "1h"] | None = None

@@ -8,6 +8,7 @@ import json
 from nova.context.cache import (
     MAX_BREAKPOINTS,
     Breakpoint,
+    CachePlanner,
     apply_cache_plan,
     check_breakpoints,
     plan_cache,
@@ -135,3 +136,20 @@ def test_nothing_time_or_id_dependent_before_the_last_breakpoint() -> None:
         Message(role=m.role, parts=m.parts, created_at=0.0, id=f"other-{i}") for i, m in enumerate(first.messages)]})
     assert prefix_bytes(first) == prefix_bytes(again)
     assert json.dumps(request_to_anthropic(first)) == json.dumps(request_to_anthropic(again))
+
+
+def test_the_first_message_gets_a_fourth_breakpoint_when_the_message_one_is_further_on() -> None:
+    hints = CacheHints(system=True, last_tool=True, last_user_message=True, first_message=True, cache_key="ses-1")
+    asked = request(cache=hints)
+    plan = plan_cache(asked)
+    assert [b.segment for b in plan.breakpoints] == ["tools", "system", "opening", "messages"]
+    assert plan.breakpoints[1].prefix_tokens < plan.breakpoints[2].prefix_tokens < plan.breakpoints[3].prefix_tokens
+    assert check_breakpoints(plan.breakpoints) == []
+    body = request_to_anthropic(apply_cache_plan(asked))
+    assert markers(body) == ["system", "tool", "message 0", "message 2"]
+    # The session planner, which sizes only what is new, places the same four.
+    assert CachePlanner().plan(asked) == plan
+    # A request whose only user message is the first: the message breakpoint is the opening one.
+    alone = request(cache=hints, messages=[Message.user("fix the bug")])
+    assert [b.segment for b in plan_cache(alone).breakpoints] == ["tools", "system", "messages"]
+    assert markers(request_to_anthropic(apply_cache_plan(alone))) == ["system", "tool", "message 0"]

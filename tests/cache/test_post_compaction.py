@@ -15,6 +15,7 @@ from nova.context.cache_sim import (
     OpenAICache,
     hit_rate,
     post_compaction_usage,
+    request_blocks,
     request_usage,
     volatile_tail,
 )
@@ -80,3 +81,13 @@ def test_the_demo_reads_at_least_90_percent_from_the_cache_after_its_compaction(
         assert after.context_tokens > 0, "calls follow the compaction"
         rate = hit_rate(after)
         assert rate is not None and rate >= 0.9, (type(cache).__name__, after)
+    # The call that first sends the compacted view writes only what follows the opening message: the tools,
+    # the system text and that message, which the compaction left where it was, are read from the cache.
+    first_after = next(i for i, r in enumerate(requests) if any(m.origin == "summary" for m in r.messages))
+    opening = [m for m in requests[0].messages if m.role != "system"][0]
+    assert [m for m in requests[first_after].messages if m.role != "system"][0] == opening
+    blocks, head = request_blocks(requests[first_after], counter)
+    kept = sum(b.tokens for b in blocks[: head + 1])
+    anthropic = AnthropicCache()
+    usage = [request_usage(anthropic, r, counter) for r in requests[: first_after + 1]][-1]
+    assert usage.cache_read_tokens >= kept

@@ -41,9 +41,9 @@ def test_anthropic_minimum_ttl_and_lookback() -> None:
     far = AnthropicCache(min_tokens=1024)
     far.call(blocks(2000, 100), head=1, at=None)
     # 25 new blocks after the last breakpoint: past the 20-block lookback the message entry is not found,
-    # but the system breakpoint still reads the head.
+    # but the breakpoint on the first message still reads the head and that message.
     grown = far.call(blocks(2000, 100, *([10] * 25)), head=1, at=None)
-    assert grown.cache_read_tokens == 2000
+    assert grown.cache_read_tokens == 2100
 
 
 def test_openai_caches_from_1024_in_128_token_steps() -> None:

@@ -28,7 +28,7 @@ def test_overflow_then_success_forces_one_compaction_and_replays_the_turn(tmp_pa
     assert len(provider.requests) == 2
     first, second = provider.requests
     assert len(second.messages) < len(first.messages)
-    assert second.messages[0].has("summary")
+    assert second.messages[1].has("summary") and second.messages[0] == first.messages[0]
     assert last_message(second).text == "continue"  # the same turn, replayed
     assert not check_tool_pairing(list(second.messages))
 

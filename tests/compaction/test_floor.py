@@ -44,7 +44,7 @@ def test_a_small_window_summary_still_carries_the_modified_file_and_the_whole_fa
     assert BUDGET_8K.summary_cap <= 256  # the summary body alone has room for little
     outcome = compact(_failing_run(), summarizer=ExtractiveSummarizer(COUNTER), budget=BUDGET_8K, counter=COUNTER)
     assert outcome.ok, outcome.reason
-    text = outcome.messages[0].text
+    text = outcome.messages[1].text
     assert "src/pkg/fix_parser.py" in text
     assert FAILING in text and ERROR in text
 

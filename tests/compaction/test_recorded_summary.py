@@ -81,8 +81,8 @@ def test_nova_summary_rows_survive_a_compaction_that_cannot_read_its_originals_b
     # No raw lookup: a session resumed after the first compaction knows only its summary.
     twice = compact(later, summarizer=ExtractiveSummarizer(COUNTER), budget=budget, counter=COUNTER, forced=True)
     assert twice.ok, twice.reason
-    text = twice.messages[0].text
+    text = twice.messages[1].text
     assert "src/app/config_loader.py" in text
     assert "[pending] Wire config_loader into main" in text
     assert "I decided to keep the loader pure instead of reading env vars in it." in text
-    assert [i for i, _ in user_entries_of_summary(text)] == ["u1", "u2"]
+    assert [i for i, _ in user_entries_of_summary(text)] == ["u2"]  # u1 opens the view, as it was

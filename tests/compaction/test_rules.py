@@ -16,6 +16,7 @@ from nova.context.compaction import (
     compact,
     find_split_point,
     is_snipped,
+    pinned_opening,
     snip_old_tool_results,
     snip_text,
 )
@@ -209,19 +210,21 @@ def test_compact_result_shape_and_user_messages_verbatim() -> None:
     out = compact(msgs, summarizer=ExtractiveSummarizer(), budget=ContextBudget.derive(CompactionConfig(), 32_000),
                   counter=COUNTER, transcript_path="/s/transcript.jsonl")
     assert out.ok
-    summary = out.messages[0]
+    opening, summary = out.messages[:2]
+    # The task statement stays where it was, word for word, ahead of the summary of what followed it.
+    assert opening is msgs[0] and opening.text == "Fix parser.py. Constraint: never touch api.py!"
     assert summary.has("summary") and summary.text.startswith(SUMMARY_HEADER)
-    assert "Fix parser.py. Constraint: never touch api.py!" in summary.text
     assert USER_SECTION in summary.text and "/s/transcript.jsonl" in summary.text
-    assert set(out.compacted_ids) == {m.id for m in msgs[: len(msgs) - len(out.messages) + 1]}
+    # Folded: everything between the opening message and the kept tail.
+    assert set(out.compacted_ids) == {m.id for m in msgs[1: len(msgs) - len(out.messages) + 2]}
     assert not check_tool_pairing(out.messages)
     # fold again: the earlier summary is folded, the user message still verbatim, covers accumulate
     more = out.messages + history(30, output_chars=3000)[1:]
     raw = {m.id: m for m in msgs + more if not m.has("summary")}
     again = compact(more, summarizer=ExtractiveSummarizer(), budget=ContextBudget.derive(CompactionConfig(), 32_000),
                     counter=COUNTER, raw_lookup=raw.get)
-    assert again.ok and "never touch api.py!" in again.messages[0].text
-    covers = again.messages[0].parts[0].covers  # type: ignore[union-attr]
+    assert again.ok and again.messages[0] is msgs[0] and again.messages[1].has("summary")
+    covers = again.messages[1].parts[0].covers  # type: ignore[union-attr]
     assert set(summary.parts[0].covers) <= set(covers)  # type: ignore[union-attr]
 
 
@@ -230,6 +233,22 @@ class Huge:
 
     def summarize(self, request: SummaryRequest) -> str:
         return "word " * (request.max_tokens * 3)
+
+
+def test_an_opening_message_over_a_third_of_the_threshold_is_folded_with_the_rest() -> None:
+    budget = ContextBudget.derive(CompactionConfig(), 32_000)
+    small = history(30, output_chars=3000, first="Fix parser.py; keep the API.")
+    assert pinned_opening(small, budget=budget, counter=COUNTER) == [small[0]]
+    # A pasted log as the first message: keeping it whole would leave the next views little room, so it
+    # goes into the summary's user section (cut there if it must be) like any later message.
+    pasted = "Fix parser.py; the log: " + " ".join(f"line{i} failed at step {i}" for i in range(3000))
+    large = history(30, output_chars=3000, first=pasted)
+    assert COUNTER.count(pasted) > budget.threshold // 3
+    assert pinned_opening(large, budget=budget, counter=COUNTER) == []
+    out = compact(large, summarizer=ExtractiveSummarizer(), budget=budget, counter=COUNTER)
+    assert out.ok and out.messages[0].has("summary") and large[0].id in out.compacted_ids
+    # Nor is a summary Nova wrote ever pinned: the next compaction folds it.
+    assert pinned_opening([out.messages[0], *large[1:]], budget=budget, counter=COUNTER) == []
 
 
 def test_summary_over_cap_is_rejected() -> None:
@@ -255,7 +274,7 @@ def test_soft_trigger_compacts_and_emits_events(tmp_path: Path) -> None:
     starts, ends = of_type(seen, ev.CompactionStart), of_type(seen, ev.CompactionEnd)
     assert [s.reason for s in starts] == ["threshold"] and ends[-1].ok
     assert ends[-1].tokens_after < ends[-1].tokens_before and starts[0].message_count == len(msgs)
-    assert view[0].has("summary") and controller.stats.compactions == 1
+    assert view[0] is msgs[0] and view[1].has("summary") and controller.stats.compactions == 1
     assert of_type(seen, ev.ContextUpdate)[-1].used < controller.threshold
     assert controller.ledger.anchor is None
 
@@ -317,16 +336,16 @@ def test_recorder_gets_snips_and_boundary(tmp_path: Path) -> None:
     boundary = recorder.boundaries[0]
     assert boundary.trigger == "threshold" and boundary.covers and boundary.summary
     assert boundary.tokens_after < boundary.tokens_before
-    assert boundary.messages[0].has("summary")  # the new head of history, for resume
+    assert boundary.messages[1].has("summary")  # the new history after the opening message, for resume
 
 
 def test_manual_compact_with_focus_does_not_leak(tmp_path: Path) -> None:
     controller, _ = make_controller(tmp_path, window=200_000)
     msgs = history(30, output_chars=3000)
     view = controller.compact_now(msgs, focus="the parser bug")
-    assert view[0].has("summary") and "the parser bug" in view[0].text
+    assert view[1].has("summary") and "the parser bug" in view[1].text
     later = controller.compact_now(view + history(30, output_chars=3000)[1:])
-    assert "the parser bug" not in later[0].text
+    assert "the parser bug" not in later[1].text
 
 
 @pytest.mark.parametrize("key,value", [

@@ -80,7 +80,7 @@ def test_fork_from_a_checkpoint_compacted_view_holds_every_required_fact(tmp_pat
                                        hooks=CompactionHooks(raw=raw), session=SessionLink(dir=tmp_path / path.stem),
                                        prompt=FixedPrompt(system=session.system))
         compacted = controller.compact_now(checkpoint)
-        assert compacted != checkpoint and compacted[0].has("summary"), path.name
+        assert compacted != checkpoint and compacted[1].has("summary"), path.name
         facts = required_facts(path, checkpoint, state.open_items)
         compiler = ContextCompiler()
         pinned = SourceText(id="task.state", cls="pinned", source="task state", text=render_pinned(state),

@@ -69,9 +69,10 @@ def test_a_forced_compaction_lists_what_it_dropped_kept_and_added() -> None:
     assert (change.call, change.event, change.forced) == (9, "compaction", True)
     before = [m.id for m in messages[:at]]
     dropped, kept = [e.id for e in change.dropped], [e.id for e in change.kept]
-    # The older part folded, the newest part kept: together exactly the history before, in order.
-    assert dropped + kept == before and dropped and kept
-    assert dropped[0] == "task"
+    # The task statement and the newest part kept, what lay between folded: together exactly the history
+    # before.
+    assert kept[0] == "task" and dropped[0] == "a0"
+    assert [kept[0], *dropped, *kept[1:]] == before
     # The summary, and the restore attachment it carries, under one name.
     added, attachment = change.added
     assert (added.role, added.kind) == ("user", "summary") and added.id.startswith("summary-")
@@ -94,7 +95,7 @@ def test_a_forced_compaction_lists_what_it_dropped_kept_and_added() -> None:
     again = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=128_000, policy="nova", counter=COUNTER,
                             compact_before=[at], cwd="/work/project")
     assert json.dumps(again.to_json()) == json.dumps(report.to_json())
-    assert report.to_json()["view_changes"][0]["dropped"][0]["id"] == "task"
+    assert report.to_json()["view_changes"][0]["kept"][0]["id"] == "task"
 
 
 def test_a_later_compaction_lists_the_earlier_summary_under_the_same_name() -> None:

@@ -124,7 +124,8 @@ def build_agent(
     ledger.resume(history)
     # A forked sub-agent reads its parent's cached prefix: the provider must route it to the same cache.
     cache_key = child.cache_key if child is not None and child.cache_key else session_id
-    cache = CacheHints(system=True, last_tool=True, last_user_message=True, cache_key=cache_key)
+    cache = CacheHints(system=True, last_tool=True, last_user_message=True, first_message=True,
+                       cache_key=cache_key)
 
     # The stable head with provenance (CTX-1..6) and the task state the pinned block shows.
     sources = build_context_sources(settings=settings, cwd=options.cwd, contract=SYSTEM_CONTRACT,

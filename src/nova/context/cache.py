@@ -2,8 +2,10 @@
 
 A provider caches a request's prefix: Anthropic in the order tools → system → messages, up to each
 `cache_control` breakpoint; OpenAI automatically, keyed by `prompt_cache_key`. The caller states which
-breakpoints it wants in `ModelRequest.cache` (the app asks for all three of CCH-1); `plan_cache` turns that
-wish into hints the Anthropic converter can send as they are:
+breakpoints it wants in `ModelRequest.cache` (the app asks for the three of CCH-1, and a fourth closing the
+first message: compaction keeps that message, the task statement, where it is, so the prefix through it
+is read after a compaction rather than written again); `plan_cache` turns that wish into hints the
+Anthropic converter can send as they are:
 
 - at most `MAX_BREAKPOINTS` (4) markers, the API's limit;
 - a 1 h breakpoint never after a 5 min one (the API rejects that order), so a 1 h message breakpoint
@@ -35,7 +37,11 @@ from typing import Any, Literal
 from nova.history.incremental import LastSeen
 from nova.messages import Message
 from nova.model import CacheHints, ModelRequest, ToolSpec
-from nova.providers.formats.anthropic import message_breakpoint_index, request_to_anthropic
+from nova.providers.formats.anthropic import (
+    first_message_index,
+    message_breakpoint_index,
+    request_to_anthropic,
+)
 from nova.providers.pricing import model_info
 from nova.tokens import TokenCounter, count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
@@ -67,7 +73,7 @@ DEFAULT_MIN_CACHEABLE_TOKENS = 1024
 class Breakpoint:
     """One cache marker: which segment it closes, the size of the prefix up to it, and its lifetime."""
 
-    segment: Literal["tools", "system", "messages"]
+    segment: Literal["tools", "system", "opening", "messages"]
     prefix_tokens: int
     ttl: Ttl
 
@@ -120,13 +126,15 @@ def plan_cache(
     system = system_text(request)
     return _plan(request, system=system, tools_tokens=count_tools(request.tools, counter),
                  system_tokens=count_system(system, counter), last_user=last_user,
-                 messages_tokens=sum(count_message(m, counter) for m in upto), min_tokens=min_tokens)
+                 messages_tokens=sum(count_message(m, counter) for m in upto),
+                 first_tokens=count_message(upto[0], counter) if upto else 0, min_tokens=min_tokens)
 
 
 def _plan(request: ModelRequest, *, system: str, tools_tokens: int, system_tokens: int, last_user: int,
-          messages_tokens: int, min_tokens: int | None) -> CachePlan:
+          messages_tokens: int, first_tokens: int, min_tokens: int | None) -> CachePlan:
     """The rules above, given the sizes: tools, the system text, the messages through the last user one
-    (system-role messages left out: the converter hoists them into the system text)."""
+    and the first message (system-role messages left out: the converter hoists them into the system
+    text)."""
     wanted = request.cache
     if min_tokens is None:
         info = model_info(request.model)
@@ -141,6 +149,9 @@ def _plan(request: ModelRequest, *, system: str, tools_tokens: int, system_token
         candidates.append((Breakpoint("tools", tools_tokens, head_ttl), True))
     if wanted.system and system:
         candidates.append((Breakpoint("system", head_tokens, head_ttl), True))
+    if wanted.first_message and last_user >= 0 and first_message_index(request.messages) < last_user:
+        # Only when the message breakpoint is further on: on the first message itself it is that one.
+        candidates.append((Breakpoint("opening", head_tokens + first_tokens, message_ttl), True))
     if wanted.last_user_message and last_user >= 0:
         candidates.append((Breakpoint("messages", head_tokens + messages_tokens, message_ttl), True))
     placed: list[Breakpoint] = []
@@ -161,6 +172,7 @@ def _plan(request: ModelRequest, *, system: str, tools_tokens: int, system_token
         last_tool="tools" in segments,
         system="system" in segments,
         last_user_message="messages" in segments,
+        first_message="opening" in segments,
         ttl=message_ttl,
         head_ttl=head_ttl if head_ttl != message_ttl else None,
     )
@@ -215,8 +227,10 @@ class CachePlanner:
         if tools != self._tools:
             self._tools, self._tools_tokens = tools, count_tools(tools, self.counter)
         last_user = _last_user_index(messages)
+        first = first_message_index(messages)
         return _plan(request, system=system, tools_tokens=self._tools_tokens, system_tokens=self._system_tokens,
-                     last_user=last_user, messages_tokens=self._running[last_user + 1], min_tokens=min_tokens)
+                     last_user=last_user, messages_tokens=self._running[last_user + 1],
+                     first_tokens=self._running[first + 1] if first >= 0 else 0, min_tokens=min_tokens)
 
     def apply(self, request: ModelRequest) -> ModelRequest:
         """`apply_cache_plan(request, counter=self.counter)`."""

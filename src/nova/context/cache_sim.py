@@ -6,9 +6,10 @@ message. A block carries the digest of exactly what the provider reads, its size
 content blocks it holds (Anthropic counts its lookback in content blocks). A prefix is identified by a
 digest chained over its blocks, so equal prefixes share entries whatever objects produced them.
 
-- `AnthropicCache`: explicit breakpoints after the tools, after the system text and at the last user
-  message before the observations block (CCH-1, `message_breakpoint_index`; the blocks after it, `tail`,
-  are read uncached), each only when its prefix reaches the model's minimum. A lookup at a breakpoint reads
+- `AnthropicCache`: explicit breakpoints after the tools, after the system text, after the first message
+  (which compaction keeps where it is, `CacheHints.first_message`) and at the last user message before the
+  observations block (CCH-1, `message_breakpoint_index`; the blocks after it, `tail`, are read uncached),
+  each only when its prefix reaches the model's minimum. A lookup at a breakpoint reads
   the longest live entry at most `lookback` (20) content blocks before it; every breakpoint past the hit
   writes an entry. Entries live `ttl_s` (5 min) from their last write or read; a read refreshes the entry
   read and the shorter breakpoint entries inside it (an assumption: the API does not document it).
@@ -110,7 +111,8 @@ class AnthropicCache(_SimulatedCache):
     def _usage(self, blocks: Sequence[Block], keys: Sequence[bytes], cum: Sequence[int], *, head: int,
                at: float | None, tail: int) -> Usage:
         message_bp = len(blocks) - 1 - tail if len(blocks) - 1 - tail >= head else -1
-        wanted = sorted({i for i in (head - 2, head - 1, message_bp) if 0 <= i < len(blocks)})
+        opening = head if message_bp > head else -1
+        wanted = sorted({i for i in (head - 2, head - 1, opening, message_bp) if 0 <= i < len(blocks)})
         breakpoints = [i for i in wanted if cum[i] >= self.min_tokens]
         hit = -1
         for bp in breakpoints:

@@ -60,6 +60,7 @@ __all__ = [
     "is_nova_insert",
     "is_snipped",
     "message_size",
+    "pinned_opening",
     "snip_old_tool_results",
     "snip_text",
 ]
@@ -120,6 +121,19 @@ def snip_text(text: str, *, max_chars: int, path: Path | str) -> str:
     named = paths_in(text[len(head) : len(text) - len(tail)])[:MAX_NAMED_PATHS]
     mentions = f"\n[cut part names: {', '.join(named)}]" if named else ""
     return f"{head}\n[... {cut} chars snipped ... Full output: {shown_path(path)}]{mentions}\n{tail}"
+
+
+def pinned_opening(history: Sequence[Message], *, budget: ContextBudget, counter: TokenCounter) -> list[Message]:
+    """The message every compaction keeps where it is: the first one, when it is the person's opening
+    words (the task statement) and takes at most the base share of the user's words. It is then never
+    folded, so the prefix up to its end (tools, system, opening) is the same before and after each
+    compaction, and the prompt cache reads it instead of writing it again."""
+    if not history:
+        return []
+    first = history[0]
+    if is_nova_insert(first) or not is_user_message(first):
+        return []
+    return [first] if count_message(first, counter) <= budget.threshold // 3 else []
 
 
 def is_nova_insert(message: Message) -> bool:
@@ -336,6 +350,8 @@ class CompactionOutcome:
     written: int = 0
     """Tokens the summarizer wrote (the summary's body): what a model summary call outputs. The summary
     message is larger: Nova adds the user's words, the carried rows and the restored files itself."""
+    pinned_tokens: int = 0
+    """The opening message kept where it was (`pinned_opening`): a prefix the prompt cache still holds."""
 
     @property
     def ok(self) -> bool:
@@ -378,12 +394,16 @@ def compact(
     `save_dir` is where the full text of a kept message cut to fit goes (nova.context.oversize).
     `target` is the view to end at, when it must be less than `budget.post_compaction_target`."""
     started = time.monotonic()
-    history = list(messages)
+    whole = list(messages)
+    opening = pinned_opening(whole, budget=budget, counter=counter)
+    history = whole[len(opening):]
     sizes = list(map(message_size(counter), history))
-    before = sum(sizes)
+    pinned_tokens = sum(map(message_size(counter), opening))
+    before = sum(sizes) + pinned_tokens
+    fixed_tokens += pinned_tokens
 
     def unchanged(status: Literal["skipped", "failed"], reason: str) -> CompactionOutcome:
-        return CompactionOutcome(status=status, messages=history, reason=reason, tokens_before=before,
+        return CompactionOutcome(status=status, messages=whole, reason=reason, tokens_before=before,
                                  tokens_after=before, duration_s=time.monotonic() - started)
 
     keep = budget.keep_tokens
@@ -417,7 +437,7 @@ def compact(
                 - 2 * MIN_CUT_TOKENS)
         first = counter.count(unique[0]) + 12 if unique else 0
         section = user_section(part, raw, budget=max(64, min(budget.user_tokens(needed, first), most)),
-                               counter=counter)
+                               counter=counter, opening=opening[0].id if opening else "")
         return part, ids, raw, section, carried
 
     older, covers, raw_older, users, carried = fold(split)
@@ -451,10 +471,10 @@ def compact(
     # and, three times running, opens the breaker with the view still growing.
     cap = counter.count(users.text) + counter.count(carried) + body_tokens + 16 + body_tokens // 32
     request = SummaryRequest(older=older, raw_older=raw_older, system=system, tools=tools,
-                             context=list(context) or history, max_tokens=body_tokens, focus=focus,
+                             context=list(context) or whole, max_tokens=body_tokens, focus=focus,
                              transcript_path=transcript_path, carried=carried)
     if on_start is not None:
-        on_start(len(history), before)  # COMPACTION_START: only once a summary is really being made
+        on_start(len(whole), before)  # COMPACTION_START: only once a summary is really being made
     try:
         body = summarizer.summarize(request)
     except Exception as exc:  # any summarizer failure is a failed compaction, never a crash (CMP-8)
@@ -485,7 +505,7 @@ def compact(
     if users.left_out:
         sized["users_cut"] = [x.to_dict() for x in users.left_out]
     summary = Message(role="user", parts=tuple(parts), origin="summary").with_metadata(compaction=sized)
-    new_history = [summary, *tail]
+    new_history = [*opening, summary, *tail]
     after = sum(map(message_size(counter), new_history))
     return CompactionOutcome(
         status="compacted",
@@ -497,6 +517,7 @@ def compact(
         duration_s=time.monotonic() - started,
         folded=tuple(older),
         written=counter.count(body),
+        pinned_tokens=pinned_tokens,
     )
 
 

@@ -39,6 +39,7 @@ from nova.context.compaction import (
     compact,
     is_nova_insert,
     message_size,
+    pinned_opening,
     snip_old_tool_results,
 )
 from nova.context.economy import CachePrices, cost_line
@@ -277,7 +278,7 @@ class ContextController(BudgetLines, Extension):
         receipt = compaction_receipt(tokens_before=used, tokens_after=after,
                                      summary_input_tokens=used if model_call else 0,
                                      summary_output_tokens=summary_tokens if model_call else 0, prices=self.prices,
-                                     kept_prefix_tokens=self._fixed_tokens())
+                                     kept_prefix_tokens=self._fixed_tokens() + self._pinned_tokens(history))
         cost = receipt.summary_cost + (0.0 if self._cache_cold(history) else receipt.rewrite_cost)
         remaining = self.stats.calls if self.stats.calls >= 2 * GROWTH_CALLS else self.config.expected_calls
         if growth > 0:
@@ -583,7 +584,12 @@ class ContextController(BudgetLines, Extension):
         return compaction_receipt(tokens_before=tokens_before, tokens_after=tokens_after,
                                   summary_input_tokens=tokens_before if model_call else 0,
                                   summary_output_tokens=written if model_call else 0, prices=self.prices,
-                                  kept_prefix_tokens=self._fixed_tokens())
+                                  kept_prefix_tokens=self._fixed_tokens() + outcome.pinned_tokens)
+
+    def _pinned_tokens(self, history: Sequence[Message]) -> int:
+        """The opening message a compaction would keep where it is (`pinned_opening`): still cached after it."""
+        return sum(count_message(m, self.counter) for m in pinned_opening(history, budget=self.budget,
+                                                                          counter=self.counter))
 
     def _view_overhead(self, history: Sequence[Message], used: int) -> int:
         """What the view holds besides the history: system prompt, tools, and what the compiler adds

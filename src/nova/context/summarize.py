@@ -204,7 +204,7 @@ class ModelSummarizer:
         self.provider = provider
         self.model = model
         self.reuse_cache = reuse_cache
-        self.cache = cache or CacheHints(system=True, last_tool=True, last_user_message=True)
+        self.cache = cache or CacheHints(system=True, last_tool=True, last_user_message=True, first_message=True)
         """The agent's own breakpoints and cache key: without markers Anthropic reads nothing."""
 
     def build_request(self, request: SummaryRequest) -> ModelRequest:
@@ -763,11 +763,18 @@ def build_user_section(
 
 
 def user_section(
-    older: Sequence[Message], raw_older: Sequence[Message] = (), *, budget: int, counter: TokenCounter
+    older: Sequence[Message], raw_older: Sequence[Message] = (), *, budget: int, counter: TokenCounter,
+    opening: str = "",
 ) -> UserSection:
-    """`build_user_section` with the user messages it could not carry whole (for the manifest)."""
+    """`build_user_section` with the user messages it could not carry whole (for the manifest). `opening`:
+    the id of the opening message a compaction keeps in place ahead of the summary, which the section
+    points to instead of copying."""
     out = [f"## {USER_SECTION}"]
-    left = _add_user_entries(user_entries(older, raw_older), out, budget, counter)
+    if opening:
+        out.append(f"- msg {opening}: the opening request, kept word for word as the first message above "
+                   "this summary")
+    entries = user_entries(older, raw_older)
+    left = _add_user_entries(entries, out, budget, counter) if entries or not opening else []
     return UserSection("\n".join(out), tuple(left))
 
 

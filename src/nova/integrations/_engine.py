@@ -361,7 +361,8 @@ class ContextEngine:
             view = compiled.view
             return self._planner.plan(ModelRequest(model=self.model, system=view.system, messages=view.messages,
                                                    tools=view.tools, cache=CacheHints(system=True, last_tool=True,
-                                                                                      last_user_message=True)))
+                                                                                      last_user_message=True,
+                                                                                      first_message=True)))
 
     def _compile(self, system: str, tools: Sequence[ToolSpec]) -> Compiled:
         return self._pipeline.runtime.compile(self.history, system=system, tools=tools)
@@ -424,7 +425,7 @@ def summarizer_choice(summarizer: str | Summarizer, *, framework: str,
 def callback_summarizer(provider: CallbackProvider, *, model: str) -> Summarizer:
     """The model summarizer (CMP-6) over the framework's own model, bound per call by the adapter."""
     return ModelSummarizer(provider, model=model or provider.name, cache=CacheHints(
-        system=True, last_tool=True, last_user_message=True))
+        system=True, last_tool=True, last_user_message=True, first_message=True))
 
 
 def open_engine(

@@ -128,11 +128,12 @@ def messages_to_anthropic(
     """The `messages` array. System-role messages are skipped (see `request_to_anthropic`)."""
     sent = [m for m in messages if m.role != "system"]
     contents = [_blocks(m) for m in sent]
-    if cache is not None and cache.last_user_message:
-        at = message_breakpoint_index(sent, has_content=lambda i: bool(contents[i]))
-        if at >= 0:
-            # Copy the block: the caller may hold on to the dicts built above.
-            contents[at][-1] = {**contents[at][-1], "cache_control": cache_control(cache)}
+    at = message_breakpoint_index(sent, has_content=lambda i: bool(contents[i]))
+    # Copy each marked block: the caller may hold on to the dicts built above.
+    if cache is not None and cache.first_message and at > 0 and contents[0]:
+        contents[0][-1] = {**contents[0][-1], "cache_control": cache_control(cache)}
+    if cache is not None and cache.last_user_message and at >= 0:
+        contents[at][-1] = {**contents[at][-1], "cache_control": cache_control(cache)}
     return [{"role": m.role, "content": content} for m, content in zip(sent, contents, strict=True)]
 
 
@@ -155,6 +156,12 @@ def message_breakpoint_index(messages: Sequence[Message], *,
         if m.role == "user" and (has_content(index) if has_content is not None else bool(m.parts)):
             return index
     return -1
+
+
+def first_message_index(messages: Sequence[Message]) -> int:
+    """The first message sent as a message (system-role ones are hoisted into the system text); -1
+    when there is none. With `CacheHints.first_message` its last block carries a breakpoint."""
+    return next((i for i, m in enumerate(messages) if m.role != "system"), -1)
 
 
 def system_to_anthropic(system: str, *, cache: CacheHints | None = None) -> list[dict[str, Any]]:

@@ -84,8 +84,8 @@ def test_the_demo_reads_at_least_90_percent_from_the_cache_after_its_compaction(
     # The call that first sends the compacted view writes only what follows the opening message: the tools,
     # the system text and that message, which the compaction left where it was, are read from the cache.
     first_after = next(i for i, r in enumerate(requests) if any(m.origin == "summary" for m in r.messages))
-    opening = [m for m in requests[0].messages if m.role != "system"][0]
-    assert [m for m in requests[first_after].messages if m.role != "system"][0] == opening
+    opening = next(m for m in requests[0].messages if m.role != "system")
+    assert next(m for m in requests[first_after].messages if m.role != "system") == opening
     blocks, head = request_blocks(requests[first_after], counter)
     kept = sum(b.tokens for b in blocks[: head + 1])
     anthropic = AnthropicCache()

@@ -33,12 +33,12 @@ def test_the_figures_and_the_view_right_after_novas_compaction(tmp_path: Path) -
     assert view["file_written"] == {"kept": 3, "total": 3}
     assert view["all"]["kept"] >= figures["kept"]["recorded_summary"]["all"]["kept"]
     assert figures["nova_summary_tokens"] <= figures["recorded_summary_tokens"]
-    # The dumped view is the one the figures score: the session's opening message, where it was, then Nova's
-    # summary, and it holds every request typed before the boundary.
+    # The dumped view is the one the figures score: it starts with Nova's summary (the opening message holds
+    # Claude Code's caveat, harness text, so it is folded too), and it holds every request typed before the
+    # boundary.
     document = json.loads(dumped.read_text(encoding="utf-8"))
     messages = [from_dict(m) for m in document["messages"]]
-    assert messages[0].origin is None and messages[0].text.startswith("Caveat: The messages below")
-    assert messages[1].origin == "summary"
+    assert messages[0].origin == "summary"
     recorded = read_claude_code(ANCHOR)
     assert recorded is not None
     text = "\n".join(m.text for m in messages) + "\n" + "\n".join(

@@ -127,11 +127,15 @@ def pinned_opening(history: Sequence[Message], *, budget: ContextBudget, counter
     """The message every compaction keeps where it is: the first one, when it is the person's opening
     words (the task statement) and takes at most the base share of the user's words. It is then never
     folded, so the prefix up to its end (tools, system, opening) is the same before and after each
-    compaction, and the prompt cache reads it instead of writing it again."""
+    compaction, and the prompt cache reads it instead of writing it again. Only words the person typed:
+    a message that also holds what a harness put there (a caveat, a command's output) is folded, and its
+    person's words go to the summary's user section, which leaves the rest out."""
     if not history:
         return []
     first = history[0]
     if is_nova_insert(first) or not is_user_message(first):
+        return []
+    if not all(isinstance(p, TextPart) and not p.harness for p in first.parts):
         return []
     return [first] if count_message(first, counter) <= budget.threshold // 3 else []
 

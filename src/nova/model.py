@@ -14,6 +14,7 @@ from nova.messages import Message
 
 __all__ = [
     "CALL_PURPOSES",
+    "SYNTHETIC_REPLY",
     "CacheHints",
     "CallCount",
     "CallPurpose",
@@ -28,6 +29,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "call_model",
+    "is_model_reply",
     "usage_of",
 ]
 
@@ -153,6 +155,16 @@ def usage_of(message: Message) -> Usage | None:
     the message's metadata (`metadata["usage"]`, a `Usage.to_dict()`), or None."""
     data = message.metadata.get("usage")
     return Usage.from_dict(data) if isinstance(data, Mapping) else None
+
+
+SYNTHETIC_REPLY = "synthetic"
+"""Metadata key of an assistant message the recording agent's harness wrote itself (an API error
+notice): it stands in the conversation, but no model call made it."""
+
+
+def is_model_reply(message: Message) -> bool:
+    """An assistant message a model call answered with (not one a harness wrote in its place)."""
+    return message.role == "assistant" and not message.metadata.get(SYNTHETIC_REPLY)
 
 
 def call_model(message: Message, default: str = "") -> str:

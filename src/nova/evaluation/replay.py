@@ -71,7 +71,7 @@ from nova.evaluation.recorded_scale import RecordedScale
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart, to_dict
-from nova.model import ToolSpec, Usage, call_model, usage_of
+from nova.model import ToolSpec, Usage, call_model, is_model_reply, usage_of
 from nova.providers.pricing import ModelInfo, context_window_for, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.readers.base import ImportedSession, PipelineRecord
@@ -1069,7 +1069,7 @@ def _run(
                 history, boundary = [], "compaction"
         if policy == "nova" and index in compact_before:
             force_compaction()
-        if message.role == "assistant":
+        if is_model_reply(message):
             at = message.created_at if message.created_at > 0 else None
             view, event = build_view()
             event, boundary = event or boundary, ""

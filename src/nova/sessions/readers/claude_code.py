@@ -43,7 +43,7 @@ from typing import Any
 
 from nova.errors import SessionImportError
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.model import Usage
+from nova.model import SYNTHETIC_REPLY, Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
 from nova.sessions.readers.common import Builder, anthropic_parts, iso_ts, json_lines, load_text, mid, text_of
 from nova.tokens.calibration import attachment_text
@@ -146,6 +146,9 @@ class _Response:
     parts: list[Part] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     model: str = ""
+    synthetic: bool = False
+    """Claude Code wrote this reply itself (model `<synthetic>`: "API Error: ...", "No response
+    requested."): no model answered, and nothing was billed."""
     results: list[ToolResultPart] = field(default_factory=list)
     after_results: list[Part] = field(default_factory=list)
     results_line: int = 0
@@ -188,6 +191,8 @@ class _Assembly:
                 metadata["usage"] = Usage.from_dict(response.usage).to_dict()
             if response.model:
                 metadata["model"] = response.model
+            if response.synthetic and not response.model:
+                metadata[SYNTHETIC_REPLY] = True
             b.add("assistant", response.parts, response.line, response.ts, metadata)
         if response.results or response.after_results:
             order = {call_id: i for i, call_id in enumerate(response.call_ids())}
@@ -335,7 +340,9 @@ def _assistant(a: _Assembly, number: int, record: dict[str, Any]) -> None:
     if isinstance(usage, dict) and (response.usage is None
                                     or int(usage.get("output_tokens") or 0) >= int(response.usage.get("output_tokens") or 0)):
         response.usage = usage
-    if message.get("model") and message["model"] != "<synthetic>":
+    if message.get("model") == "<synthetic>":
+        response.synthetic = True
+    elif message.get("model"):
         response.model = str(message["model"])
 
 

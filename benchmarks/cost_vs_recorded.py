@@ -23,6 +23,10 @@ own output; `billed` is every call's recorded usage at that call's model (`Repla
 - `clear_tool_uses_cost_vs_billed_median`: the same ratio for `anthropic-clear-tool-uses` (no target:
   it is shown beside Nova).
 
+A run is left out, with the reason, when its calls have no known price or when the `recorded` baseline
+costs more than twice or less than half the bill: then its usage does not describe the calls its
+transcript holds (Claude Code 0.2 wrote calls of a few input tokens beside a 150k-token transcript).
+
 The last line is one JSON object with those keys (and the per-run rows under `runs`); exit 1 on a miss.
 
 The default schedule and cost floor were tuned on seven of these runs (codemie Claude Code sessions
@@ -104,6 +108,12 @@ class Row:
                 "recorded_peak": self.peak_recorded}
 
 
+# How far the `recorded` baseline may be from the bill before a run is left out as unpriceable (a run
+# within it sits at 0.95-1.05, `benchmarks/replay_fidelity.py`). Claude Code 0.2 wrote calls of a few input
+# tokens and no cache figures beside a transcript of 150k: its views cost 11x what its usage says.
+USAGE_AGREEMENT = 2.0
+
+
 def measure(name: str, run: ImportedSession, window: int, model: str) -> Row | str:
     """One run's row, or why it has none."""
     counter = counter_for_model(model.split(", ")[0] or "claude-sonnet-4-5")
@@ -118,6 +128,11 @@ def measure(name: str, run: ImportedSession, window: int, model: str) -> Row | s
         return f"{name}: a call has no price ({', '.join(nova.unpriced_models)})"
     held, counted, _ = retention(retention_items(run.messages), nova.final_view)
     rec_cost, nova_cost, clear_cost = (float(c or 0.0) for c in costs)
+    if not 1 / USAGE_AGREEMENT <= rec_cost / billed <= USAGE_AGREEMENT:
+        # The baseline cannot reproduce the bill: the recorded usage does not describe the calls the
+        # transcript holds, so no policy can be priced against it.
+        return (f"{name}: its usage does not describe its calls (the recorded views cost "
+                f"{rec_cost / billed:.2f}x the bill)")
     return Row(name=name, window=nova.window, calls=nova.calls, peak_recorded=recorded.peak_context_tokens,
                billed=billed, recorded=rec_cost / billed, nova=nova_cost / billed, clear=clear_cost / billed,
                over=nova.requests_over_window, held=held, counted=counted, compactions=nova.compactions,

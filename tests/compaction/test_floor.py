@@ -124,3 +124,21 @@ def test_a_cut_keeps_the_first_line_of_its_tail_whole() -> None:
         assert text.endswith(tail) and text[start - 1] == "\n", (keep, tail[:80])
         assert COUNTER.count(result) <= keep
     assert verdict in cut_middle(text, keep_tokens=120, counter=COUNTER, where="Full output: x.txt")
+
+
+def test_a_long_session_at_a_large_window_names_every_file_it_modified() -> None:
+    # 120 files written, more than the 40 a small window's summary names: at 200k there is room for all.
+    out: list[Message] = [Message.user("Port every module of the package to the new API.")]
+    for i in range(120):
+        write = ToolUsePart(f"w{i}", "write_file", {"path": f"src/pkg/module_{i:03d}.py", "content": "x = 1\n" * 40})
+        out += [assistant_message(f"Porting module {i}.", [write]),
+                Message(role="user", parts=(ToolResultPart(write.id, "written"),))]
+    budget = ContextBudget.derive(CompactionConfig(), 200_000)
+    outcome = compact(out, summarizer=ExtractiveSummarizer(COUNTER), budget=budget, counter=COUNTER, forced=True)
+    assert outcome.ok, outcome.reason
+    view = "\n".join(m.text for m in outcome.messages) + "\n".join(
+        str(p.input) for m in outcome.messages for p in m.tool_uses())
+    assert all(f"src/pkg/module_{i:03d}.py" in view for i in range(120))
+    # A small window still names the newest 40 and counts the rest.
+    small = compact(out, summarizer=ExtractiveSummarizer(COUNTER), budget=BUDGET_8K, counter=COUNTER, forced=True)
+    assert small.ok and "more in the transcript" in small.messages[1].text

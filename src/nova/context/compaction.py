@@ -30,6 +30,7 @@ from nova.context.oversize import fit_message, is_cut_text, least_size
 from nova.context.shown_paths import shown_path
 from nova.context.spill import is_placeholder
 from nova.context.summarize import (
+    MAX_CARRIED_PATHS,
     USER_SECTION,
     Summarizer,
     SummaryRequest,
@@ -433,7 +434,8 @@ def compact(
         part = history[:at]
         ids = _covers(part)
         raw = _raw_messages(part, raw_lookup)
-        carried = continuity_section(raw or part, budget=carried_budget(threshold), counter=counter)
+        carried = continuity_section(raw or part, budget=carried_budget(threshold), counter=counter,
+                                     max_paths=carried_paths(threshold))
         unique = list(dict.fromkeys(text for _, text in user_entries(part, raw)))
         needed = sum(counter.count(text) + 12 for text in unique)
         # The user's words fit whole when they can; never so much that the floor passes the threshold.
@@ -525,11 +527,22 @@ def compact(
     )
 
 
+# About what one row of the files modified takes: "- <path> (msg <id>)".
+PATH_ROW_TOKENS = 30
+
+
 def carried_budget(threshold: int) -> int:
     """Tokens the continuity rows (files, tasks, rejections, choices, failures) may take in a summary: a
     share of the threshold that grows with it, up to a fifth — at 8k every row crowds out the kept tail
     and the user's words, at 200k all of them fit. The files modified are never cut to it."""
     return max(MIN_CARRIED_TOKENS, int(threshold * min(0.2, threshold / 80_000)))
+
+
+def carried_paths(threshold: int) -> int:
+    """How many files modified a summary lists by name (the rest as a count): at least 40, and as many as
+    half the continuity rows' budget holds at a row each (~30 tokens: a path and its message id), so a
+    long session at a large window names every file it changed — a few hundred at 200k."""
+    return max(MAX_CARRIED_PATHS, carried_budget(threshold) // (2 * PATH_ROW_TOKENS))
 
 
 def _least_size(message: Message, counter: TokenCounter) -> int:

@@ -142,3 +142,21 @@ def test_a_long_session_at_a_large_window_names_every_file_it_modified() -> None
     # A small window still names the newest 40 and counts the rest.
     small = compact(out, summarizer=ExtractiveSummarizer(COUNTER), budget=BUDGET_8K, counter=COUNTER, forced=True)
     assert small.ok and "more in the transcript" in small.messages[1].text
+
+
+def test_the_choices_of_a_long_run_stay_while_the_summary_has_room_for_them() -> None:
+    # 30 stated choices: more than the 16 a summary once kept whatever its room; at 32k all fit, at 8k the
+    # budget makes the oldest give way (the summary says how many).
+    out: list[Message] = [Message.user("Speed up the importer without changing its output.")]
+    for i in range(30):
+        out += [Message.assistant(f"I decided to cache parser_{i} instead of re-reading it, because step {i} "
+                                  "reads the same file twice."), Message.user(f"ok {i}")]
+    for i in range(30):  # later work, so the choices are all in the folded part
+        out += exchange(i, output_chars=3000)
+    wide = compact(out, summarizer=ExtractiveSummarizer(COUNTER), budget=ContextBudget.derive(CompactionConfig(), 32_000),
+                   counter=COUNTER, forced=True)
+    assert wide.ok, wide.reason
+    text = "\n".join(m.text for m in wide.messages)
+    assert all(f"I decided to cache parser_{i} instead" in text for i in range(30))
+    narrow = continuity_section(out, budget=400, counter=COUNTER)
+    assert "earlier ones in the transcript" in narrow

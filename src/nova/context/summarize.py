@@ -73,10 +73,12 @@ SECTIONS = (
 )
 FILES_MODIFIED = "Files modified"
 LAST_FAILURE = "Last failing command"
-# The continuity section's bounds: a run that touched hundreds of files lists the newest.
+# The continuity section's bounds: a run that touched hundreds of files lists the newest. Where the
+# summary's budget is small the rows give way further (`continuity_section`): these bounds matter where
+# there is room, so a long run's early choices are not dropped for a count while the budget has space.
 MAX_CARRIED_PATHS = 40
 MAX_CARRIED_COMMAND = 2000
-MAX_CARRIED_DECISIONS = 16
+MAX_CARRIED_DECISIONS = 40
 MAX_DECISION_CHARS = 300
 DECISIONS = "Decisions made"
 OPEN_TASKS = "Open tasks (the agent's own task list)"

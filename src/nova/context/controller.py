@@ -551,15 +551,27 @@ class ContextController(BudgetLines, Extension):
                                                tokens_after=used, duration_s=time.monotonic() - started_at,
                                                error=outcome.reason))
             return history, used
+        anchor = self.ledger.anchor
+        self.ledger.clear()  # TOK-2: no real figure until the next call
+        new_history = outcome.messages
+        after = self.measure(new_history)
+        if reason == "manual" and after >= used:
+            # `/compact` never makes the view larger (a short conversation's summary, with the user's words
+            # and the restored files, can outweigh it): the summary is dropped before anything records it.
+            self.ledger.restore(anchor)
+            if started:
+                self.bus.emit(ev.CompactionEnd(
+                    session_id=self.session_id, ok=False, tokens_before=used, tokens_after=used,
+                    duration_s=time.monotonic() - started_at,
+                    error=f"the summary would not make the view smaller ({used:,} → {after:,} tokens); "
+                          "nothing changed"))
+            return history, used
         self.stats.compactions += 1
         self._cost_failed_at = None
         self.stats.consecutive_failures = 0
         self.stats.breaker_open = False
         self.stats.last_event = "compaction"
         self._last_compaction_call = self.stats.calls
-        self.ledger.clear()  # TOK-2: no real figure until the next call
-        new_history = outcome.messages
-        after = self.measure(new_history)
         self._last_after = after
         receipt = self._receipt(outcome, tokens_before=used, tokens_after=after)
         # The first call that is sent the compacted view: this one, or the next for `/compact`.

@@ -315,6 +315,12 @@ class TokenLedger:
         with self._lock:
             self._anchor = None
 
+    def restore(self, anchor: Anchor | None) -> None:
+        """Put back the anchor `clear` took away, when what it was cleared for was not kept (a compaction
+        whose summary was dropped): the history it measured is the one still in use."""
+        with self._lock:
+            self._anchor = anchor
+
     def _tail(self, messages: Sequence[Message], start: int, end: int | None = None) -> int:
         end = len(messages) if end is None else end
         if end - start <= _DIRECT_TAIL or end != len(messages):

@@ -163,10 +163,20 @@ def _saved_log_path(request: ModelRequest) -> str:
     return "logs/server.log"
 
 
+def _turn_messages(request: ModelRequest) -> list[Message]:
+    """The messages of the current turn: from the person's latest request on (the demo's task may follow
+    another request in the same conversation), or the whole view when a compaction folded the request
+    into its summary."""
+    for index in range(len(request.messages) - 1, -1, -1):
+        if _is_human_prompt(request.messages[index]):
+            return list(request.messages[index:])
+    return list(request.messages)
+
+
 def _scenario_step(request: ModelRequest) -> int:
     """Which scripted step comes next: one past the step whose call is the last one in view. Read from
     the view, not counted, so it survives compaction (which keeps the latest calls verbatim)."""
-    calls = [u for m in request.messages if m.role == "assistant" for u in m.tool_uses()]
+    calls = [u for m in _turn_messages(request) if m.role == "assistant" for u in m.tool_uses()]
     if not calls:
         return 0
     last = calls[-1]
@@ -204,7 +214,9 @@ def _scenario_report(request: ModelRequest) -> str:
     """The closing answer, from what the tool results say: a refused edit or test run is reported as
     refused, never as done."""
     edit, tests = _result_of(request, "edit_file"), _result_of(request, "bash")
-    if tests is None or _refused(tests):
+    if tests is None:
+        verdict = "The test run is no longer in my context; run the tests to check."
+    elif _refused(tests):
         verdict = "I could not run the tests: running them was refused."
     elif "OK" in tests.content:
         verdict = "All tests pass now."

@@ -107,3 +107,53 @@ def test_context_describes_the_tools_the_model_was_sent(tmp_path: Path, nova_hom
     assert ("Commands run in a sandbox" in sent["bash"]) is sandbox
     shown = runner.invoke(_app(), ["context", sid, "--json"])
     assert shown.exit_code == 0, shown.output
+
+
+def _figures(output: str) -> tuple[int, list[int], int]:
+    """The next request's figure, the terms it adds up, and what `nova sessions show` gives, as printed."""
+    import re
+
+    line = next(x for x in output.splitlines() if "tokens: the next request" in x)
+    used = int(line.split(" tokens:", 1)[0].replace(",", ""))
+    terms = [int(t.replace(",", "")) for t in re.findall(r"(?:= |\+ )([\d,]+) ", line)]
+    show = next(x for x in output.splitlines() if x.startswith("nova sessions show gives"))
+    same = re.search(r"gives ([\d,]+):", show)
+    return used, terms, int(same.group(1).replace(",", "")) if same else used
+
+
+def test_context_says_what_its_figure_adds_up_and_how_sessions_show_differs(nova_home: Path) -> None:
+    """An imported Claude Code session: `nova sessions show` gives the recorded last call (its input and
+    reply as the provider counted them); `nova context` measures the next request, which adds what Nova
+    puts after that call and the per-call allowance the session's own calls taught the ledger. Each says
+    which it is, and the terms add up to the figure."""
+    from nova.cli.main import app
+    from nova.testing import shared_data_dir
+
+    path = shared_data_dir() / "sessions" / "codemie" / "claude-code" / "session-196820da.jsonl"
+    if not path.is_file():
+        pytest.skip(f"no shared session data at {path} (set NOVA_SHARED_DATA)")
+    imported = runner.invoke(app, ["sessions", "import", str(path), "--json"])
+    assert imported.exit_code == 0, imported.output
+    sid = json.loads(imported.output)["session_id"]
+    shown = json.loads(runner.invoke(app, ["sessions", "show", sid, "--json"]).output)
+    result = runner.invoke(app, ["context", sid])
+    assert result.exit_code == 0, result.output
+    used, terms, show_gives = _figures(result.output)
+    assert sum(terms) == used and len(terms) == 3  # the last call + what follows it + the allowance
+    assert show_gives == shown["context_tokens"] == terms[0] != used
+    assert "the last call's input and reply as its provider counted them" in result.output
+    assert "the recording agent's own system prompt and tools" in result.output
+    data = json.loads(runner.invoke(app, ["context", sid, "--json"]).output)
+    assert data["used"] == used and data["measured"]["at_turn_end_tokens"] == shown["context_tokens"]
+    assert list(data["measured"]["parts"].values()) == terms
+
+
+def test_a_live_session_context_is_the_figure_sessions_show_gives(tmp_path: Path, nova_home: Path) -> None:
+    from nova.cli.main import app
+
+    sid = _recorded_session(nova_home, tmp_path)
+    result = runner.invoke(app, ["context", sid])
+    assert result.exit_code == 0, result.output
+    used, terms, show_gives = _figures(result.output)
+    assert sum(terms) == used == show_gives
+    assert "nova sessions show gives the same figure" in result.output

@@ -225,7 +225,7 @@ def show_command(
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
             console.print(
                 f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd or 'cwd unknown')}  "
-                f"{meta.message_count} messages  context {meta.last_context_tokens:,} tokens  "
+                f"{meta.message_count} messages  context {meta.last_context_tokens:,} tokens at the last turn's end  "
                 f"{meta.total_tokens:,} tokens billed  {total_cost}[/]"
             )
             if meta.calls:  # every call behind the total, by what it was for

@@ -30,6 +30,7 @@ from nova.sessions.transcript import BadLine
 __all__ = [
     "ImportResult",
     "Resumed",
+    "boundary_sizes",
     "import_session",
     "import_sessions",
     "iter_jsonl",
@@ -78,10 +79,24 @@ def render_message_markdown(message: Message) -> str:
     return "\n\n".join(lines)
 
 
+def boundary_sizes(record: BoundaryRecord) -> str:
+    """The view's size before and after a compaction, in words; a size the record does not know (0: an
+    imported compaction with no call measured after it, or Codex's, which records none) is said to be
+    unknown, never shown as 0 tokens."""
+    before, after = record.tokens_before, record.tokens_after
+    if before and after:
+        return f"{before:,} → {after:,} tokens"
+    if before:
+        return f"{before:,} tokens → size after not recorded"
+    if after:
+        return f"size before not recorded → {after:,} tokens"
+    return "sizes not recorded"
+
+
 def render_boundary_markdown(record: BoundaryRecord) -> str:
     return (
-        f"---\n\n> **Compaction boundary** ({record.trigger}): {record.tokens_before} → {record.tokens_after} "
-        f"tokens, {len(record.covers)} messages folded, {record.duration_ms:.0f} ms\n\n"
+        f"---\n\n> **Compaction boundary** ({record.trigger}): {boundary_sizes(record)}, "
+        f"{len(record.covers)} messages folded, {record.duration_ms:.0f} ms\n\n"
         f"#### Summary\n\n{record.summary}\n\n---"
     )
 

@@ -206,6 +206,7 @@ def show_command(
     from rich.rule import Rule
 
     from nova.present.figures import calls_line
+    from nova.sessions.export import boundary_sizes
 
     console = _out()
     with _errors():
@@ -253,7 +254,7 @@ def show_command(
                 elif isinstance(record, BoundaryRecord):
                     console.print(
                         Rule(
-                            f"compaction ({record.trigger}): {record.tokens_before:,} → {record.tokens_after:,} tokens, "
+                            f"compaction ({record.trigger}): {boundary_sizes(record)}, "
                             f"{len(record.covers)} messages folded",
                             style="magenta",
                         )

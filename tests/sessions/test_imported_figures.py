@@ -1,0 +1,42 @@
+"""What `nova sessions import` and `nova sessions show` say of real recordings of other agents: each figure
+the recording has, and nothing it lacks shown as 0."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nova.cli.main import app
+from nova.testing import shared_data_dir
+
+runner = CliRunner()
+
+
+def _shared(relative: str) -> Path:
+    path = shared_data_dir() / "sessions" / relative
+    if not path.is_file():
+        pytest.skip(f"no shared session data at {path} (set NOVA_SHARED_DATA)")
+    return path
+
+
+def _import(path: Path) -> dict[str, object]:
+    result = runner.invoke(app, ["sessions", "import", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_a_compaction_with_no_call_after_it_has_no_size_after(nova_home: Path) -> None:
+    """Claude Code's `/compact` as the recording's last act: no call measured the view after it, so the
+    boundary's size after is unknown, not 0 tokens."""
+    imported = _import(_shared("agentlogs/claude-code/compact.jsonl"))
+    shown = runner.invoke(app, ["sessions", "show", str(imported["session_id"])], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    line = next(x for x in shown.output.splitlines() if "compaction (" in x)
+    assert "→ 0 tokens" not in line and "15,808 tokens → size after not recorded" in line, line
+    exported = runner.invoke(app, ["sessions", "export", str(imported["session_id"]), "--format", "md"])
+    assert "→ 0 tokens" not in exported.output and "size after not recorded" in exported.output

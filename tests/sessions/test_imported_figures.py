@@ -40,3 +40,17 @@ def test_a_compaction_with_no_call_after_it_has_no_size_after(nova_home: Path) -
     assert "→ 0 tokens" not in line and "15,808 tokens → size after not recorded" in line, line
     exported = runner.invoke(app, ["sessions", "export", str(imported["session_id"]), "--format", "md"])
     assert "→ 0 tokens" not in exported.output and "size after not recorded" in exported.output
+
+
+@pytest.mark.parametrize("relative", ["agentlogs/claude-code/compact.jsonl",
+                                      "codemie/claude-code/session-624a4a58.jsonl",
+                                      "agentlogs/claude-code/subagent.jsonl"])
+def test_import_counts_the_messages_the_session_holds(nova_home: Path, relative: str) -> None:
+    """A summary the recorded agent wrote becomes a compaction boundary, not a message: the count the
+    import prints is the one `nova sessions list` and `show` give, the sub-agents' too."""
+    imported = _import(_shared(relative))
+    sessions = [(imported["session_id"], imported["messages"])]
+    sessions += [(c["session_id"], c["messages"]) for c in imported.get("children", [])]  # type: ignore[attr-defined]
+    for session_id, count in sessions:
+        shown = json.loads(runner.invoke(app, ["sessions", "show", str(session_id), "--json"]).output)
+        assert shown["messages"] == count

@@ -168,12 +168,12 @@ def import_sessions(
 
 def _import_run(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None
                 ) -> ImportResult:
-    session_id = _write_imported(imported, home, title=title, store=store, parent=None)
+    session_id, recorded = _write_imported(imported, home, title=title, store=store, parent=None)
     children = []
     for index, child in enumerate(imported.children, 1):
         child_title = f"{title or imported.source_path.stem} / sub-agent {index}"
-        child_id = _write_imported(child, home, title=child_title, store=store, parent=session_id)
-        children.append((child_id, len(child.messages)))
+        child_id, child_recorded = _write_imported(child, home, title=child_title, store=store, parent=session_id)
+        children.append((child_id, child_recorded))
     if children:
         with Session.open(home, session_id, store=store) as parent:
             for (child_id, _), child in zip(children, imported.children, strict=True):
@@ -181,7 +181,7 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
                                                       "tool_use_id": child.meta.get("parent_tool_use_id")})
     skipped = tuple(s.describe() for s in imported.skipped) + tuple(
         s.describe() for child in imported.children for s in child.skipped)
-    return ImportResult(session_id=session_id, messages=len(imported.messages), skipped=skipped,
+    return ImportResult(session_id=session_id, messages=recorded, skipped=skipped,
                         children=tuple(children),
                         child_sources=tuple(c.source_path for c in imported.children
                                             if c.source_path != imported.source_path),
@@ -189,7 +189,9 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
 
 
 def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,
-                    parent: str | None) -> str:
+                    parent: str | None) -> tuple[str, int]:
+    """The new session's id and the messages recorded in it: a summary the recorded agent wrote becomes
+    a compaction boundary, not a message, as `nova sessions list` counts them."""
     meta = dict(imported.meta)
     # The model the session ran on: the format's own field, else the one its calls name most often
     # (Claude Code and Codex name it per call only).
@@ -231,7 +233,7 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
             session.record_message(message, usage)
             if usage is not None:
                 session.add_cost(usage, _call_cost(message, usage, model))
-    return session.id
+    return session.id, session.meta.message_count
 
 
 def _context_around(messages: Sequence[Message], index: int) -> tuple[int, int]:

@@ -54,3 +54,20 @@ def test_import_counts_the_messages_the_session_holds(nova_home: Path, relative:
     for session_id, count in sessions:
         shown = json.loads(runner.invoke(app, ["sessions", "show", str(session_id), "--json"]).output)
         assert shown["messages"] == count
+
+
+def test_a_recording_without_usage_has_unknown_cost_never_zero(nova_home: Path) -> None:
+    """A Codex rollout with no token counts: its 20 responses were calls all the same, so the session's
+    cost, tokens billed and context are unknown (null in JSON), never $0 and 0 tokens."""
+    imported = _import(_shared("codemie/codex/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"))
+    sid = str(imported["session_id"])
+    shown = json.loads(runner.invoke(app, ["sessions", "show", sid, "--json"]).output)
+    assert shown["cost_usd"] is None and shown["tokens_billed"] is None and shown["context_tokens"] is None
+    assert shown["calls"]["turn"]["calls"] == 20 and shown["calls"]["turn"]["cost_usd"] is None
+    (row,) = json.loads(runner.invoke(app, ["sessions", "list", "--json"]).output)
+    assert row["cost_usd"] is None and row["tokens_billed"] is None
+    text = runner.invoke(app, ["sessions", "show", sid], env={"COLUMNS": "200"}).output
+    assert "$0.0000" not in text and "0 tokens" not in text
+    assert "context not recorded" in text and "tokens billed not recorded" in text and "cost unknown" in text
+    listed = runner.invoke(app, ["sessions", "list"], env={"COLUMNS": "120"}).output
+    assert "$0.00" not in listed and "unknown" in listed

@@ -68,10 +68,15 @@ def _cost_text(cost: float | None, *, long: bool) -> str:
     return "unknown (model not in the price table)" if long else "unknown"
 
 
-def calls_line(calls: Mapping[CallPurpose, CallCount]) -> str:
-    """Every purpose with its calls, tokens and cost: `nova sessions show`, the page's cost tooltip."""
+def calls_line(calls: Mapping[CallPurpose, CallCount], *, tokens_known: bool = True) -> str:
+    """Every purpose with its calls, tokens and cost: `nova sessions show`, the page's cost tooltip.
+    `tokens_known` False: some calls were recorded without their usage (an import), so a purpose whose
+    calls measured nothing says so rather than 0 tokens."""
+    def tokens(c: CallCount) -> str:
+        return "tokens not recorded" if not tokens_known and c.tokens == 0 else f"{c.tokens:,} tokens"
+
     return " · ".join(
-        f"{PURPOSE_LABELS[p]} {c.calls} call{'s' if c.calls != 1 else ''} ({c.tokens:,} tokens, "
+        f"{PURPOSE_LABELS[p]} {c.calls} call{'s' if c.calls != 1 else ''} ({tokens(c)}, "
         f"{f'${c.cost_usd:.4f}' if c.cost_known else 'cost unknown'})" for p, c in calls.items())
 
 

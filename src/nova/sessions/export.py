@@ -218,6 +218,7 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
             session.record_event(SYSTEM_PROMPT_EVENT, {"text": imported.system})
         if imported.tools:
             session.record_event(TOOLS_EVENT, tools_event_data(imported.tools))
+        unmeasured = 0
         for index, message in enumerate(imported.messages):
             compaction = message.metadata.get("compaction")
             summary = next((p for p in message.parts if isinstance(p, SummaryPart)), None)
@@ -233,6 +234,11 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
             session.record_message(message, usage)
             if usage is not None:
                 session.add_cost(usage, _call_cost(message, usage, model))
+            elif message.role == "assistant":
+                unmeasured += 1
+        # A response the format recorded no usage for (a Codex rollout without token counts) was still a
+        # call: its cost is unknown, not $0.
+        session.add_unmeasured_calls(unmeasured)
     return session.id, session.meta.message_count
 
 

@@ -196,7 +196,7 @@ class Session(RecordedSession):
         except PermissionError:  # a parent folder cannot be searched
             raise StorageError(f"session directory {directory} is not readable") from None
         if not exists:
-            raise StorageError(f"no session {session_id!r} in {directory.parent}")
+            raise StorageError(f"no session {session_id!r} in {directory.parent}: `nova sessions list` shows the ids")
         if not os.access(directory, os.R_OK | os.X_OK):
             raise StorageError(f"session directory {directory} is not readable")
         transcript = Transcript(directory / TRANSCRIPT_NAME)
@@ -627,7 +627,7 @@ def delete_session(home: Path, session_id: str, *, store: SessionStore | None = 
     (`SessionLocked`) while another process has the session open for writing."""
     directory = session_dir(home, session_id)
     if not directory.is_dir():
-        raise StorageError(f"no session {session_id!r} in {directory.parent}")
+        raise StorageError(f"no session {session_id!r} in {directory.parent}: `nova sessions list` shows the ids")
     lock = SessionLock(directory, session_id)
     lock.acquire()
     try:

@@ -468,7 +468,7 @@ def doctor_command(
             from nova.sessions.meta import session_dir
 
             if not session_dir(home, ids[0]).is_dir():
-                raise NovaError(f"no session {ids[0]!r} in {home / 'sessions'}")
+                raise NovaError(f"no session {ids[0]!r} in {home / 'sessions'}: `nova sessions list` shows the ids")
         store_check = check_store(home)
         try:
             reports = [check_session(home, sid, store_check.store) for sid in ids]

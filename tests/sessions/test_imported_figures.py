@@ -71,3 +71,15 @@ def test_a_recording_without_usage_has_unknown_cost_never_zero(nova_home: Path) 
     assert "context not recorded" in text and "tokens billed not recorded" in text and "cost unknown" in text
     listed = runner.invoke(app, ["sessions", "list"], env={"COLUMNS": "120"}).output
     assert "$0.00" not in listed and "unknown" in listed
+
+
+def test_a_replay_without_a_simulated_cache_has_no_hit_rate(nova_home: Path) -> None:
+    """A recording that names no model gets no provider cache to simulate: its hit rate is not measured,
+    so the replay says n/a (null in --json), never 0.0 %."""
+    path = _shared("codemie/codex/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl")
+    text = runner.invoke(app, ["replay", str(path)], env={"COLUMNS": "300"})
+    assert text.exit_code == 0, text.output
+    line = next(x for x in text.stdout.splitlines() if "cache (" in x)
+    assert "cache (none)" in line and "hit rate n/a" in line and "0.0%" not in line, line
+    data = json.loads(runner.invoke(app, ["replay", str(path), "--json"]).stdout)
+    assert data.get("provider_cache") is None and data.get("cache_hit_rate") is None

@@ -254,7 +254,8 @@ class ReplayReport:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "uncached_input_tokens": self.uncached_input_tokens,
-            "cache_hit_rate": round(self.cache_hit_rate, 6),
+            # null without a simulated cache: nothing was measured, which is not a 0 % hit rate.
+            "cache_hit_rate": round(self.cache_hit_rate, 6) if self.provider_cache else None,
             "summary_calls": self.summary_calls,
             "summary_input_tokens": self.summary_input_tokens,
             "summary_output_tokens": self.summary_output_tokens,

@@ -184,9 +184,11 @@ def replay_command(
     if report.provider_cache or report.cost_usd is not None or report.unpriced_models:
         cost = f", cost ${report.cost_usd:.4f} (+ agent output ${report.output_cost_usd or 0:.4f})" \
             if report.cost_usd is not None else f", cost unknown (no price for {', '.join(report.unpriced_models)})"
+        # Without a simulated cache nothing could be read from one: the rate is not 0 %, it is not measured.
+        hit = f"{report.cache_hit_rate:.1%}" if report.provider_cache else "n/a (no cache simulated: --provider-cache)"
         console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
                       f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
-                      f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")
+                      f"{hit}, summary calls {report.summary_calls}{cost}")
     for number, receipt in enumerate(report.receipts, 1):
         console.print(f"  compaction {number}: {receipt_line(receipt)}", markup=False)
     if report.repaired:

@@ -104,11 +104,21 @@ def footer_line(f: Figures) -> str:
     return f"{line} · {calls_brief(f.calls)}" if f.calls else line
 
 
-def status_line(f: Figures) -> str:
-    """The TUI footer: one line that fits 80 columns with a model name of 20 characters."""
+def status_line(f: Figures, width: int | None = None) -> str:
+    """The TUI footer: model, context, cost, cache hits and calls on one line. Within `width` columns
+    (the terminal's), the longest form that fits whole: the calls without their purposes, then without
+    the context figure (the bar above the prompt shows it), then without the model; a figure is never
+    cut in the middle."""
     if f.used <= 0:
         context = f"context: nothing sent yet (window {f.window:,})"
     else:
         context = f"context {f.used:,}/{f.limit:,} ({f.percent:.1f}%)"
-    line = f"{f.model} · {context} · cost {_cost_text(f.cost, long=False)} · cache hits {_hit_text(f.cache_hit_rate)}"
-    return f"{line} · {calls_brief(f.calls)}" if f.calls else line
+    money = f"cost {_cost_text(f.cost, long=False)} · cache hits {_hit_text(f.cache_hit_rate)}"
+    total = sum(c.calls for c in f.calls.values())
+    short = [f"{total:,} call{'s' if total != 1 else ''}"] if f.calls else []
+    forms = [[f.model, context, money, *([calls_brief(f.calls)] if f.calls else [])],
+             [f.model, context, money, *short], [f.model, money, *short], [money, *short]]
+    lines = [" · ".join(form) for form in forms]
+    if width is None:
+        return lines[0]
+    return next((line for line in lines if len(line) <= width), lines[-1])

@@ -93,18 +93,24 @@ class StatusFooter(Static):
     def __init__(self, **kw: Any) -> None:
         super().__init__("", **kw)
         self.line = ""
+        self.figures: Figures | None = None
 
     def show(self, figures: Figures) -> None:
-        self.line = status_line(figures)
-        room = self.size.width - 2 if self.size.width else 80
+        self.figures = figures
+        self._draw()
+
+    def _draw(self) -> None:
+        """The longest form of the figures that fits the width (`status_line`), the keys when they fit too."""
+        if self.figures is None:
+            return
+        room = self.size.width - 2 if self.size.width else 78
+        self.line = status_line(self.figures, room)
         keys = self.KEYS if len(self.line) + len(self.KEYS) <= room else ""
         self.update(Text(self.line + keys, no_wrap=True, overflow="ellipsis"))
 
     def on_resize(self) -> None:
-        if self.line:
-            room = self.size.width - 2
-            keys = self.KEYS if len(self.line) + len(self.KEYS) <= room else ""
-            self.update(Text(self.line + keys, no_wrap=True, overflow="ellipsis"))
+        if self.figures is not None:
+            self._draw()
 
 
 def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> str:

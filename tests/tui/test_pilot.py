@@ -577,6 +577,11 @@ async def footer_at_80_columns(nova_home: Path, tmp_path: Path) -> None:
     hub.make_provider = lambda: ScriptedProvider([reply("First.", usage=usage)])
     app = NovaTUI(hub)
     async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.1)
+        bar = app.query_one(ContextBar)
+        # The bar gives way to its words: the threshold is the end of the line, and it is shown.
+        shown = str(bar.render())
+        assert shown.rstrip().endswith("compacts at 176,000") and len(shown) <= bar.size.width - 2, shown
         await pilot.click("#prompt")
         await pilot.press(*"one")
         await pilot.press("enter")

@@ -157,3 +157,21 @@ def test_a_live_session_context_is_the_figure_sessions_show_gives(tmp_path: Path
     used, terms, show_gives = _figures(result.output)
     assert sum(terms) == used == show_gives
     assert "nova sessions show gives the same figure" in result.output
+
+
+def test_the_reasoning_the_next_request_does_not_carry_is_named(nova_home: Path) -> None:
+    """An imported OpenCode session on a reasoning model: its last reply's 64 reasoning tokens are in the
+    recorded figure `nova sessions show` gives, not in the next request: the difference is named."""
+    from nova.cli.main import app
+    from nova.testing import shared_data_dir
+
+    path = shared_data_dir() / "sessions" / "agentlogs" / "opencode" / "all-tools.json"
+    if not path.is_file():
+        pytest.skip(f"no shared session data at {path} (set NOVA_SHARED_DATA)")
+    sid = json.loads(runner.invoke(app, ["sessions", "import", str(path), "--json"]).output)["session_id"]
+    shown = json.loads(runner.invoke(app, ["sessions", "show", sid, "--json"]).output)
+    result = runner.invoke(app, ["context", sid])
+    _, terms, show_gives = _figures(result.output)
+    assert show_gives == shown["context_tokens"] > terms[0]
+    assert (f"the last call's input and its whole reply, with the {show_gives - terms[0]:,} tokens of reasoning "
+            "the next request does not carry") in result.output

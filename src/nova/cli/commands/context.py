@@ -76,6 +76,9 @@ class MeasuredSession:
     at_turn_end: int = 0
     """The figure `nova sessions show` and `sessions list` give: the context at the end of the last turn."""
     imported: bool = False
+    reasoning: int = 0
+    """The reasoning tokens of the last answered call's reply: billed as output, not carried by the next
+    request unless its reasoning goes back (`nova.tokens.ledger.reasoning_goes_back`)."""
 
 
 def measure_session(session_id: str | None, *, home: Path | None = None) -> MeasuredSession:
@@ -163,10 +166,13 @@ def measure_session(session_id: str | None, *, home: Path | None = None) -> Meas
             if again.view.system == sent.system:
                 compiled = again
         parts = ledger.parts(compiled.view.messages)
+        anchored = next((m for m in history if ledger.anchor is not None and m.id == ledger.anchor.message_id), None)
+        anchored_usage = usage_of(anchored) if anchored is not None else None
     finally:
         session.close()
     return MeasuredSession(session_id=session_id, compiled=compiled, sent=sent, basis=basis, parts=parts,
-                           at_turn_end=meta.last_context_tokens, imported=meta.provider.startswith("import:"))
+                           at_turn_end=meta.last_context_tokens, imported=meta.provider.startswith("import:"),
+                           reasoning=anchored_usage.reasoning_tokens if anchored_usage is not None else 0)
 
 
 def _warn(text: str) -> None:
@@ -254,6 +260,9 @@ def _figure_lines(measured: MeasuredSession) -> list[str]:
         lines.append("nova sessions show gives the same figure (the context at the end of the last turn)")
     elif measured.parts is not None and turn_end == measured.parts[0]:
         lines.append(f"nova sessions show gives {turn_end:,}: the last call's figure alone, as recorded")
+    elif measured.parts is not None and measured.reasoning and turn_end == measured.parts[0] + measured.reasoning:
+        lines.append(f"nova sessions show gives {turn_end:,}: the last call's input and its whole reply, with the "
+                     f"{measured.reasoning:,} tokens of reasoning the next request does not carry")
     elif measured.parts is None and any(m.has("summary") for m in measured.compiled.view.messages):
         lines.append(f"nova sessions show gives {turn_end:,}: the last call's figure, from before the compaction "
                      "that followed it")

@@ -175,3 +175,27 @@ def test_the_reasoning_the_next_request_does_not_carry_is_named(nova_home: Path)
     assert show_gives == shown["context_tokens"] > terms[0]
     assert (f"the last call's input and its whole reply, with the {show_gives - terms[0]:,} tokens of reasoning "
             "the next request does not carry") in result.output
+
+
+def test_after_compact_every_screen_gives_the_compacted_size(tmp_path: Path, nova_home: Path) -> None:
+    """`/compact` after a turn: the figure it reports is the one `nova context` and `nova sessions show`
+    give. The messages the compaction kept carry usage from calls sent the larger view before it, so they
+    cannot anchor the figure, and the sessions list is told the new size."""
+    import re
+
+    from nova.agent.demo import DEMO_PROMPT, make_demo_project
+    from nova.cli.main import app
+
+    project = make_demo_project(tmp_path / "project")
+    ran = runner.invoke(app, ["run", DEMO_PROMPT, "--provider", "demo", "--yes", "--cwd", str(project), "--json"])
+    assert ran.exit_code == 0, ran.output
+    compacted = runner.invoke(app, ["run", "--resume", "last", "/compact", "--provider", "demo"])
+    assert compacted.exit_code == 0, compacted.output
+    found = re.search(r"compacted: ([\d,]+) → ([\d,]+) tokens", compacted.output)
+    assert found, compacted.output
+    before, after = (int(x.replace(",", "")) for x in found.groups())
+    assert after < before
+    data = json.loads(runner.invoke(app, ["context", "last", "--json"]).output)
+    shown = json.loads(runner.invoke(app, ["sessions", "show", "last", "--json"]).output)
+    assert data["used"] == after == shown["context_tokens"]
+    assert "parts" not in data["measured"]  # estimated in full until a call answers the compacted view

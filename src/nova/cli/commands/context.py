@@ -129,11 +129,15 @@ def measure_session(session_id: str | None, *, home: Path | None = None) -> Meas
             settings = replace(settings, model=meta.model or settings.model,
                                provider=meta.provider if meta.provider in PROVIDERS else settings.provider)
         history = session.load_history()
+        # The messages the latest compaction kept were answered before it: their usage measured the view
+        # the compaction replaced, so none of them anchors the figure of the view that is now sent.
+        boundary = session.transcript.read_tail(messages_only=True).boundary
+        kept = {m.id for m in boundary.head()} if boundary is not None else set()
         cwd = Path(session.meta.cwd or ".")
         sources = build_context_sources(settings=settings, cwd=cwd, contract=SYSTEM_CONTRACT)
         ledger = TokenLedger(counter_for_model(settings.model))
         for message in history:  # TOK-2: the anchor is the latest assistant message with a real figure
-            usage = usage_of(message) if message.role == "assistant" else None
+            usage = usage_of(message) if message.role == "assistant" and message.id not in kept else None
             if usage is not None:
                 ledger.record(message.id, usage)
         ledger.resume(history)  # what each call grew beyond the estimate, as the live session had learned it
@@ -241,8 +245,8 @@ def _figure_lines(measured: MeasuredSession) -> list[str]:
     relates to the figure `nova sessions show` gives (the end of the last turn)."""
     used = measured.compiled.used
     if measured.parts is None:
-        lines = [f"{used:,} tokens: the next request, estimated in full (no answered call's figure applies to "
-                 "this view)"]
+        lines = [f"{used:,} tokens: the next request, estimated in full (no call was answered since the view "
+                 "was last compacted, or the recording has no usage)"]
     else:
         reported, added, allowance = measured.parts
         terms = [f"{reported:,} the last call's input and reply as its provider counted them"]

@@ -594,3 +594,14 @@ async def footer_at_80_columns(nova_home: Path, tmp_path: Path) -> None:
         await pilot.resize_terminal(200, 24)
         await pilot.pause(0.2)
         assert footer.line.startswith("claude-sonnet-4-5-20250929 · context ") and " · 1 model call" in footer.line
+
+
+def test_help_fits_an_80_column_terminal(nova_home: Path, tmp_path: Path) -> None:
+    """/help's second column is lined up by spaces: a line wider than the terminal wraps and breaks it."""
+    from nova.tui.app import HELP
+
+    # The notice is padded by one column on each side of an 80-column screen.
+    assert max(len(line) for line in HELP.splitlines()) <= 78
+    for command in ("/compact", "/context", "/memory", "/remember", "/skill", "/sessions", "/resume", "/new",
+                    "/goal", "/plan", "/confirm"):
+        assert command in HELP

@@ -40,3 +40,21 @@ def test_demo_prints_no_warning_and_its_compaction_halves_the_view(tmp_path: Pat
     after_bar = out.split("compaction done", 1)[1]
     first_bar = BAR.search(after_bar)
     assert first_bar is not None and _int(first_bar.group(1)) == _int(done[0][1])
+
+
+def test_the_demo_compaction_receipt_charges_no_summary_call(tmp_path: Path, nova_home: Path) -> None:
+    """The demo model summarizes with the extractive summarizer, which calls no model: the receipt on the
+    compaction line charges no summary call, as the session's calls by purpose (turns only) say."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "from nova.cli.main import main; main()", "demo", "--dir", str(tmp_path / "proj")],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "NOVA_HOME": str(nova_home), "COLUMNS": "400"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if "compaction done" in x)
+    assert "no summary call" in line and "summary call " not in line.replace("no summary call", ""), line
+    shown = subprocess.run(
+        [sys.executable, "-c", "from nova.cli.main import main; main()", "sessions", "show", "last", "--json"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "NOVA_HOME": str(nova_home)},
+    )
+    assert list(__import__("json").loads(shown.stdout)["calls"]) == ["turn"]

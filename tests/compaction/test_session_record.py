@@ -38,3 +38,32 @@ def test_compaction_is_recorded_and_resume_starts_at_the_boundary(tmp_path: Path
     assert resumed[-1].text == "ok"
     assert not check_tool_pairing(resumed)
     assert len(resumed) < len(prior)
+
+
+def test_a_manual_compaction_that_would_grow_the_view_leaves_no_trace(tmp_path: Path) -> None:
+    """`/compact` on a short conversation: the summary (the user's words, the restore attachment) would
+    outweigh what it folds, so the view stays as it was, and so does the record: no boundary for a
+    resume to start from, no receipt, no compaction counted; the "compacting…" the UI showed is closed."""
+    from nova import events as ev
+    from nova.sessions.schema import BoundaryRecord
+
+    home = tmp_path / "home"
+    session = Session.create(home, cwd=tmp_path)
+    prior = history(3, output_chars=200)
+    for m in prior:
+        session.record_message(m)
+    controller, seen = make_controller(tmp_path, window=200_000, recorder=session)
+    before = controller.measure(prior)
+
+    view = controller.compact_now(prior)
+
+    assert view == prior and controller.measure(view) == before
+    assert controller.stats.compactions == 0 and controller.receipts == []
+    ends = [e for e in seen if isinstance(e, ev.CompactionEnd)]
+    assert [e.ok for e in ends] == [False] and "would not make the view smaller" in ends[0].error
+    assert not any(isinstance(r, BoundaryRecord) for r in session.transcript.iter_records())
+    session.close()
+    reopened = Session.open(home, session.id, readonly=True)
+    assert reopened.meta.compacted_at is None
+    assert [m.id for m in reopened.load_history()] == [m.id for m in prior]
+    reopened.close()

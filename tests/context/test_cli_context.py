@@ -107,3 +107,95 @@ def test_context_describes_the_tools_the_model_was_sent(tmp_path: Path, nova_hom
     assert ("Commands run in a sandbox" in sent["bash"]) is sandbox
     shown = runner.invoke(_app(), ["context", sid, "--json"])
     assert shown.exit_code == 0, shown.output
+
+
+def _figures(output: str) -> tuple[int, list[int], int]:
+    """The next request's figure, the terms it adds up, and what `nova sessions show` gives, as printed."""
+    import re
+
+    line = next(x for x in output.splitlines() if "tokens: the next request" in x)
+    used = int(line.split(" tokens:", 1)[0].replace(",", ""))
+    terms = [int(t.replace(",", "")) for t in re.findall(r"(?:= |\+ )([\d,]+) ", line)]
+    show = next(x for x in output.splitlines() if x.startswith("nova sessions show gives"))
+    same = re.search(r"gives ([\d,]+):", show)
+    return used, terms, int(same.group(1).replace(",", "")) if same else used
+
+
+def test_context_says_what_its_figure_adds_up_and_how_sessions_show_differs(nova_home: Path) -> None:
+    """An imported Claude Code session: `nova sessions show` gives the recorded last call (its input and
+    reply as the provider counted them); `nova context` measures the next request, which adds what Nova
+    puts after that call and the per-call allowance the session's own calls taught the ledger. Each says
+    which it is, and the terms add up to the figure."""
+    from nova.cli.main import app
+    from nova.testing import shared_data_dir
+
+    path = shared_data_dir() / "sessions" / "codemie" / "claude-code" / "session-196820da.jsonl"
+    if not path.is_file():
+        pytest.skip(f"no shared session data at {path} (set NOVA_SHARED_DATA)")
+    imported = runner.invoke(app, ["sessions", "import", str(path), "--json"])
+    assert imported.exit_code == 0, imported.output
+    sid = json.loads(imported.output)["session_id"]
+    shown = json.loads(runner.invoke(app, ["sessions", "show", sid, "--json"]).output)
+    result = runner.invoke(app, ["context", sid])
+    assert result.exit_code == 0, result.output
+    used, terms, show_gives = _figures(result.output)
+    assert sum(terms) == used and len(terms) == 3  # the last call + what follows it + the allowance
+    assert show_gives == shown["context_tokens"] == terms[0] != used
+    assert "the last call's input and reply as its provider counted them" in result.output
+    assert "the recording agent's own system prompt and tools" in result.output
+    data = json.loads(runner.invoke(app, ["context", sid, "--json"]).output)
+    assert data["used"] == used and data["measured"]["at_turn_end_tokens"] == shown["context_tokens"]
+    assert list(data["measured"]["parts"].values()) == terms
+
+
+def test_a_live_session_context_is_the_figure_sessions_show_gives(tmp_path: Path, nova_home: Path) -> None:
+    from nova.cli.main import app
+
+    sid = _recorded_session(nova_home, tmp_path)
+    result = runner.invoke(app, ["context", sid])
+    assert result.exit_code == 0, result.output
+    used, terms, show_gives = _figures(result.output)
+    assert sum(terms) == used == show_gives
+    assert "nova sessions show gives the same figure" in result.output
+
+
+def test_the_reasoning_the_next_request_does_not_carry_is_named(nova_home: Path) -> None:
+    """An imported OpenCode session on a reasoning model: its last reply's 64 reasoning tokens are in the
+    recorded figure `nova sessions show` gives, not in the next request: the difference is named."""
+    from nova.cli.main import app
+    from nova.testing import shared_data_dir
+
+    path = shared_data_dir() / "sessions" / "agentlogs" / "opencode" / "all-tools.json"
+    if not path.is_file():
+        pytest.skip(f"no shared session data at {path} (set NOVA_SHARED_DATA)")
+    sid = json.loads(runner.invoke(app, ["sessions", "import", str(path), "--json"]).output)["session_id"]
+    shown = json.loads(runner.invoke(app, ["sessions", "show", sid, "--json"]).output)
+    result = runner.invoke(app, ["context", sid])
+    _, terms, show_gives = _figures(result.output)
+    assert show_gives == shown["context_tokens"] > terms[0]
+    assert (f"the last call's input and its whole reply, with the {show_gives - terms[0]:,} tokens of reasoning "
+            "the next request does not carry") in result.output
+
+
+def test_after_compact_every_screen_gives_the_compacted_size(tmp_path: Path, nova_home: Path) -> None:
+    """`/compact` after a turn: the figure it reports is the one `nova context` and `nova sessions show`
+    give. The messages the compaction kept carry usage from calls sent the larger view before it, so they
+    cannot anchor the figure, and the sessions list is told the new size."""
+    import re
+
+    from nova.agent.demo import DEMO_PROMPT, make_demo_project
+    from nova.cli.main import app
+
+    project = make_demo_project(tmp_path / "project")
+    ran = runner.invoke(app, ["run", DEMO_PROMPT, "--provider", "demo", "--yes", "--cwd", str(project), "--json"])
+    assert ran.exit_code == 0, ran.output
+    compacted = runner.invoke(app, ["run", "--resume", "last", "/compact", "--provider", "demo"])
+    assert compacted.exit_code == 0, compacted.output
+    found = re.search(r"compacted: ([\d,]+) → ([\d,]+) tokens", compacted.output)
+    assert found, compacted.output
+    before, after = (int(x.replace(",", "")) for x in found.groups())
+    assert after < before
+    data = json.loads(runner.invoke(app, ["context", "last", "--json"]).output)
+    shown = json.loads(runner.invoke(app, ["sessions", "show", "last", "--json"]).output)
+    assert data["used"] == after == shown["context_tokens"]
+    assert "parts" not in data["measured"]  # estimated in full until a call answers the compacted view

@@ -200,3 +200,41 @@ def test_the_summary_call_is_charged_for_what_the_summarizer_wrote() -> None:
     assert abs(written - report.summary_output_tokens) <= 2
     summary = next(m for m in report.final_view if m.origin == "summary")
     assert COUNTER.count(summary.text) > 2 * report.summary_output_tokens  # the user's words are not output
+
+
+def test_the_receipt_charges_a_summary_call_only_when_the_summarizer_makes_one(tmp_path: Path) -> None:
+    """The pipeline wraps the summarizer (the continuity guard, the view-as-sent adapter): the receipt and
+    the cost schedule look through the wrappers, so the extractive summary (the demo's, `summarizer:
+    extractive`) costs no call and a model summary does. A replay's extractive summary stands for the
+    model summary a live Nova would write, so it decides and prices as that call."""
+    from nova.agent.context_runtime import ContextSources
+    from nova.agent.pipeline import build_context_pipeline
+    from nova.context.state import MemoryStateSource, TaskStateStore
+    from nova.context.summarize import ExtractiveSummarizer, ModelSummarizer, makes_model_call
+    from nova.evaluation.replay import replay_messages
+    from nova.testing import ScriptedProvider
+
+    def pipeline_with(summarizer: object) -> ContextController:
+        return build_context_pipeline(
+            budget=ContextBudget.derive(CompactionConfig(), 32_000), config=CompactionConfig(),
+            ledger=TokenLedger(COUNTER), sources=ContextSources(head=(), policy=()),
+            state=TaskStateStore(MemoryStateSource()), summarizer=summarizer,  # type: ignore[arg-type]
+            tools=(), cwd=tmp_path, session=SessionLink(dir=tmp_path / "session")).controller
+
+    assert not makes_model_call(pipeline_with(ExtractiveSummarizer(COUNTER)).summarizer)
+    assert makes_model_call(pipeline_with(ModelSummarizer(ScriptedProvider([]), model="m")).summarizer)
+    assert "no summary call" in receipt_line(compaction_receipt(
+        tokens_before=1_000, tokens_after=100, summary_input_tokens=0, summary_output_tokens=0, prices=CachePrices()))
+
+    messages = [Message.user("Fix the date parser in utils/dates.py.", id="task")]
+    for i in range(14):
+        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat src/mod{i}.py"})
+        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i))
+        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"row {i} " * 400),),
+                                id=f"r{i}", created_at=1000.5 + i))
+    messages.append(Message.assistant("Done.", id="final", created_at=2000.0))
+    report = replay_messages(messages, system="You are a coding agent.", window=128_000, policy="nova",
+                             counter=COUNTER, compact_before=[21], price_model="claude-sonnet-4-5",
+                             provider_cache="anthropic")
+    (receipt,) = report.receipts
+    assert receipt.summary_cost > 0

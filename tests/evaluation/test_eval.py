@@ -148,3 +148,26 @@ def test_recorded_comes_first_whatever_order_the_case_names_it_in(tmp_path: Path
 
     page = eval_report_html(results, source="case.json")
     assert page.index(">recorded<") < page.index(">nova<") < page.index(">truncate<")
+
+
+def test_eval_names_the_window_each_policy_really_ran_at(tmp_path: Path, nova_home: Path) -> None:
+    """A Claude Code session lacks its fixed prompt: at 32k the stand-in leaves no room, so each policy is
+    replayed at the smallest window it fits in (`nova replay` says so); `nova eval` says the same of each
+    row, never that all three ran at the 32,000 the case asked for."""
+    from nova.testing import shared_data_dir
+
+    session = shared_data_dir() / "sessions" / "codemie" / "claude-code" / "session-3fe1b6bc.jsonl"
+    if not session.is_file():
+        pytest.skip(f"no shared session data at {session} (set NOVA_SHARED_DATA)")
+    case = tmp_path / "cases.yaml"
+    case.write_text(f"cases:\n  - session: {session}\n    window: 32000\n    policies: [nova, truncate]\n")
+    out = CliRunner().invoke(app, ["eval", str(case), "--json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output.strip().splitlines()[-1])["results"]
+    replayed = {r["policy"]: replay_window for r in rows for replay_window in [r["window"]]}
+    assert all(r["window_raised_from"] == 32000 and r["window"] > 32000 for r in rows), rows
+    assert replayed["truncate"] != replayed["nova"]
+    text = CliRunner().invoke(app, ["eval", str(case)])
+    assert text.exit_code == 0, text.output
+    for policy, window in replayed.items():
+        assert f"policy={policy} window={window:,} (raised from 32,000:" in text.output, text.output

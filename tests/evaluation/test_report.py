@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import subprocess
 import sys
@@ -372,3 +373,25 @@ def test_the_report_is_named_on_stderr_and_json_stays_clean(tmp_path: Path) -> N
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["calls"] > 0
     assert f"report written to {out} (" in run.stderr and "MB" in run.stderr
+
+
+def test_a_page_without_plots_gives_its_size_in_kb(tmp_path: Path) -> None:
+    """Eval's memory scenarios alone make a page of a few KB: its size reads as KB, never "0.0 MB"."""
+    cases = tmp_path / "memory.yaml"
+    cases.write_text("cases:\n  - name: memory-checks\n    memory:\n      memories:\n"
+                     "        - {name: test-command, body: \"Run the tests with `make check`.\"}\n"
+                     "      turns:\n        - {ask: \"How do I run the tests?\", answer: \"I'll run `make check`.\"}\n")
+    out = tmp_path / "memory.html"
+    run = subprocess.run([sys.executable, "-m", "nova.cli.main", "eval", str(cases), "--report", str(out)],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "NOVA_HOME": str(tmp_path / "home")})
+    assert run.returncode == 0, run.stderr
+    assert out.stat().st_size < 100_000
+    assert "0.0 MB" not in run.stderr and re.search(r"report written to .* \(\d+ KB, opens offline", run.stderr)
+
+
+def test_a_case_file_that_is_not_text_is_named_as_given(tmp_path: Path) -> None:
+    binary = tmp_path / "cases.yaml"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    result = CliRunner().invoke(app, ["eval", str(binary)])
+    assert result.exit_code == 2
+    assert f"nova: error: case file {binary} is not UTF-8 text" in result.output

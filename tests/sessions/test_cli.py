@@ -200,3 +200,32 @@ def test_list_shows_an_unknown_cost_as_unknown_never_zero(nova_home: Path) -> No
     assert "unknown" in line and "$0.00" not in line and "$0.25" not in line
     assert "$0.25" in next(x for x in table.splitlines() if priced.id in x)
     assert "cost unknown" in runner.invoke(app, ["show", unpriced.id]).stdout
+
+
+def test_an_unknown_session_id_is_named_with_where_to_find_the_ids(nova_home: Path) -> None:
+    """Every command that takes a session id, given one that is not there: one line naming it, saying how
+    to list the ids, exit 1."""
+    from nova.cli.main import app as nova
+
+    _make(nova_home)
+    for args in (["show", "nosuchid"], ["export", "nosuchid"], ["rm", "nosuchid", "--yes"],
+                 ["doctor", "nosuchid"]):
+        result = runner.invoke(app, args)
+        _one_clean_error(result, "no session 'nosuchid'")
+        assert "nova sessions list" in result.stderr, (args, result.stderr)
+    for args in (["context", "nosuchid"], ["replay", "nosuchid"]):
+        result = runner.invoke(nova, args)
+        assert result.exit_code == 1 and "nosuchid" in result.stderr and "Traceback" not in result.stderr
+        assert "nova sessions list" in result.stderr, (args, result.stderr)
+
+
+def test_replay_takes_the_id_an_import_printed(nova_home: Path, tmp_path: Path) -> None:
+    from nova.cli.main import app as nova
+
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    imported = json.loads(runner.invoke(app, ["import", str(chat), "--json"]).stdout)
+    by_id = runner.invoke(nova, ["replay", imported["session_id"], "--json"])
+    assert by_id.exit_code == 0, by_id.output
+    by_folder = runner.invoke(nova, ["replay", str(nova_home / "sessions" / imported["session_id"]), "--json"])
+    assert json.loads(by_id.stdout)["calls"] == json.loads(by_folder.stdout)["calls"] == 1

@@ -155,3 +155,15 @@ def test_an_empty_file_is_said_to_be_empty(tmp_path: Path) -> None:
     with pytest.raises(SessionImportError, match=r"empty\.jsonl is empty") as raised:
         read_session_file(empty)
     assert "Tried" not in str(raised.value)
+
+
+def test_a_binary_file_and_a_folder_without_a_session_say_what_to_give(tmp_path: Path) -> None:
+    binary = tmp_path / "program"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8)
+    with pytest.raises(SessionImportError, match=r"program is a binary file, not a recorded session: give"):
+        read_session_file(binary)
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    (folder / "a.txt").write_text("not a session\n")
+    with pytest.raises(SessionImportError, match=r"photos is a folder with no session in it: give a session file"):
+        read_session_file(folder)

@@ -556,3 +556,52 @@ async def compaction_notice(nova_home: Path, tmp_path: Path) -> None:
                                             receipt=receipt.to_json(), receipt_text=receipt_line(receipt)))
         await pilot.pause(0.05)
         assert f"compaction done {receipt_line(receipt)}" in _notices(app)
+
+
+def test_the_footer_fits_an_80_column_terminal_whole(nova_home: Path, tmp_path: Path) -> None:
+    asyncio.run(footer_at_80_columns(nova_home, tmp_path))
+
+
+async def footer_at_80_columns(nova_home: Path, tmp_path: Path) -> None:
+    """At 80 columns the whole line does not fit: the footer drops what the bar above already shows
+    (the context figure), then the model, but never cuts a figure in the middle ("· 4" with its unit
+    cut off); widened again, it shows everything."""
+    from nova.model import Usage
+    from nova.testing import ScriptedProvider, reply
+    from nova.tui.widgets import StatusFooter
+
+    env = {"NOVA_HOME": str(nova_home)}
+    settings = load_settings(env=env, overrides={"provider": "demo", "model": "claude-sonnet-4-5-20250929"})
+    hub = make_hub(settings, cwd=tmp_path, env=env)
+    usage = Usage(input_tokens=1_000, cache_read_tokens=3_000, output_tokens=100)
+    hub.make_provider = lambda: ScriptedProvider([reply("First.", usage=usage)])
+    app = NovaTUI(hub)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.1)
+        bar = app.query_one(ContextBar)
+        # The bar gives way to its words: the threshold is the end of the line, and it is shown.
+        shown = str(bar.render())
+        assert shown.rstrip().endswith("compacts at 176,000") and len(shown) <= bar.size.width - 2, shown
+        await pilot.click("#prompt")
+        await pilot.press(*"one")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running)
+        await pilot.pause(0.1)
+        footer = app.query_one(StatusFooter)
+        shown = str(footer.render())
+        assert len(footer.line) <= 78 and "…" not in shown, shown
+        assert "cost $" in footer.line and "cache hits 75%" in footer.line and footer.line.endswith(" · 1 call")
+        await pilot.resize_terminal(200, 24)
+        await pilot.pause(0.2)
+        assert footer.line.startswith("claude-sonnet-4-5-20250929 · context ") and " · 1 model call" in footer.line
+
+
+def test_help_fits_an_80_column_terminal(nova_home: Path, tmp_path: Path) -> None:
+    """/help's second column is lined up by spaces: a line wider than the terminal wraps and breaks it."""
+    from nova.tui.app import HELP
+
+    # The notice is padded by one column on each side of an 80-column screen.
+    assert max(len(line) for line in HELP.splitlines()) <= 78
+    for command in ("/compact", "/context", "/memory", "/remember", "/skill", "/sessions", "/resume", "/new",
+                    "/goal", "/plan", "/confirm"):
+        assert command in HELP

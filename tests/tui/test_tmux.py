@@ -20,6 +20,12 @@ pytestmark = pytest.mark.slow
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def terminal_env() -> dict[str, str]:
+    """The environment the tmux server (and so the pane) starts with: without COLUMNS and LINES, which a
+    test run may have set (80 x 24), so the TUI measures the pane it is really in."""
+    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+
 def screen(tmux: list[str]) -> str:
     return subprocess.run([*tmux, "capture-pane", "-p", "-t", "nova"], capture_output=True, text=True).stdout
 
@@ -48,7 +54,7 @@ def test_nova_opens_the_tui_in_a_terminal(nova_home: Path, tmp_path: Path) -> No
     tmux = [tmux_bin, "-L", f"nova-test-{os.getpid()}", "-f", "/dev/null"]
     subprocess.run([*tmux, "new-session", "-d", "-s", "nova", "-x", "120", "-y", "36", "-c", str(project),
                     "-e", f"NOVA_HOME={nova_home}", "-e", "NOVA_PROVIDER=demo", "-e", "NOVA_MODEL=nova-demo",
-                    str(nova)], check=True)
+                    str(nova)], check=True, env=terminal_env())
     try:
         wait_for(tmux, "Ask Nova")
         subprocess.run([*tmux, "send-keys", "-t", "nova", "what is here?", "Enter"], check=True)
@@ -90,7 +96,7 @@ def test_approve_with_one_key_resume_with_tool_calls_and_exit_status(nova_home: 
     script = f"{nova}; echo \"first exit $?\"; {nova}; echo \"second exit $?\"; sleep 60"
     subprocess.run([*tmux, "new-session", "-d", "-s", "nova", "-x", "160", "-y", "45", "-c", str(project),
                     "-e", f"NOVA_HOME={nova_home}", "-e", "NOVA_PROVIDER=demo", "-e", "NOVA_MODEL=nova-demo",
-                    "sh", "-c", script], check=True)
+                    "sh", "-c", script], check=True, env=terminal_env())
 
     def keys(*args: str) -> None:
         subprocess.run([*tmux, "send-keys", "-t", "nova", *args], check=True)

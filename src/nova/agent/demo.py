@@ -24,7 +24,7 @@ from nova.providers.scripted import FunctionProvider, reply
 from nova.tokens import count_message, count_system, count_tools
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
-__all__ = ["DEMO_PROMPT", "make_demo_project", "make_demo_provider"]
+__all__ = ["DEMO_ENTRIES", "DEMO_PROMPT", "demo_folder_problem", "make_demo_project", "make_demo_provider"]
 
 DEMO_PROMPT = "The test suite of this project fails. Find out why and fix it; check the server log too."
 
@@ -64,6 +64,25 @@ class StatsTest(unittest.TestCase):
 if __name__ == "__main__":
     unittest.main()
 '''
+
+
+# What `make_demo_project` writes at the top of its folder: a folder holding anything else is not the
+# demo's, and writing the demo there would overwrite someone's README.md.
+DEMO_ENTRIES = frozenset({"README.md", "calc", "tests", "logs"})
+
+
+def demo_folder_problem(root: Path) -> str | None:
+    """Why the demo project cannot be written at `root` (None: it can): a file is there, or a folder
+    holding more than an earlier demo project."""
+    if root.is_file() or (root.exists() and not root.is_dir()):
+        return f"{root} is not a folder"
+    if root.is_dir():
+        others = sorted(p.name for p in root.iterdir() if p.name not in DEMO_ENTRIES)
+        if others:
+            shown = ", ".join(others[:3]) + (" …" if len(others) > 3 else "")
+            return (f"{root} holds files that are not the demo's ({shown}), and the demo writes README.md, "
+                    "calc/, tests/ and logs/ there")
+    return None
 
 
 def make_demo_project(root: Path, *, log_lines: int = 1400, seed: int = 7) -> Path:
@@ -163,10 +182,20 @@ def _saved_log_path(request: ModelRequest) -> str:
     return "logs/server.log"
 
 
+def _turn_messages(request: ModelRequest) -> list[Message]:
+    """The messages of the current turn: from the person's latest request on (the demo's task may follow
+    another request in the same conversation), or the whole view when a compaction folded the request
+    into its summary."""
+    for index in range(len(request.messages) - 1, -1, -1):
+        if _is_human_prompt(request.messages[index]):
+            return list(request.messages[index:])
+    return list(request.messages)
+
+
 def _scenario_step(request: ModelRequest) -> int:
     """Which scripted step comes next: one past the step whose call is the last one in view. Read from
     the view, not counted, so it survives compaction (which keeps the latest calls verbatim)."""
-    calls = [u for m in request.messages if m.role == "assistant" for u in m.tool_uses()]
+    calls = [u for m in _turn_messages(request) if m.role == "assistant" for u in m.tool_uses()]
     if not calls:
         return 0
     last = calls[-1]
@@ -204,7 +233,9 @@ def _scenario_report(request: ModelRequest) -> str:
     """The closing answer, from what the tool results say: a refused edit or test run is reported as
     refused, never as done."""
     edit, tests = _result_of(request, "edit_file"), _result_of(request, "bash")
-    if tests is None or _refused(tests):
+    if tests is None:
+        verdict = "The test run is no longer in my context; run the tests to check."
+    elif _refused(tests):
         verdict = "I could not run the tests: running them was refused."
     elif "OK" in tests.content:
         verdict = "All tests pass now."

@@ -141,7 +141,11 @@ class Agent(BudgetLines):
         if folded is None:
             return False
         self.history = folded
-        self.bus.emit(self.context_status())
+        status = self.context_status()
+        self.bus.emit(status)
+        if self.session and self.history != before:
+            # The sessions list shows the figure the bar shows now, not the one from before the compaction.
+            self.session.note_context_size(status.used)
         return self.history != before
 
     def drain(self) -> None:

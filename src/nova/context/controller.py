@@ -48,7 +48,7 @@ from nova.context.oversize import CUT_DIR, fit_message
 from nova.context.receipt import CompactionReceipt, compaction_receipt, receipt_line
 from nova.context.shown_paths import shown_path
 from nova.context.spill import Spiller
-from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
+from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message, makes_model_call
 from nova.errors import PromptTooLarge
 from nova.history.incremental import follow
 from nova.messages import Message, ToolResultPart, ToolUsePart
@@ -274,7 +274,7 @@ class ContextController(BudgetLines, Extension):
         before the soft line, which compacts anyway, it compacts when the compaction pays within one cycle
         (the calls from the view it leaves back to the soft line). A cold cache (the TTL passed since the last call) is a discount: the next call
         writes the whole prefix anyway, so compacting rewrites nothing that was not lost."""
-        model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
+        model_call = makes_model_call(self.summarizer)
         receipt = compaction_receipt(tokens_before=used, tokens_after=after,
                                      summary_input_tokens=used if model_call else 0,
                                      summary_output_tokens=summary_tokens if model_call else 0, prices=self.prices,
@@ -552,15 +552,27 @@ class ContextController(BudgetLines, Extension):
                                                tokens_after=used, duration_s=time.monotonic() - started_at,
                                                error=outcome.reason))
             return history, used
+        anchor = self.ledger.anchor
+        self.ledger.clear()  # TOK-2: no real figure until the next call
+        new_history = outcome.messages
+        after = self.measure(new_history)
+        if reason == "manual" and after >= used:
+            # `/compact` never makes the view larger (a short conversation's summary, with the user's words
+            # and the restored files, can outweigh it): the summary is dropped before anything records it.
+            self.ledger.restore(anchor)
+            if started:
+                self.bus.emit(ev.CompactionEnd(
+                    session_id=self.session_id, ok=False, tokens_before=used, tokens_after=used,
+                    duration_s=time.monotonic() - started_at,
+                    error=f"the summary would not make the view smaller ({used:,} → {after:,} tokens); "
+                          "nothing changed"))
+            return history, used
         self.stats.compactions += 1
         self._cost_failed_at = None
         self.stats.consecutive_failures = 0
         self.stats.breaker_open = False
         self.stats.last_event = "compaction"
         self._last_compaction_call = self.stats.calls
-        self.ledger.clear()  # TOK-2: no real figure until the next call
-        new_history = outcome.messages
-        after = self.measure(new_history)
         self._last_after = after
         receipt = self._receipt(outcome, tokens_before=used, tokens_after=after)
         # The first call that is sent the compacted view: this one, or the next for `/compact`.
@@ -580,7 +592,7 @@ class ContextController(BudgetLines, Extension):
         model call; a model summary reads the view as last sent and writes the summary's body (the rest
         of the summary message, the user's words, carried rows and restored files, Nova adds itself)."""
         written = outcome.written
-        model_call = not isinstance(self.summarizer, ExtractiveSummarizer)
+        model_call = makes_model_call(self.summarizer)
         return compaction_receipt(tokens_before=tokens_before, tokens_after=tokens_after,
                                   summary_input_tokens=tokens_before if model_call else 0,
                                   summary_output_tokens=written if model_call else 0, prices=self.prices,

@@ -129,7 +129,8 @@ def receipt_line(receipt: CompactionReceipt) -> str:
     """The receipt in words, the same on every surface (CLI line, `nova context`, replay text)."""
     parts = [
         f"{receipt.tokens_before:,} → {receipt.tokens_after:,} tokens",
-        f"summary call {_amount(receipt, receipt.summary_cost)}",
+        # The extractive summary is Nova's own code: there is no call to price.
+        f"summary call {_amount(receipt, receipt.summary_cost)}" if receipt.summary_cost else "no summary call",
         f"cache rewrite {_amount(receipt, receipt.rewrite_cost)}",
         f"saves {_amount(receipt, receipt.saving_per_call)} a call",
         (f"pays off after {receipt.break_even_calls} call" + ("" if receipt.break_even_calls == 1 else "s"))

@@ -43,6 +43,7 @@ __all__ = [
     "build_user_section",
     "continuity_section",
     "is_user_message",
+    "makes_model_call",
     "rejected_approaches",
     "render_transcript",
     "summarizer_for",
@@ -888,6 +889,19 @@ def _default_counter() -> TokenCounter:
     from nova.tokens import HeuristicCounter
 
     return HeuristicCounter()
+
+
+def makes_model_call(summarizer: Summarizer) -> bool:
+    """Whether a summary by `summarizer` costs a model call: the extractive summarizer makes none. A
+    wrapper (the continuity guard, the view-as-sent adapter) makes what the summarizer inside it
+    (`inner`) makes, unless it says otherwise (`model_call`: a replay's stand-in for a model summary)."""
+    declared = getattr(summarizer, "model_call", None)
+    if isinstance(declared, bool):
+        return declared
+    inner = getattr(summarizer, "inner", None)
+    if inner is not None:
+        return makes_model_call(inner)
+    return not isinstance(summarizer, ExtractiveSummarizer)
 
 
 def summarizer_for(

@@ -158,7 +158,7 @@ def load_cases(path: Path) -> list[EvalCase]:
     except FileRefused as exc:
         raise CaseError(f"case file: {exc}") from None
     except UnicodeDecodeError:
-        raise CaseError(f"{path.name}: is not UTF-8 text") from None
+        raise CaseError(f"case file {path} is not UTF-8 text: give a JSON or YAML case file") from None
     data: object
     if path.suffix.lower() in (".yaml", ".yml"):
         try:

@@ -254,7 +254,8 @@ class ReplayReport:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "uncached_input_tokens": self.uncached_input_tokens,
-            "cache_hit_rate": round(self.cache_hit_rate, 6),
+            # null without a simulated cache: nothing was measured, which is not a 0 % hit rate.
+            "cache_hit_rate": round(self.cache_hit_rate, 6) if self.provider_cache else None,
             "summary_calls": self.summary_calls,
             "summary_input_tokens": self.summary_input_tokens,
             "summary_output_tokens": self.summary_output_tokens,
@@ -402,9 +403,27 @@ class _Sizer:
         return self.fixed + sum(self.message(m) for m in view)
 
 
+class _ModelSummaryStandIn:
+    """The extractive summary a replay writes where a live Nova would ask its model (`summarizer: auto`
+    with a real provider): the cost schedule and the receipts weigh it as the model call it stands for,
+    so a replay compacts where the live run did (a session recorded with a model summary included)."""
+
+    model_call = True
+
+    def __init__(self, inner: Summarizer) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def summarize(self, request: SummaryRequest) -> str:
+        return self.inner.summarize(request)
+
+
 class _RecordingSummarizer:
     """Wraps the summarizer a replay really uses and keeps each request with the text it got, so the cost
     model can count the call a model summarizer would have made in its place."""
+
+    model_call = True
+    """It stands for a model summary: receipts and the cost schedule count the call it would make."""
 
     def __init__(self, inner: Summarizer) -> None:
         self.inner = inner
@@ -863,9 +882,15 @@ def replay_at(
             # The spill limits scale with the window like every other size (a configured value is clamped):
             # the budget carries them.
             state = TaskStateStore(MemoryStateSource())
+            # A Nova session whose receipts say its summaries made no call (the demo, `summarizer:
+            # extractive`) decided as such; any other recording as a live Nova with a model would.
+            extractive: Summarizer = ExtractiveSummarizer(counter)
+            if recorded is None or recorded.summarized_by_model is not False:
+                extractive = _ModelSummaryStandIn(extractive)
+            summarizing = recording or summarizer or extractive
             pipeline = build_context_pipeline(
                 budget=budget, config=config, ledger=TokenLedger(counter), sources=recorded_sources(system),
-                state=state, summarizer=recording or summarizer or ExtractiveSummarizer(counter), tools=tools,
+                state=state, summarizer=summarizing, tools=tools,
                 cwd=Path(cwd or "."), session=SessionLink(dir=directory, recorder=run), read_file=run.read_file,
                 prices=CachePrices.of(info) if info else prices_for(model),
                 environment=_recorded_environment(cwd, nova=recorded is not None or bool(recorded_dir)),

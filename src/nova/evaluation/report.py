@@ -256,8 +256,10 @@ def eval_report_html(results: Sequence[Any], *, source: str, scenarios: Sequence
     page = _Page()
     cases = _case_runs(results)
     if cases:
+        # Each policy's own window: one the recording's fixed prompt left no room in was raised for it.
         page.add(_grid(["case", "policies", "calls", "window"],
-                       [[name, ", ".join(r.policy for r in rs), f"{rs[0].report.calls:,}", f"{rs[0].window:,}"]
+                       [[name, ", ".join(r.policy for r in rs), f"{rs[0].report.calls:,}",
+                         ", ".join(f"{w:,}" for w in dict.fromkeys(r.window for r in rs))]
                         for name, rs in cases], numeric=(2, 3)))
     anchors: set[str] = set()
     for index, (name, runs) in enumerate(cases, start=1):

@@ -27,6 +27,8 @@ class CaseResult:
     case: str
     policy: str
     window: int
+    """The window the replay ran at: the case's, or the smallest larger one its policy fits in when a
+    stand-in for a fixed prompt the recording lacks leaves no room (`window_raised_from`)."""
     evidence: tuple[str, ...]
     constraints: tuple[str, ...]
     metrics: dict[str, Ratio | Metric]
@@ -39,7 +41,9 @@ class CaseResult:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "case": self.case, "policy": self.policy, "window": self.window, "calls": self.report.calls,
+            "case": self.case, "policy": self.policy, "window": self.window,
+            **({"window_raised_from": self.report.window_raised_from} if self.report.window_raised_from else {}),
+            "calls": self.report.calls,
             "compactions": self.report.compactions, "provider_cache": self.report.provider_cache or None,
             "price_model": self.report.price_model or None,
             "metrics": {name: m.to_json() for name, m in self.metrics.items()},
@@ -100,7 +104,7 @@ def run_case(case: EvalCase, session: ImportedSession, *, counter: TokenCounter,
         if timed is not None:  # the counterfactual runs this policy sent to the model
             metrics.update(model_latency(timed.seconds))
             timed.seconds.clear()
-        results.append(CaseResult(case=case.name, policy=policy, window=case.window, evidence=tuple(evidence),
+        results.append(CaseResult(case=case.name, policy=policy, window=report.window, evidence=tuple(evidence),
                                   constraints=tuple(constraints), metrics=metrics, report=report,
                                   baseline_run=baseline, counterfactuals=tuple(changed), memory_use=tuple(uses)))
     return results

@@ -68,10 +68,15 @@ def _cost_text(cost: float | None, *, long: bool) -> str:
     return "unknown (model not in the price table)" if long else "unknown"
 
 
-def calls_line(calls: Mapping[CallPurpose, CallCount]) -> str:
-    """Every purpose with its calls, tokens and cost: `nova sessions show`, the page's cost tooltip."""
+def calls_line(calls: Mapping[CallPurpose, CallCount], *, tokens_known: bool = True) -> str:
+    """Every purpose with its calls, tokens and cost: `nova sessions show`, the page's cost tooltip.
+    `tokens_known` False: some calls were recorded without their usage (an import), so a purpose whose
+    calls measured nothing says so rather than 0 tokens."""
+    def tokens(c: CallCount) -> str:
+        return "tokens not recorded" if not tokens_known and c.tokens == 0 else f"{c.tokens:,} tokens"
+
     return " · ".join(
-        f"{PURPOSE_LABELS[p]} {c.calls} call{'s' if c.calls != 1 else ''} ({c.tokens:,} tokens, "
+        f"{PURPOSE_LABELS[p]} {c.calls} call{'s' if c.calls != 1 else ''} ({tokens(c)}, "
         f"{f'${c.cost_usd:.4f}' if c.cost_known else 'cost unknown'})" for p, c in calls.items())
 
 
@@ -99,11 +104,21 @@ def footer_line(f: Figures) -> str:
     return f"{line} · {calls_brief(f.calls)}" if f.calls else line
 
 
-def status_line(f: Figures) -> str:
-    """The TUI footer: one line that fits 80 columns with a model name of 20 characters."""
+def status_line(f: Figures, width: int | None = None) -> str:
+    """The TUI footer: model, context, cost, cache hits and calls on one line. Within `width` columns
+    (the terminal's), the longest form that fits whole: the calls without their purposes, then without
+    the context figure (the bar above the prompt shows it), then without the model; a figure is never
+    cut in the middle."""
     if f.used <= 0:
         context = f"context: nothing sent yet (window {f.window:,})"
     else:
         context = f"context {f.used:,}/{f.limit:,} ({f.percent:.1f}%)"
-    line = f"{f.model} · {context} · cost {_cost_text(f.cost, long=False)} · cache hits {_hit_text(f.cache_hit_rate)}"
-    return f"{line} · {calls_brief(f.calls)}" if f.calls else line
+    money = f"cost {_cost_text(f.cost, long=False)} · cache hits {_hit_text(f.cache_hit_rate)}"
+    total = sum(c.calls for c in f.calls.values())
+    short = [f"{total:,} call{'s' if total != 1 else ''}"] if f.calls else []
+    forms = [[f.model, context, money, *([calls_brief(f.calls)] if f.calls else [])],
+             [f.model, context, money, *short], [f.model, money, *short], [money, *short]]
+    lines = [" · ".join(form) for form in forms]
+    if width is None:
+        return lines[0]
+    return next((line for line in lines if len(line) <= width), lines[-1])

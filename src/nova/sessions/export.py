@@ -30,6 +30,7 @@ from nova.sessions.transcript import BadLine
 __all__ = [
     "ImportResult",
     "Resumed",
+    "boundary_sizes",
     "import_session",
     "import_sessions",
     "iter_jsonl",
@@ -78,10 +79,24 @@ def render_message_markdown(message: Message) -> str:
     return "\n\n".join(lines)
 
 
+def boundary_sizes(record: BoundaryRecord) -> str:
+    """The view's size before and after a compaction, in words; a size the record does not know (0: an
+    imported compaction with no call measured after it, or Codex's, which records none) is said to be
+    unknown, never shown as 0 tokens."""
+    before, after = record.tokens_before, record.tokens_after
+    if before and after:
+        return f"{before:,} → {after:,} tokens"
+    if before:
+        return f"{before:,} tokens → size after not recorded"
+    if after:
+        return f"size before not recorded → {after:,} tokens"
+    return "sizes not recorded"
+
+
 def render_boundary_markdown(record: BoundaryRecord) -> str:
     return (
-        f"---\n\n> **Compaction boundary** ({record.trigger}): {record.tokens_before} → {record.tokens_after} "
-        f"tokens, {len(record.covers)} messages folded, {record.duration_ms:.0f} ms\n\n"
+        f"---\n\n> **Compaction boundary** ({record.trigger}): {boundary_sizes(record)}, "
+        f"{len(record.covers)} messages folded, {record.duration_ms:.0f} ms\n\n"
         f"#### Summary\n\n{record.summary}\n\n---"
     )
 
@@ -153,12 +168,12 @@ def import_sessions(
 
 def _import_run(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None
                 ) -> ImportResult:
-    session_id = _write_imported(imported, home, title=title, store=store, parent=None)
+    session_id, recorded = _write_imported(imported, home, title=title, store=store, parent=None)
     children = []
     for index, child in enumerate(imported.children, 1):
         child_title = f"{title or imported.source_path.stem} / sub-agent {index}"
-        child_id = _write_imported(child, home, title=child_title, store=store, parent=session_id)
-        children.append((child_id, len(child.messages)))
+        child_id, child_recorded = _write_imported(child, home, title=child_title, store=store, parent=session_id)
+        children.append((child_id, child_recorded))
     if children:
         with Session.open(home, session_id, store=store) as parent:
             for (child_id, _), child in zip(children, imported.children, strict=True):
@@ -166,7 +181,7 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
                                                       "tool_use_id": child.meta.get("parent_tool_use_id")})
     skipped = tuple(s.describe() for s in imported.skipped) + tuple(
         s.describe() for child in imported.children for s in child.skipped)
-    return ImportResult(session_id=session_id, messages=len(imported.messages), skipped=skipped,
+    return ImportResult(session_id=session_id, messages=recorded, skipped=skipped,
                         children=tuple(children),
                         child_sources=tuple(c.source_path for c in imported.children
                                             if c.source_path != imported.source_path),
@@ -174,7 +189,9 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
 
 
 def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,
-                    parent: str | None) -> str:
+                    parent: str | None) -> tuple[str, int]:
+    """The new session's id and the messages recorded in it: a summary the recorded agent wrote becomes
+    a compaction boundary, not a message, as `nova sessions list` counts them."""
     meta = dict(imported.meta)
     # The model the session ran on: the format's own field, else the one its calls name most often
     # (Claude Code and Codex name it per call only).
@@ -201,6 +218,7 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
             session.record_event(SYSTEM_PROMPT_EVENT, {"text": imported.system})
         if imported.tools:
             session.record_event(TOOLS_EVENT, tools_event_data(imported.tools))
+        unmeasured = 0
         for index, message in enumerate(imported.messages):
             compaction = message.metadata.get("compaction")
             summary = next((p for p in message.parts if isinstance(p, SummaryPart)), None)
@@ -216,7 +234,12 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
             session.record_message(message, usage)
             if usage is not None:
                 session.add_cost(usage, _call_cost(message, usage, model))
-    return session.id
+            elif message.role == "assistant":
+                unmeasured += 1
+        # A response the format recorded no usage for (a Codex rollout without token counts) was still a
+        # call: its cost is unknown, not $0.
+        session.add_unmeasured_calls(unmeasured)
+    return session.id, session.meta.message_count
 
 
 def _context_around(messages: Sequence[Message], index: int) -> tuple[int, int]:

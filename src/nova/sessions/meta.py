@@ -129,6 +129,17 @@ class SessionMeta:
         return self.cost_usd > 0 or self.total_tokens == 0
 
     @property
+    def tokens_known(self) -> bool:
+        """Whether `total_tokens` counts every call: an imported recording may hold calls without their
+        usage (`unmeasured_calls`), whose tokens nobody knows."""
+        return not self.extra.get("unmeasured_calls")
+
+    @property
+    def context_known(self) -> bool:
+        """Whether `last_context_tokens` is a measure: not when no call recorded one."""
+        return self.last_context_tokens > 0 or self.tokens_known
+
+    @property
     def total_tokens(self) -> int:
         """Tokens billed over the whole session: every call's input (cached included) plus its output.
         A running total, not the size of the context: see `last_context_tokens` for that."""

@@ -196,7 +196,7 @@ class Session(RecordedSession):
         except PermissionError:  # a parent folder cannot be searched
             raise StorageError(f"session directory {directory} is not readable") from None
         if not exists:
-            raise StorageError(f"no session {session_id!r} in {directory.parent}")
+            raise StorageError(f"no session {session_id!r} in {directory.parent}: `nova sessions list` shows the ids")
         if not os.access(directory, os.R_OK | os.X_OK):
             raise StorageError(f"session directory {directory} is not readable")
         transcript = Transcript(directory / TRANSCRIPT_NAME)
@@ -471,6 +471,18 @@ class Session(RecordedSession):
         self._meta.cost_usd += float(cost_usd or 0.0)
         self._touch()
 
+    def add_unmeasured_calls(self, calls: int) -> None:
+        """Model calls the record holds without their usage (an imported recording that kept none): turn
+        calls of unknown tokens and price, so the session's cost is unknown rather than a silent $0; the
+        context figure stays what the measured calls left."""
+        if self.readonly or calls <= 0:
+            return
+        for _ in range(calls):
+            self._meta.count_call("turn", Usage(), None)
+        self._meta.extra["unpriced_calls"] = int(self._meta.extra.get("unpriced_calls") or 0) + calls
+        self._meta.extra["unmeasured_calls"] = int(self._meta.extra.get("unmeasured_calls") or 0) + calls
+        self._touch()
+
     def note_context_size(self, tokens: int) -> None:
         """The context's size at the end of a turn, as Nova measures the next view (`nova run`'s footer,
         the TUI's bar): the sessions list shows it rather than the last call's reported input."""
@@ -615,7 +627,7 @@ def delete_session(home: Path, session_id: str, *, store: SessionStore | None = 
     (`SessionLocked`) while another process has the session open for writing."""
     directory = session_dir(home, session_id)
     if not directory.is_dir():
-        raise StorageError(f"no session {session_id!r} in {directory.parent}")
+        raise StorageError(f"no session {session_id!r} in {directory.parent}: `nova sessions list` shows the ids")
     lock = SessionLock(directory, session_id)
     lock.acquire()
     try:

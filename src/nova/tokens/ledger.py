@@ -315,6 +315,12 @@ class TokenLedger:
         with self._lock:
             self._anchor = None
 
+    def restore(self, anchor: Anchor | None) -> None:
+        """Put back the anchor `clear` took away, when what it was cleared for was not kept (a compaction
+        whose summary was dropped): the history it measured is the one still in use."""
+        with self._lock:
+            self._anchor = anchor
+
     def _tail(self, messages: Sequence[Message], start: int, end: int | None = None) -> int:
         end = len(messages) if end is None else end
         if end - start <= _DIRECT_TAIL or end != len(messages):
@@ -330,6 +336,17 @@ class TokenLedger:
         if anchor is not None and index >= 0:
             return anchor.carried_into(messages, index + 1) + self._tail(messages, index + 1) + self.growth.tokens
         return count_system(system, self.counter) + count_tools(tools, self.counter) + self._totals.sum(messages)
+
+    def parts(self, messages: Sequence[Message]) -> tuple[int, int, int] | None:
+        """What `estimate` adds up when it is anchored in `messages`: the anchor's real figure as it is
+        carried into this request, the estimate of the messages after the anchor's, and the learned
+        allowance. None when it is not anchored there (everything is estimated)."""
+        self._sizes_valid()
+        anchor = self._anchor
+        index = _anchor_index(messages, anchor.message_id) if anchor is not None else -1
+        if anchor is None or index < 0:
+            return None
+        return anchor.carried_into(messages, index + 1), self._tail(messages, index + 1), self.growth.tokens
 
     def estimate_message(self, message: Message) -> int:
         """The estimate of one message (what appending it would add)."""

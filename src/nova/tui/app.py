@@ -50,15 +50,19 @@ from nova.tui.widgets import ContextBar, MessageBlock, ProgressLine, StatusFoote
 
 __all__ = ["HELP", "NovaTUI"]
 
+# Every line fits an 80-column terminal: a wrapped line would break the indented column.
 HELP = """Commands:
-  /compact [focus]    compact the conversation now
-  /context            what is in the context, and the figure the bar shows
-  /memory [show|approve|forget NAME]   long-term memory;  /remember TEXT saves one
+  /compact [focus]        compact the conversation now
+  /context                what is in the context, and the bar's figure
+  /memory [show|approve|forget NAME]   long-term memory
+  /remember TEXT          save a memory
   /skill NAME [request]   load a skill (its instructions) and ask with it
-  /sessions           recorded sessions;  /resume [ID|last]  continues one (no argument: choose from
-                      this project's recent ones);  /new starts another
-  /goal, /accept, /constraint, /approve, /revoke, /open, /done, /plan TEXT   the task state (pinned
-                      in every view); /confirm N confirms a rule Nova noticed in your messages
+  /sessions               recorded sessions
+  /resume [ID|last]       continue one (alone: choose from this project's)
+  /new                    start another conversation
+  /goal, /accept, /constraint, /approve, /revoke, /open, /done, /plan TEXT
+                          the task state, pinned in every view
+  /confirm N              confirm a rule Nova noticed in your messages
 Ctrl-C cancels the running turn; Ctrl-Q quits."""
 
 

@@ -23,6 +23,7 @@ from nova.tui.gauge import ContextGauge
 __all__ = ["ContextBar", "MessageBlock", "ProgressLine", "StatusFooter", "ToolCall", "describe_call"]
 
 BAR_CELLS = 30
+MIN_BAR_CELLS = 10
 _LEVEL_STYLES = {"ok": "green", "warn": "yellow", "critical": "bold red"}
 
 
@@ -42,12 +43,20 @@ class ContextBar(Static):
 
     def refresh_gauge(self) -> None:
         style = _LEVEL_STYLES[self.gauge.level]
-        filled = self.gauge.filled(BAR_CELLS)
-        line = Text()
+        label = f" {self.gauge.label()}"
+        # The bar gives way to the words on a narrow terminal: the line is one row, and a label that wraps
+        # loses its end ("compacts at 28,160" at 80 columns).
+        room = self.size.width - 2 if self.size.width else None
+        cells = BAR_CELLS if room is None else max(MIN_BAR_CELLS, min(BAR_CELLS, room - len(label)))
+        filled = self.gauge.filled(cells)
+        line = Text(no_wrap=True, overflow="ellipsis")
         line.append("█" * filled, style=style)
-        line.append("░" * (BAR_CELLS - filled), style="dim")
-        line.append(f" {self.gauge.label()}", style=style if self.gauge.level != "ok" else "")
+        line.append("░" * (cells - filled), style="dim")
+        line.append(label, style=style if self.gauge.level != "ok" else "")
         self.update(line)
+
+    def on_resize(self) -> None:
+        self.refresh_gauge()
 
 
 class ProgressLine(Static):
@@ -93,18 +102,25 @@ class StatusFooter(Static):
     def __init__(self, **kw: Any) -> None:
         super().__init__("", **kw)
         self.line = ""
+        self.figures: Figures | None = None
 
     def show(self, figures: Figures) -> None:
-        self.line = status_line(figures)
-        room = self.size.width - 2 if self.size.width else 80
-        keys = self.KEYS if len(self.line) + len(self.KEYS) <= room else ""
+        self.figures = figures
+        self._draw()
+
+    def _draw(self) -> None:
+        """The longest form of the figures that fits the width (`status_line`), the keys when they fit too."""
+        if self.figures is None:
+            return
+        # Before the first layout the width is not known: the whole line, which the resize then fits.
+        room = self.size.width - 2 if self.size.width else None
+        self.line = status_line(self.figures, room)
+        keys = self.KEYS if room is not None and len(self.line) + len(self.KEYS) <= room else ""
         self.update(Text(self.line + keys, no_wrap=True, overflow="ellipsis"))
 
     def on_resize(self) -> None:
-        if self.line:
-            room = self.size.width - 2
-            keys = self.KEYS if len(self.line) + len(self.KEYS) <= room else ""
-            self.update(Text(self.line + keys, no_wrap=True, overflow="ellipsis"))
+        if self.figures is not None:
+            self._draw()
 
 
 def describe_call(name: str, arguments: Mapping[str, Any], width: int = 70) -> str:

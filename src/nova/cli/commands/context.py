@@ -69,6 +69,16 @@ class MeasuredSession:
     basis: str
     """What the figure is measured against: "last request" (the recorded one), "recorded tools" (the
     catalog the session recorded at its start) or "recomputed" (today's settings for its model)."""
+    parts: tuple[int, int, int] | None = None
+    """What the figure adds up (`TokenLedger.parts`): the last answered call's input and reply as its
+    provider counted them, Nova's estimate of what follows that call, the learned per-call allowance;
+    None when no call's figure applies to the view (all of it is estimated)."""
+    at_turn_end: int = 0
+    """The figure `nova sessions show` and `sessions list` give: the context at the end of the last turn."""
+    imported: bool = False
+    reasoning: int = 0
+    """The reasoning tokens of the last answered call's reply: billed as output, not carried by the next
+    request unless its reasoning goes back (`nova.tokens.ledger.reasoning_goes_back`)."""
 
 
 def measure_session(session_id: str | None, *, home: Path | None = None) -> MeasuredSession:
@@ -119,11 +129,15 @@ def measure_session(session_id: str | None, *, home: Path | None = None) -> Meas
             settings = replace(settings, model=meta.model or settings.model,
                                provider=meta.provider if meta.provider in PROVIDERS else settings.provider)
         history = session.load_history()
+        # The messages the latest compaction kept were answered before it: their usage measured the view
+        # the compaction replaced, so none of them anchors the figure of the view that is now sent.
+        boundary = session.transcript.read_tail(messages_only=True).boundary
+        kept = {m.id for m in boundary.head()} if boundary is not None else set()
         cwd = Path(session.meta.cwd or ".")
         sources = build_context_sources(settings=settings, cwd=cwd, contract=SYSTEM_CONTRACT)
         ledger = TokenLedger(counter_for_model(settings.model))
         for message in history:  # TOK-2: the anchor is the latest assistant message with a real figure
-            usage = usage_of(message) if message.role == "assistant" else None
+            usage = usage_of(message) if message.role == "assistant" and message.id not in kept else None
             if usage is not None:
                 ledger.record(message.id, usage)
         ledger.resume(history)  # what each call grew beyond the estimate, as the live session had learned it
@@ -155,9 +169,14 @@ def measure_session(session_id: str | None, *, home: Path | None = None) -> Meas
             again = runtime_for(recorded_sources(sent.system)).compile(history, system=sent.system, tools=tools)
             if again.view.system == sent.system:
                 compiled = again
+        parts = ledger.parts(compiled.view.messages)
+        anchored = next((m for m in history if ledger.anchor is not None and m.id == ledger.anchor.message_id), None)
+        anchored_usage = usage_of(anchored) if anchored is not None else None
     finally:
         session.close()
-    return MeasuredSession(session_id=session_id, compiled=compiled, sent=sent, basis=basis)
+    return MeasuredSession(session_id=session_id, compiled=compiled, sent=sent, basis=basis, parts=parts,
+                           at_turn_end=meta.last_context_tokens, imported=meta.provider.startswith("import:"),
+                           reasoning=anchored_usage.reasoning_tokens if anchored_usage is not None else 0)
 
 
 def _warn(text: str) -> None:
@@ -196,6 +215,8 @@ def context_command(
         table.add_row(escape(s.id), escape(s.cls), f"{s.tokens:,}", f"{share:.1f}%", escape(s.source), escape(s.reason))
     out.print(table)
     out.print(_measured_line(measured), markup=False)
+    for line in _figure_lines(measured):
+        out.print(line, markup=False)
     for d in m.dropped:
         out.print(f"left out: {d.id} ({d.source}): {d.reason}", markup=False)
     for number, receipt in enumerate(receipts, 1):
@@ -203,15 +224,55 @@ def context_command(
 
 
 def _measured_json(measured: MeasuredSession) -> dict[str, Any]:
-    """What `used` is measured against (`--json`'s `measured`): the basis, and the recorded last request
-    when there is one (its provider, model, window and threshold, when it was sent, its size as Nova
-    measured it then and as the provider reported it)."""
+    """What `used` is measured against (`--json`'s `measured`): the basis, what the figure adds up
+    (`parts`, when a call's real figure applies), the figure at the end of the last turn, and the recorded
+    last request when there is one (its provider, model, window and threshold, when it was sent, its size
+    as Nova measured it then and as the provider reported it)."""
+    data: dict[str, Any] = {"basis": measured.basis, "at_turn_end_tokens": measured.at_turn_end}
+    if measured.parts is not None:
+        reported, added, allowance = measured.parts
+        data["parts"] = {"reported": reported, "added": added, "allowance": allowance}
     sent = measured.sent
     if sent is None:
-        return {"basis": measured.basis}
-    return {"basis": measured.basis, "provider": sent.provider, "model": sent.model, "window": sent.window,
+        return data
+    return {**data, "provider": sent.provider, "model": sent.model, "window": sent.window,
             "threshold": sent.threshold, "tools": len(sent.tools), "at": sent.at, "sent_tokens": sent.sent_tokens,
             "reported_input_tokens": sent.reported_input_tokens}
+
+
+def _figure_lines(measured: MeasuredSession) -> list[str]:
+    """What the figure is, in words: the next request as Nova measures it, what that adds up, and how it
+    relates to the figure `nova sessions show` gives (the end of the last turn)."""
+    used = measured.compiled.used
+    if measured.parts is None:
+        lines = [f"{used:,} tokens: the next request, estimated in full (no call was answered since the view "
+                 "was last compacted, or the recording has no usage)"]
+    else:
+        reported, added, allowance = measured.parts
+        terms = [f"{reported:,} the last call's input and reply as its provider counted them"]
+        if added:
+            terms.append(f"{added:,} Nova's estimate of what follows that call (messages, its notes for the "
+                         "next request)")
+        if allowance:
+            terms.append(f"{allowance:,} allowance for what each call of this session grew beyond Nova's count")
+        lines = [f"{used:,} tokens: the next request = " + " + ".join(terms)]
+        if measured.imported and measured.basis == "recomputed":
+            lines.append("the last call's figure holds the recording agent's own system prompt and tools, which "
+                         "the recording lacks; the rows above show Nova's in their place")
+    turn_end = measured.at_turn_end
+    if turn_end == used:
+        lines.append("nova sessions show gives the same figure (the context at the end of the last turn)")
+    elif measured.parts is not None and turn_end == measured.parts[0]:
+        lines.append(f"nova sessions show gives {turn_end:,}: the last call's figure alone, as recorded")
+    elif measured.parts is not None and measured.reasoning and turn_end == measured.parts[0] + measured.reasoning:
+        lines.append(f"nova sessions show gives {turn_end:,}: the last call's input and its whole reply, with the "
+                     f"{measured.reasoning:,} tokens of reasoning the next request does not carry")
+    elif measured.parts is None and any(m.has("summary") for m in measured.compiled.view.messages):
+        lines.append(f"nova sessions show gives {turn_end:,}: the last call's figure, from before the compaction "
+                     "that followed it")
+    elif turn_end:
+        lines.append(f"nova sessions show gives {turn_end:,}: the context as measured at the end of the last turn")
+    return lines
 
 
 def _measured_line(measured: MeasuredSession) -> str:

@@ -152,7 +152,11 @@ def eval_command(
             _print_scenario(result)
             continue
         report = result.report
-        console.print(f"[bold]{escape(result.case)}[/] policy={escape(result.policy)} window={result.window:,}")
+        raised = report.window_raised_from
+        console.print(f"[bold]{escape(result.case)}[/] policy={escape(result.policy)} window={result.window:,}"
+                      + (f" (raised from {raised:,}: with the stand-in for the fixed prompt the recording lacks, "
+                         f"policy {escape(result.policy)} cannot fit {raised:,}; this is the smallest window "
+                         "that can work)" if raised else ""), soft_wrap=True)
         console.print(f"  {report.calls} calls, {report.compactions} compactions; measured: the final view, "
                       f"{len(report.final_view)} messages", markup=False)
         _print_metrics(result.metrics)

@@ -49,7 +49,8 @@ err_console = terminal_console(stderr=True, highlight=False)
 
 
 def replay_command(
-    path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL.")],
+    path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL, a "
+                                          "session folder, or the id of a session Nova recorded or imported.")],
     window: Annotated[int | None, typer.Option("--window", help="Context window of the model to simulate, in "
                       "tokens. Default: the window of the model the recording's calls name (the model table's), "
                       "else the config's compaction.default_context_window (128000).")] = None,
@@ -103,6 +104,7 @@ def replay_command(
 
     with user_errors():
         settings = load_settings(env=dict(os.environ), overrides=global_overrides())
+    path = _recorded_path(path, settings.home)
     if at_recorded_compaction:
         if policy != "nova" or report_html is not None or provider_cache or price or summarizer != "extractive":
             err_console.print("nova: error: --at-recorded-compaction compares Nova's own compaction (policy nova, "
@@ -182,9 +184,11 @@ def replay_command(
     if report.provider_cache or report.cost_usd is not None or report.unpriced_models:
         cost = f", cost ${report.cost_usd:.4f} (+ agent output ${report.output_cost_usd or 0:.4f})" \
             if report.cost_usd is not None else f", cost unknown (no price for {', '.join(report.unpriced_models)})"
+        # Without a simulated cache nothing could be read from one: the rate is not 0 %, it is not measured.
+        hit = f"{report.cache_hit_rate:.1%}" if report.provider_cache else "n/a (no cache simulated: --provider-cache)"
         console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
                       f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
-                      f"{report.cache_hit_rate:.1%}, summary calls {report.summary_calls}{cost}")
+                      f"{hit}, summary calls {report.summary_calls}{cost}")
     for number, receipt in enumerate(report.receipts, 1):
         console.print(f"  compaction {number}: {receipt_line(receipt)}", markup=False)
     if report.repaired:
@@ -194,6 +198,27 @@ def replay_command(
                       markup=False)
     for line in report.violations[:10]:
         console.print(f"  [red]{escape(str(line))}[/]")
+
+
+def _recorded_path(path: Path, home: Path) -> Path:
+    """`path` as given when it names a file or folder; else, when it is the id of a session in `home`
+    (one `nova sessions import` printed, or `last`), that session's folder."""
+    if path.exists() or len(path.parts) != 1:
+        return path
+    from nova.errors import NovaError
+    from nova.sessions.export import latest_session_id
+    from nova.sessions.meta import session_dir
+
+    try:
+        session_id = latest_session_id(home) if str(path) == "last" else str(path)
+        found = session_dir(home, session_id) if session_id else None
+    except NovaError:  # not a session id either: the reader says the file does not exist
+        return path
+    if found is None or not found.is_dir():
+        err_console.print(f"nova: error: {path} is neither a file nor a recorded session (`nova sessions list` "
+                          "shows the ids)", markup=False, soft_wrap=True)
+        raise typer.Exit(1)
+    return found
 
 
 def _window_of(session: "ImportedSession", settings: "Settings") -> int:

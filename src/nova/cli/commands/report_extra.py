@@ -34,5 +34,7 @@ def write_report(target: Path, page: str) -> None:
     with user_errors(exit_code=1, os_errors=True):
         target.write_text(page, encoding="utf-8")
     # On stderr, so a `--json` run's standard output stays one JSON document.
-    size = len(page.encode("utf-8")) / 1_000_000
-    print(f"report written to {target} ({size:.1f} MB, opens offline in any browser)", file=sys.stderr)
+    size = len(page.encode("utf-8"))
+    # A page without plots (eval's memory scenarios alone) is a few KB: "0.0 MB" would read as empty.
+    shown = f"{size / 1_000_000:.1f} MB" if size >= 100_000 else f"{max(1, round(size / 1000))} KB"
+    print(f"report written to {target} ({shown}, opens offline in any browser)", file=sys.stderr)

@@ -94,9 +94,14 @@ def _resume_folder(settings: Settings, resume: str | None, *, ask_where: bool) -
 
 
 def demo_command(*, directory: Path | None, as_json: bool) -> None:
-    from nova.agent.demo import DEMO_PROMPT, make_demo_project, make_demo_provider
+    from nova.agent.demo import DEMO_PROMPT, demo_folder_problem, make_demo_project, make_demo_provider
 
-    with user_errors():
+    problem = demo_folder_problem(directory) if directory is not None else None
+    if problem is not None:
+        err_console.print(f"nova: error: --dir: {problem}; name a new or empty folder (or an earlier demo's)",
+                          markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE)
+    with user_errors(os_errors=True):
         settings = settings_from_cli(provider="demo", model="nova-demo")
         check_config(settings)
         root = directory or Path(tempfile.mkdtemp(prefix="nova-demo-"))

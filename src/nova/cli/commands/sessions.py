@@ -88,8 +88,9 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
         "id": meta.id,
         "title": meta.title,
         "messages": meta.message_count,
-        "context_tokens": meta.last_context_tokens,
-        "tokens_billed": meta.total_tokens,
+        # null, as the cost is, when the record holds calls without their usage (some imports).
+        "context_tokens": meta.last_context_tokens if meta.context_known else None,
+        "tokens_billed": meta.total_tokens if meta.tokens_known else None,
         "cost_usd": round(meta.cost_usd, 6) if meta.cost_known else None,
         "provider": meta.provider,
         "model": meta.model,
@@ -137,8 +138,10 @@ def list_command(
         table.add_column(name, justify="right", no_wrap=True, min_width=width)
     for m in metas:
         updated = time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-"
-        table.add_row(m.id, escape(m.title), updated, str(m.message_count), f"{m.last_context_tokens:,}",
-                      f"{m.total_tokens:,}", f"${m.cost_usd:.2f}" if m.cost_known else "unknown")
+        table.add_row(m.id, escape(m.title), updated, str(m.message_count),
+                      f"{m.last_context_tokens:,}" if m.context_known else "unknown",
+                      f"{m.total_tokens:,}" if m.tokens_known else "unknown",
+                      f"${m.cost_usd:.2f}" if m.cost_known else "unknown")
     out.print(table)
     out.print("context: the conversation's size at the end of its last turn · tokens billed: every call's input "
               "(cached included) and output, added up", style="dim", markup=False)
@@ -206,6 +209,7 @@ def show_command(
     from rich.rule import Rule
 
     from nova.present.figures import calls_line
+    from nova.sessions.export import boundary_sizes
 
     console = _out()
     with _errors():
@@ -222,14 +226,16 @@ def show_command(
                 typer.echo(terminal_safe(json.dumps(data, ensure_ascii=False), json=True))
                 return
             total_cost = f"${meta.cost_usd:.4f}" if meta.cost_known else "cost unknown"
+            context = (f"context {meta.last_context_tokens:,} tokens at the last turn's end" if meta.context_known
+                       else "context not recorded")
+            billed = f"{meta.total_tokens:,} tokens billed" if meta.tokens_known else "tokens billed not recorded"
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
             console.print(
                 f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd or 'cwd unknown')}  "
-                f"{meta.message_count} messages  context {meta.last_context_tokens:,} tokens  "
-                f"{meta.total_tokens:,} tokens billed  {total_cost}[/]"
+                f"{meta.message_count} messages  {context}  {billed}  {total_cost}[/]"
             )
             if meta.calls:  # every call behind the total, by what it was for
-                console.print(f"[dim]calls: {escape(calls_line(meta.calls))}[/]")
+                console.print(f"[dim]calls: {escape(calls_line(meta.calls, tokens_known=meta.tokens_known))}[/]")
             console.print()
             if meta.parent_id:
                 console.print(f"[dim]sub-agent of session {escape(meta.parent_id)}[/]\n")
@@ -253,7 +259,7 @@ def show_command(
                 elif isinstance(record, BoundaryRecord):
                     console.print(
                         Rule(
-                            f"compaction ({record.trigger}): {record.tokens_before:,} → {record.tokens_after:,} tokens, "
+                            f"compaction ({record.trigger}): {boundary_sizes(record)}, "
                             f"{len(record.covers)} messages folded",
                             style="magenta",
                         )
@@ -462,7 +468,7 @@ def doctor_command(
             from nova.sessions.meta import session_dir
 
             if not session_dir(home, ids[0]).is_dir():
-                raise NovaError(f"no session {ids[0]!r} in {home / 'sessions'}")
+                raise NovaError(f"no session {ids[0]!r} in {home / 'sessions'}: `nova sessions list` shows the ids")
         store_check = check_store(home)
         try:
             reports = [check_session(home, sid, store_check.store) for sid in ids]

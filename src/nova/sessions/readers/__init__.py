@@ -89,13 +89,28 @@ def detect(path: str | Path) -> SessionReader:
                                  "(its usage is read from this file)")
     if source.is_file() and source.stat().st_size == 0:
         raise SessionImportError(f"{source} is empty: a recorded session holds at least one record")
+    if source.is_file() and _binary(source):
+        raise SessionImportError(f"{source} is a binary file, not a recorded session: give the JSON or JSONL "
+                                 "file an agent wrote (or Aider's Markdown history)")
     head = head_records(source)
     verdicts = [(reader, reader.confidence(source, head)) for reader in READERS]
     best, verdict = max(verdicts, key=lambda rv: rv[1].score)  # max keeps the first of equals
     if verdict.score > 0:
         return best
+    if source.is_dir():
+        raise SessionImportError(f"{source} is a folder with no session in it: give a session file, a Nova session "
+                                 f"folder (holding transcript.jsonl) or a Cline task folder (holding {HISTORY})")
     why = "; ".join(f"{reader.name}: {v.reason}" for reader, v in verdicts)
     raise SessionImportError(f"{source}: not a recognised session format. Tried {why}")
+
+
+def _binary(path: Path) -> bool:
+    """A NUL byte in the first 8 KB: no text format (JSON, JSONL, Markdown) holds one."""
+    try:
+        with path.open("rb") as f:
+            return b"\0" in f.read(8192)
+    except OSError:
+        return False  # the reader that opens it says why
 
 
 def read(path: str | Path, *, strict: bool = False) -> ImportedSession:

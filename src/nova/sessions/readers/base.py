@@ -90,6 +90,9 @@ class RecordedCompaction:
     head: tuple[Message, ...]
     trigger: str = "threshold"
     """What started it: `threshold`, `hard`, `cost`, `overflow` (the provider refused) or `manual` (`/compact`)."""
+    summary_cost: float | None = None
+    """What its receipt charged for the summary call (0: the summary made no model call); None when the
+    boundary has no receipt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,13 @@ class PipelineRecord:
     @property
     def compactions(self) -> tuple[RecordedCompaction, ...]:
         return tuple(c for c in self.changes if isinstance(c, RecordedCompaction))
+
+    @property
+    def summarized_by_model(self) -> bool | None:
+        """Whether the session's summaries were model calls, as its receipts say (False: every one was
+        extractive, no call); None when no compaction recorded a receipt."""
+        costs = [c.summary_cost for c in self.compactions if c.summary_cost is not None]
+        return any(cost > 0 for cost in costs) if costs else None
 
 
 @dataclass(frozen=True, slots=True)

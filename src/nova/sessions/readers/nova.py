@@ -125,8 +125,13 @@ def _pipeline_record(messages: Sequence[Message], states: Sequence[tuple[int, Ma
         task_states=tuple(RecordedTaskState(before=before(at), state=state) for at, state in states),
         changes=tuple(RecordedRewrite(before=before(at), message_id=change) if isinstance(change, str)
                       else RecordedCompaction(before=before(at), covers=change.covers, head=tuple(change.head()),
-                                              trigger=change.trigger)
+                                              trigger=change.trigger, summary_cost=_summary_cost(change))
                       for at, change in changes))
+
+
+def _summary_cost(boundary: BoundaryRecord) -> float | None:
+    cost = (boundary.receipt or {}).get("summary_cost_tokens")
+    return float(cost) if isinstance(cost, int | float) else None
 
 
 def tools_event_data(tools: Sequence[ToolSpec], session_dir: Path | None = None) -> dict[str, Any]:

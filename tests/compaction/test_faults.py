@@ -70,6 +70,7 @@ def test_quota_is_not_overflow(tmp_path: Path) -> None:
 
 class FailingSummarizer:
     name = "failing"
+    model_call = True  # stands for a model summary
 
     def __init__(self) -> None:
         self.calls = 0

@@ -230,6 +230,7 @@ def test_compact_result_shape_and_user_messages_verbatim() -> None:
 
 class Huge:
     name = "huge"
+    model_call = True  # stands for a model summary
 
     def summarize(self, request: SummaryRequest) -> str:
         return "word " * (request.max_tokens * 3)

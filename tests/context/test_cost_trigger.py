@@ -200,6 +200,7 @@ class _Failing:
     """A summarizer that always fails, as a model returning nothing would."""
 
     name = "failing"
+    model_call = True  # stands for a model summary
 
     def summarize(self, request: object) -> str:
         raise RuntimeError("the model returned an empty summary")

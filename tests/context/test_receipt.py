@@ -210,7 +210,7 @@ def test_the_receipt_charges_a_summary_call_only_when_the_summarizer_makes_one(t
     from nova.agent.context_runtime import ContextSources
     from nova.agent.pipeline import build_context_pipeline
     from nova.context.state import MemoryStateSource, TaskStateStore
-    from nova.context.summarize import ExtractiveSummarizer, ModelSummarizer, makes_model_call
+    from nova.context.summarize import ExtractiveSummarizer, ModelSummarizer
     from nova.evaluation.replay import replay_messages
     from nova.testing import ScriptedProvider
 
@@ -221,8 +221,8 @@ def test_the_receipt_charges_a_summary_call_only_when_the_summarizer_makes_one(t
             state=TaskStateStore(MemoryStateSource()), summarizer=summarizer,  # type: ignore[arg-type]
             tools=(), cwd=tmp_path, session=SessionLink(dir=tmp_path / "session")).controller
 
-    assert not makes_model_call(pipeline_with(ExtractiveSummarizer(COUNTER)).summarizer)
-    assert makes_model_call(pipeline_with(ModelSummarizer(ScriptedProvider([]), model="m")).summarizer)
+    assert not pipeline_with(ExtractiveSummarizer(COUNTER)).summarizer.model_call
+    assert pipeline_with(ModelSummarizer(ScriptedProvider([]), model="m")).summarizer.model_call
     assert "no summary call" in receipt_line(compaction_receipt(
         tokens_before=1_000, tokens_after=100, summary_input_tokens=0, summary_output_tokens=0, prices=CachePrices()))
 

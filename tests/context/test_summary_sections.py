@@ -119,6 +119,7 @@ class _Reviving:
     """A model summary that brings back the approach the user turned down as its decision."""
 
     name = "reviving"
+    model_call = True  # stands for a model summary
 
     def __init__(self) -> None:
         self.requests: list[SummaryRequest] = []

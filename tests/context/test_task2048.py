@@ -26,6 +26,7 @@ class TestsPassSummary:
     """A model summary that keeps the good news and forgets the restriction."""
 
     name = "forgetful"
+    model_call = True  # stands for a model summary
 
     def summarize(self, request: SummaryRequest) -> str:
         return "## Current state\nTests pass on fix/task2048; the fix is done and ready to land."

@@ -136,6 +136,7 @@ class _RecordingSummarizer:
     """Writes a plain summary and keeps every request it was given."""
 
     name = "recording"
+    model_call = True  # stands for a model summary
 
     def __init__(self) -> None:
         self.requests: list[SummaryRequest] = []

@@ -136,6 +136,10 @@ class _AsSent:
         self.compile = compile
         self.name = inner.name
 
+    @property
+    def model_call(self) -> bool:
+        return self.inner.model_call
+
     def summarize(self, request: SummaryRequest) -> str:
         if request.context:
             view = self.compile(request.context, request.system, request.tools)

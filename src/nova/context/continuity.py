@@ -178,6 +178,10 @@ class ContinuityGuard:
         self.reports: list[ContinuityReport] = []
 
     @property
+    def model_call(self) -> bool:
+        return self.inner.model_call
+
+    @property
     def last(self) -> ContinuityReport | None:
         return self.reports[-1] if self.reports else None
 

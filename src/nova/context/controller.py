@@ -48,7 +48,7 @@ from nova.context.oversize import CUT_DIR, fit_message
 from nova.context.receipt import CompactionReceipt, compaction_receipt, receipt_line
 from nova.context.shown_paths import shown_path
 from nova.context.spill import Spiller
-from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message, makes_model_call
+from nova.context.summarize import ExtractiveSummarizer, Summarizer, is_user_message
 from nova.errors import PromptTooLarge
 from nova.history.incremental import follow
 from nova.messages import Message, ToolResultPart, ToolUsePart
@@ -274,7 +274,7 @@ class ContextController(BudgetLines, Extension):
         before the soft line, which compacts anyway, it compacts when the compaction pays within one cycle
         (the calls from the view it leaves back to the soft line). A cold cache (the TTL passed since the last call) is a discount: the next call
         writes the whole prefix anyway, so compacting rewrites nothing that was not lost."""
-        model_call = makes_model_call(self.summarizer)
+        model_call = self.summarizer.model_call
         receipt = compaction_receipt(tokens_before=used, tokens_after=after,
                                      summary_input_tokens=used if model_call else 0,
                                      summary_output_tokens=summary_tokens if model_call else 0, prices=self.prices,
@@ -592,7 +592,7 @@ class ContextController(BudgetLines, Extension):
         model call; a model summary reads the view as last sent and writes the summary's body (the rest
         of the summary message, the user's words, carried rows and restored files, Nova adds itself)."""
         written = outcome.written
-        model_call = makes_model_call(self.summarizer)
+        model_call = self.summarizer.model_call
         return compaction_receipt(tokens_before=tokens_before, tokens_after=tokens_after,
                                   summary_input_tokens=tokens_before if model_call else 0,
                                   summary_output_tokens=written if model_call else 0, prices=self.prices,

@@ -43,7 +43,6 @@ __all__ = [
     "build_user_section",
     "continuity_section",
     "is_user_message",
-    "makes_model_call",
     "rejected_approaches",
     "render_transcript",
     "summarizer_for",
@@ -125,6 +124,12 @@ class SummaryRequest:
 class Summarizer(Protocol):
     name: str
 
+    @property
+    def model_call(self) -> bool:
+        """Whether a summary costs a model call (the receipt and the cost schedule price it): the
+        extractive summarizer is Nova's own code and makes none; a wrapper makes what it wraps."""
+        ...
+
     def summarize(self, request: SummaryRequest) -> str:
         """The summary text. Raise `SummaryError` (or anything) on failure."""
         ...
@@ -201,6 +206,7 @@ class ModelSummarizer:
     """Asks the model, reusing the cached prefix: same system, same tools, the conversation as sent."""
 
     name = "model"
+    model_call = True
 
     def __init__(self, provider: Provider, *, model: str, reuse_cache: bool = True,
                  cache: CacheHints | None = None) -> None:
@@ -556,6 +562,7 @@ class ExtractiveSummarizer:
     """
 
     name = "extractive"
+    model_call = False
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         from nova.tokens import HeuristicCounter
@@ -889,19 +896,6 @@ def _default_counter() -> TokenCounter:
     from nova.tokens import HeuristicCounter
 
     return HeuristicCounter()
-
-
-def makes_model_call(summarizer: Summarizer) -> bool:
-    """Whether a summary by `summarizer` costs a model call: the extractive summarizer makes none. A
-    wrapper (the continuity guard, the view-as-sent adapter) makes what the summarizer inside it
-    (`inner`) makes, unless it says otherwise (`model_call`: a replay's stand-in for a model summary)."""
-    declared = getattr(summarizer, "model_call", None)
-    if isinstance(declared, bool):
-        return declared
-    inner = getattr(summarizer, "inner", None)
-    if inner is not None:
-        return makes_model_call(inner)
-    return not isinstance(summarizer, ExtractiveSummarizer)
 
 
 def summarizer_for(

@@ -7,6 +7,7 @@ from pathlib import Path
 from nova.agent.loop import Agent
 from nova.agent.parts import ModelBinding, Toolbox
 from nova.history.invariants import check_tool_pairing
+from nova.messages import Message
 from nova.sessions.link import SessionLink
 from nova.sessions.session import Session
 from nova.settings import PermissionsConfig
@@ -17,12 +18,18 @@ from nova.tools.permissions import PermissionPolicy
 from .helpers import history, make_controller
 
 
+def _recorded(home: Path, cwd: Path, messages: list[Message]) -> Session:
+    """A new session under `home` that has recorded `messages`."""
+    session = Session.create(home, cwd=cwd)
+    for m in messages:
+        session.record_message(m)
+    return session
+
+
 def test_compaction_is_recorded_and_resume_starts_at_the_boundary(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    session = Session.create(home, cwd=tmp_path)
     prior = history(40, output_chars=1200)
-    for m in prior:
-        session.record_message(m)
+    session = _recorded(home, tmp_path, prior)
     controller, _ = make_controller(tmp_path, window=20_000, recorder=session)
     agent = Agent(model=ModelBinding(provider=ScriptedProvider([reply("ok")]), name="m"),
                   toolbox=Toolbox(tools=default_registry(), cwd=tmp_path,
@@ -48,10 +55,8 @@ def test_a_manual_compaction_that_would_grow_the_view_leaves_no_trace(tmp_path: 
     from nova.sessions.schema import BoundaryRecord
 
     home = tmp_path / "home"
-    session = Session.create(home, cwd=tmp_path)
     prior = history(3, output_chars=200)
-    for m in prior:
-        session.record_message(m)
+    session = _recorded(home, tmp_path, prior)
     controller, seen = make_controller(tmp_path, window=200_000, recorder=session)
     before = controller.measure(prior)
 

@@ -25,6 +25,19 @@ from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 COUNTER = HeuristicCounter(CL100K_PROFILE)
 
 
+def _reads(task: str, calls: int, *, path: str, line: str, repeat: int) -> list[Message]:
+    """A task, then `calls` bash reads of a file each (`path` and `line` formatted with the call's number),
+    then a closing reply: a run that grows steadily, one second a call."""
+    messages = [Message.user(task, id="task")]
+    for i in range(calls):
+        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat {path.format(i)}"})
+        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i))
+        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", line.format(i) * repeat),),
+                                id=f"r{i}", created_at=1000.5 + i))
+    messages.append(Message.assistant("Done.", id="final", created_at=2000.0))
+    return messages
+
+
 def test_figures_by_hand_at_claude_sonnet_prices() -> None:
     # claude-sonnet-4-5: input $3/M, read 0.1x, write 1.25x, output 5x.
     prices = prices_for("claude-sonnet-4-5")
@@ -107,13 +120,7 @@ def test_replay_json_and_text_carry_the_settled_receipt() -> None:
 
     tools = (ToolSpec(name="bash", description="Run a shell command.",
                       input_schema={"type": "object", "properties": {"command": {"type": "string"}}}),)
-    messages = [Message.user("Fix f3.py so the tests pass.", id="task")]
-    for i in range(12):
-        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat f{i}.py"})
-        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i))
-        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"line{i} " * 300),),
-                                id=f"r{i}", created_at=1000.5 + i))
-    messages.append(Message.assistant("Done.", id="final", created_at=2000.0))
+    messages = _reads("Fix f3.py so the tests pass.", 12, path="f{}.py", line="line{} ", repeat=300)
     at = 1 + 2 * 8  # before the 9th assistant message: calls 9..13 are sent the compacted view
     report = replay_messages(messages, system="You are a coding agent.", tools=tools, window=128_000,
                              policy="nova", counter=COUNTER, compact_before=[at], price_model="claude-sonnet-4-5")
@@ -159,13 +166,7 @@ def test_a_replayed_receipt_rewrites_what_the_simulated_cache_writes() -> None:
     tools = (ToolSpec(name="bash", description="Run a shell command.",
                       input_schema={"type": "object", "properties": {"command": {"type": "string"}}}),)
     system = "You are a careful coding agent. Follow the repository's conventions. " * 400
-    messages = [Message.user("Fix f3.py so the tests pass.", id="task")]
-    for i in range(12):
-        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat f{i}.py"})
-        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i))
-        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"line{i} " * 300),),
-                                id=f"r{i}", created_at=1000.5 + i))
-    messages.append(Message.assistant("Done.", id="final", created_at=2000.0))
+    messages = _reads("Fix f3.py so the tests pass.", 12, path="f{}.py", line="line{} ", repeat=300)
     report = replay_messages(messages, system=system, tools=tools, window=128_000, policy="nova", counter=COUNTER,
                              compact_before=[1 + 2 * 8], price_model="claude-sonnet-4-5", provider_cache="anthropic")
     (receipt,) = report.receipts
@@ -226,13 +227,7 @@ def test_the_receipt_charges_a_summary_call_only_when_the_summarizer_makes_one(t
     assert "no summary call" in receipt_line(compaction_receipt(
         tokens_before=1_000, tokens_after=100, summary_input_tokens=0, summary_output_tokens=0, prices=CachePrices()))
 
-    messages = [Message.user("Fix the date parser in utils/dates.py.", id="task")]
-    for i in range(14):
-        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat src/mod{i}.py"})
-        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i))
-        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"row {i} " * 400),),
-                                id=f"r{i}", created_at=1000.5 + i))
-    messages.append(Message.assistant("Done.", id="final", created_at=2000.0))
+    messages = _reads("Fix the date parser in utils/dates.py.", 14, path="src/mod{}.py", line="row {} ", repeat=400)
     report = replay_messages(messages, system="You are a coding agent.", window=128_000, policy="nova",
                              counter=COUNTER, compact_before=[21], price_model="claude-sonnet-4-5",
                              provider_cache="anthropic")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from nova.context.summarize import user_entries_of_summary
@@ -72,7 +72,9 @@ def test_every_user_text_is_in_the_view_verbatim_after_any_number_of_compactions
     assistants = [i for i, m in enumerate(repaired) if m.role == "assistant"]
     points = sorted({seed.choice(assistants) for _ in range(compactions)} | {len(repaired)})
     replayed = replay_messages(repaired, window=16_000, policy="nova", compact_before=points)
-    assert replayed.compactions >= 1
+    # A forced compaction of a history shorter than its own summary is declined, as `/compact` is: such a
+    # case says nothing about what compactions keep.
+    assume(replayed.compactions >= 1)
     text = view_text(replayed.final_view)
     missing = [t for t in typed if t not in text]
     assert missing == []

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from nova.context.cache_sim import AnthropicCache, Block, ProviderCache, volatile_tail
+from nova.context.summarize import user_entries_of_summary
 from nova.messages import Message, ToolResultPart, ToolUsePart, new_id, to_dict
 from nova.model import ModelRequest, Usage
 from nova.providers.scripted import FunctionProvider, reply
@@ -122,10 +123,13 @@ def _is_human_prompt(message: Message) -> bool:
 
 
 def _turn_prompt(request: ModelRequest) -> str:
-    """The request of the current turn. After a compaction it may only survive inside the summary."""
+    """The request of the current turn: the newest words a person typed. After a compaction they may only
+    survive in the summary's user section (the session's opening message, kept ahead of it, is older)."""
     for message in reversed(request.messages):
         if _is_human_prompt(message):
             return message.text
+        if message.has("summary") and (entries := user_entries_of_summary(message.text)):
+            return entries[-1][1]
     return DEMO_PROMPT if any(DEMO_PROMPT in m.text for m in request.messages) else ""
 
 

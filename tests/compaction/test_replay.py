@@ -85,3 +85,20 @@ def test_replay_command_rejects_unknown_policy() -> None:
     app.callback()(lambda: None)
     result = CliRunner().invoke(app, ["replay", str(FILES[0]), "--policy", "magic"])
     assert result.exit_code == 2
+
+
+def test_the_text_says_when_the_receipts_price_summary_calls_the_cost_leaves_out(tmp_path: Path) -> None:
+    """A replay's receipts price the model summary a live Nova would ask for; its cost counts those calls
+    only with `--summarizer model-estimate`, and the line says so instead of "summary calls 0"."""
+    app = typer.Typer()
+    app.command("replay")(replay_command)
+    app.callback()(lambda: None)
+    common = ["replay", str(FILES[0]), "--window", "32000", "--provider-cache", "anthropic", "--price",
+              "claude-sonnet-4-5"]
+    plain = CliRunner().invoke(app, common, env={"COLUMNS": "240"})
+    assert plain.exit_code == 0, plain.output
+    assert "compaction 1: " in plain.output and "summary call " in plain.output
+    assert "summary calls not counted (--summarizer model-estimate counts the" in plain.output
+    counted = CliRunner().invoke(app, [*common, "--summarizer", "model-estimate"], env={"COLUMNS": "240"})
+    assert counted.exit_code == 0, counted.output
+    assert "summary calls not counted" not in counted.output and "summary calls 0" not in counted.output

@@ -45,3 +45,13 @@ def test_footer_says_when_the_price_is_unknown() -> None:
 def test_footer_says_cost_once() -> None:
     line = format_footer(used=10, limit=100, window=200, cost=None, cache_hit_rate=None)
     assert "cost cost" not in line and "cost unknown (model not in the price table)" in line
+
+
+def test_a_declined_compaction_reads_as_a_decision_not_a_failure() -> None:
+    declined = ev.CompactionEnd(session_id="s", ok=False, declined=True, tokens_before=900, tokens_after=900,
+                                error="the summary would not make the view smaller (900 → 1,400 tokens); nothing changed")
+    failed = ev.CompactionEnd(session_id="s", ok=False, tokens_before=900, tokens_after=900,
+                              error="summarizer failed: timeout")
+    text = render(False, [declined, failed])
+    assert "compaction declined: the summary would not make the view smaller" in text
+    assert "compaction failed: summarizer failed: timeout" in text

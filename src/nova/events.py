@@ -151,6 +151,9 @@ class CompactionEnd(_SessionEvent):
     snipped: int = 0
     duration_s: float = 0.0
     error: str = ""
+    declined: bool = False
+    """Not made, and not a failure: the summary would not have made the view smaller (`error` says by how
+    much), so nothing changed."""
     receipt: dict[str, Any] | None = None
     """`nova.context.receipt.CompactionReceipt.to_json()` of a successful compaction."""
     receipt_text: str = ""

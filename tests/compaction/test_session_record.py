@@ -66,6 +66,7 @@ def test_a_manual_compaction_that_would_grow_the_view_leaves_no_trace(tmp_path: 
     assert controller.stats.compactions == 0 and controller.receipts == []
     ends = [e for e in seen if isinstance(e, ev.CompactionEnd)]
     assert [e.ok for e in ends] == [False] and "would not make the view smaller" in ends[0].error
+    assert ends[0].declined  # said as a decision, not as a failure
     assert not any(isinstance(r, BoundaryRecord) for r in session.transcript.iter_records())
     session.close()
     reopened = Session.open(home, session.id, readonly=True)

@@ -556,6 +556,12 @@ async def compaction_notice(nova_home: Path, tmp_path: Path) -> None:
                                             receipt=receipt.to_json(), receipt_text=receipt_line(receipt)))
         await pilot.pause(0.05)
         assert f"compaction done {receipt_line(receipt)}" in _notices(app)
+        # A `/compact` the controller declined (it would have grown the view) is said as such, not as a failure.
+        app.on_agent_event(ev.CompactionEnd(session_id="s", ok=False, declined=True, tokens_before=900,
+                                            tokens_after=900, error="the summary would not make the view smaller"))
+        await pilot.pause(0.05)
+        assert "compaction declined: the summary would not make the view smaller" in _notices(app)
+        assert "compaction failed" not in _notices(app)
 
 
 def test_the_footer_fits_an_80_column_terminal_whole(nova_home: Path, tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ class Timeline:
                     f"({event.reason})")
         elif isinstance(event, ev.CompactionEnd):
             self._shown_percent = None
-            status = "done" if event.ok else f"failed: {_shown(event.error)}"
+            status = "done" if event.ok else f"{'declined' if event.declined else 'failed'}: {_shown(event.error)}"
             if event.ok and event.receipt_text:
                 # The receipt already names the sizes, in the words every other surface uses.
                 c.print(f"  [magenta]compaction {status}[/] {_shown(event.receipt_text)}")

@@ -562,7 +562,7 @@ class ContextController(BudgetLines, Extension):
             self.ledger.restore(anchor)
             if started:
                 self.bus.emit(ev.CompactionEnd(
-                    session_id=self.session_id, ok=False, tokens_before=used, tokens_after=used,
+                    session_id=self.session_id, ok=False, declined=True, tokens_before=used, tokens_after=used,
                     duration_s=time.monotonic() - started_at,
                     error=f"the summary would not make the view smaller ({used:,} → {after:,} tokens); "
                           "nothing changed"))

@@ -136,6 +136,7 @@ class UIStreamEncoder:
             return [{"type": "data-nova-compaction-end",
                      "data": {"ok": event.ok, "tokensBefore": event.tokens_before, "tokensAfter": event.tokens_after,
                               "messagesCompacted": event.messages_compacted, "error": event.error,
+                              "declined": event.declined,
                               # The receipt: its figures, and the words the CLI line prints.
                               "receipt": event.receipt, "receiptText": event.receipt_text}}]
         if isinstance(event, ev.ModelCallStarted):

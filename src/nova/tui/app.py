@@ -292,7 +292,10 @@ class NovaTUI(App[None]):
             # The receipt in the words the CLI line prints (`nova.context.receipt.receipt_line`).
             done = f"compaction done {event.receipt_text}" if event.receipt_text else \
                 f"compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens"
-            self.notice(done if event.ok else f"compaction failed: {event.error}", error=not event.ok)
+            if event.declined:  # nothing changed, and nothing went wrong
+                self.notice(f"compaction declined: {event.error}")
+            else:
+                self.notice(done if event.ok else f"compaction failed: {event.error}", error=not event.ok)
         elif isinstance(event, ev.RetryScheduled):
             self.notice(event.describe())
         elif isinstance(event, ev.ErrorEvent):

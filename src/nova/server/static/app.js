@@ -217,7 +217,7 @@ async function send(text) {
           setCompacting(false);
           // The receipt in the CLI line's words when there is one (nova.context.receipt.receipt_line).
           node.append(el('div', { class: 'notice receipt' }, !chunk.data.ok
-            ? `Compaction failed: ${chunk.data.error}`
+            ? `Compaction ${chunk.data.declined ? 'declined' : 'failed'}: ${chunk.data.error}`
             : chunk.data.receiptText ? `compaction done ${chunk.data.receiptText}`
             : `Compacted: ${chunk.data.tokensBefore.toLocaleString('en-US')} → ${chunk.data.tokensAfter.toLocaleString('en-US')} tokens.`));
           break;

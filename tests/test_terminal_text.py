@@ -127,3 +127,19 @@ def test_an_error_naming_a_hostile_file_is_text(tmp_path: Path) -> None:
     result = runner.invoke(app, ["sessions", "import", str(missing)])
     assert result.exit_code == 1 and "does not exist" in result.output
     _no_control(result.output)
+
+
+def test_piped_output_keeps_each_line_whole_unless_a_width_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Into a pipe or a log, a figure or a path cut at rich's default 80 columns cannot be grepped.
+    line = "compaction 1: " + ", ".join(f"figure {i:,} input-token equivalents" for i in range(6))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    piped = io.StringIO()
+    terminal_console(file=piped, highlight=False).print(line, markup=False)
+    assert piped.getvalue() == line + "\n"
+    narrow = io.StringIO()
+    terminal_console(file=narrow, width=60, highlight=False).print(line, markup=False)
+    assert len(narrow.getvalue().splitlines()) > 1
+    monkeypatch.setenv("COLUMNS", "60")
+    sized = io.StringIO()
+    terminal_console(file=sized, highlight=False).print(line, markup=False)
+    assert len(sized.getvalue().splitlines()) > 1

@@ -12,6 +12,7 @@ interpolated into a markup string must still be escaped (`rich.markup.escape`) o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,6 +25,18 @@ __all__ = ["SafeConsole", "terminal_console"]
 
 
 class SafeConsole(Console):
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.width_asked = options.get("width") is not None
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **options: Any) -> None:
+        # Into a pipe or a file nobody reads at a width: a line is not cut at rich's default 80 columns
+        # (which split figures and paths for grep and logs) unless a width was asked for.
+        if (soft_wrap is None and not self.soft_wrap and not self.is_terminal and not self.width_asked
+                and not os.environ.get("COLUMNS")):
+            soft_wrap = True
+        super().print(*objects, soft_wrap=soft_wrap, **options)
+
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         # Control segments are rich's own cursor moves (live displays); everything else is text.
         return super()._render_buffer(

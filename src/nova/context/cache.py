@@ -124,10 +124,10 @@ def plan_cache(
     last_user = _last_user_index(request.messages)
     upto = [m for m in request.messages[: last_user + 1] if m.role != "system"]
     system = system_text(request)
+    sizes = [count_message(m, counter) for m in upto]
     return _plan(request, system=system, tools_tokens=count_tools(request.tools, counter),
-                 system_tokens=count_system(system, counter), last_user=last_user,
-                 messages_tokens=sum(count_message(m, counter) for m in upto),
-                 first_tokens=count_message(upto[0], counter) if upto else 0, min_tokens=min_tokens)
+                 system_tokens=count_system(system, counter), last_user=last_user, messages_tokens=sum(sizes),
+                 first_tokens=sizes[0] if sizes else 0, min_tokens=min_tokens)
 
 
 def _plan(request: ModelRequest, *, system: str, tools_tokens: int, system_tokens: int, last_user: int,

@@ -138,7 +138,7 @@ def pinned_opening(history: Sequence[Message], *, budget: ContextBudget, counter
         return []
     if not all(isinstance(p, TextPart) and not p.harness for p in first.parts):
         return []
-    return [first] if count_message(first, counter) <= budget.threshold // 3 else []
+    return [first] if message_size(counter)(first) <= budget.threshold // 3 else []
 
 
 def is_nova_insert(message: Message) -> bool:

@@ -600,8 +600,7 @@ class ContextController(BudgetLines, Extension):
 
     def _pinned_tokens(self, history: Sequence[Message]) -> int:
         """The opening message a compaction would keep where it is (`pinned_opening`): still cached after it."""
-        return sum(count_message(m, self.counter) for m in pinned_opening(history, budget=self.budget,
-                                                                          counter=self.counter))
+        return sum(map(message_size(self.counter), pinned_opening(history, budget=self.budget, counter=self.counter)))
 
     def _view_overhead(self, history: Sequence[Message], used: int) -> int:
         """What the view holds besides the history: system prompt, tools, and what the compiler adds

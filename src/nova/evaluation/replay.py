@@ -418,16 +418,12 @@ class _ModelSummaryStandIn:
         return self.inner.summarize(request)
 
 
-class _RecordingSummarizer:
-    """Wraps the summarizer a replay really uses and keeps each request with the text it got, so the cost
+class _RecordingSummarizer(_ModelSummaryStandIn):
+    """The stand-in for a model summary that also keeps each request with the text it got, so the cost
     model can count the call a model summarizer would have made in its place."""
 
-    model_call = True
-    """It stands for a model summary: receipts and the cost schedule count the call it would make."""
-
     def __init__(self, inner: Summarizer) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.pending: list[tuple[SummaryRequest, str]] = []
 
     def summarize(self, request: SummaryRequest) -> str:

@@ -88,6 +88,8 @@ class Session(RecordedSession):
         """The torn last line set aside when this session was opened, if there was one."""
         self.last_repair: RepairReport | None = None
         """What `load_history` had to repair, for the resume notice."""
+        self.last_boundary: BoundaryRecord | None = None
+        """The compact_boundary the last `load_history` started from (None: there was none)."""
         self._tail: tuple[TailRead, bool] | None = None
         """The tail `open` parsed and whether its messages need no repair, kept for `load_history` until
         a message or boundary is recorded."""
@@ -537,6 +539,7 @@ class Session(RecordedSession):
             tail = self.transcript.read_tail(observe=scan.add, messages_only=True)
             valid = scan.valid
         self._tail = None
+        self.last_boundary = tail.boundary
         messages = tail.messages()
         rewritten = {s.message.id: s.message for s in self.store.get_rewritten_messages(self.id)}
         if rewritten:

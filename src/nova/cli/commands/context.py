@@ -131,7 +131,7 @@ def measure_session(session_id: str | None, *, home: Path | None = None) -> Meas
         history = session.load_history()
         # The messages the latest compaction kept were answered before it: their usage measured the view
         # the compaction replaced, so none of them anchors the figure of the view that is now sent.
-        boundary = session.transcript.read_tail(messages_only=True).boundary
+        boundary = session.last_boundary
         kept = {m.id for m in boundary.head()} if boundary is not None else set()
         cwd = Path(session.meta.cwd or ".")
         sources = build_context_sources(settings=settings, cwd=cwd, contract=SYSTEM_CONTRACT)

@@ -128,12 +128,13 @@ def messages_to_anthropic(
     """The `messages` array. System-role messages are skipped (see `request_to_anthropic`)."""
     sent = [m for m in messages if m.role != "system"]
     contents = [_blocks(m) for m in sent]
-    at = message_breakpoint_index(sent, has_content=lambda i: bool(contents[i]))
-    # Copy each marked block: the caller may hold on to the dicts built above.
-    if cache is not None and cache.first_message and at > 0 and contents[0]:
-        contents[0][-1] = {**contents[0][-1], "cache_control": cache_control(cache)}
-    if cache is not None and cache.last_user_message and at >= 0:
-        contents[at][-1] = {**contents[at][-1], "cache_control": cache_control(cache)}
+    if cache is not None and (cache.last_user_message or cache.first_message):
+        at = message_breakpoint_index(sent, has_content=lambda i: bool(contents[i]))
+        # Copy each marked block: the caller may hold on to the dicts built above.
+        if cache.first_message and at > 0 and contents[0]:
+            contents[0][-1] = {**contents[0][-1], "cache_control": cache_control(cache)}
+        if cache.last_user_message and at >= 0:
+            contents[at][-1] = {**contents[at][-1], "cache_control": cache_control(cache)}
     return [{"role": m.role, "content": content} for m, content in zip(sent, contents, strict=True)]
 
 

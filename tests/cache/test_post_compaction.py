@@ -91,3 +91,36 @@ def test_the_demo_reads_at_least_90_percent_from_the_cache_after_its_compaction(
     anthropic = AnthropicCache()
     usage = [request_usage(anthropic, r, counter) for r in requests[: first_after + 1]][-1]
     assert usage.cache_read_tokens >= kept
+
+
+def test_a_resume_after_the_demo_compaction_sends_the_opening_as_it_was(
+        tmp_path: Path, nova_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The resumed view starts as the compacted one did: the person's opening message alone, then the
+    # summary. Merged into one message, the opening would leave the cached prefix, and the next
+    # compaction would fold it into a summary instead of keeping it.
+    from nova.agent.builder import AgentOptions
+    from nova.agent.demo import DEMO_PROMPT, make_demo_project, make_demo_provider
+    from nova.cli.commands.cli_settings import settings_from_cli
+    from nova.cli.commands.run import run_task
+
+    monkeypatch.setenv("NOVA_HOME", str(nova_home))
+    settings = settings_from_cli(provider="demo", model="nova-demo")
+    options = AgentOptions(cwd=make_demo_project(tmp_path / "demo"), yes=True, max_steps=20)
+    first, again = make_demo_provider(), make_demo_provider()
+    done = run_task(settings, first, options, DEMO_PROMPT, quiet=True)
+    run_task(settings, again, options, "What did you change?", quiet=True, resume_id=str(done["session_id"]))
+    before: list[ModelRequest] = first.requests
+    after: list[ModelRequest] = again.requests
+    assert after, "the resumed turn calls the model"
+    compacted = next(r for r in reversed(before) if any(m.origin == "summary" for m in r.messages))
+    sent = [m for m in compacted.messages if m.role != "system"]
+    resumed = [m for m in after[0].messages if m.role != "system"]
+    assert resumed[0].parts == sent[0].parts and resumed[0].origin is None
+    assert resumed[1].origin == "summary" and resumed[1].parts == sent[1].parts
+    counter = HeuristicCounter(CL100K_PROFILE)
+    anthropic = AnthropicCache()
+    for request in before:
+        request_usage(anthropic, request, counter)
+    blocks, head = request_blocks(after[0], counter)
+    usage = request_usage(anthropic, after[0], counter)
+    assert usage.cache_read_tokens >= sum(b.tokens for b in blocks[: head + 1])

@@ -10,7 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nova.messages import Message, TextPart, ThinkingPart, ToolResultPart, ToolUsePart, person_entries
+from nova.messages import (
+    Message,
+    SummaryPart,
+    TextPart,
+    ThinkingPart,
+    ToolResultPart,
+    ToolUsePart,
+    person_entries,
+)
 from nova.sessions.repair import INTERRUPTED, RepairReport, _already_valid, _repair, repair_history
 from nova.sessions.schema import BoundaryRecord
 from nova.sessions.session import Session
@@ -26,7 +34,7 @@ def check_provider_ready(history: list[Message]) -> None:
     for i, m in enumerate(history):
         assert m.role in ("user", "assistant") and m.parts
         assert not any(isinstance(p, ThinkingPart) for p in m.parts)
-        if i:
+        if i and not (i == 1 and m.role == "user" and m.has("summary")):  # the summary after the opening
             assert m.role != history[i - 1].role
         uses = [p.id for p in m.tool_uses()]
         call_ids.extend(uses)
@@ -266,3 +274,49 @@ def test_a_merge_keeps_each_text_with_who_wrote_it_and_its_own_id() -> None:
     assert [e for m in repaired for e in person_entries(m)] == [("m3", "Review the metrics sync."),
                                                                ("m5", "no, it's not phase 1")]
     assert repair_history(repaired)[0] == repaired  # and a repaired history needs nothing more
+
+
+def _summary(id: str) -> Message:
+    return Message(role="user", parts=(SummaryPart("[Previous conversation summary]\n- fixed the parser"),),
+                   id=id, origin="summary")
+
+
+def test_a_summary_right_after_the_opening_stays_its_own_message() -> None:
+    # How a compaction that keeps the opening leaves the view: resumed, the opening must still be a
+    # message of the person's words alone, so the next compaction keeps it in place as well.
+    history = [user("Fix the parser.", "u1"), _summary("s1"), assistant_call("a1", "c1"), results("r1", "c1"),
+               Message.assistant("done", id="a2")]
+    out, report = repair_history(history)
+    assert out == history and not report.changed
+    assert _already_valid(history)
+    check_provider_ready(out)
+
+
+def test_two_user_messages_are_merged_anywhere_else() -> None:
+    # A summary that opens the history takes the next user message into it, as any two user messages do;
+    # so does a summary further in, and user text after the kept opening and its summary.
+    for history in (
+        [_summary("s1"), user("go on", "u2"), Message.assistant("ok", id="a1")],
+        [user("Fix the parser.", "u1"), _summary("s1"), user("and the lexer", "u2"), Message.assistant("ok", id="a1")],
+        [user("a", "u1"), Message.assistant("ok", id="a1"), user("b", "u2"), _summary("s2")],
+    ):
+        assert not _already_valid(history)
+        out, report = repair_history(history)
+        assert report.merged_messages == 1
+        check_provider_ready(out)
+
+
+def test_a_resumed_session_keeps_the_opening_apart_from_the_summary(tmp_path: Path) -> None:
+    opening = user("Fix the parser.", "u1")
+    s = Session.create(tmp_path, title="p", cwd=str(tmp_path), provider="p", model="m")
+    for m in (opening, assistant_call("a1", "c1"), results("r1", "c1")):
+        s.record_message(m)
+    s.record_compact_boundary(BoundaryRecord(id="b1", summary="- fixed the parser", covers=("a1", "r1"),
+                                             messages=(opening, _summary("b1.summary"))))
+    s.record_message(Message.assistant("done", id="a2"))
+    s.close()
+    again = Session.open(tmp_path, s.id)
+    resumed = again.load_history()
+    again.close()
+    assert [m.id for m in resumed] == ["u1", "b1.summary", "a2"]
+    assert resumed[0].parts == opening.parts and not again.last_repair.changed

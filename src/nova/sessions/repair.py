@@ -10,7 +10,10 @@ provider, so `repair_history` rewrites the *view* (never the log) until these ho
 - a tool_result with no call before it is dropped from the view (the raw log keeps it);
 - no thinking parts (their signatures are only valid inside the original tool loop);
 - roles alternate user / assistant and the history starts with a user message; a stray system message
-  becomes user text; empty messages and empty text parts are dropped.
+  becomes user text; empty messages and empty text parts are dropped. One exception: a compaction
+  summary right after the opening message stays its own message, as the live compaction sends it (both
+  provider APIs take two user messages in a row). Merged, the opening would hold the summary, and every
+  later compaction would fold it instead of keeping it as the prefix the prompt cache reads.
 
 It is a pure function: same input, same output (derived ids, no clock), and a history that already
 satisfies these rules comes back unchanged.
@@ -125,20 +128,29 @@ class HistoryScan:
     feeds each message while it is still in the CPU cache, so a long healthy history costs no second
     walk. Allocates almost nothing; any doubt answers False."""
 
-    __slots__ = ("_answers", "_calls", "_later_role", "_valid")
+    __slots__ = ("_answers", "_calls", "_later_role", "_later_summary", "_must_be_oldest", "_valid")
 
     def __init__(self) -> None:
         self._valid = True
         self._calls: set[str] = set()
         self._answers: list[str] = []  # result ids heading the message after the next one fed, in order
         self._later_role = ""  # role of the message fed last ("" before the first)
+        self._later_summary = False  # the message fed last is a compaction summary
+        self._must_be_oldest = False  # the message fed last may only be the opening, before the summary
 
     def add(self, m: Message) -> None:
         if not self._valid:
             return
-        if m.role == self._later_role or m.role == "system" or not m.parts:
+        if self._must_be_oldest or m.role == "system" or not m.parts:
             self._valid = False
             return
+        if m.role == self._later_role:
+            # Two user messages in a row are kept only as the opening and the summary after it.
+            if not (self._later_summary and m.role == "user" and not _is_summary(m)):
+                self._valid = False
+                return
+            self._must_be_oldest = True
+        self._later_summary = _is_summary(m)
         ids: list[str] = []  # a user message's result ids in order, or an assistant message's call ids
         leading = True  # tool results must come before anything else in their message
         for p in m.parts:
@@ -323,10 +335,19 @@ def _results_message(owner: Message, results: list[ToolResultPart]) -> Message:
     return Message(role="user", parts=tuple(results), id=f"{owner.id}.results", created_at=owner.created_at)
 
 
+def _summary_after_opening(out: list[Message], message: Message) -> bool:
+    """`message`, about to follow `out`, is a compaction summary right after the opening: kept apart."""
+    return len(out) == 1 and message.role == "user" and _is_summary(message) and not _is_summary(out[0])
+
+
+def _is_summary(message: Message) -> bool:
+    return message.origin == "summary" or message.has("summary")
+
+
 def _merge_same_role(messages: list[Message], report: RepairReport) -> list[Message]:
     out: list[Message] = []
     for m in messages:
-        if out and out[-1].role == m.role:
+        if out and out[-1].role == m.role and not _summary_after_opening(out, m):
             prev = out[-1]
             if m.role == "user":
                 # Each text keeps who wrote it and the id it had: the person's words stay theirs (and

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from nova.errors import MissingDependency, StorageError
 from nova.messages import Message, from_dict, to_dict
-from nova.sessions.schema import json_text, strip_thinking, task_state_text
+from nova.sessions.schema import json_text, strip_thinking, write_task_state
 from nova.sessions.store import (
     ConcurrentWrites,
     RecordStore,
@@ -40,7 +40,6 @@ from nova.sessions.store import (
     SessionStore,
     StoredMessage,
     StoredTaskState,
-    TaskStateConflict,
 )
 from nova.version import install_line
 
@@ -472,10 +471,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
     def put_task_state(
         self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
     ) -> int:
-        text = task_state_text(session_id, state)
-        now = time.time()
-        # One statement per branch: the version check and the write are atomic against other workers.
-        if expected_version is None:
+        def upsert(text: str, now: float) -> int:
             row = self._run("writing task state", lambda conn: conn.execute(
                 "INSERT INTO nova_task_state (session_id, state, version, updated_at) VALUES (%s, %s::jsonb, 1, %s)"
                 " ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state,"
@@ -483,18 +479,19 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
                 (session_id, text, now)).fetchone())
             assert row is not None
             return int(row[0])
-        if expected_version == 0:
-            sql = ("INSERT INTO nova_task_state (session_id, state, version, updated_at) VALUES (%s, %s::jsonb, 1, %s)"
-                   " ON CONFLICT (session_id) DO NOTHING")
-            params: tuple[Any, ...] = (session_id, text, now)
-        else:
-            sql = ("UPDATE nova_task_state SET state = %s::jsonb, version = version + 1, updated_at = %s"
-                   " WHERE session_id = %s AND version = %s")
-            params = (text, now, session_id, expected_version)
-        changed = self._run("writing task state", lambda conn: conn.execute(sql, params).rowcount)
-        if changed != 1:
-            raise TaskStateConflict(session_id, expected_version)
-        return expected_version + 1
+
+        def insert_new(text: str, now: float) -> int:
+            return self._run("writing task state", lambda conn: conn.execute(
+                "INSERT INTO nova_task_state (session_id, state, version, updated_at) VALUES (%s, %s::jsonb, 1, %s)"
+                " ON CONFLICT (session_id) DO NOTHING", (session_id, text, now)).rowcount)
+
+        def update_at(text: str, now: float, version: int) -> int:
+            return self._run("writing task state", lambda conn: conn.execute(
+                "UPDATE nova_task_state SET state = %s::jsonb, version = version + 1, updated_at = %s"
+                " WHERE session_id = %s AND version = %s", (text, now, session_id, version)).rowcount)
+
+        return write_task_state(session_id, state, expected_version, upsert=upsert, insert_new=insert_new,
+                                update_at=update_at)
 
     # -- transcript records (append-only; see `nova.sessions.db_transcript`) -------------------------
     def append_record(self, session_id: str, record_json: str, *, rid: str | None = None,

@@ -21,14 +21,13 @@ from typing import Any, TypeVar, cast
 from nova.errors import StorageError
 from nova.fs.private import create_private_file
 from nova.messages import Message, from_dict, to_dict
-from nova.sessions.schema import json_text, strip_thinking, task_state_text
+from nova.sessions.schema import json_text, strip_thinking, write_task_state
 from nova.sessions.store import (
     SessionRecord,
     SessionStore,
     SetAsideReport,
     StoredMessage,
     StoredTaskState,
-    TaskStateConflict,
 )
 
 __all__ = ["MIGRATIONS", "SQLiteSessionStore"]
@@ -357,33 +356,31 @@ class SQLiteSessionStore(SessionStore, SetAsideReport):
     def put_task_state(
         self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
     ) -> int:
-        text = task_state_text(session_id, state)
-        now = time.time()
-        # Each branch is one statement, so the version check and the write are atomic even against
-        # another connection (another process) writing the same row.
-        if expected_version is None:
-            row = self._write(
+        def upsert(text: str, now: float) -> int:
+            rows = self._write(
                 "INSERT INTO task_state (session_id, state, version, updated_at) VALUES (?, ?, 1, ?)"
                 " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state,"
                 " version = task_state.version + 1, updated_at = excluded.updated_at RETURNING version",
                 (session_id, text, now),
             ).fetchall()  # read to the end: the statement (and its write lock) finishes only then
-            return int(row[0][0])
-        if expected_version == 0:
-            cursor = self._write(
+            return int(rows[0][0])
+
+        def insert_new(text: str, now: float) -> int:
+            return self._write(
                 "INSERT INTO task_state (session_id, state, version, updated_at) VALUES (?, ?, 1, ?)"
                 " ON CONFLICT(session_id) DO NOTHING",
                 (session_id, text, now),
-            )
-        else:
-            cursor = self._write(
+            ).rowcount
+
+        def update_at(text: str, now: float, version: int) -> int:
+            return self._write(
                 "UPDATE task_state SET state = ?, version = version + 1, updated_at = ?"
                 " WHERE session_id = ? AND version = ?",
-                (text, now, session_id, expected_version),
-            )
-        if cursor.rowcount != 1:
-            raise TaskStateConflict(session_id, expected_version)
-        return expected_version + 1
+                (text, now, session_id, version),
+            ).rowcount
+
+        return write_task_state(session_id, state, expected_version, upsert=upsert, insert_new=insert_new,
+                                update_at=update_at)
 
     @_serialized
     def close(self) -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "encode",
     "event_record",
     "json_text",
+    "message_json",
     "message_record",
     "parse_record",
     "printable",
@@ -188,6 +189,11 @@ def json_text(value: Any, **options: Any) -> str:
     except UnicodeEncodeError:
         return json.dumps(value, ensure_ascii=True, **options)
     return text
+
+
+def message_json(message: Message) -> str:
+    """A message as the stores keep it: its JSON text, thinking stripped (SES-3)."""
+    return json_text(to_dict(strip_thinking(message)))
 
 
 def task_state_text(session_id: str, state: Mapping[str, Any]) -> str:

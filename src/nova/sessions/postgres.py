@@ -31,16 +31,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from nova.errors import MissingDependency, StorageError
-from nova.messages import Message, from_dict, to_dict
-from nova.sessions.schema import json_text, strip_thinking, task_state_text
+from nova.messages import Message, from_dict
+from nova.sessions.schema import json_text, message_json, write_task_state
 from nova.sessions.store import (
+    SESSION_COLUMNS,
     ConcurrentWrites,
     RecordStore,
     SessionRecord,
     SessionStore,
     StoredMessage,
     StoredTaskState,
-    TaskStateConflict,
 )
 from nova.version import install_line
 
@@ -188,8 +188,6 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     ),
 )
 
-# Named, not `*`: a later migration that adds a column must not shift what the row unpacking reads.
-_SESSION_COLUMNS = "id, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id"
 
 T = TypeVar("T")
 
@@ -385,7 +383,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
     # -- sessions -----------------------------------------------------------------------------------
     def save_session(self, record: SessionRecord) -> None:
         self._run("saving a session", lambda conn: conn.execute(
-            f"INSERT INTO nova_sessions ({_SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s)"
+            f"INSERT INTO nova_sessions ({SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s)"
             " ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, cwd = EXCLUDED.cwd,"
             " provider = EXCLUDED.provider, model = EXCLUDED.model, created_at = EXCLUDED.created_at,"
             " updated_at = EXCLUDED.updated_at, compacted_at = EXCLUDED.compacted_at, meta = EXCLUDED.meta,"
@@ -396,19 +394,19 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         row = self._run("reading a session", lambda conn: conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM nova_sessions WHERE id = %s", (session_id,)).fetchone())
-        return _session_from_row(row) if row else None
+            f"SELECT {SESSION_COLUMNS} FROM nova_sessions WHERE id = %s", (session_id,)).fetchone())
+        return SessionRecord.from_row(row) if row else None
 
     def list_sessions(self) -> list[SessionRecord]:
         rows = self._run("listing sessions", lambda conn: conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM nova_sessions ORDER BY updated_at DESC, id").fetchall())
-        return [_session_from_row(r) for r in rows]
+            f"SELECT {SESSION_COLUMNS} FROM nova_sessions ORDER BY updated_at DESC, id").fetchall())
+        return [SessionRecord.from_row(r) for r in rows]
 
     def list_children(self, parent_id: str) -> list[SessionRecord]:
         rows = self._run("listing sub-agent sessions", lambda conn: conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM nova_sessions WHERE parent_id = %s AND parent_id != ''"
+            f"SELECT {SESSION_COLUMNS} FROM nova_sessions WHERE parent_id = %s AND parent_id != ''"
             " ORDER BY created_at, id", (parent_id,)).fetchall())
-        return [_session_from_row(r) for r in rows]
+        return [SessionRecord.from_row(r) for r in rows]
 
     def delete_session(self, session_id: str) -> None:
         def delete(conn: Connection[Any]) -> None:
@@ -447,7 +445,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
             message = Message(message.role, message.parts, message_id, message.created_at, message.metadata)
         changed = self._run("rewriting a message", lambda conn: conn.execute(
             "UPDATE nova_messages SET content = %s::json, role = %s, rewritten = TRUE"
-            " WHERE session_id = %s AND id = %s", (_dump(message), message.role, session_id, message_id)).rowcount)
+            " WHERE session_id = %s AND id = %s", (message_json(message), message.role, session_id, message_id)).rowcount)
         if changed == 0:
             raise StorageError(f"session {session_id} has no message {message_id}")
 
@@ -472,10 +470,7 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
     def put_task_state(
         self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
     ) -> int:
-        text = task_state_text(session_id, state)
-        now = time.time()
-        # One statement per branch: the version check and the write are atomic against other workers.
-        if expected_version is None:
+        def upsert(text: str, now: float) -> int:
             row = self._run("writing task state", lambda conn: conn.execute(
                 "INSERT INTO nova_task_state (session_id, state, version, updated_at) VALUES (%s, %s::jsonb, 1, %s)"
                 " ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state,"
@@ -483,18 +478,19 @@ class PostgresSessionStore(SessionStore, RecordStore, ConcurrentWrites):
                 (session_id, text, now)).fetchone())
             assert row is not None
             return int(row[0])
-        if expected_version == 0:
-            sql = ("INSERT INTO nova_task_state (session_id, state, version, updated_at) VALUES (%s, %s::jsonb, 1, %s)"
-                   " ON CONFLICT (session_id) DO NOTHING")
-            params: tuple[Any, ...] = (session_id, text, now)
-        else:
-            sql = ("UPDATE nova_task_state SET state = %s::jsonb, version = version + 1, updated_at = %s"
-                   " WHERE session_id = %s AND version = %s")
-            params = (text, now, session_id, expected_version)
-        changed = self._run("writing task state", lambda conn: conn.execute(sql, params).rowcount)
-        if changed != 1:
-            raise TaskStateConflict(session_id, expected_version)
-        return expected_version + 1
+
+        def insert_new(text: str, now: float) -> int:
+            return self._run("writing task state", lambda conn: conn.execute(
+                "INSERT INTO nova_task_state (session_id, state, version, updated_at) VALUES (%s, %s::jsonb, 1, %s)"
+                " ON CONFLICT (session_id) DO NOTHING", (session_id, text, now)).rowcount)
+
+        def update_at(text: str, now: float, version: int) -> int:
+            return self._run("writing task state", lambda conn: conn.execute(
+                "UPDATE nova_task_state SET state = %s::jsonb, version = version + 1, updated_at = %s"
+                " WHERE session_id = %s AND version = %s", (text, now, session_id, version)).rowcount)
+
+        return write_task_state(session_id, state, expected_version, upsert=upsert, insert_new=insert_new,
+                                update_at=update_at)
 
     # -- transcript records (append-only; see `nova.sessions.db_transcript`) -------------------------
     def append_record(self, session_id: str, record_json: str, *, rid: str | None = None,
@@ -570,14 +566,4 @@ def _append_params(session_id: str, rid: str | None, record_json: str | None,
     """`_APPEND`'s parameters: the messages as four arrays, so the statement is the same whatever their
     number (the server plans it once)."""
     return (session_id, rid, record_json, time.time(), [m.id for m in messages], [m.role for m in messages],
-            [_dump(m) for m in messages], [m.created_at for m in messages])
-
-
-def _dump(message: Message) -> str:
-    return json_text(to_dict(strip_thinking(message)))
-
-
-def _session_from_row(row: Sequence[Any]) -> SessionRecord:
-    id_, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id = row
-    return SessionRecord(id=id_, title=title, cwd=cwd, provider=provider, model=model, created_at=created_at,
-                         updated_at=updated_at, compacted_at=compacted_at, meta=meta, parent_id=parent_id)
+            [message_json(m) for m in messages], [m.created_at for m in messages])

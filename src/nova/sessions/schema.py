@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from nova.errors import SchemaVersionError, StorageError
+from nova.errors import SchemaVersionError, StorageError, TaskStateConflict
 from nova.fs.safe_read import JSONTooDeep, loads
 from nova.messages import Message, SummaryPart, ThinkingPart, from_dict, to_dict
 from nova.model import Usage
@@ -60,12 +60,14 @@ __all__ = [
     "encode",
     "event_record",
     "json_text",
+    "message_json",
     "message_record",
     "parse_record",
     "printable",
     "record_from_json",
     "strip_thinking",
     "task_state_text",
+    "write_task_state",
 ]
 
 SCHEMA_VERSION = 1
@@ -189,12 +191,42 @@ def json_text(value: Any, **options: Any) -> str:
     return text
 
 
+def message_json(message: Message) -> str:
+    """A message as the stores keep it: its JSON text, thinking stripped (SES-3)."""
+    return json_text(to_dict(strip_thinking(message)))
+
+
 def task_state_text(session_id: str, state: Mapping[str, Any]) -> str:
     """A task state as the stores keep it (sorted keys); a value JSON cannot hold is a StorageError."""
     try:
         return json_text(dict(state), sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise StorageError(f"task state for {session_id} is not JSON-serializable: {exc}") from None
+
+
+def write_task_state(
+    session_id: str,
+    state: Mapping[str, Any],
+    expected_version: int | None,
+    *,
+    upsert: Callable[[str, float], int],
+    insert_new: Callable[[str, float], int],
+    update_at: Callable[[str, float, int], int],
+) -> int:
+    """The compare-and-set rule of `SessionStore.put_task_state`, kept once for every store; the store
+    gives the three statements, each called with the state's text and the time. No expected version:
+    `upsert` writes unconditionally and returns the version it stored. 0: `insert_new` adds the row only
+    where none is. Any other: `update_at` rewrites the row only at that version. Each is one statement,
+    so the check and the write are atomic even against another connection (another process) writing the
+    same row; the last two return the rows they changed, and none changed is a `TaskStateConflict`."""
+    text = task_state_text(session_id, state)
+    now = time.time()
+    if expected_version is None:
+        return upsert(text, now)
+    changed = insert_new(text, now) if expected_version == 0 else update_at(text, now, expected_version)
+    if changed != 1:
+        raise TaskStateConflict(session_id, expected_version)
+    return expected_version + 1
 
 
 def printable(text: str) -> str:

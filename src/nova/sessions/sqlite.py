@@ -20,15 +20,15 @@ from typing import Any, TypeVar, cast
 
 from nova.errors import StorageError
 from nova.fs.private import create_private_file
-from nova.messages import Message, from_dict, to_dict
-from nova.sessions.schema import json_text, strip_thinking, task_state_text
+from nova.messages import Message, from_dict
+from nova.sessions.schema import json_text, message_json, write_task_state
 from nova.sessions.store import (
+    SESSION_COLUMNS,
     SessionRecord,
     SessionStore,
     SetAsideReport,
     StoredMessage,
     StoredTaskState,
-    TaskStateConflict,
 )
 
 __all__ = ["MIGRATIONS", "SQLiteSessionStore"]
@@ -94,10 +94,6 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         """,
     ),
 )
-
-
-# Named, not `*`: a later migration that adds a column must not shift what the row unpacking reads.
-_SESSION_COLUMNS = "id, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id"
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -260,20 +256,20 @@ class SQLiteSessionStore(SessionStore, SetAsideReport):
 
     @_serialized
     def get_session(self, session_id: str) -> SessionRecord | None:
-        row = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return _session_from_row(row) if row else None
+        row = self._write(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return SessionRecord.from_row(row) if row else None
 
     @_serialized
     def list_sessions(self) -> list[SessionRecord]:
-        rows = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id").fetchall()
-        return [_session_from_row(r) for r in rows]
+        rows = self._write(f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id").fetchall()
+        return [SessionRecord.from_row(r) for r in rows]
 
     @_serialized
     def list_children(self, parent_id: str) -> list[SessionRecord]:
         # `!= ''` lets SQLite use the partial index (it cannot know the parameter is not empty).
-        rows = self._write(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id = ? AND parent_id != ''"
+        rows = self._write(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = ? AND parent_id != ''"
                            " ORDER BY created_at, id", (parent_id,)).fetchall()
-        return [_session_from_row(r) for r in rows]
+        return [SessionRecord.from_row(r) for r in rows]
 
     @_serialized
     def delete_session(self, session_id: str) -> None:
@@ -294,7 +290,7 @@ class SQLiteSessionStore(SessionStore, SetAsideReport):
                 db.execute(
                     "INSERT OR IGNORE INTO messages (session_id, id, seq, role, content, created_at)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
-                    (session_id, message.id, last + offset, message.role, _dump(message), message.created_at),
+                    (session_id, message.id, last + offset, message.role, message_json(message), message.created_at),
                 )
 
     @_serialized
@@ -320,7 +316,7 @@ class SQLiteSessionStore(SessionStore, SetAsideReport):
             message = Message(message.role, message.parts, message_id, message.created_at, message.metadata)
         cursor = self._write(
             "UPDATE messages SET content = ?, role = ?, rewritten = 1 WHERE session_id = ? AND id = ?",
-            (_dump(message), message.role, session_id, message_id),
+            (message_json(message), message.role, session_id, message_id),
         )
         if cursor.rowcount == 0:
             raise StorageError(f"session {session_id} has no message {message_id}")
@@ -357,33 +353,31 @@ class SQLiteSessionStore(SessionStore, SetAsideReport):
     def put_task_state(
         self, session_id: str, state: Mapping[str, Any], *, expected_version: int | None = None
     ) -> int:
-        text = task_state_text(session_id, state)
-        now = time.time()
-        # Each branch is one statement, so the version check and the write are atomic even against
-        # another connection (another process) writing the same row.
-        if expected_version is None:
-            row = self._write(
+        def upsert(text: str, now: float) -> int:
+            rows = self._write(
                 "INSERT INTO task_state (session_id, state, version, updated_at) VALUES (?, ?, 1, ?)"
                 " ON CONFLICT(session_id) DO UPDATE SET state = excluded.state,"
                 " version = task_state.version + 1, updated_at = excluded.updated_at RETURNING version",
                 (session_id, text, now),
             ).fetchall()  # read to the end: the statement (and its write lock) finishes only then
-            return int(row[0][0])
-        if expected_version == 0:
-            cursor = self._write(
+            return int(rows[0][0])
+
+        def insert_new(text: str, now: float) -> int:
+            return self._write(
                 "INSERT INTO task_state (session_id, state, version, updated_at) VALUES (?, ?, 1, ?)"
                 " ON CONFLICT(session_id) DO NOTHING",
                 (session_id, text, now),
-            )
-        else:
-            cursor = self._write(
+            ).rowcount
+
+        def update_at(text: str, now: float, version: int) -> int:
+            return self._write(
                 "UPDATE task_state SET state = ?, version = version + 1, updated_at = ?"
                 " WHERE session_id = ? AND version = ?",
-                (text, now, session_id, expected_version),
-            )
-        if cursor.rowcount != 1:
-            raise TaskStateConflict(session_id, expected_version)
-        return expected_version + 1
+                (text, now, session_id, version),
+            ).rowcount
+
+        return write_task_state(session_id, state, expected_version, upsert=upsert, insert_new=insert_new,
+                                update_at=update_at)
 
     @_serialized
     def close(self) -> None:
@@ -413,23 +407,3 @@ def _is_damage(exc: sqlite3.DatabaseError) -> bool:
         return False
     text = str(exc).lower()
     return "not a database" in text or "malformed" in text or "corrupt" in text
-
-
-def _dump(message: Message) -> str:
-    return json_text(to_dict(strip_thinking(message)))
-
-
-def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
-    id_, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id = row
-    return SessionRecord(
-        id=id_,
-        title=title,
-        cwd=cwd,
-        provider=provider,
-        model=model,
-        created_at=created_at,
-        updated_at=updated_at,
-        compacted_at=compacted_at,
-        meta=json.loads(meta),
-        parent_id=parent_id or "",
-    )

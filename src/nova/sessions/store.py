@@ -43,6 +43,7 @@ from nova.errors import TaskStateConflict
 from nova.messages import Message
 
 __all__ = [
+    "SESSION_COLUMNS",
     "ConcurrentWrites",
     "RecordStore",
     "SessionRecord",
@@ -70,6 +71,19 @@ class SessionRecord:
     """The session whose sub-agent this is ("" for none): `list_children` finds them by it."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Everything else (git root, token and cost totals, message count) as one JSON object."""
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> SessionRecord:
+        """A session read back from a store's row of `SESSION_COLUMNS`. `meta` is the JSON text SQLite
+        keeps or the object PostgreSQL's jsonb column is read as."""
+        id_, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id = row
+        return cls(id=id_, title=title, cwd=cwd, provider=provider, model=model, created_at=created_at,
+                   updated_at=updated_at, compacted_at=compacted_at,
+                   meta=json.loads(meta) if isinstance(meta, str) else meta, parent_id=parent_id or "")
+
+
+# Named, not `*`: a later migration that adds a column must not shift what `SessionRecord.from_row` reads.
+SESSION_COLUMNS = "id, title, cwd, provider, model, created_at, updated_at, compacted_at, meta, parent_id"
 
 
 @dataclass(frozen=True, slots=True)

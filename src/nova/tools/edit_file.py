@@ -14,7 +14,6 @@ from typing import Any
 from nova.errors import ToolError
 from nova.fs.special_files import open_regular
 from nova.tools._common import (
-    BINARY_SNIFF_BYTES,
     BuiltinTool,
     WorkLimit,
     atomic_write_text,
@@ -91,7 +90,7 @@ def _read_text(path: Path, shown: str) -> str:
     if len(data) > MAX_EDIT_BYTES:
         raise ToolError(f"{shown} is over {MAX_EDIT_BYTES // (1024 * 1024)} MB; edit_file only changes files "
                         "smaller than that (use bash for generated or data files).")
-    if looks_binary(data[:BINARY_SNIFF_BYTES]):
+    if looks_binary(data):
         raise ToolError(f"{shown} is a binary file; edit_file only changes text files.")
     try:
         return data.decode("utf-8")

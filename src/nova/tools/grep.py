@@ -22,14 +22,7 @@ from typing import Any
 
 from nova.errors import ToolError
 from nova.fs.special_files import NotRegularFile, in_pseudo_fs, open_regular
-from nova.tools._common import (
-    BINARY_SNIFF_BYTES,
-    BuiltinTool,
-    WorkLimit,
-    display_path,
-    looks_binary,
-    resolve_path,
-)
+from nova.tools._common import BuiltinTool, WorkLimit, display_path, looks_binary, resolve_path
 from nova.tools._schema import object_schema
 from nova.tools._walk import compile_glob, walk_files
 from nova.tools.base import ToolContext, ToolOutput
@@ -177,7 +170,7 @@ class GrepTool(BuiltinTool):
             if data is None:
                 skipped_large += 1
                 continue
-            if looks_binary(data[:BINARY_SNIFF_BYTES]):
+            if looks_binary(data):
                 skipped_binary += 1
                 continue
             hits = 0

@@ -36,14 +36,7 @@ from nova.messages import (
     person_entries,
 )
 from nova.model import Usage
-from nova.sessions.readers.base import (
-    Confidence,
-    HeaderReader,
-    ImportedSession,
-    SkippedRecord,
-    refuse,
-    sure,
-)
+from nova.sessions.readers.base import Confidence, HeaderReader, ImportedSession, SkippedRecord, refuse, sure
 from nova.sessions.readers.common import Builder, arguments, iso_ts, load_text, text_of
 
 NAME = "codex"

@@ -14,14 +14,7 @@ from typing import Any
 
 from nova.messages import ImagePart, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
-from nova.sessions.readers.base import (
-    Confidence,
-    HeaderReader,
-    ImportedSession,
-    SkippedRecord,
-    refuse,
-    sure,
-)
+from nova.sessions.readers.base import Confidence, HeaderReader, ImportedSession, SkippedRecord, refuse, sure
 from nova.sessions.readers.common import Builder, arguments, iso_ts, json_lines, load_text, text_of
 
 NAME = "pi"

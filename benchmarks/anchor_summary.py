@@ -49,16 +49,16 @@ CUT_MIN_LINES = 40
 def recorded_sessions(extra: list[Path]) -> list[Path]:
     root = shared_data_dir() / "sessions"
     found = [p for p in sorted(root.rglob("*.jsonl")) if find_recorded_compaction(p) is not None]
-    return found + [p for p in extra if p not in found]
+    return found + [p for p in extra if p not in found and find_recorded_compaction(p) is not None]
 
 
-def uncompacted_sessions() -> list[tuple[Path, int]]:
-    """Claude Code sessions of the shared data that never compacted, each with the lines to cut them at
-    (half and three quarters of the file): Nova's side alone, on the same facts."""
+def uncompacted_sessions(extra: list[Path]) -> list[tuple[Path, int]]:
+    """Claude Code sessions of the shared data (and the files named) that never compacted, each with the
+    lines to cut them at (half and three quarters of the file): Nova's side alone, on the same facts."""
     root = shared_data_dir() / "sessions"
     out: list[tuple[Path, int]] = []
-    for path in sorted(root.rglob("*.jsonl")):
-        if find_recorded_compaction(path) is not None or path.name.startswith("agent-"):
+    for path in [*sorted(root.rglob("*.jsonl")), *extra]:
+        if find_recorded_compaction(path) is not None or path.name.startswith("agent-") or any(p == path for p, _ in out):
             continue
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         if len(lines) < CUT_MIN_LINES or '"sessionId"' not in lines[-1]:
@@ -100,8 +100,13 @@ def misses_of(c: AnchorComparison) -> list[str]:
 def main(argv: list[str]) -> int:
     logging.getLogger("nova").setLevel(logging.ERROR)
     verbose = "--verbose" in argv
-    files = recorded_sessions([Path(a) for a in argv if not a.startswith("--")])
-    if not files:
+    named = [Path(a) for a in argv if not a.startswith("--")]
+    for path in named:
+        if not path.is_file():
+            print(f"{path}: no such file", file=sys.stderr)
+            return 2
+    files = recorded_sessions(named)
+    if not files and not named:
         print(f"no session with a recorded compaction under {shared_data_dir() / 'sessions'}; set NOVA_SHARED_DATA",
               file=sys.stderr)
         return 1
@@ -168,7 +173,7 @@ def main(argv: list[str]) -> int:
           f"{figures['nova_summary_kept_pct']:>9.0f}%{figures['nova_view_kept_pct']:>9.0f}%{all_needed:>8}"
           f"{figures['needed_kept_pct']:>12.0f}%")
     print(f"    summary tokens: recorded {figures['recorded_summary_tokens']:,}, Nova {figures['nova_summary_tokens']:,}")
-    cuts = [at_recorded_compaction(path, window=WINDOW, cut_before=line) for path, line in uncompacted_sessions()]
+    cuts = [at_recorded_compaction(path, window=WINDOW, cut_before=line) for path, line in uncompacted_sessions(named)]
     if cuts:
         print(f"\n{len(cuts)} cuts of Claude Code sessions that never compacted (at {', '.join(f'{x:.0%}' for x in CUT_AT)} "
               "of each file): Nova made to compact there, its view scored on the same facts (no recorded summary)")

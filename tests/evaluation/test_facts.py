@@ -97,6 +97,32 @@ def test_kept_needs_the_words_the_path_the_code_and_the_rejection(tmp_path: Path
     assert not used_by(facts["file_written"], "Read README.md")
 
 
+def test_a_tool_error_is_its_words_without_the_harness_markup(tmp_path: Path) -> None:
+    # Claude Code wraps a refused edit in `<tool_use_error>`: the error is what it says, so a view that
+    # carries the words without the tags keeps it; a failed edit is named by its tool and file.
+    from nova.evaluation.replay import view_text
+    from nova.messages import Message, ToolResultPart, ToolUsePart
+
+    records = [
+        _user("Tidy the docs."),
+        _assistant({"type": "tool_use", "id": "t1", "name": "Edit",
+                    "input": {"file_path": "/repo/docs/a.md", "old_string": "x", "new_string": "y"}}, mid="r2"),
+        _result("t1", "<tool_use_error>String to replace not found in file.</tool_use_error>", error=True),
+        {"type": "system", "subtype": "compact_boundary", "compactMetadata": {"trigger": "manual", "preTokens": 9}},
+        _user("Summary.", isCompactSummary=True),
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps({"sessionId": "s", "cwd": "/repo", **r}) for r in records) + "\n")
+    recorded = read_claude_code(path)
+    assert recorded is not None
+    [error] = [f for f in recorded.facts if f.kind == "last_error"]
+    assert (error.text, error.error) == ("Edit /repo/docs/a.md", "String to replace not found in file.")
+    view = [Message(role="assistant", parts=(ToolUsePart("t1", "Edit", {"file_path": "/repo/docs/a.md"}),)),
+            Message(role="user", parts=(ToolResultPart("t1", "String to replace not found in file.", is_error=True),))]
+    assert kept(error, view_text(view, tool_names=True))
+    assert not kept(error, view_text(view))  # the inputs alone do not say which tool failed
+
+
 def test_a_transcript_without_a_compaction_has_no_anchor(tmp_path: Path) -> None:
     path = tmp_path / "plain.jsonl"
     path.write_text(json.dumps({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "hi"}}) + "\n")

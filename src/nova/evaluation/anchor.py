@@ -80,7 +80,8 @@ class AnchorComparison:
 
     @property
     def view_text(self) -> str:
-        return view_text(self.view)
+        # With each call's tool name: a failed Edit is the fact "Edit <path>", as Nova's summary writes it.
+        return view_text(self.view, tool_names=True)
 
     def text_of(self, source: str) -> str:
         return {"recorded_summary": self.recorded.summary, "nova_summary": self.nova_summary,

@@ -30,7 +30,8 @@ How a fact counts as kept by a text (`kept`):
   paraphrase); a short one (under four words) must appear whole;
 - files: the path, the path relative to the session's working directory, or its file name;
 - the last error: its command (first line, up to 120 characters) and, when it has one, its exit code
-  after a word such as "exit" or "code"; without a code, the last line of its error;
+  after a word such as "exit" or "code"; without a code, the last line of its error (its words: a
+  harness's markup tags around them, `<tool_use_error>`, are not part of what went wrong);
 - decisions: every key term; a rejected one also needs a word of rejection within 300 characters.
 
 Which facts the continuation used (`used_by`): a fact is used when the next messages after the boundary
@@ -81,6 +82,8 @@ _REJECTION = re.compile(
     r"it'?s (?:a )?bad idea)|\bbad idea\b|\bnot acceptable\b|\bnot what i\b", re.I)
 _REJECT_WORDS = re.compile(r"reject|not (?:use|do|add|create)|don'?t|instead|abandon|dropped|bad idea|wrong", re.I)
 _EXIT_WORD = r"(?:exit(?:ed)?|code|status|returncode|rc)"
+# A harness's markup around a tool's error (Claude Code's `<tool_use_error>…</tool_use_error>`).
+_MARKUP_TAG = re.compile(r"</?[a-z][a-z_-]*>")
 _EXIT_IN_RESULT = re.compile(r"(?:exit code|exit status|exited with|returncode)[:= ]+(-?\d+)", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _TERM = re.compile(r"`([^`\n]{2,80})`|([\w./~-]*[A-Za-z][\w./~-]*)")
@@ -303,7 +306,8 @@ class _Extraction:
         target = str(args.get("file_path") or args.get("path") or "")
         what = command or f"{name} {target}".strip()
         found_code = _EXIT_IN_RESULT.search(text[:200]) or _EXIT_IN_RESULT.search(text[-300:])
-        lines = [line.strip() for line in text.splitlines() if line.strip() and not _EXIT_IN_RESULT.match(line)]
+        words = _MARKUP_TAG.sub("", text)
+        lines = [line.strip() for line in words.splitlines() if line.strip() and not _EXIT_IN_RESULT.match(line)]
         self.last_error = Fact("last_error", what, f"line {number}", key_terms(what)[:3],
                                code=int(found_code.group(1)) if found_code else None,
                                error=lines[-1][:160] if lines else "")

@@ -369,14 +369,18 @@ def view_document(report: ReplayReport) -> dict[str, Any]:
     }
 
 
-def view_text(view: Sequence[Message]) -> str:
+def view_text(view: Sequence[Message], *, tool_names: bool = False) -> str:
     """Everything a model reads in `view` as plain text (texts, summaries, tool inputs and outputs), for
-    checks of the kind "is this still visible"."""
+    checks of the kind "is this still visible". `tool_names`: each tool call also says which tool it
+    calls, before its inputs (`Edit /src/app.py …`), as the model sees it."""
     chunks: list[str] = []
     for m in view:
         for p in m.parts:
             if isinstance(p, ToolUsePart):
-                chunks.extend(str(v) for v in p.input.values())
+                values = [str(v) for v in p.input.values()]
+                if tool_names:
+                    values[:1] = [" ".join([p.name, *values[:1]])]
+                chunks.extend(values)
             elif isinstance(p, ToolResultPart):
                 chunks.append(p.content)
             else:

@@ -76,6 +76,7 @@ from nova.providers.pricing import ModelInfo, context_window_for, model_info, us
 from nova.sessions.link import SessionLink
 from nova.sessions.readers.base import ImportedSession, PipelineRecord
 from nova.sessions.readers.nova import session_dir_of
+from nova.sessions.readers.usage_check import uncounted_usage_calls
 from nova.sessions.repair import positions_after_repair, repair_history
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import MemoCounter, TokenCounter, TokenLedger, count_message, count_system, count_tools
@@ -184,6 +185,9 @@ class ReplayReport:
     billed_usd: float | None = None
     """The real bill: every call's recorded usage (input, cache reads and writes, output) at that call's
     model. None when the recording has no usage or a call's model has no known price."""
+    uncounted_usage_calls: int = 0
+    """Calls whose recorded usage counts less than their request held, set aside when the file was read
+    (`nova.sessions.readers.usage_check`): replayed without usage, and the bill is unknown."""
     window_raised_from: int = 0
     """The window asked for, when the stand-in for a fixed prompt the recording lacks did not fit in it
     alone and the replay ran at `window` instead (the smallest that can work); 0: as asked."""
@@ -241,6 +245,8 @@ class ReplayReport:
             data["recorded_calls"] = self.recorded_calls
         if self.billed_usd is not None:
             data["billed_usd"] = round(self.billed_usd, 6)
+        if self.uncounted_usage_calls:
+            data["uncounted_usage_calls"] = self.uncounted_usage_calls
         if self.unpriced_models:
             data["unpriced_models"] = list(self.unpriced_models)
         if not self.cost_model:
@@ -574,10 +580,13 @@ def _calibrate(messages: Sequence[Message], make: Callable[[], _CostModel]) -> _
 
 def billed_usd(messages: Sequence[Message], *, model: str = "") -> tuple[float | None, tuple[str, ...]]:
     """The real bill of a recording: each call's recorded usage at the model it names (`model` for a call
-    that names none), and the models no price is known for. None without usage, or with an unknown price."""
+    that names none), and the models no price is known for. None without usage, with an unknown price, or
+    when a call's usage was set aside as not counting its request (the bill it adds up to is not one)."""
     total = 0.0
     seen = False
     unpriced: set[str] = set()
+    if uncounted_usage_calls(messages):
+        return None, ()
     for m in messages:
         usage = usage_of(m) if m.role == "assistant" else None
         if usage is None or not (usage.context_tokens or usage.output_tokens):
@@ -917,6 +926,7 @@ def replay_at(
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate or fallback or billed is not None
                              or policy in ("naive-uncached", "naive-cached"))
     report.billed_usd = billed
+    report.uncounted_usage_calls = uncounted_usage_calls(recorded_messages)
     report.provider_cache = provider_cache or ""
     report.price_model = price_model or ""
     cost.price(report)

@@ -141,6 +141,10 @@ def replay_command(
         err_console.print(f"nova: note: with the stand-in for the missing fixed prompt, policy {policy} "
                           f"cannot fit the {report.window_raised_from:,}-token window; replayed at {report.window:,}, the smallest "
                           "window that can work", markup=False, soft_wrap=True)
+    if report.uncounted_usage_calls:
+        err_console.print(f"nova: note: {report.uncounted_usage_calls} of {report.calls} recorded calls report usage "
+                          "that counts less than their request held (a few tokens for tens of thousands): it is "
+                          "left out, those calls are estimated, and the bill is unknown", markup=False, soft_wrap=True)
     if report.placeholder_tokens:
         what = "its tool definitions" if session.system else "its system prompt and tools"
         err_console.print(f"nova: note: the recording lacks {what}; a placeholder of "
@@ -181,6 +185,9 @@ def replay_command(
                   f"breaker trips {report.breaker_trips}, invariant violations {report.invariant_violations}")
     if report.billed_usd is not None:
         console.print(f"  billed ${report.billed_usd:.4f} (the recorded usage of every call at its model's price)")
+    elif report.uncounted_usage_calls:
+        console.print(f"  billed unknown ({report.uncounted_usage_calls} calls' recorded usage does not count "
+                      "their request)")
     if report.provider_cache or report.cost_usd is not None or report.unpriced_models:
         cost = f", cost ${report.cost_usd:.4f} (+ agent output ${report.output_cost_usd or 0:.4f})" \
             if report.cost_usd is not None else f", cost unknown (no price for {', '.join(report.unpriced_models)})"

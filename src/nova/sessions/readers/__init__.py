@@ -35,6 +35,7 @@ from nova.sessions.readers.opencode import OpenCodeReader
 from nova.sessions.readers.openhands import OpenHandsReader
 from nova.sessions.readers.pi import PiReader
 from nova.sessions.readers.swe_agent import SweAgentReader
+from nova.sessions.readers.usage_check import checked_usage
 from nova.sessions.transcript import full_collections_paused
 
 __all__ = ["READERS", "Confidence", "ImportedSession", "SessionReader", "SkippedRecord", "detect", "head_records",
@@ -129,6 +130,7 @@ def _read(source: Path, *, strict: bool) -> ImportedSession:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SessionImportError(f"{source}: looks like {reader.name} but could not be read: {exc!r}") from None
+    imported = checked_usage(imported)
     if not any(run.messages or run.children for run in imported.runs()):
         # An empty session imported with exit 0 would look like a success; say what was found instead.
         raise SessionImportError(f"{source}: read as {reader.name}, but it holds no conversation (no messages)")

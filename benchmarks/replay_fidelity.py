@@ -14,6 +14,10 @@ compared with the recording itself, the baseline measured in the same run:
   at 16k/32k/64k/200k (`naive` and `recorded` are what they are). Target 0.
 - `formats_imported_pct`: files imported ÷ files found. Target 100.
 
+A recording whose usage does not count its requests (set aside on reading it:
+`nova.sessions.readers.usage_check`) has no real figures to compare with, nor to measure a baseline's
+requests against the window by: it is listed apart, outside every figure.
+
     NOVA_SHARED_DATA=/work/shared/data python benchmarks/replay_fidelity.py [--quick]
 """
 
@@ -70,6 +74,7 @@ def main() -> int:
     unpriced: list[str] = []
     offenders: list[str] = []  # which policy went over the window, where
     raised: list[str] = []  # where a fixed-prompt stand-in made the replay run at a larger window
+    uncounted: list[str] = []  # recordings whose usage does not count their requests
     print(f"{'session':58} {'calls':>5} {'peak':>6} {'billed $':>9} {'cost':>6}  over@16k/32k/64k/200k")
     runs = [(p, r) for p, s in imported for r in s.runs() if real_inputs(r)]
     if quick:
@@ -79,12 +84,16 @@ def main() -> int:
         counter = counter_for_model(model or "claude-sonnet-4-5")
         rec = replay_session(run, window=1_000_000, policy="recorded", counter=counter)
         peak = rec.peak_context_tokens / max(real_inputs(run))
-        peak_ratios.append(peak)
         cost = None
+        if rec.uncounted_usage_calls:
+            uncounted.append(f"{path.name}: {rec.uncounted_usage_calls} of {rec.calls} calls")
+            continue
         if rec.billed_usd and rec.cost_usd is not None and rec.output_cost_usd is not None:
+            peak_ratios.append(peak)
             cost = (rec.cost_usd + rec.output_cost_usd) / rec.billed_usd
             cost_ratios.append(cost)
         else:
+            peak_ratios.append(peak)
             unpriced.append(f"{path.name} ({', '.join(rec.unpriced_models) or 'no billed usage'})")
         counts = []
         for window in WINDOWS:
@@ -114,6 +123,8 @@ def main() -> int:
         print(f"window raised: {line}")
     for line in unpriced:
         print(f"no cost ratio: {line}")
+    for line in uncounted:
+        print(f"not compared (the recorded usage does not count the requests): {line}")
     figures = {
         "cost_ratio_min": round(min(cost_ratios), 4) if cost_ratios else None,
         "cost_ratio_max": round(max(cost_ratios), 4) if cost_ratios else None,

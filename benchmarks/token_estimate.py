@@ -82,6 +82,7 @@ Run: python benchmarks/token_estimate.py [--fit]  (NOVA_SHARED_DATA points elsew
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import statistics
@@ -97,6 +98,7 @@ from nova.evaluation.replay import call_model, recorded_compaction
 from nova.messages import ImagePart, Message, Role, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage, usage_of
 from nova.sessions.importers import detect_format, read_session_file
+from nova.sessions.readers.usage_check import uncounted_usage_calls
 from nova.testing import shared_data_dir
 from nova.tokens import (
     CL100K_PROFILE,
@@ -784,24 +786,45 @@ def held_out(summary: dict[str, float | int]) -> bool | None:
                 "held_out_steps_left_out": cli_dropped + openai_dropped + claude_dropped + cli_hosted + openai_hosted
                 + claude_unrecorded,
                 "held_out_hosted_tool_calls_left_out": cli_hosted + openai_hosted,
-                "held_out_unrecorded_file_calls_left_out": claude_unrecorded}
+                "held_out_unrecorded_file_calls_left_out": claude_unrecorded,
+                "held_out_uncounted_usage_files_left_out": len(uncounted_usage_files())}
+    for path in sorted(uncounted_usage_files()):
+        print(f"  left out: {path.name} (its recorded usage does not count its requests)")
     return ok if present else None
 
 
 def sessions_of(*formats: str) -> list[Path]:
     """Every session file under the data's sessions/ that the importers read as one of `formats`
     (`nova.sessions.importers.detect_format`), wherever it lies: the shared layout keeps each agent's
-    files in a folder of its name, other collections need not."""
+    files in a folder of its name, other collections need not. A file whose recorded usage does not count
+    its requests (`uncounted_usage_files`) is no measure of an estimate and is left out."""
     found: list[Path] = []
     for path in sorted((shared_data_dir() / "sessions").rglob("*")):
         if not path.is_file() or path.suffix not in (".json", ".jsonl"):
             continue
         try:
-            if detect_format(path) in formats:
+            if detect_format(path) in formats and path not in uncounted_usage_files():
                 found.append(path)
         except (SessionImportError, OSError):
             continue  # not a session file (task metadata, Cline's UI log)
     return found
+
+
+@functools.cache
+def uncounted_usage_files() -> frozenset[Path]:
+    """The session files with a call whose recorded usage cannot have counted its request (set aside on
+    import: `nova.sessions.readers.usage_check`; early Claude Code recorded 2-6 input tokens a call)."""
+    out: set[Path] = set()
+    for path in sorted((shared_data_dir() / "sessions").rglob("*")):
+        if not path.is_file() or path.suffix not in (".json", ".jsonl"):
+            continue
+        try:
+            imported = read_session_file(path)
+        except (SessionImportError, OSError):
+            continue
+        if any(uncounted_usage_calls(x.messages) for run in imported.runs() for x in (run, *run.children)):
+            out.add(path)
+    return frozenset(out)
 
 
 def _every_claude_code_file() -> list[Path]:

@@ -82,3 +82,37 @@ def test_a_compaction_floor_is_in_the_units_the_compaction_sized_its_view_in() -
     assert plain[1] == plain[2] and counted == plain[2]  # the same view either way
     assert abs(used - counted * 1.1) <= 1  # measured as that provider would have counted it
     assert floor == plain[0] > 0  # the floor does not move with the provider's unit
+
+
+def test_after_the_recording_compacts_a_view_keeps_the_ratio_from_before() -> None:
+    # The first call after a Claude Code compaction counts the files the agent read back in, which no
+    # record holds: its ratio is of the summary's view, not of a policy's conversation.
+    scale = RecordedScale(fixed=100, size=lambda m: 1_000, views_in_transcript=True)
+    for _ in range(9):
+        scale.add(Message.user("x"))
+    assert scale.scaled(5_000, Usage(input_tokens=8_500)) == 4_670  # 8,500 real for 9,100 counted
+    scale.compacted()
+    scale.add(Message.user("summary"))
+    assert scale.scaled(5_000, Usage(input_tokens=2_000)) == 4_670  # not 5,000 x 2,000 / 1,100
+
+
+def test_a_baseline_fits_to_the_line_as_the_provider_last_counted() -> None:
+    scale = RecordedScale(fixed=100, size=lambda m: 1_000, views_in_transcript=True)
+    assert scale.fit_limit(28_000) == 28_000  # nothing measured yet
+    for _ in range(9):
+        scale.add(Message.user("x"))
+    scale.scaled(5_000, Usage(input_tokens=11_375))  # the provider counts 1.25x the counter
+    assert scale.fit_limit(28_000) == 22_400
+    scale.scaled(5_000, Usage(input_tokens=8_190))  # and here 0.9x: the line is never loosened
+    assert scale.fit_limit(28_000) == 28_000
+
+
+def test_truncate_stays_under_the_window_where_the_provider_counts_more() -> None:
+    # A provider that counts a third more than the replay's counter: truncate cut to its line by the
+    # counter alone would send requests over the window as the provider counts them.
+    messages = _recording(40, provider_over=1.33)
+    for policy in ("truncate", "observation-mask"):
+        report = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=16_000, policy=policy,  # type: ignore[arg-type]
+                                 counter=COUNTER)
+        assert report.requests_over_window == 0, policy
+        assert report.peak_context_tokens > 12_000 or policy != "truncate"  # it still fills its window

@@ -12,6 +12,18 @@ estimate is scaled by it, as the live ledger anchors its estimate on the provide
   input to the counter's estimate of the view it sent;
 - a Nova recording's views are rebuilt by its pipeline record, not kept in the transcript: they are known
   only while the replay's views are the recorded ones, so the ratio of the last such call holds on.
+
+Once the recording has compacted, its calls measure another kind of view than a policy's: the summary,
+and what the agent attached to it that no record holds (Claude Code reads the recent files back in), so
+the first call after a Claude Code compaction counts 25 % over its transcript where the calls before it
+counted 7 % under. A policy's view is still the conversation itself, so it keeps the ratio the recording
+had before its first compaction.
+
+A baseline fits its view to the line by the counter, so where the provider counts more than the counter
+(on some Claude Code sessions the ratio climbs to 1.3: the harness adds to every step what no record
+holds) its views would be over the window as the provider counts them. A competent baseline corrects by
+the last figure the provider reported, as every harness can: `fit_limit` is the line divided by the
+ratio of the latest recorded call before this one (never loosened when the counter counts more).
 """
 
 from __future__ import annotations
@@ -39,10 +51,14 @@ class RecordedScale:
         self._follow = views_in_transcript
         self._messages = 0
         self._ratio: float | None = None
+        self._last: float | None = None  # the ratio of the latest recorded call scaled so far
+        self._held: float | None = None  # the ratio before the recording's first compaction
 
     def compacted(self) -> None:
         """The recording compacted here: its summary, added next, replaces everything before it."""
         self._messages = 0
+        if self._held is None:
+            self._held = self._last if self._last is not None else self._ratio
 
     def add(self, message: Message) -> None:
         """`message` (as recorded) joins the recording's view."""
@@ -59,8 +75,19 @@ class RecordedScale:
         request than its transcript shows (a harness's side call with a shorter prompt) is still the best
         evidence of what that call cost: a view that matches the transcript's is counted at its figure."""
         ratio = self._ratio
-        if self._follow and recorded is not None and recorded.context_tokens > 0:
+        if self._held is not None:
+            ratio = self._held
+        elif self._follow and recorded is not None and recorded.context_tokens > 0:
             follows = self._fixed + self._messages
             ratio = recorded.context_tokens / follows if follows > 0 else None
         low, high = PLAUSIBLE_RATIO
-        return round(estimate * ratio) if ratio is not None and low <= ratio <= high else estimate
+        if ratio is None or not low <= ratio <= high:
+            return estimate
+        self._last = ratio
+        return round(estimate * ratio)
+
+    def fit_limit(self, line: int) -> int:
+        """The line a baseline fits its view to by the counter, so that the view is under `line` as the
+        provider counted the latest recorded call (see the module text)."""
+        ratio = self._last if self._last is not None else self._ratio
+        return int(line / ratio) if ratio is not None and ratio > 1.0 else line

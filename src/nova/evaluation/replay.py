@@ -1054,20 +1054,22 @@ def _run(
         nonlocal history
         if policy in ("recorded", "naive", "naive-uncached", "naive-cached"):
             return list(history), ""
+        # A baseline cuts to the line as the provider last counted, not only as the counter does.
+        line = scale.fit_limit(budget.threshold)
         if policy == "truncate":
-            view = _truncate(history, sizer, budget.threshold, cuts)
+            view = _truncate(history, sizer, line, cuts)
             return view, "truncate" if len(view) < len(history) else ""
         if policy == "anthropic-clear-tool-uses":
             # The documented trigger, lowered to Nova's threshold at a smaller window (else it would never
             # fire before the provider rejects the request), then still cut to the same line.
-            edited = _clear_tool_uses(history, sizer, trigger=min(CLEAR_TOOL_USES_TRIGGER, budget.threshold))
-            view = _truncate(edited, sizer, budget.threshold)
+            edited = _clear_tool_uses(history, sizer, trigger=min(CLEAR_TOOL_USES_TRIGGER, line))
+            view = _truncate(edited, sizer, line)
             return view, "truncate" if len(view) < len(edited) else ""
         if policy == "observation-mask":
             # SWE-agent's masking, then still cut to the same line: a provider rejects a request over
             # the window, so a baseline that sends one flatters nobody.
             masked = _mask(history)
-            view = _truncate(masked, sizer, budget.threshold, cuts)
+            view = _truncate(masked, sizer, line, cuts)
             return view, "truncate" if len(view) < len(masked) else ""
         assert hooks is not None and controller is not None
         before = history

@@ -172,6 +172,11 @@ def test_inline_sidechain_becomes_linked_child_session(tmp_path: Path, nova_home
     assert result.messages == 3 and len(result.children) == 1 and result.children[0][1] == 2
     child_log = nova_home / "sessions" / result.children[0][0] / "transcript.jsonl"
     assert '"parent_tool_use_id": "T"' in child_log.read_text() or '"parent_tool_use_id":"T"' in child_log.read_text()
+    # Linked as a sub-agent Nova ran: the parent lists it, the child names its parent.
+    shown = CliRunner().invoke(sessions_app, ["show", result.session_id, "--json"])
+    assert [s["id"] for s in json.loads(shown.stdout)["sub_agents"]] == [result.children[0][0]]
+    child = CliRunner().invoke(sessions_app, ["show", result.children[0][0]])
+    assert f"sub-agent of session {result.session_id}" in child.stdout
 
 
 def test_unreadable_line_is_skipped_and_strict_refuses(tmp_path: Path) -> None:

@@ -208,6 +208,9 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
         provider=f"import:{imported.format}",
         model=model,
         store=store,
+        # A sub-agent's session is linked as Nova links its own: `nova sessions show PARENT` lists it, and
+        # a picker of the project's sessions leaves it out.
+        parent_id=parent or "",
     )
     with session:
         session.record_event(

@@ -128,20 +128,27 @@ def list_command(
     from rich.table import Table
 
     out = _out()
-    # A plain layout so an 80-column terminal shows every column; the title takes what is left.
+    rows = [(m.id, escape(m.title),
+             time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-",
+             str(m.message_count),
+             f"{m.last_context_tokens:,}" if m.context_known else "unknown",
+             f"{m.total_tokens:,}" if m.tokens_known else "unknown",
+             f"${m.cost_usd:.2f}" if m.cost_known else "unknown") for m in metas]
+    heads = ("id", "title", "updated", "msgs", "context", "tokens\nbilled", "cost")
+    # Every column but the title as wide as its widest cell, so no figure is cut ("$10.…" at 80 columns);
+    # the title takes what they leave (two characters between columns), at least 6.
+    widths = [max(len(line) for text in (head, *(row[i] for row in rows)) for line in text.split("\n"))
+              for i, head in enumerate(heads)]
+    title_width = max(6, out.width - sum(widths) + widths[1] - 2 * (len(heads) - 1))
+    # A plain layout so an 80-column terminal shows every column.
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), collapse_padding=True)
-    table.add_column("id", no_wrap=True, min_width=22)
-    # The title takes what the other columns leave: about 10 characters of an 80-column terminal.
-    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(6, out.width - 70))
-    table.add_column("updated", no_wrap=True, min_width=11)
-    for name, width in (("msgs", 4), ("context", 7), ("tokens\nbilled", 9), ("cost", 5)):
-        table.add_column(name, justify="right", no_wrap=True, min_width=width)
-    for m in metas:
-        updated = time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-"
-        table.add_row(m.id, escape(m.title), updated, str(m.message_count),
-                      f"{m.last_context_tokens:,}" if m.context_known else "unknown",
-                      f"{m.total_tokens:,}" if m.tokens_known else "unknown",
-                      f"${m.cost_usd:.2f}" if m.cost_known else "unknown")
+    for i, head in enumerate(heads):
+        if i == 1:
+            table.add_column(head, no_wrap=True, overflow="ellipsis", max_width=title_width)
+        else:
+            table.add_column(head, justify="right" if i > 2 else "left", no_wrap=True, min_width=widths[i])
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
     out.print("context: the conversation's size at the end of its last turn · tokens billed: every call's input "
               "(cached included) and output, added up", style="dim", markup=False)

@@ -388,6 +388,32 @@ def test_subagent_in_its_own_file_is_a_child_of_its_session(tmp_path: Path, nova
     assert len(data) == 1 and data[0]["children"][0]["messages"] == 2
 
 
+def test_a_folder_of_sessions_is_imported_file_by_file(tmp_path: Path, nova_home: Path) -> None:
+    """A copied Claude Code project folder was refused as "a folder with no session in it"."""
+    folder = tmp_path / "claude-code"
+    (folder / "s1" / "subagents").mkdir(parents=True)
+    task = [{"type": "tool_use", "id": "T", "name": "Task", "input": {"prompt": "look", "description": "d"}}]
+    _jsonl(folder / "s1.jsonl", [
+        _cc("user", "go"), _cc("assistant", task, mid="r1"),
+        {**_cc("user", _result("T", "looked")), "toolUseResult": {"status": "completed", "agentId": "a1b2"}},
+    ])
+    _jsonl(folder / "s1" / "subagents" / "agent-a1b2.jsonl", [
+        _cc("user", "look", isSidechain=True, agentId="a1b2"),
+        _cc("assistant", [{"type": "text", "text": "looked"}], mid="r2", isSidechain=True, agentId="a1b2"),
+    ])
+    _jsonl(folder / "s2.jsonl", [_cc("user", "hello"), _cc("assistant", [{"type": "text", "text": "hi"}], mid="r3")])
+    (folder / "broken.json").write_text("{not json", encoding="utf-8")
+    result = CliRunner().invoke(sessions_app, ["import", str(folder), "--json"])
+    # The broken file is said and the others imported; the sub-agent only as s1's child.
+    assert result.exit_code == 1 and "broken.json" in result.stderr, result.output
+    data = json.loads(result.stdout)
+    assert [Path(d["source_path"]).name for d in data] == ["s1.jsonl", "s2.jsonl"]
+    assert data[0]["children"][0]["messages"] == 2
+    # Replay takes one session, and says how to name one.
+    with pytest.raises(SessionImportError, match=r"folder of 4 session file\(s\), not one session: name one"):
+        read_session_file(folder)
+
+
 def test_newer_claude_code_attachments_are_read_where_the_model_read_them(tmp_path: Path) -> None:
     def attachment(uuid: str, body: dict[str, Any]) -> dict[str, Any]:
         return {"type": "attachment", "sessionId": "s1", "uuid": uuid, "attachment": body,

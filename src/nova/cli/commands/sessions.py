@@ -365,12 +365,14 @@ def rm_command(
 @app.command("import", cls=NovaCommand)
 def import_command(
     path: Annotated[Path | None, typer.Argument(help="A recorded session: Claude Code, OpenCode, Cline, "
-                                                "mini-swe-agent, SWE-agent, OpenAI or Anthropic chat, or Nova.")
+                                                "mini-swe-agent, SWE-agent, OpenAI or Anthropic chat, or Nova; "
+                                                "or a folder of them (every .jsonl and .json file under it).")
                     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"} (and '
-                                          '"skipped", "children", "run" when there are any); with --from, '
-                                          'or for a file of several runs (OpenHands output.jsonl), a list.')
+                                          '"skipped", "children", "run" when there are any); with --from or '
+                                          'a folder, or for a file of several runs (OpenHands output.jsonl), a '
+                                          'list.')
                        ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse the file when a record cannot be read "
                                          "instead of skipping it with a warning.")] = False,
@@ -385,6 +387,8 @@ def import_command(
 
     with _errors():
         paths = _import_paths(path, source, project)
+    # Several files (--from, a folder of sessions): each one's failure is said and the others imported.
+    many = source is not None or paths != [path]
     results: list[tuple[Path, ImportResult]] = []
     failed = 0
     done: set[Path] = set()
@@ -396,9 +400,9 @@ def import_command(
                 results.append((one, import_sessions(one, nova_home(), title=title, strict=strict)))
             done.update(results[-1][1].child_sources)
         except typer.Exit:
-            if source is None:
+            if not many:
                 raise
-            failed += 1  # said on stderr; the project's other sessions are still imported
+            failed += 1  # said on stderr; the other sessions are still imported
     out = _out()
     documents = []
     for one, whole in results:
@@ -413,7 +417,7 @@ def import_command(
                 data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
             if result.run:
                 data["run"] = result.run
-            if source is not None:
+            if many:
                 data["source_path"] = str(one)
             documents.append(data)
             if not as_json:
@@ -426,8 +430,8 @@ def import_command(
                 for child_id, count in result.children:
                     out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
     if as_json:
-        # A list with --from, or when the file held several runs; else the one object.
-        typer.echo(json.dumps(documents if source is not None or len(documents) > 1 else documents[0]))
+        # A list for several files, or when the file held several runs; else the one object.
+        typer.echo(json.dumps(documents if many or len(documents) != 1 else documents[0]))
     if failed:
         raise typer.Exit(1)
 
@@ -438,7 +442,7 @@ def _import_paths(path: Path | None, source: str | None, project: Path | None) -
             raise NovaError("name a session file to import, or use --from claude-code [--project DIR]")
         if project is not None:
             raise NovaError("--project goes with --from")
-        return [path]
+        return _folder_paths(path) or [path]
     if path is not None:
         raise NovaError("give a file or --from, not both")
     if source != "claude-code":
@@ -453,6 +457,17 @@ def _import_paths(path: Path | None, source: str | None, project: Path | None) -
     if not found:
         raise NovaError(f"no Claude Code sessions for {where} under {config_dir / 'projects'}")
     return found
+
+
+def _folder_paths(path: Path) -> list[Path]:
+    """The session files of a folder that is not itself one session (a Nova session folder, a Cline task
+    folder); [] for anything else, which the readers take or refuse as one session."""
+    from nova.sessions.readers import task_file
+    from nova.sessions.readers.discover import folder_sessions
+
+    if not path.is_dir() or task_file(path) != path or (path / "transcript.jsonl").exists():
+        return []
+    return folder_sessions(path)
 
 
 @app.command("doctor", cls=NovaCommand)

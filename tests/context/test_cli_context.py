@@ -227,3 +227,16 @@ def test_an_imported_summary_is_said_to_be_the_recorded_agents(tmp_path: Path, n
     assert result.exit_code == 0, result.output
     reason = next(s["reason"] for s in json.loads(result.stdout)["segments"] if "compaction summary" in s["reason"])
     assert "written by the recorded agent (claude-code)" in reason and "0 tokens" not in reason, reason
+
+
+def test_at_80_columns_no_source_or_id_is_cut(tmp_path: Path, nova_home: Path) -> None:
+    """A pipe is 80 columns: the table cut "session_search" to "session_sear…" and a message id to
+    "message:m015…"; a long one now goes on in the next line."""
+    sid = _recorded_session(nova_home, tmp_path)
+    result = runner.invoke(_app(), ["context", sid], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.startswith("│")]
+    assert rows and all(len(line) <= 80 for line in rows)
+    assert not any("…" in line for line in rows), result.output
+    source = "".join(line.split("│")[5].strip() for line in rows)  # the source column, line after line
+    assert "session_search" in source and "SYSTEM_CONTRACT" in source, source

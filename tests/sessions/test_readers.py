@@ -403,14 +403,21 @@ def test_a_folder_of_sessions_is_imported_file_by_file(tmp_path: Path, nova_home
     ])
     _jsonl(folder / "s2.jsonl", [_cc("user", "hello"), _cc("assistant", [{"type": "text", "text": "hi"}], mid="r3")])
     (folder / "broken.json").write_text("{not json", encoding="utf-8")
+    # A Cline task folder inside is one session: its UI log is not tried on its own.
+    task = folder / "task-1"
+    task.mkdir()
+    (task / "api_conversation_history.json").write_text(json.dumps(
+        [{"role": "user", "content": [{"type": "text", "text": "hello"}]},
+         {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]), encoding="utf-8")
+    (task / "ui_messages.json").write_text("[]", encoding="utf-8")
     result = CliRunner().invoke(sessions_app, ["import", str(folder), "--json"])
     # The broken file is said and the others imported; the sub-agent only as s1's child.
-    assert result.exit_code == 1 and "broken.json" in result.stderr, result.output
+    assert result.exit_code == 1 and "broken.json" in result.stderr and "ui_messages" not in result.stderr
     data = json.loads(result.stdout)
-    assert [Path(d["source_path"]).name for d in data] == ["s1.jsonl", "s2.jsonl"]
+    assert [Path(d["source_path"]).name for d in data] == ["s1.jsonl", "s2.jsonl", "task-1"]
     assert data[0]["children"][0]["messages"] == 2
     # Replay takes one session, and says how to name one.
-    with pytest.raises(SessionImportError, match=r"folder of 4 session file\(s\), not one session: name one"):
+    with pytest.raises(SessionImportError, match=r"folder of 5 sessions, not one: name one"):
         read_session_file(folder)
 
 

@@ -100,7 +100,7 @@ def detect(path: str | Path) -> SessionReader:
         return best
     if source.is_dir():
         if inside := folder_sessions(source):
-            raise SessionImportError(f"{source} is a folder of {len(inside)} session file(s), not one session: name "
+            raise SessionImportError(f"{source} is a folder of {len(inside)} sessions, not one: name "
                                      f"one (e.g. {inside[0]}), or import them all with `nova sessions import "
                                      f"{source}`")
         raise SessionImportError(f"{source} is a folder with no session in it: give a session file, a Nova session "

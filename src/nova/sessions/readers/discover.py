@@ -7,8 +7,8 @@ the expected name, the session files' own `cwd` field decides. Sub-agent files (
 the sessions or under `<session>/subagents/`) come after the sessions they belong to.
 
 A folder named on the command line that is not one session (a copy of such a project directory, a
-folder of Codex rollouts) is read the same way: every `.jsonl` and `.json` file under it, the sub-agent
-files last (`folder_sessions`)."""
+folder of Codex rollouts) is read the same way: every `.jsonl` and `.json` file under it and every
+folder that is one session, the sub-agent files last (`folder_sessions`)."""
 
 from __future__ import annotations
 
@@ -51,11 +51,32 @@ def claude_code_sessions(config_dir: Path, project: Path) -> list[Path]:
     return main + agents
 
 
+_ONE_SESSION_FOLDER = ("transcript.jsonl", "api_conversation_history.json")
+"""A folder holding one of these is one session (Nova's, a Cline / Roo Code task), its other files not."""
+
+
 def folder_sessions(folder: Path) -> list[Path]:
-    """The session files under `folder` (`.jsonl`, `.json`), by path, then the sub-agent files (`agent-*`):
-    a sub-agent's parent comes first, so importing it takes the sub-agent as its child."""
-    files = sorted(p for p in folder.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file())
-    return [p for p in files if not p.name.startswith("agent-")] + [p for p in files if p.name.startswith("agent-")]
+    """The sessions under `folder`, by path: each `.jsonl` and `.json` file, and each folder that is one
+    session as a whole (Nova's `meta.json`, Cline's `ui_messages.json` are not sessions of their own);
+    the sub-agent files (`agent-*`) last, so importing a parent first takes its sub-agent as a child."""
+    found: list[Path] = []
+    pending = [folder]
+    while pending:
+        here = pending.pop()
+        try:
+            entries = sorted(here.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                if any((entry / name).is_file() for name in _ONE_SESSION_FOLDER):
+                    found.append(entry)
+                else:
+                    pending.append(entry)
+            elif entry.suffix in (".jsonl", ".json") and entry.is_file():
+                found.append(entry)
+    found.sort()
+    return [p for p in found if not p.name.startswith("agent-")] + [p for p in found if p.name.startswith("agent-")]
 
 
 def _cwd_of(path: Path) -> str | None:

@@ -82,6 +82,42 @@ def test_a_compaction_of_another_agent_is_named_not_denied(tmp_path: Path) -> No
     assert "the recorded codex agent compacted" in result.output and "--policy recorded" in result.output
 
 
+def test_an_imported_session_is_compared_from_the_file_it_was_imported_from(tmp_path: Path, nova_home: Path) -> None:
+    """`nova replay ID` takes an imported session's id, but with --at-recorded-compaction the id of a Claude
+    Code session that compacted was refused: "no compaction by the recorded agent"."""
+    from tests.evaluation.test_facts import transcript
+
+    from nova.sessions.export import import_sessions
+
+    path = transcript(tmp_path)
+    session_id = import_sessions(path, nova_home).session_id
+    by_id = runner.invoke(app, ["replay", session_id, "--at-recorded-compaction", "--json"])
+    assert by_id.exit_code == 0, by_id.output
+    by_file = runner.invoke(app, ["replay", str(path), "--at-recorded-compaction", "--json"])
+    assert json.loads(by_id.stdout) == json.loads(by_file.stdout)
+    # The file gone, the error says which it was and what the comparison needs.
+    path.unlink()
+    gone = runner.invoke(app, ["replay", session_id, "--at-recorded-compaction"])
+    assert gone.exit_code == 1 and f"was imported from {path}, which is no longer there" in gone.output
+
+
+def test_an_imported_compaction_of_another_agent_is_named(tmp_path: Path, nova_home: Path) -> None:
+    from nova.sessions.export import import_sessions
+
+    path = tmp_path / "rollout.jsonl"
+    records = [{"type": "session_meta", "payload": {"id": "s1", "cwd": "/repo"}},
+               {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                     "content": [{"type": "input_text", "text": "fix it"}]}},
+               {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                                     "content": [{"type": "output_text", "text": "fixed"}]}},
+               {"type": "compacted", "payload": {"message": "the parser was fixed"}}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    session_id = import_sessions(path, nova_home).session_id
+    result = runner.invoke(app, ["replay", session_id, "--at-recorded-compaction"])
+    assert result.exit_code == 1
+    assert "imported from a codex recording" in result.output and "--policy recorded" in result.output
+
+
 def test_other_policies_do_not_go_with_it(tmp_path: Path) -> None:
     result = runner.invoke(app, ["replay", str(tmp_path / "x.jsonl"), "--at-recorded-compaction", "--policy",
                                  "truncate"])

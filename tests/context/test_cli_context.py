@@ -199,3 +199,44 @@ def test_after_compact_every_screen_gives_the_compacted_size(tmp_path: Path, nov
     shown = json.loads(runner.invoke(app, ["sessions", "show", "last", "--json"]).output)
     assert data["used"] == after == shown["context_tokens"]
     assert "parts" not in data["measured"]  # estimated in full until a call answers the compacted view
+
+
+def test_an_imported_summary_is_said_to_be_the_recorded_agents(tmp_path: Path, nova_home: Path) -> None:
+    """The reason read Nova's sizing figures from a Claude Code summary, which has none: "the view after it
+    was 0 tokens, sized to half the threshold (0 tokens is half)"."""
+    from nova.sessions.export import import_sessions
+
+    def record(kind: str, n: int, **extra: object) -> dict[str, object]:
+        return {"type": kind, "sessionId": "s1", "uuid": f"u{n}", "timestamp": f"2025-10-10T21:55:{n:02d}Z",
+                **extra}
+
+    reply_usage = {"input_tokens": 3, "cache_read_input_tokens": 15000, "output_tokens": 7}
+    path = tmp_path / "s1.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        record("user", 1, message={"role": "user", "content": "first request"}),
+        record("assistant", 2, message={"role": "assistant", "id": "r1", "model": "claude-sonnet-4-5",
+                                        "content": [{"type": "text", "text": "ok"}], "usage": reply_usage}),
+        record("system", 3, subtype="compact_boundary", compactMetadata={"trigger": "auto", "preTokens": 15808}),
+        record("user", 4, isCompactSummary=True, message={"role": "user", "content": "The user asked for X."}),
+        record("user", 5, message={"role": "user", "content": "next request"}),
+        record("assistant", 6, message={"role": "assistant", "id": "r2", "model": "claude-sonnet-4-5",
+                                        "content": [{"type": "text", "text": "done"}], "usage": reply_usage}),
+    ]), encoding="utf-8")
+    session_id = import_sessions(path, nova_home).session_id
+    result = runner.invoke(_app(), ["context", session_id, "--json"])
+    assert result.exit_code == 0, result.output
+    reason = next(s["reason"] for s in json.loads(result.stdout)["segments"] if "compaction summary" in s["reason"])
+    assert "written by the recorded agent (claude-code)" in reason and "0 tokens" not in reason, reason
+
+
+def test_at_80_columns_no_source_or_id_is_cut(tmp_path: Path, nova_home: Path) -> None:
+    """A pipe is 80 columns: the table cut "session_search" to "session_sear…" and a message id to
+    "message:m015…"; a long one now goes on in the next line."""
+    sid = _recorded_session(nova_home, tmp_path)
+    result = runner.invoke(_app(), ["context", sid], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.startswith("│")]
+    assert rows and all(len(line) <= 80 for line in rows)
+    assert not any("…" in line for line in rows), result.output
+    source = "".join(line.split("│")[5].strip() for line in rows)  # the source column, line after line
+    assert "session_search" in source and "SYSTEM_CONTRACT" in source, source

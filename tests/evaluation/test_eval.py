@@ -122,6 +122,26 @@ def test_a_yaml_suite_and_its_mistakes(tmp_path: Path) -> None:
             load_cases(suite)
 
 
+def test_a_session_given_for_a_case_file_is_named_as_one(tmp_path: Path) -> None:
+    """A JSONL session was "not valid JSON: Extra data", a list of messages "case 1: a case is a mapping"."""
+    trajectory = _session(tmp_path)
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"type": "session_meta", "payload": {"id": "s1", "cwd": "/repo"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                              "content": [{"type": "input_text", "text": "fix it"}]}}]))
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "fix it"}, {"role": "assistant", "content": "done"}]))
+    for path in (trajectory, rollout, chat):
+        with pytest.raises(CaseError, match=rf"{path.name} is a recorded session \(.+\), not a case file: "
+                                            r"replay it with `nova replay"):
+            load_cases(path)
+    other = tmp_path / "other.json"
+    other.write_text("[1, 2]")
+    with pytest.raises(CaseError, match="a case is a mapping"):  # neither: the case file's own error
+        load_cases(other)
+
+
 def test_nova_eval_prints_the_metrics_with_units_and_json(tmp_path: Path, nova_home: Path) -> None:
     case = _case(tmp_path, policies=["naive", "nova"])
     result = CliRunner().invoke(app, ["eval", str(case)])

@@ -176,6 +176,21 @@ def test_the_replay_page_has_one_plot_per_figure_and_the_compaction_lists() -> N
         assert f"<li>compaction {number}: {html.escape(receipt_line(receipt))}</li>" in page
 
 
+def test_the_page_says_what_the_cost_holds_of_the_summary_calls_as_the_cli_does() -> None:
+    """The page said "summary calls included" beside a cost that did not count them (the CLI line said
+    "not counted"), so the two disagreed on what the same figure was."""
+    messages = _conversation(12, output_words=300)
+    for estimate in (False, True):
+        report = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=128_000, policy="nova",
+                                 counter=COUNTER, compact_before=[9], provider_cache="anthropic",
+                                 price_model="claude-sonnet-4-5", summarizer_estimate=estimate)
+        assert report.cost_usd is not None and report.receipts
+        page = replay_report_html(report, source="hand-made")
+        said = html.escape(f"summary calls {report.summary_calls_counted}")
+        assert said in page
+        assert ("not counted" in said) is (not estimate) and "summary calls included" not in page
+
+
 def test_long_lists_are_bounded() -> None:
     messages = _conversation(120, output_words=10)
     report = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=128_000, policy="nova", counter=COUNTER,

@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
+from nova.cli.main import app
 from nova.evaluation.replay import billed_usd, replay_session
 from nova.model import is_model_reply
 from nova.sessions.importers import read_session_file
@@ -45,3 +48,30 @@ def test_a_reply_claude_code_wrote_itself_is_not_a_call(tmp_path: Path) -> None:
         report = replay_session(session, window=200_000, policy=policy)  # type: ignore[arg-type]
         assert report.calls == 1 and report.recorded_calls == (policy == "recorded")
         assert report.cost_usd is not None and not report.unpriced_models, policy
+
+
+def test_import_show_and_replay_count_the_same_calls(tmp_path: Path, nova_home: Path) -> None:
+    """`nova sessions show` counted the harness's reply as a call and the source count held it as a
+    response, so a replay's `source / imported: responses 2/1` read as a response lost in the import."""
+    records = [
+        _record("user", 1, {"role": "user", "content": "summarise the README"}),
+        _reply(2, "API Error: Request was aborted.", model="<synthetic>", tokens=0),
+        _record("user", 3, {"role": "user", "content": "try again please"}),
+        _reply(4, "The README explains how to install and run the tool.", model="claude-sonnet-4-20250514",
+               tokens=1200),
+    ]
+    path = tmp_path / "s1.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert read_session_file(path).meta["source_counts"]["responses"] == 1
+    runner = CliRunner()
+    imported = runner.invoke(app, ["sessions", "import", str(path), "--json"])
+    assert imported.exit_code == 0, imported.output
+    shown = runner.invoke(app, ["sessions", "show", json.loads(imported.output)["session_id"], "--json"])
+    assert shown.exit_code == 0, shown.output
+    calls = json.loads(shown.output)["calls"]["turn"]
+    assert calls["calls"] == 1 and calls["tokens"] == 1320
+    replayed = runner.invoke(app, ["replay", str(path), "--json"])
+    assert replayed.exit_code == 0, replayed.output
+    data = json.loads(replayed.output)
+    assert data["calls"] == 1
+    assert data["import"]["source"]["responses"] == data["import"]["imported"]["responses"] == 1

@@ -229,3 +229,20 @@ def test_replay_takes_the_id_an_import_printed(nova_home: Path, tmp_path: Path) 
     assert by_id.exit_code == 0, by_id.output
     by_folder = runner.invoke(nova, ["replay", str(nova_home / "sessions" / imported["session_id"]), "--json"])
     assert json.loads(by_id.stdout)["calls"] == json.loads(by_folder.stdout)["calls"] == 1
+
+
+def test_list_at_80_columns_cuts_the_title_never_a_figure(nova_home: Path) -> None:
+    """A cost of $10 or more was cut to "$10.…" at 80 columns (the width of a pipe): the columns were sized
+    for figures under $10 and a short tokens-billed count."""
+    from nova.model import Usage
+
+    s = Session.create(nova_home, title="fa812bfe-b295-4cca-9c2f-fdf01028cb46 / sub-agent 2", cwd=str(nova_home),
+                       provider="anthropic", model="claude")
+    s.record_message(user("hello", "m1"))
+    s.add_cost(Usage(input_tokens=15_000_000, output_tokens=10), 10.0)
+    s.add_cost(Usage(input_tokens=1_000, cache_read_tokens=131_649, output_tokens=10), 0.227072)
+    s.close()
+    table = runner.invoke(app, ["list"], env={"COLUMNS": "80"}).stdout
+    line = next(x for x in table.splitlines() if s.id in x)
+    assert "$10.23" in line and "15,132,669" in line and " 132,659 " in line, table
+    assert all(len(x) <= 80 for x in table.splitlines() if not x.startswith("context:")), table

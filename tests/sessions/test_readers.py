@@ -172,6 +172,11 @@ def test_inline_sidechain_becomes_linked_child_session(tmp_path: Path, nova_home
     assert result.messages == 3 and len(result.children) == 1 and result.children[0][1] == 2
     child_log = nova_home / "sessions" / result.children[0][0] / "transcript.jsonl"
     assert '"parent_tool_use_id": "T"' in child_log.read_text() or '"parent_tool_use_id":"T"' in child_log.read_text()
+    # Linked as a sub-agent Nova ran: the parent lists it, the child names its parent.
+    shown = CliRunner().invoke(sessions_app, ["show", result.session_id, "--json"])
+    assert [s["id"] for s in json.loads(shown.stdout)["sub_agents"]] == [result.children[0][0]]
+    child = CliRunner().invoke(sessions_app, ["show", result.children[0][0]])
+    assert f"sub-agent of session {result.session_id}" in child.stdout
 
 
 def test_unreadable_line_is_skipped_and_strict_refuses(tmp_path: Path) -> None:
@@ -381,6 +386,39 @@ def test_subagent_in_its_own_file_is_a_child_of_its_session(tmp_path: Path, nova
     data = json.loads(result.stdout)
     # One session with its child; the sub-agent's file is not imported a second time on its own.
     assert len(data) == 1 and data[0]["children"][0]["messages"] == 2
+
+
+def test_a_folder_of_sessions_is_imported_file_by_file(tmp_path: Path, nova_home: Path) -> None:
+    """A copied Claude Code project folder was refused as "a folder with no session in it"."""
+    folder = tmp_path / "claude-code"
+    (folder / "s1" / "subagents").mkdir(parents=True)
+    task = [{"type": "tool_use", "id": "T", "name": "Task", "input": {"prompt": "look", "description": "d"}}]
+    _jsonl(folder / "s1.jsonl", [
+        _cc("user", "go"), _cc("assistant", task, mid="r1"),
+        {**_cc("user", _result("T", "looked")), "toolUseResult": {"status": "completed", "agentId": "a1b2"}},
+    ])
+    _jsonl(folder / "s1" / "subagents" / "agent-a1b2.jsonl", [
+        _cc("user", "look", isSidechain=True, agentId="a1b2"),
+        _cc("assistant", [{"type": "text", "text": "looked"}], mid="r2", isSidechain=True, agentId="a1b2"),
+    ])
+    _jsonl(folder / "s2.jsonl", [_cc("user", "hello"), _cc("assistant", [{"type": "text", "text": "hi"}], mid="r3")])
+    (folder / "broken.json").write_text("{not json", encoding="utf-8")
+    # A Cline task folder inside is one session: its UI log is not tried on its own.
+    task = folder / "task-1"
+    task.mkdir()
+    (task / "api_conversation_history.json").write_text(json.dumps(
+        [{"role": "user", "content": [{"type": "text", "text": "hello"}]},
+         {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]), encoding="utf-8")
+    (task / "ui_messages.json").write_text("[]", encoding="utf-8")
+    result = CliRunner().invoke(sessions_app, ["import", str(folder), "--json"])
+    # The broken file is said and the others imported; the sub-agent only as s1's child.
+    assert result.exit_code == 1 and "broken.json" in result.stderr and "ui_messages" not in result.stderr
+    data = json.loads(result.stdout)
+    assert [Path(d["source_path"]).name for d in data] == ["s1.jsonl", "s2.jsonl", "task-1"]
+    assert data[0]["children"][0]["messages"] == 2
+    # Replay takes one session, and says how to name one.
+    with pytest.raises(SessionImportError, match=r"folder of 5 sessions, not one: name one"):
+        read_session_file(folder)
 
 
 def test_newer_claude_code_attachments_are_read_where_the_model_read_them(tmp_path: Path) -> None:

@@ -683,7 +683,10 @@ class ContextCompiler:
             cls: SegmentClass = "on-demand"
             reason = f"compaction summary standing in for {covers} earlier messages (raw log keeps them)"
             sized = next((m.metadata.get("compaction") for m in messages if m.metadata.get("compaction")), None)
-            if isinstance(sized, dict):
+            if isinstance(sized, dict) and sized.get("source"):
+                # An imported session's: the recorded agent wrote and sized it, and recorded none of Nova's figures.
+                reason += f"; written by the recorded agent ({sized['source']}) when it compacted"
+            elif isinstance(sized, dict):
                 reason += (f"; the view after it was {sized.get('view', 0):,} tokens, sized to "
                            f"{sized.get('bound', 'half the threshold')} ({sized.get('target', 0):,} tokens is half")
                 reason += (f"; the continuity floor, {sized['floor']:,} tokens, is the fixed prompt, the user's words, "

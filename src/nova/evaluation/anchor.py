@@ -34,6 +34,7 @@ from nova.evaluation.replay import ReplayReport, replay_messages, view_text
 from nova.messages import Message, SummaryPart
 from nova.sessions.importers import read_session_file
 from nova.sessions.readers.common import mid
+from nova.sessions.readers.nova import imported_from
 from nova.settings import CompactionConfig, SpillConfig
 from nova.tokens import TokenCounter
 from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
@@ -145,6 +146,18 @@ def find_recorded_compaction(path: Path) -> RecordedCompaction | None:
         return None
 
 
+def _recorded_file(path: Path) -> Path:
+    """The Claude Code file a Nova session folder was imported from, else `path` itself."""
+    origin = imported_from(path) if path.is_dir() else None
+    if origin is None or origin[0] != "claude-code":
+        return path
+    source = origin[1]
+    if not source.is_file():
+        raise NoRecordedCompaction(f"{path} was imported from {source}, which is no longer there: this comparison "
+                                   "reads the records Claude Code wrote; give that file")
+    return source
+
+
 def _no_compaction(path: Path) -> str:
     """Why there is nothing to compare: no compaction, or one of a format this comparison does not read
     (its facts are read from Claude Code's records), which `--policy recorded` still replays."""
@@ -152,6 +165,11 @@ def _no_compaction(path: Path) -> str:
         session = read_session_file(path)
     except NovaError:
         session = None
+    origin = imported_from(path) if path.is_dir() else None
+    if origin is not None and origin[0] not in ("", "claude-code"):
+        return (f"{path}: imported from a {origin[0]} recording ({origin[1]}), but this "
+                "comparison reads Claude Code compactions only (a `compact_boundary` followed by its "
+                "`isCompactSummary` record); `nova replay --policy recorded` replays this one")
     if session is not None and session.format != "claude-code" and any(
             m.has("summary") and "compaction" in m.metadata for m in session.messages):
         return (f"{path}: the recorded {session.format} agent compacted, but this comparison reads Claude Code "
@@ -167,7 +185,10 @@ def at_recorded_compaction(
 ) -> AnchorComparison:
     """Replay `path` up to its recorded agent's first compaction and make Nova compact at that message.
     `cut_before` (a line of a Claude Code transcript) cuts a session that never compacted there instead:
-    Nova's side alone, scored on the same facts (the recorded summary is "")."""
+    Nova's side alone, scored on the same facts (the recorded summary is ""). A session imported from a
+    Claude Code file (its id, or its folder) is compared from that file: its facts are read from the
+    records Claude Code wrote, which the import does not keep."""
+    path = _recorded_file(path)
     recorded = read_claude_code(path, cut_before=cut_before) if cut_before else find_recorded_compaction(path)
     if recorded is None:
         raise NoRecordedCompaction(_no_compaction(path))

@@ -176,13 +176,32 @@ def load_cases(path: Path) -> list[EvalCase]:
         try:
             data = loads(text, where=path.name)
         except json.JSONDecodeError as exc:
-            raise CaseError(f"{path.name}: not valid JSON: {exc}") from exc
+            raise _a_session(path) or CaseError(f"{path.name}: not valid JSON: {exc}") from exc
         except ValueError as exc:  # nested too deeply, or a number beyond Python's digit limit
             raise CaseError(f"{path.name}: {exc}") from None
+    if not isinstance(data, dict) or not {"cases", "session", "poisoning", "memory"} & data.keys():
+        # Not the shape of a case file: a recorded session given in its place is named as one.
+        error = _a_session(path)
+        if error is not None:
+            raise error
     items = data.get("cases") if isinstance(data, dict) and "cases" in data else [data]
     if not isinstance(items, list) or not items:
         raise CaseError(f"{path.name}: `cases` must be a non-empty list")
     return [_case(item, path.parent, f"{path.name} case {i + 1}") for i, item in enumerate(items)]
+
+
+def _a_session(path: Path) -> CaseError | None:
+    """The error for a recorded session given where a case file goes (its JSONL is no JSON document, its
+    list of messages no list of cases), or None when no session reader takes the file."""
+    from nova.sessions.importers import detect_format
+
+    try:
+        format_name = detect_format(path)
+    except NovaError:
+        return None
+    return CaseError(f"{path.name} is a recorded session ({format_name}), not a case file: replay it with "
+                     f"`nova replay {path}`, or name it in a case file (`session: {path.name}`, "
+                     "see docs/eval.md)")
 
 
 def work_items(messages: Sequence[Message]) -> tuple[list[str], tuple[str, str] | None]:

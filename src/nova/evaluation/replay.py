@@ -206,6 +206,16 @@ class ReplayReport:
         seen = self.uncached_input_tokens + self.cache_read_tokens + self.cache_write_tokens
         return self.cache_read_tokens / seen if seen else 0.0
 
+    @property
+    def summary_calls_counted(self) -> str:
+        """What the cost holds of the model summary calls, for every screen that prints it: their number,
+        or, when the receipts price calls the cost was not asked to count (`--summarizer extractive`),
+        that it does not count them and how to have them counted."""
+        priced = sum(1 for r in self.receipts if r.summary_cost > 0)
+        if self.summary_calls or not priced:
+            return str(self.summary_calls)
+        return f"not counted (--summarizer model-estimate counts the {priced} the receipts price)"
+
     def to_json(self) -> dict[str, Any]:
         """The `nova replay --json` object; other tools read these exact keys. The cost model adds its keys
         (and per-call cache figures) when it was asked for."""

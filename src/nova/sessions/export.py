@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.model import Usage, call_model
+from nova.model import Usage, call_model, is_model_reply
 from nova.providers.pricing import cost_usd
 from nova.sessions.importers import (
     IMPORTED_EVENT,
@@ -208,6 +208,9 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
         provider=f"import:{imported.format}",
         model=model,
         store=store,
+        # A sub-agent's session is linked as Nova links its own: `nova sessions show PARENT` lists it, and
+        # a picker of the project's sessions leaves it out.
+        parent_id=parent or "",
     )
     with session:
         session.record_event(
@@ -232,6 +235,8 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
                 continue
             usage = usage_of(message)
             session.record_message(message, usage)
+            if message.role == "assistant" and not is_model_reply(message):
+                continue  # the recording agent's harness wrote this reply (an API error notice): no call
             if usage is not None:
                 session.add_cost(usage, _call_cost(message, usage, model))
             elif message.role == "assistant":

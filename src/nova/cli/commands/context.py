@@ -209,7 +209,10 @@ def context_command(
     m = compiled.manifest
     table = Table(title=f"context: {m.used:,} / {m.limit:,} tokens ({m.percent:.1f}%), window {m.window:,}")
     for column in ("segment", "class", "tokens", "share", "source", "reason"):
-        table.add_column(column, justify="right" if column in ("tokens", "share") else "left")
+        # An id or a tool name longer than its column at 80 columns (a pipe's width) is folded onto the next
+        # line, never cut to "message:m015…": which message it names is the point of the row.
+        table.add_column(column, justify="right" if column in ("tokens", "share") else "left",
+                         overflow="ellipsis" if column in ("tokens", "share") else "fold")
     for s in m.segments:
         share = s.tokens * 100.0 / m.used if m.used else 0.0
         table.add_row(escape(s.id), escape(s.cls), f"{s.tokens:,}", f"{share:.1f}%", escape(s.source), escape(s.reason))

@@ -195,9 +195,7 @@ def replay_command(
         hit = f"{report.cache_hit_rate:.1%}" if report.provider_cache else "n/a (no cache simulated: --provider-cache)"
         # The receipts below price the model summary call a live Nova would make; the cost counts those
         # calls only when asked to, and says so rather than "0" beside receipts that charge them.
-        priced = sum(1 for r in report.receipts if r.summary_cost > 0)
-        summaries = (f"{report.summary_calls}" if report.summary_calls or not priced else
-                     f"not counted (--summarizer model-estimate counts the {priced} the receipts price)")
+        summaries = report.summary_calls_counted
         console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
                       f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
                       f"{hit}, summary calls {summaries}{cost}")

@@ -128,20 +128,27 @@ def list_command(
     from rich.table import Table
 
     out = _out()
-    # A plain layout so an 80-column terminal shows every column; the title takes what is left.
+    rows = [(m.id, escape(m.title),
+             time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-",
+             str(m.message_count),
+             f"{m.last_context_tokens:,}" if m.context_known else "unknown",
+             f"{m.total_tokens:,}" if m.tokens_known else "unknown",
+             f"${m.cost_usd:.2f}" if m.cost_known else "unknown") for m in metas]
+    heads = ("id", "title", "updated", "msgs", "context", "tokens\nbilled", "cost")
+    # Every column but the title as wide as its widest cell, so no figure is cut ("$10.…" at 80 columns);
+    # the title takes what they leave (two characters between columns), at least 6.
+    widths = [max(len(line) for text in (head, *(row[i] for row in rows)) for line in text.split("\n"))
+              for i, head in enumerate(heads)]
+    title_width = max(6, out.width - sum(widths) + widths[1] - 2 * (len(heads) - 1))
+    # A plain layout so an 80-column terminal shows every column.
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), collapse_padding=True)
-    table.add_column("id", no_wrap=True, min_width=22)
-    # The title takes what the other columns leave: about 10 characters of an 80-column terminal.
-    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(6, out.width - 70))
-    table.add_column("updated", no_wrap=True, min_width=11)
-    for name, width in (("msgs", 4), ("context", 7), ("tokens\nbilled", 9), ("cost", 5)):
-        table.add_column(name, justify="right", no_wrap=True, min_width=width)
-    for m in metas:
-        updated = time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-"
-        table.add_row(m.id, escape(m.title), updated, str(m.message_count),
-                      f"{m.last_context_tokens:,}" if m.context_known else "unknown",
-                      f"{m.total_tokens:,}" if m.tokens_known else "unknown",
-                      f"${m.cost_usd:.2f}" if m.cost_known else "unknown")
+    for i, head in enumerate(heads):
+        if i == 1:
+            table.add_column(head, no_wrap=True, overflow="ellipsis", max_width=title_width)
+        else:
+            table.add_column(head, justify="right" if i > 2 else "left", no_wrap=True, min_width=widths[i])
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
     out.print("context: the conversation's size at the end of its last turn · tokens billed: every call's input "
               "(cached included) and output, added up", style="dim", markup=False)
@@ -358,12 +365,14 @@ def rm_command(
 @app.command("import", cls=NovaCommand)
 def import_command(
     path: Annotated[Path | None, typer.Argument(help="A recorded session: Claude Code, OpenCode, Cline, "
-                                                "mini-swe-agent, SWE-agent, OpenAI or Anthropic chat, or Nova.")
+                                                "mini-swe-agent, SWE-agent, OpenAI or Anthropic chat, or Nova; "
+                                                "or a folder of them (every .jsonl and .json file under it).")
                     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"} (and '
-                                          '"skipped", "children", "run" when there are any); with --from, '
-                                          'or for a file of several runs (OpenHands output.jsonl), a list.')
+                                          '"skipped", "children", "run" when there are any); with --from or '
+                                          'a folder, or for a file of several runs (OpenHands output.jsonl), a '
+                                          'list.')
                        ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse the file when a record cannot be read "
                                          "instead of skipping it with a warning.")] = False,
@@ -378,6 +387,8 @@ def import_command(
 
     with _errors():
         paths = _import_paths(path, source, project)
+    # Several files (--from, a folder of sessions): each one's failure is said and the others imported.
+    many = source is not None or paths != [path]
     results: list[tuple[Path, ImportResult]] = []
     failed = 0
     done: set[Path] = set()
@@ -389,9 +400,9 @@ def import_command(
                 results.append((one, import_sessions(one, nova_home(), title=title, strict=strict)))
             done.update(results[-1][1].child_sources)
         except typer.Exit:
-            if source is None:
+            if not many:
                 raise
-            failed += 1  # said on stderr; the project's other sessions are still imported
+            failed += 1  # said on stderr; the other sessions are still imported
     out = _out()
     documents = []
     for one, whole in results:
@@ -406,7 +417,7 @@ def import_command(
                 data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
             if result.run:
                 data["run"] = result.run
-            if source is not None:
+            if many:
                 data["source_path"] = str(one)
             documents.append(data)
             if not as_json:
@@ -419,8 +430,8 @@ def import_command(
                 for child_id, count in result.children:
                     out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
     if as_json:
-        # A list with --from, or when the file held several runs; else the one object.
-        typer.echo(json.dumps(documents if source is not None or len(documents) > 1 else documents[0]))
+        # A list for several files, or when the file held several runs; else the one object.
+        typer.echo(json.dumps(documents if many or len(documents) != 1 else documents[0]))
     if failed:
         raise typer.Exit(1)
 
@@ -431,7 +442,7 @@ def _import_paths(path: Path | None, source: str | None, project: Path | None) -
             raise NovaError("name a session file to import, or use --from claude-code [--project DIR]")
         if project is not None:
             raise NovaError("--project goes with --from")
-        return [path]
+        return _folder_paths(path) or [path]
     if path is not None:
         raise NovaError("give a file or --from, not both")
     if source != "claude-code":
@@ -446,6 +457,17 @@ def _import_paths(path: Path | None, source: str | None, project: Path | None) -
     if not found:
         raise NovaError(f"no Claude Code sessions for {where} under {config_dir / 'projects'}")
     return found
+
+
+def _folder_paths(path: Path) -> list[Path]:
+    """The session files of a folder that is not itself one session (a Nova session folder, a Cline task
+    folder); [] for anything else, which the readers take or refuse as one session."""
+    from nova.sessions.readers import task_file
+    from nova.sessions.readers.discover import folder_sessions
+
+    if not path.is_dir() or task_file(path) != path or (path / "transcript.jsonl").exists():
+        return []
+    return folder_sessions(path)
 
 
 @app.command("doctor", cls=NovaCommand)

@@ -26,6 +26,7 @@ from nova.sessions.readers.base import (
 from nova.sessions.readers.claude_code import ClaudeCodeReader
 from nova.sessions.readers.codex import CodexReader
 from nova.sessions.readers.common import load_text
+from nova.sessions.readers.discover import folder_sessions
 from nova.sessions.readers.gemini_cli import GeminiCliReader
 from nova.sessions.readers.gemini_cli_jsonl import GeminiCliJsonlReader
 from nova.sessions.readers.mini_swe_agent import MiniSweAgentReader
@@ -99,6 +100,10 @@ def detect(path: str | Path) -> SessionReader:
     if verdict.score > 0:
         return best
     if source.is_dir():
+        if inside := folder_sessions(source):
+            raise SessionImportError(f"{source} is a folder of {len(inside)} sessions, not one: name "
+                                     f"one (e.g. {inside[0]}), or import them all with `nova sessions import "
+                                     f"{source}`")
         raise SessionImportError(f"{source} is a folder with no session in it: give a session file, a Nova session "
                                  f"folder (holding transcript.jsonl) or a Cline task folder (holding {HISTORY})")
     why = "; ".join(f"{reader.name}: {v.reason}" for reader, v in verdicts)

@@ -128,11 +128,13 @@ class _Counts:
     """What the source holds, to compare with what was imported."""
 
     responses: set[str] = field(default_factory=set)
+    synthetic: set[str] = field(default_factory=set)
+    """Replies Claude Code wrote itself: in the file, but no model's response (a replay counts none)."""
     tool_calls: set[str] = field(default_factory=set)
     tool_results: int = 0
 
     def to_dict(self) -> dict[str, int]:
-        return {"responses": len(self.responses), "tool_calls": len(self.tool_calls),
+        return {"responses": len(self.responses - self.synthetic), "tool_calls": len(self.tool_calls),
                 "tool_results": self.tool_results}
 
 
@@ -193,6 +195,7 @@ class _Assembly:
                 metadata["model"] = response.model
             if response.synthetic and not response.model:
                 metadata[SYNTHETIC_REPLY] = True
+                self.counts.synthetic.add(response.id)
             b.add("assistant", response.parts, response.line, response.ts, metadata)
         if response.results or response.after_results:
             order = {call_id: i for i, call_id in enumerate(response.call_ids())}

@@ -4,7 +4,11 @@ Claude Code keeps each project's sessions in a directory named after the project
 character other than a letter or digit replaced by `-` (`/home/me/app` -> `-home-me-app`). Older
 versions replaced only `/` and `.`, which gives the same name for ordinary paths; when no directory has
 the expected name, the session files' own `cwd` field decides. Sub-agent files (`agent-*.jsonl`, beside
-the sessions or under `<session>/subagents/`) come after the sessions they belong to."""
+the sessions or under `<session>/subagents/`) come after the sessions they belong to.
+
+A folder named on the command line that is not one session (a copy of such a project directory, a
+folder of Codex rollouts) is read the same way: every `.jsonl` and `.json` file under it and every
+folder that is one session, the sub-agent files last (`folder_sessions`)."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from nova.errors import FileRefused
 from nova.fs.safe_read import LongLine, bounded_lines, loads
 from nova.fs.special_files import open_regular
 
-__all__ = ["claude_code_project_dir", "claude_code_sessions"]
+__all__ = ["claude_code_project_dir", "claude_code_sessions", "folder_sessions"]
 
 _HEAD_LINE_BYTES = 4 * 1024 * 1024
 """A record that names the working directory comes first and is short; longer lines are not it."""
@@ -45,6 +49,34 @@ def claude_code_sessions(config_dir: Path, project: Path) -> list[Path]:
     main = sorted((p for p in files if not p.name.startswith("agent-")), key=lambda p: (p.stat().st_mtime, p.name))
     agents = sorted((p for p in files if p.name.startswith("agent-")), key=lambda p: (p.stat().st_mtime, p.name))
     return main + agents
+
+
+_ONE_SESSION_FOLDER = ("transcript.jsonl", "api_conversation_history.json")
+"""A folder holding one of these is one session (Nova's, a Cline / Roo Code task), its other files not."""
+
+
+def folder_sessions(folder: Path) -> list[Path]:
+    """The sessions under `folder`, by path: each `.jsonl` and `.json` file, and each folder that is one
+    session as a whole (Nova's `meta.json`, Cline's `ui_messages.json` are not sessions of their own);
+    the sub-agent files (`agent-*`) last, so importing a parent first takes its sub-agent as a child."""
+    found: list[Path] = []
+    pending = [folder]
+    while pending:
+        here = pending.pop()
+        try:
+            entries = sorted(here.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                if any((entry / name).is_file() for name in _ONE_SESSION_FOLDER):
+                    found.append(entry)
+                else:
+                    pending.append(entry)
+            elif entry.suffix in (".jsonl", ".json") and entry.is_file():
+                found.append(entry)
+    found.sort()
+    return [p for p in found if not p.name.startswith("agent-")] + [p for p in found if p.name.startswith("agent-")]
 
 
 def _cwd_of(path: Path) -> str | None:

@@ -115,6 +115,20 @@ class NovaReader:
                                if tools and not imported else None)
 
 
+def imported_from(path: Path) -> tuple[str, Path] | None:
+    """The format and file a Nova session folder was imported from, or None (a session Nova ran, or not a
+    session folder): what reads a format's own records (the comparison at a recorded compaction) reads
+    that file."""
+    transcript = path / TRANSCRIPT_NAME
+    if not transcript.is_file():
+        return None
+    for record in Transcript(transcript).iter_records(on_bad=lambda _: None):
+        if isinstance(record, EventRecord) and record.name == IMPORTED_EVENT:
+            source = _text(record.data.get("source_path"))
+            return (_text(record.data.get("format")), Path(source)) if source else None
+    return None
+
+
 def _pipeline_record(messages: Sequence[Message], states: Sequence[tuple[int, Mapping[str, Any]]],
                      changes: Sequence[tuple[int, BoundaryRecord | str]], session_dir: str) -> PipelineRecord:
     def before(index: int) -> str:

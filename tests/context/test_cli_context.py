@@ -240,3 +240,15 @@ def test_at_80_columns_no_source_or_id_is_cut(tmp_path: Path, nova_home: Path) -
     assert not any("…" in line for line in rows), result.output
     source = "".join(line.split("│")[5].strip() for line in rows)  # the source column, line after line
     assert "session_search" in source and "SYSTEM_CONTRACT" in source, source
+
+
+def test_at_80_columns_segment_ids_and_classes_stay_whole(tmp_path: Path, nova_home: Path) -> None:
+    """The segment column split "system.contract" after "contrac", which read as two names."""
+    sid = _recorded_session(nova_home, tmp_path)
+    result = runner.invoke(_app(), ["context", sid], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.startswith("│")]
+    segments = [line.split("│")[1].strip() for line in rows]
+    classes = {line.split("│")[2].strip() for line in rows} - {""}
+    assert "system.contract" in segments, segments
+    assert classes <= {"always-on", "pinned", "index", "on-demand"}, classes

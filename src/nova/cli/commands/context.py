@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 
 __all__ = ["MeasuredSession", "compile_session", "context_command", "measure_session", "session_receipts"]
 
+# Below this many columns the segment and class columns are sized to their words (see context_command).
+_WIDE_TERMINAL = 120
+# The widest segment id kept on one line there ("system.contract"); a longer one is folded.
+_SEGMENT_ID_WIDTH = 15
+
 
 def session_receipts(session_id: str, *, home: Path | None = None) -> list[dict[str, Any]]:
     """The receipt of every compaction the session recorded (its boundary records), oldest first."""
@@ -208,11 +213,17 @@ def context_command(
         return
     m = compiled.manifest
     table = Table(title=f"context: {m.used:,} / {m.limit:,} tokens ({m.percent:.1f}%), window {m.window:,}")
+    # On a narrow terminal (a pipe is 80 columns) the short columns get fixed widths that keep their words
+    # whole: "system.contract" split after "contrac" reads as two names. (A minimum width makes rich draw
+    # one column too wide.) A longer id or tool name is folded onto the next line, never cut to
+    # "message:m015…": which message it names is the point of the row.
+    fixed: dict[str, int] = {}
+    if out.width < _WIDE_TERMINAL:
+        fixed = {"segment": min(_SEGMENT_ID_WIDTH, max((len(s.id) for s in m.segments), default=1)),
+                 "class": max((len(s.cls) for s in m.segments), default=1)}
     for column in ("segment", "class", "tokens", "share", "source", "reason"):
-        # An id or a tool name longer than its column at 80 columns (a pipe's width) is folded onto the next
-        # line, never cut to "message:m015…": which message it names is the point of the row.
         table.add_column(column, justify="right" if column in ("tokens", "share") else "left",
-                         overflow="ellipsis" if column in ("tokens", "share") else "fold")
+                         overflow="ellipsis" if column in ("tokens", "share") else "fold", width=fixed.get(column))
     for s in m.segments:
         share = s.tokens * 100.0 / m.used if m.used else 0.0
         table.add_row(escape(s.id), escape(s.cls), f"{s.tokens:,}", f"{share:.1f}%", escape(s.source), escape(s.reason))

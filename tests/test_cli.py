@@ -61,6 +61,18 @@ def test_config_show_reports_sources(nova_home: Path) -> None:
     assert values["compaction.summary_keep_tokens"]["source"] == "default"
 
 
+def test_config_show_at_80_columns_prints_every_key_whole(nova_home: Path) -> None:
+    """A pipe is 80 columns: the key column cut "compaction.summary_reserve_tokens" to "…_toke…", and a key
+    is what `nova config set` takes."""
+    result = runner.invoke(app, ["config", "show"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    keys = [line.split("│")[1].strip() for line in result.output.splitlines() if line.startswith("│")]
+    data = runner.invoke(app, ["config", "show", "--json"])
+    expected = [row["key"] for row in json.loads(data.output)["values"]]
+    assert [key for key in expected if key not in keys] == [], result.output
+    assert all(len(line) <= 80 for line in result.output.splitlines() if line.startswith("│"))
+
+
 def test_bad_config_is_one_clear_line_without_traceback(nova_home: Path) -> None:
     nova_home.mkdir(parents=True)
     (nova_home / "config.json").write_text(json.dumps({"compaction": {"snip_max_chars": "many"}}))

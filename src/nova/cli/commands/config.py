@@ -64,9 +64,13 @@ def config_show_command(*, as_json: bool) -> None:
 
     console = terminal_console(highlight=False)
     table = Table(title=f"Nova configuration ({settings.config_file})")
-    table.add_column("key")
-    table.add_column("value")
-    table.add_column("source", style="dim")
+    # A key is what `nova config set` takes: it gets the width of the longest key where the terminal has
+    # room (rich would share the room out evenly and split it), goes on in the next line where it has not,
+    # and is never cut to "compaction.summary_reserve_toke…"; so are values and sources.
+    longest_key = max((len(key) for key, _, _ in rows), default=1)
+    table.add_column("key", overflow="fold", width=min(longest_key, max(20, console.width - 38)))
+    table.add_column("value", overflow="fold")
+    table.add_column("source", style="dim", overflow="fold")
     for key, value, source in rows:
         table.add_row(escape(key), escape(json.dumps(value) if not isinstance(value, str) else value), escape(source))
     console.print(table)

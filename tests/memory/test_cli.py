@@ -58,6 +58,29 @@ def test_add_list_show_approve_forget(in_project: Path, nova_home: Path) -> None
     assert missing.exit_code == 1 and "no memory named 'nope'" in missing.stderr
 
 
+def _column(output: str, index: int) -> str:
+    """One column of a rich table, its folded lines joined."""
+    return "".join(line.split("│")[index].strip() for line in output.splitlines() if line.startswith("│"))
+
+
+def test_at_80_columns_names_and_paths_are_whole(in_project: Path, nova_home: Path) -> None:
+    """A pipe is 80 columns: the table cut a memory's name to "prefers-pytest-ov…", and the name is what
+    `nova memory show` takes; `nova rules` cut a nested file's path the same way."""
+    name = "prefers-pytest-over-unittest-everywhere"
+    assert runner.invoke(app, ["add", "--type", "user", "--name", name, "Plain asserts."]).exit_code == 0
+    listed = runner.invoke(app, ["list"], env={"COLUMNS": "80"})
+    assert listed.exit_code == 0 and "…" not in listed.stdout, listed.stdout
+    assert name in _column(listed.stdout, 1) and str(nova_home / "memory") in _column(listed.stdout, 5)
+    nested = in_project / "docs" / "deep" / "nested" / "a-style-guide-with-a-long-name.md"
+    nested.parent.mkdir(parents=True)
+    nested.write_text("- Four spaces.\n", encoding="utf-8")
+    (in_project / "NOVA.md").write_text("# Rules\n@docs/deep/nested/a-style-guide-with-a-long-name.md\n",
+                                       encoding="utf-8")
+    rules = runner.invoke(rules_app(), ["rules"], env={"COLUMNS": "80"})
+    assert rules.exit_code == 0 and "…" not in rules.stdout, rules.stdout
+    assert str(nested.resolve()) in _column(rules.stdout, 1), rules.stdout
+
+
 def test_refused_write_exits_non_zero_with_the_reason(in_project: Path, nova_home: Path) -> None:
     token = "gh" + "p_" + "a1B2c3D4" * 5
     result = runner.invoke(app, ["add", "--type", "user", "--name", "token", f"my token is {token}"])

@@ -90,7 +90,11 @@ def list_command(
     if not memories:
         console.print("No memories. Add one with `nova memory add --type user --name NAME TEXT`.", markup=False)
         return
-    table = Table("name", "type", "status", "description", "path")
+    table = Table()
+    # A name is what `nova memory show/approve/forget` take and a path is where the file is: on a narrow
+    # terminal they go on in the next line, never cut to "prefers-pytest-ov…".
+    for column in ("name", "type", "status", "description", "path"):
+        table.add_column(column, overflow="fold")
     for m in memories:
         table.add_row(*map(escape, (m.name, m.type, m.status, m.description, str(m.path))))
     console.print(table)
@@ -376,7 +380,10 @@ def rules_command(
     if not rules.files and not rules.skipped:
         _say_where_rules_go(places, config_file=settings.config_file)
         return
-    table = Table("file", "imported by", "tokens")
+    table = Table()
+    for column in ("file", "imported by"):
+        table.add_column(column, overflow="fold")  # a path cut short names no file
+    table.add_column("tokens", justify="right")
     for f in files:
         table.add_row(escape(str(f.path)), escape(str(f.imported_by or "-")), str(f.tokens))
     console.print(table)

@@ -66,7 +66,10 @@ def search_command(
     if not result.hits:
         console.print("no memory to show", markup=False)
     else:
-        table = Table("#", "memory", "score", "relevance", "trust", "recency", "cost", "risk")
+        table = Table("#")
+        table.add_column("memory", overflow="fold")  # the id `nova memory show` takes, never cut
+        for column in ("score", "relevance", "trust", "recency", "cost", "risk"):
+            table.add_column(column)
         for rank, hit in enumerate(result.hits, 1):
             s = hit.scores
             name = hit.record.id + (" (conflict)" if hit.conflicts_with else "")

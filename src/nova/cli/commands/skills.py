@@ -57,7 +57,10 @@ def list_command(as_json: JsonOpt = False) -> None:
             console.print("No skills. Put a folder with a SKILL.md in .nova/skills/ (or .claude/skills/) of the "
                           "project, or in $NOVA_HOME/skills/.", markup=False)
         else:
-            table = Table("name", "version", "scope", "description", box=None, pad_edge=False)
+            table = Table(box=None, pad_edge=False)
+            table.add_column("name", overflow="fold")  # what `nova skills show NAME` takes, never cut
+            for column in ("version", "scope", "description"):
+                table.add_column(column)
             for skill in catalog.sorted():
                 table.add_row(*map(escape, (skill.name, skill.version or f"({skill.digest})", skill.scope,
                                             skill.index_line()[2:].split(": ", 1)[1])))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 
 from nova.tools import ToolContext, ToolOutput, default_registry
+from nova.tools._schema import param
+from nova.tools.bash import MAX_TIMEOUT_S
 
 REGISTRY = default_registry()
 
@@ -80,6 +83,16 @@ def test_schema_teaches_the_model(name: str) -> None:
         assert prop.get("description"), f"{name}.{key} has no description"
         assert prop["type"] in {"string", "integer", "number", "boolean"}
     assert len(tool.description) > 80
+
+
+def test_a_property_is_declared_type_first_and_description_last() -> None:
+    # The schema's bytes are part of the cached tool catalog: every tool's properties share this order.
+    declared = param("integer", "How many.", minimum=1, maximum=MAX_TIMEOUT_S)
+    assert json.dumps(declared) == f'{{"type": "integer", "minimum": 1, "maximum": {MAX_TIMEOUT_S}, "description": "How many."}}'
+    assert param("array", items=param("string", enum=["a"])) == {"type": "array", "items": {"type": "string", "enum": ["a"]}}
+    bash = REGISTRY.get("bash")
+    assert bash is not None
+    assert list(bash.input_schema["properties"]["timeout"]) == ["type", "minimum", "maximum", "description"]
 
 
 # -- argument validation ------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from nova.sessions.recorder import RecordedSession, TaskStateSource
 from nova.sessions.store import StoredTaskState
 from nova.skills.catalog import SkillCatalog, load_catalog
 from nova.tokens import TokenLedger
+from nova.tools._schema import param
 from nova.tools.base import Tool, ToolContext, ToolOutput, ToolRegistry
 from nova.tools.policy.trust import TrustStore, trust_hint
 
@@ -236,9 +237,9 @@ class ProposeTaskUpdateTool:
     input_schema: Mapping[str, Any] = {
         "type": "object",
         "properties": {
-            "open_items": {"type": "array", "items": {"type": "string"}, "description": "Items to add."},
-            "done": {"type": "array", "items": {"type": "string"}, "description": "Open items now finished."},
-            "plan": {"type": "array", "items": {"type": "string"}, "description": "The new plan, step by step."},
+            "open_items": param("array", "Items to add.", items=param("string")),
+            "done": param("array", "Open items now finished.", items=param("string")),
+            "plan": param("array", "The new plan, step by step.", items=param("string")),
         },
         "additionalProperties": True,
     }

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nova.messages import Message, TextPart
 from nova.model import Usage
 from nova.skills.manifest import Skill
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools.base import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
@@ -118,12 +118,12 @@ class TaskTool:
         "calls in one message run in parallel."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "prompt": {"type": "string", "description": "The sub-task: what to do and what to report."},
-        "description": {"type": "string", "description": "A short title (3-6 words)."},
-        "mode": {"type": "string", "enum": ["isolated", "fork"]},
-        "tools": {"type": "array", "items": {"type": "string"},
-                  "description": "Isolated mode: the tools the sub-agent may use (default: yours)."},
-        "skill": {"type": "string", "description": "Isolated mode: a skill the sub-agent starts with."},
+        "prompt": param("string", "The sub-task: what to do and what to report."),
+        "description": param("string", "A short title (3-6 words)."),
+        "mode": param("string", enum=["isolated", "fork"]),
+        "tools": param("array", "Isolated mode: the tools the sub-agent may use (default: yours).",
+                       items=param("string")),
+        "skill": param("string", "Isolated mode: a skill the sub-agent starts with."),
     }, required=["prompt"])
     # It changes nothing itself: each of the sub-agent's calls is checked by the same permission policy.
     read_only = True

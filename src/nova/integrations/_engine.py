@@ -65,7 +65,7 @@ from nova.sessions.link import SessionLink
 from nova.sessions.session import Session
 from nova.settings import CompactionConfig, Settings, SpillConfig, load_settings
 from nova.tokens import MemoCounter, TokenLedger, counter_for_model
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools.base import ToolContext
 from nova.tools.read_file import ReadFileTool
 
@@ -96,9 +96,9 @@ READ_BACK_DESCRIPTION = (
     "file). Returns its lines with line numbers, from `offset` (1-based), at most `limit` lines."
 )
 READ_BACK_SCHEMA: Mapping[str, Any] = object_schema({
-    "path": {"type": "string", "description": "The saved file's path, exactly as the note gives it."},
-    "offset": {"type": "integer", "minimum": 1, "description": "First line to return, 1-based. Default 1."},
-    "limit": {"type": "integer", "minimum": 1, "description": "How many lines to return. Default 2000."},
+    "path": param("string", "The saved file's path, exactly as the note gives it."),
+    "offset": param("integer", "First line to return, 1-based. Default 1.", minimum=1),
+    "limit": param("integer", "How many lines to return. Default 2000.", minimum=1),
 }, required=["path"])
 DEFAULT_WINDOW = 128_000
 

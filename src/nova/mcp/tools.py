@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from nova.errors import ToolError
 from nova.mcp.connection import CallOutcome
+from nova.tools._schema import param
 from nova.tools.base import DelegatingTool, Tool, ToolContext, ToolOutput
 
 __all__ = ["MCP_PREFIX", "McpCallTool", "McpSearchTool", "McpTool", "nova_tool_name", "one_line"]
@@ -80,16 +81,16 @@ class McpTool:
 SEARCH_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
-        "query": {"type": "string", "description": "Tool names (comma-separated) or keywords to look for."},
-        "max_results": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+        "query": param("string", "Tool names (comma-separated) or keywords to look for."),
+        "max_results": param("integer", minimum=1, maximum=20, default=5),
     },
     "required": ["query"],
 }
 CALL_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "description": "The tool's full name, mcp__<server>__<tool>."},
-        "arguments": {"type": "object", "description": "The tool's input, matching the schema mcp_search gave."},
+        "name": param("string", "The tool's full name, mcp__<server>__<tool>."),
+        "arguments": param("object", "The tool's input, matching the schema mcp_search gave."),
     },
     "required": ["name"],
 }

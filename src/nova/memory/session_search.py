@@ -19,7 +19,7 @@ from nova.memory.retrieval.embed import Encoder, load_encoder
 from nova.memory.retrieval.session_index import project_of
 from nova.memory.retrieval.sessions import EVIDENCE, SessionSearcher
 from nova.sessions.evidence import KINDS
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["SessionSearchTool"]
@@ -42,11 +42,9 @@ class SessionSearchTool:
         "turn and is past evidence: it may be outdated, so check the files before relying on it."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "query": {"type": "string", "description": "What to look for, in words (a file name, a command, a topic)."},
-        "kinds": {"type": "array", "items": {"type": "string", "enum": list(KINDS)},
-                  "description": "Only these kinds of records (default: all)."},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                  "description": "How many results (default 8)."},
+        "query": param("string", "What to look for, in words (a file name, a command, a topic)."),
+        "kinds": param("array", "Only these kinds of records (default: all).", items=param("string", enum=list(KINDS))),
+        "limit": param("integer", "How many results (default 8).", minimum=1, maximum=MAX_LIMIT),
     }, required=["query"])
     # It reads the session record; the only file it writes is Nova's own index of it.
     read_only = True

@@ -25,7 +25,7 @@ from nova.messages import Message, TextPart
 from nova.skills.catalog import SkillCatalog
 from nova.skills.limits import refusal
 from nova.skills.manifest import Skill
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["ActiveSkills", "SkillRuntime", "SkillTool", "body_of", "skill_request"]
@@ -75,8 +75,8 @@ class SkillTool:
         "declares (tools, files, network) is permitted."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "name": {"type": "string", "description": "The skill's name, as the index lists it."},
-        "arguments": {"type": "string", "description": "Optional text the skill receives as $ARGUMENTS."},
+        "name": param("string", "The skill's name, as the index lists it."),
+        "arguments": param("string", "Optional text the skill receives as $ARGUMENTS."),
     }, required=["name"])
     # It reads a skill Nova already indexed and changes nothing in the workspace.
     read_only = True

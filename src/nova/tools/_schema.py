@@ -14,11 +14,21 @@ from typing import Any
 
 from nova.errors import ArgumentError
 
-__all__ = ["INVALID_ARGUMENTS_KEY", "ArgumentError", "object_schema", "validate_arguments"]
+__all__ = ["INVALID_ARGUMENTS_KEY", "ArgumentError", "object_schema", "param", "validate_arguments"]
 
 INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
 """Providers put arguments that were not parseable JSON under this key, as the raw text."""
 
+
+
+def param(type_name: str, description: str | None = None, **constraints: Any) -> dict[str, Any]:
+    """One property of a tool's input: its JSON `type`, then `constraints` (`enum`, `items`, `minimum`,
+    `maximum`, `default`) in the order given, then its `description`. Every tool declares its properties
+    this way so they share that key order: the schema's bytes are part of the cached tool catalog."""
+    schema: dict[str, Any] = {"type": type_name, **constraints}
+    if description is not None:
+        schema["description"] = description
+    return schema
 
 
 def object_schema(properties: Mapping[str, Any], *, required: Sequence[str]) -> Mapping[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from nova.errors import ToolError
 from nova.tools._common import BuiltinTool
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools.base import ToolContext, ToolOutput
 from nova.tools.policy.controls import TOOL_RUN_ENV, mark_name, tool_runner
 from nova.tools.policy.sandbox import Sandbox, SandboxRun, sandbox_env
@@ -155,13 +155,9 @@ class BashTool(BuiltinTool):
         "searching files."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "command": {"type": "string", "description": "The command line, run with `bash -c`."},
-        "timeout": {
-            "type": "number",
-            "minimum": 1,
-            "maximum": MAX_TIMEOUT_S,
-            "description": f"Seconds before the command is killed. Default 120, at most {MAX_TIMEOUT_S}.",
-        },
+        "command": param("string", "The command line, run with `bash -c`."),
+        "timeout": param("number", f"Seconds before the command is killed. Default 120, at most {MAX_TIMEOUT_S}.",
+                         minimum=1, maximum=MAX_TIMEOUT_S),
     }, required=["command"])
 
     def __init__(self, *, sandbox: Sandbox | None = None, home: Path | None = None) -> None:

@@ -21,7 +21,7 @@ from nova.tools._common import (
     looks_binary,
     resolve_path,
 )
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["EditFileTool"]
@@ -109,22 +109,10 @@ class EditFileTool(BuiltinTool):
         "read_file are not part of the text). To create a file use `write_file`."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "path": {
-            "type": "string",
-            "description": "File to edit, relative to the working directory or absolute.",
-        },
-        "old_text": {
-            "type": "string",
-            "description": "The exact text to replace, copied from the file.",
-        },
-        "new_text": {
-            "type": "string",
-            "description": "The text to put in its place (may be empty to delete).",
-        },
-        "replace_all": {
-            "type": "boolean",
-            "description": "Replace every occurrence instead of requiring exactly one. Default false.",
-        },
+        "path": param("string", "File to edit, relative to the working directory or absolute."),
+        "old_text": param("string", "The exact text to replace, copied from the file."),
+        "new_text": param("string", "The text to put in its place (may be empty to delete)."),
+        "replace_all": param("boolean", "Replace every occurrence instead of requiring exactly one. Default false."),
     }, required=["path", "old_text", "new_text"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

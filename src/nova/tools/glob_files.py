@@ -8,7 +8,7 @@ from typing import Any
 
 from nova.errors import ToolError
 from nova.tools._common import BuiltinTool, WorkLimit, display_path, resolve_path
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools._walk import compile_glob, walk_files
 from nova.tools.base import ToolContext, ToolOutput
 from nova.tools.policy.read_policy import SkipTally
@@ -30,11 +30,8 @@ class GlobTool(BuiltinTool):
         "permission rules forbid reading are never listed."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py`."},
-        "path": {
-            "type": "string",
-            "description": "Directory to search from, relative or absolute. Default: working directory.",
-        },
+        "pattern": param("string", "Glob pattern, e.g. `**/*.py`."),
+        "path": param("string", "Directory to search from, relative or absolute. Default: working directory."),
     }, required=["pattern"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

@@ -23,7 +23,7 @@ from typing import Any
 from nova.errors import ToolError
 from nova.fs.special_files import NotRegularFile, in_pseudo_fs, open_regular
 from nova.tools._common import BuiltinTool, WorkLimit, display_path, looks_binary, resolve_path
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools._walk import compile_glob, walk_files
 from nova.tools.base import ToolContext, ToolOutput
 from nova.tools.policy.read_policy import SkipTally
@@ -112,13 +112,10 @@ class GrepTool(BuiltinTool):
         "characters to search for literal text, e.g. `foo\\(`."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "pattern": {"type": "string", "description": "Regular expression (RE2 syntax)."},
-        "path": {
-            "type": "string",
-            "description": "File or directory to search, relative or absolute. Default: working directory.",
-        },
-        "glob": {"type": "string", "description": "Only search files matching this glob pattern."},
-        "ignore_case": {"type": "boolean", "description": "Match case-insensitively. Default false."},
+        "pattern": param("string", "Regular expression (RE2 syntax)."),
+        "path": param("string", "File or directory to search, relative or absolute. Default: working directory."),
+        "glob": param("string", "Only search files matching this glob pattern."),
+        "ignore_case": param("boolean", "Match case-insensitively. Default false."),
     }, required=["pattern"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

@@ -19,7 +19,7 @@ from nova.tools._common import (
     looks_binary,
     resolve_path,
 )
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["ReadFileTool"]
@@ -76,20 +76,9 @@ class ReadFileTool(BuiltinTool):
         "and secret-looking files (.env, keys, credentials) need the user's approval."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "path": {
-            "type": "string",
-            "description": "File to read, relative to the working directory or absolute.",
-        },
-        "offset": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "First line to return, 1-based. Default 1.",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "description": f"Number of lines to return. Default {DEFAULT_LIMIT}.",
-        },
+        "path": param("string", "File to read, relative to the working directory or absolute."),
+        "offset": param("integer", "First line to return, 1-based. Default 1.", minimum=1),
+        "limit": param("integer", f"Number of lines to return. Default {DEFAULT_LIMIT}.", minimum=1),
     }, required=["path"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

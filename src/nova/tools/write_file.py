@@ -7,7 +7,7 @@ from typing import Any
 
 from nova.errors import ToolError
 from nova.tools._common import BuiltinTool, atomic_write_text, display_path, resolve_path
-from nova.tools._schema import object_schema
+from nova.tools._schema import object_schema, param
 from nova.tools.base import ToolContext, ToolOutput
 
 __all__ = ["WriteFileTool"]
@@ -23,14 +23,8 @@ class WriteFileTool(BuiltinTool):
         "file repeated."
     )
     input_schema: Mapping[str, Any] = object_schema({
-        "path": {
-            "type": "string",
-            "description": "File to write, relative to the working directory or absolute.",
-        },
-        "content": {
-            "type": "string",
-            "description": "The complete new content of the file, exactly as it should be on disk.",
-        },
+        "path": param("string", "File to write, relative to the working directory or absolute."),
+        "content": param("string", "The complete new content of the file, exactly as it should be on disk."),
     }, required=["path", "content"])
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

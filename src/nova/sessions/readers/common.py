@@ -3,7 +3,7 @@ message builder that folds a batch of tool results into one user message, and fi
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -13,8 +13,8 @@ from nova.fs.safe_read import loads, read_bytes
 from nova.messages import ImagePart, Message, Part, TextPart, ToolResultPart, ToolUsePart
 from nova.sessions.readers.base import SkippedRecord
 
-__all__ = ["MAX_IMPORT_BYTES", "Builder", "anthropic_parts", "arguments", "count_response", "iso_ts", "json_lines",
-           "load_document", "load_text", "mid", "text_of"]
+__all__ = ["MAX_IMPORT_BYTES", "BlockConverter", "Builder", "anthropic_parts", "arguments", "content_parts",
+           "count_response", "iso_ts", "json_lines", "load_document", "load_text", "mid", "text_of"]
 
 
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
@@ -123,34 +123,52 @@ def result_images(block: Mapping[str, Any]) -> list[ImagePart]:
     return [image_part(b) for b in content if isinstance(b, dict) and b.get("type") == "image"]
 
 
+BlockConverter = Callable[[Mapping[str, Any]], Part]
+"""Turns one content block of a given `type` into the Nova part it stands for."""
+
+
+def content_parts(content: Any, converters: Mapping[str, BlockConverter]) -> list[Part]:
+    """Nova parts of a content field that is a string or a list of typed blocks, as Anthropic's and pi's
+    are: a string or a `text` block with text is a text part; a block of a type in `converters` is what
+    its converter makes; any other block (thinking above all: never imported, SES-3) is skipped."""
+    if isinstance(content, str):
+        return [TextPart(content)] if content else []
+    parts: list[Part] = []
+    for block in content or ():
+        kind = block.get("type")
+        if kind == "text":
+            if block.get("text"):
+                parts.append(TextPart(str(block["text"])))
+        elif isinstance(kind, str) and kind in converters:
+            parts.append(converters[kind](block))
+    return parts
+
+
+def _tool_result(block: Mapping[str, Any]) -> ToolResultPart:
+    return ToolResultPart(
+        tool_use_id=str(block["tool_use_id"]),
+        content=text_of(block.get("content")),
+        is_error=bool(block.get("is_error", False)),
+    )
+
+
+_ANTHROPIC_BLOCKS: Mapping[str, BlockConverter] = {
+    "tool_use": lambda block: ToolUsePart(id=str(block["id"]), name=str(block["name"]),
+                                          input=arguments(block.get("input"))),
+    "tool_result": _tool_result,
+    "image": image_part,
+}
+
+
 def anthropic_parts(content: Any, *, with_result_images: bool = False) -> list[Part]:
     """Nova parts of an Anthropic content field. Thinking blocks are never imported (SES-3). With
     `with_result_images`, images inside tool results follow the results as image parts (a Nova tool
     result holds text only)."""
-    if isinstance(content, str):
-        return [TextPart(content)] if content else []
-    parts: list[Part] = []
-    images: list[Part] = []
-    for block in content or ():
-        kind = block.get("type")
-        if kind == "text" and block.get("text"):
-            parts.append(TextPart(str(block["text"])))
-        elif kind == "tool_use":
-            parts.append(ToolUsePart(id=str(block["id"]), name=str(block["name"]), input=arguments(block.get("input"))))
-        elif kind == "tool_result":
-            parts.append(
-                ToolResultPart(
-                    tool_use_id=str(block["tool_use_id"]),
-                    content=text_of(block.get("content")),
-                    is_error=bool(block.get("is_error", False)),
-                )
-            )
-            if with_result_images:
-                images.extend(result_images(block))
-        elif kind == "image":
-            parts.append(image_part(block))
-        # thinking / redacted_thinking: never imported (SES-3); unknown blocks: skipped
-    return parts + images
+    parts = content_parts(content, _ANTHROPIC_BLOCKS)
+    if with_result_images and not isinstance(content, str):
+        parts += [image for block in content or () if block.get("type") == "tool_result"
+                  for image in result_images(block)]
+    return parts
 
 
 class Builder:

@@ -9,13 +9,23 @@ model sees unless `excludeFromContext`: its text, written by pi, is marked `harn
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nova.messages import ImagePart, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage
 from nova.sessions.readers.base import Confidence, HeaderReader, ImportedSession, SkippedRecord, refuse, sure
-from nova.sessions.readers.common import Builder, arguments, iso_ts, json_lines, load_text, text_of
+from nova.sessions.readers.common import (
+    BlockConverter,
+    Builder,
+    arguments,
+    content_parts,
+    iso_ts,
+    json_lines,
+    load_text,
+    text_of,
+)
 
 NAME = "pi"
 
@@ -112,16 +122,12 @@ def _message(b: Builder, entry: dict[str, Any], meta: dict[str, Any]) -> None:
                                 harness=True)], number, ts, {"user_shell": True})
 
 
+_BLOCKS: Mapping[str, BlockConverter] = {
+    "toolCall": lambda block: ToolUsePart(id=str(block["id"]), name=str(block["name"]),
+                                          input=arguments(block.get("arguments"))),
+    "image": lambda block: ImagePart(media_type=str(block.get("mimeType", "")), data=str(block.get("data", ""))),
+}
+
+
 def _parts(content: Any) -> list[Part]:
-    if isinstance(content, str):
-        return [TextPart(content)] if content else []
-    parts: list[Part] = []
-    for block in content or ():
-        kind = block.get("type")
-        if kind == "text" and block.get("text"):
-            parts.append(TextPart(str(block["text"])))
-        elif kind == "toolCall":
-            parts.append(ToolUsePart(id=str(block["id"]), name=str(block["name"]), input=arguments(block.get("arguments"))))
-        elif kind == "image":
-            parts.append(ImagePart(media_type=str(block.get("mimeType", "")), data=str(block.get("data", ""))))
-    return parts
+    return content_parts(content, _BLOCKS)

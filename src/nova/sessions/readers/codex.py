@@ -6,8 +6,10 @@ and `custom_tool_call` (apply_patch) with their `*_output`, `local_shell_call`, 
 SES-3), `web_search_call` (a search the API ran itself inside the response: its results are not in the
 rollout, yet they are part of that response's input and of every later one, so the response's metadata
 names it under `hosted_tools`). Consecutive model items form one response; a `token_count` event whose totals moved closes it
-and gives its usage (`last_token_usage`). The base instructions and developer messages are the system
-prompt.
+and gives its usage (`last_token_usage`). Codex 0.39 wrote that event before the response's items
+instead (with its `agent_message` event): a file whose first such event comes before any response is read
+that way, each response taking the usage written before it. The base instructions and developer messages
+are the system prompt.
 
 What the person typed: a user `message` item, and the `user_message` event Codex writes beside it. Codex
 Desktop writes only the event, so an event whose text no user message since the last response holds is
@@ -67,11 +69,15 @@ class CodexReader(HeaderReader):
         results: list[ToolResultPart] = []
         results_at = 0
         last_totals: Any = None
+        usage_first: bool | None = None  # each response's token_count comes before its items (Codex 0.39)
+        written_before: Usage | None = None  # there: the usage of the response that comes next
         covered_upto = 0
         counts = {"responses": 0, "tool_calls": 0, "tool_results": 0}
 
         def close(usage: Usage | None = None) -> None:
-            nonlocal response, results, hosted
+            nonlocal response, results, hosted, written_before
+            if usage_first and usage is None and response:
+                usage, written_before = written_before, None
             if response:
                 metadata: dict[str, Any] = {"usage": usage.to_dict()} if usage is not None else {}
                 if meta.get("model"):
@@ -108,7 +114,13 @@ class CodexReader(HeaderReader):
                 info = payload.get("info")
                 if isinstance(info, dict) and info.get("total_token_usage") != last_totals:
                     last_totals = info.get("total_token_usage")
-                    close(_usage(info.get("last_token_usage")))
+                    if usage_first is None:
+                        usage_first = not response and counts["responses"] == 0
+                    if usage_first:
+                        close()  # the open response, with the usage written before it
+                        written_before = _usage(info.get("last_token_usage"))
+                    else:
+                        close(_usage(info.get("last_token_usage")))
             elif kind == "response_item":
                 item = payload.get("type")
                 if item == "message" and payload.get("role") == "assistant":

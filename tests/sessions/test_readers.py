@@ -443,3 +443,54 @@ def test_newer_claude_code_attachments_are_read_where_the_model_read_them(tmp_pa
     # The CLAUDE.md is Claude Code's; the queued prompt is the person's.
     assert [p.harness for p in texts] == [True, False]
     assert session.meta["ignored_records"] == {"attachment:deferred_tools_delta": 1}
+
+
+def _codex_usage_first(path: Path) -> Path:
+    """A Codex 0.39 rollout: each response's `token_count` (and `agent_message`) comes before its items."""
+    def event(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "event_msg", "timestamp": "2025-09-19T09:02:27Z", "payload": payload}
+
+    def item(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "response_item", "timestamp": "2025-09-19T09:02:27Z", "payload": payload}
+
+    def usage(total: int, last: int) -> dict[str, Any]:
+        return event({"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": total, "output_tokens": 10, "total_tokens": total + 10},
+            "last_token_usage": {"input_tokens": last, "cached_input_tokens": 0, "output_tokens": 10}}})
+
+    records: list[dict[str, Any]] = [
+        {"type": "session_meta", "timestamp": "2025-09-19T09:02:12Z", "payload": {"id": "s", "cli_version": "0.39.0"}},
+        item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "bump go"}]}),
+        event({"type": "user_message", "message": "bump go"}),
+        {"type": "turn_context", "timestamp": "2025-09-19T09:02:12Z", "payload": {"model": "gpt-5-codex"}},
+        event({"type": "agent_message", "message": "Looking."}),
+        usage(5645, 5645),
+        item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]}),
+        item({"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+        item({"type": "function_call_output", "call_id": "c1", "output": "go 1.22"}),
+        event({"type": "agent_message", "message": "Done."}),
+        usage(11467, 5822),
+        item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}),
+    ]
+    return _jsonl(path, records)
+
+
+def test_codex_039_usage_written_before_its_response_belongs_to_that_response(tmp_path: Path) -> None:
+    """Codex 0.39 wrote each response's token_count before its items: read as a later Codex writes it,
+    every call took the next call's usage, the first figure was lost and the last call had none."""
+    session = read_session_file(_codex_usage_first(tmp_path / "rollout-old.jsonl"))
+    replies = [m for m in session.messages if m.role == "assistant"]
+    assert [m.metadata["usage"]["input_tokens"] for m in replies] == [5645, 5822]
+    assert [m.text for m in replies] == ["Looking.", "Done."]
+    assert check_tool_pairing(session.messages) == []
+
+
+def test_claude_code_empty_usage_counts_as_no_usage(tmp_path: Path) -> None:
+    """`"usage": {}` on a last reply read as a call of 0 tokens: the session's context was 0 at its end."""
+    last = _cc("assistant", _use("c2"), mid="r2", uuid="u3")
+    last["message"]["usage"] = {}
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "hello", uuid="u1"), _cc("assistant", _use("c1"), mid="r1", uuid="u2"),
+        _cc("user", _result("c1"), uuid="u2b"), last, _cc("user", _result("c2"), uuid="u4")])
+    replies = [m for m in read_session_file(path).messages if m.role == "assistant"]
+    assert [("usage" in m.metadata) for m in replies] == [True, False]

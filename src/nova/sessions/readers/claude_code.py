@@ -340,7 +340,9 @@ def _assistant(a: _Assembly, number: int, record: dict[str, Any]) -> None:
     response = a.open
     response.parts.extend(parts)
     usage = message.get("usage")
-    if isinstance(usage, dict) and (response.usage is None
+    # `"usage": {}` (a record some tools append by hand) counts nothing: read as a call of 0 tokens, it
+    # made the session's context 0 at its end.
+    if isinstance(usage, dict) and _counts_tokens(usage) and (response.usage is None
                                     or int(usage.get("output_tokens") or 0) >= int(response.usage.get("output_tokens") or 0)):
         response.usage = usage
     if message.get("model") == "<synthetic>":
@@ -438,3 +440,8 @@ def _children(side: Sequence[tuple[int, dict[str, Any]]], parent: list[Message],
                   "parent_tool_use_id": prompts.get(first_text), "source_counts": chain.counts.to_dict()},
             skipped=tuple(chain.skipped)))
     return children
+
+
+def _counts_tokens(usage: dict[str, Any]) -> bool:
+    counted = Usage.from_dict(usage)
+    return counted.context_tokens + counted.output_tokens > 0

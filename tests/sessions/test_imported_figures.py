@@ -83,3 +83,31 @@ def test_a_replay_without_a_simulated_cache_has_no_hit_rate(nova_home: Path) -> 
     assert "cache (none)" in line and "hit rate n/a" in line and "0.0%" not in line, line
     data = json.loads(runner.invoke(app, ["replay", str(path), "--json"]).stdout)
     assert data.get("provider_cache") is None and data.get("cache_hit_rate") is None
+
+
+def test_a_recording_with_one_call_without_usage_shows_what_the_others_were_billed(
+        nova_home: Path, tmp_path: Path) -> None:
+    """One reply of two recorded no usage: the session said "tokens billed not recorded" beside a calls
+    line of 17,010 tokens. It shows what the calls with usage were billed, marked as a lower bound."""
+    def record(kind: str, uuid: str, content: object, usage: object = None) -> dict[str, object]:
+        message: dict[str, object] = {"role": kind, "content": content}
+        if kind == "assistant":
+            message.update(id=f"r-{uuid}", model="claude-sonnet-4-5", usage=usage)
+        return {"type": kind, "sessionId": "s1", "uuid": uuid, "message": message,
+                "timestamp": "2025-10-10T21:55:09.367Z"}
+
+    use = [{"type": "tool_use", "id": "c1", "name": "Read", "input": {"file_path": "/a.py"}}]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        record("user", "u1", "hello"),
+        record("assistant", "u2", use, {"input_tokens": 10, "cache_read_input_tokens": 17000, "output_tokens": 0}),
+        record("user", "u3", [{"type": "tool_result", "tool_use_id": "c1", "content": "x = 1"}]),
+        record("assistant", "u4", [{"type": "text", "text": "done"}], {}),
+    ]), encoding="utf-8")
+    sid = str(_import(path)["session_id"])
+    text = runner.invoke(app, ["sessions", "show", sid], env={"COLUMNS": "300"}).output
+    assert "17,010 tokens billed by the calls with usage (1 recorded none)" in text, text
+    (row,) = json.loads(runner.invoke(app, ["sessions", "list", "--json"]).output)
+    assert row["tokens_billed"] is None and row["tokens_billed_recorded"] == 17010 and row["unmeasured_calls"] == 1
+    listed = runner.invoke(app, ["sessions", "list"], env={"COLUMNS": "120"}).output
+    assert "17,010+" in listed and "some calls recorded no usage" in listed, listed

@@ -129,10 +129,15 @@ class SessionMeta:
         return self.cost_usd > 0 or self.total_tokens == 0
 
     @property
+    def unmeasured_calls(self) -> int:
+        """Calls recorded without their usage (an imported recording may hold some): their tokens nobody
+        knows, so `total_tokens` is then what the other calls were billed."""
+        return int(self.extra.get("unmeasured_calls") or 0)
+
+    @property
     def tokens_known(self) -> bool:
-        """Whether `total_tokens` counts every call: an imported recording may hold calls without their
-        usage (`unmeasured_calls`), whose tokens nobody knows."""
-        return not self.extra.get("unmeasured_calls")
+        """Whether `total_tokens` counts every call (no `unmeasured_calls`)."""
+        return not self.unmeasured_calls
 
     @property
     def context_known(self) -> bool:

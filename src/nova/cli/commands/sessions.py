@@ -91,6 +91,9 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
         # null, as the cost is, when the record holds calls without their usage (some imports).
         "context_tokens": meta.last_context_tokens if meta.context_known else None,
         "tokens_billed": meta.total_tokens if meta.tokens_known else None,
+        # What the calls with usage were billed, and how many recorded none (then `tokens_billed` is null).
+        "tokens_billed_recorded": meta.total_tokens,
+        "unmeasured_calls": meta.unmeasured_calls,
         "cost_usd": round(meta.cost_usd, 6) if meta.cost_known else None,
         "provider": meta.provider,
         "model": meta.model,
@@ -104,8 +107,9 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
 def list_command(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print a JSON list instead of a table. Keys: id, title, messages, context_tokens, "
-        "tokens_billed, cost_usd (null when a call's price is unknown), provider, model, created_at, updated_at, compacted_at (times in Unix "
-        "seconds).")] = False,
+        "tokens_billed (null when a call recorded no usage; then tokens_billed_recorded is what the others were billed "
+        "and unmeasured_calls how many recorded none), cost_usd (null when a call's price is unknown), provider, model, "
+        "created_at, updated_at, compacted_at (times in Unix seconds).")] = False,
 ) -> None:
     """Sessions, most recently updated first.
 
@@ -132,7 +136,7 @@ def list_command(
              time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-",
              str(m.message_count),
              f"{m.last_context_tokens:,}" if m.context_known else "unknown",
-             f"{m.total_tokens:,}" if m.tokens_known else "unknown",
+             _billed_cell(m),
              f"${m.cost_usd:.2f}" if m.cost_known else "unknown") for m in metas]
     heads = ("id", "title", "updated", "msgs", "context", "tokens\nbilled", "cost")
     # Every column but the title as wide as its widest cell, so no figure is cut ("$10.…" at 80 columns);
@@ -151,7 +155,16 @@ def list_command(
         table.add_row(*row)
     out.print(table)
     out.print("context: the conversation's size at the end of its last turn · tokens billed: every call's input "
-              "(cached included) and output, added up", style="dim", markup=False)
+              "(cached included) and output, added up" + ("; a + after it: some calls recorded no usage, so at "
+                                                           "least that" if any(_billed_cell(m).endswith("+")
+                                                                               for m in metas) else ""),
+              style="dim", markup=False)
+
+
+def _billed_cell(meta: SessionMeta) -> str:
+    if meta.tokens_known:
+        return f"{meta.total_tokens:,}"
+    return f"{meta.total_tokens:,}+" if meta.total_tokens else "unknown"
 
 
 def _clip(text: str, full: bool, lines: int = 12) -> str:
@@ -235,7 +248,9 @@ def show_command(
             total_cost = f"${meta.cost_usd:.4f}" if meta.cost_known else "cost unknown"
             context = (f"context {meta.last_context_tokens:,} tokens at the last turn's end" if meta.context_known
                        else "context not recorded")
-            billed = f"{meta.total_tokens:,} tokens billed" if meta.tokens_known else "tokens billed not recorded"
+            billed = (f"{meta.total_tokens:,} tokens billed" if meta.tokens_known
+                      else f"{meta.total_tokens:,} tokens billed by the calls with usage ({meta.unmeasured_calls} "
+                           f"recorded none)" if meta.total_tokens else "tokens billed not recorded")
             console.print(f"[bold]{escape(meta.title or meta.id)}[/]  [dim]{meta.id}[/]")
             console.print(
                 f"[dim]{escape(meta.provider)}/{escape(meta.model)}  {escape(meta.cwd or 'cwd unknown')}  "

@@ -494,3 +494,25 @@ def test_claude_code_empty_usage_counts_as_no_usage(tmp_path: Path) -> None:
         _cc("user", _result("c1"), uuid="u2b"), last, _cc("user", _result("c2"), uuid="u4")])
     replies = [m for m in read_session_file(path).messages if m.role == "assistant"]
     assert [("usage" in m.metadata) for m in replies] == [True, False]
+
+
+def test_claude_code_compaction_runs_are_children_of_their_session(tmp_path: Path, nova_home: Path) -> None:
+    """Claude Code 2.1 writes each compaction's summary call to `<sessionId>/subagents/agent-acompact-*.jsonl`
+    with no Task call naming it: a folder import listed each as a session of its own, next to the one it
+    summarised. The session takes them as children, marked as compaction summaries."""
+    path = _jsonl(tmp_path / "s1.jsonl", [_cc("user", "go", uuid="u1"),
+                                          _cc("assistant", [{"type": "text", "text": "ok"}], mid="r1", uuid="u2")])
+    run = tmp_path / "s1" / "subagents" / "agent-acompact-9f3e.jsonl"
+    run.parent.mkdir(parents=True)
+    _jsonl(run, [
+        _cc("user", "Your task is to create a detailed summary of the conversation so far", uuid="a1",
+            isSidechain=True, agentId="acompact-9f3e"),
+        _cc("assistant", [{"type": "text", "text": "<summary>go</summary>"}], mid="r9", uuid="a2",
+            isSidechain=True, agentId="acompact-9f3e", parentUuid="a1"),
+    ])
+    (child,) = read_session_file(path).children
+    assert child.meta["compaction_run"] is True and child.source_path == run
+    listed = CliRunner().invoke(sessions_app, ["import", str(tmp_path)])
+    assert listed.exit_code == 0, listed.output
+    assert "compaction summary: 2 messages as session" in listed.output
+    assert listed.output.count("Imported ") == 1, listed.output  # the run's file is not a session of its own

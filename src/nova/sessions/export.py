@@ -134,6 +134,9 @@ class ImportResult:
     children: tuple[tuple[str, int], ...] = ()
     child_sources: tuple[Path, ...] = ()
     """The files the children were read from (a sub-agent's own file), so a bulk import skips them."""
+    child_kinds: tuple[str, ...] = ()
+    """What each child is, in `children` order: "sub-agent", or "compaction summary" (the agent Claude Code
+    ran a compaction's summary call as)."""
     run: str = ""
     """Which run of a file holding several this is (`ImportedSession.siblings`); "" for a one-session file."""
     siblings: tuple[ImportResult, ...] = ()
@@ -170,8 +173,13 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
                 ) -> ImportResult:
     session_id, recorded = _write_imported(imported, home, title=title, store=store, parent=None)
     children = []
-    for index, child in enumerate(imported.children, 1):
-        child_title = f"{title or imported.source_path.stem} / sub-agent {index}"
+    numbers: dict[str, int] = {}
+    # The agent Claude Code ran a compaction's summary call as is no sub-agent the model started.
+    kinds = tuple("compaction summary" if child.meta.get("compaction_run") else "sub-agent"
+                  for child in imported.children)
+    for child, kind in zip(imported.children, kinds, strict=True):
+        numbers[kind] = numbers.get(kind, 0) + 1
+        child_title = f"{title or imported.source_path.stem} / {kind} {numbers[kind]}"
         child_id, child_recorded = _write_imported(child, home, title=child_title, store=store, parent=session_id)
         children.append((child_id, child_recorded))
     if children:
@@ -182,7 +190,7 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
     skipped = tuple(s.describe() for s in imported.skipped) + tuple(
         s.describe() for child in imported.children for s in child.skipped)
     return ImportResult(session_id=session_id, messages=recorded, skipped=skipped,
-                        children=tuple(children),
+                        children=tuple(children), child_kinds=kinds,
                         child_sources=tuple(c.source_path for c in imported.children
                                             if c.source_path != imported.source_path),
                         run=str(imported.meta.get("run") or ""))

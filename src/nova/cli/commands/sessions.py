@@ -429,7 +429,8 @@ def import_command(
             if result.skipped:
                 data["skipped"] = len(result.skipped)
             if result.children:
-                data["children"] = [{"session_id": c, "messages": n} for c, n in result.children]
+                data["children"] = [{"session_id": c, "messages": n, "kind": kind}
+                                    for (c, n), kind in zip(result.children, result.child_kinds, strict=True)]
             if result.run:
                 data["run"] = result.run
             if many:
@@ -442,8 +443,8 @@ def import_command(
                 if result.skipped:
                     out.print(f"Skipped {len(result.skipped)} record(s) that could not be read (see warnings).",
                               markup=False)
-                for child_id, count in result.children:
-                    out.print(f"  sub-agent: {count} messages as session {child_id}.", markup=False)
+                for (child_id, count), kind in zip(result.children, result.child_kinds, strict=True):
+                    out.print(f"  {kind}: {count} messages as session {child_id}.", markup=False)
     if as_json:
         # A list for several files, or when the file held several runs; else the one object.
         typer.echo(json.dumps(documents if many or len(documents) != 1 else documents[0]))

@@ -29,14 +29,17 @@ What the file holds and how it is read:
 - sidechain records (a sub-agent's conversation, inline in older files) become child sessions linked to
   the `Task` call that started them; a sub-agent file (`agent-*.jsonl`, all sidechain) is read as that
   sub-agent's own session, linked to its parent session, and a session whose Task result names an
-  `agentId` takes that agent's file (beside it or under `<sessionId>/subagents/`) as a child.
+  `agentId` takes that agent's file (beside it or under `<sessionId>/subagents/`) as a child;
+- Claude Code 2.1 runs each compaction's summary call as an agent of its own, written to
+  `<sessionId>/subagents/agent-acompact-<id>.jsonl` with no Task call naming it: the session takes those
+  files as children too, marked `compaction_run` (the summary calls, billed apart from the session's).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -101,6 +104,8 @@ class ClaudeCodeReader:
             meta.update(sidechain=True, parent_session=first.get("sessionId"),
                         agent_id=first.get("agentId"), ignored_records=dict(chain.ignored),
                         source_counts=chain.counts.to_dict())
+            if is_compaction_run(meta):
+                meta["compaction_run"] = True
             _require_messages(chain.builder.messages, path, chain.ignored)
             return ImportedSession(messages=chain.builder.messages, system="", format=NAME, source_path=path,
                                    meta=meta, skipped=tuple(skipped + chain.skipped))
@@ -408,7 +413,22 @@ def _agent_files(main: Sequence[tuple[int, dict[str, Any]]], path: Path,
                 found.append(replace(child, meta={**child.meta, "parent_tool_use_id": call_id,
                                                   "parent_session": meta.get("sessionId")}))
                 break
+    folder = path.parent / str(meta.get("sessionId", "")) / "subagents"
+    if meta.get("sessionId") and folder.is_dir():
+        for candidate in sorted(folder.glob(f"agent-{COMPACTION_AGENT_PREFIX}*.jsonl")):
+            if candidate != path:
+                child = ClaudeCodeReader().read(candidate)
+                found.append(replace(child, meta={**child.meta, "parent_session": meta.get("sessionId")}))
     return found
+
+
+COMPACTION_AGENT_PREFIX = "acompact-"
+"""The `agentId` prefix of the agent Claude Code runs a compaction's summary call as."""
+
+
+def is_compaction_run(meta: Mapping[str, Any]) -> bool:
+    """Whether an imported Claude Code file is a compaction's summary call (see the module text)."""
+    return str(meta.get("agent_id") or "").startswith(COMPACTION_AGENT_PREFIX)
 
 
 def _children(side: Sequence[tuple[int, dict[str, Any]]], parent: list[Message], path: Path,

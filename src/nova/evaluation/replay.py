@@ -70,7 +70,7 @@ from nova.evaluation.recorded_run import RecordedRun
 from nova.evaluation.recorded_scale import RecordedScale
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
-from nova.messages import Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart, to_dict
+from nova.messages import Message, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart, to_dict
 from nova.model import ToolSpec, Usage, call_model, is_model_reply, usage_of
 from nova.providers.pricing import ModelInfo, context_window_for, model_info, usage_cost
 from nova.sessions.link import SessionLink
@@ -584,7 +584,8 @@ def _calibrate(messages: Sequence[Message], make: Callable[[], _CostModel]) -> _
             at = message.created_at if message.created_at > 0 else None
             simulated += cost.call(history, at, measured=usage.context_tokens)
             real += usage
-        history.append(message)
+        if not silent_reply(message):
+            history.append(message)
     return _Calibration.between(simulated, real)
 
 
@@ -625,6 +626,38 @@ def recorded_compaction(message: Message) -> bool:
     # The resume repair may have merged the summary with a user message next to it (and its metadata
     # with it): a summary part in an imported recording is the recorded agent's own.
     return message.has("summary")
+
+
+def silent_reply(message: Message) -> bool:
+    """A model reply with nothing a view can carry: a response of thinking only (Claude Code's, when the
+    person interrupted it) is imported as an empty turn. It was a call, billed with its usage, but the
+    repair drops it from every view: a replay makes the call and adds nothing to the history."""
+    return is_model_reply(message) and all(
+        isinstance(p, ThinkingPart) or (isinstance(p, TextPart) and not p.text) for p in message.parts)
+
+
+def _with_silent_replies(recorded: Sequence[Message], repaired: Sequence[Message]) -> list[Message]:
+    """`repaired` with each silent reply (`silent_reply`) the repair dropped put back where it was called:
+    after the repaired message that holds what came before it, so its call sees that history."""
+    held: dict[str, int] = {}
+    for j, m in enumerate(repaired):
+        merged = m.metadata.get("merged_from")
+        for ident in {m.id, *(merged if isinstance(merged, list) else ())}:
+            held.setdefault(str(ident), j)
+    after: dict[int, list[Message]] = {}
+    cursor = -1  # the repaired message holding the latest recorded message seen so far
+    for m in recorded:
+        if m.id in held:
+            cursor = max(cursor, held[m.id])
+        elif silent_reply(m):
+            after.setdefault(cursor, []).append(m)
+    if not after:
+        return list(repaired)
+    out = list(after.get(-1, ()))
+    for j, m in enumerate(repaired):
+        out.append(m)
+        out.extend(after.get(j, ()))
+    return out
 
 
 def _summary_alone(message: Message) -> Message:
@@ -876,6 +909,7 @@ def replay_at(
     # are repaired the same way (a provider would refuse them), and the report says what was done.
     recorded_messages = messages
     messages, repair = repair_history(messages)
+    messages = _with_silent_replies(recorded_messages, messages)
     # The caller counts messages as recorded (as `nova sessions show` lists them); the replay runs over
     # the repaired ones, which a merge or a dropped message may have renumbered.
     forced = _repaired_indexes(compact_before, recorded_messages, messages) if compact_before else frozenset()
@@ -1161,6 +1195,10 @@ def _run(
             output = recorded.output_tokens if recorded is not None else sizer.message(message)
             report.output_tokens += output
             cost.output(output, called)
+            if on_call is not None:
+                on_call()
+            if silent_reply(message):
+                continue  # a call that answered nothing a view carries: the history stays as it was
             for u in message.tool_uses():
                 calls_by_id[u.id] = u
             history.append(message)
@@ -1168,8 +1206,6 @@ def _run(
                 # As the live loop does with a reply: the ledger learns from the view it answered.
                 pipeline.ledger.record(message.id, anchor, sent=view)
                 hooks.on_usage(message, anchor)
-            if on_call is not None:
-                on_call()
         elif message.has("tool_result") and hooks is not None:
             parts = [hooks.process_result(calls_by_id[p.tool_use_id], p)
                      if isinstance(p, ToolResultPart) and p.tool_use_id in calls_by_id else p

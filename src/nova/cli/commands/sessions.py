@@ -194,6 +194,9 @@ def _show_message(console: "Console", message: Message, full: bool, number: int)
         elif isinstance(part, ToolResultPart):
             label = "[red]← error[/]" if part.is_error else "[yellow]←[/]"
             console.print(f"{label} [dim]{len(part.content)} chars[/]\n" + escape(_clip(part.content, full)))
+    if message.role == "assistant" and not message.text and not message.tool_uses():
+        # An imported response of thinking only: a billed call that left nothing to show.
+        console.print("[dim](no text or tool call: the reply held only what is never imported, such as thinking)[/]")
     console.print()
 
 

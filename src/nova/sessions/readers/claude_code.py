@@ -25,7 +25,9 @@ What the file holds and how it is read:
 - a compaction (`system` `compact_boundary`, then a user record with `isCompactSummary`) becomes a Nova
   summary message (a `SummaryPart` covering everything before it) marked `compaction`, never a request;
 - images inside tool results follow the results as image parts;
-- each response keeps its real usage (the largest `output_tokens` seen: the field is a streaming count);
+- each response keeps its real usage (the largest `output_tokens` seen: the field is a streaming count),
+  one of thinking only too: it becomes an empty assistant turn (thinking is never imported, SES-3), so
+  the call is counted and billed;
 - sidechain records (a sub-agent's conversation, inline in older files) become child sessions linked to
   the `Task` call that started them; a sub-agent file (`agent-*.jsonl`, all sidechain) is read as that
   sub-agent's own session, linked to its parent session, and a session whose Task result names an
@@ -192,7 +194,10 @@ class _Assembly:
         if response is None:
             return
         b = self.builder
-        if response.parts:
+        # A response of thinking only (the person interrupted it, or the model stopped before a word) was
+        # still a billed call: kept as an empty assistant turn with its usage, which the resume repair
+        # drops from the view and a replay counts as a call that added nothing to the history.
+        if response.parts or response.usage is not None:
             metadata: dict[str, Any] = {}
             if response.usage is not None:
                 metadata["usage"] = Usage.from_dict(response.usage).to_dict()
@@ -201,7 +206,7 @@ class _Assembly:
             if response.synthetic and not response.model:
                 metadata[SYNTHETIC_REPLY] = True
                 self.counts.synthetic.add(response.id)
-            b.add("assistant", response.parts, response.line, response.ts, metadata)
+            b.add("assistant", response.parts or [TextPart("")], response.line, response.ts, metadata)
         if response.results or response.after_results:
             order = {call_id: i for i, call_id in enumerate(response.call_ids())}
             results = sorted(response.results, key=lambda r: order.get(r.tool_use_id, len(order)))

@@ -15,6 +15,7 @@
     ├── StorageError                the session store or a session directory cannot be used
     │   ├── SchemaVersionError      a record or file was written by a newer Nova; nothing was changed
     │   ├── SessionImportError      a file to import is missing, unreadable or in no known format
+    │   │   └── NotASessionFile     no reader takes the file: empty, binary, or JSON of no session format
     │   └── TaskStateConflict       a task-state write was based on a version someone else replaced
     ├── SessionNotFound             no recorded session has that id
     ├── SessionBusy                 the session is running a turn (or closing) and cannot take this now
@@ -59,6 +60,7 @@ __all__ = [
     "MemoryStoreError",
     "MissingCredentials",
     "MissingDependency",
+    "NotASessionFile",
     "NovaError",
     "Overloaded",
     "PromptTooLarge",
@@ -141,6 +143,12 @@ class SchemaVersionError(StorageError):
 
 class SessionImportError(StorageError):
     """The file is missing, unreadable or in no format Nova knows."""
+
+
+class NotASessionFile(SessionImportError):
+    """No reader takes the file: it is empty, binary, or JSON that is no session format Nova knows (a
+    `package.json`). Distinct from a file a reader took and could not read (a damaged session): a
+    folder walk passes over this one and says the other."""
 
 
 class TaskStateConflict(StorageError):

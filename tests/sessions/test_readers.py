@@ -421,6 +421,39 @@ def test_a_folder_of_sessions_is_imported_file_by_file(tmp_path: Path, nova_home
         read_session_file(folder)
 
 
+def test_a_folder_walk_passes_over_files_that_are_no_session(tmp_path: Path, nova_home: Path) -> None:
+    """A project folder's package.json and tsconfig.json were each refused with an error listing thirteen
+    formats: a walk passes over what is no session (JSON of no format, empty, a Claude Code file of titles
+    only) in one note, while a file named alone is still refused, saying what it looked like."""
+    folder = tmp_path / "project"
+    (folder / "web").mkdir(parents=True)
+    (folder / "package.json").write_text(json.dumps({"name": "app", "version": "1.0.0", "private": True}))
+    (folder / "web" / "tsconfig.json").write_text(json.dumps({"compilerOptions": {"strict": True}}))
+    (folder / "numbers.json").write_text("[1, 2, 3]")
+    (folder / "empty.jsonl").write_text("")
+    _jsonl(folder / "titles.jsonl", [SUMMARY, SUMMARY])
+    _jsonl(folder / "s1.jsonl", [_cc("user", "hello"), _cc("assistant", [{"type": "text", "text": "hi"}], mid="r1")])
+    runner = CliRunner()
+    result = runner.invoke(sessions_app, ["import", str(folder), "--json"])
+    assert result.exit_code == 0, result.output
+    assert [Path(d["source_path"]).name for d in json.loads(result.stdout)] == ["s1.jsonl"]
+    assert result.stderr.splitlines() == [
+        "nova: note: skipped 5 files that are not sessions (empty.jsonl, numbers.json, package.json and 2 more); "
+        "name one to see why"]
+    # Named alone, each is refused with what it looked like.
+    named = runner.invoke(sessions_app, ["import", str(folder / "package.json")])
+    assert named.exit_code == 1
+    assert "not a recognised session format (one JSON document, an object with keys name, version, private)" \
+        in named.stderr
+    titles = runner.invoke(sessions_app, ["import", str(folder / "titles.jsonl")])
+    assert titles.exit_code == 1 and "a Claude Code file with no conversation in it (2 summary)" in titles.stderr
+    # A folder of nothing else has no session to import.
+    (folder / "s1.jsonl").unlink()
+    nothing = runner.invoke(sessions_app, ["import", str(folder)])
+    assert nothing.exit_code == 1 and not nothing.stdout
+    assert nothing.stderr.startswith(f"nova: error: no session in {folder}: its 5 files (")
+
+
 def test_newer_claude_code_attachments_are_read_where_the_model_read_them(tmp_path: Path) -> None:
     def attachment(uuid: str, body: dict[str, Any]) -> dict[str, Any]:
         return {"type": "attachment", "sessionId": "s1", "uuid": uuid, "attachment": body,

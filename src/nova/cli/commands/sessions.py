@@ -10,6 +10,7 @@ them: `nova sessions list --json` needs neither.
 # No `from __future__ import annotations`: typer reads the command signatures whenever `nova sessions`
 # runs, and string annotations would be evaluated again each time.
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -401,21 +402,33 @@ def import_command(
 ) -> None:
     """Import a recorded session from another agent (or a Nova export) as a new session; with --from,
     every session that agent kept for a project."""
+    from nova.errors import NotASessionFile
     from nova.sessions.export import ImportResult, import_sessions
 
     with _errors():
         paths = _import_paths(path, source, project)
     # Several files (--from, a folder of sessions): each one's failure is said and the others imported.
     many = source is not None or paths != [path]
+    # A walk of a folder (or of a project's Claude Code sessions) meets files that are no session at all
+    # (a package.json, a Claude Code file of titles only): they are passed over and counted in one line.
+    # A file a reader took and could not read is still said.
+    walk = many
     results: list[tuple[Path, ImportResult]] = []
     failed = 0
+    not_sessions: list[Path] = []
     done: set[Path] = set()
     for one in paths:
         if one in done:
             continue  # a sub-agent's file, already imported as a child of its session
         try:
             with _errors():
-                results.append((one, import_sessions(one, nova_home(), title=title, strict=strict)))
+                try:
+                    results.append((one, import_sessions(one, nova_home(), title=title, strict=strict)))
+                except NotASessionFile:
+                    if not walk:
+                        raise
+                    not_sessions.append(one)
+                    continue
             done.update(results[-1][1].child_sources)
         except typer.Exit:
             if not many:
@@ -451,8 +464,29 @@ def import_command(
     if as_json:
         # A list for several files, or when the file held several runs; else the one object.
         typer.echo(json.dumps(documents if many or len(documents) != 1 else documents[0]))
+    if not_sessions:
+        folder = path if path is not None else Path(os.path.commonpath([p.parent for p in paths]))
+        _say_not_sessions(folder, not_sessions, imported=bool(results or failed))
     if failed:
         raise typer.Exit(1)
+
+
+def _say_not_sessions(folder: Path, files: list[Path], *, imported: bool) -> None:
+    """One line for the files of a folder walk that are no session (a few named, relative to the folder);
+    an error, exit 1, when the folder held nothing else."""
+    names = [str(p.relative_to(folder)) if p.is_relative_to(folder) else str(p) for p in files]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    one = len(files) == 1
+    count = "1 file" if one else f"{len(files)} files"
+    if imported:
+        what = "is not a session" if one else "are not sessions"
+        typer.echo(terminal_safe(f"nova: note: skipped {count} that {what} ({shown}); name one to see why"),
+                   err=True)
+        return
+    typer.echo(terminal_safe(f"nova: error: no session in {folder}: its {count} ({shown}) "
+                             f"{'is' if one else 'are'} in no session format Nova reads; name one to see why"),
+               err=True)
+    raise typer.Exit(1)
 
 
 def _import_paths(path: Path | None, source: str | None, project: Path | None) -> list[Path]:
@@ -466,8 +500,6 @@ def _import_paths(path: Path | None, source: str | None, project: Path | None) -
         raise NovaError("give a file or --from, not both")
     if source != "claude-code":
         raise NovaError(f"--from knows claude-code, not {source!r}")
-    import os
-
     from nova.sessions.readers.discover import claude_code_sessions
 
     config_dir = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")

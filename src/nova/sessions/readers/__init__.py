@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nova.errors import SessionImportError
+from nova.errors import NotASessionFile, SessionImportError
 from nova.fs.safe_read import loads
 from nova.sessions.readers.aider import AiderReader
 from nova.sessions.readers.anthropic_messages import HISTORY, UI_MESSAGES, AnthropicMessagesReader
@@ -90,10 +90,10 @@ def detect(path: str | Path) -> SessionReader:
         raise SessionImportError(f"{source} is Cline's UI log, not the conversation: give {source.parent / HISTORY} "
                                  "(its usage is read from this file)")
     if source.is_file() and source.stat().st_size == 0:
-        raise SessionImportError(f"{source} is empty: a recorded session holds at least one record")
+        raise NotASessionFile(f"{source} is empty: a recorded session holds at least one record")
     if source.is_file() and _binary(source):
-        raise SessionImportError(f"{source} is a binary file, not a recorded session: give the JSON or JSONL "
-                                 "file an agent wrote (or Aider's Markdown history)")
+        raise NotASessionFile(f"{source} is a binary file, not a recorded session: give the JSON or JSONL "
+                              "file an agent wrote (or Aider's Markdown history)")
     head = head_records(source)
     verdicts = [(reader, reader.confidence(source, head)) for reader in READERS]
     best, verdict = max(verdicts, key=lambda rv: rv[1].score)  # max keeps the first of equals
@@ -107,7 +107,28 @@ def detect(path: str | Path) -> SessionReader:
         raise SessionImportError(f"{source} is a folder with no session in it: give a session file, a Nova session "
                                  f"folder (holding transcript.jsonl) or a Cline task folder (holding {HISTORY})")
     why = "; ".join(f"{reader.name}: {v.reason}" for reader, v in verdicts)
-    raise SessionImportError(f"{source}: not a recognised session format. Tried {why}")
+    # JSON that no format fits is no session; text that does not parse may be a damaged one.
+    damaged = any(isinstance(record, NotJson) for record in head)
+    refusal = SessionImportError if damaged else NotASessionFile
+    raise refusal(f"{source}: not a recognised session format ({_shape(head)}). Tried {why}")
+
+
+def _shape(head: Sequence[Any]) -> str:
+    """What a file no reader takes holds, as far as detection parsed it: said first in the refusal, so
+    `package.json` reads as a JSON object with `name` and `version`, not as thirteen formats' reasons."""
+    first = head[0] if head else None
+    if isinstance(first, NotJson):
+        return f"text that is not JSON: line {first.line}"
+    if bad := next((r for r in head if isinstance(r, NotJson)), None):
+        return f"JSON lines, but line {bad.line} is not JSON"
+    what = "one JSON document" if len(head) == 1 else "JSON lines"
+    if isinstance(first, dict):
+        keys = ", ".join(str(k) for k in list(first)[:5]) + (", ..." if len(first) > 5 else "")
+        record = "an object" if len(head) == 1 else "the first an object"
+        return f"{what}, {record} with keys {keys}" if first else f"{what}, {record} with no keys"
+    kind = ("a list" if isinstance(first, list) else "a string" if isinstance(first, str)
+            else "null" if first is None else "a number or true/false")
+    return f"{what}, {kind if len(head) == 1 else 'the first ' + kind}"
 
 
 def _binary(path: Path) -> bool:
@@ -138,7 +159,7 @@ def _read(source: Path, *, strict: bool) -> ImportedSession:
     imported = checked_usage(imported)
     if not any(run.messages or run.children for run in imported.runs()):
         # An empty session imported with exit 0 would look like a success; say what was found instead.
-        raise SessionImportError(f"{source}: read as {reader.name}, but it holds no conversation (no messages)")
+        raise NotASessionFile(f"{source}: read as {reader.name}, but it holds no conversation (no messages)")
     skipped = _all_skipped(imported)
     if strict and skipped:
         listed = "; ".join(s.describe() for s in skipped[:5])

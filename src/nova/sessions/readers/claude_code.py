@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nova.errors import SessionImportError
+from nova.errors import NotASessionFile
 from nova.messages import Message, Part, SummaryPart, TextPart, ToolResultPart, ToolUsePart
 from nova.model import SYNTHETIC_REPLY, Usage
 from nova.sessions.readers.base import Confidence, ImportedSession, NotJson, SkippedRecord, refuse, sure
@@ -127,7 +127,8 @@ class ClaudeCodeReader:
 def _require_messages(messages: list[Message], path: Path, ignored: Counter[str]) -> None:
     if not messages:
         kinds = ", ".join(f"{n} {k}" for k, n in ignored.most_common()) or "nothing"
-        raise SessionImportError(f"{path}: a Claude Code file with no conversation in it ({kinds})")
+        # Claude Code writes such files (session titles only, file snapshots): nothing to import.
+        raise NotASessionFile(f"{path}: a Claude Code file with no conversation in it ({kinds})")
 
 
 @dataclass(slots=True)

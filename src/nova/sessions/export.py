@@ -179,7 +179,7 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
                   for child in imported.children)
     for child, kind in zip(imported.children, kinds, strict=True):
         numbers[kind] = numbers.get(kind, 0) + 1
-        child_title = f"{title or imported.source_path.stem} / {kind} {numbers[kind]}"
+        child_title = f"{title or imported.title or imported.source_path.stem} / {kind} {numbers[kind]}"
         child_id, child_recorded = _write_imported(child, home, title=child_title, store=store, parent=session_id)
         children.append((child_id, child_recorded))
     if children:

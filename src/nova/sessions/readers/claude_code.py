@@ -3,6 +3,10 @@
 What the file holds and how it is read:
 - leading `file-history-snapshot` and `summary` records (and `progress` / `queue-operation` notes) are not
   conversation: detection looks past them, reading counts them in `meta["ignored_records"]`;
+- a `summary` record is a conversation's title, written for the conversation whose last record its
+  `leafUuid` names, and often into another session's file: one naming a record of this file's own
+  conversation titles the import (the latest such leaf's, as Claude Code's resume picker shows it), the
+  others title sessions elsewhere and are left alone;
 - one model response is split over several `assistant` records sharing `message.id` (one content block
   each), and when tools run in parallel their results arrive between those records: the response is
   reassembled into one assistant message with all its calls, followed by one user message with their
@@ -113,6 +117,7 @@ class ClaudeCodeReader:
                                    meta=meta, skipped=tuple(skipped + chain.skipped))
         assembled = _assemble(main)
         messages = assembled.builder.messages
+        title = _title(records, main)
         children = tuple(_children(side, messages, path, meta)) + tuple(_agent_files(main, path, meta))
         if not messages and not children:
             _require_messages(messages, path, assembled.ignored)
@@ -121,7 +126,17 @@ class ClaudeCodeReader:
         if assembled.withdrawn:
             meta["withdrawn_prompts"] = assembled.withdrawn
         return ImportedSession(messages=messages, system="", format=NAME, source_path=path, meta=meta,
-                               skipped=tuple(skipped + assembled.skipped), children=children)
+                               skipped=tuple(skipped + assembled.skipped), children=children, title=title)
+
+
+def _title(records: Sequence[tuple[int, dict[str, Any]]], conversation: Sequence[tuple[int, dict[str, Any]]]) -> str:
+    """The title of this file's conversation: the `summary` whose `leafUuid` is the latest of its records
+    (the last written, for one leaf); "" when none names one of them."""
+    lines = {str(r["uuid"]): n for n, r in conversation if r.get("uuid") and r.get("type") != "summary"}
+    titled = [(lines[leaf], n, text.strip()) for n, r in records
+              if r.get("type") == "summary" and isinstance(text := r.get("summary"), str) and text.strip()
+              and (leaf := str(r.get("leafUuid") or "")) in lines]
+    return max(titled)[2] if titled else ""
 
 
 def _require_messages(messages: list[Message], path: Path, ignored: Counter[str]) -> None:

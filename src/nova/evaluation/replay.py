@@ -39,7 +39,9 @@ The cost model (`provider_cache`, `nova.context.cache_sim`) runs every call's vi
 provider cache, at the recorded call times when the recording has them. With `summarizer_estimate`, each
 layer-2 compaction also counts the call a model summarizer would have made: the view as last sent plus
 the instruction (reading the cached prefix), answering with a summary the size of the extractive one.
-`price_model` prices it all from the model table; the agent's own output is priced apart.
+Each call is priced at the model the recording names for it (model table); `price_model` is the fallback
+for a call that names none or one the table has no price for (`ReplayReport.priced_by` says which priced
+what). The agent's own output is priced apart.
 """
 
 from __future__ import annotations
@@ -178,8 +180,9 @@ class ReplayReport:
     summary_output_tokens: int = 0
     cost_usd: float | None = None
     """Input side of every call plus the summary calls' output: what the context policy controls. Each call
-    is priced at the model the recording names for it (`price_model` for a call it names none for); None
-    when a call's price is unknown."""
+    is priced at the model the recording names for it; `price_model` (else the recording's own model) is
+    the fallback for a call that names none or names one the model table has no price for (`priced_by`
+    says which priced what); None when a call's price is unknown."""
     output_cost_usd: float | None = None
     """The agent's own output, the same under every policy, priced apart."""
     billed_usd: float | None = None
@@ -193,6 +196,10 @@ class ReplayReport:
     alone and the replay ran at `window` instead (the smallest that can work); 0: as asked."""
     unpriced_models: tuple[str, ...] = ()
     """The models of calls no price is known for (why a cost is unknown)."""
+    priced_by: tuple[tuple[str, str, int], ...] = ()
+    """(model, why, calls): the model each agent call's cost was priced at and why, in order of first use:
+    "named by the recording", or the fallback (`--price`, else the recording's own model) with the reason
+    (the call names no model, or one the model table has no price for)."""
     receipts: list[CompactionReceipt] = field(default_factory=list)
     """Policy `nova`: the receipt of each compaction, settled with the calls that followed it."""
 
@@ -454,13 +461,18 @@ class _RecordingSummarizer(_ModelSummaryStandIn):
 
 class _CostModel:
     """Feeds every call (and estimated summary call) through the simulated provider cache, keeps the totals
-    on the report and prices each call at its own model (`pick` says which: the recorded one)."""
+    on the report and prices each call at its own model: the one the recording names for it, else `info`
+    (the fallback: `--price`, else the recording's own model), and counts which priced each call."""
 
     def __init__(self, *, cache: ProviderCache | None, sizer: _Sizer, system: str, tools: Sequence[ToolSpec],
-                 info: ModelInfo | None, cache_ttl: str = "5m") -> None:
+                 info: ModelInfo | None, cache_ttl: str = "5m", fallback: str = "") -> None:
         self.cache = cache
         self.sizer = sizer
         self.info = info
+        self.fallback = fallback
+        """Where `info` comes from, as the report says it: "--price" or "the recording's model"."""
+        self.priced: dict[tuple[str, str], int] = {}
+        """(model, why) -> the agent calls priced at that model for that reason."""
         self.cache_ttl = cache_ttl
         self.head: list[Block] = []
         if tools:
@@ -500,8 +512,19 @@ class _CostModel:
         report.cache_write_tokens += usage.cache_write_tokens
         self.input_cost = self._priced(self.input_cost, usage, model)
 
-    def output(self, tokens: int, model: str) -> None:
+    def output(self, tokens: int, model: str, *, named: str = "") -> None:
+        """The agent's own output of one call, priced at `model` (`named`: the model the recording names
+        for the call, "" when none)."""
         self.output_cost = self._priced(self.output_cost, Usage(output_tokens=tokens), model)
+        own = model_info(named) if named else None
+        if own is not None:
+            key = (named, "named by the recording")
+        elif (info := (model_info(model) if model else None) or self.info) is not None:
+            name = model if not named and model_info(model) is not None else info.name
+            key = (name, f"{self.fallback}: " + (f"no price for {named}" if named else "the call names no model"))
+        else:
+            return  # unpriced: the report lists the model in `unpriced_models`
+        self.priced[key] = self.priced.get(key, 0) + 1
 
     def _priced(self, total: float | None, usage: Usage, model: str) -> float | None:
         info = model_info(model) if model else None
@@ -533,6 +556,7 @@ class _CostModel:
         report.cost_usd = self.input_cost
         report.output_cost_usd = self.output_cost
         report.unpriced_models = tuple(sorted(self.unpriced))
+        report.priced_by = tuple((model, why, calls) for (model, why), calls in self.priced.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -878,7 +902,10 @@ def replay_at(
     response's real usage is added to `system` (`fixed_prompt_placeholder`, `report.placeholder_tokens`),
     so every replay of such a recording starts at the size the real session did.
     `provider_cache` simulates that provider's prompt cache over the calls; `summarizer_estimate` counts
-    a model summarizer's call for each compaction; `price_model` prices the figures (model table).
+    a model summarizer's call for each compaction; `price_model` is the fallback price (model table) of
+    the calls whose model the recording does not name or the table does not know, where it comes before
+    the recording's own `model`; the bill (`billed_usd`) takes `model` first and stays unknown for a
+    model the table does not know.
     `compact_before` (policy `nova` only): indexes into `messages` as given, before any repair (0: the
     first message `nova sessions show` lists), before which a compaction is forced as `/compact` would
     (`len(messages)`: before the final view), for tests of what survives N compactions. An index out of
@@ -893,7 +920,7 @@ def replay_at(
     if price_model and info is None:
         raise ValueError(f"no price for model {price_model!r} in the model table")
     # Every call is priced at the model the recording names for it; `price_model` (else the session's
-    # model) for a call that names none.
+    # model) for a call that names none or one the model table does not know (`fallback`).
     default_model = price_model or model
     fallback = info or (model_info(model) if model else None)
     recorded_cache, ttl_s, cache_ttl = _cache_for(messages, default_model)
@@ -954,7 +981,8 @@ def replay_at(
         min_tokens = cache_info.min_cacheable_tokens if cache_info else 1024
         def cost_model() -> _CostModel:
             made = make_cache(provider_cache, min_tokens=min_tokens, ttl_s=ttl_s) if provider_cache else None
-            return _CostModel(cache=made, sizer=sizer, system=system, tools=tools, info=fallback, cache_ttl=cache_ttl)
+            return _CostModel(cache=made, sizer=sizer, system=system, tools=tools, info=fallback, cache_ttl=cache_ttl,
+                              fallback="--price" if info is not None else "the recording's model")
 
         cost = cost_model()
         if calibrate and provider_cache is not None and provider_cache == recorded_cache and billed is not None:
@@ -1194,7 +1222,7 @@ def _run(
             recorded = usage_of(message)
             output = recorded.output_tokens if recorded is not None else sizer.message(message)
             report.output_tokens += output
-            cost.output(output, called)
+            cost.output(output, called, named=call_model(message))
             if on_call is not None:
                 on_call()
             if silent_reply(message):

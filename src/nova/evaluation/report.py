@@ -113,7 +113,8 @@ def _grid(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[
 
 def _summary_rows(report: ReplayReport) -> list[tuple[str, str]]:
     total = (f"${report.cost_usd:.4f} (input side, summary calls {report.summary_calls_counted})"
-             if report.cost_usd is not None else "n/a (no --price)")
+             if report.cost_usd is not None
+             else f"unknown (no price for {', '.join(report.unpriced_models) or 'a call'}: --price gives a fallback)")
     return [("calls", f"{report.calls:,}"), ("input tokens", f"{report.input_tokens:,}"),
             ("peak context", f"{report.peak_context_tokens:,} tokens"),
             ("window / threshold", f"{report.window:,} / {report.threshold:,} tokens"),

@@ -11,7 +11,9 @@ message and prints the two summaries side by side with the facts of the transcri
 
 The cost model: `--provider-cache anthropic|openai` simulates that provider's prompt cache over the calls,
 `--summarizer model-estimate` counts the call a model summarizer would make at each compaction (reading
-the cached prefix, answering with a summary the size of the extractive one), `--price MODEL` prices it.
+the cached prefix, answering with a summary the size of the extractive one). Each call is priced at the
+model the recording names for it; `--price MODEL` is the fallback for a call that names none or one the
+model table does not know, and the text report says which model priced how many calls.
 """
 
 # No `from __future__ import annotations`: typer reads the command signatures each time the command
@@ -64,8 +66,12 @@ def replay_command(
                               "prompt cache: anthropic | openai.")] = None,
     summarizer: Annotated[str, typer.Option("--summarizer", help="extractive | model-estimate (also count the "
                           "model summary call each compaction would make).")] = "extractive",
-    price: Annotated[str | None, typer.Option("--price", help="Price the figures as this model (model table), "
-                     "e.g. claude-sonnet-4-5.")] = None,
+    price: Annotated[str | None, typer.Option("--price", help="Fallback price (model table), e.g. "
+                     "claude-sonnet-4-5. The cost prices each call at the model the recording names for it, and at "
+                     "this one a call that names none or names one the model table does not know; the bill takes "
+                     "it only for a call naming no model in a recording that names none for the session. The "
+                     "output says which model priced how many calls; the --report plot of the cost prices every "
+                     "call at this model.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse a file with a record that cannot be "
                       "read instead of skipping it with a warning.")] = False,
     instance: Annotated[str | None, typer.Option("--instance", help="For a file of several runs (OpenHands "
@@ -199,6 +205,10 @@ def replay_command(
         console.print(f"  cache ({report.provider_cache or 'none'}): read {report.cache_read_tokens:,}, written "
                       f"{report.cache_write_tokens:,}, uncached {report.uncached_input_tokens:,}, hit rate "
                       f"{hit}, summary calls {summaries}{cost}")
+    if report.priced_by and (report.cost_usd is not None or report.output_cost_usd is not None):
+        console.print("  priced: " + ", ".join(f"{calls} call{'s' * (calls != 1)} at {model} ({why})"
+                                                for model, why, calls in report.priced_by),
+                      markup=False, soft_wrap=True)
     for number, receipt in enumerate(report.receipts, 1):
         console.print(f"  compaction {number}: {receipt_line(receipt)}", markup=False)
     if report.repaired:

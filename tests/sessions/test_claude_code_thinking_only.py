@@ -103,6 +103,10 @@ def test_import_show_and_replay_agree_on_the_calls(tmp_path: Path, nova_home: Pa
     conversation = runner.invoke(app, ["sessions", "show", session_id])
     assert conversation.exit_code == 0, conversation.output
     assert conversation.stdout.count("no text or tool call") == 1
+    # Said in place of the empty text, with no blank line for it.
+    shown = conversation.stdout.splitlines()
+    note = next(i for i, line in enumerate(shown) if "no text or tool call" in line)
+    assert " assistant " in shown[note - 1]
     for source in (str(path), session_id):
         replayed = runner.invoke(app, ["replay", source, "--json", "--policy", "recorded"])
         assert replayed.exit_code == 0, replayed.output

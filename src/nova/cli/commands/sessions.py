@@ -186,7 +186,8 @@ def _show_message(console: "Console", message: Message, full: bool, number: int)
                   f"[dim]{escape(message.id)}  {_when(message.created_at)}[/]")
     for part in message.parts:
         if isinstance(part, TextPart):
-            console.print(escape(_clip(part.text, full, 40)))
+            if part.text:  # an empty one (an imported reply of thinking only) is said below, not a blank line
+                console.print(escape(_clip(part.text, full, 40)))
         elif isinstance(part, SummaryPart):
             console.print(f"[magenta]summary[/] ({len(part.covers)} messages)\n" + escape(_clip(part.text, full, 40)))
         elif isinstance(part, ToolUsePart):

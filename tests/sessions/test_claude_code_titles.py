@@ -83,3 +83,13 @@ def test_nova_sessions_list_shows_the_title(tmp_path: Path, nova_home: Path) -> 
     named = runner.invoke(app, ["sessions", "import", str(path), "--title", "mine", "--json"])
     shown = runner.invoke(app, ["sessions", "show", json.loads(named.stdout)["session_id"], "--json"])
     assert json.loads(shown.stdout)["title"] == "mine"
+
+
+def test_a_replay_says_its_sub_agents_are_not_in_its_figures(tmp_path: Path, nova_home: Path) -> None:
+    """The sub-agent's calls were billed apart: the replay's figures are the main conversation's alone."""
+    path = _write(tmp_path / "s1.jsonl", _conversation())
+    assert len(read_session_file(path).children) == 1
+    result = CliRunner().invoke(app, ["replay", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "  calls 2," in result.stdout
+    assert "sub-agents: 1, not in these figures" in result.stdout

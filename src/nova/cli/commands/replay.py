@@ -216,6 +216,12 @@ def replay_command(
     if isinstance(source, dict):
         console.print("  source / imported: " + ", ".join(f"{k} {source.get(k)}/{v}" for k, v in imported.items()),
                       markup=False)
+    if session.children:
+        # The figures above are the main conversation's: a sub-agent's calls were billed apart.
+        count = len(session.children)
+        console.print(f"  sub-agents: {count}, not in these figures (each is a session of its own: `nova sessions "
+                      f"import` makes {'it' if count == 1 else 'them'}, and `nova replay ID` replays one)",
+                      markup=False, soft_wrap=True)
     for line in report.violations[:10]:
         console.print(f"  [red]{escape(str(line))}[/]")
 

@@ -76,3 +76,12 @@ def test_the_text_report_says_which_model_priced_what(tmp_path: Path) -> None:
                      "(--price: the call names no model)"]
     helped = CliRunner().invoke(app, ["replay", "--help"], env={"COLUMNS": "200"})
     assert "Fallback price" in helped.stdout and "Price the figures as this model" not in helped.stdout
+
+
+def test_an_unknown_cost_says_why_and_what_gives_one(tmp_path: Path) -> None:
+    path = _write(tmp_path, [NAMED, None, "claude-nightly-x"])
+    result = CliRunner().invoke(app, ["replay", str(path), "--policy", "recorded"])
+    assert result.exit_code == 0, result.output
+    # The line may wrap at the console's width.
+    assert "cost unknown (no price for claude-nightly-x; calls that name no model: --price MODEL gives a " \
+        "fallback)" in " ".join(result.stdout.split())

@@ -454,6 +454,22 @@ def test_a_folder_walk_passes_over_files_that_are_no_session(tmp_path: Path, nov
     assert nothing.stderr.startswith(f"nova: error: no session in {folder}: its 5 files (")
 
 
+def test_a_folder_walk_takes_swe_agent_and_aider_sessions_too(tmp_path: Path, nova_home: Path) -> None:
+    """A folder of SWE-agent `.traj` files imported nothing: the walk tried `.json` and `.jsonl` only."""
+    folder = tmp_path / "runs"
+    (folder / "app").mkdir(parents=True)
+    (folder / "fix-1.traj").write_text(json.dumps({"history": [
+        {"role": "system", "content": "You are a software engineer."},
+        {"role": "user", "content": "fix the bug"},
+        {"role": "assistant", "content": "Done."}]}), encoding="utf-8")
+    (folder / "app" / ".aider.chat.history.md").write_text(
+        "# aider chat started at 2025-01-02 10:00:00\n\n#### add a greet function\n\nHere it is.\n", encoding="utf-8")
+    (folder / "app" / "README.md").write_text("# app\n", encoding="utf-8")  # Markdown that is no history
+    result = CliRunner().invoke(sessions_app, ["import", str(folder), "--json"])
+    assert result.exit_code == 0 and not result.stderr, result.output
+    assert [Path(d["source_path"]).name for d in json.loads(result.stdout)] == [".aider.chat.history.md", "fix-1.traj"]
+
+
 def test_newer_claude_code_attachments_are_read_where_the_model_read_them(tmp_path: Path) -> None:
     def attachment(uuid: str, body: dict[str, Any]) -> dict[str, Any]:
         return {"type": "attachment", "sessionId": "s1", "uuid": uuid, "attachment": body,

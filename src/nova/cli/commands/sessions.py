@@ -386,7 +386,7 @@ def rm_command(
 def import_command(
     path: Annotated[Path | None, typer.Argument(help="A recorded session: Claude Code, OpenCode, Cline, "
                                                 "mini-swe-agent, SWE-agent, OpenAI or Anthropic chat, or Nova; "
-                                                "or a folder of them (every .jsonl and .json file under it).")
+                                                "or a folder of them (every .jsonl, .json and .traj file and Aider history under it).")
                     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"} (and '

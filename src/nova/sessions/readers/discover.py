@@ -7,8 +7,9 @@ the expected name, the session files' own `cwd` field decides. Sub-agent files (
 the sessions or under `<session>/subagents/`) come after the sessions they belong to.
 
 A folder named on the command line that is not one session (a copy of such a project directory, a
-folder of Codex rollouts) is read the same way: every `.jsonl` and `.json` file under it and every
-folder that is one session, the sub-agent files last (`folder_sessions`)."""
+folder of Codex rollouts) is read the same way: every `.jsonl`, `.json` and `.traj` file under it, each
+Aider history (`.aider.chat.history.md`) and every folder that is one session, the sub-agent files last
+(`folder_sessions`)."""
 
 from __future__ import annotations
 
@@ -51,13 +52,17 @@ def claude_code_sessions(config_dir: Path, project: Path) -> list[Path]:
     return main + agents
 
 
+_SESSION_SUFFIXES = (".jsonl", ".json", ".traj")
+"""The files a folder walk tries (`.traj`: SWE-agent's trajectories); Aider's history by its name."""
+_AIDER_HISTORY = ".aider.chat.history.md"
+
 _ONE_SESSION_FOLDER = ("transcript.jsonl", "api_conversation_history.json")
 """A folder holding one of these is one session (Nova's, a Cline / Roo Code task), its other files not."""
 
 
 def folder_sessions(folder: Path) -> list[Path]:
-    """The sessions under `folder`, by path: each `.jsonl` and `.json` file, and each folder that is one
-    session as a whole (Nova's `meta.json`, Cline's `ui_messages.json` are not sessions of their own);
+    """The sessions under `folder`, by path: each `.jsonl`, `.json` and `.traj` file and Aider history, and
+    each folder that is one session as a whole (Nova's `meta.json`, Cline's `ui_messages.json` are not sessions of their own);
     the sub-agent files (`agent-*`) last, so importing a parent first takes its sub-agent as a child."""
     found: list[Path] = []
     pending = [folder]
@@ -73,7 +78,7 @@ def folder_sessions(folder: Path) -> list[Path]:
                     found.append(entry)
                 else:
                     pending.append(entry)
-            elif entry.suffix in (".jsonl", ".json") and entry.is_file():
+            elif (entry.suffix in _SESSION_SUFFIXES or entry.name == _AIDER_HISTORY) and entry.is_file():
                 found.append(entry)
     found.sort()
     return [p for p in found if not p.name.startswith("agent-")] + [p for p in found if p.name.startswith("agent-")]

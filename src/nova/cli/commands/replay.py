@@ -53,8 +53,10 @@ err_console = terminal_console(stderr=True, highlight=False)
 
 
 def replay_command(
-    path: Annotated[Path, typer.Argument(help="A recorded session: .traj.json, .traj, chat JSON or JSONL, a "
-                                          "session folder, or the id of a session Nova recorded or imported.")],
+    path: Annotated[Path, typer.Argument(help="A recorded session in any format `nova sessions import` takes "
+                                          "(Claude Code or Codex JSONL, a Gemini CLI or OpenCode JSON, .traj.json, "
+                                          ".traj, chat JSON, ...), a session folder, or the id of a session Nova "
+                                          "recorded or imported.")],
     window: Annotated[int | None, typer.Option("--window", help="Context window of the model to simulate, in "
                       "tokens. Default: the window of the model the recording's calls name (the model table's), "
                       "else the config's compaction.default_context_window (128000).")] = None,

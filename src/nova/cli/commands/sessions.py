@@ -384,9 +384,11 @@ def rm_command(
 
 @app.command("import", cls=NovaCommand)
 def import_command(
-    path: Annotated[Path | None, typer.Argument(help="A recorded session: Claude Code, OpenCode, Cline, "
-                                                "mini-swe-agent, SWE-agent, OpenAI or Anthropic chat, or Nova; "
-                                                "or a folder of them (every .jsonl, .json and .traj file and Aider history under it).")
+    path: Annotated[Path | None, typer.Argument(help="A recorded session: Claude Code, Codex, Gemini CLI, "
+                                                "OpenCode, Cline / Roo Code, pi, Aider, OpenHands, mini-swe-agent, "
+                                                "SWE-agent, OpenAI or Anthropic chat, or Nova; or a folder of them "
+                                                "(every .jsonl, .json and .traj file and Aider history under it; "
+                                                "files that are no session are passed over).")
                     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Title for the new session.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"session_id", "messages"} (and '

@@ -92,4 +92,4 @@ def test_a_replay_says_its_sub_agents_are_not_in_its_figures(tmp_path: Path, nov
     result = CliRunner().invoke(app, ["replay", str(path)])
     assert result.exit_code == 0, result.output
     assert "  calls 2," in result.stdout
-    assert "sub-agents: 1, not in these figures" in result.stdout
+    assert "  not in these figures: 1 sub-agent (each a session of its own" in result.stdout

@@ -221,10 +221,13 @@ def replay_command(
         console.print("  source / imported: " + ", ".join(f"{k} {source.get(k)}/{v}" for k, v in imported.items()),
                       markup=False)
     if session.children:
-        # The figures above are the main conversation's: a sub-agent's calls were billed apart.
-        count = len(session.children)
-        console.print(f"  sub-agents: {count}, not in these figures (each is a session of its own: `nova sessions "
-                      f"import` makes {'it' if count == 1 else 'them'}, and `nova replay ID` replays one)",
+        # The figures above are the main conversation's: a sub-agent's calls (and the summary calls of
+        # Claude Code's compactions, run as agents of their own) were billed apart.
+        runs = sum(1 for child in session.children if child.meta.get("compaction_run"))
+        kinds = [f"{n} {what}{'s' * (n != 1)}" for n, what in ((len(session.children) - runs, "sub-agent"),
+                                                               (runs, "compaction summary run")) if n]
+        console.print(f"  not in these figures: {' and '.join(kinds)} (each a session of its own: `nova sessions "
+                      "import` makes one of each, and `nova replay ID` replays one)",
                       markup=False, soft_wrap=True)
     for line in report.violations[:10]:
         console.print(f"  [red]{escape(str(line))}[/]")

@@ -6,7 +6,8 @@ the providers and the context engine all speak them, and none of those needs ano
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -172,6 +173,13 @@ def call_model(message: Message, default: str = "") -> str:
     `default`."""
     named = message.metadata.get("model")
     return str(named) if isinstance(named, str) and named else default
+
+
+def main_model(messages: Iterable[Message]) -> str:
+    """The model a recording's calls name most often ("" when none names one): what a session that names
+    no model of its own (Claude Code's, Cline's) ran on."""
+    named = Counter(name for m in messages if m.role == "assistant" and (name := call_model(m)))
+    return named.most_common(1)[0][0] if named else ""
 
 
 def _count(data: Any, *keys: str) -> int:

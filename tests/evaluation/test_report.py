@@ -191,6 +191,18 @@ def test_the_page_says_what_the_cost_holds_of_the_summary_calls_as_the_cli_does(
         assert ("not counted" in said) is (not estimate) and "summary calls included" not in page
 
 
+def test_receipts_of_a_recording_that_names_its_calls_model_only_are_in_dollars() -> None:
+    """Claude Code names the model per call, never for the session: the receipts were worded in
+    "input-token equivalents" beside a bill in dollars, though every call's price was known."""
+    messages = [m if m.role != "assistant" else Message(role=m.role, parts=m.parts, id=m.id, created_at=m.created_at,
+                                                        metadata={"model": "claude-sonnet-4-5"})
+                for m in _conversation(12, output_words=300)]
+    report = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=128_000, policy="nova", counter=COUNTER,
+                             compact_before=[9])
+    assert report.receipts
+    assert all(receipt.usd_per_unit == 3.0 / 1_000_000 for receipt in report.receipts)
+
+
 def test_long_lists_are_bounded() -> None:
     messages = _conversation(120, output_words=10)
     report = replay_messages(messages, system=SYSTEM, tools=TOOLS, window=128_000, policy="nova", counter=COUNTER,

@@ -73,7 +73,7 @@ from nova.evaluation.recorded_scale import RecordedScale
 from nova.evaluation.replay_views import Composer, ViewChange, composition_json, cut_change, view_change
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart, to_dict
-from nova.model import ToolSpec, Usage, call_model, is_model_reply, usage_of
+from nova.model import ToolSpec, Usage, call_model, is_model_reply, main_model, usage_of
 from nova.providers.pricing import ModelInfo, context_window_for, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.readers.base import ImportedSession, PipelineRecord
@@ -972,7 +972,9 @@ def replay_at(
                 budget=budget, config=config, ledger=TokenLedger(counter), sources=recorded_sources(system),
                 state=state, summarizer=summarizing, tools=tools,
                 cwd=Path(cwd or "."), session=SessionLink(dir=directory, recorder=run), read_file=run.read_file,
-                prices=CachePrices.of(info) if info else prices_for(model),
+                # A recording that names no model of its own is priced at the one its calls name most, so
+                # its receipts are in dollars as its bill is.
+                prices=CachePrices.of(info) if info else prices_for(model or main_model(messages)),
                 environment=_recorded_environment(cwd, nova=recorded is not None or bool(recorded_dir)),
                 workspace=_recorded_workspace(state), readable=_recorded_files(recorded_dir))
         sizer = _Sizer(counter, system, tools)

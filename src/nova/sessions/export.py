@@ -4,13 +4,12 @@ import/resume conveniences the CLI uses."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nova.messages import ImagePart, Message, SummaryPart, TextPart, ToolResultPart, ToolUsePart
-from nova.model import Usage, call_model, is_model_reply
+from nova.model import Usage, call_model, is_model_reply, main_model
 from nova.providers.pricing import cost_usd
 from nova.sessions.importers import (
     IMPORTED_EVENT,
@@ -203,7 +202,7 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
     meta = dict(imported.meta)
     # The model the session ran on: the format's own field, else the one its calls name most often
     # (Claude Code and Codex name it per call only).
-    model = str(meta.get("model") or "") or _main_model(imported.messages)
+    model = str(meta.get("model") or "") or main_model(imported.messages)
     if parent is not None:
         meta["parent_nova_session"] = parent
     session = Session.create(
@@ -266,11 +265,6 @@ def _context_around(messages: Sequence[Message], index: int) -> tuple[int, int]:
     before = next((t for m in reversed(messages[:index]) if (t := context(m))), 0)
     after = next((t for m in messages[index + 1:] if (t := context(m))), 0)
     return before, after
-
-
-def _main_model(messages: Iterable[Message]) -> str:
-    named = Counter(name for m in messages if m.role == "assistant" and (name := call_model(m)))
-    return named.most_common(1)[0][0] if named else ""
 
 
 def _call_cost(message: Message, usage: Usage, model: str) -> float | None:

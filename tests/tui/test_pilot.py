@@ -611,3 +611,41 @@ def test_help_fits_an_80_column_terminal(nova_home: Path, tmp_path: Path) -> Non
     for command in ("/compact", "/context", "/memory", "/remember", "/skill", "/sessions", "/resume", "/new",
                     "/goal", "/plan", "/confirm"):
         assert command in HELP
+
+
+@pytest.mark.slow
+def test_ctrl_q_mid_turn_quits(nova_home: Path, tmp_path: Path) -> None:
+    """Quitting while a turn streamed closed the hub on the app's event loop, which the turn's thread was
+    waiting on to show its next event: the turn never reached its next step to see the cancel, and the
+    TUI hung with "the turn did not stop in time"."""
+    import threading
+
+    finished = threading.Event()
+
+    def run() -> None:
+        asyncio.run(quit_mid_turn(nova_home, tmp_path))
+        finished.set()
+
+    runner = threading.Thread(target=run, daemon=True)  # a hang must not hold the test process
+    runner.start()
+    runner.join(timeout=120)  # a bound for a hang, not a timing
+    assert finished.is_set(), "the TUI did not quit on Ctrl-Q while a turn ran"
+
+
+async def quit_mid_turn(nova_home: Path, tmp_path: Path) -> None:
+    from nova.agent.demo import DEMO_PROMPT
+
+    project = make_demo_project(tmp_path / "project")
+    app = make_app(nova_home, project, slow=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.query_one("#prompt").value = DEMO_PROMPT  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.running and len(app.query(ToolCall)) >= 1)
+        await pilot.press("ctrl+q")
+    # The turn stopped at its next step and the session closed cleanly: it opens again from its record.
+    assert app.session_id is not None
+    reopened = make_app(nova_home, project).hub
+    try:
+        assert reopened.live(app.session_id).status().used > 0
+    finally:
+        reopened.close()

@@ -14,6 +14,7 @@ not answered, a line above the bar counts the wait, and each retry is a notice. 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -93,9 +94,11 @@ class NovaTUI(App[None]):
         self._pending: PendingApproval | None = None
         self._prompt: ApprovalPrompt | None = None
         self._error_shown = False
+        self._closing = False
+        """Set when the app starts to close: a worker's events are no longer shown."""
         self._approvals: ScreenApprovals | None = None
         if isinstance(hub.approvals, ScreenApprovals):
-            hub.approvals.prompt.show = lambda pending: self.call_from_thread(self._ask, pending)
+            hub.approvals.prompt.show = lambda pending: self._from_worker(self._ask, pending)
             self._approvals = hub.approvals
 
     # -- layout ---------------------------------------------------------------------------------------
@@ -194,10 +197,10 @@ class NovaTUI(App[None]):
         try:
             if self.session_id is None:
                 self.session_id = self.hub.create(title_from_prompt(text)).id
-            self.call_from_thread(self._show_status)
-            self.hub.start_turn(self.session_id, text, lambda e: self.call_from_thread(self.on_agent_event, e))
+            self._from_worker(self._show_status)
+            self.hub.start_turn(self.session_id, text, lambda e: self._from_worker(self.on_agent_event, e))
         except NovaError as exc:
-            self.call_from_thread(self._turn_failed, str(exc))
+            self._from_worker(self._turn_failed, str(exc))
 
     def _turn_failed(self, message: str) -> None:
         self.running = False
@@ -373,15 +376,15 @@ class NovaTUI(App[None]):
         assert self.session_id is not None
         try:
             live = self.hub.live(self.session_id)
-            unsubscribe = live.agent.bus.subscribe(lambda e: self.call_from_thread(self.on_agent_event, e))
+            unsubscribe = live.agent.bus.subscribe(lambda e: self._from_worker(self.on_agent_event, e))
             try:
                 changed, status = self.hub.compact(self.session_id, focus)
             finally:
                 unsubscribe()
         except NovaError as exc:
-            self.call_from_thread(self.notice, str(exc), error=True)
+            self._from_worker(self.notice, str(exc), error=True)
             return
-        self.call_from_thread(self.notice, f"compacted: now {status.percent:.1f}% of the threshold" if changed
+        self._from_worker(self.notice, f"compacted: now {status.percent:.1f}% of the threshold" if changed
                               else "nothing to compact")
 
     def _show_context(self) -> None:
@@ -488,5 +491,19 @@ class NovaTUI(App[None]):
             self._tools[use.id] = call
             self._add(call)
 
+    def _from_worker(self, callback: Any, *args: Any, **kwargs: Any) -> None:
+        """Run `callback` on the app's thread, from a worker's (the turn's, a compaction's). Once the app is
+        closing nothing more is shown: the worker goes on to its next step, where it sees the cancel."""
+        if self._closing:
+            return
+        try:
+            self.call_from_thread(callback, *args, **kwargs)
+        except Exception:
+            if not self._closing:
+                raise  # a callback that failed while the app still runs is a fault to see
+
     async def on_unmount(self) -> None:
-        self.hub.close()
+        # Off the event loop: a turn's thread may be waiting on the loop to show its last event, and it
+        # must get past that to reach its next step and stop; closing on the loop waited for it forever.
+        self._closing = True
+        await asyncio.to_thread(self.hub.close)

@@ -755,28 +755,40 @@ def _mask(history: Sequence[Message]) -> list[Message]:
     return out
 
 
-def _clear_tool_uses(history: Sequence[Message], sizer: _Sizer, *, trigger: int, keep: int = CLEAR_TOOL_USES_KEEP,
-                     clear_at_least: int = 0) -> list[Message]:
-    """Anthropic's server-side `clear_tool_uses`, simulated: when the request passes `trigger` tokens,
-    every tool result but the `keep` newest becomes the placeholder, provided that clears at least
-    `clear_at_least` tokens; the calls themselves stay. The server does this on every request over the
-    trigger, from the full history the client sends."""
-    view = list(history)
+def _clear_tool_uses(history: Sequence[Message], sizer: _Sizer, *, trigger: int, cleared: set[str],
+                     keep: int = CLEAR_TOOL_USES_KEEP, clear_at_least: int = 0) -> list[Message]:
+    """Anthropic's server-side `clear_tool_uses`, simulated: the results in `cleared` (what earlier calls
+    cleared) are the placeholder; when that view still passes `trigger` tokens, every other tool result
+    but the `keep` newest becomes the placeholder too, provided that clears at least `clear_at_least`
+    tokens, and joins `cleared`; the calls themselves stay. Between two clearings the cleared prefix is
+    the same from call to call, so the cache the clearing rewrote is read again (as documented: each
+    clearing costs a cache write, the requests after it reuse the new prefix); re-clearing the fourth
+    newest result on every call instead would rewrite the cache from the oldest cleared result each time."""
+    view = _with_cleared(history, cleared)
     if sizer.view(view) <= trigger:
         return view
     kept: set[str] = set()
-    for m in reversed(view):
+    for m in reversed(history):
         for r in reversed(m.tool_results()):
             if len(kept) < keep:
                 kept.add(r.tool_use_id)
-    cleared = [m if all(r.tool_use_id in kept or r.content == CLEARED_PLACEHOLDER for r in m.tool_results())
-               else m.with_parts([ToolResultPart(p.tool_use_id, CLEARED_PLACEHOLDER, p.is_error)
-                                  if isinstance(p, ToolResultPart) and p.tool_use_id not in kept else p
-                                  for p in m.parts])
-               for m in view]
-    if sizer.view(view) - sizer.view(cleared) < clear_at_least:
+    more = {r.tool_use_id for m in history for r in m.tool_results()} - kept - cleared
+    if not more:
         return view
-    return cleared
+    edited = _with_cleared(history, cleared | more)
+    if sizer.view(view) - sizer.view(edited) < clear_at_least:
+        return view
+    cleared |= more
+    return edited
+
+
+def _with_cleared(history: Sequence[Message], cleared: set[str]) -> list[Message]:
+    """`history` with the results of the tool uses in `cleared` replaced by the placeholder."""
+    return [m if all(r.tool_use_id not in cleared or r.content == CLEARED_PLACEHOLDER for r in m.tool_results())
+            else m.with_parts([ToolResultPart(p.tool_use_id, CLEARED_PLACEHOLDER, p.is_error)
+                               if isinstance(p, ToolResultPart) and p.tool_use_id in cleared else p
+                               for p in m.parts])
+            for m in history]
 
 
 def replay_messages(messages: Sequence[Message], *, window: int, **kwargs: Any) -> ReplayReport:
@@ -1072,7 +1084,7 @@ def _run(
         if policy == "anthropic-clear-tool-uses":
             # The documented trigger, lowered to Nova's threshold at a smaller window (else it would never
             # fire before the provider rejects the request), then still cut to the same line.
-            edited = _clear_tool_uses(history, sizer, trigger=min(CLEAR_TOOL_USES_TRIGGER, line))
+            edited = _clear_tool_uses(history, sizer, trigger=min(CLEAR_TOOL_USES_TRIGGER, line), cleared=cleared)
             view = _truncate(edited, sizer, line)
             return view, "truncate" if len(view) < len(edited) else ""
         if policy == "observation-mask":
@@ -1100,6 +1112,7 @@ def _run(
 
     boundary = ""  # "compaction" for the first call after a recorded compaction (policy `recorded`)
     cuts: dict[tuple[str, int], Message] = {}  # the baselines' cut messages (`_fit`)
+    cleared: set[str] = set()  # the tool uses whose results context editing cleared so far
     scale = RecordedScale(fixed=sizer.fixed, size=sizer.message, views_in_transcript=run.record is None)
     for index, message in enumerate(messages):
         move_to(index)

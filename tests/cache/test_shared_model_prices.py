@@ -89,3 +89,13 @@ def test_gpt_5_5_and_gemini_3_pro_image_are_priced_at_their_list_prices() -> Non
     assert image is not None and image.window == 65_536
     # Still its own entry, not Gemini 3 Pro's (whose cached tokens cost a tenth).
     assert cost_usd(usage, "gemini-3-pro-preview") == pytest.approx(0.050)
+
+
+def test_gemini_3_1_pro_and_3_flash_previews_are_priced_and_customtools_is_3_1_pro() -> None:
+    usage = Usage(input_tokens=10_000, cache_read_tokens=10_000, output_tokens=1_000)
+    assert cost_usd(usage, "gemini-3.1-pro-preview") == pytest.approx(0.020 + 0.002 + 0.012)
+    assert cost_usd(usage, "gemini-3-flash-preview") == pytest.approx(0.005 + 0.0005 + 0.003)
+    custom = model_info("gemini-3.1-pro-preview-customtools")
+    assert custom is not None and custom == model_info("gemini-3.1-pro-preview") and custom.window == 1_048_576
+    flash = model_info("gemini-3-flash-preview")
+    assert flash is not None and flash.window == 1_048_576

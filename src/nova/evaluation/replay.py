@@ -941,7 +941,8 @@ def replay_at(
         report = _run(messages, system=system, tools=tools, window=window, policy=policy, budget=budget,
                       pipeline=pipeline, sizer=sizer, cost=cost, recording=recording,
                       compact_before=forced | run.manual, on_call=on_call, run=run,
-                      model=default_model, refuse_over=bool(placeholder) and policy in FITTING_POLICIES)
+                      model=default_model, refuse_over=bool(placeholder) and policy in FITTING_POLICIES,
+                      placeholder_tokens=count_system(placeholder, counter) if placeholder else 0)
     report.repaired = repair.describe() if repair.changed else ""
     report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     report.inlined_placeholder_tokens = inlined
@@ -1041,10 +1042,11 @@ def _run(
     budget: ContextBudget, pipeline: ContextPipeline | None, sizer: _Sizer, cost: _CostModel,
     recording: _RecordingSummarizer | None, compact_before: frozenset[int] = frozenset(),
     on_call: Callable[[], None] | None = None, run: RecordedRun | None = None, model: str = "",
-    refuse_over: bool = False,
+    refuse_over: bool = False, placeholder_tokens: int = 0,
 ) -> ReplayReport:
     """`refuse_over`: a call over the window raises `PromptTooLarge` instead of being counted (a baseline
-    over a fixed-prompt stand-in: the window must grow, as it does when Nova's controller refuses)."""
+    over a fixed-prompt stand-in: the window must grow, as it does when Nova's controller refuses).
+    `placeholder_tokens`: the size of that stand-in, sized from the recorded usage (`RecordedScale`)."""
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools,
                           threshold=budget.threshold, hard_line=budget.hard_line)
     raw = {m.id: m for m in messages}
@@ -1113,7 +1115,8 @@ def _run(
     boundary = ""  # "compaction" for the first call after a recorded compaction (policy `recorded`)
     cuts: dict[tuple[str, int], Message] = {}  # the baselines' cut messages (`_fit`)
     cleared: set[str] = set()  # the tool uses whose results context editing cleared so far
-    scale = RecordedScale(fixed=sizer.fixed, size=sizer.message, views_in_transcript=run.record is None)
+    scale = RecordedScale(fixed=sizer.fixed, size=sizer.message, views_in_transcript=run.record is None,
+                          measured=placeholder_tokens)
     for index, message in enumerate(messages):
         move_to(index)
         if recorded_compaction(message):

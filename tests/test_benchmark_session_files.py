@@ -55,3 +55,16 @@ def test_a_cline_task_folder_is_one_session(tmp_path: Path, name: str) -> None:
                             tmp_path / "sessions" / "somewhere" / "codex" / "rollout.jsonl",
                             tmp_path / "trajectories" / "demo" / "a.traj"])
     assert read_session_file(found[found.index(task / "api_conversation_history.json")]).messages
+
+
+def test_window_raises_are_one_line_per_window_with_the_furthest() -> None:
+    bench = _benchmark("replay_fidelity")
+    raised = {16_000: [bench.Raised("a.jsonl", "truncate", 20_001, 17_000, 0),
+                       bench.Raised("a.jsonl", "nova", 25_002, 17_000, 0),
+                       bench.Raised("b.jsonl", "truncate", 20_001, 16_500, 300)],
+              32_000: [bench.Raised("c.jsonl", "nova", 40_001, 31_000, 0)]}
+    lines = bench.raised_lines(raised)
+    assert len(lines) == 2
+    assert lines[0].startswith("window raised at 16k: 3 replay(s) of 2 session(s)")
+    assert "a.jsonl: nova ran at 25,002 (stand-in 17,000 fixed + 0 inlined)" in lines[0]
+    assert lines[1].startswith("window raised at 32k: 1 replay(s) of 1 session(s)")

@@ -152,3 +152,12 @@ def test_the_ratio_of_a_recording_with_a_stand_in_is_of_the_rest_of_the_view() -
         scale.add(Message.user("x"))
     assert scale.scaled(7_000, Usage(input_tokens=6_000 + 3 * 4_000)) == 6_000 + 3 * 1_000
     assert scale.fit_limit(9_000) == 6_000 + 1_000  # what is left of the line, at the provider's 3x
+
+
+def test_a_side_call_smaller_than_the_stand_in_is_still_counted_at_its_figure() -> None:
+    # A harness's side call with a shorter prompt than the transcript shows (OpenCode's title call): the
+    # stand-in was not sent, and the call's figure scales the whole view.
+    scale = RecordedScale(fixed=9_000, size=lambda m: 300, views_in_transcript=True, measured=9_000)
+    for _ in range(2):
+        scale.add(Message.user("x"))
+    assert scale.scaled(9_600, Usage(input_tokens=4_800)) == 4_800

@@ -78,17 +78,22 @@ class RecordedScale:
         request than its transcript shows (a harness's side call with a shorter prompt) is still the best
         evidence of what that call cost: a view that matches the transcript's is counted at its figure."""
         ratio = self._ratio
+        unscaled = self._measured  # the part of the estimate already in the provider's units
         if self._held is not None:
             ratio = self._held
         elif self._follow and recorded is not None and recorded.context_tokens > 0:
-            follows = self._fixed - self._measured + self._messages
-            real = recorded.context_tokens - self._measured
-            ratio = real / follows if follows > 0 and real > 0 else None
+            real = recorded.context_tokens
+            if real <= unscaled:
+                # Less than the stand-in: a side call that did not send the fixed prompt the stand-in
+                # is measured from. Its figure is still the best evidence of what the call cost.
+                unscaled = 0
+            follows = self._fixed - unscaled + self._messages
+            ratio = (real - unscaled) / follows if follows > 0 else None
         low, high = PLAUSIBLE_RATIO
         if ratio is None or not low <= ratio <= high:
             return estimate
         self._last = ratio
-        fixed = min(self._measured, estimate)
+        fixed = min(unscaled, estimate)
         return fixed + round((estimate - fixed) * ratio)
 
     def fit_limit(self, line: int) -> int:

@@ -26,12 +26,15 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from nova.evaluation.replay import replay_session
 from nova.model import usage_of
 from nova.sessions.importers import read_session_file
+from nova.sessions.readers import task_file
 from nova.sessions.readers.base import ImportedSession
+from nova.sessions.readers.discover import folder_sessions
 from nova.testing import shared_data_dir
 from nova.tokens import counter_for_model
 
@@ -42,9 +45,37 @@ PEAK_BAND = (0.98, 1.02)
 
 
 def session_files(root: Path) -> list[Path]:
-    found = [*root.glob("sessions/**/*.json"), *root.glob("sessions/**/*.jsonl"),
-             *root.glob("trajectories/**/*.traj"), *root.glob("trajectories/**/*.traj.json")]
-    return sorted(p for p in found if p.is_file())
+    """The sessions under sessions/ as `nova sessions import FOLDER` finds them (`folder_sessions`: a
+    Cline task folder is one session, read as its conversation file, its UI log and metadata beside it
+    are not sessions; a Nova session folder is one session too), and the trajectories under trajectories/."""
+    sessions = [task_file(p) for p in folder_sessions(root / "sessions")] if (root / "sessions").is_dir() else []
+    trajectories = [*root.glob("trajectories/**/*.traj"), *root.glob("trajectories/**/*.traj.json")]
+    return sorted([*sessions, *(p for p in trajectories if p.is_file())])
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """A replay that ran at a larger window than asked: the recording's fixed-prompt stand-in (and what it
+    inlined) with the first messages does not fit the window (`nova.evaluation.replay.replay_messages`)."""
+
+    name: str
+    policy: str
+    ran_at: int
+    fixed: int
+    inlined: int
+
+
+def raised_lines(raised: dict[int, list[Raised]]) -> list[str]:
+    """One line per window asked for: how many replays ran at a larger one, and the one raised furthest
+    (a prompt that cannot fit is expected at the small windows; a line per replay buried the table)."""
+    lines = []
+    for window in sorted(raised):
+        runs = raised[window]
+        worst = max(runs, key=lambda r: (r.ran_at, r.name, r.policy))
+        lines.append(f"window raised at {window // 1000}k: {len(runs)} replay(s) of {len({r.name for r in runs})} "
+                     f"session(s); the furthest {worst.name}: {worst.policy} ran at {worst.ran_at:,} (stand-in "
+                     f"{worst.fixed:,} fixed + {worst.inlined:,} inlined)")
+    return lines
 
 
 def real_inputs(run: ImportedSession) -> list[int]:
@@ -73,7 +104,8 @@ def main() -> int:
     over = 0
     unpriced: list[str] = []
     offenders: list[str] = []  # which policy went over the window, where
-    raised: list[str] = []  # where a fixed-prompt stand-in made the replay run at a larger window
+    # Where a fixed-prompt stand-in made the replay run at a larger window, by the window asked for.
+    raised: dict[int, list[Raised]] = {}
     uncounted: list[str] = []  # recordings whose usage does not count their requests
     print(f"{'session':58} {'calls':>5} {'peak':>6} {'billed $':>9} {'cost':>6}  over@16k/32k/64k/200k")
     runs = [(p, r) for p, s in imported for r in s.runs() if real_inputs(r)]
@@ -105,9 +137,9 @@ def main() -> int:
                     offenders.append(f"{path.name}: {policy} at {window // 1000}k, {report.requests_over_window} "
                                      f"call(s) over, peak {report.peak_context_tokens:,}")
                 if report.window_raised_from:
-                    raised.append(f"{path.name}: {policy} at {window // 1000}k ran at {report.window:,} (stand-in "
-                                  f"{report.placeholder_tokens:,} fixed + {report.inlined_placeholder_tokens:,} "
-                                  "inlined)")
+                    raised.setdefault(window, []).append(Raised(path.name, policy, report.window,
+                                                                report.placeholder_tokens,
+                                                                report.inlined_placeholder_tokens))
             counts.append(n)
             over += n
         name = str(path.relative_to(root))[-58:]
@@ -119,8 +151,8 @@ def main() -> int:
         print(f"refused: {line}")
     for line in offenders:
         print(f"over the window: {line}")
-    for line in raised:
-        print(f"window raised: {line}")
+    for line in raised_lines(raised):
+        print(line)
     for line in unpriced:
         print(f"no cost ratio: {line}")
     for line in uncounted:

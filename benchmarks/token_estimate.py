@@ -98,6 +98,8 @@ from nova.evaluation.replay import call_model, recorded_compaction
 from nova.messages import ImagePart, Message, Role, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage, usage_of
 from nova.sessions.importers import detect_format, read_session_file
+from nova.sessions.readers import task_file
+from nova.sessions.readers.discover import folder_sessions
 from nova.sessions.readers.usage_check import uncounted_usage_calls
 from nova.testing import shared_data_dir
 from nova.tokens import (
@@ -799,15 +801,21 @@ def sessions_of(*formats: str) -> list[Path]:
     files in a folder of its name, other collections need not. A file whose recorded usage does not count
     its requests (`uncounted_usage_files`) is no measure of an estimate and is left out."""
     found: list[Path] = []
-    for path in sorted((shared_data_dir() / "sessions").rglob("*")):
-        if not path.is_file() or path.suffix not in (".json", ".jsonl"):
-            continue
+    for path in _session_files():
         try:
             if detect_format(path) in formats and path not in uncounted_usage_files():
                 found.append(path)
         except (SessionImportError, OSError):
-            continue  # not a session file (task metadata, Cline's UI log)
+            continue  # not a session file
     return found
+
+
+def _session_files() -> list[Path]:
+    """The session files under the data's sessions/ as `nova sessions import FOLDER` finds them
+    (`folder_sessions`: a Cline task folder is its conversation file, not its UI log and metadata)."""
+    root = shared_data_dir() / "sessions"
+    paths = [task_file(p) for p in folder_sessions(root)] if root.is_dir() else []
+    return sorted(p for p in paths if p.is_file())
 
 
 @functools.cache
@@ -815,9 +823,7 @@ def uncounted_usage_files() -> frozenset[Path]:
     """The session files with a call whose recorded usage cannot have counted its request (set aside on
     import: `nova.sessions.readers.usage_check`; early Claude Code recorded 2-6 input tokens a call)."""
     out: set[Path] = set()
-    for path in sorted((shared_data_dir() / "sessions").rglob("*")):
-        if not path.is_file() or path.suffix not in (".json", ".jsonl"):
-            continue
+    for path in _session_files():
         try:
             imported = read_session_file(path)
         except (SessionImportError, OSError):

@@ -12,6 +12,8 @@ from nova.evaluation.replay import call_model
 from nova.model import Usage, usage_of
 from nova.providers.pricing import ModelInfo, cost_usd, model_info
 from nova.sessions.importers import read_session_file
+from nova.sessions.readers import task_file
+from nova.sessions.readers.discover import folder_sessions
 from nova.testing import shared_data_dir
 
 # Below every long-prompt tier (Gemini's 200k, GPT-5.5's 272k): the table holds the base prices.
@@ -19,9 +21,11 @@ N = 100_000
 
 
 def _files(root: Path) -> list[Path]:
-    found = [*root.glob("sessions/**/*.json"), *root.glob("sessions/**/*.jsonl"),
-             *root.glob("trajectories/**/*.traj"), *root.glob("trajectories/**/*.traj.json")]
-    return sorted(p for p in found if p.is_file())
+    """The recordings as `nova sessions import FOLDER` finds them (a Cline task folder is its
+    conversation file, not its UI log and metadata), and the trajectories."""
+    sessions = [task_file(p) for p in folder_sessions(root / "sessions")]
+    trajectories = [*root.glob("trajectories/**/*.traj"), *root.glob("trajectories/**/*.traj.json")]
+    return sorted([*sessions, *(p for p in trajectories if p.is_file())])
 
 
 def _billed_models() -> dict[str, str]:
@@ -89,3 +93,13 @@ def test_gpt_5_5_and_gemini_3_pro_image_are_priced_at_their_list_prices() -> Non
     assert image is not None and image.window == 65_536
     # Still its own entry, not Gemini 3 Pro's (whose cached tokens cost a tenth).
     assert cost_usd(usage, "gemini-3-pro-preview") == pytest.approx(0.050)
+
+
+def test_gemini_3_1_pro_and_3_flash_previews_are_priced_and_customtools_is_3_1_pro() -> None:
+    usage = Usage(input_tokens=10_000, cache_read_tokens=10_000, output_tokens=1_000)
+    assert cost_usd(usage, "gemini-3.1-pro-preview") == pytest.approx(0.020 + 0.002 + 0.012)
+    assert cost_usd(usage, "gemini-3-flash-preview") == pytest.approx(0.005 + 0.0005 + 0.003)
+    custom = model_info("gemini-3.1-pro-preview-customtools")
+    assert custom is not None and custom == model_info("gemini-3.1-pro-preview") and custom.window == 1_048_576
+    flash = model_info("gemini-3-flash-preview")
+    assert flash is not None and flash.window == 1_048_576

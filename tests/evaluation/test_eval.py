@@ -186,7 +186,9 @@ def test_eval_names_the_window_each_policy_really_ran_at(tmp_path: Path, nova_ho
     rows = json.loads(out.output.strip().splitlines()[-1])["results"]
     replayed = {r["policy"]: replay_window for r in rows for replay_window in [r["window"]]}
     assert all(r["window_raised_from"] == 32000 and r["window"] > 32000 for r in rows), rows
-    assert replayed["truncate"] != replayed["nova"]
+    # The first 25 % step that holds the 31k stand-in and the first messages: the stand-in is in the
+    # provider's units, not scaled by how far the counter is off on the messages (nova ran at 62,503).
+    assert set(replayed.values()) == {40_001}, replayed
     text = CliRunner().invoke(app, ["eval", str(case)])
     assert text.exit_code == 0, text.output
     for policy, window in replayed.items():

@@ -116,3 +116,48 @@ def test_truncate_stays_under_the_window_where_the_provider_counts_more() -> Non
                                  counter=COUNTER)
         assert report.requests_over_window == 0, policy
         assert report.peak_context_tokens > 12_000 or policy != "truncate"  # it still fills its window
+
+
+def _without_fixed_prompt(steps: int, *, prompt: int, messages_over: float) -> list[Message]:
+    """A recording that lacks its fixed prompt (`prompt` tokens, in the provider's count) and whose
+    messages the provider counted at `messages_over` times the counter's figure (text the transcript
+    holds shortened, as Codex rollouts with redacted text do)."""
+    messages = [Message.user("Fix the failing test in calc.py and explain the cause.", id="task")]
+    for i in range(steps):
+        sent = sum(count_message(m, COUNTER) for m in messages)
+        usage = Usage(input_tokens=prompt + round(sent * messages_over), output_tokens=20)
+        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat f{i}.py"})
+        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i,
+                                metadata={"usage": usage.to_dict()}))
+        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"line{i} value " * 100),),
+                                id=f"r{i}", created_at=1000.5 + i))
+    return messages
+
+
+def test_a_fixed_prompt_stand_in_is_not_scaled_by_the_messages_ratio() -> None:
+    # The stand-in is sized from the first call's usage: it is in the provider's units. Scaled by the
+    # ratio of the whole view, a 6k prompt beside messages counted at 2.5x grew past an 8k window and the
+    # baselines ran at a window several times the prompt.
+    recording = _without_fixed_prompt(30, prompt=6_000, messages_over=2.5)
+    for policy in ("truncate", "observation-mask"):
+        report = replay_messages(recording, window=8_000, policy=policy, counter=COUNTER)
+        assert report.placeholder_tokens > 5_000
+        assert not report.window_raised_from and report.window == 8_000, policy
+        assert report.requests_over_window == 0 and report.peak_context_tokens <= 8_000
+
+
+def test_the_ratio_of_a_recording_with_a_stand_in_is_of_the_rest_of_the_view() -> None:
+    scale = RecordedScale(fixed=6_000, size=lambda m: 1_000, views_in_transcript=True, measured=6_000)
+    for _ in range(4):
+        scale.add(Message.user("x"))
+    assert scale.scaled(7_000, Usage(input_tokens=6_000 + 3 * 4_000)) == 6_000 + 3 * 1_000
+    assert scale.fit_limit(9_000) == 6_000 + 1_000  # what is left of the line, at the provider's 3x
+
+
+def test_a_side_call_smaller_than_the_stand_in_is_still_counted_at_its_figure() -> None:
+    # A harness's side call with a shorter prompt than the transcript shows (OpenCode's title call): the
+    # stand-in was not sent, and the call's figure scales the whole view.
+    scale = RecordedScale(fixed=9_000, size=lambda m: 300, views_in_transcript=True, measured=9_000)
+    for _ in range(2):
+        scale.add(Message.user("x"))
+    assert scale.scaled(9_600, Usage(input_tokens=4_800)) == 4_800

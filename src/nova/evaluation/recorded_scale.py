@@ -45,8 +45,10 @@ class RecordedScale:
     """The counter's error at each recorded call (see the module text). `fixed` is the estimate of the
     system prompt and tools, `size` the replay's measure of one message."""
 
-    def __init__(self, *, fixed: int, size: Callable[[Message], int], views_in_transcript: bool) -> None:
+    def __init__(self, *, fixed: int, size: Callable[[Message], int], views_in_transcript: bool,
+                 measured: int = 0) -> None:
         self._fixed = fixed
+        self._measured = min(max(measured, 0), fixed)  # the part of `fixed` in the provider's units
         self._size = size
         self._follow = views_in_transcript
         self._messages = 0
@@ -66,8 +68,9 @@ class RecordedScale:
 
     def recorded_view(self, counted: int, real: int) -> None:
         """A call whose view is the recorded one: the counter said `counted`, the provider `real`."""
-        if counted > 0 and real > 0:
-            self._ratio = real / counted
+        rest, real_rest = counted - self._measured, real - self._measured
+        if rest > 0 and real_rest > 0:
+            self._ratio = real_rest / rest
 
     def scaled(self, estimate: int, recorded: Usage | None) -> int:
         """`estimate` of the policy's view at a recorded call, as the provider would have counted it.
@@ -75,19 +78,29 @@ class RecordedScale:
         request than its transcript shows (a harness's side call with a shorter prompt) is still the best
         evidence of what that call cost: a view that matches the transcript's is counted at its figure."""
         ratio = self._ratio
+        unscaled = self._measured  # the part of the estimate already in the provider's units
         if self._held is not None:
             ratio = self._held
         elif self._follow and recorded is not None and recorded.context_tokens > 0:
-            follows = self._fixed + self._messages
-            ratio = recorded.context_tokens / follows if follows > 0 else None
+            real = recorded.context_tokens
+            if real <= unscaled:
+                # Less than the stand-in: a side call that did not send the fixed prompt the stand-in
+                # is measured from. Its figure is still the best evidence of what the call cost.
+                unscaled = 0
+            follows = self._fixed - unscaled + self._messages
+            ratio = (real - unscaled) / follows if follows > 0 else None
         low, high = PLAUSIBLE_RATIO
         if ratio is None or not low <= ratio <= high:
             return estimate
         self._last = ratio
-        return round(estimate * ratio)
+        fixed = min(unscaled, estimate)
+        return fixed + round((estimate - fixed) * ratio)
 
     def fit_limit(self, line: int) -> int:
         """The line a baseline fits its view to by the counter, so that the view is under `line` as the
         provider counted the latest recorded call (see the module text)."""
         ratio = self._last if self._last is not None else self._ratio
-        return int(line / ratio) if ratio is not None and ratio > 1.0 else line
+        if ratio is None or ratio <= 1.0:
+            return line
+        fixed = min(self._measured, line)
+        return fixed + int((line - fixed) / ratio)

@@ -812,28 +812,40 @@ def _mask(history: Sequence[Message]) -> list[Message]:
     return out
 
 
-def _clear_tool_uses(history: Sequence[Message], sizer: _Sizer, *, trigger: int, keep: int = CLEAR_TOOL_USES_KEEP,
-                     clear_at_least: int = 0) -> list[Message]:
-    """Anthropic's server-side `clear_tool_uses`, simulated: when the request passes `trigger` tokens,
-    every tool result but the `keep` newest becomes the placeholder, provided that clears at least
-    `clear_at_least` tokens; the calls themselves stay. The server does this on every request over the
-    trigger, from the full history the client sends."""
-    view = list(history)
+def _clear_tool_uses(history: Sequence[Message], sizer: _Sizer, *, trigger: int, cleared: set[str],
+                     keep: int = CLEAR_TOOL_USES_KEEP, clear_at_least: int = 0) -> list[Message]:
+    """Anthropic's server-side `clear_tool_uses`, simulated: the results in `cleared` (what earlier calls
+    cleared) are the placeholder; when that view still passes `trigger` tokens, every other tool result
+    but the `keep` newest becomes the placeholder too, provided that clears at least `clear_at_least`
+    tokens, and joins `cleared`; the calls themselves stay. Between two clearings the cleared prefix is
+    the same from call to call, so the cache the clearing rewrote is read again (as documented: each
+    clearing costs a cache write, the requests after it reuse the new prefix); re-clearing the fourth
+    newest result on every call instead would rewrite the cache from the oldest cleared result each time."""
+    view = _with_cleared(history, cleared)
     if sizer.view(view) <= trigger:
         return view
     kept: set[str] = set()
-    for m in reversed(view):
+    for m in reversed(history):
         for r in reversed(m.tool_results()):
             if len(kept) < keep:
                 kept.add(r.tool_use_id)
-    cleared = [m if all(r.tool_use_id in kept or r.content == CLEARED_PLACEHOLDER for r in m.tool_results())
-               else m.with_parts([ToolResultPart(p.tool_use_id, CLEARED_PLACEHOLDER, p.is_error)
-                                  if isinstance(p, ToolResultPart) and p.tool_use_id not in kept else p
-                                  for p in m.parts])
-               for m in view]
-    if sizer.view(view) - sizer.view(cleared) < clear_at_least:
+    more = {r.tool_use_id for m in history for r in m.tool_results()} - kept - cleared
+    if not more:
         return view
-    return cleared
+    edited = _with_cleared(history, cleared | more)
+    if sizer.view(view) - sizer.view(edited) < clear_at_least:
+        return view
+    cleared |= more
+    return edited
+
+
+def _with_cleared(history: Sequence[Message], cleared: set[str]) -> list[Message]:
+    """`history` with the results of the tool uses in `cleared` replaced by the placeholder."""
+    return [m if all(r.tool_use_id not in cleared or r.content == CLEARED_PLACEHOLDER for r in m.tool_results())
+            else m.with_parts([ToolResultPart(p.tool_use_id, CLEARED_PLACEHOLDER, p.is_error)
+                               if isinstance(p, ToolResultPart) and p.tool_use_id in cleared else p
+                               for p in m.parts])
+            for m in history]
 
 
 def replay_messages(messages: Sequence[Message], *, window: int, **kwargs: Any) -> ReplayReport:
@@ -993,7 +1005,8 @@ def replay_at(
         report = _run(messages, system=system, tools=tools, window=window, policy=policy, budget=budget,
                       pipeline=pipeline, sizer=sizer, cost=cost, recording=recording,
                       compact_before=forced | run.manual, on_call=on_call, run=run,
-                      model=default_model, refuse_over=bool(placeholder) and policy in FITTING_POLICIES)
+                      model=default_model, refuse_over=bool(placeholder) and policy in FITTING_POLICIES,
+                      placeholder_tokens=count_system(placeholder, counter) if placeholder else 0)
     report.repaired = repair.describe() if repair.changed else ""
     report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     report.inlined_placeholder_tokens = inlined
@@ -1093,10 +1106,11 @@ def _run(
     budget: ContextBudget, pipeline: ContextPipeline | None, sizer: _Sizer, cost: _CostModel,
     recording: _RecordingSummarizer | None, compact_before: frozenset[int] = frozenset(),
     on_call: Callable[[], None] | None = None, run: RecordedRun | None = None, model: str = "",
-    refuse_over: bool = False,
+    refuse_over: bool = False, placeholder_tokens: int = 0,
 ) -> ReplayReport:
     """`refuse_over`: a call over the window raises `PromptTooLarge` instead of being counted (a baseline
-    over a fixed-prompt stand-in: the window must grow, as it does when Nova's controller refuses)."""
+    over a fixed-prompt stand-in: the window must grow, as it does when Nova's controller refuses).
+    `placeholder_tokens`: the size of that stand-in, sized from the recorded usage (`RecordedScale`)."""
     report = ReplayReport(policy=policy, window=window, system=system, tools=tools,
                           threshold=budget.threshold, hard_line=budget.hard_line)
     raw = {m.id: m for m in messages}
@@ -1136,7 +1150,7 @@ def _run(
         if policy == "anthropic-clear-tool-uses":
             # The documented trigger, lowered to Nova's threshold at a smaller window (else it would never
             # fire before the provider rejects the request), then still cut to the same line.
-            edited = _clear_tool_uses(history, sizer, trigger=min(CLEAR_TOOL_USES_TRIGGER, line))
+            edited = _clear_tool_uses(history, sizer, trigger=min(CLEAR_TOOL_USES_TRIGGER, line), cleared=cleared)
             view = _truncate(edited, sizer, line)
             return view, "truncate" if len(view) < len(edited) else ""
         if policy == "observation-mask":
@@ -1164,7 +1178,9 @@ def _run(
 
     boundary = ""  # "compaction" for the first call after a recorded compaction (policy `recorded`)
     cuts: dict[tuple[str, int], Message] = {}  # the baselines' cut messages (`_fit`)
-    scale = RecordedScale(fixed=sizer.fixed, size=sizer.message, views_in_transcript=run.record is None)
+    cleared: set[str] = set()  # the tool uses whose results context editing cleared so far
+    scale = RecordedScale(fixed=sizer.fixed, size=sizer.message, views_in_transcript=run.record is None,
+                          measured=placeholder_tokens)
     for index, message in enumerate(messages):
         move_to(index)
         if recorded_compaction(message):

@@ -84,14 +84,21 @@ _MODELS: tuple[ModelInfo, ...] = (
     _openai("gemini-3-pro-image", 65_536, 2.0, 12.0, 2.0),
     _openai("gemini-3-pro-preview", 1_048_576, 2.0, 12.0, 0.20),
     _openai("gemini-3-pro", 1_048_576, 2.0, 12.0, 0.20),
+    # Gemini 3.1 Pro Preview and Gemini 3 Flash Preview (https://ai.google.dev/gemini-api/docs/pricing, as
+    # genai-prices 0.2.3 lists them): $2 in, $12 out, $0.20 cached; $0.50 in, $3 out, $0.05 cached. Both
+    # take 1,048,576 input tokens (Google's model pages). 3.1 Pro's "-customtools" endpoint is the same
+    # model (its model page lists it as a version of it): the suffix strips to this entry.
+    _openai("gemini-3.1-pro-preview", 1_048_576, 2.0, 12.0, 0.20),
+    _openai("gemini-3-flash-preview", 1_048_576, 0.50, 3.0, 0.05),
     _openai("gemini-2.5-pro", 1_048_576, 1.25, 10.0, 0.125),
     _openai("gemini-2.5-flash-lite", 1_048_576, 0.10, 0.40, 0.01),
     _openai("gemini-2.5-flash", 1_048_576, 0.30, 2.50, 0.03),
     ModelInfo("nova-demo", 32_000, 0.0, 0.0, 0.0, 0.0, 0.0, 1024),
 )
 _BY_NAME = {m.name: m for m in _MODELS}
-# A dated snapshot or a tag: "-20250929", "-2024-08-06", "-latest", ":8b", "@20250929".
-_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|-v\d+|[:@].*)$")
+# A dated snapshot, a tag or an endpoint variant of the same model: "-20250929", "-2024-08-06",
+# "-latest", ":8b", "@20250929", Gemini's "-customtools".
+_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|-customtools|-v\d+|[:@].*)$")
 # Bedrock names a model "<region>.anthropic.<model>-v1:0" (or "anthropic.<model>-v1:0"); Vertex AI
 # "<model>@<date>" (a tag, above). The provider part is not the model.
 _VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")

@@ -23,7 +23,10 @@ own output; `billed` is every call's recorded usage at that call's model (`Repla
 - `clear_tool_uses_cost_vs_billed_median`: the same ratio for `anthropic-clear-tool-uses` (no target:
   it is shown beside Nova).
 
-A run is left out, with the reason, when its calls have no known price or when the `recorded` baseline
+Claude Code's compaction summary calls, which it runs as agents of their own
+(`subagents/agent-acompact-*.jsonl`), are left out as runs (each is one summary call, not a conversation);
+their cost is not added to their session's bill, so Nova's summary calls are compared with none of Claude
+Code's. A run is left out, with the reason, when its calls have no known price or when the `recorded` baseline
 costs more than twice or less than half the bill: then its usage does not describe the calls its
 transcript holds (Claude Code 0.2 wrote calls of a few input tokens beside a 150k-token transcript).
 
@@ -167,6 +170,13 @@ def main(argv: list[str]) -> int:
         for number, run in enumerate(session.runs()):
             name = str(path.relative_to(root)) + (f"#{number}" if number else "")
             if not has_usage(run):
+                continue
+            if run.meta.get("compaction_run"):
+                # The summary call Claude Code ran as an agent of its own: no conversation a context policy
+                # could manage. Its session's bill above leaves it out (so Nova, whose cost counts its own
+                # summary calls, is compared with the cheaper figure).
+                skipped.append(f"{name}: Claude Code's compaction summary call for session "
+                               f"{run.meta.get('parent_session')}, billed apart from it")
                 continue
             window, model = window_of(run)
             if not window:

@@ -22,8 +22,8 @@ def _recording() -> list[Message]:
     first = Message.user("fix the parser " + "word " * 3000, created_at=1.0)
     reply1 = _reply("looking", Usage(input_tokens=10, cache_write_tokens=19_000, output_tokens=50), SONNET, 2.0)
     user2 = Message.user("more " * 2000, created_at=3.0)
-    reply2 = _reply("done", Usage(input_tokens=5, cache_read_tokens=19_000, cache_write_tokens=2_100,
-                                  output_tokens=40), HAIKU, 4.0)
+    # Another model's first call reads nothing the first model's call wrote: each model has its own cache.
+    reply2 = _reply("done", Usage(input_tokens=5, cache_write_tokens=21_100, output_tokens=40), HAIKU, 4.0)
     summary = Message(role="user", parts=(SummaryPart("the parser was fixed", covers=(first.id, reply1.id, user2.id,
                                                                                        reply2.id)),),
                       created_at=5.0, metadata={"compaction": {"source": "claude-code"}})
@@ -53,8 +53,7 @@ def test_billed_is_each_calls_usage_at_its_own_model() -> None:
     sonnet, haiku = model_info(SONNET), model_info(HAIKU)
     assert sonnet is not None and haiku is not None
     expected = (usage_cost(Usage(input_tokens=10, cache_write_tokens=19_000, output_tokens=50), sonnet)
-                + usage_cost(Usage(input_tokens=5, cache_read_tokens=19_000, cache_write_tokens=2_100,
-                                   output_tokens=40), haiku)
+                + usage_cost(Usage(input_tokens=5, cache_write_tokens=21_100, output_tokens=40), haiku)
                 + usage_cost(Usage(input_tokens=3, cache_write_tokens=1_200, output_tokens=20), sonnet))
     billed, unpriced = billed_usd(messages)
     assert billed == pytest.approx(expected) and unpriced == ()

@@ -422,3 +422,21 @@ def test_a_case_file_that_is_not_text_is_named_as_given(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", str(binary)])
     assert result.exit_code == 2
     assert f"nova: error: case file {binary} is not UTF-8 text" in result.output
+
+
+def test_each_model_reads_only_its_own_cache() -> None:
+    """One simulated cache for every model let a call on another model read what the first model's calls
+    wrote (a Gemini CLI chat's Pro call read 12k tokens its Flash calls had left; the recording read 0)."""
+    def reads(*models: str) -> list[int]:
+        named = iter(models)
+        messages = [m if m.role != "assistant" else Message(role=m.role, parts=m.parts, id=m.id,
+                                                            created_at=m.created_at, metadata={"model": next(named)})
+                    for m in _conversation(4, output_words=300)]
+        report = replay_messages(messages, system="You are careful. " * 400, tools=TOOLS, window=128_000,
+                                 policy="naive", counter=COUNTER, provider_cache="anthropic")
+        return [call.cache.cache_read_tokens for call in report.per_call]
+
+    one = reads(*["claude-sonnet-4-5"] * 5)
+    two = reads(*["claude-sonnet-4-5"] * 3, "claude-opus-4-1", "claude-opus-4-1")
+    assert one[3] > 0 and two[:3] == one[:3]  # a model reads what its own earlier calls wrote
+    assert two[3] == 0  # the first call on another model reads nothing

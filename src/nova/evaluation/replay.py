@@ -464,9 +464,13 @@ class _CostModel:
     on the report and prices each call at its own model: the one the recording names for it, else `info`
     (the fallback: `--price`, else the recording's own model), and counts which priced each call."""
 
-    def __init__(self, *, cache: ProviderCache | None, sizer: _Sizer, system: str, tools: Sequence[ToolSpec],
-                 info: ModelInfo | None, cache_ttl: str = "5m", fallback: str = "") -> None:
-        self.cache = cache
+    def __init__(self, *, cache: Callable[[], ProviderCache] | None, sizer: _Sizer, system: str,
+                 tools: Sequence[ToolSpec], info: ModelInfo | None, cache_ttl: str = "5m", fallback: str = "") -> None:
+        self.new_cache = cache
+        """Makes a provider's cache for one model: each model has its own (a call on another model reads
+        nothing another model's calls wrote)."""
+        self._caches: dict[str, ProviderCache] = {}
+        self._last_model = ""
         self.sizer = sizer
         self.info = info
         self.fallback = fallback
@@ -493,18 +497,30 @@ class _CostModel:
             hit = self._blocks[id(m)] = (m, block)
         return hit[1]
 
-    def call(self, view: Sequence[Message], at: float | None, *, measured: int | None = None) -> Usage:
-        """The cache figures of one call. `measured` is the call's real size (its recorded usage): the
-        simulated split is scaled to it, so a recorded call is priced at the size the provider billed."""
+    def call(self, view: Sequence[Message], at: float | None, *, measured: int | None = None,
+             model: str = "") -> Usage:
+        """The cache figures of one call on `model` ("": the model of the call before it). `measured` is
+        the call's real size (its recorded usage): the simulated split is scaled to it, so a recorded call
+        is priced at the size the provider billed."""
         blocks = [*self.head, *(self.block(m) for m in view)]
         total = sum(b.tokens for b in blocks)
-        usage = Usage(input_tokens=total) if self.cache is None else \
-            self.cache.call(blocks, head=len(self.head), at=at, tail=volatile_tail(view))
+        cache = self._cache_for(model)
+        usage = Usage(input_tokens=total) if cache is None else \
+            cache.call(blocks, head=len(self.head), at=at, tail=volatile_tail(view))
         if measured is not None and measured != usage.context_tokens and usage.context_tokens:
             uncached, read, write = apportion(measured, [usage.input_tokens, usage.cache_read_tokens,
                                                          usage.cache_write_tokens])
             usage = Usage(input_tokens=uncached, cache_read_tokens=read, cache_write_tokens=write)
         return self.calibration.apply(usage) if self.calibration is not None else usage
+
+    def _cache_for(self, model: str) -> ProviderCache | None:
+        if self.new_cache is None:
+            return None
+        info = model_info(model) if model else None
+        key = self._last_model = (info.name if info is not None else model) or self._last_model
+        if key not in self._caches:
+            self._caches[key] = self.new_cache()
+        return self._caches[key]
 
     def add(self, report: ReplayReport, usage: Usage, model: str = "") -> None:
         report.uncached_input_tokens += usage.input_tokens
@@ -543,7 +559,7 @@ class _CostModel:
                                                            transcript_path=request.transcript_path,
                                                            kept_messages=kept, carried=request.carried),
                                        id="summary-instruction")
-            usage = self.call([*shown, instruction], at)
+            usage = self.call([*shown, instruction], at, model=model)
             self.add(report, usage, model)
             report.summary_calls += 1
             report.summary_input_tokens += usage.context_tokens
@@ -606,7 +622,7 @@ def _calibrate(messages: Sequence[Message], make: Callable[[], _CostModel]) -> _
         usage = _recorded_usage(message) if message.role == "assistant" else None
         if usage is not None:
             at = message.created_at if message.created_at > 0 else None
-            simulated += cost.call(history, at, measured=usage.context_tokens)
+            simulated += cost.call(history, at, measured=usage.context_tokens, model=call_model(message))
             real += usage
         if not silent_reply(message):
             history.append(message)
@@ -994,7 +1010,8 @@ def replay_at(
         cache_info = info or first or fallback
         min_tokens = cache_info.min_cacheable_tokens if cache_info else 1024
         def cost_model() -> _CostModel:
-            made = make_cache(provider_cache, min_tokens=min_tokens, ttl_s=ttl_s) if provider_cache else None
+            made = None if not provider_cache else (
+                lambda: make_cache(provider_cache, min_tokens=min_tokens, ttl_s=ttl_s))
             return _CostModel(cache=made, sizer=sizer, system=system, tools=tools, info=fallback, cache_ttl=cache_ttl,
                               fallback="--price" if info is not None else "the recording's model")
 
@@ -1224,7 +1241,7 @@ def _run(
             if measured is not None:
                 kinds = dict(zip(kinds, apportion(measured, list(kinds.values())), strict=True))
             used = sum(kinds.values())
-            usage = cost.call(view, at, measured=measured)
+            usage = cost.call(view, at, measured=measured, model=called)
             cost.add(report, usage, called)
             report.calls += 1
             report.input_tokens += used

@@ -15,18 +15,20 @@ SYSTEM = "You are a careful coding agent. " * 40
 TOOLS = (ToolSpec(name="bash", description="run a shell command", input_schema={"type": "object"}),)
 
 
-def _recording(steps: int, *, provider_over: float) -> list[Message]:
-    """A task and `steps` bash calls, each reply carrying the usage of a provider that counts
-    `provider_over` times what the replay's counter says of the view it was sent."""
-    fixed = count_system(SYSTEM, COUNTER) + count_tools(TOOLS, COUNTER)
+def _recording(steps: int, *, provider_over: float, lacked_prompt: int = 0, words: int = 300) -> list[Message]:
+    """A task and `steps` bash calls (outputs of `words` words), each reply carrying the usage of a
+    provider that counts `provider_over` times what the replay's counter says of the view it was sent.
+    `lacked_prompt`: the recording lacks its fixed prompt, which the provider counted at that many tokens
+    (then `provider_over` applies to the messages alone, as with Codex rollouts whose text is redacted)."""
+    fixed = 0 if lacked_prompt else count_system(SYSTEM, COUNTER) + count_tools(TOOLS, COUNTER)
     messages = [Message.user("Fix the failing test in calc.py and explain the cause.", id="task")]
     for i in range(steps):
         sent = fixed + sum(count_message(m, COUNTER) for m in messages)
-        usage = Usage(input_tokens=round(sent * provider_over), output_tokens=20)
+        usage = Usage(input_tokens=lacked_prompt + round(sent * provider_over), output_tokens=20)
         call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat f{i}.py"})
         messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i,
                                 metadata={"usage": usage.to_dict()}))
-        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"line{i} value " * 300),),
+        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"line{i} value " * words),),
                                 id=f"r{i}", created_at=1000.5 + i))
     return messages
 
@@ -118,27 +120,11 @@ def test_truncate_stays_under_the_window_where_the_provider_counts_more() -> Non
         assert report.peak_context_tokens > 12_000 or policy != "truncate"  # it still fills its window
 
 
-def _without_fixed_prompt(steps: int, *, prompt: int, messages_over: float) -> list[Message]:
-    """A recording that lacks its fixed prompt (`prompt` tokens, in the provider's count) and whose
-    messages the provider counted at `messages_over` times the counter's figure (text the transcript
-    holds shortened, as Codex rollouts with redacted text do)."""
-    messages = [Message.user("Fix the failing test in calc.py and explain the cause.", id="task")]
-    for i in range(steps):
-        sent = sum(count_message(m, COUNTER) for m in messages)
-        usage = Usage(input_tokens=prompt + round(sent * messages_over), output_tokens=20)
-        call = ToolUsePart(id=f"call{i}", name="bash", input={"command": f"cat f{i}.py"})
-        messages.append(Message(role="assistant", parts=(call,), id=f"a{i}", created_at=1000.0 + i,
-                                metadata={"usage": usage.to_dict()}))
-        messages.append(Message(role="user", parts=(ToolResultPart(f"call{i}", f"line{i} value " * 100),),
-                                id=f"r{i}", created_at=1000.5 + i))
-    return messages
-
-
 def test_a_fixed_prompt_stand_in_is_not_scaled_by_the_messages_ratio() -> None:
     # The stand-in is sized from the first call's usage: it is in the provider's units. Scaled by the
     # ratio of the whole view, a 6k prompt beside messages counted at 2.5x grew past an 8k window and the
     # baselines ran at a window several times the prompt.
-    recording = _without_fixed_prompt(30, prompt=6_000, messages_over=2.5)
+    recording = _recording(30, provider_over=2.5, lacked_prompt=6_000, words=100)
     for policy in ("truncate", "observation-mask"):
         report = replay_messages(recording, window=8_000, policy=policy, counter=COUNTER)
         assert report.placeholder_tokens > 5_000

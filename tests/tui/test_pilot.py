@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,7 +101,9 @@ async def type_a_message(nova_home: Path, tmp_path: Path) -> None:
         assert any(app.session_id in t for t in texts)
 
 
-async def cancel_a_turn(nova_home: Path, tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def a_running_turn(nova_home: Path, tmp_path: Path) -> AsyncIterator[tuple[NovaTUI, Any, Path]]:
+    """The app, its pilot and the project, with the demo task's turn streaming (its first tool call shown)."""
     from nova.agent.demo import DEMO_PROMPT
 
     project = make_demo_project(tmp_path / "project")
@@ -108,6 +112,11 @@ async def cancel_a_turn(nova_home: Path, tmp_path: Path) -> None:
         app.query_one("#prompt").value = DEMO_PROMPT  # type: ignore[attr-defined]
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.running and len(app.query(ToolCall)) >= 1)
+        yield app, pilot, project
+
+
+async def cancel_a_turn(nova_home: Path, tmp_path: Path) -> None:
+    async with a_running_turn(nova_home, tmp_path) as (app, pilot, project):
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: not app.running)
         notices = [str(w.render()) for w in app.query(".notice")]
@@ -633,14 +642,7 @@ def test_ctrl_q_mid_turn_quits(nova_home: Path, tmp_path: Path) -> None:
 
 
 async def quit_mid_turn(nova_home: Path, tmp_path: Path) -> None:
-    from nova.agent.demo import DEMO_PROMPT
-
-    project = make_demo_project(tmp_path / "project")
-    app = make_app(nova_home, project, slow=True)
-    async with app.run_test(size=(120, 40)) as pilot:
-        app.query_one("#prompt").value = DEMO_PROMPT  # type: ignore[attr-defined]
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: app.running and len(app.query(ToolCall)) >= 1)
+    async with a_running_turn(nova_home, tmp_path) as (app, pilot, project):
         await pilot.press("ctrl+q")
     # The turn stopped at its next step and the session closed cleanly: it opens again from its record.
     assert app.session_id is not None

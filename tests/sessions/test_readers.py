@@ -565,3 +565,19 @@ def test_claude_code_compaction_runs_are_children_of_their_session(tmp_path: Pat
     assert listed.exit_code == 0, listed.output
     assert "compaction summary: 2 messages as session" in listed.output
     assert listed.output.count("Imported ") == 1, listed.output  # the run's file is not a session of its own
+
+
+def test_a_sub_agents_file_imported_without_its_session_says_so(tmp_path: Path, nova_home: Path) -> None:
+    """A sub-agent's own file whose session's file is missing imported as a session with nothing to say
+    it is a sub-agent's run."""
+    run = _jsonl(tmp_path / "agent-a1b2.jsonl", [
+        _cc("user", "check the parser", uuid="a1", isSidechain=True, agentId="a1b2"),
+        _cc("assistant", [{"type": "text", "text": "checked"}], mid="r1", uuid="a2", isSidechain=True,
+            agentId="a1b2", parentUuid="a1"),
+    ])
+    result = CliRunner().invoke(sessions_app, ["import", str(run)])
+    assert result.exit_code == 0, result.output
+    assert "sub-agent's own file; the session that ran it (s1) was not imported with it" in result.output
+    parent = _jsonl(tmp_path / "s1.jsonl", [_cc("user", "go", uuid="u1"),
+                                            _cc("assistant", [{"type": "text", "text": "ok"}], mid="r0", uuid="u2")])
+    assert "note:" not in CliRunner().invoke(sessions_app, ["import", str(parent)]).output

@@ -138,6 +138,9 @@ class ImportResult:
     ran a compaction's summary call as)."""
     run: str = ""
     """Which run of a file holding several this is (`ImportedSession.siblings`); "" for a one-session file."""
+    sub_agent_of: str = ""
+    """For a sub-agent's own file imported alone (its session's file was not imported with it): the
+    recorded id of the session that ran it; "" otherwise."""
     siblings: tuple[ImportResult, ...] = ()
     """The sessions made from the file's other runs, one each."""
 
@@ -192,7 +195,9 @@ def _import_run(imported: ImportedSession, home: Path, *, title: str | None, sto
                         children=tuple(children), child_kinds=kinds,
                         child_sources=tuple(c.source_path for c in imported.children
                                             if c.source_path != imported.source_path),
-                        run=str(imported.meta.get("run") or ""))
+                        run=str(imported.meta.get("run") or ""),
+                        sub_agent_of=str(imported.meta.get("parent_session") or "")
+                        if imported.meta.get("sidechain") else "")
 
 
 def _write_imported(imported: ImportedSession, home: Path, *, title: str | None, store: SessionStore | None,

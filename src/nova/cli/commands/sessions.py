@@ -464,6 +464,10 @@ def import_command(
                               markup=False)
                 for (child_id, count), kind in zip(result.children, result.child_kinds, strict=True):
                     out.print(f"  {kind}: {count} messages as session {child_id}.", markup=False)
+                if result.sub_agent_of:
+                    out.print(f"  note: this is a sub-agent's own file; the session that ran it "
+                              f"({result.sub_agent_of}) was not imported with it, so it is a session of its own.",
+                              markup=False, soft_wrap=True)
     if as_json:
         # A list for several files, or when the file held several runs; else the one object.
         typer.echo(json.dumps(documents if many or len(documents) != 1 else documents[0]))

@@ -86,7 +86,7 @@ from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["ALL_POLICIES", "POLICIES", "PROVIDER_POLICIES", "ReplayCall", "ReplayReport", "billed_usd", "call_model",
            "fixed_prompt_placeholder", "missing_prompt_split", "recorded_compaction", "recorded_window", "replay_messages",
-           "replay_session",
+           "replay_session", "unpriced_reason",
            "view_document", "view_text", "with_inlined_placeholder"]
 
 # The policies that fit every call in the window (all but what the recording did and the full history).
@@ -470,6 +470,8 @@ class _CostModel:
         """Makes a provider's cache for one model: each model has its own (a call on another model reads
         nothing another model's calls wrote)."""
         self._caches: dict[str, ProviderCache] = {}
+        """By the model table's name of the model (a dated or gateway spelling is the same model)."""
+        self._names: dict[str, str] = {}
         self._last_model = ""
         self.sizer = sizer
         self.info = info
@@ -516,8 +518,10 @@ class _CostModel:
     def _cache_for(self, model: str) -> ProviderCache | None:
         if self.new_cache is None:
             return None
-        info = model_info(model) if model else None
-        key = self._last_model = (info.name if info is not None else model) or self._last_model
+        if model and model not in self._names:
+            info = model_info(model)
+            self._names[model] = info.name if info is not None else model
+        key = self._last_model = self._names.get(model, "") or self._last_model
         if key not in self._caches:
             self._caches[key] = self.new_cache()
         return self._caches[key]
@@ -535,8 +539,8 @@ class _CostModel:
         own = model_info(named) if named else None
         if own is not None:
             key = (named, "named by the recording")
-        elif (info := (model_info(model) if model else None) or self.info) is not None:
-            name = model if not named and model_info(model) is not None else info.name
+        elif (info := (known := model_info(model) if model else None) or self.info) is not None:
+            name = model if not named and known is not None else info.name
             key = (name, f"{self.fallback}: " + (f"no price for {named}" if named else "the call names no model"))
         else:
             return  # unpriced: the report lists the model in `unpriced_models`
@@ -546,7 +550,7 @@ class _CostModel:
         info = model_info(model) if model else None
         info = info or self.info
         if info is None:
-            self.unpriced.add(model or "unknown model")
+            self.unpriced.add(model or UNNAMED_MODEL)
             return None
         return None if total is None else total + usage_cost(usage, info, cache_ttl=self.cache_ttl)
 
@@ -646,10 +650,23 @@ def billed_usd(messages: Sequence[Message], *, model: str = "") -> tuple[float |
         name = call_model(m, model)
         info = model_info(name) if name else None
         if info is None:
-            unpriced.add(name or "unknown model")
+            unpriced.add(name or UNNAMED_MODEL)
             continue
         total += usage_cost(usage, info)
     return (total if seen and not unpriced else None), tuple(sorted(unpriced))
+
+
+UNNAMED_MODEL = "unknown model"
+"""How `unpriced_models` lists the calls that name no model (and have no fallback)."""
+
+
+def unpriced_reason(models: Sequence[str]) -> str:
+    """Why a cost is unknown, from a report's `unpriced_models`: the models the table has no price for,
+    and calls naming none; and what gives one. The CLI line and the report page say it in these words."""
+    named = [m for m in models if m != UNNAMED_MODEL]
+    reasons = ([f"no price for {', '.join(named)}"] if named else []) + (
+        ["calls that name no model"] if len(named) < len(models) else [])
+    return "; ".join(reasons or ["no price known"]) + ": --price MODEL gives a fallback"
 
 
 def recorded_window(messages: Sequence[Message], model: str = "") -> tuple[int, str]:
@@ -972,6 +989,7 @@ def replay_at(
     # One memoizing counter measures everything, as the live agent's ledger does.
     counter = MemoCounter(counter or HeuristicCounter(CL100K_PROFILE))
     placeholder = "" if tools else fixed_prompt_placeholder(messages, counter, system=system)
+    placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
     inlined = 0
     if not tools:
         messages, inlined = with_inlined_placeholder(messages, counter, system=system)
@@ -1023,9 +1041,9 @@ def replay_at(
                       pipeline=pipeline, sizer=sizer, cost=cost, recording=recording,
                       compact_before=forced | run.manual, on_call=on_call, run=run,
                       model=default_model, refuse_over=bool(placeholder) and policy in FITTING_POLICIES,
-                      placeholder_tokens=count_system(placeholder, counter) if placeholder else 0)
+                      placeholder_tokens=placeholder_tokens)
     report.repaired = repair.describe() if repair.changed else ""
-    report.placeholder_tokens = count_system(placeholder, counter) if placeholder else 0
+    report.placeholder_tokens = placeholder_tokens
     report.inlined_placeholder_tokens = inlined
     report.cost_model = bool(provider_cache or price_model or summarizer_estimate or fallback or billed is not None
                              or policy in ("naive-uncached", "naive-cached"))

@@ -18,7 +18,7 @@ from typing import Any
 
 from nova.context.receipt import receipt_line
 from nova.errors import NovaError
-from nova.evaluation.replay import ReplayReport
+from nova.evaluation.replay import ReplayReport, unpriced_reason
 from nova.evaluation.replay_views import MessageEntry, ViewChange, tokens_of
 from nova.evaluation.report_data import ReplaySeries, counterfactual_rows, metric_rows, series_of
 from nova.present.text import one_line
@@ -114,7 +114,7 @@ def _grid(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[
 def _summary_rows(report: ReplayReport) -> list[tuple[str, str]]:
     total = (f"${report.cost_usd:.4f} (input side, summary calls {report.summary_calls_counted})"
              if report.cost_usd is not None
-             else f"unknown (no price for {', '.join(report.unpriced_models) or 'a call'}: --price gives a fallback)")
+             else f"unknown ({unpriced_reason(report.unpriced_models)})")
     return [("calls", f"{report.calls:,}"), ("input tokens", f"{report.input_tokens:,}"),
             ("peak context", f"{report.peak_context_tokens:,} tokens"),
             ("window / threshold", f"{report.window:,} / {report.threshold:,} tokens"),

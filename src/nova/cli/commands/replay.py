@@ -31,7 +31,14 @@ from rich.markup import escape
 from nova.cli.commands.errors import user_errors
 from nova.cli.commands.global_options import global_overrides
 from nova.context.receipt import receipt_line
-from nova.evaluation.replay import ALL_POLICIES, Policy, recorded_window, replay_session, view_document
+from nova.evaluation.replay import (
+    ALL_POLICIES,
+    Policy,
+    recorded_window,
+    replay_session,
+    unpriced_reason,
+    view_document,
+)
 from nova.present.run_progress import RunProgress
 from nova.present.terminal import terminal_console
 from nova.providers.pricing import model_info
@@ -41,8 +48,6 @@ from nova.tokens import counter_for_model
 __all__ = ["replay_command"]
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from nova.sessions.readers.base import ImportedSession
     from nova.settings import Settings
 
@@ -200,7 +205,7 @@ def replay_command(
                       "their request)")
     if report.provider_cache or report.cost_usd is not None or report.unpriced_models:
         cost = f", cost ${report.cost_usd:.4f} (+ agent output ${report.output_cost_usd or 0:.4f})" \
-            if report.cost_usd is not None else f", cost unknown ({_unpriced(report.unpriced_models)})"
+            if report.cost_usd is not None else f", cost unknown ({unpriced_reason(report.unpriced_models)})"
         # Without a simulated cache nothing could be read from one: the rate is not 0 %, it is not measured.
         hit = f"{report.cache_hit_rate:.1%}" if report.provider_cache else "n/a (no cache simulated: --provider-cache)"
         # The receipts below price the model summary call a live Nova would make; the cost counts those
@@ -231,14 +236,6 @@ def replay_command(
                       markup=False, soft_wrap=True)
     for line in report.violations[:10]:
         console.print(f"  [red]{escape(str(line))}[/]")
-
-
-def _unpriced(models: "Sequence[str]") -> str:
-    """Why the cost is unknown: the models the table has no price for, and calls naming none."""
-    named = [m for m in models if m != "unknown model"]
-    reasons = ([f"no price for {', '.join(named)}"] if named else []) + (
-        ["calls that name no model"] if len(named) < len(models) else [])
-    return "; ".join(reasons or ["no price known"]) + ": --price MODEL gives a fallback"
 
 
 def _recorded_path(path: Path, home: Path) -> Path:

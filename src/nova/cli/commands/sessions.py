@@ -157,8 +157,8 @@ def list_command(
     out.print(table)
     out.print("context: the conversation's size at the end of its last turn · tokens billed: every call's input "
               "(cached included) and output, added up" + ("; a + after it: some calls recorded no usage, so at "
-                                                           "least that" if any(_billed_cell(m).endswith("+")
-                                                                               for m in metas) else ""),
+                                                           "least that" if any(row[5].endswith("+") for row in rows)
+                                                           else ""),
               style="dim", markup=False)
 
 
@@ -415,7 +415,6 @@ def import_command(
     # A walk of a folder (or of a project's Claude Code sessions) meets files that are no session at all
     # (a package.json, a Claude Code file of titles only): they are passed over and counted in one line.
     # A file a reader took and could not read is still said.
-    walk = many
     results: list[tuple[Path, ImportResult]] = []
     failed = 0
     not_sessions: list[Path] = []
@@ -428,7 +427,7 @@ def import_command(
                 try:
                     results.append((one, import_sessions(one, nova_home(), title=title, strict=strict)))
                 except NotASessionFile:
-                    if not walk:
+                    if not many:
                         raise
                     not_sessions.append(one)
                     continue

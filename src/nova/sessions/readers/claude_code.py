@@ -437,9 +437,8 @@ def _agent_files(main: Sequence[tuple[int, dict[str, Any]]], path: Path,
     folder = path.parent / str(meta.get("sessionId", "")) / "subagents"
     if meta.get("sessionId") and folder.is_dir():
         for candidate in sorted(folder.glob(f"agent-{COMPACTION_AGENT_PREFIX}*.jsonl")):
-            if candidate != path:
-                child = ClaudeCodeReader().read(candidate)
-                found.append(replace(child, meta={**child.meta, "parent_session": meta.get("sessionId")}))
+            if candidate != path:  # read as a sub-agent's own file, it names this session as its parent
+                found.append(ClaudeCodeReader().read(candidate))
     return found
 
 

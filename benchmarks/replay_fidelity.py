@@ -32,10 +32,8 @@ from pathlib import Path
 from nova.evaluation.replay import replay_session
 from nova.model import usage_of
 from nova.sessions.importers import read_session_file
-from nova.sessions.readers import task_file
 from nova.sessions.readers.base import ImportedSession
-from nova.sessions.readers.discover import folder_sessions
-from nova.testing import shared_data_dir
+from nova.testing import shared_data_dir, shared_recordings
 from nova.tokens import counter_for_model
 
 WINDOWS = (16_000, 32_000, 64_000, 200_000)
@@ -45,12 +43,8 @@ PEAK_BAND = (0.98, 1.02)
 
 
 def session_files(root: Path) -> list[Path]:
-    """The sessions under sessions/ as `nova sessions import FOLDER` finds them (`folder_sessions`: a
-    Cline task folder is one session, read as its conversation file, its UI log and metadata beside it
-    are not sessions; a Nova session folder is one session too), and the trajectories under trajectories/."""
-    sessions = [task_file(p) for p in folder_sessions(root / "sessions")] if (root / "sessions").is_dir() else []
-    trajectories = [*root.glob("trajectories/**/*.traj"), *root.glob("trajectories/**/*.traj.json")]
-    return sorted([*sessions, *(p for p in trajectories if p.is_file())])
+    """The recordings under `root` as `nova sessions import FOLDER` finds them, and the trajectories."""
+    return shared_recordings(root)
 
 
 @dataclass(frozen=True, slots=True)

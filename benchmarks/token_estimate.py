@@ -98,10 +98,8 @@ from nova.evaluation.replay import call_model, recorded_compaction
 from nova.messages import ImagePart, Message, Role, TextPart, ToolResultPart, ToolUsePart
 from nova.model import Usage, usage_of
 from nova.sessions.importers import detect_format, read_session_file
-from nova.sessions.readers import task_file
-from nova.sessions.readers.discover import folder_sessions
 from nova.sessions.readers.usage_check import uncounted_usage_calls
-from nova.testing import shared_data_dir
+from nova.testing import shared_data_dir, shared_recordings
 from nova.tokens import (
     CL100K_PROFILE,
     HeuristicCounter,
@@ -811,11 +809,8 @@ def sessions_of(*formats: str) -> list[Path]:
 
 
 def _session_files() -> list[Path]:
-    """The session files under the data's sessions/ as `nova sessions import FOLDER` finds them
-    (`folder_sessions`: a Cline task folder is its conversation file, not its UI log and metadata)."""
-    root = shared_data_dir() / "sessions"
-    paths = [task_file(p) for p in folder_sessions(root)] if root.is_dir() else []
-    return sorted(p for p in paths if p.is_file())
+    """The session files under the data's sessions/ as `nova sessions import FOLDER` finds them."""
+    return shared_recordings(trajectories=False)
 
 
 @functools.cache

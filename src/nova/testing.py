@@ -40,6 +40,7 @@ __all__ = [
     "reply",
     "rough_request_tokens",
     "shared_data_dir",
+    "shared_recordings",
 ]
 
 
@@ -53,6 +54,20 @@ def shared_data_dir() -> Path:
         if candidate.is_dir():
             return candidate
     return candidates[0]
+
+
+def shared_recordings(root: Path | None = None, *, trajectories: bool = True) -> list[Path]:
+    """Every recording in the shared data (`root`, else `shared_data_dir()`), sorted: the sessions under
+    sessions/ as `nova sessions import FOLDER` finds them (a Cline task folder is its conversation file,
+    not its UI log and metadata; `task_file`), and with `trajectories` the runs under trajectories/."""
+    from nova.sessions.readers import task_file
+    from nova.sessions.readers.discover import folder_sessions
+
+    root = shared_data_dir() if root is None else root
+    found = [task_file(p) for p in folder_sessions(root / "sessions")] if (root / "sessions").is_dir() else []
+    if trajectories:
+        found += [*root.glob("trajectories/**/*.traj"), *root.glob("trajectories/**/*.traj.json")]
+    return sorted(p for p in found if p.is_file())
 
 
 def mini_swe_trajectories() -> list[Path]:

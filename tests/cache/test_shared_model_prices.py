@@ -12,20 +12,14 @@ from nova.evaluation.replay import call_model
 from nova.model import Usage, usage_of
 from nova.providers.pricing import ModelInfo, cost_usd, model_info
 from nova.sessions.importers import read_session_file
-from nova.sessions.readers import task_file
-from nova.sessions.readers.discover import folder_sessions
-from nova.testing import shared_data_dir
+from nova.testing import shared_data_dir, shared_recordings
 
 # Below every long-prompt tier (Gemini's 200k, GPT-5.5's 272k): the table holds the base prices.
 N = 100_000
 
 
 def _files(root: Path) -> list[Path]:
-    """The recordings as `nova sessions import FOLDER` finds them (a Cline task folder is its
-    conversation file, not its UI log and metadata), and the trajectories."""
-    sessions = [task_file(p) for p in folder_sessions(root / "sessions")]
-    trajectories = [*root.glob("trajectories/**/*.traj"), *root.glob("trajectories/**/*.traj.json")]
-    return sorted([*sessions, *(p for p in trajectories if p.is_file())])
+    return shared_recordings(root)
 
 
 def _billed_models() -> dict[str, str]:

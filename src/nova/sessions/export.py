@@ -256,6 +256,10 @@ def _write_imported(imported: ImportedSession, home: Path, *, title: str | None,
         # A response the format recorded no usage for (a Codex rollout without token counts) was still a
         # call: its cost is unknown, not $0.
         session.add_unmeasured_calls(unmeasured)
+        # Records may come out of order; a message the format gave no time is 0 (see `readers.common`).
+        recorded_times = [m.created_at for m in imported.messages if m.created_at > 0]
+        if recorded_times:
+            session.date_as_recorded(min(recorded_times), max(recorded_times))
     return session.id, session.meta.message_count
 
 

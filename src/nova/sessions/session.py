@@ -508,6 +508,15 @@ class Session(RecordedSession):
         self._meta.updated_at = time.time()
         self._dirty = True
 
+    def date_as_recorded(self, started: float, last: float) -> None:
+        """Date a session made from another agent's recording by its recorded messages (epoch seconds),
+        not by the minute it was imported: `nova sessions list` orders and ages sessions by these, and
+        a folder imported at once would otherwise show every session at the same minute."""
+        self._writable()
+        self._meta.created_at = started
+        self._meta.updated_at = max(started, last)
+        self._dirty = True
+
     # -- canonical task state (deterministic writers only, CTX-6) -----------------------------------
     def get_task_state(self) -> dict[str, Any] | None:
         return self.store.get_task_state(self.id)

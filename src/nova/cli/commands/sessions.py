@@ -84,6 +84,15 @@ def _when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
 
 
+def _list_when(ts: float, now: float) -> str:
+    """The `updated` cell of `nova sessions list`: month, day and time this year, else the date with its
+    year (an imported session is dated by its recording, which may be of another year)."""
+    if not ts:
+        return "-"
+    same_year = time.localtime(ts).tm_year == time.localtime(now).tm_year
+    return time.strftime("%m-%d %H:%M" if same_year else "%Y-%m-%d", time.localtime(ts))
+
+
 def _summary(meta: SessionMeta) -> dict[str, object]:
     return {
         "id": meta.id,
@@ -133,8 +142,8 @@ def list_command(
     from rich.table import Table
 
     out = _out()
-    rows = [(m.id, escape(m.title),
-             time.strftime("%m-%d %H:%M", time.localtime(m.updated_at)) if m.updated_at else "-",
+    now = time.time()
+    rows = [(m.id, escape(m.title), _list_when(m.updated_at, now),
              str(m.message_count),
              f"{m.last_context_tokens:,}" if m.context_known else "unknown",
              _billed_cell(m),

@@ -242,7 +242,13 @@ def test_list_at_80_columns_cuts_the_title_never_a_figure(nova_home: Path) -> No
     s.add_cost(Usage(input_tokens=15_000_000, output_tokens=10), 10.0)
     s.add_cost(Usage(input_tokens=1_000, cache_read_tokens=131_649, output_tokens=10), 0.227072)
     s.close()
-    table = runner.invoke(app, ["list"], env={"COLUMNS": "80"}).stdout
-    line = next(x for x in table.splitlines() if s.id in x)
-    assert "$10.23" in line and "15,132,669" in line and " 132,659 " in line, table
-    assert all(len(x) <= 80 for x in table.splitlines() if not x.startswith("context:")), table
+    wide = runner.invoke(app, ["list"], env={"COLUMNS": "100"}).stdout
+    line = next(x for x in wide.splitlines() if s.id in x)
+    assert "$10.23" in line and "15,132,669" in line and " 132,659 " in line, wide
+    assert all(len(x) <= 100 for x in wide.splitlines()[:-1]), wide
+    # At 80 the token figures give way whole (never cut), so the title keeps enough to be recognised.
+    narrow = runner.invoke(app, ["list"], env={"COLUMNS": "80"}).stdout
+    line = next(x for x in narrow.splitlines() if s.id in x)
+    assert "$10.23" in line and "fa812bfe-b295-4cca-9c2f" in line and "132,6" not in line, narrow
+    assert all(len(x) <= 80 for x in narrow.splitlines()[:-1]), narrow
+    assert narrow.splitlines()[-1].startswith("context and tokens billed left out to fit 80 columns"), narrow

@@ -149,26 +149,47 @@ def list_command(
              _billed_cell(m),
              f"${m.cost_usd:.2f}" if m.cost_known else "unknown") for m in metas]
     heads = ("id", "title", "updated", "msgs", "context", "tokens\nbilled", "cost")
+    partial = any(row[5].endswith("+") for row in rows)
     # Every column but the title as wide as its widest cell, so no figure is cut ("$10.…" at 80 columns);
-    # the title takes what they leave (two characters between columns), at least 6.
+    # the title takes what they leave (two characters between columns). On a narrow terminal the two token
+    # figures give way first, so the title stays readable enough to pick a session by (`show` has them).
+    shown = list(range(len(heads)))
     widths = [max(len(line) for text in (head, *(row[i] for row in rows)) for line in text.split("\n"))
               for i, head in enumerate(heads)]
-    title_width = max(6, out.width - sum(widths) + widths[1] - 2 * (len(heads) - 1))
-    # A plain layout so an 80-column terminal shows every column.
+
+    def title_width() -> int:
+        return out.width - sum(widths[i] for i in shown if i != 1) - 2 * (len(shown) - 1)
+
+    left_out = []
+    for column in (5, 4):
+        if title_width() >= _READABLE_TITLE:
+            break
+        shown.remove(column)
+        left_out.append(heads[column].replace("\n", " "))
+    # A plain layout so an 80-column terminal shows every column it keeps.
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), collapse_padding=True)
-    for i, head in enumerate(heads):
+    for i in shown:
         if i == 1:
-            table.add_column(head, no_wrap=True, overflow="ellipsis", max_width=title_width)
+            table.add_column(heads[i], no_wrap=True, overflow="ellipsis", max_width=max(6, title_width()))
         else:
-            table.add_column(head, justify="right" if i > 2 else "left", no_wrap=True, min_width=widths[i])
+            table.add_column(heads[i], justify="right" if i > 2 else "left", no_wrap=True, min_width=widths[i])
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(row[i] for i in shown))
     out.print(table)
-    out.print("context: the conversation's size at the end of its last turn · tokens billed: every call's input "
-              "(cached included) and output, added up" + ("; a + after it: some calls recorded no usage, so at "
-                                                           "least that" if any(row[5].endswith("+") for row in rows)
-                                                           else ""),
-              style="dim", markup=False)
+    legend = []
+    if 4 in shown:
+        legend.append("context: the conversation's size at the end of its last turn")
+    if 5 in shown:
+        legend.append("tokens billed: every call's input (cached included) and output, added up"
+                      + ("; a + after it: some calls recorded no usage, so at least that" if partial else ""))
+    if left_out:
+        legend.append(f"{' and '.join(reversed(left_out))} left out to fit {out.width} columns "
+                      "(a wider terminal, `nova sessions show ID` or --json has them)")
+    out.print(" · ".join(legend), style="dim", markup=False)
+
+
+_READABLE_TITLE = 24
+"""Characters of title below which `nova sessions list` leaves out its token columns to make room."""
 
 
 def _billed_cell(meta: SessionMeta) -> str:

@@ -113,6 +113,10 @@ def _summary(meta: SessionMeta) -> dict[str, object]:
     }
 
 
+_READABLE_TITLE = 24
+"""Characters of title below which `nova sessions list` leaves out its token columns to make room."""
+
+
 @app.command("list", cls=NovaCommand)
 def list_command(
     as_json: Annotated[bool, typer.Option(
@@ -186,10 +190,6 @@ def list_command(
         legend.append(f"{' and '.join(reversed(left_out))} left out to fit {out.width} columns "
                       "(a wider terminal, `nova sessions show ID` or --json has them)")
     out.print(" · ".join(legend), style="dim", markup=False)
-
-
-_READABLE_TITLE = 24
-"""Characters of title below which `nova sessions list` leaves out its token columns to make room."""
 
 
 def _billed_cell(meta: SessionMeta) -> str:

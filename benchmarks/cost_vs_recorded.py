@@ -51,7 +51,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nova.evaluation.replay import ReplayReport, recorded_window, replay_session
+from nova.evaluation.replay import ReplayReport, replay_session, session_window
 from nova.evaluation.retention import retention, retention_items
 from nova.model import usage_of
 from nova.sessions.importers import read_session_file
@@ -74,8 +74,8 @@ def has_usage(run: ImportedSession) -> bool:
 
 
 def window_of(run: ImportedSession) -> tuple[int, str]:
-    """The window the run ran with (`nova.evaluation.replay.recorded_window`)."""
-    return recorded_window(run.messages, str(run.meta.get("model") or ""))
+    """The window the run ran with (`nova.evaluation.replay.session_window`)."""
+    return session_window(run)
 
 
 def total_cost(report: ReplayReport) -> float | None:

@@ -76,3 +76,30 @@ def test_claude_names_as_gateways_and_agent_configs_write_them_have_their_price(
     # Other families keep their dots.
     info = model_info("gpt-4.1-mini")
     assert info is not None and info.name == "gpt-4.1-mini"
+
+
+def test_models_of_late_2026_recordings_are_priced() -> None:
+    """Claude Code on Opus 4.7 and Codex on GPT-5.4 printed "cost unknown" and fell back to a 128k window,
+    which made a real session read as dozens of requests a provider would refuse."""
+    usage = Usage(input_tokens=1_000, output_tokens=100, cache_read_tokens=100_000, cache_write_tokens=2_000)
+    # Opus 4.7: 1,000 x 5 + 100 x 25 + 100,000 x 0.50 + 2,000 x 6.25 = 70,000 micro-dollars.
+    assert cost_usd(usage, "claude-opus-4-7") == pytest.approx(0.070)
+    # A gateway's "-thinking" name is the same model.
+    assert cost_usd(usage, "claude-opus-4-6-thinking") == cost_usd(usage, "claude-opus-4-6")
+    info = model_info("gpt-5.4")
+    assert info is not None and info.window == 400_000
+    small = Usage(input_tokens=10_000, output_tokens=1_000, cache_read_tokens=100_000)
+    # GPT-5.4: 10,000 x 2.50 + 100,000 x 0.25 + 1,000 x 15 = 65,000 micro-dollars.
+    assert cost_usd(small, "gpt-5.4") == pytest.approx(0.065)
+
+
+def test_a_prompt_over_the_long_context_line_bills_every_token_at_the_long_rates() -> None:
+    under = Usage(input_tokens=2_000, output_tokens=1_000, cache_read_tokens=270_000)
+    over = Usage(input_tokens=4_000, output_tokens=1_000, cache_read_tokens=270_000)
+    # Under 272k: 2,000 x 2.50 + 270,000 x 0.25 + 1,000 x 15 = 87,500 micro-dollars.
+    assert cost_usd(under, "gpt-5.4") == pytest.approx(0.0875)
+    # Over it, the whole request at 2x input and 1.5x output: 4,000 x 5 + 270,000 x 0.50 + 1,000 x 22.50.
+    assert cost_usd(over, "gpt-5.4") == pytest.approx(0.1775)
+    # Claude Haiku 5.5 bills a prompt over 100k at 5x.
+    haiku = Usage(input_tokens=150_000, output_tokens=1_000)
+    assert cost_usd(haiku, "claude-haiku-5-5") == pytest.approx((150_000 * 0.5 + 1_000 * 2.5) / 1e6)

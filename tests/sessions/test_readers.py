@@ -16,7 +16,7 @@ from nova.cli.commands.sessions import app as sessions_app
 from nova.errors import SessionImportError
 from nova.evaluation.replay import replay_messages
 from nova.history.invariants import check_tool_pairing
-from nova.messages import ImagePart, SummaryPart, TextPart, ToolResultPart
+from nova.messages import ImagePart, SummaryPart, TextPart, ToolResultPart, person_entries
 from nova.sessions.export import import_sessions
 from nova.sessions.importers import read_session_file
 from nova.sessions.schema import BoundaryRecord
@@ -581,3 +581,23 @@ def test_a_sub_agents_file_imported_without_its_session_says_so(tmp_path: Path, 
     parent = _jsonl(tmp_path / "s1.jsonl", [_cc("user", "go", uuid="u1"),
                                             _cc("assistant", [{"type": "text", "text": "ok"}], mid="r0", uuid="u2")])
     assert "note:" not in CliRunner().invoke(sessions_app, ["import", str(parent)]).output
+
+
+def test_a_queued_task_notification_is_the_harness_not_the_person(tmp_path: Path) -> None:
+    """Claude Code queues a background task's `<task-notification>` like a typed prompt (`queued_command`
+    with `commandMode: task-notification`). Read as the person's words, every monitor event was carried
+    through each compaction as something the user asked."""
+    note = ("<task-notification>\n<task-id>b1</task-id>\n<summary>Monitor event: \"fetch\"</summary>\n"
+            "<event>page 2: +50</event>\n</task-notification>")
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "fetch the PRs", uuid="u0"),
+        _cc("assistant", _use("t1"), mid="m1", uuid="a1"),
+        _cc("user", _result("t1"), uuid="r1"),
+        {"type": "attachment", "sessionId": "s1", "uuid": "q1", "timestamp": "2026-04-26T22:16:15.132Z",
+         "attachment": {"type": "queued_command", "prompt": note, "commandMode": "task-notification"}},
+        _cc("assistant", [{"type": "text", "text": "Still fetching."}], mid="m2", uuid="a2"),
+    ])
+    session = read_session_file(path)
+    typed = [text for m in session.messages for _, text in person_entries(m)]
+    assert typed == ["fetch the PRs"]
+    assert any(isinstance(p, TextPart) and p.text == note and p.harness for m in session.messages for p in m.parts)

@@ -74,7 +74,7 @@ from nova.evaluation.replay_views import Composer, ViewChange, composition_json,
 from nova.history.invariants import check_thinking_integrity, check_tool_pairing
 from nova.messages import Message, SummaryPart, TextPart, ThinkingPart, ToolResultPart, ToolUsePart, to_dict
 from nova.model import ToolSpec, Usage, call_model, is_model_reply, main_model, usage_of
-from nova.providers.pricing import ModelInfo, context_window_for, model_info, usage_cost
+from nova.providers.pricing import ModelInfo, model_info, usage_cost
 from nova.sessions.link import SessionLink
 from nova.sessions.readers.base import ImportedSession, PipelineRecord
 from nova.sessions.readers.nova import session_dir_of
@@ -86,7 +86,7 @@ from nova.tokens.counters import CL100K_PROFILE, HeuristicCounter
 
 __all__ = ["ALL_POLICIES", "POLICIES", "PROVIDER_POLICIES", "ReplayCall", "ReplayReport", "billed_usd", "call_model",
            "fixed_prompt_placeholder", "missing_prompt_split", "recorded_compaction", "recorded_window", "replay_messages",
-           "replay_session", "unpriced_reason",
+           "replay_session", "session_window", "unpriced_reason",
            "view_document", "view_text", "with_inlined_placeholder"]
 
 # The policies that fit every call in the window (all but what the recording did and the full history).
@@ -669,12 +669,27 @@ def unpriced_reason(models: Sequence[str]) -> str:
     return "; ".join(reasons or ["no price known"]) + ": --price MODEL gives a fallback"
 
 
-def recorded_window(messages: Sequence[Message], model: str = "") -> tuple[int, str]:
-    """The window a recording ran with: the model table's for the models its calls name (`model` for a
-    call naming none; the largest when they name several), and those models; 0 when none is known."""
+def recorded_window(messages: Sequence[Message], model: str = "", *, stated: int = 0) -> tuple[int, str]:
+    """The window a recording ran with, and the models its calls name (`model` for a call naming none):
+    the window the agent `stated` it ran with (Codex's `model_context_window`), else the model table's
+    (the largest when the calls name several), or the model's long window when a real request went past
+    the usual one (a Claude session run at 1M); 0 when none is known."""
     models = sorted({call_model(m, model) for m in messages if m.role == "assistant"} - {""})
-    windows = [w for m in models if (w := context_window_for(m))]
-    return (max(windows) if windows else 0), ", ".join(models)
+    if stated > 0:
+        return stated, ", ".join(models)
+    known = [info for m in models if (info := model_info(m))]
+    window = max((info.window for info in known), default=0)
+    largest = max((u.context_tokens for m in messages if m.role == "assistant" and (u := usage_of(m))), default=0)
+    if window and largest > window:
+        window = max([window, *(info.max_window for info in known if info.max_window >= largest)])
+    return window, ", ".join(models)
+
+
+def session_window(session: ImportedSession) -> tuple[int, str]:
+    """`recorded_window` of an imported recording, with the window its agent wrote down, if any."""
+    stated = session.meta.get("context_window")
+    return recorded_window(session.messages, str(session.meta.get("model") or ""),
+                           stated=stated if isinstance(stated, int) else 0)
 
 
 def recorded_compaction(message: Message) -> bool:

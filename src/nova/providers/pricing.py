@@ -31,32 +31,75 @@ class ModelInfo:
     cache_write_5m: float
     cache_write_1h: float
     min_cacheable_tokens: int = 1024
+    # The largest window the provider accepts when asked for it (Claude's 1M context): a recording whose
+    # real requests went past `window` ran with this one.
+    max_window: int = 0
+    # Long-context pricing: a request whose prompt is over `long_from` tokens bills every token at `long`'s
+    # rates (GPT-5.4 and later over 272k, Claude Haiku 5.5 over 100k).
+    long_from: int = 0
+    long: ModelInfo | None = None
 
 
-def _anthropic(name: str, window: int, inp: float, out: float, min_cache: int) -> ModelInfo:
+def _anthropic(name: str, window: int, inp: float, out: float, min_cache: int, *, max_window: int = 0,
+               long_from: int = 0, long_factor: float = 1.0) -> ModelInfo:
     # Anthropic's cache multipliers: write 5 min 1.25x, write 1 h 2x, read 0.1x of the input price.
-    return ModelInfo(name, window, inp, out, inp * 0.1, inp * 1.25, inp * 2.0, min_cache)
+    long = _anthropic(name, window, inp * long_factor, out * long_factor, min_cache) if long_from else None
+    return ModelInfo(name, window, inp, out, inp * 0.1, inp * 1.25, inp * 2.0, min_cache,
+                     max_window=max_window, long_from=long_from, long=long)
 
 
-def _openai(name: str, window: int, inp: float, out: float, cached: float) -> ModelInfo:
-    return ModelInfo(name, window, inp, out, cached, inp, inp, 1024)
+def _openai(name: str, window: int, inp: float, out: float, cached: float, *, long_from: int = 0,
+            long_input: float = 2.0, long_output: float = 1.5) -> ModelInfo:
+    # OpenAI's long-context rates: above `long_from` the whole request bills at 2x input (cached input
+    # too) and 1.5x output.
+    long = _openai(name, window, inp * long_input, out * long_output, cached * long_input) if long_from else None
+    return ModelInfo(name, window, inp, out, cached, inp, inp, 1024, long_from=long_from, long=long)
+
+
+# Claude Code runs every Claude model at 200k unless asked for the 1M window; the API has it generally
+# available from Opus 4.6 and Sonnet 4.6 on.
+_CLAUDE_1M = 1_000_000
 
 
 _MODELS: tuple[ModelInfo, ...] = (
-    _anthropic("claude-opus-4-6", 200_000, 5.0, 25.0, 4096),
+    # Claude Opus 4.7 and later, Sonnet 5 and later, Haiku 5.5 (genai-prices 0.2.3, from
+    # https://platform.claude.com/docs/en/about-claude/pricing): flat prices across the 1M window except
+    # Haiku 5.5, whose prompts over 100k tokens bill every token at 5x. Minimum cacheable prefixes from
+    # the prompt-caching page's table: 4,096 for Opus 4.7, 1,024 for Opus 4.8.
+    _anthropic("claude-opus-5-5", 200_000, 4.0, 20.0, 1024, max_window=_CLAUDE_1M),
+    _anthropic("claude-opus-5", 200_000, 5.0, 25.0, 1024, max_window=_CLAUDE_1M),
+    _anthropic("claude-opus-4-8", 200_000, 5.0, 25.0, 1024, max_window=_CLAUDE_1M),
+    _anthropic("claude-opus-4-7", 200_000, 5.0, 25.0, 4096, max_window=_CLAUDE_1M),
+    _anthropic("claude-sonnet-5-5", 200_000, 2.0, 10.0, 1024, max_window=_CLAUDE_1M),
+    _anthropic("claude-sonnet-5", 200_000, 2.0, 10.0, 1024, max_window=_CLAUDE_1M),
+    _anthropic("claude-haiku-5-5", 200_000, 0.1, 0.5, 1024, max_window=_CLAUDE_1M, long_from=100_000,
+               long_factor=5.0),
+    # Opus 4.6 and Sonnet 4.6 bill a prompt over 200k tokens at 2x input (genai-prices 0.2.3).
+    _anthropic("claude-opus-4-6", 200_000, 5.0, 25.0, 4096, max_window=_CLAUDE_1M, long_from=200_000,
+               long_factor=2.0),
     _anthropic("claude-opus-4-5", 200_000, 5.0, 25.0, 4096),
     _anthropic("claude-opus-4-1", 200_000, 15.0, 75.0, 1024),
     _anthropic("claude-opus-4", 200_000, 15.0, 75.0, 1024),
-    _anthropic("claude-sonnet-4-6", 200_000, 3.0, 15.0, 2048),
+    _anthropic("claude-sonnet-4-6", 200_000, 3.0, 15.0, 2048, max_window=_CLAUDE_1M, long_from=200_000,
+               long_factor=2.0),
     _anthropic("claude-sonnet-4-5", 200_000, 3.0, 15.0, 1024),
     _anthropic("claude-sonnet-4", 200_000, 3.0, 15.0, 1024),
     _anthropic("claude-3-7-sonnet", 200_000, 3.0, 15.0, 1024),
     _anthropic("claude-haiku-4-5", 200_000, 1.0, 5.0, 4096),
     _anthropic("claude-3-5-haiku", 200_000, 0.8, 4.0, 2048),
-    # GPT-5.5 (genai-prices 0.2.3, from https://developers.openai.com/api/docs/models/gpt-5.5): the prices
-    # of prompts up to 272k tokens; above that the whole request bills at 2x input and 1.5x output, which
-    # this flat table does not model (a Codex session compacts well before it).
-    _openai("gpt-5.5", 1_000_000, 5.0, 30.0, 0.50),
+    # GPT-5.4 to 5.6 (genai-prices 0.2.3, from https://developers.openai.com/api/docs/pricing): above 272k
+    # prompt tokens (200k for 5.6 Luna) the whole request bills at 2x input and 1.5x output. GPT-5.6 Sol
+    # and Terra bill cache writes at 1.25x input.
+    ModelInfo("gpt-5.6-sol", 400_000, 4.0, 20.0, 0.40, 5.0, 5.0, 1024, long_from=272_000,
+              long=ModelInfo("gpt-5.6-sol", 400_000, 8.0, 30.0, 0.80, 10.0, 10.0, 1024)),
+    ModelInfo("gpt-5.6-terra", 400_000, 2.0, 12.0, 0.20, 2.5, 2.5, 1024, long_from=272_000,
+              long=ModelInfo("gpt-5.6-terra", 400_000, 4.0, 18.0, 0.40, 5.0, 5.0, 1024)),
+    ModelInfo("gpt-5.6-luna", 328_000, 0.2, 1.2, 0.02, 0.25, 0.25, 1024, long_from=200_000,
+              long=ModelInfo("gpt-5.6-luna", 328_000, 0.4, 1.8, 0.04, 0.5, 0.5, 1024)),
+    _openai("gpt-5.5", 1_000_000, 5.0, 30.0, 0.50, long_from=272_000),
+    _openai("gpt-5.4-mini", 400_000, 0.75, 4.5, 0.075),
+    _openai("gpt-5.4-nano", 400_000, 0.20, 1.25, 0.02),
+    _openai("gpt-5.4", 400_000, 2.5, 15.0, 0.25, long_from=272_000),
     # GPT-5.3-Codex (genai-prices 0.2.3): the 5.2 prices and window.
     _openai("gpt-5.3-codex", 400_000, 1.75, 14.0, 0.175),
     _openai("gpt-5.2-codex", 400_000, 1.75, 14.0, 0.175),
@@ -90,6 +133,10 @@ _MODELS: tuple[ModelInfo, ...] = (
     # model (its model page lists it as a version of it): the suffix strips to this entry.
     _openai("gemini-3.1-pro-preview", 1_048_576, 2.0, 12.0, 0.20),
     _openai("gemini-3-flash-preview", 1_048_576, 0.50, 3.0, 0.05),
+    # Gemini 3.1 Flash-Lite, 3.5 Flash and 3.5 Flash-Lite (genai-prices 0.2.3, with their windows).
+    _openai("gemini-3.5-flash-lite", 1_000_000, 0.30, 2.5, 0.03),
+    _openai("gemini-3.5-flash", 264_000, 1.50, 9.0, 0.15),
+    _openai("gemini-3.1-flash-lite", 1_000_000, 0.25, 1.5, 0.025),
     _openai("gemini-2.5-pro", 1_048_576, 1.25, 10.0, 0.125),
     _openai("gemini-2.5-flash-lite", 1_048_576, 0.10, 0.40, 0.01),
     _openai("gemini-2.5-flash", 1_048_576, 0.30, 2.50, 0.03),
@@ -97,8 +144,9 @@ _MODELS: tuple[ModelInfo, ...] = (
 )
 _BY_NAME = {m.name: m for m in _MODELS}
 # A dated snapshot, a tag or an endpoint variant of the same model: "-20250929", "-2024-08-06",
-# "-latest", ":8b", "@20250929", Gemini's "-customtools".
-_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|-customtools|-v\d+|[:@].*)$")
+# "-latest", ":8b", "@20250929", Gemini's "-customtools", a gateway's "-thinking" (the same model with
+# extended thinking on, billed as output).
+_SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|-customtools|-thinking|-v\d+|[:@].*)$")
 # Bedrock names a model "<region>.anthropic.<model>-v1:0" (or "anthropic.<model>-v1:0"); Vertex AI
 # "<model>@<date>" (a tag, above). The provider part is not the model.
 _VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
@@ -145,8 +193,11 @@ def cost_usd(usage: Usage, model: str, *, cache_ttl: str = "5m") -> float | None
 
 
 def usage_cost(usage: Usage, info: ModelInfo, *, cache_ttl: str = "5m") -> float:
-    """The price of one call's usage at `info`'s rates. Writes the provider marked as 1-hour ones are
-    priced at that rate; the others at `cache_ttl`'s."""
+    """The price of one call's usage at `info`'s rates (its long-context rates when the prompt is over
+    their threshold). Writes the provider marked as 1-hour ones are priced at that rate; the others at
+    `cache_ttl`'s."""
+    if info.long is not None and usage.context_tokens > info.long_from:
+        info = info.long
     if usage.cache_write_1h_tokens:
         # The provider said which writes took the 1-hour TTL: price each kind at its own rate.
         writes = ((usage.cache_write_tokens - usage.cache_write_1h_tokens) * info.cache_write_5m

@@ -34,8 +34,8 @@ from nova.context.receipt import receipt_line
 from nova.evaluation.replay import (
     ALL_POLICIES,
     Policy,
-    recorded_window,
     replay_session,
+    session_window,
     unpriced_reason,
     view_document,
 )
@@ -262,7 +262,7 @@ def _recorded_path(path: Path, home: Path) -> Path:
 def _window_of(session: "ImportedSession", settings: "Settings") -> int:
     """The window the recording ran with, when the model table knows a model its calls name: replayed at
     a smaller one, a recording that ran well within its own reads as requests a provider would refuse."""
-    known, _ = recorded_window(session.messages, str(session.meta.get("model") or ""))
+    known, _ = session_window(session)
     return known or settings.compaction.default_context_window
 
 

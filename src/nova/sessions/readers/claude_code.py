@@ -267,12 +267,8 @@ def _queue(a: _Assembly, number: int, record: dict[str, Any]) -> None:
         # delivers: it comes later as a user record of its own, so the person's prompt behind it is.
         typed_first = [i for i, (_, queued) in enumerate(a.queued) if not queued.startswith(_TASK_NOTIFICATION)]
         line, text = a.queued.pop(typed_first[0] if typed_first else 0)
-        typed = TextPart(text, entry=mid(line))
-        if a.open is not None and a.open.call_ids():
-            a.open.after_results.append(typed)
-        else:
-            a.close()
-            a.builder.add("user", [TextPart(text)], line, iso_ts(record.get("timestamp")), {"queued": True})
+        _beside_results(a, _queued_part(text, entry=mid(line)), _queued_part(text), line,
+                        iso_ts(record.get("timestamp")), {"queued": True})
     elif operation == "dequeue" and a.queued:
         a.dequeued.append(a.queued.pop(0))
     elif operation == "popAll":
@@ -280,6 +276,14 @@ def _queue(a: _Assembly, number: int, record: dict[str, Any]) -> None:
         a.queued = []
     else:
         a.ignored[f"queue-operation:{operation}"] += 1
+
+
+def _queued_part(text: str, *, entry: str = "") -> TextPart:
+    """A queued prompt as the model read it: the person's words, unless the queue held the harness's own
+    note (a background task's `<task-notification>`, queued as `commandMode: task-notification`)."""
+    if _harness_text(text):
+        return TextPart(text, harness=True)
+    return TextPart(text, entry=entry)
 
 
 def _beside_results(a: _Assembly, beside: TextPart, alone: TextPart, number: int, ts: float | None,
@@ -305,7 +309,7 @@ def _attachment(a: _Assembly, number: int, record: dict[str, Any]) -> None:
             return  # nothing typed, or the `remove` of its enqueue already delivered it
         a.queued = [(line, queued) for line, queued in a.queued if queued != text]
         a.dequeued = [(line, queued) for line, queued in a.dequeued if queued != text]
-        _beside_results(a, TextPart(text, entry=mid(number)), TextPart(text), number, ts, {"queued": True})
+        _beside_results(a, _queued_part(text, entry=mid(number)), _queued_part(text), number, ts, {"queued": True})
         return
     text = attachment_text(attachment)
     if not text:

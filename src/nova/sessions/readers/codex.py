@@ -112,6 +112,8 @@ class CodexReader(HeaderReader):
                     meta["model"] = payload["model"]
             elif kind == "event_msg" and payload.get("type") == "token_count":
                 info = payload.get("info")
+                if isinstance(info, dict) and isinstance(info.get("model_context_window"), int):
+                    meta["context_window"] = info["model_context_window"]  # what Codex let a request fill
                 if isinstance(info, dict) and info.get("total_token_usage") != last_totals:
                     last_totals = info.get("total_token_usage")
                     if usage_first is None:

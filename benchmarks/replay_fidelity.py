@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from nova.errors import PromptTooLarge
 from nova.evaluation.replay import replay_session
 from nova.model import usage_of
 from nova.sessions.importers import read_session_file
@@ -101,6 +102,7 @@ def main() -> int:
     # Where a fixed-prompt stand-in made the replay run at a larger window, by the window asked for.
     raised: dict[int, list[Raised]] = {}
     uncounted: list[str] = []  # recordings whose usage does not count their requests
+    too_small: set[str] = set()  # windows a recording's own fixed prompt does not fit
     print(f"{'session':58} {'calls':>5} {'peak':>6} {'billed $':>9} {'cost':>6}  over@16k/32k/64k/200k")
     runs = [(p, r) for p, s in imported for r in s.runs() if real_inputs(r)]
     if quick:
@@ -125,7 +127,21 @@ def main() -> int:
         for window in WINDOWS:
             n = 0
             for policy in BASELINES:
-                report = replay_session(run, window=window, policy=policy, counter=counter)
+                try:
+                    report = replay_session(run, window=window, policy=policy, counter=counter)
+                except PromptTooLarge as exc:
+                    # The recording's own system prompt (not a stand-in) is larger than this window: no
+                    # agent could run the session here, so there is no request to count.
+                    too_small.add(f"{path.name} at {window // 1000}k: its recorded fixed prompt "
+                                  f"({exc.fixed_tokens:,} tokens) does not fit")
+                    continue
+                first = real_inputs(run)[0]
+                if report.requests_over_window and first > window and not report.window_raised_from:
+                    # The first request (the recorded prompt and the first message, which every policy
+                    # sends whole) was already larger than this window: the agent cannot run here at all.
+                    too_small.add(f"{path.name} at {window // 1000}k: its first real request ({first:,} "
+                                  "tokens) does not fit")
+                    continue
                 n += report.requests_over_window
                 if report.requests_over_window:
                     offenders.append(f"{path.name}: {policy} at {window // 1000}k, {report.requests_over_window} "
@@ -147,6 +163,8 @@ def main() -> int:
         print(f"over the window: {line}")
     for line in raised_lines(raised):
         print(line)
+    for line in sorted(too_small):
+        print(f"not replayed: {line}")
     for line in unpriced:
         print(f"no cost ratio: {line}")
     for line in uncounted:

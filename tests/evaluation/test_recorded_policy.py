@@ -103,3 +103,18 @@ def test_a_result_merged_into_the_recorded_summary_goes_with_the_call_it_answers
     assert report.invariant_violations == 0, report.violations
     assert not any(m.has("tool_result") for m in report.final_view)
     assert report.final_view[0].has("summary")
+
+
+def test_a_recording_that_mixes_1h_and_5m_writes_is_priced_in_its_own_mix() -> None:
+    """Claude Code writes part of its cache for an hour and part for 5 minutes. Pricing every simulated
+    write at the 1-hour rate once a recording showed any made `recorded` cost 1.04x the real bill."""
+    first = Message.user("fix the parser " + "word " * 3000, created_at=1.0)
+    calls = [first]
+    for i in range(6):
+        # Each call writes what is new, two thirds of it for an hour.
+        usage = Usage(input_tokens=3, cache_read_tokens=3_000 + 4_000 * i, cache_write_tokens=3_000,
+                      cache_write_1h_tokens=2_000, output_tokens=30)
+        calls += [_reply(f"step {i}", usage, SONNET, 2.0 + 2 * i), Message.user("more " * 2500, created_at=3.0 + 2 * i)]
+    report = replay_messages(calls[:-1], window=200_000, policy="recorded")
+    assert report.billed_usd is not None and report.cost_usd is not None and report.output_cost_usd is not None
+    assert (report.cost_usd + report.output_cost_usd) / report.billed_usd == pytest.approx(1.0, abs=0.01)

@@ -601,3 +601,20 @@ def test_a_queued_task_notification_is_the_harness_not_the_person(tmp_path: Path
     typed = [text for m in session.messages for _, text in person_entries(m)]
     assert typed == ["fetch the PRs"]
     assert any(isinstance(p, TextPart) and p.text == note and p.harness for m in session.messages for p in m.parts)
+
+
+def test_a_result_written_before_the_response_that_called_it_answers_that_call(tmp_path: Path) -> None:
+    """Claude Code 2.1 sometimes appends a tool's result a line before the response that called it; read
+    in file order, the call had no result (a pairing violation) and the result answered nothing."""
+    path = _jsonl(tmp_path / "s.jsonl", [
+        _cc("user", "edit the config", uuid="u0"),
+        _cc("assistant", [{"type": "thinking", "thinking": "", "signature": "x"}], mid="m1", uuid="a0",
+            parentUuid="u0"),
+        _cc("user", _result("t1"), uuid="r1", parentUuid="a1"),
+        _cc("assistant", _use("t1"), mid="m1", uuid="a1", parentUuid="a0"),
+        _cc("assistant", [{"type": "text", "text": "Edited."}], mid="m2", uuid="a2", parentUuid="r1"),
+    ])
+    session = read_session_file(path)
+    assert check_tool_pairing(session.messages) == []
+    assert [m.role for m in session.messages] == ["user", "assistant", "user", "assistant"]
+    assert session.meta["source_counts"]["responses"] == 2

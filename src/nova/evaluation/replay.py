@@ -465,7 +465,7 @@ class _CostModel:
     (the fallback: `--price`, else the recording's own model), and counts which priced each call."""
 
     def __init__(self, *, cache: Callable[[], ProviderCache] | None, sizer: _Sizer, system: str,
-                 tools: Sequence[ToolSpec], info: ModelInfo | None, cache_ttl: str = "5m", fallback: str = "") -> None:
+                 tools: Sequence[ToolSpec], info: ModelInfo | None, hour_share: float = 0.0, fallback: str = "") -> None:
         self.new_cache = cache
         """Makes a provider's cache for one model: each model has its own (a call on another model reads
         nothing another model's calls wrote)."""
@@ -479,7 +479,8 @@ class _CostModel:
         """Where `info` comes from, as the report says it: "--price" or "the recording's model"."""
         self.priced: dict[tuple[str, str], int] = {}
         """(model, why) -> the agent calls priced at that model for that reason."""
-        self.cache_ttl = cache_ttl
+        self.hour_share = hour_share
+        """The share of the simulated cache writes priced at the 1-hour rate (`_cache_for`)."""
         self.head: list[Block] = []
         if tools:
             self.head.append(Block(_digest([[t.name, t.description, t.input_schema] for t in tools]), sizer.tools))
@@ -552,7 +553,9 @@ class _CostModel:
         if info is None:
             self.unpriced.add(model or UNNAMED_MODEL)
             return None
-        return None if total is None else total + usage_cost(usage, info, cache_ttl=self.cache_ttl)
+        if self.hour_share and usage.cache_write_tokens and not usage.cache_write_1h_tokens:
+            usage = replace(usage, cache_write_1h_tokens=round(usage.cache_write_tokens * self.hour_share))
+        return None if total is None else total + usage_cost(usage, info)
 
     def summary_calls(self, report: ReplayReport, pending: list[tuple[SummaryRequest, str]], at: float | None,
                       model: str = "") -> None:
@@ -738,16 +741,20 @@ def _summary_alone(message: Message) -> Message:
     return message.with_parts(kept) if len(kept) < len(message.parts) else message
 
 
-def _cache_for(messages: Sequence[Message], model: str) -> tuple[ProviderName | None, float, str]:
+def _cache_for(messages: Sequence[Message], model: str) -> tuple[ProviderName | None, float, float]:
     """The prompt cache a recording's calls ran against (by the family of its model: Claude's explicit
-    breakpoints, else automatic prefix caching), the TTL its writes took and how they are priced: a
-    recording whose usage shows 1-hour writes is simulated with 1-hour entries."""
+    breakpoints, else automatic prefix caching), the TTL its writes took and the share of its writes
+    that took the 1-hour TTL: a recording whose usage shows 1-hour writes is simulated with 1-hour
+    entries, and its simulated writes are priced in the recording's own mix (Claude Code writes about
+    two thirds of them for an hour and the rest for 5 minutes)."""
     names = {call_model(m, model) for m in messages if m.role == "assistant"} - {""}
     if not names:
-        return None, 300.0, "5m"
-    hour = any((u := usage_of(m)) is not None and u.cache_write_1h_tokens for m in messages if m.role == "assistant")
+        return None, 300.0, 0.0
+    usages = [u for m in messages if m.role == "assistant" and (u := usage_of(m)) is not None]
+    written = sum(u.cache_write_tokens for u in usages)
+    hour = sum(u.cache_write_1h_tokens for u in usages)
     provider: ProviderName = "anthropic" if any("claude" in n.lower() for n in names) else "openai"
-    return provider, (3600.0 if hour else 300.0), ("1h" if hour else "5m")
+    return provider, (3600.0 if hour else 300.0), (min(1.0, hour / written) if written else 0.0)
 
 
 def _digest(value: object) -> bytes:
@@ -983,7 +990,7 @@ def replay_at(
     # model) for a call that names none or one the model table does not know (`fallback`).
     default_model = price_model or model
     fallback = info or (model_info(model) if model else None)
-    recorded_cache, ttl_s, cache_ttl = _cache_for(messages, default_model)
+    recorded_cache, ttl_s, hour_share = _cache_for(messages, default_model)
     billed, unbilled = billed_usd(messages, model=model or price_model or "")
     if policy == "naive-uncached":
         provider_cache = None
@@ -1045,7 +1052,7 @@ def replay_at(
         def cost_model() -> _CostModel:
             made = None if not provider_cache else (
                 lambda: make_cache(provider_cache, min_tokens=min_tokens, ttl_s=ttl_s))
-            return _CostModel(cache=made, sizer=sizer, system=system, tools=tools, info=fallback, cache_ttl=cache_ttl,
+            return _CostModel(cache=made, sizer=sizer, system=system, tools=tools, info=fallback, hour_share=hour_share,
                               fallback="--price" if info is not None else "the recording's model")
 
         cost = cost_model()

@@ -26,6 +26,8 @@ What the file holds and how it is read:
   delivered it), and the text of those whose payload the model reads (`nova.tokens.calibration.
   attachment_text`: a nested CLAUDE.md, an `@`-mentioned file, the reminders) as harness text beside the
   results, or a meta user message; the others are counted in `meta["ignored_records"]`;
+- a record whose `parentUuid` names a record written after it (a tool result appended a line before the
+  response that called it) is read right after that parent;
 - a compaction (`system` `compact_boundary`, then a user record with `isCompactSummary`) becomes a Nova
   summary message (a `SummaryPart` covering everything before it) marked `compaction`, never a request;
 - images inside tool results follow the results as image parts;
@@ -229,9 +231,32 @@ class _Assembly:
             b.add("user", [*results, *response.after_results], response.results_line, response.results_ts)
 
 
+def _parents_first(records: Sequence[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+    """The records with each one whose `parentUuid` is written later in the file moved to just after that
+    parent: Claude Code 2.1 sometimes writes a tool's result a line before the response that called it
+    (the two are appended concurrently), and read in file order the result answered no call."""
+    position = {r["uuid"]: i for i, (_, r) in enumerate(records) if isinstance(r.get("uuid"), str)}
+    waiting: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    ordered: list[tuple[int, dict[str, Any]]] = []
+    seen: set[str] = set()
+    for i, item in enumerate(records):
+        parent = item[1].get("parentUuid")
+        if isinstance(parent, str) and parent not in seen and position.get(parent, -1) > i:
+            waiting.setdefault(parent, []).append(item)
+            continue
+        ready = [item]
+        while ready:
+            ordered.append(current := ready.pop(0))
+            uuid = current[1].get("uuid")
+            if isinstance(uuid, str):
+                seen.add(uuid)
+                ready[:0] = waiting.pop(uuid, [])
+    return ordered
+
+
 def _assemble(records: Sequence[tuple[int, dict[str, Any]]]) -> _Assembly:
     a = _Assembly()
-    for number, record in records:
+    for number, record in _parents_first(records):
         kind = record.get("type")
         try:
             if kind == "assistant":

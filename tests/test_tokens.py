@@ -116,6 +116,11 @@ def test_counter_for_model() -> None:
     assert isinstance(claude, ScaledCounter) and isinstance(claude.base, TiktokenCounter)
     assert isinstance(counter_for_model("claude-sonnet-4-5", exact=False), HeuristicCounter)
     assert isinstance(counter_for_model("gpt-4o", exact=False), HeuristicCounter)
+    # A gateway's alias of a GPT model counts with that model's tokenizer; a short family name inside
+    # another word does not.
+    assert counter_for_model("aide-gpt-5").name == "o200k_base"  # type: ignore[attr-defined]
+    assert counter_for_model("openai.gpt-5.4").name == "o200k_base"  # type: ignore[attr-defined]
+    assert not isinstance(counter_for_model("my-o1-thing"), TiktokenCounter)
 
 
 def test_message_overheads_count_tool_parts() -> None:

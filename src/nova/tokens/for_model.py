@@ -62,9 +62,11 @@ def counter_for_model(model: str, *, exact: bool = True) -> TokenCounter:
     fitted profile of its family (Gemini, Claude) where there is one, otherwise an upper bound."""
     name = model.lower().rsplit("/", 1)[-1]
     encoding = None
-    if name.startswith(_O200K_MODELS):
+    # A gateway's alias puts its own word before the model's name ("aide-gpt-5", "openai.gpt-5.4").
+    bare = [name, *(rest for i, c in enumerate(name) if c in "-_.:" and (rest := name[i + 1:]).startswith("gpt-"))]
+    if any(n.startswith(_O200K_MODELS) for n in bare):
         encoding = "o200k_base"
-    elif name.startswith(_CL100K_MODELS):
+    elif any(n.startswith(_CL100K_MODELS) for n in bare):
         encoding = "cl100k_base"
     if encoding is not None:
         if exact:

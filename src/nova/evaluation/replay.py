@@ -713,17 +713,26 @@ def silent_reply(message: Message) -> bool:
 
 def _with_silent_replies(recorded: Sequence[Message], repaired: Sequence[Message]) -> list[Message]:
     """`repaired` with each silent reply (`silent_reply`) the repair dropped put back where it was called:
-    after the repaired message that holds what came before it, so its call sees that history."""
+    after the repaired message that holds what came before it, so its call sees that history. A model
+    reply the repair merged into the one before it (Gemini CLI's older chats hold replies in a row whose
+    tool calls they did not record) was a call of its own too: it comes back as a silent reply with its
+    usage, after the merged message."""
     held: dict[str, int] = {}
     for j, m in enumerate(repaired):
         merged = m.metadata.get("merged_from")
         for ident in {m.id, *(merged if isinstance(merged, list) else ())}:
             held.setdefault(str(ident), j)
+    merged_away = {str(i) for m in repaired if is_model_reply(m) and isinstance(m.metadata.get("merged_from"), list)
+                   for i in m.metadata["merged_from"][1:]}
     after: dict[int, list[Message]] = {}
     cursor = -1  # the repaired message holding the latest recorded message seen so far
     for m in recorded:
         if m.id in held:
             cursor = max(cursor, held[m.id])
+            if m.id in merged_away:
+                after.setdefault(cursor, []).append(
+                    Message(role="assistant", parts=(TextPart(""),), id=m.id, created_at=m.created_at,
+                            metadata={k: v for k, v in m.metadata.items() if k in ("usage", "model")}))
         elif silent_reply(m):
             after.setdefault(cursor, []).append(m)
     if not after:

@@ -39,6 +39,7 @@ from nova.evaluation.replay import (
     unpriced_reason,
     view_document,
 )
+from nova.model import usage_of
 from nova.present.run_progress import RunProgress
 from nova.present.terminal import terminal_console
 from nova.providers.pricing import model_info
@@ -48,6 +49,7 @@ from nova.tokens import counter_for_model
 __all__ = ["replay_command"]
 
 if TYPE_CHECKING:
+    from nova.evaluation.replay import ReplayReport
     from nova.sessions.readers.base import ImportedSession
     from nova.settings import Settings
 
@@ -199,7 +201,7 @@ def replay_command(
     console.print(f"  compactions {report.compactions}, snips {report.snips}, spills {report.spills}, "
                   f"breaker trips {report.breaker_trips}, invariant violations {report.invariant_violations}")
     if report.billed_usd is not None:
-        console.print(f"  billed ${report.billed_usd:.4f} (the recorded usage of every call at its model's price)")
+        console.print(f"  billed ${report.billed_usd:.4f} ({_billed_basis(session, report)})", markup=False)
     elif report.uncounted_usage_calls:
         console.print(f"  billed unknown ({report.uncounted_usage_calls} calls' recorded usage does not count "
                       "their request)")
@@ -257,6 +259,24 @@ def _recorded_path(path: Path, home: Path) -> Path:
                           "shows the ids)", markup=False, soft_wrap=True)
         raise typer.Exit(1)
     return found
+
+
+def _billed_basis(session: "ImportedSession", report: "ReplayReport") -> str:
+    """What the billed figure adds up: every call's recorded usage, or only the calls that record one,
+    and whether part of it is Nova's estimate (Cline lumps cache reads and writes together)."""
+    with_usage = sum(1 for m in session.messages if m.role == "assistant" and (u := usage_of(m)) is not None
+                     and (u.context_tokens or u.output_tokens))
+    if with_usage >= report.calls:
+        basis = "the recorded usage of every call at its model's price"
+    else:
+        missing = report.calls - with_usage
+        basis = (f"the recorded usage of {with_usage} of the {report.calls} calls at each one's model's price; "
+                 f"{missing} record{'s' * (missing == 1)} none and {'is' if missing == 1 else 'are'} not in it")
+    split = session.meta.get("cache_split_estimated")
+    if split:
+        basis += (f"; the cache read/write split of {split} call{'s' * (split != 1)} is estimated (the file lumps "
+                  "them together)")
+    return basis
 
 
 def _window_of(session: "ImportedSession", settings: "Settings") -> int:

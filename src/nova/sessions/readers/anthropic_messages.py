@@ -88,7 +88,10 @@ class AnthropicMessagesReader(ChatListReader):
         filled, how = _usage_from_ui_messages(path.parent / UI_MESSAGES, messages, a.estimated)
         if how:
             meta["usage_from"] = how
-        if estimated := len(a.estimated.keys() - filled):
+        # A call whose lumped `cached` is 0 has nothing to split: its figures are the recorded ones.
+        split = {i for i, usage in a.estimated.items()
+                 if usage.get("cache_read_tokens") or usage.get("cache_write_tokens")}
+        if estimated := len(split - filled):
             meta["cache_split_estimated"] = estimated
         # Every Cline / Roo task's file has the same name: the task folder's (its id) names the session.
         return ImportedSession(messages=messages, system="\n\n".join(a.b.system), format=NAME, source_path=path,

@@ -108,7 +108,8 @@ def _response(b: Builder, m: dict[str, Any], index: int, ts: float | None, count
     count_response(counts, calls=len(calls), results=len(results))
     metadata: dict[str, Any] = {}
     tokens = m.get("tokens")
-    if isinstance(tokens, dict):
+    # All zeros is a call whose usage was not recorded (older Gemini CLI wrote some so), not a free call.
+    if isinstance(tokens, dict) and any(tokens.get(k) for k in ("input", "output", "cached", "thoughts", "total")):
         # Gemini counts thoughts apart from the reply (`total` is input + output + thoughts + tool); Nova's
         # output holds its reasoning, as OpenAI's does, so that the anchor leaves out only the thoughts
         # and the bill prices them as the output they are.
